@@ -1,0 +1,287 @@
+package io.reverb.rpc;
+
+import io.reverb.rpc.internal.ServerRuntime;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Serves {@link RpcService}s on a transport address:
+ *
+ * <pre>{@code
+ * RpcServer server = RpcServer.builder("shm://greeter").addService(new GreeterImpl()).build().start();
+ * ...
+ * server.shutdown();            // graceful: stop accepting, let calls finish, then cancel what is left
+ * }</pre>
+ *
+ * <p>Handlers run on the transport's thread (for RDMA, the completion poller) unless {@link Builder#scheduler}
+ * or {@link Builder#executor} is given. Blocking in a handler on the transport's thread stalls every call on that
+ * thread: give the server a scheduler for handlers that may block.
+ */
+public final class RpcServer implements AutoCloseable
+{
+    /** Default largest inbound message: 4 MiB, as gRPC. */
+    public static final int DEFAULT_MAX_INBOUND_MESSAGE_SIZE = 4 * 1024 * 1024;
+    /** Default grace period of {@link #shutdown()}. */
+    public static final Duration DEFAULT_SHUTDOWN_GRACE_PERIOD = Duration.ofSeconds(10);
+
+    private final ServerRuntime runtime;
+
+    private RpcServer(final Builder builder)
+    {
+        this.runtime = new ServerRuntime(builder);
+    }
+
+    /**
+     * @param uri where to listen, e.g. {@code "shm://greeter"}, {@code "inproc://test"}.
+     * @return a builder.
+     */
+    public static Builder builder(final String uri)
+    {
+        return new Builder(uri);
+    }
+
+    /**
+     * Binds the address and starts accepting connections.
+     *
+     * @return this.
+     * @throws RpcException UNAVAILABLE if the address cannot be bound or no transport serves the scheme.
+     */
+    public RpcServer start()
+    {
+        runtime.start();
+        return this;
+    }
+
+    /**
+     * @return the bound port, or -1 for transports without ports.
+     */
+    public int port()
+    {
+        return runtime.port();
+    }
+
+    /**
+     * @return the bound address as a URI clients can connect to (an ephemeral port resolved).
+     */
+    public String address()
+    {
+        return runtime.address();
+    }
+
+    /**
+     * Graceful shutdown with the builder's grace period: stops accepting connections, tells clients to go away
+     * (GOAWAY), lets in-flight calls finish, then cancels those still running. Returns at once.
+     */
+    public void shutdown()
+    {
+        runtime.shutdown(runtime.gracePeriod());
+    }
+
+    /**
+     * Graceful shutdown with the given grace period. Returns at once.
+     *
+     * @param gracePeriod how long in-flight calls may continue.
+     */
+    public void shutdown(final Duration gracePeriod)
+    {
+        runtime.shutdown(gracePeriod);
+    }
+
+    /**
+     * @param timeout how long to wait.
+     * @param unit    unit of timeout.
+     * @return true if terminated in time.
+     * @throws InterruptedException if interrupted.
+     */
+    public boolean awaitTermination(final long timeout, final TimeUnit unit) throws InterruptedException
+    {
+        return runtime.awaitTermination(timeout, unit);
+    }
+
+    /**
+     * @param timeout how long to wait.
+     * @return true if terminated in time.
+     * @throws InterruptedException if interrupted.
+     */
+    public boolean awaitTermination(final Duration timeout) throws InterruptedException
+    {
+        return runtime.awaitTermination(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * @return true once shutdown or close began.
+     */
+    public boolean isShutdown()
+    {
+        return runtime.isShutdown();
+    }
+
+    /**
+     * @return true once every connection is closed and the listener released.
+     */
+    public boolean isTerminated()
+    {
+        return runtime.isTerminated();
+    }
+
+    /**
+     * Immediate shutdown: cancels every call (clients see UNAVAILABLE), closes every connection, and waits
+     * briefly for the transport to release its resources.
+     */
+    @Override
+    public void close()
+    {
+        runtime.close();
+    }
+
+    @Override
+    public String toString()
+    {
+        return "RpcServer{" + runtime + "}";
+    }
+
+    /**
+     * Configures an {@link RpcServer}.
+     */
+    public static final class Builder
+    {
+        /** Address to listen on. */
+        public final String uri;
+        /** Services. */
+        public final List<ServiceDefinition> services = new ArrayList<>();
+        /** Interceptors, first outermost. */
+        public final List<ServerInterceptor> interceptors = new ArrayList<>();
+        /** Handler scheduler, null for the transport thread. */
+        public Scheduler handlerScheduler;
+        /** Timer scheduler for deadlines. */
+        public Scheduler timerScheduler = Schedulers.parallel();
+        /** Largest inbound message payload. */
+        public int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
+        /** A Micrometer MeterRegistry, or null. */
+        public Object meterRegistry;
+        /** Grace period of {@link RpcServer#shutdown()}. */
+        public Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
+
+        private Builder(final String uri)
+        {
+            this.uri = Objects.requireNonNull(uri, "uri");
+        }
+
+        /**
+         * @param service a service, e.g. a generated {@code FooImplBase} subclass.
+         * @return this.
+         */
+        public Builder addService(final RpcService service)
+        {
+            return addService(service.bindService());
+        }
+
+        /**
+         * @param service a service definition.
+         * @return this.
+         */
+        public Builder addService(final ServiceDefinition service)
+        {
+            for (final ServiceDefinition existing : services)
+            {
+                if (existing.serviceName().equals(service.serviceName()))
+                {
+                    throw new IllegalArgumentException("service added twice: " + service.serviceName());
+                }
+            }
+            services.add(service);
+            return this;
+        }
+
+        /**
+         * @param interceptor an interceptor; the first added runs outermost.
+         * @return this.
+         */
+        public Builder intercept(final ServerInterceptor interceptor)
+        {
+            interceptors.add(Objects.requireNonNull(interceptor, "interceptor"));
+            return this;
+        }
+
+        /**
+         * @param executor runs handlers (and their inbound signals, one call at a time) instead of the transport's
+         *                 thread; use for handlers that may block.
+         * @return this.
+         */
+        public Builder executor(final Executor executor)
+        {
+            this.handlerScheduler = Schedulers.fromExecutor(executor);
+            return this;
+        }
+
+        /**
+         * @param scheduler runs handlers instead of the transport's thread; use for handlers that may block.
+         * @return this.
+         */
+        public Builder scheduler(final Scheduler scheduler)
+        {
+            this.handlerScheduler = scheduler;
+            return this;
+        }
+
+        /**
+         * @param scheduler schedules deadline timers (default {@link Schedulers#parallel()}); a virtual-time
+         *                  scheduler makes deadline tests deterministic.
+         * @return this.
+         */
+        public Builder timerScheduler(final Scheduler scheduler)
+        {
+            this.timerScheduler = Objects.requireNonNull(scheduler, "scheduler");
+            return this;
+        }
+
+        /**
+         * @param bytes largest request payload accepted; larger ones fail the call with RESOURCE_EXHAUSTED.
+         * @return this.
+         */
+        public Builder maxInboundMessageSize(final int bytes)
+        {
+            if (bytes <= 0)
+            {
+                throw new IllegalArgumentException("maxInboundMessageSize must be positive: " + bytes);
+            }
+            this.maxInboundMessageSize = bytes;
+            return this;
+        }
+
+        /**
+         * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}. Typed as Object so that
+         *                 micrometer need not be on the class path when metrics are not used.
+         * @return this.
+         */
+        public Builder meterRegistry(final Object registry)
+        {
+            this.meterRegistry = registry;
+            return this;
+        }
+
+        /**
+         * @param gracePeriod how long {@link RpcServer#shutdown()} lets in-flight calls run.
+         * @return this.
+         */
+        public Builder shutdownGracePeriod(final Duration gracePeriod)
+        {
+            this.shutdownGracePeriod = Objects.requireNonNull(gracePeriod, "gracePeriod");
+            return this;
+        }
+
+        /**
+         * @return the server, not started.
+         */
+        public RpcServer build()
+        {
+            return new RpcServer(this);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package io.reverb.rpc.protobuf;
+
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.ExtensionRegistryLite;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageLite;
+import com.google.protobuf.Parser;
+import io.reverb.rpc.Marshaller;
+import io.reverb.rpc.Status;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Objects;
+
+/**
+ * {@link Marshaller} for protobuf messages that writes with {@link CodedOutputStream} straight into the transport's
+ * buffer (registered memory for RDMA) and parses straight from it: no intermediate {@code byte[]} for direct
+ * buffers.
+ *
+ * @param <T> message type.
+ */
+public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<T>
+{
+    private final T defaultInstance;
+    private final Parser<T> parser;
+
+    @SuppressWarnings("unchecked")
+    private ProtoMarshaller(final T defaultInstance)
+    {
+        this.defaultInstance = Objects.requireNonNull(defaultInstance, "defaultInstance");
+        this.parser = (Parser<T>)defaultInstance.getParserForType();
+    }
+
+    /**
+     * @param defaultInstance the message type's default instance, e.g. {@code HelloRequest.getDefaultInstance()}.
+     * @param <T>             message type.
+     * @return a marshaller.
+     */
+    public static <T extends MessageLite> Marshaller<T> of(final T defaultInstance)
+    {
+        return new ProtoMarshaller<>(defaultInstance);
+    }
+
+    /**
+     * @return the default instance.
+     */
+    public T defaultInstance()
+    {
+        return defaultInstance;
+    }
+
+    @Override
+    public int serializedSize(final T value)
+    {
+        // protobuf caches the size in the message, so the write below does not compute it again
+        return value.getSerializedSize();
+    }
+
+    @Override
+    public void write(final T value, final ByteBuffer target)
+    {
+        try
+        {
+            final CodedOutputStream output = CodedOutputStream.newInstance(target);
+            value.writeTo(output);
+            output.flush();
+        }
+        catch (final IOException e)
+        {
+            throw Status.INTERNAL.withDescription("protobuf serialization failed: " + e.getMessage())
+                .withCause(e).asException();
+        }
+    }
+
+    @Override
+    public T read(final ByteBuffer source)
+    {
+        try
+        {
+            final CodedInputStream input = CodedInputStream.newInstance(source);
+            // the buffer is only valid during this call: parsed bytes fields must be copies, never aliases
+            input.enableAliasing(false);
+            final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
+            input.checkLastTagWas(0);
+            return message;
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
+                .withCause(e).asException();
+        }
+    }
+}
