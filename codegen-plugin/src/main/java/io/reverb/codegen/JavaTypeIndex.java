@@ -1,0 +1,159 @@
+package io.reverb.codegen;
+
+import com.google.protobuf.DescriptorProtos.DescriptorProto;
+import com.google.protobuf.DescriptorProtos.EnumDescriptorProto;
+import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Where protoc's Java generator puts each message: maps a proto full name ({@code .pkg.Outer.Inner}) to
+ * the fully qualified Java class name, from the files of a {@code CodeGeneratorRequest} (which carries
+ * every file the ones to generate import, directly or not).
+ */
+public final class JavaTypeIndex
+{
+    private final Map<String, String> javaClassByProtoType = new HashMap<>();
+    private final Map<String, String> protoFileByProtoType = new HashMap<>();
+    private final Map<String, FileDescriptorProto> fileByName = new HashMap<>();
+
+    /**
+     * @param files every file of the request, in any order.
+     */
+    public JavaTypeIndex(final List<FileDescriptorProto> files)
+    {
+        for (final FileDescriptorProto file : files)
+        {
+            fileByName.put(file.getName(), file);
+            final String protoPrefix = file.getPackage().isEmpty() ? "." : "." + file.getPackage() + ".";
+            final String javaPackage = javaPackage(file);
+            String javaPrefix = javaPackage.isEmpty() ? "" : javaPackage + ".";
+            if (!file.getOptions().getJavaMultipleFiles())
+            {
+                javaPrefix += outerClassName(file) + ".";
+            }
+            for (final DescriptorProto message : file.getMessageTypeList())
+            {
+                indexMessage(file.getName(), message, protoPrefix, javaPrefix);
+            }
+        }
+    }
+
+    /**
+     * @param file a proto file.
+     * @return {@code java_package} if set, otherwise the proto package (possibly empty).
+     */
+    public static String javaPackage(final FileDescriptorProto file)
+    {
+        return file.getOptions().hasJavaPackage() ? file.getOptions().getJavaPackage() : file.getPackage();
+    }
+
+    /**
+     * protoc's outer class name: {@code java_outer_classname}, or the camel-cased file name, with
+     * {@value JavaNames#OUTER_CLASS_SUFFIX} appended when a message, enum or service of the file (at any
+     * nesting depth for messages and enums) has exactly that name.
+     *
+     * @param file a proto file.
+     * @return the simple name of the file's outer class.
+     */
+    public static String outerClassName(final FileDescriptorProto file)
+    {
+        if (file.getOptions().hasJavaOuterClassname())
+        {
+            return file.getOptions().getJavaOuterClassname();
+        }
+        final String name = JavaNames.defaultOuterClassBaseName(file.getName());
+        return hasTypeNamed(file, name) ? name + JavaNames.OUTER_CLASS_SUFFIX : name;
+    }
+
+    /**
+     * @param protoTypeName a full name as used in a method's input or output type, e.g. {@code .pkg.Msg}.
+     * @return the fully qualified Java class name, or null when no file of the request defines it.
+     */
+    public String javaClassName(final String protoTypeName)
+    {
+        return javaClassByProtoType.get(protoTypeName);
+    }
+
+    /**
+     * @param protoTypeName a full name, e.g. {@code .pkg.Msg}.
+     * @return the name of the file defining it, or null.
+     */
+    public String definingFile(final String protoTypeName)
+    {
+        return protoFileByProtoType.get(protoTypeName);
+    }
+
+    /**
+     * @param name a file name as protoc reports it.
+     * @return the file, or null when the request does not carry it.
+     */
+    public FileDescriptorProto file(final String name)
+    {
+        return fileByName.get(name);
+    }
+
+    private void indexMessage(
+        final String fileName, final DescriptorProto message, final String protoPrefix, final String javaPrefix)
+    {
+        final String protoName = protoPrefix + message.getName();
+        final String javaName = javaPrefix + message.getName();
+        javaClassByProtoType.put(protoName, javaName);
+        protoFileByProtoType.put(protoName, fileName);
+        for (final DescriptorProto nested : message.getNestedTypeList())
+        {
+            indexMessage(fileName, nested, protoName + ".", javaName + ".");
+        }
+    }
+
+    private static boolean hasTypeNamed(final FileDescriptorProto file, final String name)
+    {
+        for (final EnumDescriptorProto enumType : file.getEnumTypeList())
+        {
+            if (enumType.getName().equals(name))
+            {
+                return true;
+            }
+        }
+        for (final var service : file.getServiceList())
+        {
+            if (service.getName().equals(name))
+            {
+                return true;
+            }
+        }
+        for (final DescriptorProto message : file.getMessageTypeList())
+        {
+            if (messageHasTypeNamed(message, name))
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean messageHasTypeNamed(final DescriptorProto message, final String name)
+    {
+        if (message.getName().equals(name))
+        {
+            return true;
+        }
+        for (final EnumDescriptorProto enumType : message.getEnumTypeList())
+        {
+            if (enumType.getName().equals(name))
+            {
+                return true;
+            }
+        }
+        for (final DescriptorProto nested : message.getNestedTypeList())
+        {
+            if (messageHasTypeNamed(nested, name))
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+}
