@@ -1,0 +1,401 @@
+package io.reverb.bench;
+
+import com.google.protobuf.BytesValue;
+import io.reverb.bench.load.LoadGenerator;
+import io.reverb.bench.load.LoadSpec;
+import io.reverb.bench.load.RunResult;
+import io.reverb.bench.report.CsvReport;
+import io.reverb.bench.report.HtmlReport;
+import io.reverb.bench.report.JsonReport;
+import io.reverb.bench.report.TextReport;
+import io.reverb.bench.target.BenchServer;
+import io.reverb.bench.target.EchoClient;
+import io.reverb.bench.target.Target;
+import io.reverb.bench.target.TargetSettings;
+import io.reverb.bench.target.Targets;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code reverb-bench}: an RPC latency benchmarking tool in the spirit of ghz and grpc-java's
+ * qps client, for Reverb over any of its transports and for grpc-java as the baseline.
+ *
+ * <pre>
+ * reverb-bench [run] [options]      benchmark one or more targets (default: Reverb and grpc-java side by side)
+ * reverb-bench server --uri URI     run only an echo server
+ * reverb-bench report FILE.json...  merge JSON results into one text/HTML report
+ * reverb-bench idle-cpu --uri URI   CPU used by an idle server process
+ * reverb-bench jmh [JMH options]    the JMH suite (io.reverb.bench.jmh)
+ * </pre>
+ *
+ * Run {@code reverb-bench --help} for the options.
+ */
+public final class ReverbBench
+{
+    /** Default grpc-java target: Netty on loopback, ephemeral port. */
+    public static final String DEFAULT_GRPC_URI = "grpc://127.0.0.1:0";
+    /** Default HTML report written by a run with default targets. */
+    public static final String DEFAULT_HTML = "reverb-bench-report.html";
+
+    private static final String USAGE = """
+        reverb-bench: RPC latency benchmarking for Reverb (and grpc-java as the baseline)
+
+        Usage:
+          reverb-bench [run] [options]        run the benchmark against each --uri, side by side
+          reverb-bench server --uri URI       run only an echo server (prints its address)
+          reverb-bench report A.json B.json   merge JSON results (--html, --format)
+          reverb-bench idle-cpu --uri URI     CPU used by an idle server process (--seconds 10s)
+          reverb-bench jmh [JMH options]      run the JMH suite (e.g. jmh -prof gc UnaryLatency)
+
+        Targets:
+          --uri URI             repeatable; Reverb: shm://name, tcp://host:port, rdma://host:port, inproc://name
+                                grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
+                                (add ?direct=true to a grpc URI for directExecutor on both sides)
+          --compare A,B,...     several targets at once
+                                default: shm://reverb-bench (or inproc:// if shm is not available) and
+                                grpc://127.0.0.1:0, and an HTML report in reverb-bench-report.html
+          --server PLACE        separate-process (default), same-process, none (connect to a running server)
+          --server-jvm-arg ARG  extra JVM argument for a server process (repeatable)
+          --polling MODE        BUSY | EVENT | ADAPTIVE, for Reverb transports that poll completions
+
+        Load:
+          -c N                  calls outstanding (default 1)
+          -n N                  total calls, or
+          -z DURATION           run time, e.g. 10s, 500ms, 1m (default 10s)
+          --rps R               open loop at R calls/s (latency measured from each call's intended send time)
+          --payload SIZES       payload bytes, comma-separated, e.g. 64,4k,1MiB (default 64)
+          --kind KIND           unary (default) | server-streaming
+          --stream-messages N   messages per server-streaming call (default 100)
+          --warmup DURATION     warm-up before measuring (default 3s; 0 for none)
+
+        Output:
+          --format F            text (default) | json | csv, on stdout
+          -o, --output FILE     write the formatted results to FILE instead of stdout
+          --html FILE           self-contained HTML report with a latency-by-percentile plot
+          --input FILE.json     add runs from an earlier JSON result to the report (repeatable)
+          -q, --no-progress     no progress lines on stderr
+        """;
+
+    private ReverbBench()
+    {
+    }
+
+    /**
+     * @param args command line.
+     */
+    public static void main(final String[] args)
+    {
+        try
+        {
+            final int status = run(args, System.out, System.err);
+            System.out.flush();
+            System.exit(status);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            System.err.println("reverb-bench: " + ex.getMessage());
+            System.exit(2);
+        }
+        catch (final Exception ex)
+        {
+            System.err.println("reverb-bench: " + ex);
+            ex.printStackTrace(System.err);
+            System.exit(1);
+        }
+    }
+
+    /**
+     * Runs a command line.
+     *
+     * @param args command line.
+     * @param out  where results go.
+     * @param err  where progress and errors go.
+     * @return process exit status.
+     * @throws Exception if a run fails.
+     */
+    public static int run(final String[] args, final PrintStream out, final PrintStream err) throws Exception
+    {
+        final String command = args.length > 0 && !args[0].startsWith("-") ? args[0] : "run";
+        final String[] rest = command.equals("run") && (args.length == 0 || args[0].startsWith("-")) ?
+            args : java.util.Arrays.copyOfRange(args, 1, args.length);
+        if (command.equals("jmh"))
+        {
+            org.openjdk.jmh.Main.main(rest);
+            return 0;
+        }
+        final BenchOptions options = BenchOptions.parse(rest);
+        if (options.help || command.equals("help"))
+        {
+            out.print(USAGE);
+            return 0;
+        }
+        return switch (command)
+        {
+            case "run" -> runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
+            case "server" -> runServer(options, out, err);
+            case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
+            case "idle-cpu" -> idleCpu(options, out, err);
+            default -> throw new IllegalArgumentException("unknown command " + command + " (see --help)");
+        };
+    }
+
+    /**
+     * @return the default targets: Reverb over shm:// when that transport is available (else
+     * inproc://) and grpc-java over Netty on loopback.
+     */
+    public static List<String> defaultUris()
+    {
+        final String reverb = Targets.reverbTransportAvailable("shm") ?
+            "shm://reverb-bench-" + ProcessHandle.current().pid() : "inproc://reverb-bench";
+        return List.of(reverb, DEFAULT_GRPC_URI);
+    }
+
+    private static int runBenchmarks(final BenchOptions o, final String command, final PrintStream out, final PrintStream err)
+        throws Exception
+    {
+        final boolean defaults = o.uris.isEmpty();
+        final List<String> uris = defaults ? defaultUris() : o.uris;
+        if (defaults && !Targets.reverbTransportAvailable("shm"))
+        {
+            err.println("note: Reverb's shm:// transport is not available in this build; comparing over inproc:// instead");
+        }
+        final List<Integer> payloads = o.payloads.isEmpty() ? List.of(64) : o.payloads;
+        final long duration = o.totalCalls == 0 && o.durationNanos == 0 ? TimeUnit.SECONDS.toNanos(10) : o.durationNanos;
+        final TargetSettings settings = new TargetSettings(o.polling);
+
+        final List<RunResult> runs = new ArrayList<>();
+        for (final String path : o.inputs)
+        {
+            runs.addAll(JsonReport.read(Files.readString(Path.of(path))));
+        }
+        for (final int payload : payloads)
+        {
+            final LoadSpec spec = new LoadSpec(o.kind, payload, o.streamMessages, o.concurrency, o.totalCalls, duration,
+                o.rps, o.progress);
+            for (final String text : uris)
+            {
+                runs.add(runOne(URI.create(text), spec, settings, o, err));
+            }
+        }
+        emit(runs, o, out, err);
+        final String html = o.html != null ? o.html : defaults ? DEFAULT_HTML : null;
+        if (html != null)
+        {
+            Files.writeString(Path.of(html), HtmlReport.write(runs, "reverb-bench: Reverb and grpc-java", command));
+            err.println("HTML report: " + Path.of(html).toAbsolutePath());
+        }
+        for (final RunResult r : runs)
+        {
+            if (r.ok == 0)
+            {
+                return 1;
+            }
+        }
+        return 0;
+    }
+
+    private static RunResult runOne(
+        final URI uri, final LoadSpec spec, final TargetSettings settings, final BenchOptions o, final PrintStream err)
+        throws Exception
+    {
+        final Target target = Targets.forUri(uri);
+        final BenchOptions.ServerPlacement placement = Targets.isInProcessOnly(uri) && o.server != BenchOptions.ServerPlacement.NONE ?
+            BenchOptions.ServerPlacement.SAME_PROCESS : o.server;
+        final String label = Targets.label(uri) + (o.polling != null && target.framework().equals("reverb") &&
+            !"inproc".equals(uri.getScheme()) ? " " + o.polling.toLowerCase(Locale.ROOT) : "");
+        err.printf(Locale.ROOT, "-- %s: %s, %s, server %s%n", label, uri, describeLength(spec, o), placement.cliName());
+
+        ServerProcess process = null;
+        BenchServer server = null;
+        final String address;
+        switch (placement)
+        {
+            case SEPARATE_PROCESS ->
+            {
+                process = ServerProcess.start(uri.toString(), o.polling, o.serverJvmArgs, Duration.ofSeconds(60));
+                address = process.uri();
+            }
+            case SAME_PROCESS ->
+            {
+                server = target.startServer(uri, settings);
+                address = server.uri();
+            }
+            default -> address = uri.toString();
+        }
+        try (EchoClient client = target.connect(URI.create(address), settings))
+        {
+            if (o.warmupNanos > 0)
+            {
+                new LoadGenerator(client, spec.withLength(0, o.warmupNanos, false), err, label).run();
+            }
+            final RunResult result = new LoadGenerator(client, spec, err, label).run();
+            result.label = label;
+            result.framework = target.framework();
+            result.uri = address;
+            result.server = placement.cliName();
+            result.polling = o.polling != null && target.framework().equals("reverb") ? o.polling : "";
+            return result;
+        }
+        finally
+        {
+            if (server != null)
+            {
+                server.close();
+            }
+            if (process != null)
+            {
+                process.close();
+            }
+        }
+    }
+
+    private static String describeLength(final LoadSpec spec, final BenchOptions o)
+    {
+        final String length = spec.totalCalls() > 0 ? String.format(Locale.ROOT, "%,d calls", spec.totalCalls()) :
+            String.format(Locale.ROOT, "%.1f s", spec.durationNanos() / 1e9);
+        return String.format(Locale.ROOT, "%s %d B, c=%d, %s after %.1f s warm-up", spec.kind().cliName(),
+            spec.payloadSize(), spec.concurrency(), length, o.warmupNanos / 1e9);
+    }
+
+    private static void emit(final List<RunResult> runs, final BenchOptions o, final PrintStream out, final PrintStream err)
+        throws IOException
+    {
+        final String text = switch (o.format)
+        {
+            case "json" -> JsonReport.write(runs);
+            case "csv" -> CsvReport.write(runs);
+            default -> TextReport.write(runs);
+        };
+        if (o.output != null)
+        {
+            Files.writeString(Path.of(o.output), text);
+            err.println("results: " + Path.of(o.output).toAbsolutePath());
+        }
+        else
+        {
+            out.print(text);
+            out.flush();
+        }
+    }
+
+    private static int report(final BenchOptions o, final String command, final PrintStream out, final PrintStream err)
+        throws IOException
+    {
+        if (o.inputs.isEmpty())
+        {
+            throw new IllegalArgumentException("report needs JSON result files (written with --format json)");
+        }
+        final List<RunResult> runs = new ArrayList<>();
+        for (final String path : o.inputs)
+        {
+            runs.addAll(JsonReport.read(Files.readString(Path.of(path))));
+        }
+        emit(runs, o, out, err);
+        if (o.html != null)
+        {
+            Files.writeString(Path.of(o.html), HtmlReport.write(runs, "reverb-bench: Reverb and grpc-java", command));
+            err.println("HTML report: " + Path.of(o.html).toAbsolutePath());
+        }
+        return 0;
+    }
+
+    private static int runServer(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    {
+        if (o.uris.size() != 1)
+        {
+            throw new IllegalArgumentException("server needs exactly one --uri");
+        }
+        final URI uri = URI.create(o.uris.get(0));
+        final Target target = Targets.forUri(uri);
+        final CountDownLatch stop = new CountDownLatch(1);
+        try (BenchServer server = target.startServer(uri, new TargetSettings(o.polling)))
+        {
+            out.println(ServerProcess.READY + server.uri());
+            out.flush();
+            Runtime.getRuntime().addShutdownHook(new Thread(stop::countDown));
+            if (o.exitOnStdinEof)
+            {
+                final Thread watcher = new Thread(() ->
+                {
+                    try
+                    {
+                        final InputStream in = System.in;
+                        while (in.read() >= 0)
+                        {
+                            // Discard: the parent writes nothing; end of file is the signal.
+                        }
+                    }
+                    catch (final IOException ignore)
+                    {
+                        // Treated as end of file.
+                    }
+                    stop.countDown();
+                }, "reverb-bench-stdin-watcher");
+                watcher.setDaemon(true);
+                watcher.start();
+            }
+            else
+            {
+                err.println("serving " + server.uri() + " (" + target.framework() + "); Ctrl-C to stop");
+            }
+            stop.await();
+        }
+        return 0;
+    }
+
+    private static int idleCpu(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    {
+        final List<String> uris = o.uris.isEmpty() ? List.of(defaultUris().get(0)) : o.uris;
+        final List<String> lines = new ArrayList<>();
+        for (final String text : uris)
+        {
+            final URI uri = URI.create(text);
+            if (Targets.isInProcessOnly(uri))
+            {
+                throw new IllegalArgumentException("idle-cpu needs a server in its own process, not " + uri);
+            }
+            final Target target = Targets.forUri(uri);
+            try (ServerProcess server = ServerProcess.start(text, o.polling, o.serverJvmArgs, Duration.ofSeconds(60));
+                EchoClient client = target.connect(URI.create(server.uri()), new TargetSettings(o.polling)))
+            {
+                final BytesValue request = EchoService.payload(64);
+                for (int i = 0; i < 10_000; i++)
+                {
+                    client.blockingEcho(request);
+                }
+                // Let an adaptive poller notice the silence and go to sleep before measuring.
+                Thread.sleep(2000);
+                final com.sun.management.OperatingSystemMXBean os =
+                    (com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+                final long serverCpu0 = server.cpuNanos();
+                final long clientCpu0 = os.getProcessCpuTime();
+                final long t0 = System.nanoTime();
+                Thread.sleep(TimeUnit.NANOSECONDS.toMillis(o.idleNanos));
+                final long serverCpu = server.cpuNanos() - serverCpu0;
+                final long clientCpu = os.getProcessCpuTime() - clientCpu0;
+                final long wall = System.nanoTime() - t0;
+                final String line = String.format(Locale.ROOT,
+                    "%s  polling %s: idle server process used %.2f%% of one core over %.1f s " +
+                    "(%.1f ms CPU); the idle client process %.2f%%",
+                    server.uri(), o.polling == null ? "default" : o.polling, 100.0 * serverCpu / wall, wall / 1e9,
+                    serverCpu / 1e6, 100.0 * clientCpu / wall);
+                lines.add(line);
+                err.println(line);
+            }
+        }
+        out.println(String.join("\n", lines));
+        return 0;
+    }
+}
