@@ -1,0 +1,50 @@
+package io.reverb.rpc.transport;
+
+/**
+ * A transport connection: reliable, ordered, message-oriented, bidirectional. See the package documentation for
+ * the contract.
+ */
+public interface Connection
+{
+    /**
+     * Claims space for one outbound message of exactly {@code length} bytes. On {@link ClaimResult#OK} the claim is
+     * wrapped around the space and must be committed or aborted. Thread-safe.
+     *
+     * @param length message length in bytes, at least 1.
+     * @param claim  the caller's claim object, not active.
+     * @return {@link ClaimResult#OK}, {@link ClaimResult#BACK_PRESSURED} (then {@link ConnectionHandler#onWritable}
+     * follows), {@link ClaimResult#CLOSED} or {@link ClaimResult#TOO_LARGE}.
+     */
+    int tryClaim(int length, WriteClaim claim);
+
+    /**
+     * @return the longest message {@link #tryClaim} accepts.
+     */
+    int maxMessageLength();
+
+    /**
+     * Graceful close: committed messages are still delivered, then both ends' handlers see
+     * {@link ConnectionHandler#onClose}. Idempotent.
+     */
+    void close();
+
+    /**
+     * @return false once closing began (locally or by the peer).
+     */
+    boolean isOpen();
+
+    /**
+     * @return this end's address, for logs and {@code RpcContext.peer()}.
+     */
+    String localAddress();
+
+    /**
+     * @return the peer's address.
+     */
+    String remoteAddress();
+
+    /**
+     * @return resources this connection holds now.
+     */
+    ResourceUsage resourceUsage();
+}

@@ -1,0 +1,120 @@
+package io.reverb.rpc.wire;
+
+/**
+ * Frame types with their wire value and the flags each may carry. Layouts after the common header
+ * ({@link FrameHeaderFlyweight}), all little-endian:
+ *
+ * <pre>
+ * CALL        client -> server, opens stream id (odd ids are not required; ids increase per connection)
+ *   +---------------------------------------------------------------+
+ *   |                   Timeout nanos (int64, -1 = none)            |
+ *   |                                                               |
+ *   +---------------------------------------------------------------+
+ *   |        Initial response demand (int32, MAX_VALUE = unbounded) |
+ *   +-------------------------------+-------------------------------+
+ *   |  Method name length (uint16)  |  Method name (ASCII) ...      |
+ *   +-------------------------------+-------------------------------+
+ *   |  Metadata block ...                                           |
+ *
+ * MESSAGE     either way: the marshalled message fills the rest of the frame. Flag END_STREAM: last message.
+ * HALF_CLOSE  client -> server: no more messages (when the last one was not flagged END_STREAM). Empty.
+ * REQUEST_N   either way: demand for n more messages
+ *   |                 n (int32, MAX_VALUE = unbounded)              |
+ * CANCEL      client -> server: the client gave up on the call. Empty.
+ * HEADERS     server -> client: response initial metadata, before the first MESSAGE. Metadata block.
+ * STATUS      server -> client: ends the call
+ *   |                     Status code (int32)                       |
+ *   |              Description length (int32, -1 = none)            |
+ *   |  Description (UTF-8) ...     |  Metadata block (trailers) ...  |
+ * PING        either way, stream 0. Flag ACK on the answer, which echoes the payload
+ *   |                        Payload (int64)                        |
+ * GOAWAY      either way, stream 0: no new calls; calls above the last stream id were not processed
+ *   |                    Last stream id (int32)                     |
+ *   |                     Status code (int32)                       |
+ *   |              Description length (int32, -1 = none)            |
+ *   |  Description (UTF-8) ...                                      |
+ *
+ * Metadata block:
+ *   | Entry count (uint16) | per entry: name length (uint16), name (ASCII), value length (int32), value |
+ * </pre>
+ */
+public enum FrameType
+{
+    /** Opens a call. */
+    CALL(1, 0),
+    /** One message. */
+    MESSAGE(2, Flags.END_STREAM),
+    /** Client finished sending. */
+    HALF_CLOSE(3, 0),
+    /** Demand. */
+    REQUEST_N(4, 0),
+    /** Client cancels. */
+    CANCEL(5, 0),
+    /** Response headers. */
+    HEADERS(6, 0),
+    /** Ends a call. */
+    STATUS(7, 0),
+    /** Keep-alive. */
+    PING(8, Flags.ACK),
+    /** Connection shutdown. */
+    GOAWAY(9, 0);
+
+    /**
+     * Flag bits.
+     */
+    public static final class Flags
+    {
+        /** MESSAGE: last message of this side. */
+        public static final int END_STREAM = 0x1;
+        /** PING: an answer. */
+        public static final int ACK = 0x1;
+
+        private Flags()
+        {
+        }
+    }
+
+    private static final FrameType[] BY_VALUE = new FrameType[16];
+
+    static
+    {
+        for (final FrameType type : values())
+        {
+            BY_VALUE[type.value] = type;
+        }
+    }
+
+    private final int value;
+    private final int allowedFlags;
+
+    FrameType(final int value, final int allowedFlags)
+    {
+        this.value = value;
+        this.allowedFlags = allowedFlags;
+    }
+
+    /**
+     * @return the wire value.
+     */
+    public int value()
+    {
+        return value;
+    }
+
+    /**
+     * @return the flag bits this type may carry.
+     */
+    public int allowedFlags()
+    {
+        return allowedFlags;
+    }
+
+    /**
+     * @param value a wire value.
+     * @return the type, or null if unknown.
+     */
+    public static FrameType fromValue(final int value)
+    {
+        return value >= 0 && value < BY_VALUE.length ? BY_VALUE[value] : null;
+    }
+}
