@@ -1,0 +1,245 @@
+package io.reverb.rdma.provider.disni;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Decides whether DiSNi can run here, and if not, says what is missing and how to fix it.
+ *
+ * <p>Everything that can be checked without native code is checked first (an RDMA device in sysfs,
+ * the rdma_cm device node, libdisni on {@code java.library.path}, DiSNi's classes), so that a machine
+ * without RDMA never loads libdisni at all. Only when all of that is present is libdisni loaded: DiSNi's
+ * {@code NativeDispatcher} then compares the library's JNI version with the one its Java half needs
+ * ({@value #DISNI_JNI_VERSION} for DiSNi 2.1) and throws "jverbs outdated" on a mismatch; finally an rdma_cm
+ * event channel is opened and closed, which catches a device node the user may not open. No step blocks.
+ */
+final class DisniAvailability
+{
+    /** The JNI version DiSNi 2.1's Java half requires of libdisni ({@code NativeDispatcher.JVERBS_VERSION}). */
+    static final int DISNI_JNI_VERSION = 32;
+    /** Where the kernel lists RDMA devices. */
+    static final Path SYSFS_INFINIBAND = Paths.get("/sys/class/infiniband");
+    /** rdma_cm's character device (module rdma_ucm). */
+    static final Path RDMA_CM_DEVICE = Paths.get("/dev/infiniband/rdma_cm");
+
+    /** The JVM option DiSNi 2.1 needs on Java 9+. */
+    static final String ADD_EXPORTS = "--add-exports java.base/sun.nio.ch=ALL-UNNAMED";
+
+    static final String BUILD_HINT =
+        "install rdma-core, libibverbs-dev and librdmacm-dev, build libdisni 2.1 from https://github.com/zrlio/disni " +
+        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME && make && sudo make install) " +
+        "and start the JVM with -Djava.library.path=/usr/local/lib (see rdma-transport/RDMA-HARDWARE.md)";
+    static final String DEVICE_HINT =
+        "load your RDMA NIC's driver (check with ibv_devices), or try Soft-RoCE: " +
+        "sudo modprobe rdma_rxe && sudo rdma link add rxe0 type rxe netdev eth0";
+
+    /** What is loaded once every file-level check passed: libdisni and rdma_cm. */
+    @FunctionalInterface
+    interface NativeProbe
+    {
+        /**
+         * @throws Throwable whatever loading or the version check throws.
+         */
+        void probe() throws Throwable;
+    }
+
+    private DisniAvailability()
+    {
+    }
+
+    /**
+     * Probes this machine.
+     *
+     * @return null when DiSNi can run, otherwise the cause.
+     */
+    static String probeThisMachine()
+    {
+        if (!classesPresent())
+        {
+            return "DiSNi's classes are not on the class path: add the dependency com.ibm.disni:disni:2.1";
+        }
+        return probe(
+            SYSFS_INFINIBAND,
+            RDMA_CM_DEVICE,
+            System.getProperty("java.library.path", ""),
+            sunNioChExportedToDisni(),
+            DisniAvailability::loadDisniAndOpenRdmaCm);
+    }
+
+    /**
+     * The decision, with every input injected so that it is tested without RDMA.
+     *
+     * @param sysfsInfiniband directory that lists RDMA devices.
+     * @param rdmaCmDevice    rdma_cm device node.
+     * @param libraryPath     {@code java.library.path}.
+     * @param sunNioChExported whether {@code sun.nio.ch} is exported to DiSNi's module ({@link #ADD_EXPORTS}).
+     * @param nativeProbe     run only when the file checks pass.
+     * @return null when available, otherwise the cause.
+     */
+    static String probe(
+        final Path sysfsInfiniband,
+        final Path rdmaCmDevice,
+        final String libraryPath,
+        final boolean sunNioChExported,
+        final NativeProbe nativeProbe)
+    {
+        final List<String> missing = new ArrayList<>();
+        final List<String> devices = listDevices(sysfsInfiniband);
+        if (devices.isEmpty())
+        {
+            missing.add("no RDMA device (" + sysfsInfiniband + " is " +
+                (Files.isDirectory(sysfsInfiniband) ? "empty" : "absent") + "): " + DEVICE_HINT);
+        }
+        else if (!Files.exists(rdmaCmDevice))
+        {
+            missing.add("RDMA device(s) " + devices + " found but " + rdmaCmDevice +
+                " is missing: sudo modprobe rdma_ucm (rdma-core's udev rules give it mode 0666)");
+        }
+
+        if (!sunNioChExported)
+        {
+            missing.add("DiSNi 2.1 reads direct-buffer addresses through sun.nio.ch.DirectBuffer, which Java 17 " +
+                "hides: start the JVM with " + ADD_EXPORTS);
+        }
+
+        final String libraryName = System.mapLibraryName("disni");
+        final Path library = findLibrary(libraryName, libraryPath);
+        if (library == null)
+        {
+            missing.add(libraryName + " (libdisni, DiSNi's native half) is not on java.library.path [" + libraryPath +
+                "]: " + BUILD_HINT);
+        }
+
+        if (!missing.isEmpty())
+        {
+            return "DiSNi (rdma://) is not available: " + String.join("; ", missing);
+        }
+
+        try
+        {
+            nativeProbe.probe();
+            return null;
+        }
+        catch (final UnsatisfiedLinkError ex)
+        {
+            return "DiSNi (rdma://) is not available: " + library + " could not be loaded (" + ex.getMessage() +
+                "); libdisni needs libibverbs.so.1 and librdmacm.so.1 (rdma-core), and must be DiSNi 2.1's; " + BUILD_HINT;
+        }
+        catch (final IOException ex)
+        {
+            final String message = String.valueOf(ex.getMessage());
+            if (message.contains("outdated") || message.contains("version"))
+            {
+                return "DiSNi (rdma://) is not available: wrong libdisni version at " + library + " (" + message.trim() +
+                    "); the DiSNi 2.1 jar needs libdisni with JNI version " + DISNI_JNI_VERSION +
+                    ": rebuild it from DiSNi's v2.1 tag: " + BUILD_HINT;
+            }
+            return "DiSNi (rdma://) is not available: rdma_cm could not be opened (" + message.trim() + "); check that " +
+                rdmaCmDevice + " is readable and writable by this user (rdma-core's udev rules) and that the locked " +
+                "memory limit (ulimit -l) is large enough";
+        }
+        catch (final ExceptionInInitializerError | NoClassDefFoundError ex)
+        {
+            final Throwable cause = ex.getCause() != null ? ex.getCause() : ex;
+            return "DiSNi (rdma://) is not available: initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
+        }
+        catch (final Throwable ex)
+        {
+            return "DiSNi (rdma://) is not available: probing DiSNi failed (" + ex + ")";
+        }
+    }
+
+    /**
+     * @param sysfsInfiniband directory.
+     * @return device names, empty if none or unreadable.
+     */
+    static List<String> listDevices(final Path sysfsInfiniband)
+    {
+        final List<String> devices = new ArrayList<>();
+        if (!Files.isDirectory(sysfsInfiniband))
+        {
+            return devices;
+        }
+        try (DirectoryStream<Path> stream = Files.newDirectoryStream(sysfsInfiniband))
+        {
+            for (final Path device : stream)
+            {
+                devices.add(device.getFileName().toString());
+            }
+        }
+        catch (final IOException | SecurityException ex)
+        {
+            // unreadable counts as absent; the cause text names the directory
+        }
+        devices.sort(null);
+        return devices;
+    }
+
+    /**
+     * @param libraryName e.g. {@code libdisni.so}.
+     * @param libraryPath path-separator separated directories.
+     * @return the first match, or null.
+     */
+    static Path findLibrary(final String libraryName, final String libraryPath)
+    {
+        for (final String dir : libraryPath.split(File.pathSeparator))
+        {
+            if (dir.isEmpty())
+            {
+                continue;
+            }
+            final Path candidate = Paths.get(dir, libraryName);
+            if (Files.isRegularFile(candidate))
+            {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    /** @return whether DiSNi's (class path) module may use {@code sun.nio.ch.DirectBuffer}. */
+    static boolean sunNioChExportedToDisni()
+    {
+        try
+        {
+            final Module disni = Class.forName(
+                "com.ibm.disni.util.MemoryUtils", false, DisniAvailability.class.getClassLoader()).getModule();
+            return java.nio.ByteBuffer.class.getModule().isExported("sun.nio.ch", disni);
+        }
+        catch (final ClassNotFoundException | LinkageError ex)
+        {
+            return false;
+        }
+    }
+
+    private static boolean classesPresent()
+    {
+        try
+        {
+            Class.forName("com.ibm.disni.verbs.RdmaProvider", false, DisniAvailability.class.getClassLoader());
+            return true;
+        }
+        catch (final ClassNotFoundException | LinkageError ex)
+        {
+            return false;
+        }
+    }
+
+    private static void loadDisniAndOpenRdmaCm() throws IOException
+    {
+        // Loads libdisni (System.loadLibrary in NativeDispatcher) and checks its JNI version.
+        com.ibm.disni.verbs.RdmaProvider.provider();
+        final com.ibm.disni.verbs.RdmaEventChannel channel = com.ibm.disni.verbs.RdmaEventChannel.createEventChannel();
+        if (channel == null)
+        {
+            throw new IOException("rdma_create_event_channel failed");
+        }
+        channel.destroyEventChannel();
+    }
+}

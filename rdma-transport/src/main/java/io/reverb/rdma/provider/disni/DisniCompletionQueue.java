@@ -1,0 +1,295 @@
+package io.reverb.rdma.provider.disni;
+
+import com.ibm.disni.verbs.IbvCQ;
+import com.ibm.disni.verbs.IbvCompChannel;
+import com.ibm.disni.verbs.IbvWC;
+import com.ibm.disni.verbs.SVCPollCq;
+import com.ibm.disni.verbs.SVCReqNotify;
+import io.reverb.rdma.verbs.CompletionChannel;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.WorkCompletions;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * ibv_cq through DiSNi, polled with a reused {@code SVCPollCq} (one per completion-batch size, rebuilt
+ * only when a caller passes a {@link WorkCompletions} of another capacity) and armed with two reused
+ * {@code SVCReqNotify} calls (all / solicited only).
+ *
+ * <p>Each CQ has its own {@code IbvCompChannel} (DiSNi cannot create a CQ without one). When the CQ was
+ * created with an SPI channel, an event pump thread waits on it, acknowledges every event on this CQ at
+ * once and signals the SPI channel; see {@link DisniCompletionChannel} for why.
+ *
+ * <p>Polling and tear-down are serialised on one lock so that a poll never touches a destroyed CQ
+ * (that would be a native use-after-free); uncontended, as the SPI has one poller per CQ.
+ */
+final class DisniCompletionQueue implements CompletionQueue
+{
+    private static final int PUMP_POLL_MS = 50;
+
+    private final DisniVerbsContext context;
+    private final int capacity;
+    private final DisniCompletionChannel channel;
+    private final IbvCompChannel compChannel;
+    private final IbvCQ cq;
+    private final Object lock = new Object();
+    private final List<DisniQueuePair> queuePairs = new ArrayList<>();
+    private final SVCReqNotify notifyAny;
+    private final SVCReqNotify notifySolicited;
+    private Thread pump;
+    private IbvWC[] wcs;
+    private SVCPollCq pollCall;
+    private volatile DisniQueuePair soleQueuePair;
+    private volatile boolean open = true;
+
+    private DisniCompletionQueue(
+        final DisniVerbsContext context,
+        final int capacity,
+        final DisniCompletionChannel channel,
+        final IbvCompChannel compChannel,
+        final IbvCQ cq) throws IOException
+    {
+        this.context = context;
+        this.capacity = capacity;
+        this.channel = channel;
+        this.compChannel = compChannel;
+        this.cq = cq;
+        this.notifyAny = cq.reqNotification(false);
+        this.notifySolicited = cq.reqNotification(true);
+    }
+
+    static DisniCompletionQueue create(
+        final DisniVerbsContext context, final int capacity, final DisniCompletionChannel channel) throws IOException
+    {
+        final IbvCompChannel compChannel = context.ibvContext().createCompChannel();
+        if (compChannel == null)
+        {
+            throw new IOException("ibv_create_comp_channel failed");
+        }
+        IbvCQ cq = null;
+        try
+        {
+            cq = context.ibvContext().createCQ(compChannel, capacity, 0);
+            if (cq == null)
+            {
+                throw new IOException("ibv_create_cq(" + capacity + ") failed");
+            }
+            final DisniCompletionQueue queue = new DisniCompletionQueue(context, capacity, channel, compChannel, cq);
+            if (channel != null)
+            {
+                queue.startPump();
+            }
+            return queue;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            final IbvCQ toDestroy = cq;
+            if (toDestroy != null)
+            {
+                DisniVerbsContext.quietly(toDestroy::destroyCQ);
+            }
+            DisniVerbsContext.quietly(compChannel::destroyCompChannel);
+            throw ex;
+        }
+    }
+
+    private void startPump()
+    {
+        pump = new Thread(this::pumpEvents, context.name() + "-cq-events");
+        pump.setDaemon(true);
+        pump.start();
+    }
+
+    private void pumpEvents()
+    {
+        while (open)
+        {
+            try
+            {
+                // Native poll with a timeout: cannot be interrupted, so the stop flag is checked per slice.
+                if (compChannel.getCqEvent(cq, PUMP_POLL_MS))
+                {
+                    // Acknowledge at once and on this CQ: ibv_destroy_cq waits until every event is acked.
+                    cq.ackEvents(1);
+                    channel.signal(1);
+                }
+            }
+            catch (final IOException | RuntimeException ex)
+            {
+                if (open)
+                {
+                    // The channel is broken; wake the poller so that it polls and notices errors itself.
+                    channel.signal(0);
+                    channel.wakeup();
+                }
+                return;
+            }
+        }
+    }
+
+    IbvCQ ibvCq()
+    {
+        return cq;
+    }
+
+    @Override
+    public int capacity()
+    {
+        return capacity;
+    }
+
+    @Override
+    public CompletionChannel channel()
+    {
+        return channel;
+    }
+
+    @Override
+    public int poll(final WorkCompletions completions)
+    {
+        synchronized (lock)
+        {
+            if (!open)
+            {
+                completions.count(0);
+                return 0;
+            }
+            if (pollCall == null || wcs.length != completions.capacity())
+            {
+                preparePollCall(completions.capacity());
+            }
+            final int polled;
+            try
+            {
+                polled = pollCall.execute().getPolls();
+            }
+            catch (final IOException ex)
+            {
+                completions.count(0);
+                return 0;
+            }
+            final DisniQueuePair sole = soleQueuePair;
+            final int failed = WorkRequestTranslator.toCompletions(
+                wcs, polled, completions, sole == null ? 0 : sole.qpNum());
+            if (failed > 0 && sole != null)
+            {
+                // An error completion moves the QP to ERROR in the HCA; mirror it (only knowable for a sole QP,
+                // since DiSNi does not read qp_num of failed completions).
+                sole.markError();
+            }
+            return polled;
+        }
+    }
+
+    private void preparePollCall(final int entries)
+    {
+        if (pollCall != null)
+        {
+            pollCall.free();
+            pollCall = null;
+        }
+        final IbvWC[] array = new IbvWC[entries];
+        for (int i = 0; i < entries; i++)
+        {
+            array[i] = new IbvWC();
+        }
+        try
+        {
+            pollCall = cq.poll(array, entries);
+            wcs = array;
+        }
+        catch (final IOException ex)
+        {
+            throw new IllegalStateException("cannot prepare ibv_poll_cq: " + ex.getMessage(), ex);
+        }
+    }
+
+    @Override
+    public void requestNotify(final boolean solicitedOnly)
+    {
+        synchronized (lock)
+        {
+            if (!open || channel == null)
+            {
+                // Without an SPI channel nobody could ever take the event: arming would be pointless.
+                return;
+            }
+            try
+            {
+                (solicitedOnly ? notifySolicited : notifyAny).execute();
+            }
+            catch (final IOException ex)
+            {
+                // ibv_req_notify_cq fails only on a broken CQ; the next poll reports nothing and the
+                // QP's disconnect event tells the engine.
+            }
+        }
+    }
+
+    void attach(final DisniQueuePair qp)
+    {
+        synchronized (queuePairs)
+        {
+            queuePairs.add(qp);
+            soleQueuePair = queuePairs.size() == 1 ? qp : null;
+        }
+    }
+
+    void detach(final DisniQueuePair qp)
+    {
+        synchronized (queuePairs)
+        {
+            queuePairs.remove(qp);
+            soleQueuePair = queuePairs.size() == 1 ? queuePairs.get(0) : null;
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        synchronized (lock)
+        {
+            if (!open)
+            {
+                return;
+            }
+            open = false;
+        }
+        final Thread toJoin = pump;
+        if (toJoin != null)
+        {
+            try
+            {
+                toJoin.join(PUMP_POLL_MS * 4L);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (lock)
+        {
+            if (pollCall != null)
+            {
+                pollCall.free();
+                pollCall = null;
+            }
+            notifyAny.free();
+            notifySolicited.free();
+            if (toJoin == null || !toJoin.isAlive())
+            {
+                DisniVerbsContext.quietly(cq::destroyCQ);
+                DisniVerbsContext.quietly(compChannel::destroyCompChannel);
+            }
+            // else: the pump is still inside a native poll; destroying under it could crash, so leak instead.
+        }
+        context.untrack(this);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "DisniCompletionQueue{capacity=" + capacity + ", open=" + open + '}';
+    }
+}

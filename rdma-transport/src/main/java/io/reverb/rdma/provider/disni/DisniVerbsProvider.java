@@ -1,0 +1,91 @@
+package io.reverb.rdma.provider.disni;
+
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProvider;
+import java.io.IOException;
+
+/**
+ * Real RDMA (InfiniBand, RoCE, iWARP, Soft-RoCE) through DiSNi 2.1, serving {@code rdma://host:port}.
+ *
+ * <p>Availability is probed lazily, once per JVM, and cached (see {@link DisniAvailability}): a
+ * machine without an RDMA device or without libdisni never loads native code, and
+ * {@link #unavailabilityCause()} says which piece is missing and how to install it.
+ *
+ * <table>
+ *   <caption>Settings</caption>
+ *   <tr><th>system property</th><th>meaning</th><th>default</th></tr>
+ *   <tr><td>{@value #LOCAL_ADDRESS_PROP}</td><td>IPv4 address of the RDMA interface whose device a context
+ *       opens (PDs, CQs and QPs of one context live on one device)</td><td>the first IPv4 address of the
+ *       first device's network interface, from sysfs</td></tr>
+ * </table>
+ * {@link VerbsConfig#connectTimeoutNanos()} bounds the handshake and rdma_cm steps;
+ * {@link VerbsConfig#rnrRetryNanos()} sets the rdma_cm RNR retry count (see {@link DisniVerbsContext}).
+ */
+public final class DisniVerbsProvider implements VerbsProvider
+{
+    /** IPv4 address of the RDMA interface to open. */
+    public static final String LOCAL_ADDRESS_PROP = "reverb.disni.localAddress";
+
+    private static final Object PROBE_LOCK = new Object();
+    private static volatile boolean probed;
+    private static volatile String cause;
+
+    /** Used by {@link java.util.ServiceLoader}. */
+    public DisniVerbsProvider()
+    {
+    }
+
+    @Override
+    public String name()
+    {
+        return "disni";
+    }
+
+    @Override
+    public String scheme()
+    {
+        return "rdma";
+    }
+
+    @Override
+    public boolean isAvailable()
+    {
+        return unavailabilityCause() == null;
+    }
+
+    @Override
+    public String unavailabilityCause()
+    {
+        if (!probed)
+        {
+            synchronized (PROBE_LOCK)
+            {
+                if (!probed)
+                {
+                    // Once per JVM: libdisni cannot be unloaded or loaded twice, and the answer cannot change.
+                    cause = DisniAvailability.probeThisMachine();
+                    probed = true;
+                }
+            }
+        }
+        return cause;
+    }
+
+    @Override
+    public VerbsContext open(final VerbsConfig config) throws IOException
+    {
+        final String why = unavailabilityCause();
+        if (why != null)
+        {
+            throw new IOException(why);
+        }
+        return DisniVerbsContext.open(this, config == null ? VerbsConfig.defaults() : config);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "DisniVerbsProvider{scheme=rdma, available=" + isAvailable() + '}';
+    }
+}
