@@ -1,0 +1,101 @@
+package io.reverb.rdma.provider.shm;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.VerbsContext;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A protection domain: a number, unique within its context, stamped into the header of every region
+ * it allocates. A peer reaching a region through a QP checks that number against the PD of that QP.
+ */
+final class ShmProtectionDomain implements ProtectionDomain
+{
+    private final ShmVerbsContext context;
+    private final int id;
+    private final List<ShmMemoryRegion> regions = new ArrayList<>();
+    private boolean closed;
+
+    ShmProtectionDomain(final ShmVerbsContext context, final int id)
+    {
+        this.context = context;
+        this.id = id;
+    }
+
+    int id()
+    {
+        return id;
+    }
+
+    ShmVerbsContext shmContext()
+    {
+        return context;
+    }
+
+    @Override
+    public VerbsContext context()
+    {
+        return context;
+    }
+
+    @Override
+    public MemoryRegion allocate(final int length, final int access) throws IOException
+    {
+        if (length <= 0)
+        {
+            throw new IllegalArgumentException("length must be > 0: " + length);
+        }
+        if ((access & ~Access.ALL) != 0)
+        {
+            throw new IllegalArgumentException("unknown access flags: " + access);
+        }
+        if (length > Integer.MAX_VALUE - ShmMemoryRegion.DATA_OFFSET)
+        {
+            throw new IllegalArgumentException("length too large for one mapping: " + length);
+        }
+        synchronized (this)
+        {
+            if (closed)
+            {
+                throw new IOException("protection domain is closed");
+            }
+            final ShmMemoryRegion region = context.createRegion(this, length, access);
+            regions.add(region);
+            return region;
+        }
+    }
+
+    synchronized void removed(final ShmMemoryRegion region)
+    {
+        regions.remove(region);
+    }
+
+    @Override
+    public void close()
+    {
+        final List<ShmMemoryRegion> toClose;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            toClose = new ArrayList<>(regions);
+        }
+        for (final ShmMemoryRegion region : toClose)
+        {
+            region.close();
+        }
+        context.removed(this);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ShmProtectionDomain{id=" + id + '}';
+    }
+}
