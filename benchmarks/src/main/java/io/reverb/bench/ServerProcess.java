@@ -49,6 +49,7 @@ public final class ServerProcess implements AutoCloseable
         final List<String> command = new ArrayList<>();
         command.add(System.getProperty("java.home") + "/bin/java");
         command.add(ADD_EXPORTS);
+        command.addAll(inheritedJvmArgs());
         command.addAll(jvmArgs);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
@@ -120,6 +121,25 @@ public final class ServerProcess implements AutoCloseable
                 "server process exited with status " + process.exitValue() + " (its error is above): " + uri);
         }
         return new ServerProcess(process, ready[0]);
+    }
+
+    /**
+     * Heap, GC and -XX settings of this JVM, so that client and server run with the same settings.
+     *
+     * @return the arguments to pass on.
+     */
+    static List<String> inheritedJvmArgs()
+    {
+        final List<String> inherited = new ArrayList<>();
+        for (final String arg : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        {
+            if (arg.startsWith("-Xm") || arg.startsWith("-Xss") ||
+                (arg.startsWith("-XX:") && !arg.contains("HeapDump") && !arg.contains("ErrorFile")))
+            {
+                inherited.add(arg);
+            }
+        }
+        return inherited;
     }
 
     /**

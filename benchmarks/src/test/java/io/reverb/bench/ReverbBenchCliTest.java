@@ -1,0 +1,125 @@
+package io.reverb.bench;
+
+import io.reverb.bench.load.RunResult;
+import io.reverb.bench.report.JsonReport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ReverbBenchCliTest
+{
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(final String... args) throws Exception
+    {
+        return ReverbBench.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String stdout()
+    {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldRunAClosedLoopAndReportEveryCallAsJson() throws Exception
+    {
+        final int status = run("--uri", "grpc-inproc://cli-closed", "-n", "500", "-c", "4", "--warmup", "0",
+            "--format", "json", "-q");
+
+        assertThat(status).isZero();
+        final List<RunResult> runs = JsonReport.read(stdout());
+        assertThat(runs).hasSize(1);
+        final RunResult r = runs.get(0);
+        assertThat(r.count).isEqualTo(500);
+        assertThat(r.ok).isEqualTo(500);
+        assertThat(r.latency.getTotalCount()).isEqualTo(500);
+        assertThat(r.server).isEqualTo("same-process");
+        assertThat(r.framework).isEqualTo("grpc-java");
+    }
+
+    @Test
+    void shouldRunAnOpenLoopMeasuredFromTheIntendedSendTime() throws Exception
+    {
+        final int status = run("--uri", "grpc-inproc://cli-open", "-n", "300", "--rps", "3000", "-c", "8",
+            "--warmup", "0", "--format", "json", "-q");
+
+        assertThat(status).isZero();
+        final RunResult r = JsonReport.read(stdout()).get(0);
+        assertThat(r.count).isEqualTo(300);
+        assertThat(r.rps).isEqualTo(3000);
+        assertThat(r.serviceTime).isNotNull();
+        // Corrected latency can only be longer than the time from the actual send.
+        assertThat(r.latency.getMaxValue()).isGreaterThanOrEqualTo(r.serviceTime.getMaxValue() - r.serviceTime.getMaxValue() / 100);
+        // 300 calls at 3000/s take at least 0.1 s.
+        assertThat(r.elapsedNanos).isGreaterThanOrEqualTo(99_000_000L);
+    }
+
+    @Test
+    void shouldStreamAndCountEveryMessage() throws Exception
+    {
+        final int status = run("--uri", "grpc-inproc://cli-stream", "--kind", "server-streaming",
+            "--stream-messages", "50", "-n", "20", "--warmup", "0", "--format", "csv", "-q");
+
+        assertThat(status).isZero();
+        final String[] lines = stdout().split("\n");
+        assertThat(lines).hasSize(2);
+        assertThat(lines[1]).contains("server-streaming,64,50,1,0.000,20,20,0,");
+    }
+
+    @Test
+    void shouldStartTheServerInItsOwnProcessAndWriteAnHtmlReport(@TempDir final Path dir) throws Exception
+    {
+        final Path html = dir.resolve("report.html");
+        final Path json = dir.resolve("runs.json");
+
+        final int status = run("--compare", "grpc://127.0.0.1:0,grpc-inproc://cli-compare", "-n", "200",
+            "--warmup", "0", "--format", "json", "-o", json.toString(), "--html", html.toString(), "-q");
+
+        assertThat(status).isZero();
+        final List<RunResult> runs = JsonReport.read(Files.readString(json));
+        assertThat(runs).extracting(r -> r.server).containsExactly("separate-process", "same-process");
+        assertThat(runs.get(0).uri).matches("grpc://127\\.0\\.0\\.1:[1-9][0-9]*");
+        assertThat(runs).allSatisfy(r -> assertThat(r.ok).isEqualTo(200));
+        assertThat(Files.readString(html)).contains("<svg", "grpc-java netty", "grpc-java inproc");
+
+        out.reset();
+        assertThat(run("report", json.toString(), "--format", "text")).isZero();
+        assertThat(stdout()).contains("Side by side", "grpc-java netty", "grpc-java inproc");
+    }
+
+    @Test
+    void shouldRejectUnknownOptionsAndConflictingLengths()
+    {
+        assertThatThrownBy(() -> run("--frobnicate")).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("--frobnicate");
+        assertThatThrownBy(() -> run("-n", "10", "-z", "1s")).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("not both");
+        assertThatThrownBy(() -> run("--polling", "SOMETIMES")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void shouldParseSizesDurationsAndCompareLists()
+    {
+        final BenchOptions o = BenchOptions.parse(new String[]{
+            "--compare", "shm://a,grpc://127.0.0.1:0", "--payload", "64,4k,1MiB", "-z", "500ms", "--rps=1000",
+            "--polling", "busy", "--server", "same-process"});
+
+        assertThat(o.uris).containsExactly("shm://a", "grpc://127.0.0.1:0");
+        assertThat(o.payloads).containsExactly(64, 4096, 1024 * 1024);
+        assertThat(o.durationNanos).isEqualTo(500_000_000L);
+        assertThat(o.rps).isEqualTo(1000);
+        assertThat(o.polling).isEqualTo("BUSY");
+        assertThat(o.server).isEqualTo(BenchOptions.ServerPlacement.SAME_PROCESS);
+    }
+}
