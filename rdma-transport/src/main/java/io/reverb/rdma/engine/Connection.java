@@ -1,0 +1,145 @@
+package io.reverb.rdma.engine;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * One engine connection: an RC queue pair with its receive slots, send ring, credits and
+ * rendezvous pools. It moves framed messages; it knows nothing of RPC.
+ *
+ * <p><b>Sending</b> is thread-safe (many producers): {@link #tryClaim(int, MessageClaim)}, write,
+ * {@link MessageClaim#commit()}. Messages committed by one thread arrive in that order (in fact all
+ * messages arrive in commit order of their claims). The return codes are those of Aeron's
+ * {@code Publication}: {@link #OK} or a negative code; nothing is thrown on the hot path.
+ *
+ * <p><b>Receiving</b> happens on the connection's poller thread through the {@link MessageHandler};
+ * receive processing starts when the handler is set (set it in the accept callback, or right after
+ * connect), so that no message is delivered to nobody.
+ */
+public interface Connection extends AutoCloseable
+{
+    /** The claim succeeded. */
+    int OK = 0;
+    /** No room now (send ring full, credits exhausted, or rendezvous pool exhausted); retry, see {@link #onWritable}. */
+    int BACK_PRESSURED = -1;
+    /** The connection failed (peer gone); see the {@link #onClose} cause. */
+    int NOT_CONNECTED = -2;
+    /** The connection is closing or closed. */
+    int CLOSED = -3;
+    /** Larger than this side's {@link EngineConfig#maxOutboundMessageSize()}. */
+    int TOO_LARGE = -4;
+
+    /**
+     * @param code a return code.
+     * @return its name.
+     */
+    static String resultName(final int code)
+    {
+        switch (code)
+        {
+            case OK: return "OK";
+            case BACK_PRESSURED: return "BACK_PRESSURED";
+            case NOT_CONNECTED: return "NOT_CONNECTED";
+            case CLOSED: return "CLOSED";
+            case TOO_LARGE: return "TOO_LARGE";
+            default: return "UNKNOWN(" + code + ")";
+        }
+    }
+
+    /**
+     * Claims room for one message of {@code length} bytes. Allocation-free.
+     *
+     * @param length message length, &gt;= 0; above {@link #eagerLimit()} it goes by rendezvous.
+     * @param claim  reusable claim to fill.
+     * @return {@link #OK} or a negative code.
+     */
+    int tryClaim(int length, MessageClaim claim);
+
+    /**
+     * Asks to be told, once, on a poller thread, when a sender that was back-pressured may retry.
+     * The retry may be back-pressured again (then register again). Runs at once (on the poller)
+     * if the connection is already closed.
+     *
+     * @param callback what to run; must not block.
+     */
+    void onWritable(Runnable callback);
+
+    /** @param handler receives every message, on the poller thread; setting it starts receiving. */
+    void setHandler(MessageHandler handler);
+
+    /** @param handler told about committed messages that will not be delivered. */
+    void setSendErrorHandler(SendErrorHandler handler);
+
+    /**
+     * @param callback run once when the connection is closed: with null after a graceful close, with
+     *                 the cause after a failure. Runs at once if already closed.
+     */
+    void onClose(Consumer<Throwable> callback);
+
+    /**
+     * Keeps the message being delivered beyond {@link MessageHandler#onMessage}. Only valid during
+     * that call, on the poller thread. A rendezvous message is kept in place (its buffer is not
+     * returned to the pool until released); an eager message is copied (allocates).
+     *
+     * @return the retained message; release it exactly once.
+     * @throws IllegalStateException if called outside {@link MessageHandler#onMessage}.
+     */
+    RetainedMessage retain();
+
+    /** @return true while sends are possible. */
+    boolean isConnected();
+
+    /** @return true once the close callbacks ran. */
+    boolean isClosed();
+
+    /**
+     * Starts a graceful close: new claims return {@link #CLOSED}, committed messages and rendezvous
+     * in flight are completed, then both sides exchange CLOSE and disconnect.
+     *
+     * @return completes when closed (also exceptionally, if it failed instead).
+     */
+    CompletableFuture<Void> closeAsync();
+
+    /**
+     * Graceful close, waiting up to {@link EngineConfig#closeTimeoutNanos()} (not waiting when
+     * called from a poller thread). Never throws.
+     */
+    @Override
+    void close();
+
+    /** @return the peer's address. */
+    String remoteAddress();
+
+    /** @return largest payload sent eagerly on this connection (the smaller of both sides' limits). */
+    int eagerLimit();
+
+    /** @return the peer's maxInboundMessageSize, from the handshake. */
+    int peerMaxInboundMessageSize();
+
+    /** @return receives this side keeps posted (the peer's credit window). */
+    int receiveSlots();
+
+    /** @return receives the peer keeps posted (this side's credit window). */
+    int peerReceiveSlots();
+
+    /** @return SENDs this side may still post (a snapshot). */
+    int creditsAvailable();
+
+    /** @return re-posted receives not yet announced to the peer (a snapshot). */
+    int creditsOwed();
+
+    /** @return rendezvous buffers (both directions, including retained ones) not yet back in their pools. */
+    int poolBuffersInUse();
+
+    /** @return rendezvous registered bytes handed out (both directions). */
+    long poolBytesInUse();
+
+    /** @return outgoing rendezvous not yet completed plus incoming ones granted or queued. */
+    int pendingRendezvous();
+
+    /** @return incoming rendezvous requests waiting for a pool buffer. */
+    int queuedRendezvousRequests();
+
+    /** @return counters of this connection. */
+    ConnectionStats stats();
+}

@@ -1,0 +1,443 @@
+package io.reverb.rdma.engine;
+
+import io.reverb.rdma.verbs.VerbsConfig;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Settings of an {@link RdmaEngine}: a fluent builder whose values are checked and completed in one
+ * place, {@link #conclude()}, which {@link RdmaEngine#open} calls. A concluded config is frozen.
+ *
+ * <table>
+ *   <caption>Settings and defaults</caption>
+ *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>{@link #receiveSlots(int)}</td><td>128</td><td>receives posted per connection = the peer's credit window</td></tr>
+ *   <tr><td>{@link #eagerLimit(int)}</td><td>4096</td><td>largest payload sent by SEND; larger ones go by rendezvous</td></tr>
+ *   <tr><td>{@link #sendSlots(int)}</td><td>128</td><td>send ring capacity, in maximal eager frames</td></tr>
+ *   <tr><td>{@link #rendezvousMinClass(int)}</td><td>64 KiB</td><td>smallest rendezvous buffer (size classes are powers of two)</td></tr>
+ *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
+ *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
+ *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
+ *   <tr><td>{@link #pollingMode(PollingMode)}</td><td>ADAPTIVE</td><td>see {@link PollingMode}</td></tr>
+ *   <tr><td>{@link #pollerCount(int)}</td><td>1</td><td>completion poller threads</td></tr>
+ *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must present</td></tr>
+ *   <tr><td>{@link #meterRegistry(Object)}</td><td>none</td><td>a Micrometer {@code MeterRegistry}; Micrometer is optional</td></tr>
+ *   <tr><td>{@link #closeTimeoutNanos(long)}</td><td>10 s</td><td>graceful close waits this long for in-flight messages</td></tr>
+ * </table>
+ */
+public final class EngineConfig
+{
+    /** Most receive slots per connection (bounded so send queues and CQs stay small). */
+    public static final int MAX_RECEIVE_SLOTS = 1024;
+    /** Fewest receive slots: the credit protocol needs a window of at least four. */
+    public static final int MIN_RECEIVE_SLOTS = 4;
+    /** Largest eager limit. */
+    public static final int MAX_EAGER_LIMIT = 1 << 20;
+    /** Largest rendezvous size class (ibverbs SGE lengths are 32-bit). */
+    public static final int MAX_SIZE_CLASS = 1 << 30;
+
+    private int receiveSlots = 128;
+    private int eagerLimit = 4096;
+    private int sendSlots = 128;
+    private int rendezvousMinClass = 64 * 1024;
+    private long rendezvousPoolBytes = 128L * 1024 * 1024;
+    private int maxInboundMessageSize = 64 * 1024 * 1024;
+    private int maxOutboundMessageSize = 64 * 1024 * 1024;
+    private PollingMode pollingMode = PollingMode.ADAPTIVE;
+    private int pollerCount = 1;
+    private byte[] authToken;
+    private Object meterRegistry;
+    private VerbsConfig verbsConfig;
+    private Consumer<Throwable> errorHandler;
+    private long closeTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
+    private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(20);
+    private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(200);
+    private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(50);
+    private String name = "reverb";
+    private boolean concluded;
+
+    /** @return receive slots per connection. */
+    public int receiveSlots()
+    {
+        return receiveSlots;
+    }
+
+    /** @param n receive slots per connection, {@value #MIN_RECEIVE_SLOTS}..{@value #MAX_RECEIVE_SLOTS}. @return this. */
+    public EngineConfig receiveSlots(final int n)
+    {
+        checkMutable();
+        receiveSlots = n;
+        return this;
+    }
+
+    /** @return largest payload sent eagerly. */
+    public int eagerLimit()
+    {
+        return eagerLimit;
+    }
+
+    /** @param bytes largest payload sent eagerly (receive slots are sized from it), 0..{@value #MAX_EAGER_LIMIT}. @return this. */
+    public EngineConfig eagerLimit(final int bytes)
+    {
+        checkMutable();
+        eagerLimit = bytes;
+        return this;
+    }
+
+    /** @return send ring capacity in maximal eager frames. */
+    public int sendSlots()
+    {
+        return sendSlots;
+    }
+
+    /** @param n send ring capacity in maximal eager frames (&gt;= 2). @return this. */
+    public EngineConfig sendSlots(final int n)
+    {
+        checkMutable();
+        sendSlots = n;
+        return this;
+    }
+
+    /** @return smallest rendezvous size class. */
+    public int rendezvousMinClass()
+    {
+        return rendezvousMinClass;
+    }
+
+    /** @param bytes smallest rendezvous buffer; rounded up to a power of two. @return this. */
+    public EngineConfig rendezvousMinClass(final int bytes)
+    {
+        checkMutable();
+        rendezvousMinClass = bytes;
+        return this;
+    }
+
+    /** @return registered rendezvous bytes per connection and direction. */
+    public long rendezvousPoolBytes()
+    {
+        return rendezvousPoolBytes;
+    }
+
+    /**
+     * @param bytes cap on registered rendezvous memory per connection and direction; buffers are
+     *              allocated on demand and kept for reuse. Must hold one buffer of the largest class.
+     * @return this.
+     */
+    public EngineConfig rendezvousPoolBytes(final long bytes)
+    {
+        checkMutable();
+        rendezvousPoolBytes = bytes;
+        return this;
+    }
+
+    /** @return largest message accepted from a peer. */
+    public int maxInboundMessageSize()
+    {
+        return maxInboundMessageSize;
+    }
+
+    /** @param bytes largest message accepted from a peer; larger ones are refused and fail at the sender. @return this. */
+    public EngineConfig maxInboundMessageSize(final int bytes)
+    {
+        checkMutable();
+        maxInboundMessageSize = bytes;
+        return this;
+    }
+
+    /** @return largest message this side may claim. */
+    public int maxOutboundMessageSize()
+    {
+        return maxOutboundMessageSize;
+    }
+
+    /** @param bytes largest message this side may claim. @return this. */
+    public EngineConfig maxOutboundMessageSize(final int bytes)
+    {
+        checkMutable();
+        maxOutboundMessageSize = bytes;
+        return this;
+    }
+
+    /** @return polling mode. */
+    public PollingMode pollingMode()
+    {
+        return pollingMode;
+    }
+
+    /** @param mode polling mode. @return this. */
+    public EngineConfig pollingMode(final PollingMode mode)
+    {
+        checkMutable();
+        pollingMode = mode;
+        return this;
+    }
+
+    /** @return poller threads. */
+    public int pollerCount()
+    {
+        return pollerCount;
+    }
+
+    /** @param n poller threads (&gt;= 1); connections are spread over them. @return this. */
+    public EngineConfig pollerCount(final int n)
+    {
+        checkMutable();
+        pollerCount = n;
+        return this;
+    }
+
+    /** @return the token bytes (a copy), or null. */
+    public byte[] authToken()
+    {
+        return authToken == null ? null : authToken.clone();
+    }
+
+    /** @param token shared secret (UTF-8), or null for none. @return this. */
+    public EngineConfig authToken(final String token)
+    {
+        return authToken(token == null ? null : token.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** @param token shared secret, or null for none. Only a digest of it travels. @return this. */
+    public EngineConfig authToken(final byte[] token)
+    {
+        checkMutable();
+        authToken = token == null ? null : token.clone();
+        return this;
+    }
+
+    /** @return the Micrometer registry, or null. */
+    public Object meterRegistry()
+    {
+        return meterRegistry;
+    }
+
+    /**
+     * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}, or null. Typed as Object
+     *                 so that the engine runs without Micrometer on the class path.
+     * @return this.
+     */
+    public EngineConfig meterRegistry(final Object registry)
+    {
+        checkMutable();
+        meterRegistry = registry;
+        return this;
+    }
+
+    /** @return verbs provider settings. */
+    public VerbsConfig verbsConfig()
+    {
+        return verbsConfig;
+    }
+
+    /** @param config verbs provider settings; default {@link VerbsConfig#defaults()}. @return this. */
+    public EngineConfig verbsConfig(final VerbsConfig config)
+    {
+        checkMutable();
+        verbsConfig = config;
+        return this;
+    }
+
+    /** @return handler for errors that cannot be returned to a caller (refused handshakes, callback failures). */
+    public Consumer<Throwable> errorHandler()
+    {
+        return errorHandler;
+    }
+
+    /** @param handler receives errors no caller can be told about; default logs them. @return this. */
+    public EngineConfig errorHandler(final Consumer<Throwable> handler)
+    {
+        checkMutable();
+        errorHandler = handler;
+        return this;
+    }
+
+    /** @return how long a graceful close waits. */
+    public long closeTimeoutNanos()
+    {
+        return closeTimeoutNanos;
+    }
+
+    /** @param nanos how long a graceful close waits before the connection is torn down. @return this. */
+    public EngineConfig closeTimeoutNanos(final long nanos)
+    {
+        checkMutable();
+        closeTimeoutNanos = nanos;
+        return this;
+    }
+
+    /** @return ADAPTIVE: shortest spin before yielding. */
+    public long adaptiveMinSpinNanos()
+    {
+        return adaptiveMinSpinNanos;
+    }
+
+    /** @return ADAPTIVE: longest spin before yielding. */
+    public long adaptiveMaxSpinNanos()
+    {
+        return adaptiveMaxSpinNanos;
+    }
+
+    /** @return ADAPTIVE: time spent yielding after spinning, before arming and sleeping. */
+    public long adaptiveYieldNanos()
+    {
+        return adaptiveYieldNanos;
+    }
+
+    /**
+     * ADAPTIVE tuning: the spin budget is four times the recent mean gap between completions, clamped
+     * to [min, max]; when the mean gap exceeds max the poller spins only min.
+     *
+     * @param minSpinNanos shortest spin.
+     * @param maxSpinNanos longest spin.
+     * @param yieldNanos   yielding after the spin, before sleeping.
+     * @return this.
+     */
+    public EngineConfig adaptiveSpin(final long minSpinNanos, final long maxSpinNanos, final long yieldNanos)
+    {
+        checkMutable();
+        adaptiveMinSpinNanos = minSpinNanos;
+        adaptiveMaxSpinNanos = maxSpinNanos;
+        adaptiveYieldNanos = yieldNanos;
+        return this;
+    }
+
+    /** @return name used for threads and metric tags. */
+    public String name()
+    {
+        return name;
+    }
+
+    /** @param name used for thread names and the {@code engine} metric tag. @return this. */
+    public EngineConfig name(final String name)
+    {
+        checkMutable();
+        this.name = name;
+        return this;
+    }
+
+    /** @return largest rendezvous size class: the larger message limit rounded up to a power of two. */
+    public int rendezvousMaxClass()
+    {
+        final int largest = Math.max(Math.max(maxInboundMessageSize, maxOutboundMessageSize), rendezvousMinClass);
+        return sizeClassFor(largest);
+    }
+
+    /** @return bytes of one receive slot. */
+    public int receiveSlotLength()
+    {
+        return Wire.receiveSlotLength(eagerLimit);
+    }
+
+    /** @return true once {@link #conclude()} ran. */
+    public boolean isConcluded()
+    {
+        return concluded;
+    }
+
+    /**
+     * Validates every setting and fills defaults. Idempotent; the config cannot be changed afterwards.
+     *
+     * @return this.
+     * @throws IllegalArgumentException naming the first invalid setting.
+     */
+    public EngineConfig conclude()
+    {
+        if (concluded)
+        {
+            return this;
+        }
+        require(receiveSlots >= MIN_RECEIVE_SLOTS && receiveSlots <= MAX_RECEIVE_SLOTS,
+            "receiveSlots must be in " + MIN_RECEIVE_SLOTS + ".." + MAX_RECEIVE_SLOTS + ": " + receiveSlots);
+        require(eagerLimit >= 0 && eagerLimit <= MAX_EAGER_LIMIT,
+            "eagerLimit must be in 0.." + MAX_EAGER_LIMIT + ": " + eagerLimit);
+        require(sendSlots >= 2, "sendSlots must be >= 2: " + sendSlots);
+        require((long)sendSlots * Wire.dataFrameLength(eagerLimit) <= Integer.MAX_VALUE / 2,
+            "sendSlots * eagerLimit too large");
+        require(maxInboundMessageSize >= 0 && maxInboundMessageSize <= MAX_SIZE_CLASS,
+            "maxInboundMessageSize must be in 0.." + MAX_SIZE_CLASS + ": " + maxInboundMessageSize);
+        require(maxOutboundMessageSize >= 0 && maxOutboundMessageSize <= MAX_SIZE_CLASS,
+            "maxOutboundMessageSize must be in 0.." + MAX_SIZE_CLASS + ": " + maxOutboundMessageSize);
+        require(rendezvousMinClass > 0 && rendezvousMinClass <= MAX_SIZE_CLASS,
+            "rendezvousMinClass must be in 1.." + MAX_SIZE_CLASS + ": " + rendezvousMinClass);
+        rendezvousMinClass = sizeClassFor(Math.max(rendezvousMinClass, eagerLimit + 1));
+        require(rendezvousPoolBytes >= rendezvousMaxClass(),
+            "rendezvousPoolBytes (" + rendezvousPoolBytes + ") must hold one buffer of the largest size class (" +
+            rendezvousMaxClass() + " bytes, from the message size limits)");
+        require(pollingMode != null, "pollingMode must not be null");
+        require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
+        require(closeTimeoutNanos > 0, "closeTimeoutNanos must be > 0");
+        require(adaptiveMinSpinNanos >= 0 && adaptiveMaxSpinNanos >= adaptiveMinSpinNanos && adaptiveYieldNanos >= 0,
+            "adaptive spin settings must satisfy 0 <= min <= max and yield >= 0");
+        require(name != null && !name.isEmpty(), "name must not be empty");
+        if (meterRegistry != null && !isMeterRegistry(meterRegistry))
+        {
+            throw new IllegalArgumentException("meterRegistry must be an io.micrometer.core.instrument.MeterRegistry: " +
+                meterRegistry.getClass().getName());
+        }
+        if (verbsConfig == null)
+        {
+            verbsConfig = VerbsConfig.defaults();
+        }
+        if (errorHandler == null)
+        {
+            errorHandler = (t) -> LoggerFactory.getLogger(RdmaEngine.class).warn("{}", t.toString(), t);
+        }
+        concluded = true;
+        return this;
+    }
+
+    static int sizeClassFor(final int length)
+    {
+        if (length <= 1)
+        {
+            return 1;
+        }
+        final int highest = Integer.highestOneBit(length - 1) << 1;
+        return highest <= 0 ? Integer.MIN_VALUE : highest;
+    }
+
+    private static boolean isMeterRegistry(final Object registry)
+    {
+        try
+        {
+            final Class<?> type = Class.forName(
+                "io.micrometer.core.instrument.MeterRegistry", false, EngineConfig.class.getClassLoader());
+            return type.isInstance(registry);
+        }
+        catch (final ClassNotFoundException ex)
+        {
+            return false;
+        }
+    }
+
+    private static void require(final boolean condition, final String message)
+    {
+        if (!condition)
+        {
+            throw new IllegalArgumentException(message);
+        }
+    }
+
+    private void checkMutable()
+    {
+        if (concluded)
+        {
+            throw new IllegalStateException("EngineConfig is concluded (in use by an engine) and cannot change");
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "EngineConfig{receiveSlots=" + receiveSlots + ", eagerLimit=" + eagerLimit + ", sendSlots=" + sendSlots +
+            ", rendezvousMinClass=" + rendezvousMinClass + ", rendezvousPoolBytes=" + rendezvousPoolBytes +
+            ", maxInboundMessageSize=" + maxInboundMessageSize + ", maxOutboundMessageSize=" + maxOutboundMessageSize +
+            ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
+            ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +
+            ", meterRegistry=" + (meterRegistry == null ? "none" : meterRegistry.getClass().getSimpleName()) +
+            ", verbsConfig=" + verbsConfig + '}';
+    }
+}

@@ -1,0 +1,84 @@
+package io.reverb.rdma.engine;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Micrometer binding. The only class of the engine that names Micrometer types: it is loaded only
+ * when {@link EngineConfig#meterRegistry(Object)} was given, so the engine runs without Micrometer.
+ * Meters read the engine's plain counters when scraped; nothing is recorded on the hot path.
+ */
+final class EngineMetrics implements AutoCloseable
+{
+    private final MeterRegistry registry;
+    private final List<Meter> meters = new ArrayList<>();
+
+    private EngineMetrics(final MeterRegistry registry)
+    {
+        this.registry = registry;
+    }
+
+    static AutoCloseable bind(final Object registryObject, final RdmaEngine engine)
+    {
+        final EngineMetrics metrics = new EngineMetrics((MeterRegistry)registryObject);
+        final Tags tags = Tags.of("engine", engine.config().name());
+        metrics.counter("reverb.engine.messages.sent", tags.and("path", "eager"), engine, e -> e.stats().eagerMessagesSent());
+        metrics.counter("reverb.engine.messages.sent", tags.and("path", "rendezvous"), engine,
+            e -> e.stats().rendezvousMessagesSent());
+        metrics.counter("reverb.engine.bytes.sent", tags.and("path", "eager"), engine, e -> e.stats().eagerBytesSent());
+        metrics.counter("reverb.engine.bytes.sent", tags.and("path", "rendezvous"), engine, e -> e.stats().rendezvousBytesSent());
+        metrics.counter("reverb.engine.messages.received", tags.and("path", "eager"), engine,
+            e -> e.stats().eagerMessagesReceived());
+        metrics.counter("reverb.engine.messages.received", tags.and("path", "rendezvous"), engine,
+            e -> e.stats().rendezvousMessagesReceived());
+        metrics.counter("reverb.engine.bytes.received", tags.and("path", "eager"), engine, e -> e.stats().eagerBytesReceived());
+        metrics.counter("reverb.engine.bytes.received", tags.and("path", "rendezvous"), engine,
+            e -> e.stats().rendezvousBytesReceived());
+        metrics.counter("reverb.engine.sends", tags, engine, e -> e.stats().sendsPosted());
+        metrics.counter("reverb.engine.credit.only.sends", tags, engine, e -> e.stats().creditOnlySends());
+        metrics.counter("reverb.engine.credit.stalls", tags, engine, e -> e.stats().creditStalls());
+        metrics.counter("reverb.engine.rendezvous.queued", tags, engine, e -> e.stats().rendezvousQueued());
+        metrics.counter("reverb.engine.rendezvous.refused", tags, engine, e -> e.stats().rendezvousRefused());
+        metrics.counter("reverb.engine.rnr.errors", tags, engine, e -> e.stats().rnrErrors());
+        metrics.counter("reverb.engine.failed.sends", tags, engine, e -> e.stats().failedSends());
+        metrics.gauge("reverb.engine.rendezvous.queue", tags, engine, e -> e.queuedRendezvousRequests());
+        metrics.gauge("reverb.engine.pool.bytes.used", tags, engine, e -> e.poolBytesInUse());
+        metrics.gauge("reverb.engine.pool.bytes.registered", tags, engine, e -> e.poolBytesAllocated());
+        metrics.gauge("reverb.engine.connections", tags, engine, e -> e.connections().size());
+        for (int i = 0; i < engine.pollerCount(); i++)
+        {
+            final int poller = i;
+            final Tags pollerTags = tags.and("poller", Integer.toString(i));
+            metrics.counter("reverb.engine.poller.polls", pollerTags, engine, e -> e.pollerPolls(poller));
+            metrics.counter("reverb.engine.poller.empty.polls", pollerTags, engine, e -> e.pollerEmptyPolls(poller));
+            metrics.counter("reverb.engine.poller.wakeups", pollerTags, engine, e -> e.pollerWakeups(poller));
+            metrics.counter("reverb.engine.poller.sleeps", pollerTags, engine, e -> e.pollerSleeps(poller));
+        }
+        return metrics;
+    }
+
+    private void counter(final String name, final Tags tags, final RdmaEngine engine, final ToDoubleFunction<RdmaEngine> f)
+    {
+        meters.add(FunctionCounter.builder(name, engine, f).tags(tags).register(registry));
+    }
+
+    private void gauge(final String name, final Tags tags, final RdmaEngine engine, final ToDoubleFunction<RdmaEngine> f)
+    {
+        meters.add(Gauge.builder(name, engine, f).tags(tags).register(registry));
+    }
+
+    @Override
+    public void close()
+    {
+        for (final Meter meter : meters)
+        {
+            registry.remove(meter);
+        }
+    }
+}

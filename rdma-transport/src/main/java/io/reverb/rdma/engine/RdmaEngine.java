@@ -1,0 +1,528 @@
+package io.reverb.rdma.engine;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionChannel;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.ConnectionRejectedException;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProvider;
+import io.reverb.rdma.verbs.VerbsProviders;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+
+/**
+ * The connection engine: one verbs context, a group of completion pollers, listeners and
+ * connections. Thread-safe.
+ *
+ * <pre>{@code
+ * RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().pollingMode(PollingMode.ADAPTIVE));
+ * engine.listen("echo", c -> c.setHandler((buf, off, len) -> ...));
+ * Connection c = engine.connect("echo");
+ * MessageClaim claim = new MessageClaim();
+ * if (c.tryClaim(64, claim) == Connection.OK) { claim.buffer().putLong(claim.offset(), 42); claim.commit(); }
+ * }</pre>
+ *
+ * <p>Every connection has its own protection domain, so a peer can only reach the memory of its
+ * own connection (receive slots are not remotely accessible at all; rendezvous buffers only
+ * through the rkeys granted to it).
+ */
+public final class RdmaEngine implements AutoCloseable
+{
+    private final EngineConfig config;
+    private final VerbsContext context;
+    private final Poller[] pollers;
+    private final byte[] tokenDigest;
+    private final CopyOnWriteArrayList<EngineConnection> connections = new CopyOnWriteArrayList<>();
+    private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
+    private final ConnectionStats retiredStats = new ConnectionStats();
+    private volatile boolean closed;
+    private AutoCloseable metricsBinding;
+
+    private RdmaEngine(final VerbsProvider provider, final EngineConfig config) throws IOException
+    {
+        this.config = config.conclude();
+        this.context = provider.open(config.verbsConfig());
+        this.tokenDigest = Handshake.digest(config.authToken());
+        this.pollers = new Poller[config.pollerCount()];
+        try
+        {
+            for (int i = 0; i < pollers.length; i++)
+            {
+                final CompletionChannel channel = context.createCompletionChannel();
+                pollers[i] = new Poller(this, channel, i);
+            }
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            context.close();
+            throw ex;
+        }
+        for (final Poller poller : pollers)
+        {
+            poller.start();
+        }
+        if (config.meterRegistry() != null)
+        {
+            metricsBinding = EngineMetrics.bind(config.meterRegistry(), this);
+        }
+    }
+
+    /**
+     * @param provider verbs provider.
+     * @param config   settings (concluded here).
+     * @return a running engine.
+     * @throws IOException if the provider cannot open a context.
+     */
+    public static RdmaEngine open(final VerbsProvider provider, final EngineConfig config) throws IOException
+    {
+        return new RdmaEngine(Objects.requireNonNull(provider, "provider"), Objects.requireNonNull(config, "config"));
+    }
+
+    /**
+     * @param scheme verbs provider scheme, e.g. {@code "shm"}.
+     * @param config settings (concluded here).
+     * @return a running engine.
+     * @throws IOException if the provider cannot open a context.
+     * @throws IllegalArgumentException if no provider serves the scheme here (the message says why).
+     */
+    public static RdmaEngine open(final String scheme, final EngineConfig config) throws IOException
+    {
+        return open(VerbsProviders.forScheme(scheme), config);
+    }
+
+    /** @return the concluded config. */
+    public EngineConfig config()
+    {
+        return config;
+    }
+
+    /** @return the verbs context (for diagnostics). */
+    public VerbsContext context()
+    {
+        return context;
+    }
+
+    /**
+     * Listens on an address; each accepted connection is passed to {@code onAccept} on the
+     * listener's own thread, before any of its messages is processed: set its handler there.
+     *
+     * @param address  provider address (a name for shm).
+     * @param onAccept receives each new connection.
+     * @return the listener.
+     * @throws IOException if the address cannot be bound.
+     */
+    public EngineListener listen(final String address, final Consumer<Connection> onAccept) throws IOException
+    {
+        ensureOpen();
+        final EngineListener listener = new EngineListener(this, context.listen(address, 128), onAccept);
+        listeners.add(listener);
+        listener.start();
+        return listener;
+    }
+
+    /**
+     * Connects, blocking for at most the verbs connect timeout (twice: establishment, then the
+     * acceptor's ready signal). Receiving starts when the connection's handler is set.
+     *
+     * @param address the listener's address.
+     * @return the connection.
+     * @throws HandshakeException if the peer refused (wrong token, version, geometry).
+     * @throws IOException on timeout or fabric errors.
+     */
+    public Connection connect(final String address) throws IOException
+    {
+        ensureOpen();
+        final Poller poller = leastLoadedPoller();
+        final ProtectionDomain pd = context.allocPd();
+        EngineConnection connection = null;
+        CompletionQueue sendCq = null;
+        CompletionQueue recvCq = null;
+        try
+        {
+            sendCq = context.createCq(EngineConfig.MAX_RECEIVE_SLOTS + 8, poller.channel());
+            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
+            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            connection = new EngineConnection(this, poller, false, pd, sendCq, recvCq, ready);
+            final EngineConnection c = connection;
+            final QueuePairAttributes attributes = new QueuePairAttributes()
+                .pd(pd).sendCq(sendCq).recvCq(recvCq)
+                .maxSendWr(EngineConfig.MAX_RECEIVE_SLOTS + 4)
+                .maxRecvWr(config.receiveSlots())
+                .maxSge(2)
+                .disconnectHandler(c::onProviderDisconnect);
+            final QueuePair qp;
+            try
+            {
+                qp = context.connect(address, attributes,
+                    Handshake.encodeRequest(config, tokenDigest, ready.address(), ready.rkey(), Handshake.VERSION));
+            }
+            catch (final ConnectionRejectedException ex)
+            {
+                throw Handshake.fromReject(ex.privateData(), address);
+            }
+            final Handshake.Hello peer = Handshake.decode(qp.remotePrivateData());
+            if (peer == null || peer.magic != Handshake.MAGIC)
+            {
+                qp.close();
+                throw new HandshakeException(HandshakeException.Reason.PROTOCOL,
+                    "connection to " + address + " answered without a Reverb accept: is a Reverb engine listening there?");
+            }
+            if (peer.version != Handshake.VERSION)
+            {
+                qp.close();
+                throw new HandshakeException(HandshakeException.Reason.VERSION, "connection to " + address +
+                    ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
+                    "; run the same Reverb version on both sides");
+            }
+            if (peer.receiveSlots < EngineConfig.MIN_RECEIVE_SLOTS || peer.receiveSlots > EngineConfig.MAX_RECEIVE_SLOTS ||
+                peer.eagerLimit < 0 || peer.eagerLimit > EngineConfig.MAX_EAGER_LIMIT)
+            {
+                qp.close();
+                throw new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
+                    ": unacceptable peer geometry (receiveSlots=" + peer.receiveSlots + ", eagerLimit=" + peer.eagerLimit + ")");
+            }
+            connection.attach(qp, peer);
+            connection.awaitReady(config.verbsConfig().connectTimeoutNanos());
+            connections.add(connection);
+            poller.add(connection);
+            connection.sendInitialCredits();
+            return connection;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            if (connection != null)
+            {
+                connection.abandon();
+            }
+            else
+            {
+                if (sendCq != null)
+                {
+                    sendCq.close();
+                }
+                if (recvCq != null)
+                {
+                    recvCq.close();
+                }
+                pd.close();
+            }
+            throw ex;
+        }
+    }
+
+    /**
+     * {@link #connect(String)} on a new thread.
+     *
+     * @param address the listener's address.
+     * @return completes with the connection or the failure.
+     */
+    public CompletableFuture<Connection> connectAsync(final String address)
+    {
+        final CompletableFuture<Connection> future = new CompletableFuture<>();
+        final Thread thread = new Thread(() ->
+        {
+            try
+            {
+                future.complete(connect(address));
+            }
+            catch (final Throwable t)
+            {
+                future.completeExceptionally(t);
+            }
+        }, config.name() + "-connect-" + address);
+        thread.setDaemon(true);
+        thread.start();
+        return future;
+    }
+
+    /**
+     * Acceptor side of the handshake; called on a listener thread.
+     *
+     * @return the connection (not yet polled), or null if refused.
+     */
+    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request) throws IOException
+    {
+        final String remote = request.remoteAddress();
+        final HandshakeException refusal = Handshake.validateRequest(request.privateData(), config, tokenDigest, remote);
+        if (refusal != null)
+        {
+            request.reject(Handshake.encodeReject(refusal.reason(), Handshake.shortText(refusal)));
+            onError(refusal);
+            return null;
+        }
+        if (closed)
+        {
+            request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE, "engine closing"));
+            return null;
+        }
+        final Handshake.Hello peer = Handshake.decode(request.privateData());
+        final Poller poller = leastLoadedPoller();
+        final ProtectionDomain pd = context.allocPd();
+        EngineConnection connection = null;
+        CompletionQueue sendCq = null;
+        CompletionQueue recvCq = null;
+        try
+        {
+            sendCq = context.createCq(peer.receiveSlots + 8, poller.channel());
+            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
+            connection = new EngineConnection(this, poller, true, pd, sendCq, recvCq, null);
+            final EngineConnection c = connection;
+            final QueuePairAttributes attributes = new QueuePairAttributes()
+                .pd(pd).sendCq(sendCq).recvCq(recvCq)
+                .maxSendWr(peer.receiveSlots + 4)
+                .maxRecvWr(config.receiveSlots())
+                .maxSge(2)
+                .disconnectHandler(c::onProviderDisconnect);
+            final QueuePair qp = request.accept(attributes, Handshake.encodeAccept(config));
+            connection.attach(qp, peer);
+            connection.postReadyWrite(peer.readyAddress, peer.readyRkey);
+            connections.add(connection);
+            return connection;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            if (connection != null)
+            {
+                connection.abandon();
+            }
+            else
+            {
+                if (sendCq != null)
+                {
+                    sendCq.close();
+                }
+                if (recvCq != null)
+                {
+                    recvCq.close();
+                }
+                pd.close();
+            }
+            throw ex;
+        }
+    }
+
+    void startPolling(final EngineConnection connection)
+    {
+        connection.poller.add(connection);
+    }
+
+    private Poller leastLoadedPoller()
+    {
+        Poller best = pollers[0];
+        for (final Poller poller : pollers)
+        {
+            if (poller.connectionCount() < best.connectionCount())
+            {
+                best = poller;
+            }
+        }
+        return best;
+    }
+
+    /** A connection is closed: keep its counters in the engine totals. */
+    void retire(final EngineConnection connection)
+    {
+        if (connections.remove(connection))
+        {
+            synchronized (retiredStats)
+            {
+                retiredStats.add(connection.statsRef());
+            }
+        }
+    }
+
+    void removeListener(final EngineListener listener)
+    {
+        listeners.remove(listener);
+    }
+
+    void onError(final Throwable t)
+    {
+        try
+        {
+            config.errorHandler().accept(t);
+        }
+        catch (final Throwable ignore)
+        {
+            // An error handler that throws has nowhere left to report to.
+        }
+    }
+
+    /** @return counters summed over every connection, open or closed. */
+    public ConnectionStats stats()
+    {
+        final ConnectionStats total = new ConnectionStats();
+        synchronized (retiredStats)
+        {
+            total.add(retiredStats);
+        }
+        for (final EngineConnection connection : connections)
+        {
+            total.add(connection.statsRef());
+        }
+        return total;
+    }
+
+    /** @return open connections (a snapshot). */
+    public List<Connection> connections()
+    {
+        return new ArrayList<>(connections);
+    }
+
+    /** @return rendezvous pool buffers in use over all open connections. */
+    public int poolBuffersInUse()
+    {
+        int n = 0;
+        for (final EngineConnection connection : connections)
+        {
+            n += connection.poolBuffersInUse();
+        }
+        return n;
+    }
+
+    long poolBytesInUse()
+    {
+        long n = 0;
+        for (final EngineConnection connection : connections)
+        {
+            n += connection.poolBytesInUse();
+        }
+        return n;
+    }
+
+    long poolBytesAllocated()
+    {
+        long n = 0;
+        for (final EngineConnection connection : connections)
+        {
+            n += connection.poolBytesAllocated();
+        }
+        return n;
+    }
+
+    long queuedRendezvousRequests()
+    {
+        long n = 0;
+        for (final EngineConnection connection : connections)
+        {
+            n += connection.queuedRendezvousRequests();
+        }
+        return n;
+    }
+
+    /** @return number of poller threads. */
+    public int pollerCount()
+    {
+        return pollers.length;
+    }
+
+    /** @param i poller index. @return duty cycles run. */
+    public long pollerPolls(final int i)
+    {
+        return pollers[i].polls;
+    }
+
+    /** @param i poller index. @return duty cycles that found nothing. */
+    public long pollerEmptyPolls(final int i)
+    {
+        return pollers[i].emptyPolls;
+    }
+
+    /** @param i poller index. @return times the poller was woken by a completion event after blocking. */
+    public long pollerWakeups(final int i)
+    {
+        return pollers[i].wakeups;
+    }
+
+    /** @param i poller index. @return times the poller blocked on its completion channel. */
+    public long pollerSleeps(final int i)
+    {
+        return pollers[i].sleeps;
+    }
+
+    /** @param i poller index. @return its thread (e.g. for CPU time measurements). */
+    public Thread pollerThread(final int i)
+    {
+        return pollers[i].thread();
+    }
+
+    private void ensureOpen()
+    {
+        if (closed)
+        {
+            throw new IllegalStateException("engine is closed");
+        }
+    }
+
+    /**
+     * Closes listeners, closes every connection gracefully (bounded by the close timeout), stops
+     * the pollers and closes the verbs context. Idempotent.
+     */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        for (final EngineListener listener : listeners)
+        {
+            listener.close();
+        }
+        final List<CompletableFuture<Void>> closing = new ArrayList<>();
+        for (final EngineConnection connection : connections)
+        {
+            closing.add(connection.closeAsync());
+        }
+        try
+        {
+            CompletableFuture.allOf(closing.toArray(new CompletableFuture[0]))
+                .get(config.closeTimeoutNanos() + 1_000_000_000L, java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+        catch (final Exception ignore)
+        {
+            // Failed closes were reported to their callbacks.
+        }
+        for (final Poller poller : pollers)
+        {
+            poller.stop();
+        }
+        for (final Poller poller : pollers)
+        {
+            try
+            {
+                poller.join(5_000);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (metricsBinding != null)
+        {
+            try
+            {
+                metricsBinding.close();
+            }
+            catch (final Exception ignore)
+            {
+                // Best effort.
+            }
+        }
+        for (final Poller poller : pollers)
+        {
+            poller.channel().close();
+        }
+        context.close();
+    }
+}

@@ -1,0 +1,16 @@
+package io.reverb.rdma.engine;
+
+/**
+ * Told about committed messages that will not be delivered: refused by the peer (too large), or
+ * lost with the connection (the cause then says so, and the connection's close callback runs too).
+ */
+@FunctionalInterface
+public interface SendErrorHandler
+{
+    /**
+     * @param messageId the id {@link MessageClaim#messageId()} reported when the message was claimed.
+     * @param length    the message length.
+     * @param cause     what happened, e.g. {@link MessageRefusedException} or {@link PeerDisconnectedException}.
+     */
+    void onSendFailed(long messageId, int length, Throwable cause);
+}

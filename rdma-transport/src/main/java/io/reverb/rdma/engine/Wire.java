@@ -1,0 +1,104 @@
+package io.reverb.rdma.engine;
+
+/**
+ * Layout of what the engine puts on the wire. Everything is little-endian and 8-byte aligned.
+ *
+ * <p>Every SEND carries one <em>batch</em>: a batch header, zero or more fixed-size control frames,
+ * then zero or more data frames taken as one contiguous range of the send ring (coalescing).
+ * <pre>
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *  |              credits returned (receives re-posted)            |  batch header
+ *  |                 control section length in bytes               |
+ *  |                    batch sequence number (64 bits)            |
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |  control frames: CONTROL_FRAME_LENGTH bytes each (see below)  |
+ *  +---------------------------------------------------------------+
+ *  |  data frames, each: length | type | message id (64) | payload |
+ *  |  (every data frame starts and ends on a 16-byte boundary)     |
+ *  +---------------------------------------------------------------+
+ *
+ *  control frame (32 bytes):                data frame header (16 bytes):
+ *  +-------------------+-------------+     +-------------------+-------------+
+ *  | type (int)        | code (int)  |     | length (int)      | type (int)  |
+ *  | rendezvous id (long)            |     | message id (long)               |
+ *  | remote address (long)           |     +---------------------------------+
+ *  | rkey (int)        | length(int) |     | payload, padded to 8 bytes ...  |
+ *  +-------------------+-------------+
+ * </pre>
+ * A data frame of type {@link #FRAME_RTS} has no payload: its length field is the length of the
+ * rendezvous message it announces and its message id is the rendezvous id (the immediate of the
+ * RDMA_WRITE_WITH_IMM that later delivers it).
+ */
+final class Wire
+{
+    static final int BATCH_CREDITS_OFFSET = 0;
+    static final int BATCH_CONTROL_LENGTH_OFFSET = 4;
+    static final int BATCH_SEQUENCE_OFFSET = 8;
+    static final int BATCH_HEADER_LENGTH = 16;
+
+    static final int CONTROL_TYPE_OFFSET = 0;
+    static final int CONTROL_CODE_OFFSET = 4;
+    static final int CONTROL_ID_OFFSET = 8;
+    static final int CONTROL_ADDRESS_OFFSET = 16;
+    static final int CONTROL_RKEY_OFFSET = 24;
+    static final int CONTROL_LENGTH_OFFSET = 28;
+    static final int CONTROL_FRAME_LENGTH = 32;
+    /** Control frames carried by one batch at most; the rest wait for the next SEND. */
+    static final int MAX_CONTROL_FRAMES_PER_BATCH = 4;
+    static final int MAX_CONTROL_SECTION = MAX_CONTROL_FRAMES_PER_BATCH * CONTROL_FRAME_LENGTH;
+    /** One control slot of the sender: the batch header plus the control section. */
+    static final int CONTROL_SLOT_LENGTH = BATCH_HEADER_LENGTH + MAX_CONTROL_SECTION;
+
+    /** Clear to send: the receiver granted a buffer (address, rkey, length) for rendezvous id. */
+    static final int CONTROL_CTS = 1;
+    /** The receiver refused rendezvous id; code says why, length carries its limit. */
+    static final int CONTROL_REFUSE = 2;
+    /** The sender has nothing more to send: graceful close. */
+    static final int CONTROL_CLOSE = 3;
+
+    static final int REFUSE_TOO_LARGE = 1;
+
+    static final int FRAME_LENGTH_OFFSET = 0;
+    static final int FRAME_TYPE_OFFSET = 4;
+    static final int FRAME_ID_OFFSET = 8;
+    static final int FRAME_HEADER_LENGTH = 16;
+
+    /* A claimed frame not yet committed carries the negated type: the flusher stops there. */
+    static final int FRAME_DATA = 1;
+    static final int FRAME_RTS = 2;
+    /** Aborted claim or the filler before the ring wraps: never sent; its length field is its whole size. */
+    static final int FRAME_PAD = 3;
+
+    private Wire()
+    {
+    }
+
+    static int align8(final int value)
+    {
+        return (value + 7) & ~7;
+    }
+
+    /** Data frames are 16-byte aligned so that a padding frame always fits before the ring wraps. */
+    static int align16(final int value)
+    {
+        return (value + 15) & ~15;
+    }
+
+    /** @return bytes a data frame of the given payload occupies in the ring and in a batch. */
+    static int dataFrameLength(final int payloadLength)
+    {
+        return align16(FRAME_HEADER_LENGTH + payloadLength);
+    }
+
+    /**
+     * @param eagerLimit largest eager payload.
+     * @return bytes of one receive slot: batch header, a full control section and one maximal frame.
+     */
+    static int receiveSlotLength(final int eagerLimit)
+    {
+        return BATCH_HEADER_LENGTH + MAX_CONTROL_SECTION + dataFrameLength(eagerLimit);
+    }
+}
