@@ -1,0 +1,215 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The availability decision with a fake machine: sysfs, /dev and java.library.path are temp directories,
+ * and the native step is a stub.
+ */
+class DisniAvailabilityTest
+{
+    private static final String LIBRARY = System.mapLibraryName("disni");
+
+    @TempDir
+    Path root;
+
+    private Path sysfs;
+    private Path rdmaCm;
+    private Path libDir;
+    private final AtomicBoolean nativeTouched = new AtomicBoolean();
+
+    @BeforeEach
+    void setUp() throws IOException
+    {
+        sysfs = root.resolve("sys/class/infiniband");
+        rdmaCm = root.resolve("dev/infiniband/rdma_cm");
+        libDir = Files.createDirectories(root.resolve("lib"));
+    }
+
+    @Test
+    void shouldReportAbsentDeviceDirectoryWithSoftRoceHint()
+    {
+        final String cause = probeWithNativeForbidden(libDir.toString());
+
+        assertThat(cause)
+            .contains("no RDMA device")
+            .contains(sysfs + " is absent")
+            .contains("rdma link add rxe0 type rxe netdev");
+    }
+
+    @Test
+    void shouldReportEmptyDeviceDirectory() throws IOException
+    {
+        Files.createDirectories(sysfs);
+
+        assertThat(probeWithNativeForbidden(libDir.toString())).contains("no RDMA device").contains("is empty");
+    }
+
+    @Test
+    void shouldReportMissingRdmaCmDeviceNode() throws IOException
+    {
+        Files.createDirectories(sysfs.resolve("mlx5_0"));
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        assertThat(probeWithNativeForbidden(libDir.toString()))
+            .contains("[mlx5_0]")
+            .contains(rdmaCm.toString())
+            .contains("modprobe rdma_ucm")
+            .doesNotContain("no RDMA device");
+    }
+
+    @Test
+    void shouldReportMissingLibdisniWithBuildInstructions() throws IOException
+    {
+        createDevice();
+
+        final String cause = probeWithNativeForbidden(libDir + ":/nonexistent");
+
+        assertThat(cause)
+            .contains(LIBRARY)
+            .contains("java.library.path [" + libDir + ":/nonexistent]")
+            .contains("librdmacm-dev")
+            .contains("./configure --with-jdk=")
+            .contains("-Djava.library.path=")
+            .doesNotContain("no RDMA device");
+    }
+
+    @Test
+    void shouldReportEveryMissingPieceAtOnce()
+    {
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, "", false, this::forbidden);
+
+        assertThat(cause)
+            .contains("no RDMA device")
+            .contains(LIBRARY)
+            .contains(DisniAvailability.ADD_EXPORTS);
+        assertThat(nativeTouched).isFalse();
+    }
+
+    @Test
+    void shouldReportMissingExportOfSunNioCh() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), false, this::forbidden);
+
+        assertThat(cause).contains("--add-exports java.base/sun.nio.ch=ALL-UNNAMED");
+        assertThat(nativeTouched).isFalse();
+    }
+
+    @Test
+    void shouldReportLibdisniThatCannotBeLoaded() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            throw new UnsatisfiedLinkError("librdmacm.so.1: cannot open shared object file");
+        });
+
+        assertThat(cause)
+            .contains(libDir.resolve(LIBRARY).toString())
+            .contains("could not be loaded")
+            .contains("librdmacm.so.1: cannot open shared object file")
+            .contains("rdma-core");
+    }
+
+    @Test
+    void shouldReportWrongLibdisniVersion() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            // What DiSNi 2.1's NativeDispatcher throws when libdisni's _getVersion() differs.
+            throw new IOException("jverbs outdated, version found 31, version required 32");
+        });
+
+        assertThat(cause)
+            .contains("wrong libdisni version")
+            .contains("version found 31")
+            .contains("JNI version " + DisniAvailability.DISNI_JNI_VERSION)
+            .contains("v2.1");
+    }
+
+    @Test
+    void shouldReportUnopenableRdmaCm() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            throw new IOException("j2c::createEventChannel: rdma_create_event_channel failed: Permission denied\n");
+        });
+
+        assertThat(cause).contains("rdma_cm could not be opened").contains("Permission denied").contains(rdmaCm.toString());
+    }
+
+    @Test
+    void shouldReportFailedInitialisationInsteadOfThrowing() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            throw new ExceptionInInitializerError(new IllegalStateException("boom"));
+        });
+
+        assertThat(cause).contains("initialising DiSNi failed").contains("boom");
+    }
+
+    @Test
+    void shouldBeAvailableWhenEveryPieceIsPresent() throws IOException
+    {
+        createDevice();
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () -> nativeTouched.set(true));
+
+        assertThat(cause).isNull();
+        assertThat(nativeTouched).isTrue();
+    }
+
+    @Test
+    void shouldFindLibraryInAnyLibraryPathEntry() throws IOException
+    {
+        final Path second = Files.createDirectories(root.resolve("other"));
+        Files.createFile(second.resolve(LIBRARY));
+
+        assertThat(DisniAvailability.findLibrary(LIBRARY, "::" + libDir + ":" + second)).isEqualTo(second.resolve(LIBRARY));
+        assertThat(DisniAvailability.findLibrary(LIBRARY, libDir.toString())).isNull();
+    }
+
+    private String probeWithNativeForbidden(final String libraryPath)
+    {
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libraryPath, true, this::forbidden);
+        assertThat(nativeTouched).as("native code must not be touched while a piece is missing").isFalse();
+        return cause;
+    }
+
+    private void forbidden()
+    {
+        nativeTouched.set(true);
+        throw new AssertionError("native probe must not run");
+    }
+
+    private void createDevice() throws IOException
+    {
+        Files.createDirectories(sysfs.resolve("rxe0"));
+        Files.createDirectories(rdmaCm.getParent());
+        Files.createFile(rdmaCm);
+    }
+}

@@ -1,0 +1,106 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+
+/**
+ * The conformance suite over real RDMA. Runs only where DiSNi is available (an RDMA device, rdma_cm and
+ * libdisni 2.1); everywhere else the whole class is skipped with the provider's unavailability cause,
+ * which is also printed so that it shows in CI logs. It has not been run on RDMA hardware in this
+ * project's development or CI.
+ *
+ * <p>On an RDMA host (see rdma-transport/RDMA-HARDWARE.md):
+ * <pre>
+ * LD_LIBRARY_PATH=/usr/local/lib mvn -pl rdma-transport test -Dtest=DisniConformanceTest \
+ *     -Dreverb.test.rdma.address=192.168.1.10:0
+ * </pre>
+ * {@value #ADDRESS_PROP} is {@code ipv4:port} of the local RDMA interface (IPoIB, RoCE or iWARP netdev); port 0
+ * lets every test listen on a fresh port, a fixed port P makes the tests use P, P+1, ... . Without it the
+ * address DiSNi contexts open by default is used ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, else
+ * the first RDMA interface found in sysfs). Both contexts of each test live in this JVM and talk through
+ * the one device (loopback through the NIC); the peer-death test starts a second JVM.
+ */
+class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
+{
+    /** {@code ipv4:port} to listen on. */
+    static final String ADDRESS_PROP = "reverb.test.rdma.address";
+
+    private final DisniVerbsProvider provider = new DisniVerbsProvider();
+    private final AtomicInteger nextPort = new AtomicInteger();
+    private String host;
+    private int basePort;
+
+    @BeforeAll
+    void reportAndResolveAddress() throws IOException
+    {
+        final String cause = provider.unavailabilityCause();
+        if (cause != null)
+        {
+            // Printed on both streams so that the reason shows in CI logs whatever they capture.
+            final String message = "[DisniConformanceTest] SKIPPED, not run: " + cause;
+            System.out.println(message);
+            System.err.println(message);
+            return;
+        }
+        final String configured = System.getProperty(ADDRESS_PROP);
+        if (configured != null && !configured.isBlank())
+        {
+            final InetSocketAddress address = DisniAddress.parse(configured.trim());
+            host = address.getAddress().getHostAddress();
+            basePort = address.getPort();
+        }
+        else
+        {
+            host = DisniVerbsContext.findLocalAddress().getHostAddress();
+            basePort = 0;
+        }
+        System.out.println("[DisniConformanceTest] running over rdma:// on " + host + " (base port " + basePort + ")");
+    }
+
+    /**
+     * Every test opens its contexts here first (in the suite's {@code @BeforeEach}), so assuming here
+     * skips each test with the cause; an assumption in {@code @BeforeAll} would make Surefire report
+     * "Tests run: 0" instead of the skipped tests.
+     */
+    @Override
+    protected VerbsContext open(final VerbsConfig config) throws IOException
+    {
+        assumeTrue(provider.isAvailable(), provider.unavailabilityCause());
+        return super.open(config);
+    }
+
+    @Override
+    protected VerbsProvider provider()
+    {
+        return provider;
+    }
+
+    @Override
+    protected String newAddress()
+    {
+        return host + ':' + (basePort == 0 ? 0 : basePort + nextPort.getAndIncrement());
+    }
+
+    @Override
+    protected List<String> childJvmArguments()
+    {
+        // The peer JVM needs what this one has: DiSNi's export, libdisni's location and the RDMA interface.
+        final List<String> args = new ArrayList<>();
+        args.add("--add-exports");
+        args.add("java.base/sun.nio.ch=ALL-UNNAMED");
+        args.add("-Djava.library.path=" + System.getProperty("java.library.path", ""));
+        final String local = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+        args.add("-D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + (local != null ? local : host));
+        return args;
+    }
+}
