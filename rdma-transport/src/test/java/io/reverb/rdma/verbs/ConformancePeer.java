@@ -21,9 +21,9 @@ import java.util.concurrent.TimeUnit;
 public final class ConformancePeer
 {
     private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
-    static final int ECHO_SLOTS = 64;
-    static final int ECHO_SLOT_SIZE = 4096;
-    static final int ECHO_REGION_SIZE = 16 * 1024 * 1024;
+    public static final int ECHO_SLOTS = 64;
+    public static final int ECHO_SLOT_SIZE = 4096;
+    public static final int ECHO_REGION_SIZE = 16 * 1024 * 1024;
 
     private ConformancePeer()
     {
