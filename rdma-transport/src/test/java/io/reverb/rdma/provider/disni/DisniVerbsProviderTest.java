@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
@@ -81,6 +83,15 @@ class DisniVerbsProviderTest
             .isInstanceOf(IllegalArgumentException.class)
             .hasMessageContaining("rdma://")
             .hasMessageContaining("disni: " + provider.unavailabilityCause());
+    }
+
+    @Test
+    void shouldFailToOpenAnEngineForRdmaWithTheCause()
+    {
+        // The engine opens rdma:// through VerbsProviders.forScheme: a user sees the provider's cause.
+        assertThatThrownBy(() -> RdmaEngine.open("rdma", new EngineConfig()))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(provider.unavailabilityCause());
     }
 
     @Test
