@@ -233,6 +233,14 @@ public final class HtmlReport
             out.append("<path d=\"").append(path).append("\" fill=\"none\" stroke=\"").append(colour(i))
                 .append("\" stroke-width=\"2\"><title>").append(escape(runs.get(i).label)).append("</title></path>\n");
         }
+        int legendWidth = 0;
+        for (final RunResult r : runs)
+        {
+            legendWidth = Math.max(legendWidth, (r.label + " — " + r.describe()).length());
+        }
+        out.append("<rect x=\"").append(LEFT + 6).append("\" y=\"").append(TOP + 4).append("\" width=\"")
+            .append(Math.min((int)plotWidth - 12, 40 + legendWidth * 7)).append("\" height=\"").append(8 + runs.size() * 18)
+            .append("\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#ddd\"/>\n");
         for (int i = 0; i < runs.size(); i++)
         {
             final double y = TOP + 14 + i * 18;
