@@ -1,40 +1,386 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.ClientInterceptor;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.TransportProvider;
+import io.reverb.rpc.transport.Transports;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
+import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
 
 /**
- * Placeholder: the channel runtime is being built.
+ * The runtime behind {@link RpcChannel}: lazy connection, reconnect with exponential backoff, fail-fast or
+ * wait-for-ready while it cannot connect, and the client interceptor chain.
  */
 public final class ChannelRuntime
 {
     private final RpcChannel.Builder config;
+    private final URI uri;
+    private final TransportProvider provider;
+    private final CallMetrics metrics;
+    private final ClientInterceptor[] interceptors;
+    private final Set<ClientConnection> connections = ConcurrentHashMap.newKeySet();
 
+    private volatile ClientConnection ready;
+    private volatile boolean closed;
+    // guarded by this
+    private boolean connecting;
+    private boolean reconnectScheduled;
+    private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
+    private Status lastFailure;
+    private long nextAttemptNanos;
+    private long backoffNanos;
+
+    /**
+     * @param config the channel's configuration.
+     */
     public ChannelRuntime(final RpcChannel.Builder config)
     {
         this.config = config;
+        this.uri = Transports.parse(config.uri);
+        this.provider = Transports.providerFor(uri);
+        this.metrics = CallMetrics.create(config.meterRegistry, "client");
+        this.interceptors = config.interceptors.toArray(new ClientInterceptor[0]);
+        this.backoffNanos = config.initialBackoff.toNanos();
     }
 
-    public <Req, Resp> Flux<Resp> newCall(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
+    RpcChannel.Builder config()
     {
-        return Flux.error(new UnsupportedOperationException("channel runtime not yet implemented"));
+        return config;
     }
 
+    Scheduler timer()
+    {
+        return config.timerScheduler;
+    }
+
+    CallMetrics metrics()
+    {
+        return metrics;
+    }
+
+    /**
+     * @return the address.
+     */
     public String uri()
     {
         return config.uri;
     }
 
-    public void close()
+    /**
+     * See {@link RpcChannel#newCall}.
+     */
+    public <Req, Resp> Flux<Resp> newCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
     {
+        if (interceptors.length == 0)
+        {
+            return new CallFlux<>(this, method, options, requests, null);
+        }
+        return Flux.defer(() ->
+        {
+            final ClientCallContext context = new ClientCallContext(method, options);
+            ClientInterceptor.Next<Req, Resp> next = r -> new CallFlux<>(this, method, options, r, context);
+            for (int i = interceptors.length - 1; i >= 0; i--)
+            {
+                final ClientInterceptor interceptor = interceptors[i];
+                final ClientInterceptor.Next<Req, Resp> inner = next;
+                next = r -> interceptor.interceptCall(context, r, inner);
+            }
+            return next.call(Flux.from(requests));
+        });
     }
 
+    /** The call as a Flux: each subscription is a new call. */
+    private static final class CallFlux<Req, Resp> extends Flux<Resp>
+    {
+        private final ChannelRuntime channel;
+        private final MethodDescriptor<Req, Resp> method;
+        private final CallOptions options;
+        private final Publisher<Req> requests;
+        private final ClientCallContext context;
+
+        CallFlux(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Publisher<Req> requests, final ClientCallContext context)
+        {
+            this.channel = channel;
+            this.method = method;
+            this.options = options;
+            this.requests = requests;
+            this.context = context;
+        }
+
+        @Override
+        public void subscribe(final CoreSubscriber<? super Resp> actual)
+        {
+            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            Deadline deadline = options.deadline();
+            if (deadline == null && channel.config.defaultDeadline != null)
+            {
+                deadline = Deadline.after(channel.config.defaultDeadline);
+            }
+            new ClientCall<>(channel, method, requests, context, metadata, deadline, options.isWaitForReady()).start(actual);
+        }
+    }
+
+    // ------------------------------------------------------------------ connection management
+
+    void acquire(final ClientCall<?, ?> call)
+    {
+        final ClientConnection current = ready;
+        if (current != null && current.isUsable())
+        {
+            call.onConnection(current);
+            return;
+        }
+        slowAcquire(call);
+    }
+
+    private void slowAcquire(final ClientCall<?, ?> call)
+    {
+        ClientConnection current = null;
+        Status failure = null;
+        boolean connect = false;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                failure = Status.UNAVAILABLE.withDescription("channel closed");
+            }
+            else if ((current = ready) != null && current.isUsable())
+            {
+                // connected meanwhile
+            }
+            else
+            {
+                current = null;
+                if (!connecting && lastFailure != null && System.nanoTime() - nextAttemptNanos < 0)
+                {
+                    if (call.waitForReady)
+                    {
+                        waiters.add(call);
+                        scheduleReconnect();
+                    }
+                    else
+                    {
+                        failure = lastFailure;
+                    }
+                }
+                else
+                {
+                    waiters.add(call);
+                    if (!connecting)
+                    {
+                        connecting = true;
+                        connect = true;
+                    }
+                }
+            }
+        }
+        if (current != null)
+        {
+            call.onConnection(current);
+        }
+        else if (failure != null)
+        {
+            call.failBeforeStart(failure);
+        }
+        else if (connect)
+        {
+            connect();
+        }
+    }
+
+    void reacquireLater(final ClientCall<?, ?> call)
+    {
+        timer().schedule(() -> acquire(call));
+    }
+
+    void removeWaiter(final ClientCall<?, ?> call)
+    {
+        synchronized (this)
+        {
+            waiters.remove(call);
+        }
+    }
+
+    private void connect()
+    {
+        final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize);
+        try
+        {
+            provider.connect(uri, connection).whenComplete((c, error) -> onConnectResult(connection, c, error));
+        }
+        catch (final RuntimeException e)
+        {
+            onConnectResult(connection, null, e);
+        }
+    }
+
+    private void onConnectResult(final ClientConnection connection, final Connection transport, final Throwable error)
+    {
+        final List<ClientCall<?, ?>> run = new ArrayList<>();
+        final List<ClientCall<?, ?>> fail = new ArrayList<>();
+        Status failure = null;
+        boolean closeNow = false;
+        synchronized (this)
+        {
+            connecting = false;
+            if (error == null)
+            {
+                connection.attach(transport);
+                if (closed)
+                {
+                    closeNow = true;
+                    fail.addAll(waiters);
+                    failure = Status.UNAVAILABLE.withDescription("channel closed");
+                }
+                else
+                {
+                    connections.add(connection);
+                    ready = connection;
+                    lastFailure = null;
+                    backoffNanos = config.initialBackoff.toNanos();
+                    run.addAll(waiters);
+                }
+                waiters.clear();
+            }
+            else
+            {
+                final Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ?
+                    error.getCause() : error;
+                // jitter of +-20% as gRPC, so that many clients do not reconnect in lockstep
+                final long jittered = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));
+                nextAttemptNanos = System.nanoTime() + jittered;
+                backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
+                lastFailure = Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " +
+                    cause.getMessage()).withCause(cause);
+                failure = lastFailure;
+                for (final ClientCall<?, ?> call : waiters)
+                {
+                    (call.waitForReady ? run : fail).add(call);
+                }
+                waiters.clear();
+                waiters.addAll(run);
+                run.clear();
+                if (!waiters.isEmpty())
+                {
+                    scheduleReconnect();
+                }
+            }
+        }
+        if (closeNow)
+        {
+            transport.close();
+        }
+        for (final ClientCall<?, ?> call : fail)
+        {
+            call.failBeforeStart(failure);
+        }
+        for (final ClientCall<?, ?> call : run)
+        {
+            call.onConnection(connection);
+        }
+    }
+
+    // guarded by this
+    private void scheduleReconnect()
+    {
+        if (reconnectScheduled || connecting)
+        {
+            return;
+        }
+        reconnectScheduled = true;
+        final long delay = Math.max(0, nextAttemptNanos - System.nanoTime());
+        timer().schedule(() ->
+        {
+            boolean connect = false;
+            synchronized (this)
+            {
+                reconnectScheduled = false;
+                if (!closed && !connecting && !waiters.isEmpty())
+                {
+                    connecting = true;
+                    connect = true;
+                }
+            }
+            if (connect)
+            {
+                connect();
+            }
+        }, delay, TimeUnit.NANOSECONDS);
+    }
+
+    void connectionUnusable(final ClientConnection connection)
+    {
+        synchronized (this)
+        {
+            if (ready == connection)
+            {
+                ready = null;
+            }
+        }
+    }
+
+    void connectionClosed(final ClientConnection connection)
+    {
+        connections.remove(connection);
+    }
+
+    /**
+     * Closes the channel: waiting and running calls fail with UNAVAILABLE, connections close.
+     */
+    public void close()
+    {
+        final List<ClientCall<?, ?>> fail;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            ready = null;
+            fail = new ArrayList<>(waiters);
+            waiters.clear();
+        }
+        final Status status = Status.UNAVAILABLE.withDescription("channel closed");
+        for (final ClientCall<?, ?> call : fail)
+        {
+            call.failBeforeStart(status);
+        }
+        for (final ClientConnection connection : connections)
+        {
+            connection.closeWithError(status);
+        }
+    }
+
+    /**
+     * @return true once closed.
+     */
     public boolean isClosed()
     {
-        return false;
+        return closed;
+    }
+
+    @Override
+    public String toString()
+    {
+        return config.uri;
     }
 }

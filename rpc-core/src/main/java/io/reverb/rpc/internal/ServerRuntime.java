@@ -1,61 +1,258 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServerInterceptor;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.ServerListener;
+import io.reverb.rpc.transport.TransportProvider;
+import io.reverb.rpc.transport.Transports;
+import java.io.IOException;
+import java.net.URI;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import reactor.core.scheduler.Scheduler;
 
 /**
- * Placeholder: the server runtime is being built.
+ * The runtime behind {@link RpcServer}: method registry, listener, connections, graceful shutdown.
  */
 public final class ServerRuntime
 {
     private final RpcServer.Builder config;
+    private final URI uri;
+    private final TransportProvider provider;
+    private final Map<String, ServiceDefinition.ServerMethodDefinition<?, ?>> methods = new HashMap<>();
+    private final Set<String> services = new HashSet<>();
+    private final ServerInterceptor[] interceptors;
+    private final CallMetrics metrics;
+    private final Set<ServerConnection> connections = ConcurrentHashMap.newKeySet();
+    private final CountDownLatch terminated = new CountDownLatch(1);
+    private volatile ServerListener listener;
+    private volatile boolean started;
+    private volatile boolean shutdown;
 
+    /**
+     * @param config the server's configuration.
+     */
     public ServerRuntime(final RpcServer.Builder config)
     {
         this.config = config;
+        this.uri = Transports.parse(config.uri);
+        this.provider = Transports.providerFor(uri);
+        for (final ServiceDefinition service : config.services)
+        {
+            services.add(service.serviceName());
+            for (final ServiceDefinition.ServerMethodDefinition<?, ?> method : service.methods())
+            {
+                methods.put(method.method().fullMethodName(), method);
+            }
+        }
+        this.interceptors = config.interceptors.toArray(new ServerInterceptor[0]);
+        this.metrics = CallMetrics.create(config.meterRegistry, "server");
     }
 
-    public void start()
+    RpcServer.Builder config()
     {
-        throw new UnsupportedOperationException("server runtime not yet implemented");
+        return config;
     }
 
+    ServiceDefinition.ServerMethodDefinition<?, ?> method(final String fullMethodName)
+    {
+        return methods.get(fullMethodName);
+    }
+
+    boolean hasService(final String serviceName)
+    {
+        return services.contains(serviceName);
+    }
+
+    ServerInterceptor[] interceptors()
+    {
+        return interceptors;
+    }
+
+    Scheduler handlerScheduler()
+    {
+        return config.handlerScheduler;
+    }
+
+    Scheduler timer()
+    {
+        return config.timerScheduler;
+    }
+
+    CallMetrics metrics()
+    {
+        return metrics;
+    }
+
+    /**
+     * Binds and starts accepting.
+     */
+    public synchronized void start()
+    {
+        if (started)
+        {
+            throw new IllegalStateException("already started");
+        }
+        if (shutdown)
+        {
+            throw new IllegalStateException("shut down");
+        }
+        try
+        {
+            listener = provider.listen(uri, connection ->
+            {
+                if (shutdown)
+                {
+                    return null;
+                }
+                final ServerConnection serverConnection = new ServerConnection(this, connection);
+                connections.add(serverConnection);
+                return serverConnection;
+            });
+        }
+        catch (final IOException e)
+        {
+            throw Status.UNAVAILABLE.withDescription("cannot listen on " + config.uri + ": " + e.getMessage())
+                .withCause(e).asException();
+        }
+        started = true;
+    }
+
+    /**
+     * @return bound port or -1.
+     */
     public int port()
     {
-        return -1;
+        final ServerListener l = listener;
+        return l == null ? -1 : l.port();
     }
 
+    /**
+     * @return bound address.
+     */
     public String address()
     {
-        return config.uri;
+        final ServerListener l = listener;
+        return l == null ? config.uri : l.address();
     }
 
+    /**
+     * @return configured grace period.
+     */
     public Duration gracePeriod()
     {
         return config.shutdownGracePeriod;
     }
 
+    /**
+     * Graceful shutdown.
+     *
+     * @param gracePeriod how long calls may still run.
+     */
     public void shutdown(final Duration gracePeriod)
     {
+        synchronized (this)
+        {
+            if (shutdown)
+            {
+                return;
+            }
+            shutdown = true;
+        }
+        final ServerListener l = listener;
+        if (l != null)
+        {
+            l.close();
+        }
+        for (final ServerConnection connection : connections)
+        {
+            connection.goAway();
+        }
+        if (!connections.isEmpty())
+        {
+            timer().schedule(() -> closeConnections(Status.UNAVAILABLE.withDescription("server shut down")),
+                gracePeriod.toNanos(), TimeUnit.NANOSECONDS);
+        }
+        checkTerminated();
     }
 
-    public boolean awaitTermination(final long timeout, final TimeUnit unit)
+    private void closeConnections(final Status status)
     {
-        return true;
+        for (final ServerConnection connection : connections)
+        {
+            connection.closeNow(status);
+        }
     }
 
-    public boolean isShutdown()
-    {
-        return false;
-    }
-
-    public boolean isTerminated()
-    {
-        return false;
-    }
-
+    /**
+     * Immediate shutdown, then waits up to 5 s for connections to close.
+     */
     public void close()
     {
+        shutdown(Duration.ofDays(1));
+        closeConnections(Status.UNAVAILABLE.withDescription("server closed"));
+        try
+        {
+            awaitTermination(5, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    void connectionClosed(final ServerConnection connection)
+    {
+        connections.remove(connection);
+        checkTerminated();
+    }
+
+    private void checkTerminated()
+    {
+        if (shutdown && connections.isEmpty())
+        {
+            terminated.countDown();
+        }
+    }
+
+    /**
+     * @param timeout how long.
+     * @param unit    unit.
+     * @return true if terminated.
+     * @throws InterruptedException if interrupted.
+     */
+    public boolean awaitTermination(final long timeout, final TimeUnit unit) throws InterruptedException
+    {
+        return terminated.await(timeout, unit);
+    }
+
+    /**
+     * @return true once shutdown began.
+     */
+    public boolean isShutdown()
+    {
+        return shutdown;
+    }
+
+    /**
+     * @return true once terminated.
+     */
+    public boolean isTerminated()
+    {
+        return terminated.getCount() == 0;
+    }
+
+    @Override
+    public String toString()
+    {
+        return address();
     }
 }

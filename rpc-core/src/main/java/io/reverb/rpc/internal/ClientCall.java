@@ -1,0 +1,546 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameType;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.publisher.Operators;
+import reactor.util.context.Context;
+
+/**
+ * The client side of one call, all roles in one object: the {@link Subscription} given to the subscriber of the
+ * responses (its demand becomes REQUEST_N), the subscriber of the request publisher (pulled only as far as the
+ * server's REQUEST_N allow), and the stream the connection routes the server's frames to.
+ *
+ * <p>State is guarded by {@code this}; frames whose order matters (CALL before CANCEL) are written while holding
+ * it. Signals to the subscriber go through a work-in-progress drain loop, so they are serial whatever thread
+ * produced them.
+ */
+final class ClientCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Req>
+{
+    private static final AtomicIntegerFieldUpdater<ClientCall> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(ClientCall.class, "wip");
+
+    private final ChannelRuntime channel;
+    private final MethodDescriptor<Req, Resp> method;
+    private final Publisher<Req> requests;
+    private final ClientCallContext context;
+    private final Metadata requestMetadata;
+    private final Deadline deadline;
+    final boolean waitForReady;
+    private CoreSubscriber<? super Resp> actual;
+
+    private ClientConnection connection;
+    private int streamId;
+    private boolean callSent;
+    private boolean cancelled;
+    private boolean delivered;
+    private boolean outboundDone;
+    private boolean discardQueued;
+    private long requested;
+    private long demandTotal;
+    private long granted;
+    private long upstreamDemandBeforeSubscribe;
+    private ArrayDeque<Resp> queue;
+    private Resp single;
+    private Status terminalStatus;
+    private Metadata terminalTrailers;
+    private Subscription upstream;
+    private Disposable deadlineTimer;
+    private long startNanos;
+    private volatile int wip;
+
+    ClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final Publisher<Req> requests,
+        final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
+    {
+        this.channel = channel;
+        this.method = method;
+        this.requests = requests;
+        this.context = context;
+        this.requestMetadata = requestMetadata;
+        this.deadline = deadline;
+        this.waitForReady = waitForReady;
+    }
+
+    void start(final CoreSubscriber<? super Resp> actual)
+    {
+        this.actual = actual;
+        startNanos = channel.metrics().callStarted();
+        actual.onSubscribe(this);
+        if (deadline != null)
+        {
+            final long remaining = deadline.timeRemainingNanos();
+            if (remaining <= 0)
+            {
+                failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call started"), false);
+                return;
+            }
+            final Disposable timer = channel.timer().schedule(this::onDeadline, remaining, TimeUnit.NANOSECONDS);
+            synchronized (this)
+            {
+                if (terminalStatus == null && !cancelled)
+                {
+                    deadlineTimer = timer;
+                }
+                else
+                {
+                    timer.dispose();
+                    return;
+                }
+            }
+        }
+        channel.acquire(this);
+    }
+
+    /**
+     * The channel has a connection for this call: send CALL, then start pulling requests.
+     */
+    void onConnection(final ClientConnection conn)
+    {
+        synchronized (this)
+        {
+            if (cancelled || terminalStatus != null)
+            {
+                return;
+            }
+            long timeout = -1;
+            if (deadline != null)
+            {
+                timeout = Math.max(1, deadline.timeRemainingNanos());
+            }
+            final int id = conn.startCall(this, method.fullMethodName(), timeout, toWire(demandTotal), requestMetadata);
+            if (id < 0)
+            {
+                // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
+                channel.reacquireLater(this);
+                return;
+            }
+            connection = conn;
+            streamId = id;
+            callSent = true;
+            granted = demandTotal;
+        }
+        requests.subscribe(this);
+    }
+
+    boolean isDone()
+    {
+        synchronized (this)
+        {
+            return cancelled || terminalStatus != null;
+        }
+    }
+
+    // ------------------------------------------------------------ Subscription (responses subscriber)
+
+    @Override
+    public void request(final long n)
+    {
+        if (n <= 0)
+        {
+            failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
+            return;
+        }
+        synchronized (this)
+        {
+            requested = addCap(requested, n);
+            demandTotal = addCap(demandTotal, n);
+            if (callSent && terminalStatus == null && !cancelled && demandTotal > granted)
+            {
+                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+                granted = demandTotal;
+                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
+            }
+        }
+        drain();
+    }
+
+    @Override
+    public void cancel()
+    {
+        synchronized (this)
+        {
+            if (cancelled || delivered)
+            {
+                return;
+            }
+            cancelled = true;
+            if (callSent && terminalStatus == null)
+            {
+                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, 0));
+            }
+            if (terminalStatus == null)
+            {
+                terminalStatus = Status.CANCELLED.withDescription("cancelled by the client");
+            }
+        }
+        cleanup();
+        drain();
+    }
+
+    // ------------------------------------------------------------ CoreSubscriber (request publisher)
+
+    @Override
+    public Context currentContext()
+    {
+        return actual.currentContext();
+    }
+
+    @Override
+    public void onSubscribe(final Subscription s)
+    {
+        final long n;
+        synchronized (this)
+        {
+            if (upstream != null || cancelled || terminalStatus != null)
+            {
+                s.cancel();
+                return;
+            }
+            upstream = s;
+            // the server may buffer one message before it asks: saves a round trip for unary calls
+            n = addCap(1, upstreamDemandBeforeSubscribe);
+            upstreamDemandBeforeSubscribe = 0;
+        }
+        s.request(n);
+    }
+
+    @Override
+    public void onNext(final Req value)
+    {
+        final boolean last = method.type().clientSendsOneMessage();
+        synchronized (this)
+        {
+            if (outboundDone || cancelled || terminalStatus != null)
+            {
+                Operators.onDiscard(value, actual.currentContext());
+                return;
+            }
+            if (last)
+            {
+                outboundDone = true;
+            }
+            final OutboundFrame.Message<Req> frame;
+            try
+            {
+                frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
+            }
+            catch (final Throwable t)
+            {
+                failLocallyAsync(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t));
+                return;
+            }
+            channel.metrics().messageSent(method, frame.payloadLength());
+            connection.write(frame);
+        }
+    }
+
+    @Override
+    public void onError(final Throwable t)
+    {
+        final Status status = t instanceof RpcException ? ((RpcException)t).status() :
+            Status.CANCELLED.withDescription("request stream failed: " + t).withCause(t);
+        failLocally(status, true);
+    }
+
+    @Override
+    public void onComplete()
+    {
+        synchronized (this)
+        {
+            if (outboundDone || cancelled || terminalStatus != null)
+            {
+                return;
+            }
+            outboundDone = true;
+            connection.write(new OutboundFrame.Control(FrameType.HALF_CLOSE, 0, streamId, 0));
+        }
+    }
+
+    // ------------------------------------------------------------ RpcStream (frames from the server)
+
+    void onHeaders(final Metadata headers)
+    {
+        if (context != null)
+        {
+            context.responseHeaders(headers);
+        }
+    }
+
+    @Override
+    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    {
+        final int size = payload.remaining();
+        final Resp value;
+        try
+        {
+            value = method.responseMarshaller().read(payload);
+        }
+        catch (final Throwable t)
+        {
+            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
+            return;
+        }
+        channel.metrics().messageReceived(method, size);
+        synchronized (this)
+        {
+            if (cancelled || terminalStatus != null)
+            {
+                return;
+            }
+            if (single == null && (queue == null || queue.isEmpty()))
+            {
+                single = value;
+            }
+            else
+            {
+                if (queue == null)
+                {
+                    queue = new ArrayDeque<>();
+                }
+                queue.addLast(value);
+            }
+        }
+        drain();
+    }
+
+    @Override
+    void onOversizedMessage(final int length, final int limit)
+    {
+        failLocally(Status.RESOURCE_EXHAUSTED.withDescription(
+            "response message of " + length + " bytes exceeds the limit of " + limit + " bytes"), true);
+    }
+
+    @Override
+    void onRequestN(final int n)
+    {
+        final Subscription s;
+        final long demand = fromWire(n);
+        synchronized (this)
+        {
+            if (outboundDone)
+            {
+                return;
+            }
+            s = upstream;
+            if (s == null)
+            {
+                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
+                return;
+            }
+        }
+        s.request(demand);
+    }
+
+    void onStatus(final Status status, final Metadata trailers)
+    {
+        synchronized (this)
+        {
+            if (terminalStatus != null || cancelled)
+            {
+                return;
+            }
+            terminalStatus = status;
+            terminalTrailers = trailers;
+            streamId = -streamId; // removed from the connection by the caller
+        }
+        cleanup();
+        drain();
+    }
+
+    @Override
+    void onConnectionClosed(final Status status)
+    {
+        synchronized (this)
+        {
+            if (terminalStatus != null || cancelled)
+            {
+                return;
+            }
+            terminalStatus = status;
+            terminalTrailers = new Metadata();
+        }
+        cleanup();
+        drain();
+    }
+
+    @Override
+    void onWriteFailed(final Status status)
+    {
+        failLocally(status, true);
+    }
+
+    /** Fails the call before it reached a connection (e.g. UNAVAILABLE while the channel cannot connect). */
+    void failBeforeStart(final Status status)
+    {
+        failLocally(status, false);
+    }
+
+    private void onDeadline()
+    {
+        final String remaining = deadline == null ? "" : " (" + (-deadline.timeRemainingNanos() / 1000) + " us late)";
+        failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded" + remaining), true);
+    }
+
+    private void failLocallyAsync(final Status status)
+    {
+        // called while holding the lock from a frame write path: defer so that no lock order is inverted
+        channel.timer().schedule(() -> failLocally(status, true));
+    }
+
+    private void failLocally(final Status status, final boolean sendCancel)
+    {
+        synchronized (this)
+        {
+            if (terminalStatus != null || cancelled)
+            {
+                return;
+            }
+            terminalStatus = status;
+            terminalTrailers = new Metadata();
+            discardQueued = true;
+            if (sendCancel && callSent)
+            {
+                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, 0));
+            }
+        }
+        cleanup();
+        drain();
+    }
+
+    /** Releases what the call holds: timer, stream registration, request subscription, channel wait. */
+    private void cleanup()
+    {
+        final Disposable timer;
+        final Subscription s;
+        final ClientConnection conn;
+        final int id;
+        synchronized (this)
+        {
+            timer = deadlineTimer;
+            deadlineTimer = null;
+            s = upstream;
+            upstream = null;
+            conn = connection;
+            id = streamId;
+        }
+        if (timer != null)
+        {
+            timer.dispose();
+        }
+        if (conn != null && id > 0)
+        {
+            conn.remove(id);
+        }
+        if (s != null)
+        {
+            s.cancel();
+        }
+        if (conn == null)
+        {
+            channel.removeWaiter(this);
+        }
+    }
+
+    private void drain()
+    {
+        if (WIP.getAndIncrement(this) != 0)
+        {
+            return;
+        }
+        int missed = 1;
+        while (true)
+        {
+            while (true)
+            {
+                Resp value = null;
+                Status status = null;
+                Metadata trailers = null;
+                synchronized (this)
+                {
+                    if (delivered)
+                    {
+                        return;
+                    }
+                    if (cancelled || discardQueued)
+                    {
+                        single = null;
+                        if (queue != null)
+                        {
+                            queue.clear();
+                        }
+                    }
+                    if (cancelled)
+                    {
+                        delivered = true;
+                        status = terminalStatus;
+                        trailers = terminalTrailers;
+                    }
+                    else if (requested > 0 && single != null)
+                    {
+                        value = single;
+                        single = queue == null ? null : queue.pollFirst();
+                        if (requested != Long.MAX_VALUE)
+                        {
+                            requested--;
+                        }
+                    }
+                    else if (single == null && terminalStatus != null)
+                    {
+                        delivered = true;
+                        status = terminalStatus;
+                        trailers = terminalTrailers != null ? terminalTrailers : new Metadata();
+                    }
+                    else
+                    {
+                        break;
+                    }
+                }
+                if (value != null)
+                {
+                    actual.onNext(value);
+                    continue;
+                }
+                terminate(status, trailers);
+                return;
+            }
+            missed = WIP.addAndGet(this, -missed);
+            if (missed == 0)
+            {
+                return;
+            }
+        }
+    }
+
+    private void terminate(final Status status, final Metadata trailers)
+    {
+        channel.metrics().callEnded(method, status, startNanos);
+        if (context != null)
+        {
+            context.closed(status, trailers);
+        }
+        if (cancelled)
+        {
+            return; // a cancelled subscriber gets no further signal
+        }
+        if (status.isOk())
+        {
+            actual.onComplete();
+        }
+        else
+        {
+            actual.onError(status.asException(trailers));
+        }
+    }
+}

@@ -1,0 +1,210 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.ProtocolException;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import reactor.core.Disposable;
+
+/**
+ * The client side of one connection: allocates stream ids, routes the server's frames to {@link ClientCall}s,
+ * keeps the connection alive with PINGs, and drains on GOAWAY.
+ */
+final class ClientConnection extends RpcConnection
+{
+    private final ChannelRuntime channel;
+    private int nextStreamId = 1;
+    private volatile boolean draining;
+    private volatile Disposable keepAlive;
+    private volatile long pingSentNanos;
+    private volatile boolean pingOutstanding;
+
+    ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize)
+    {
+        super(maxInboundMessageSize);
+        this.channel = channel;
+    }
+
+    void attach(final Connection connection)
+    {
+        this.connection = connection;
+        final long interval = channel.config().keepAliveTime.toNanos();
+        if (interval > 0)
+        {
+            keepAlive = channel.timer().schedulePeriodically(this::keepAliveTick, interval, interval, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    boolean isUsable()
+    {
+        return !closed && !draining && connection != null;
+    }
+
+    /**
+     * Registers the call under a new stream id and writes its CALL frame, atomically, so that CALL frames leave in
+     * stream id order (the server rejects ids that do not increase).
+     *
+     * @return the stream id, or -1 if the connection takes no new calls.
+     */
+    synchronized int startCall(final ClientCall<?, ?> call, final String method, final long timeoutNanos,
+        final int initialRequestN, final Metadata metadata)
+    {
+        if (!isUsable() || nextStreamId < 0)
+        {
+            return -1;
+        }
+        final int id = nextStreamId++;
+        streams.put(id, call);
+        write(new OutboundFrame.Call(id, method, timeoutNanos, initialRequestN, metadata));
+        return id;
+    }
+
+    void remove(final int streamId)
+    {
+        streams.remove(streamId);
+        if (draining && streams.isEmpty())
+        {
+            final Connection c = connection;
+            if (c != null)
+            {
+                c.close();
+            }
+        }
+    }
+
+    @Override
+    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
+        final int end) throws ProtocolException
+    {
+        switch (type)
+        {
+            case HEADERS:
+            {
+                final Metadata headers = readMetadata(buffer, start, end);
+                final RpcStream stream = streams.get(streamId);
+                if (stream != null)
+                {
+                    ((ClientCall<?, ?>)stream).onHeaders(headers);
+                }
+                return;
+            }
+            case STATUS:
+            {
+                FrameCodec.check(end - start >= 4, "STATUS truncated");
+                final int code = buffer.getInt(start);
+                final String[] description = new String[1];
+                final int at = FrameCodec.getString(buffer, start + 4, end, description);
+                final Metadata trailers = readMetadata(buffer, at, end);
+                final RpcStream stream = streams.remove(streamId);
+                if (stream != null)
+                {
+                    ((ClientCall<?, ?>)stream).onStatus(Status.fromCodeValue(code).withDescription(description[0]), trailers);
+                }
+                if (draining && streams.isEmpty())
+                {
+                    remove(streamId);
+                }
+                return;
+            }
+            case CALL:
+            case HALF_CLOSE:
+            case CANCEL:
+                throw new ProtocolException("unexpected " + type + " frame from a server");
+            default:
+                onCommonFrame(type, flags, streamId, buffer, start, end);
+        }
+    }
+
+    @Override
+    void onGoAway(final int lastStreamId, final Status status)
+    {
+        draining = true;
+        channel.connectionUnusable(this);
+        // calls the server never saw can fail at once (they were not processed)
+        for (final Map.Entry<Integer, RpcStream> e : streams.entrySet())
+        {
+            if (e.getKey() > lastStreamId && lastStreamId > 0)
+            {
+                final RpcStream stream = streams.remove(e.getKey());
+                if (stream != null)
+                {
+                    stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
+                        "server going away: " + status.description()));
+                }
+            }
+        }
+        if (status.code() != io.reverb.rpc.StatusCode.OK)
+        {
+            LOG.debug("GOAWAY from {}: {}", peer(), status);
+        }
+        if (streams.isEmpty())
+        {
+            final Connection c = connection;
+            if (c != null)
+            {
+                c.close();
+            }
+        }
+    }
+
+    private void keepAliveTick()
+    {
+        if (closed)
+        {
+            final Disposable k = keepAlive;
+            if (k != null)
+            {
+                k.dispose();
+            }
+            return;
+        }
+        final long now = System.nanoTime();
+        if (pingOutstanding)
+        {
+            if (now - pingSentNanos > channel.config().keepAliveTimeout.toNanos())
+            {
+                LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
+                    channel.config().keepAliveTimeout);
+                closeWithError(Status.UNAVAILABLE.withDescription(
+                    "keep-alive ping not answered within " + channel.config().keepAliveTimeout));
+            }
+            return;
+        }
+        if (!streams.isEmpty())
+        {
+            pingSentNanos = now;
+            pingOutstanding = true;
+            write(new OutboundFrame.Control(FrameType.PING, 0, 0, now));
+        }
+    }
+
+    @Override
+    void onPingAck(final long payload)
+    {
+        pingOutstanding = false;
+    }
+
+    @Override
+    void closeWithError(final Status status)
+    {
+        super.closeWithError(status);
+        channel.connectionUnusable(this);
+    }
+
+    @Override
+    void connectionClosed(final Throwable cause)
+    {
+        final Disposable k = keepAlive;
+        if (k != null)
+        {
+            k.dispose();
+        }
+        channel.connectionUnusable(this);
+        channel.connectionClosed(this);
+    }
+}

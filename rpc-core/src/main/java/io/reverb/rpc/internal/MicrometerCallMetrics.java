@@ -1,0 +1,89 @@
+package io.reverb.rpc.internal;
+
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.Status;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Micrometer metrics: {@code reverb.<side>.calls} timers (percentiles 0.5/0.9/0.99/0.999) tagged by method and
+ * status, {@code reverb.<side>.calls.active} gauge, {@code reverb.<side>.message.size} summaries tagged by method
+ * and direction. Loaded only when a registry is configured.
+ */
+final class MicrometerCallMetrics implements CallMetrics
+{
+    private final MeterRegistry registry;
+    private final String side;
+    private final AtomicLong active = new AtomicLong();
+    private final ConcurrentHashMap<String, Timer[]> timers = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, DistributionSummary[]> sizes = new ConcurrentHashMap<>();
+
+    private MicrometerCallMetrics(final MeterRegistry registry, final String side)
+    {
+        this.registry = registry;
+        this.side = side;
+        registry.gauge("reverb." + side + ".calls.active", active);
+    }
+
+    static CallMetrics create(final Object registry, final String side)
+    {
+        if (!(registry instanceof MeterRegistry))
+        {
+            throw new IllegalArgumentException("meterRegistry must be an io.micrometer.core.instrument.MeterRegistry, got " +
+                registry.getClass().getName());
+        }
+        return new MicrometerCallMetrics((MeterRegistry)registry, side);
+    }
+
+    @Override
+    public long callStarted()
+    {
+        active.incrementAndGet();
+        return System.nanoTime();
+    }
+
+    @Override
+    public void callEnded(final MethodDescriptor<?, ?> method, final Status status, final long startNanos)
+    {
+        active.decrementAndGet();
+        final Timer[] byCode = timers.computeIfAbsent(method.fullMethodName(), k -> new Timer[17]);
+        final int code = status.code().value();
+        Timer timer = byCode[code];
+        if (timer == null)
+        {
+            timer = Timer.builder("reverb." + side + ".calls")
+                .description("RPC call duration")
+                .tag("method", method.fullMethodName())
+                .tag("status", status.code().name())
+                .publishPercentiles(0.5, 0.9, 0.99, 0.999)
+                .register(registry);
+            byCode[code] = timer;
+        }
+        timer.record(System.nanoTime() - startNanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void messageSent(final MethodDescriptor<?, ?> method, final int bytes)
+    {
+        summaries(method)[0].record(bytes);
+    }
+
+    @Override
+    public void messageReceived(final MethodDescriptor<?, ?> method, final int bytes)
+    {
+        summaries(method)[1].record(bytes);
+    }
+
+    private DistributionSummary[] summaries(final MethodDescriptor<?, ?> method)
+    {
+        return sizes.computeIfAbsent(method.fullMethodName(), name -> new DistributionSummary[]{
+            DistributionSummary.builder("reverb." + side + ".message.size").baseUnit("bytes")
+                .tag("method", name).tag("direction", "sent").register(registry),
+            DistributionSummary.builder("reverb." + side + ".message.size").baseUnit("bytes")
+                .tag("method", name).tag("direction", "received").register(registry)});
+    }
+}

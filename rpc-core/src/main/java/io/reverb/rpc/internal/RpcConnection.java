@@ -1,0 +1,352 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.FrameHeaderFlyweight;
+import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.ProtocolException;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The RPC protocol over one transport connection, the part both sides share: writing frames (at once into a
+ * claimed buffer, or queued in order while the transport is back-pressured), parsing inbound frames and
+ * dispatching them to streams, PING answers and protocol errors.
+ */
+abstract class RpcConnection implements ConnectionHandler
+{
+    static final Logger LOG = LoggerFactory.getLogger(RpcConnection.class);
+    private static final int ENCODE_FAILED = -100;
+
+    final ConcurrentHashMap<Integer, RpcStream> streams = new ConcurrentHashMap<>();
+    final int maxInboundMessageSize;
+    volatile Connection connection;
+    volatile boolean closed;
+
+    private final Object writeLock = new Object();
+    private final WriteClaim claim = new WriteClaim();
+    private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
+    private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
+    private Throwable encodeFailure;
+
+    RpcConnection(final int maxInboundMessageSize)
+    {
+        this.maxInboundMessageSize = maxInboundMessageSize;
+    }
+
+    String peer()
+    {
+        final Connection c = connection;
+        return c == null ? "unconnected" : c.remoteAddress();
+    }
+
+    // ---------------------------------------------------------------- outbound
+
+    /**
+     * Writes a frame now if the transport has room and nothing is queued ahead of it, else queues it.
+     *
+     * @param frame the frame.
+     * @return false if the connection is closed (the frame is dropped).
+     */
+    final boolean write(final OutboundFrame frame)
+    {
+        int result;
+        Throwable failure = null;
+        synchronized (writeLock)
+        {
+            if (closed || connection == null)
+            {
+                return false;
+            }
+            if (!pending.isEmpty())
+            {
+                pending.addLast(frame);
+                return true;
+            }
+            result = writeNow(frame);
+            if (result == ClaimResult.BACK_PRESSURED)
+            {
+                pending.addLast(frame);
+                return true;
+            }
+            if (result == ENCODE_FAILED)
+            {
+                failure = encodeFailure;
+                encodeFailure = null;
+            }
+        }
+        return result == ClaimResult.OK || reportFailure(frame, result, failure);
+    }
+
+    private boolean reportFailure(final OutboundFrame frame, final int result, final Throwable failure)
+    {
+        if (result == ClaimResult.TOO_LARGE)
+        {
+            frame.failed(Status.RESOURCE_EXHAUSTED.withDescription("message of " + frame.length() +
+                " bytes exceeds the transport's limit of " + connection.maxMessageLength() + " bytes"));
+            return true;
+        }
+        if (result == ENCODE_FAILED)
+        {
+            frame.failed(Status.fromThrowable(failure).code() == io.reverb.rpc.StatusCode.UNKNOWN ?
+                Status.INTERNAL.withDescription("failed to serialize message: " + failure).withCause(failure) :
+                Status.fromThrowable(failure));
+            return true;
+        }
+        return false;
+    }
+
+    private int writeNow(final OutboundFrame frame)
+    {
+        final int length = frame.length();
+        final int result = connection.tryClaim(length, claim);
+        if (result != ClaimResult.OK)
+        {
+            return result;
+        }
+        try
+        {
+            frame.encode(FrameCodec.le(claim.buffer()), claim.offset());
+        }
+        catch (final Throwable t)
+        {
+            claim.abort();
+            encodeFailure = t;
+            return ENCODE_FAILED;
+        }
+        return claim.commit();
+    }
+
+    @Override
+    public void onWritable(final Connection connection)
+    {
+        List<Object[]> failures = null;
+        synchronized (writeLock)
+        {
+            OutboundFrame frame;
+            while ((frame = pending.peekFirst()) != null)
+            {
+                final int result = writeNow(frame);
+                if (result == ClaimResult.BACK_PRESSURED)
+                {
+                    break;
+                }
+                pending.pollFirst();
+                if (result != ClaimResult.OK)
+                {
+                    if (failures == null)
+                    {
+                        failures = new ArrayList<>();
+                    }
+                    failures.add(new Object[]{frame, result, encodeFailure});
+                    encodeFailure = null;
+                }
+            }
+        }
+        if (failures != null)
+        {
+            for (final Object[] f : failures)
+            {
+                reportFailure((OutboundFrame)f[0], (Integer)f[1], (Throwable)f[2]);
+            }
+        }
+    }
+
+    final void dropPending()
+    {
+        synchronized (writeLock)
+        {
+            pending.clear();
+        }
+    }
+
+    // ---------------------------------------------------------------- inbound
+
+    @Override
+    public final void onMessage(final Connection connection, final ByteBuffer message)
+    {
+        if (closed)
+        {
+            return;
+        }
+        FrameCodec.le(message);
+        final int end = message.limit();
+        int at = message.position();
+        try
+        {
+            while (at < end)
+            {
+                FrameCodec.check(end - at >= FrameHeaderFlyweight.HEADER_LENGTH, "truncated frame header");
+                inHeader.wrap(message, at);
+                final int frameLength = inHeader.frameLength();
+                FrameCodec.check(frameLength >= FrameHeaderFlyweight.HEADER_LENGTH && frameLength <= end - at,
+                    "bad frame length " + frameLength);
+                FrameCodec.check(inHeader.version() == FrameHeaderFlyweight.CURRENT_VERSION,
+                    "unsupported protocol version " + inHeader.version());
+                final FrameType type = FrameType.fromValue(inHeader.type());
+                FrameCodec.check(type != null, "unknown frame type " + inHeader.type());
+                final int flags = inHeader.flags();
+                FrameCodec.check((flags & ~type.allowedFlags()) == 0, "bad flags " + flags + " on " + type);
+                final int streamId = inHeader.streamId();
+                final int bodyStart = at + FrameHeaderFlyweight.HEADER_LENGTH;
+                final int frameEnd = at + frameLength;
+                onFrame(type, flags, streamId, message, bodyStart, frameEnd);
+                message.limit(end);
+                at = frameEnd;
+            }
+        }
+        catch (final ProtocolException e)
+        {
+            protocolError(e.getMessage());
+        }
+    }
+
+    /**
+     * Frames for a stream or the connection. Subclasses handle what is specific to their side and call
+     * {@link #onCommonFrame} for the rest.
+     */
+    abstract void onFrame(FrameType type, int flags, int streamId, ByteBuffer buffer, int start, int end)
+        throws ProtocolException;
+
+    final void onCommonFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+        final int start, final int end) throws ProtocolException
+    {
+        switch (type)
+        {
+            case MESSAGE:
+            {
+                final RpcStream stream = streams.get(streamId);
+                if (stream == null)
+                {
+                    return; // the call already ended here (cancel, deadline): late frames are expected
+                }
+                final int length = end - start;
+                if (length > maxInboundMessageSize)
+                {
+                    stream.onOversizedMessage(length, maxInboundMessageSize);
+                    return;
+                }
+                buffer.limit(end).position(start);
+                stream.onMessage(buffer, (flags & FrameType.Flags.END_STREAM) != 0);
+                return;
+            }
+            case REQUEST_N:
+            {
+                FrameCodec.check(end - start >= 4, "REQUEST_N truncated");
+                final int n = buffer.getInt(start);
+                FrameCodec.check(n > 0, "REQUEST_N must be positive: " + n);
+                final RpcStream stream = streams.get(streamId);
+                if (stream != null)
+                {
+                    stream.onRequestN(n);
+                }
+                return;
+            }
+            case PING:
+            {
+                FrameCodec.check(end - start >= 8 && streamId == 0, "bad PING");
+                final long payload = buffer.getLong(start);
+                if ((flags & FrameType.Flags.ACK) == 0)
+                {
+                    write(new OutboundFrame.Control(FrameType.PING, FrameType.Flags.ACK, 0, payload));
+                }
+                else
+                {
+                    onPingAck(payload);
+                }
+                return;
+            }
+            case GOAWAY:
+            {
+                FrameCodec.check(end - start >= 8 && streamId == 0, "bad GOAWAY");
+                final int lastStreamId = buffer.getInt(start);
+                final int code = buffer.getInt(start + 4);
+                final String[] description = new String[1];
+                FrameCodec.getString(buffer, start + 8, end, description);
+                onGoAway(lastStreamId, Status.fromCodeValue(code).withDescription(description[0]));
+                return;
+            }
+            default:
+                throw new ProtocolException("unexpected " + type + " frame");
+        }
+    }
+
+    static Metadata readMetadata(final ByteBuffer buffer, final int start, final int end) throws ProtocolException
+    {
+        final Metadata metadata = new Metadata();
+        FrameCodec.getMetadata(buffer, start, end, metadata);
+        return metadata;
+    }
+
+    void onPingAck(final long payload)
+    {
+    }
+
+    abstract void onGoAway(int lastStreamId, Status status);
+
+    /**
+     * The peer broke the protocol: tell it (best effort), fail our calls, close the connection.
+     */
+    void protocolError(final String message)
+    {
+        LOG.warn("protocol error from {}: {}; closing the connection", peer(), message);
+        write(new OutboundFrame.GoAway(0, Status.INTERNAL.withDescription("protocol error: " + message)));
+        closeWithError(Status.INTERNAL.withDescription("protocol error: " + message));
+    }
+
+    /**
+     * Fails every call with the status at once (without waiting for the transport) and closes the connection.
+     *
+     * @param status what the calls end with.
+     */
+    void closeWithError(final Status status)
+    {
+        final Connection c = connection;
+        failStreams(status);
+        closed = true;
+        dropPending();
+        if (c != null)
+        {
+            c.close();
+        }
+    }
+
+    final void failStreams(final Status status)
+    {
+        for (final RpcStream stream : streams.values())
+        {
+            try
+            {
+                stream.onConnectionClosed(status);
+            }
+            catch (final Throwable t)
+            {
+                LOG.warn("failing a call on {} threw", peer(), t);
+            }
+        }
+        streams.clear();
+    }
+
+    @Override
+    public void onClose(final Connection connection, final Throwable cause)
+    {
+        closed = true;
+        dropPending();
+        failStreams(cause == null ?
+            Status.UNAVAILABLE.withDescription("connection closed") :
+            Status.UNAVAILABLE.withDescription("connection lost: " + cause.getMessage()).withCause(cause));
+        connectionClosed(cause);
+    }
+
+    abstract void connectionClosed(Throwable cause);
+}

@@ -1,0 +1,61 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Status;
+import java.nio.ByteBuffer;
+
+/**
+ * One call on one side of a connection: the frames for its stream id are dispatched here, on the transport's
+ * thread.
+ */
+abstract class RpcStream
+{
+    /**
+     * @param payload    position..limit is the message; valid only during the call.
+     * @param endOfStream the peer sends no more messages.
+     */
+    abstract void onMessage(ByteBuffer payload, boolean endOfStream);
+
+    /**
+     * A message longer than the inbound limit arrived (and was skipped).
+     *
+     * @param length its length.
+     * @param limit  the limit.
+     */
+    abstract void onOversizedMessage(int length, int limit);
+
+    /**
+     * @param n more messages the peer wants; Integer.MAX_VALUE for unbounded.
+     */
+    abstract void onRequestN(int n);
+
+    /**
+     * The connection closed or failed under the call.
+     *
+     * @param status what to end the call with.
+     */
+    abstract void onConnectionClosed(Status status);
+
+    /**
+     * A frame of ours could not be written.
+     *
+     * @param status why.
+     */
+    abstract void onWriteFailed(Status status);
+
+    static long addCap(final long a, final long b)
+    {
+        final long r = a + b;
+        return r < 0 ? Long.MAX_VALUE : r;
+    }
+
+    /** REQUEST_N value for demand n: Integer.MAX_VALUE means unbounded. */
+    static int toWire(final long n)
+    {
+        return n >= Integer.MAX_VALUE ? Integer.MAX_VALUE : (int)n;
+    }
+
+    static long fromWire(final int n)
+    {
+        return n == Integer.MAX_VALUE ? Long.MAX_VALUE : n;
+    }
+}

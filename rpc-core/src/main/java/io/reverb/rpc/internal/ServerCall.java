@@ -1,0 +1,566 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.ServerCallHandler;
+import io.reverb.rpc.ServerInterceptor;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameType;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Operators;
+import reactor.core.scheduler.Scheduler;
+import reactor.util.context.Context;
+
+/**
+ * The server side of one call, in one object: the stream the connection routes the client's frames to, the
+ * {@link Subscription} given to whoever subscribes to the handler's request {@code Flux} (its demand becomes
+ * REQUEST_N to the client), and the subscriber of the handler's response publisher (which it pulls only as far as
+ * the client's REQUEST_N allow). Its Reactor context carries the {@link RpcContext}.
+ */
+final class ServerCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Resp>
+{
+    private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
+
+    private final ServerConnection connection;
+    private final ServerRuntime server;
+    private final int streamId;
+    private final MethodDescriptor<Req, Resp> method;
+    private final ServerCallHandler<Req, Resp> handler;
+    private final RpcContext rpcContext;
+    private final Context reactorContext;
+    private final long timeoutNanos;
+    private final boolean oneRequest;
+    private final Scheduler.Worker worker;
+    private final long startNanos;
+
+    // responses (handler output), guarded by this
+    private Subscription upstream;
+    private long upstreamDemandBeforeSubscribe;
+    private boolean headersSent;
+    private boolean closed;
+    private Disposable deadlineTimer;
+
+    // requests (handler input), guarded by this
+    private CoreSubscriber<? super Req> requestSubscriber;
+    private ArrayDeque<Req> queue;
+    private long requested;
+    private long demandTotal;
+    private long granted = 1; // the client may send one message before we ask
+    private boolean halfClosed;
+    private boolean requestsDone;
+    private boolean requestsCancelled;
+    private Status requestsError;
+    private volatile int wip;
+
+    @SuppressWarnings("unchecked")
+    ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        this.connection = connection;
+        this.server = server;
+        this.streamId = streamId;
+        this.method = (MethodDescriptor<Req, Resp>)definition.method();
+        this.handler = (ServerCallHandler<Req, Resp>)definition.handler();
+        this.timeoutNanos = timeoutNanos;
+        final Deadline deadline = timeoutNanos >= 0 ?
+            Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
+        this.rpcContext = new RpcContext(method, metadata, deadline, connection.peer());
+        this.reactorContext = Context.of(RpcContext.CONTEXT_KEY, rpcContext);
+        this.oneRequest = method.type().clientSendsOneMessage();
+        this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
+        this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
+        this.startNanos = server.metrics().callStarted();
+    }
+
+    void start()
+    {
+        if (timeoutNanos >= 0)
+        {
+            final Disposable timer = server.timer().schedule(
+                () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server")),
+                timeoutNanos, TimeUnit.NANOSECONDS);
+            synchronized (this)
+            {
+                if (closed)
+                {
+                    timer.dispose();
+                    return;
+                }
+                deadlineTimer = timer;
+            }
+        }
+        execute(this::invokeHandler);
+    }
+
+    private void execute(final Runnable task)
+    {
+        if (worker == null)
+        {
+            task.run();
+        }
+        else
+        {
+            try
+            {
+                worker.schedule(task);
+            }
+            catch (final RuntimeException rejected)
+            {
+                cancelCall(Status.UNAVAILABLE.withDescription("handler executor rejected the call"));
+            }
+        }
+    }
+
+    private void invokeHandler()
+    {
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+        }
+        final Publisher<Resp> responses;
+        try
+        {
+            responses = intercepted().handle(new RequestFlux());
+            if (responses == null)
+            {
+                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
+            }
+        }
+        catch (final Throwable t)
+        {
+            onError(t);
+            return;
+        }
+        responses.subscribe(this);
+    }
+
+    private ServerCallHandler<Req, Resp> intercepted()
+    {
+        ServerCallHandler<Req, Resp> next = handler;
+        final ServerInterceptor[] interceptors = server.interceptors();
+        for (int i = interceptors.length - 1; i >= 0; i--)
+        {
+            final ServerInterceptor interceptor = interceptors[i];
+            final ServerCallHandler<Req, Resp> inner = next;
+            next = requests -> interceptor.interceptCall(rpcContext, requests, inner);
+        }
+        return next;
+    }
+
+    // ------------------------------------------------------------ CoreSubscriber (handler's responses)
+
+    @Override
+    public Context currentContext()
+    {
+        return reactorContext;
+    }
+
+    @Override
+    public void onSubscribe(final Subscription s)
+    {
+        final long n;
+        synchronized (this)
+        {
+            if (upstream != null || closed)
+            {
+                s.cancel();
+                return;
+            }
+            upstream = s;
+            n = upstreamDemandBeforeSubscribe;
+            upstreamDemandBeforeSubscribe = 0;
+        }
+        if (n > 0)
+        {
+            s.request(n);
+        }
+    }
+
+    @Override
+    public void onNext(final Resp value)
+    {
+        synchronized (this)
+        {
+            if (closed)
+            {
+                Operators.onDiscard(value, reactorContext);
+                return;
+            }
+            sendHeadersIfAny();
+            final OutboundFrame.Message<Resp> frame;
+            try
+            {
+                frame = new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value, this);
+            }
+            catch (final Throwable t)
+            {
+                server.timer().schedule(() -> onWriteFailed(
+                    Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t)));
+                return;
+            }
+            server.metrics().messageSent(method, frame.payloadLength());
+            connection.write(frame);
+        }
+    }
+
+    // guarded by this
+    private void sendHeadersIfAny()
+    {
+        if (!headersSent)
+        {
+            headersSent = true;
+            final Metadata headers = rpcContext.responseHeaders();
+            if (!headers.isEmpty())
+            {
+                connection.write(new OutboundFrame.Headers(streamId, headers.copy()));
+            }
+        }
+    }
+
+    @Override
+    public void onError(final Throwable t)
+    {
+        final Status status = Status.fromThrowable(t);
+        final Metadata trailers = rpcContext.responseTrailers().copy();
+        if (t instanceof RpcException)
+        {
+            trailers.merge(((RpcException)t).trailers());
+        }
+        if (!(t instanceof RpcException))
+        {
+            // the stack trace stays in the server's log; the client gets the code and message only
+            RpcConnection.LOG.warn("call {} from {} failed", method.fullMethodName(), connection.peer(), t);
+        }
+        finish(status, trailers);
+    }
+
+    @Override
+    public void onComplete()
+    {
+        finish(Status.OK, rpcContext.responseTrailers().copy());
+    }
+
+    private void finish(final Status status, final Metadata trailers)
+    {
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            upstream = null;
+            sendHeadersIfAny();
+            connection.write(new OutboundFrame.StatusFrame(streamId, status, trailers));
+        }
+        released(status);
+    }
+
+    // ------------------------------------------------------------ RpcStream (frames from the client)
+
+    @Override
+    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    {
+        final int size = payload.remaining();
+        final Req value;
+        try
+        {
+            value = method.requestMarshaller().read(payload);
+        }
+        catch (final Throwable t)
+        {
+            cancelCall(Status.INTERNAL.withDescription("failed to parse request: " + t.getMessage()).withCause(t));
+            return;
+        }
+        server.metrics().messageReceived(method, size);
+        synchronized (this)
+        {
+            if (closed || requestsDone || requestsCancelled)
+            {
+                return;
+            }
+            if (queue == null)
+            {
+                queue = new ArrayDeque<>(oneRequest ? 1 : 4);
+            }
+            queue.addLast(value);
+            if (endOfStream)
+            {
+                halfClosed = true;
+            }
+        }
+        drainRequests();
+    }
+
+    void onHalfClose()
+    {
+        synchronized (this)
+        {
+            halfClosed = true;
+        }
+        drainRequests();
+    }
+
+    void onCancel()
+    {
+        cancelCall(null);
+    }
+
+    @Override
+    void onOversizedMessage(final int length, final int limit)
+    {
+        cancelCall(Status.RESOURCE_EXHAUSTED.withDescription(
+            "request message of " + length + " bytes exceeds the server's limit of " + limit + " bytes"));
+    }
+
+    @Override
+    void onRequestN(final int n)
+    {
+        final long demand = fromWire(n);
+        execute(() ->
+        {
+            final Subscription s;
+            synchronized (this)
+            {
+                if (closed)
+                {
+                    return;
+                }
+                s = upstream;
+                if (s == null)
+                {
+                    upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
+                    return;
+                }
+            }
+            s.request(demand);
+        });
+    }
+
+    @Override
+    void onConnectionClosed(final Status status)
+    {
+        cancelCall(null);
+    }
+
+    @Override
+    void onWriteFailed(final Status status)
+    {
+        cancelCall(status);
+    }
+
+    /**
+     * Ends the call early: the handler's publisher is cancelled, its request stream fails if still in use, and the
+     * client is sent the status (none when the client cancelled).
+     */
+    void cancelCall(final Status status)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            s = upstream;
+            upstream = null;
+            if (status != null)
+            {
+                connection.write(new OutboundFrame.StatusFrame(streamId, status, rpcContext.responseTrailers().copy()));
+            }
+            if (!requestsDone && !requestsCancelled)
+            {
+                requestsError = Status.CANCELLED.withDescription("call cancelled");
+            }
+        }
+        if (s != null)
+        {
+            s.cancel();
+        }
+        drainRequests();
+        released(status != null ? status : Status.CANCELLED);
+    }
+
+    private void released(final Status status)
+    {
+        final Disposable timer;
+        synchronized (this)
+        {
+            timer = deadlineTimer;
+            deadlineTimer = null;
+        }
+        if (timer != null)
+        {
+            timer.dispose();
+        }
+        connection.remove(streamId);
+        server.metrics().callEnded(method, status, startNanos);
+        if (worker != null)
+        {
+            // let already scheduled signals run, then release the worker
+            worker.schedule(worker::dispose);
+        }
+    }
+
+    // ------------------------------------------------------------ requests Flux given to the handler
+
+    private final class RequestFlux extends Flux<Req>
+    {
+        @Override
+        public void subscribe(final CoreSubscriber<? super Req> actual)
+        {
+            synchronized (ServerCall.this)
+            {
+                if (requestSubscriber != null)
+                {
+                    Operators.error(actual, new IllegalStateException("the request stream can be subscribed only once"));
+                    return;
+                }
+                requestSubscriber = actual;
+            }
+            actual.onSubscribe(ServerCall.this);
+            drainRequests();
+        }
+    }
+
+    @Override
+    public void request(final long n)
+    {
+        if (n <= 0)
+        {
+            return;
+        }
+        synchronized (this)
+        {
+            requested = addCap(requested, n);
+            demandTotal = addCap(demandTotal, n);
+            if (!oneRequest && !halfClosed && !closed && demandTotal > granted)
+            {
+                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+                granted = demandTotal;
+                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
+            }
+        }
+        drainRequests();
+    }
+
+    @Override
+    public void cancel()
+    {
+        synchronized (this)
+        {
+            requestsCancelled = true;
+            if (queue != null)
+            {
+                queue.clear();
+            }
+        }
+    }
+
+    private void drainRequests()
+    {
+        if (worker != null)
+        {
+            if (WIP.getAndIncrement(this) == 0)
+            {
+                try
+                {
+                    worker.schedule(this::drainLoop);
+                }
+                catch (final RuntimeException ignored)
+                {
+                    WIP.set(this, 0);
+                }
+            }
+            return;
+        }
+        if (WIP.getAndIncrement(this) == 0)
+        {
+            drainLoop();
+        }
+    }
+
+    private void drainLoop()
+    {
+        int missed = 1;
+        while (true)
+        {
+            while (true)
+            {
+                final CoreSubscriber<? super Req> subscriber;
+                Req value = null;
+                Status error = null;
+                boolean complete = false;
+                synchronized (this)
+                {
+                    subscriber = requestSubscriber;
+                    if (subscriber == null || requestsDone || requestsCancelled)
+                    {
+                        break;
+                    }
+                    if (requestsError != null)
+                    {
+                        requestsDone = true;
+                        error = requestsError;
+                        if (queue != null)
+                        {
+                            queue.clear();
+                        }
+                    }
+                    else if (requested > 0 && queue != null && !queue.isEmpty())
+                    {
+                        value = queue.pollFirst();
+                        if (requested != Long.MAX_VALUE)
+                        {
+                            requested--;
+                        }
+                    }
+                    else if (halfClosed && (queue == null || queue.isEmpty()))
+                    {
+                        requestsDone = true;
+                        complete = true;
+                    }
+                    else
+                    {
+                        break;
+                    }
+                }
+                if (value != null)
+                {
+                    subscriber.onNext(value);
+                }
+                else if (error != null)
+                {
+                    subscriber.onError(error.asException());
+                }
+                else if (complete)
+                {
+                    subscriber.onComplete();
+                }
+            }
+            missed = WIP.addAndGet(this, -missed);
+            if (missed == 0)
+            {
+                return;
+            }
+        }
+    }
+}

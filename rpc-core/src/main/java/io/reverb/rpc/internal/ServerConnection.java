@@ -1,0 +1,153 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.ProtocolException;
+import java.nio.ByteBuffer;
+
+/**
+ * The server side of one connection: opens a {@link ServerCall} per CALL frame, routes the client's frames to it,
+ * and drains on shutdown (GOAWAY, then close once the last call ended).
+ */
+final class ServerConnection extends RpcConnection
+{
+    private final ServerRuntime server;
+    private volatile int lastStreamId;
+    private volatile boolean draining;
+
+    ServerConnection(final ServerRuntime server, final io.reverb.rpc.transport.Connection connection)
+    {
+        super(server.config().maxInboundMessageSize);
+        this.server = server;
+        this.connection = connection;
+    }
+
+    @Override
+    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
+        final int end) throws ProtocolException
+    {
+        switch (type)
+        {
+            case CALL:
+                onCall(streamId, buffer, start, end);
+                return;
+            case HALF_CLOSE:
+            {
+                final RpcStream stream = streams.get(streamId);
+                if (stream != null)
+                {
+                    ((ServerCall<?, ?>)stream).onHalfClose();
+                }
+                return;
+            }
+            case CANCEL:
+            {
+                final RpcStream stream = streams.get(streamId);
+                if (stream != null)
+                {
+                    ((ServerCall<?, ?>)stream).onCancel();
+                }
+                return;
+            }
+            case HEADERS:
+            case STATUS:
+                throw new ProtocolException("unexpected " + type + " frame from a client");
+            default:
+                onCommonFrame(type, flags, streamId, buffer, start, end);
+        }
+    }
+
+    private void onCall(final int streamId, final ByteBuffer buffer, final int start, final int end)
+        throws ProtocolException
+    {
+        FrameCodec.check(streamId > lastStreamId, "stream id " + streamId + " not above " + lastStreamId);
+        FrameCodec.check(end - start >= 14, "CALL truncated");
+        lastStreamId = streamId;
+        final long timeoutNanos = buffer.getLong(start);
+        final int initialRequestN = buffer.getInt(start + 8);
+        FrameCodec.check(initialRequestN >= 0, "negative initial demand");
+        final int methodLength = buffer.getShort(start + 12) & 0xFFFF;
+        FrameCodec.check(methodLength > 0 && start + 14 + methodLength <= end, "bad method name length");
+        final String method = FrameCodec.ascii(buffer, start + 14, methodLength);
+        final Metadata metadata = readMetadata(buffer, start + 14 + methodLength, end);
+
+        if (draining || server.isShutdown())
+        {
+            write(new OutboundFrame.StatusFrame(streamId, Status.UNAVAILABLE.withDescription("server is shutting down"), null));
+            return;
+        }
+        final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition = server.method(method);
+        if (definition == null)
+        {
+            final int slash = method.lastIndexOf('/');
+            final String service = slash > 0 ? method.substring(0, slash) : method;
+            final Status status = server.hasService(service) ?
+                Status.UNIMPLEMENTED.withDescription("Method not found: " + method) :
+                Status.UNIMPLEMENTED.withDescription("Service not found: " + service);
+            write(new OutboundFrame.StatusFrame(streamId, status, null));
+            return;
+        }
+        final ServerCall<?, ?> call = new ServerCall<>(
+            this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        streams.put(streamId, call);
+        call.start();
+    }
+
+    void remove(final int streamId)
+    {
+        streams.remove(streamId);
+        if (draining && streams.isEmpty())
+        {
+            connection.close();
+        }
+    }
+
+    /**
+     * Graceful shutdown: no new calls, running ones finish, then the connection closes.
+     */
+    void goAway()
+    {
+        draining = true;
+        write(new OutboundFrame.GoAway(lastStreamIdSeen(), Status.OK.withDescription("server shutting down")));
+        if (streams.isEmpty())
+        {
+            connection.close();
+        }
+    }
+
+    private int lastStreamIdSeen()
+    {
+        return lastStreamId;
+    }
+
+    /**
+     * Ends every call with the status (sending it to the client) and closes the connection.
+     */
+    void closeNow(final Status status)
+    {
+        draining = true;
+        for (final RpcStream stream : streams.values())
+        {
+            ((ServerCall<?, ?>)stream).cancelCall(status);
+        }
+        connection.close();
+    }
+
+    @Override
+    void onGoAway(final int lastStreamId, final Status status)
+    {
+        // a client going away simply stops making calls; its connection closes when it is done
+    }
+
+    @Override
+    void connectionClosed(final Throwable cause)
+    {
+        if (cause != null)
+        {
+            LOG.debug("connection from {} lost: {}", peer(), cause.toString());
+        }
+        server.connectionClosed(this);
+    }
+}
