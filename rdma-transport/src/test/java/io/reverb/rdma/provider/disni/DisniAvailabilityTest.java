@@ -193,6 +193,13 @@ class DisniAvailabilityTest
         assertThat(DisniAvailability.findLibrary(LIBRARY, libDir.toString())).isNull();
     }
 
+    @Test
+    void shouldRunThisModulesTestsWithTheExportDisniNeeds()
+    {
+        // rdma-transport's Surefire argLine carries it, so DisniConformanceTest can run on RDMA hosts.
+        assertThat(DisniAvailability.sunNioChExportedToDisni()).isTrue();
+    }
+
     private String probeWithNativeForbidden(final String libraryPath)
     {
         final String cause = DisniAvailability.probe(sysfs, rdmaCm, libraryPath, true, this::forbidden);
