@@ -18,6 +18,7 @@ public final class JavaTypeIndex
     private final Map<String, String> javaClassByProtoType = new HashMap<>();
     private final Map<String, String> protoFileByProtoType = new HashMap<>();
     private final Map<String, FileDescriptorProto> fileByName = new HashMap<>();
+    private final Map<String, String> protoFileByTopLevelClass = new HashMap<>();
 
     /**
      * @param files every file of the request, in any order.
@@ -29,8 +30,22 @@ public final class JavaTypeIndex
             fileByName.put(file.getName(), file);
             final String protoPrefix = file.getPackage().isEmpty() ? "." : "." + file.getPackage() + ".";
             final String javaPackage = javaPackage(file);
-            String javaPrefix = javaPackage.isEmpty() ? "" : javaPackage + ".";
-            if (!file.getOptions().getJavaMultipleFiles())
+            final String packagePrefix = javaPackage.isEmpty() ? "" : javaPackage + ".";
+            String javaPrefix = packagePrefix;
+            protoFileByTopLevelClass.put(packagePrefix + outerClassName(file), file.getName());
+            if (file.getOptions().getJavaMultipleFiles())
+            {
+                for (final DescriptorProto message : file.getMessageTypeList())
+                {
+                    protoFileByTopLevelClass.put(packagePrefix + message.getName(), file.getName());
+                    protoFileByTopLevelClass.put(packagePrefix + message.getName() + "OrBuilder", file.getName());
+                }
+                for (final EnumDescriptorProto enumType : file.getEnumTypeList())
+                {
+                    protoFileByTopLevelClass.put(packagePrefix + enumType.getName(), file.getName());
+                }
+            }
+            else
             {
                 javaPrefix += outerClassName(file) + ".";
             }
@@ -84,6 +99,15 @@ public final class JavaTypeIndex
     public String definingFile(final String protoTypeName)
     {
         return protoFileByProtoType.get(protoTypeName);
+    }
+
+    /**
+     * @param javaClassName a fully qualified Java class name.
+     * @return the proto file for which protoc's Java generator writes a top-level class of that name, or null.
+     */
+    public String fileGeneratingTopLevelClass(final String javaClassName)
+    {
+        return protoFileByTopLevelClass.get(javaClassName);
     }
 
     /**

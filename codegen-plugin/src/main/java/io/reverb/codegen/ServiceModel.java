@@ -88,18 +88,14 @@ public record ServiceModel(
         checkJavaPackage(file.getName(), element, javaPackage);
 
         final String rpcClassName = service.getName() + "Rpc";
-        final String outerClassName = JavaTypeIndex.outerClassName(file);
-        if (rpcClassName.equals(outerClassName))
+        final String qualifiedRpcClassName = javaPackage.isEmpty() ? rpcClassName : javaPackage + "." + rpcClassName;
+        final String clashingFile = types.fileGeneratingTopLevelClass(qualifiedRpcClassName);
+        if (null != clashingFile)
         {
-            throw new GenerationException(file.getName(), element, "the generated class " + rpcClassName +
-                " would have the name of the file's outer class; set option java_outer_classname to another name");
-        }
-        final String clashingType = types.javaClassName(
-            (file.getPackage().isEmpty() ? "." : "." + file.getPackage() + ".") + rpcClassName);
-        if (file.getOptions().getJavaMultipleFiles() && null != clashingType)
-        {
-            throw new GenerationException(file.getName(), element, "the generated class " + rpcClassName +
-                " would have the name of the message " + clashingType + "; rename the service or the message");
+            throw new GenerationException(file.getName(), element, "the generated class " + qualifiedRpcClassName +
+                " would have the name of a class protoc generates for " + clashingFile +
+                " (its outer class, or a message or enum with java_multiple_files); rename the service or that type," +
+                " or set option java_outer_classname");
         }
 
         final List<Method> methods = new ArrayList<>();

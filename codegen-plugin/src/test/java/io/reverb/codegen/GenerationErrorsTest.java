@@ -49,8 +49,10 @@ class GenerationErrorsTest
         final CodeGeneratorResponse response = generate(file("svc/greeter_rpc.proto", "svc")
             .addService(service("Greeter", method("SayHello"))));
 
-        assertThat(response.getError()).startsWith("svc/greeter_rpc.proto: service svc.Greeter: the generated class GreeterRpc" +
-            " would have the name of the file's outer class");
+        assertThat(response.getError()).isEqualTo("svc/greeter_rpc.proto: service svc.Greeter: the generated class " +
+            "svc.GreeterRpc would have the name of a class protoc generates for svc/greeter_rpc.proto (its outer class, " +
+            "or a message or enum with java_multiple_files); rename the service or that type, or set option " +
+            "java_outer_classname");
     }
 
     @Test
@@ -61,8 +63,37 @@ class GenerationErrorsTest
             .addMessageType(DescriptorProto.newBuilder().setName("GreeterRpc"))
             .addService(service("Greeter", method("SayHello"))));
 
-        assertThat(response.getError()).startsWith("svc/a.proto: service svc.Greeter: the generated class GreeterRpc" +
-            " would have the name of the message svc.GreeterRpc");
+        assertThat(response.getError()).startsWith("svc/a.proto: service svc.Greeter: the generated class svc.GreeterRpc" +
+            " would have the name of a class protoc generates for svc/a.proto");
+    }
+
+    @Test
+    void shouldRejectRpcClassNamedLikeAnEnumOfAnotherFileInTheSameJavaPackage()
+    {
+        final FileDescriptorProto other = FileDescriptorProto.newBuilder().setName("other/b.proto").setPackage("other")
+            .setOptions(FileOptions.newBuilder().setJavaPackage("svc").setJavaMultipleFiles(true))
+            .addEnumType(com.google.protobuf.DescriptorProtos.EnumDescriptorProto.newBuilder().setName("GreeterRpc")
+                .addValue(com.google.protobuf.DescriptorProtos.EnumValueDescriptorProto.newBuilder().setName("X").setNumber(0)))
+            .build();
+        final FileDescriptorProto file = file("svc/a.proto", "svc").addDependency("other/b.proto")
+            .addService(service("Greeter", method("SayHello"))).build();
+
+        final CodeGeneratorResponse response = ReverbCodeGenerator.generate(CodeGeneratorRequest.newBuilder()
+            .addFileToGenerate("svc/a.proto").addProtoFile(other).addProtoFile(file).build());
+
+        assertThat(response.getError()).startsWith("svc/a.proto: service svc.Greeter: the generated class svc.GreeterRpc" +
+            " would have the name of a class protoc generates for other/b.proto");
+    }
+
+    @Test
+    void shouldAcceptMessageNamedLikeTheRpcClassWhenNestedInTheOuterClass()
+    {
+        final CodeGeneratorResponse response = generate(file("svc/a.proto", "svc")
+            .addMessageType(DescriptorProto.newBuilder().setName("GreeterRpc"))
+            .addService(service("Greeter", method("SayHello"))));
+
+        assertThat(response.getError()).isEmpty();
+        assertThat(response.getFile(0).getName()).isEqualTo("svc/GreeterRpc.java");
     }
 
     @Test
