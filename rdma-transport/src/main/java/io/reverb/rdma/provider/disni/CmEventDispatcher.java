@@ -6,9 +6,12 @@ import com.ibm.disni.verbs.RdmaEventChannel;
 import java.io.IOException;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The one thread per context that reads its rdma_cm event channel and routes each event to the
@@ -21,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 final class CmEventDispatcher implements Runnable
 {
     static final int POLL_MS = 50;
+    static final int MAX_CONSECUTIVE_FAILURES = 20;
 
     static final int ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
     static final int ADDR_ERROR = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_ERROR.ordinal();
@@ -104,6 +108,7 @@ final class CmEventDispatcher implements Runnable
     private final RdmaEventChannel channel;
     private final Map<RdmaCmId, Handler> handlers = new IdentityHashMap<>();
     private final Thread thread;
+    private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     private volatile Throwable failure;
 
@@ -149,11 +154,13 @@ final class CmEventDispatcher implements Runnable
     @Override
     public void run()
     {
+        int consecutiveFailures = 0;
         while (running)
         {
             try
             {
                 final RdmaCmEvent event = channel.getCmEvent(POLL_MS);
+                consecutiveFailures = 0;
                 if (event != null)
                 {
                     dispatch(event);
@@ -161,11 +168,51 @@ final class CmEventDispatcher implements Runnable
             }
             catch (final IOException | RuntimeException ex)
             {
-                if (running)
+                // One bad event (e.g. DiSNi failing to wrap an id) must not stop connection management;
+                // a channel that keeps failing, or is closed, does.
+                if (!running)
                 {
-                    failure = ex;
+                    return;
                 }
-                return;
+                failure = ex;
+                if (!channel.isOpen() || ++consecutiveFailures >= MAX_CONSECUTIVE_FAILURES)
+                {
+                    return;
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MS));
+            }
+            runTasks();
+        }
+        runTasks();
+    }
+
+    /**
+     * Runs {@code task} on this thread (after the current poll slice, so within {@value #POLL_MS} ms), or at
+     * once on the caller's thread if the dispatcher has stopped.
+     *
+     * @param task e.g. a disconnect handler.
+     */
+    void execute(final Runnable task)
+    {
+        tasks.add(task);
+        if (!running || !thread.isAlive())
+        {
+            runTasks();
+        }
+    }
+
+    private void runTasks()
+    {
+        Runnable task;
+        while ((task = tasks.poll()) != null)
+        {
+            try
+            {
+                task.run();
+            }
+            catch (final RuntimeException ex)
+            {
+                // A user's disconnect handler threw; connection management goes on.
             }
         }
     }
@@ -181,7 +228,14 @@ final class CmEventDispatcher implements Runnable
         }
         if (handler != null)
         {
-            handler.onCmEvent(type, event.getConnIdPriv());
+            try
+            {
+                handler.onCmEvent(type, event.getConnIdPriv());
+            }
+            catch (final RuntimeException ex)
+            {
+                // A handler (a user's disconnect handler) threw; connection management goes on.
+            }
         }
         else if (type == CONNECT_REQUEST && event.getConnIdPriv() != null)
         {

@@ -21,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import org.agrona.collections.Long2ObjectHashMap;
 
 /**
@@ -74,6 +75,7 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
 
     private final AtomicBoolean disconnectRequested = new AtomicBoolean();
     private final AtomicBoolean handlerRan = new AtomicBoolean();
+    private volatile boolean wasEstablished;
     private volatile QpState state = QpState.INIT;
     private volatile boolean open = true;
 
@@ -108,6 +110,7 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     /** rdma_cm reported ESTABLISHED. */
     void established()
     {
+        wasEstablished = true;
         if (state != QpState.ERROR)
         {
             state = QpState.RTS;
@@ -305,15 +308,20 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
             }
         }
         disconnect();
-        // Give our own DISCONNECTED event a moment, so the handler runs on the event as on the peer;
-        // run it here otherwise (dead peer, DREQ timing out), so that it always runs exactly once.
-        final long deadline = System.nanoTime() + DISCONNECT_EVENT_WAIT_NANOS;
-        while (!handlerRan.get() && System.nanoTime() < deadline && !context.dispatcher().isStopped())
+        if (wasEstablished)
         {
-            Thread.onSpinWait();
-            Thread.yield();
+            // Give our own DISCONNECTED event a moment, so the handler runs on the event as on the peer;
+            // otherwise (dead peer, DREQ timing out) run it on the dispatcher thread, so that it runs once.
+            final long deadline = System.nanoTime() + DISCONNECT_EVENT_WAIT_NANOS;
+            while (!handlerRan.get() && System.nanoTime() - deadline < 0 && !context.dispatcher().isStopped())
+            {
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+            }
+            if (!handlerRan.get())
+            {
+                context.dispatcher().execute(this::runDisconnectHandler);
+            }
         }
-        runDisconnectHandler();
 
         synchronized (sendLock)
         {
