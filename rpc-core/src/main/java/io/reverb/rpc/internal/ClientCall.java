@@ -178,7 +178,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             cancelled = true;
             if (callSent && terminalStatus == null)
             {
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, 0));
+                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
             }
             if (terminalStatus == null)
             {
@@ -412,7 +412,8 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             discardQueued = true;
             if (sendCancel && callSent)
             {
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, 0));
+                // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
+                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
             }
         }
         cleanup();

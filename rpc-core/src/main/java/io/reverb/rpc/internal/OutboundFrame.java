@@ -156,7 +156,9 @@ abstract class OutboundFrame
         {
             switch (type)
             {
-                case REQUEST_N: return HEADER + 4;
+                case REQUEST_N:
+                case CANCEL:
+                    return HEADER + 4;
                 case PING: return HEADER + 8;
                 default: return HEADER;
             }
@@ -166,7 +168,7 @@ abstract class OutboundFrame
         void encode(final ByteBuffer buffer, final int offset)
         {
             header(buffer, offset, length(), type, flags, streamId);
-            if (type == FrameType.REQUEST_N)
+            if (type == FrameType.REQUEST_N || type == FrameType.CANCEL)
             {
                 buffer.putInt(offset + HEADER, (int)argument);
             }

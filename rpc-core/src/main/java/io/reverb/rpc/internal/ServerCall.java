@@ -91,7 +91,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         if (timeoutNanos >= 0)
         {
             final Disposable timer = server.timer().schedule(
-                () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server")),
+                () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
                 timeoutNanos, TimeUnit.NANOSECONDS);
             synchronized (this)
             {
@@ -120,7 +120,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             catch (final RuntimeException rejected)
             {
-                cancelCall(Status.UNAVAILABLE.withDescription("handler executor rejected the call"));
+                cancelCall(Status.UNAVAILABLE.withDescription("handler executor rejected the call"), null);
             }
         }
     }
@@ -286,7 +286,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
         catch (final Throwable t)
         {
-            cancelCall(Status.INTERNAL.withDescription("failed to parse request: " + t.getMessage()).withCause(t));
+            cancelCall(Status.INTERNAL.withDescription("failed to parse request: " + t.getMessage()).withCause(t), null);
             return;
         }
         server.metrics().messageReceived(method, size);
@@ -318,16 +318,16 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         drainRequests();
     }
 
-    void onCancel()
+    void onCancel(final Status reason)
     {
-        cancelCall(null);
+        cancelCall(null, reason);
     }
 
     @Override
     void onOversizedMessage(final int length, final int limit)
     {
         cancelCall(Status.RESOURCE_EXHAUSTED.withDescription(
-            "request message of " + length + " bytes exceeds the server's limit of " + limit + " bytes"));
+            "request message of " + length + " bytes exceeds the server's limit of " + limit + " bytes"), null);
     }
 
     @Override
@@ -357,20 +357,23 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     void onConnectionClosed(final Status status)
     {
-        cancelCall(null);
+        cancelCall(null, status);
     }
 
     @Override
     void onWriteFailed(final Status status)
     {
-        cancelCall(status);
+        cancelCall(status, null);
     }
 
     /**
      * Ends the call early: the handler's publisher is cancelled, its request stream fails if still in use, and the
      * client is sent the status (none when the client cancelled).
+     *
+     * @param status what to send the client, or null to send nothing (it cancelled, or the connection is gone).
+     * @param reason how the call ended here when nothing is sent (metrics), or null to use status.
      */
-    void cancelCall(final Status status)
+    void cancelCall(final Status status, final Status reason)
     {
         final Subscription s;
         synchronized (this)
@@ -396,7 +399,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             s.cancel();
         }
         drainRequests();
-        released(status != null ? status : Status.CANCELLED);
+        released(status != null ? status : reason != null ? reason : Status.CANCELLED);
     }
 
     private void released(final Status status)

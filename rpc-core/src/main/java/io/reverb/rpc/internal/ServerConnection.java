@@ -44,10 +44,11 @@ final class ServerConnection extends RpcConnection
             }
             case CANCEL:
             {
+                final int code = end - start >= 4 ? buffer.getInt(start) : Status.CANCELLED.code().value();
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {
-                    ((ServerCall<?, ?>)stream).onCancel();
+                    ((ServerCall<?, ?>)stream).onCancel(Status.fromCodeValue(code).withDescription("cancelled by the client"));
                 }
                 return;
             }
@@ -130,7 +131,7 @@ final class ServerConnection extends RpcConnection
         draining = true;
         for (final RpcStream stream : streams.values())
         {
-            ((ServerCall<?, ?>)stream).cancelCall(status);
+            ((ServerCall<?, ?>)stream).cancelCall(status, status);
         }
         connection.close();
     }

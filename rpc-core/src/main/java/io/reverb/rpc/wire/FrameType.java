@@ -20,7 +20,8 @@ package io.reverb.rpc.wire;
  * HALF_CLOSE  client -> server: no more messages (when the last one was not flagged END_STREAM). Empty.
  * REQUEST_N   either way: demand for n more messages
  *   |                 n (int32, MAX_VALUE = unbounded)              |
- * CANCEL      client -> server: the client gave up on the call. Empty.
+ * CANCEL      client -> server: the client gave up on the call; the reason lets the server end its side alike
+ *   |       Reason status code (int32, e.g. CANCELLED, DEADLINE_EXCEEDED) |
  * HEADERS     server -> client: response initial metadata, before the first MESSAGE. Metadata block.
  * STATUS      server -> client: ends the call
  *   |                     Status code (int32)                       |

@@ -1,0 +1,56 @@
+package io.reverb.rpc.protobuf;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.BytesValue;
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.Marshaller;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.StatusCode;
+import java.nio.ByteBuffer;
+import org.junit.jupiter.api.Test;
+
+class ProtoMarshallerTest
+{
+    @Test
+    void shouldWriteExactlySerializedSizeAtPositionOfDirectBuffer()
+    {
+        final Marshaller<StringValue> m = ProtoMarshaller.of(StringValue.getDefaultInstance());
+        final StringValue value = StringValue.of("héllo");
+        final int size = m.serializedSize(value);
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(size + 20);
+        buffer.position(7).limit(7 + size);
+        m.write(value, buffer);
+        assertThat(buffer.position()).isEqualTo(7 + size);
+        buffer.position(7).limit(7 + size);
+        assertThat(m.read(buffer)).isEqualTo(value);
+    }
+
+    @Test
+    void shouldNotAliasSourceBufferWhenParsingBytes()
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final BytesValue value = BytesValue.of(ByteString.copyFrom(new byte[]{1, 2, 3, 4}));
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(m.serializedSize(value));
+        m.write(value, buffer);
+        buffer.flip();
+        final BytesValue parsed = m.read(buffer);
+        // the transport reuses its memory after the callback: the parsed message must not see that
+        for (int i = 0; i < buffer.capacity(); i++)
+        {
+            buffer.put(i, (byte)0);
+        }
+        assertThat(parsed).isEqualTo(value);
+    }
+
+    @Test
+    void shouldFailWithInternalOnGarbage()
+    {
+        final Marshaller<StringValue> m = ProtoMarshaller.of(StringValue.getDefaultInstance());
+        assertThatThrownBy(() -> m.read(ByteBuffer.wrap(new byte[]{(byte)0xFF, (byte)0xFF, (byte)0xFF})))
+            .isInstanceOf(RpcException.class)
+            .satisfies(t -> assertThat(((RpcException)t).status().code()).isEqualTo(StatusCode.INTERNAL));
+    }
+}
