@@ -65,6 +65,12 @@ final class CqRing
     private final UnsafeBuffer buffer;
     private final int capacity;
     private final int mask;
+    /**
+     * This producer's last view of the consumer's head. The head only grows, so a stale value is
+     * conservative; re-reading it only when the ring looks full keeps the producer off the consumer's
+     * cache line. Racy updates from several local producers store some past head: still conservative.
+     */
+    private long headCache;
 
     CqRing(final UnsafeBuffer buffer)
     {
@@ -119,8 +125,11 @@ final class CqRing
         while (true)
         {
             tail = buffer.getLongVolatile(TAIL_OFFSET);
-            final long head = buffer.getLongVolatile(HEAD_OFFSET);
-            if (tail - head >= capacity)
+            if (tail - headCache >= capacity)
+            {
+                headCache = buffer.getLongVolatile(HEAD_OFFSET);
+            }
+            if (tail - headCache >= capacity)
             {
                 // Full: a CQ too small for its QPs. Give the poller a moment, then report overflow
                 // (ibverbs raises IBV_EVENT_CQ_ERR; the caller moves its QP to ERROR).
