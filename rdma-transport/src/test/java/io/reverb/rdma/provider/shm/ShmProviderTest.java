@@ -1,0 +1,346 @@
+package io.reverb.rdma.provider.shm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.RecvRequest;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rdma.verbs.WrOpcode;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * What is particular to the shm provider: its files, their permissions and clean-up, discovery, and
+ * allocation-free posting and polling.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ShmProviderTest
+{
+    private static final AtomicInteger NAMES = new AtomicInteger();
+    private final Path directory = ShmTestDirectories.newDirectory("prov" + NAMES.incrementAndGet());
+    private final VerbsConfig config = VerbsConfig.defaults().withShmDirectory(directory);
+
+    @AfterEach
+    void removeDirectory() throws IOException
+    {
+        ShmTestDirectories.delete(directory);
+    }
+
+    @Test
+    void shouldBeFoundByServiceLoaderForTheShmScheme()
+    {
+        assertThat(VerbsProviders.forScheme("shm")).isInstanceOf(ShmVerbsProvider.class);
+        assertThat(new ShmVerbsProvider().isAvailable()).isTrue();
+        assertThat(new ShmVerbsProvider().unavailabilityCause()).isNull();
+    }
+
+    @Test
+    void shouldKeepItsFilesPrivateToTheUserAndRemoveThemOnClose() throws Exception
+    {
+        final Path fresh = directory.resolve("sub");
+        try (VerbsContext context = new ShmVerbsProvider().open(config.withShmDirectory(fresh)))
+        {
+            final ProtectionDomain pd = context.allocPd();
+            pd.allocate(4096, Access.ALL);
+            context.createCq(16, null);
+            context.listen("perm", 1);
+
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(fresh))).isEqualTo("rwx------");
+            final List<Path> files = list(fresh);
+            assertThat(files).hasSizeGreaterThanOrEqualTo(3);
+            for (final Path file : files)
+            {
+                if (!file.getFileName().toString().endsWith(ShmFiles.SOCKET_SUFFIX))
+                {
+                    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
+                        .as(file.toString()).isEqualTo("rw-------");
+                }
+            }
+        }
+        assertThat(list(fresh)).as("closing the context removes everything").isEmpty();
+    }
+
+    @Test
+    void shouldDeleteFilesOfDeadProcessesWhenAContextOpens() throws Exception
+    {
+        final long deadPid = deadPid();
+        final Path stale = directory.resolve("r" + deadPid + "-1-mr1");
+        final Path staleCq = directory.resolve("r" + deadPid + "-1-cq1");
+        Files.write(stale, new byte[128]);
+        Files.write(staleCq, new byte[128]);
+        final Path foreign = directory.resolve("not-ours.txt");
+        Files.write(foreign, new byte[1]);
+
+        try (VerbsContext context = new ShmVerbsProvider().open(config))
+        {
+            assertThat(stale).doesNotExist();
+            assertThat(staleCq).doesNotExist();
+            assertThat(foreign).as("files that are not ours are left alone").exists();
+            context.allocPd().allocate(64, Access.LOCAL_WRITE);
+        }
+        Files.delete(foreign);
+        assertThat(list(directory)).isEmpty();
+    }
+
+    @Test
+    void shouldReplaceAListenSocketNobodyAnswers() throws Exception
+    {
+        // A crashed listener leaves its socket file behind; binding a channel and closing it does the same.
+        final Path socket = directory.resolve("stale" + ShmFiles.SOCKET_SUFFIX);
+        try (ServerSocketChannel dead = ServerSocketChannel.open(StandardProtocolFamily.UNIX))
+        {
+            dead.bind(UnixDomainSocketAddress.of(socket));
+        }
+        assertThat(socket).exists();
+        try (VerbsContext context = new ShmVerbsProvider().open(config);
+            ConnectionListener listener = context.listen("stale", 1))
+        {
+            assertThat(listener.localAddress()).isEqualTo("stale");
+        }
+        assertThat(list(directory)).isEmpty();
+    }
+
+    @Test
+    void shouldRefuseToListenOnANameThatIsInUse() throws Exception
+    {
+        try (VerbsContext context = new ShmVerbsProvider().open(config);
+            ConnectionListener listener = context.listen("busy", 1))
+        {
+            assertThatThrownBy(() -> context.listen("shm://busy", 1)).isInstanceOf(IOException.class)
+                .hasMessageContaining("in use");
+            assertThat(listener.localAddress()).isEqualTo("busy");
+        }
+    }
+
+    @Test
+    void shouldRejectAddressesThatAreNotPlainNames() throws Exception
+    {
+        try (VerbsContext context = new ShmVerbsProvider().open(config))
+        {
+            assertThatThrownBy(() -> context.listen("../escape", 1)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> context.listen("", 1)).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void shouldRemoveFilesOnCleanExitOfAProcessThatNeverClosedItsContext() throws Exception
+    {
+        final Process child = new ProcessBuilder(
+            Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "-Xmx64m", "-XX:TieredStopAtLevel=1",
+            "-D" + VerbsConfig.SHM_DIR_PROP + "=" + directory,
+            "-cp", System.getProperty("java.class.path"),
+            ShmExitWithoutClose.class.getName(), "exiting")
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
+        try
+        {
+            final BufferedReader out = new BufferedReader(
+                new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            assertThat(out.readLine()).isEqualTo("READY");
+            assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(child.exitValue()).isZero();
+        }
+        finally
+        {
+            child.destroyForcibly();
+        }
+        assertThat(list(directory)).as("the shutdown hook removed the child's files").isEmpty();
+    }
+
+    @Test
+    void shouldReportQueueFullWhenMoreReceivesArePostedThanTheQueueHolds() throws Exception
+    {
+        try (VerbsContext server = new ShmVerbsProvider().open(config);
+            VerbsContext client = new ShmVerbsProvider().open(config))
+        {
+            final QueuePair qp = connectPair(server, client, 4)[1];
+            final MemoryRegion mr = qp.pd().allocate(64, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest();
+            recv.setSge(mr, 0, 64);
+            for (int i = 0; i < 4; i++)
+            {
+                assertThat(qp.postRecv(recv.wrId(i))).isEqualTo(PostResult.OK);
+            }
+            assertThat(qp.postRecv(recv.wrId(5))).isEqualTo(PostResult.QUEUE_FULL);
+            recv.addSge(mr.address(), 1, mr.lkey());
+            assertThat(qp.postRecv(recv)).as("more SGEs than maxSge").isEqualTo(PostResult.INVALID);
+            qp.close();
+            assertThat(qp.postRecv(recv)).isEqualTo(PostResult.CLOSED);
+        }
+        assertThat(list(directory)).isEmpty();
+    }
+
+    @Test
+    void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
+    {
+        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        try (VerbsContext server = new ShmVerbsProvider().open(config);
+            VerbsContext client = new ShmVerbsProvider().open(config))
+        {
+            final QueuePair[] pair = connectPair(server, client, 16);
+            final QueuePair receiver = pair[0];
+            final QueuePair sender = pair[1];
+            final MemoryRegion recvRegion = receiver.pd().allocate(64 * 16, Access.LOCAL_WRITE);
+            final MemoryRegion target = receiver.pd().allocate(4096, Access.ALL);
+            final MemoryRegion sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest();
+            for (int i = 0; i < 16; i++)
+            {
+                recv.wrId(i).setSge(recvRegion, i * 64, 64);
+                receiver.postRecv(recv);
+            }
+            final SendRequest send = new SendRequest();
+            final SendRequest write = new SendRequest();
+            final WorkCompletions wc = new WorkCompletions(16);
+
+            runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, 20_000);
+            final long before = threads.getThreadAllocatedBytes(Thread.currentThread().getId());
+            final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, 20_000);
+            final long allocated = threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before;
+
+            assertThat(failures).isZero();
+            assertThat(allocated).as("bytes allocated by 20,000 rounds of SEND + RDMA_WRITE + poll + repost").isZero();
+        }
+    }
+
+    /** One round: signaled SEND, RDMA_WRITE, poll both CQs, repost the receive. @return failed completions. */
+    private static int runRounds(
+        final QueuePair sender,
+        final QueuePair receiver,
+        final MemoryRegion recvRegion,
+        final MemoryRegion sendRegion,
+        final MemoryRegion target,
+        final RecvRequest recv,
+        final SendRequest send,
+        final SendRequest write,
+        final WorkCompletions wc,
+        final int rounds)
+    {
+        int failures = 0;
+        final CompletionQueue senderCq = sender.sendCq();
+        final CompletionQueue receiverCq = receiver.recvCq();
+        for (int i = 0; i < rounds; i++)
+        {
+            send.reset().wrId(i).opcode(WrOpcode.SEND_WITH_IMM).immData(i).flags(SendRequest.FLAG_SIGNALED);
+            send.setSge(sendRegion, 0, 64);
+            sender.postSend(send);
+            write.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).flags(SendRequest.FLAG_SIGNALED)
+                .remoteAddress(target.address() + 128).rkey(target.rkey());
+            write.setSge(sendRegion, 0, 256);
+            sender.postSend(write);
+
+            int sent = 0;
+            while (sent < 2)
+            {
+                final int n = senderCq.poll(wc);
+                for (int j = 0; j < n; j++)
+                {
+                    failures += wc.status(j) == WcStatus.SUCCESS ? 0 : 1;
+                }
+                sent += n;
+            }
+            int n;
+            while ((n = receiverCq.poll(wc)) == 0)
+            {
+                Thread.onSpinWait();
+            }
+            for (int j = 0; j < n; j++)
+            {
+                failures += wc.status(j) == WcStatus.SUCCESS ? 0 : 1;
+                recv.wrId(wc.wrId(j)).setSge(recvRegion, (int)wc.wrId(j) * 64, 64);
+                receiver.postRecv(recv);
+            }
+        }
+        return failures;
+    }
+
+    /** @return {server QP, client QP}, each with its own PD and a CQ shared by send and receive. */
+    private static QueuePair[] connectPair(final VerbsContext server, final VerbsContext client, final int maxRecvWr)
+        throws Exception
+    {
+        final String name = "pair" + NAMES.incrementAndGet();
+        try (ConnectionListener listener = server.listen(name, 1))
+        {
+            final CompletableFuture<QueuePair> accepted = CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    final ConnectionRequest request = listener.accept(TimeUnit.SECONDS.toNanos(20));
+                    final CompletionQueue cq = server.createCq(256, null);
+                    return request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq)
+                        .maxRecvWr(maxRecvWr), null);
+                }
+                catch (final IOException ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final CompletionQueue cq = client.createCq(256, null);
+            final QueuePair qp = client.connect(name, new QueuePairAttributes().pd(client.allocPd()).sendCq(cq).recvCq(cq)
+                .maxRecvWr(maxRecvWr), null);
+            return new QueuePair[] {accepted.get(20, TimeUnit.SECONDS), qp};
+        }
+    }
+
+    private static long deadPid()
+    {
+        // A short-lived process that has exited: its pid is not alive (reuse within the test is improbable).
+        try
+        {
+            final Process process = new ProcessBuilder("true").start();
+            process.waitFor();
+            return process.pid();
+        }
+        catch (final Exception ex)
+        {
+            return Integer.MAX_VALUE - 7;
+        }
+    }
+
+    private static List<Path> list(final Path dir) throws IOException
+    {
+        if (!Files.exists(dir))
+        {
+            return List.of();
+        }
+        try (Stream<Path> files = Files.list(dir))
+        {
+            return files.collect(Collectors.toList());
+        }
+    }
+}
