@@ -1,0 +1,25 @@
+/**
+ * The {@code disni} verbs provider: real RDMA (InfiniBand, RoCE, iWARP, Soft-RoCE) through DiSNi 2.1,
+ * serving {@code rdma://host:port}. Not run on RDMA hardware in this project's development or CI; see
+ * {@code rdma-transport/RDMA-HARDWARE.md}.
+ *
+ * <h2>Mapping</h2>
+ * <pre>
+ *   SPI                              DiSNi 2.1
+ *   VerbsProvider.isAvailable        DisniAvailability: sysfs, /dev/infiniband/rdma_cm, libdisni on
+ *                                    java.library.path, sun.nio.ch export; then RdmaProvider.provider()
+ *                                    (loads libdisni, checks its JNI version) and an rdma_cm event channel
+ *   VerbsContext                     RdmaEventChannel + dispatcher thread (CmEventDispatcher), IbvContext of
+ *                                    an anchor RdmaCmId bound to the local RDMA interface
+ *   ProtectionDomain / MemoryRegion  IbvPd, regMr on a fresh direct buffer, deregMr
+ *   CompletionQueue                  IbvCQ + its own IbvCompChannel; SVCPollCq, SVCReqNotify
+ *   CompletionChannel                Java gate fed by one event pump per CQ (getCqEvent, ackEvents)
+ *   QueuePair.postSend / postRecv    IbvQP.postSend / postRecv via PostSendCache / PostRecvCache
+ *   WorkCompletions                  IbvWC via WorkRequestTranslator (status, opcode, imm byte order)
+ *   listen / connect / accept /      TCP Handshake (private data, accept/reject, rdma_cm port) +
+ *   reject / private data            RdmaCmId bindAddr/listen, resolveAddr/resolveRoute, createQP,
+ *                                    connect/accept, events via the dispatcher
+ *   disconnect / flush               RdmaCmId.disconnect, RDMA_CM_EVENT_DISCONNECTED, QP to ERROR
+ * </pre>
+ */
+package io.reverb.rdma.provider.disni;
