@@ -108,7 +108,10 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     {
         if (event == CmEventDispatcher.DISCONNECTED || event == CmEventDispatcher.DEVICE_REMOVAL)
         {
-            // librdmacm moves the QP to ERROR on disconnect, so outstanding requests are being flushed.
+            // The peer disconnected (or died, and its kernel sent the DREQ). Answer with rdma_disconnect,
+            // as DiSNi's own endpoints do: librdmacm then moves our QP to ERROR (IB/RoCE; the kernel does it
+            // for iWARP), so outstanding and later work requests complete with WR_FLUSH_ERR.
+            disconnect();
             state = QpState.ERROR;
             runDisconnectHandler();
         }
