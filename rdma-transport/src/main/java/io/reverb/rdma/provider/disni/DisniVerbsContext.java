@@ -480,7 +480,11 @@ final class DisniVerbsContext implements VerbsContext
             "; configure one (IPoIB, RoCE or iWARP netdev) or set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=<ipv4>");
     }
 
-    private static List<String> netdevsOf(final Path device)
+    /**
+     * @param device {@code /sys/class/infiniband/<dev>}.
+     * @return names of its network interfaces, RoCE GID table first, then rxe/siw's parent, then PCI.
+     */
+    static List<String> netdevsOf(final Path device)
     {
         final Set<String> names = new LinkedHashSet<>();
         try (DirectoryStream<Path> ports = Files.newDirectoryStream(device.resolve("ports")))
