@@ -53,8 +53,8 @@ public final class Metadata
         }
     };
 
-    private final ArrayList<String> names = new ArrayList<>(4);
-    private final ArrayList<byte[]> values = new ArrayList<>(4);
+    private final ArrayList<String> names = new ArrayList<>();
+    private final ArrayList<byte[]> values = new ArrayList<>();
 
     /**
      * Creates empty metadata.

@@ -53,6 +53,23 @@ public final class RpcChannel implements AutoCloseable
     }
 
     /**
+     * Starts a unary call when the returned Mono is subscribed. The cheapest path: the request travels with the
+     * CALL frame and the response goes straight to the subscriber.
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response; an {@link RpcException} unless the status is OK.
+     */
+    public <Req, Resp> reactor.core.publisher.Mono<Resp> newUnaryCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
+    {
+        return runtime.newUnaryCall(method, options, request);
+    }
+
+    /**
      * @return the address this channel connects to.
      */
     public String uri()

@@ -14,6 +14,7 @@ import io.reverb.rpc.transport.Transports;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
@@ -21,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -92,6 +94,30 @@ public final class ChannelRuntime
         {
             return new CallFlux<>(this, method, options, requests, null);
         }
+        return intercepted(method, options, requests);
+    }
+
+    /**
+     * See {@link RpcChannel#newUnaryCall}: without interceptors the request travels with the CALL frame and the
+     * response goes straight to the subscriber, without intermediate operators.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
+    {
+        Objects.requireNonNull(request, "request");
+        if (interceptors.length == 0)
+        {
+            return new UnaryMono<>(this, method, options, request);
+        }
+        return intercepted(method, options, Mono.just(request))
+            .singleOrEmpty()
+            .switchIfEmpty(Mono.error(() -> Status.INTERNAL
+                .withDescription("No value received for " + method.fullMethodName()).asException()));
+    }
+
+    private <Req, Resp> Flux<Resp> intercepted(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
+    {
         return Flux.defer(() ->
         {
             final ClientCallContext context = new ClientCallContext(method, options);
@@ -104,6 +130,41 @@ public final class ChannelRuntime
             }
             return next.call(Flux.from(requests));
         });
+    }
+
+    private Deadline deadlineOf(final CallOptions options)
+    {
+        final Deadline deadline = options.deadline();
+        if (deadline == null && config.defaultDeadline != null)
+        {
+            return Deadline.after(config.defaultDeadline);
+        }
+        return deadline;
+    }
+
+    /** A unary call as a Mono: each subscription is a new call. */
+    private static final class UnaryMono<Req, Resp> extends Mono<Resp>
+    {
+        private final ChannelRuntime channel;
+        private final MethodDescriptor<Req, Resp> method;
+        private final CallOptions options;
+        private final Req request;
+
+        UnaryMono(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Req request)
+        {
+            this.channel = channel;
+            this.method = method;
+            this.options = options;
+            this.request = request;
+        }
+
+        @Override
+        public void subscribe(final CoreSubscriber<? super Resp> actual)
+        {
+            new ClientCall<>(channel, method, null, request, true, null, options.metadata(), channel.deadlineOf(options),
+                options.isWaitForReady()).start(actual);
+        }
     }
 
     /** The call as a Flux: each subscription is a new call. */
@@ -129,12 +190,8 @@ public final class ChannelRuntime
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            Deadline deadline = options.deadline();
-            if (deadline == null && channel.config.defaultDeadline != null)
-            {
-                deadline = Deadline.after(channel.config.defaultDeadline);
-            }
-            new ClientCall<>(channel, method, requests, context, metadata, deadline, options.isWaitForReady()).start(actual);
+            new ClientCall<>(channel, method, requests, null, false, context, metadata, channel.deadlineOf(options),
+                options.isWaitForReady()).start(actual);
         }
     }
 

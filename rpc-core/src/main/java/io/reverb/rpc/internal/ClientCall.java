@@ -39,7 +39,10 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private final Metadata requestMetadata;
     private final Deadline deadline;
     final boolean waitForReady;
+    private final Req requestValue;
+    private final boolean unaryResponse;
     private CoreSubscriber<? super Resp> actual;
+    private boolean receivedValue;
 
     private ClientConnection connection;
     private int streamId;
@@ -61,9 +64,17 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private long startNanos;
     private volatile int wip;
 
+    /**
+     * @param requests      the request publisher, or null when {@code requestValue} is the only request.
+     * @param requestValue  the single request of a unary-style call (sent with the CALL frame), or null.
+     * @param unaryResponse true if the subscriber expects exactly one response (a Mono).
+     */
     ClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final Publisher<Req> requests,
+        final Req requestValue, final boolean unaryResponse,
         final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
     {
+        this.requestValue = requestValue;
+        this.unaryResponse = unaryResponse;
         this.channel = channel;
         this.method = method;
         this.requests = requests;
@@ -108,6 +119,19 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
      */
     void onConnection(final ClientConnection conn)
     {
+        OutboundFrame.Message<Req> first = null;
+        if (requestValue != null)
+        {
+            try
+            {
+                first = new OutboundFrame.Message<>(0, true, method.requestMarshaller(), requestValue, this);
+            }
+            catch (final Throwable t)
+            {
+                failLocally(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t), false);
+                return;
+            }
+        }
         synchronized (this)
         {
             if (cancelled || terminalStatus != null)
@@ -119,7 +143,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             {
                 timeout = Math.max(1, deadline.timeRemainingNanos());
             }
-            final int id = conn.startCall(this, method.fullMethodName(), timeout, toWire(demandTotal), requestMetadata);
+            final int id = conn.startCall(this, method.fullMethodName(), timeout, toWire(demandTotal), requestMetadata, first);
             if (id < 0)
             {
                 // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
@@ -130,6 +154,12 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             streamId = id;
             callSent = true;
             granted = demandTotal;
+            if (first != null)
+            {
+                outboundDone = true;
+                channel.metrics().messageSent(method, first.payloadLength());
+                return;
+            }
         }
         requests.subscribe(this);
     }
@@ -299,7 +329,19 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             {
                 return;
             }
-            if (single == null && (queue == null || queue.isEmpty()))
+            if (unaryResponse && receivedValue)
+            {
+                terminalStatus = Status.INTERNAL.withDescription("More than one value received for unary call");
+                terminalTrailers = new Metadata();
+                discardQueued = true;
+                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, io.reverb.rpc.StatusCode.INTERNAL.value()));
+            }
+            receivedValue = true;
+            if (terminalStatus != null)
+            {
+                // fall through to cleanup below
+            }
+            else if (single == null && (queue == null || queue.isEmpty()))
             {
                 single = value;
             }
@@ -312,7 +354,16 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 queue.addLast(value);
             }
         }
+        if (discardQueuedNow())
+        {
+            cleanup();
+        }
         drain();
+    }
+
+    private synchronized boolean discardQueuedNow()
+    {
+        return discardQueued && terminalStatus != null && !delivered;
     }
 
     @Override
@@ -502,6 +553,10 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                         delivered = true;
                         status = terminalStatus;
                         trailers = terminalTrailers != null ? terminalTrailers : new Metadata();
+                        if (status.isOk() && unaryResponse && !receivedValue)
+                        {
+                            status = Status.INTERNAL.withDescription("No value received for " + method.fullMethodName());
+                        }
                     }
                     else
                     {

@@ -7,7 +7,6 @@ import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
 
@@ -52,7 +51,7 @@ final class ClientConnection extends RpcConnection
      * @return the stream id, or -1 if the connection takes no new calls.
      */
     synchronized int startCall(final ClientCall<?, ?> call, final String method, final long timeoutNanos,
-        final int initialRequestN, final Metadata metadata)
+        final int initialRequestN, final Metadata metadata, final OutboundFrame.Message<?> firstMessage)
     {
         if (!isUsable() || nextStreamId < 0)
         {
@@ -60,7 +59,16 @@ final class ClientConnection extends RpcConnection
         }
         final int id = nextStreamId++;
         streams.put(id, call);
-        write(new OutboundFrame.Call(id, method, timeoutNanos, initialRequestN, metadata));
+        final OutboundFrame.Call frame = new OutboundFrame.Call(id, method, timeoutNanos, initialRequestN, metadata);
+        if (firstMessage == null)
+        {
+            write(frame);
+        }
+        else
+        {
+            firstMessage.streamId = id;
+            write(new OutboundFrame.Pair(frame, firstMessage));
+        }
         return id;
     }
 
@@ -126,11 +134,11 @@ final class ClientConnection extends RpcConnection
         draining = true;
         channel.connectionUnusable(this);
         // calls the server never saw can fail at once (they were not processed)
-        for (final Map.Entry<Integer, RpcStream> e : streams.entrySet())
+        for (final int id : streams.ids())
         {
-            if (e.getKey() > lastStreamId && lastStreamId > 0)
+            if (id > lastStreamId)
             {
-                final RpcStream stream = streams.remove(e.getKey());
+                final RpcStream stream = streams.remove(id);
                 if (stream != null)
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(

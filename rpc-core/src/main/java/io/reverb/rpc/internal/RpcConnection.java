@@ -14,7 +14,6 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,7 +27,7 @@ abstract class RpcConnection implements ConnectionHandler
     static final Logger LOG = LoggerFactory.getLogger(RpcConnection.class);
     private static final int ENCODE_FAILED = -100;
 
-    final ConcurrentHashMap<Integer, RpcStream> streams = new ConcurrentHashMap<>();
+    final StreamMap streams = new StreamMap();
     final int maxInboundMessageSize;
     volatile Connection connection;
     volatile boolean closed;
@@ -323,7 +322,7 @@ abstract class RpcConnection implements ConnectionHandler
 
     final void failStreams(final Status status)
     {
-        for (final RpcStream stream : streams.values())
+        for (final RpcStream stream : streams.clear())
         {
             try
             {
@@ -334,7 +333,6 @@ abstract class RpcConnection implements ConnectionHandler
                 LOG.warn("failing a call on {} threw", peer(), t);
             }
         }
-        streams.clear();
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -45,6 +46,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private final boolean oneRequest;
     private final Scheduler.Worker worker;
     private final long startNanos;
+    private final ServerCalls.UnaryHandler<Req, Resp> unaryHandler;
+    private boolean unaryRequestSeen;
+    private OutboundFrame.Message<Resp> pendingResponse;
 
     // responses (handler output), guarded by this
     private Subscription upstream;
@@ -84,6 +88,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
+        // without interceptors a unary handler is invoked with the request itself, no request Flux
+        this.unaryHandler = server.interceptors().length == 0 && method.type() == MethodDescriptor.MethodType.UNARY &&
+            handler instanceof ServerCalls.UnaryHandler ? (ServerCalls.UnaryHandler<Req, Resp>)handler : null;
     }
 
     void start()
@@ -103,7 +110,36 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 deadlineTimer = timer;
             }
         }
-        execute(this::invokeHandler);
+        if (unaryHandler == null)
+        {
+            execute(this::invokeHandler);
+        }
+    }
+
+    private void invokeUnary(final Req request)
+    {
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+        }
+        final Publisher<Resp> response;
+        try
+        {
+            response = unaryHandler.invoke(request);
+            if (response == null)
+            {
+                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
+            }
+        }
+        catch (final Throwable t)
+        {
+            onError(t);
+            return;
+        }
+        response.subscribe(this);
     }
 
     private void execute(final Runnable task)
@@ -216,6 +252,17 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             server.metrics().messageSent(method, frame.payloadLength());
+            if (method.type().serverSendsOneMessage() && pendingResponse == null)
+            {
+                // held back to travel with the STATUS in one transport message
+                pendingResponse = frame;
+                return;
+            }
+            if (pendingResponse != null)
+            {
+                connection.write(pendingResponse);
+                pendingResponse = null;
+            }
             connection.write(frame);
         }
     }
@@ -254,7 +301,8 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     public void onComplete()
     {
-        finish(Status.OK, rpcContext.responseTrailers().copy());
+        final Metadata trailers = rpcContext.responseTrailers();
+        finish(Status.OK, trailers.isEmpty() ? null : trailers.copy());
     }
 
     private void finish(final Status status, final Metadata trailers)
@@ -268,7 +316,17 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             closed = true;
             upstream = null;
             sendHeadersIfAny();
-            connection.write(new OutboundFrame.StatusFrame(streamId, status, trailers));
+            final OutboundFrame.StatusFrame statusFrame = new OutboundFrame.StatusFrame(streamId, status, trailers);
+            final OutboundFrame.Message<Resp> response = pendingResponse;
+            pendingResponse = null;
+            if (response != null && status.isOk())
+            {
+                connection.write(new OutboundFrame.Pair(response, statusFrame));
+            }
+            else
+            {
+                connection.write(statusFrame);
+            }
         }
         released(status);
     }
@@ -290,6 +348,11 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             return;
         }
         server.metrics().messageReceived(method, size);
+        if (unaryHandler != null)
+        {
+            onUnaryRequest(value);
+            return;
+        }
         synchronized (this)
         {
             if (closed || requestsDone || requestsCancelled)
@@ -309,11 +372,50 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         drainRequests();
     }
 
+    private void onUnaryRequest(final Req value)
+    {
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            if (unaryRequestSeen)
+            {
+                // the protocol allows one message for a unary call; the client broke it
+                cancelCall(Status.INTERNAL.withDescription("Too many requests for a unary call"), null);
+                return;
+            }
+            unaryRequestSeen = true;
+        }
+        if (worker == null)
+        {
+            invokeUnary(value);
+        }
+        else
+        {
+            execute(() -> invokeUnary(value));
+        }
+    }
+
     void onHalfClose()
     {
         synchronized (this)
         {
             halfClosed = true;
+            if (unaryHandler != null && !unaryRequestSeen && !closed)
+            {
+                unaryRequestSeen = true;
+            }
+            else if (unaryHandler != null)
+            {
+                return;
+            }
+        }
+        if (unaryHandler != null)
+        {
+            onError(Status.INTERNAL.withDescription("Half-closed without a request").asException());
+            return;
         }
         drainRequests();
     }
@@ -385,6 +487,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             closed = true;
             s = upstream;
             upstream = null;
+            pendingResponse = null;
             if (status != null)
             {
                 connection.write(new OutboundFrame.StatusFrame(streamId, status, rpcContext.responseTrailers().copy()));

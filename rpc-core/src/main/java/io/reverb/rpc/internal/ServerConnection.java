@@ -129,9 +129,13 @@ final class ServerConnection extends RpcConnection
     void closeNow(final Status status)
     {
         draining = true;
-        for (final RpcStream stream : streams.values())
+        for (final int id : streams.ids())
         {
-            ((ServerCall<?, ?>)stream).cancelCall(status, status);
+            final RpcStream stream = streams.get(id);
+            if (stream != null)
+            {
+                ((ServerCall<?, ?>)stream).cancelCall(status, status);
+            }
         }
         connection.close();
     }

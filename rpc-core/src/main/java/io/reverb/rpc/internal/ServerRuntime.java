@@ -36,6 +36,7 @@ public final class ServerRuntime
     private volatile ServerListener listener;
     private volatile boolean started;
     private volatile boolean shutdown;
+    private volatile reactor.core.Disposable graceTimer;
 
     /**
      * @param config the server's configuration.
@@ -178,7 +179,7 @@ public final class ServerRuntime
         }
         if (!connections.isEmpty())
         {
-            timer().schedule(() -> closeConnections(Status.UNAVAILABLE.withDescription("server shut down")),
+            graceTimer = timer().schedule(() -> closeConnections(Status.UNAVAILABLE.withDescription("server shut down")),
                 gracePeriod.toNanos(), TimeUnit.NANOSECONDS);
         }
         checkTerminated();
@@ -219,6 +220,11 @@ public final class ServerRuntime
     {
         if (shutdown && connections.isEmpty())
         {
+            final reactor.core.Disposable timer = graceTimer;
+            if (timer != null)
+            {
+                timer.dispose();
+            }
             terminated.countDown();
         }
     }

@@ -29,7 +29,7 @@ public final class ClientCalls
     public static <Req, Resp> Mono<Resp> unary(
         final RpcChannel channel, final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
-        return single(channel.newCall(method, options, Mono.just(request)), method);
+        return channel.newUnaryCall(method, options, request);
     }
 
     /**

@@ -1,0 +1,4 @@
+/**
+ * Protobuf support: {@link io.reverb.rpc.protobuf.ProtoMarshaller}.
+ */
+package io.reverb.rpc.protobuf;
