@@ -234,7 +234,11 @@ class ShmProviderTest
             final long allocated = threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before;
 
             assertThat(failures).isZero();
-            assertThat(allocated).as("bytes allocated by 20,000 rounds of SEND + RDMA_WRITE + poll + repost").isZero();
+            // Any allocation per message would show as >= 16 bytes x 40,000 posts. The bound leaves room
+            // for one-off noise of the measurement itself (the counter's own bookkeeping, a deoptimisation),
+            // which was observed at 64 bytes in rare runs.
+            assertThat(allocated).as("bytes allocated by 20,000 rounds of SEND + RDMA_WRITE + poll + repost")
+                .isLessThan(1024);
         }
     }
 
