@@ -626,6 +626,25 @@ public abstract class AbstractVerbsProviderConformanceTest
     }
 
     @Test
+    void shouldRaiseEventOnlyForSolicitedCompletionsWhenArmedForSolicitedOnly() throws Exception
+    {
+        connect();
+        final MemoryRegion recv = server.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion send = client.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        postRecv(server.qp, recv, 0, RECV_SIZE, 1);
+        postRecv(server.qp, recv, 0, RECV_SIZE, 2);
+        server.recvCq.requestNotify(true);
+
+        postSend(client.qp, WrOpcode.SEND, send, 0, 8, 3, 0, 0, 0, 0);
+        assertThat(awaitCompletions(server.recvCq, 1).get(0).wrId).isEqualTo(1);
+        assertThat(server.channel.await(0)).as("an unsolicited SEND raises no event").isZero();
+
+        postSend(client.qp, WrOpcode.SEND, send, 0, 8, 4, SendRequest.FLAG_SOLICITED, 0, 0, 0);
+        assertThat(server.channel.await(TIMEOUT_NANOS)).isEqualTo(1);
+        assertThat(awaitCompletions(server.recvCq, 1).get(0).wrId).isEqualTo(2);
+    }
+
+    @Test
     void shouldTimeOutAwaitWithoutCompletion() throws Exception
     {
         connect();

@@ -164,8 +164,9 @@ final class CqRing
 
         // Volatile publish above, volatile read of armed here; the consumer arms with a volatile
         // write and then re-polls: one of the two always sees the other, so no event is lost.
+        // As in ibverbs, a solicited-only CQ also raises an event for a completion in error.
         final int armed = buffer.getIntVolatile(ARMED_OFFSET);
-        if (armed != NOT_ARMED && (armed == ARMED_ANY || solicited) &&
+        if (armed != NOT_ARMED && (armed == ARMED_ANY || solicited || status != WcStatus.SUCCESS) &&
             buffer.compareAndSetInt(ARMED_OFFSET, armed, NOT_ARMED))
         {
             return OFFERED_RING;
