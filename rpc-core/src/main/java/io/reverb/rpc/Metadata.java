@@ -53,8 +53,9 @@ public final class Metadata
         }
     };
 
-    private final ArrayList<String> names = new ArrayList<>();
-    private final ArrayList<byte[]> values = new ArrayList<>();
+    // created on first put: most calls carry no metadata, and every call has several Metadata objects
+    private ArrayList<String> names;
+    private ArrayList<byte[]> values;
 
     /**
      * Creates empty metadata.
@@ -68,7 +69,7 @@ public final class Metadata
      */
     public int size()
     {
-        return names.size();
+        return names == null ? 0 : names.size();
     }
 
     /**
@@ -76,7 +77,16 @@ public final class Metadata
      */
     public boolean isEmpty()
     {
-        return names.isEmpty();
+        return names == null || names.isEmpty();
+    }
+
+    private void ensureLists()
+    {
+        if (names == null)
+        {
+            names = new ArrayList<>(4);
+            values = new ArrayList<>(4);
+        }
     }
 
     /**
@@ -85,7 +95,7 @@ public final class Metadata
      */
     public boolean containsKey(final Key<?> key)
     {
-        return names.contains(key.name());
+        return names != null && names.contains(key.name());
     }
 
     /**
@@ -96,8 +106,10 @@ public final class Metadata
     public <T> void put(final Key<T> key, final T value)
     {
         Objects.requireNonNull(value, "value");
+        final byte[] bytes = key.toBytes(value);
+        ensureLists();
         names.add(key.name());
-        values.add(key.toBytes(value));
+        values.add(bytes);
     }
 
     /**
@@ -107,7 +119,7 @@ public final class Metadata
      */
     public <T> T get(final Key<T> key)
     {
-        for (int i = names.size() - 1; i >= 0; i--)
+        for (int i = size() - 1; i >= 0; i--)
         {
             if (names.get(i).equals(key.name()))
             {
@@ -125,7 +137,7 @@ public final class Metadata
     public <T> List<T> getAll(final Key<T> key)
     {
         List<T> result = null;
-        for (int i = 0; i < names.size(); i++)
+        for (int i = 0; i < size(); i++)
         {
             if (names.get(i).equals(key.name()))
             {
@@ -149,7 +161,7 @@ public final class Metadata
      */
     public <T> boolean remove(final Key<T> key, final T value)
     {
-        for (int i = 0; i < names.size(); i++)
+        for (int i = 0; i < size(); i++)
         {
             if (names.get(i).equals(key.name()) && Objects.equals(key.parseBytes(values.get(i)), value))
             {
@@ -171,7 +183,7 @@ public final class Metadata
     public <T> List<T> removeAll(final Key<T> key)
     {
         final List<T> removed = getAll(key);
-        for (int i = names.size() - 1; i >= 0; i--)
+        for (int i = size() - 1; i >= 0; i--)
         {
             if (names.get(i).equals(key.name()))
             {
@@ -189,8 +201,9 @@ public final class Metadata
      */
     public void merge(final Metadata other)
     {
-        if (other != null && other != this)
+        if (other != null && other != this && !other.isEmpty())
         {
+            ensureLists();
             names.addAll(other.names);
             values.addAll(other.values);
         }
@@ -201,7 +214,7 @@ public final class Metadata
      */
     public Set<String> keys()
     {
-        return Collections.unmodifiableSet(new LinkedHashSet<>(names));
+        return names == null ? Collections.emptySet() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
     }
 
     /**
@@ -244,6 +257,7 @@ public final class Metadata
      */
     public void putRaw(final String name, final byte[] value)
     {
+        ensureLists();
         names.add(name);
         values.add(value);
     }
@@ -252,6 +266,10 @@ public final class Metadata
     public String toString()
     {
         final StringBuilder sb = new StringBuilder("Metadata(");
+        if (names == null)
+        {
+            return sb.append(')').toString();
+        }
         final Iterator<String> it = names.iterator();
         for (int i = 0; it.hasNext(); i++)
         {

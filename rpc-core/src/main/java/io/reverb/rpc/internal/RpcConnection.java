@@ -185,17 +185,31 @@ abstract class RpcConnection implements ConnectionHandler
         {
             while (at < end)
             {
-                FrameCodec.check(end - at >= FrameHeaderFlyweight.HEADER_LENGTH, "truncated frame header");
+                // checks build their messages only on failure: this loop runs for every frame
+                if (end - at < FrameHeaderFlyweight.HEADER_LENGTH)
+                {
+                    throw new ProtocolException("truncated frame header");
+                }
                 inHeader.wrap(message, at);
                 final int frameLength = inHeader.frameLength();
-                FrameCodec.check(frameLength >= FrameHeaderFlyweight.HEADER_LENGTH && frameLength <= end - at,
-                    "bad frame length " + frameLength);
-                FrameCodec.check(inHeader.version() == FrameHeaderFlyweight.CURRENT_VERSION,
-                    "unsupported protocol version " + inHeader.version());
+                if (frameLength < FrameHeaderFlyweight.HEADER_LENGTH || frameLength > end - at)
+                {
+                    throw new ProtocolException("bad frame length " + frameLength);
+                }
+                if (inHeader.version() != FrameHeaderFlyweight.CURRENT_VERSION)
+                {
+                    throw new ProtocolException("unsupported protocol version " + inHeader.version());
+                }
                 final FrameType type = FrameType.fromValue(inHeader.type());
-                FrameCodec.check(type != null, "unknown frame type " + inHeader.type());
+                if (type == null)
+                {
+                    throw new ProtocolException("unknown frame type " + inHeader.type());
+                }
                 final int flags = inHeader.flags();
-                FrameCodec.check((flags & ~type.allowedFlags()) == 0, "bad flags " + flags + " on " + type);
+                if ((flags & ~type.allowedFlags()) != 0)
+                {
+                    throw new ProtocolException("bad flags " + flags + " on " + type);
+                }
                 final int streamId = inHeader.streamId();
                 final int bodyStart = at + FrameHeaderFlyweight.HEADER_LENGTH;
                 final int frameEnd = at + frameLength;
@@ -243,7 +257,10 @@ abstract class RpcConnection implements ConnectionHandler
             {
                 FrameCodec.check(end - start >= 4, "REQUEST_N truncated");
                 final int n = buffer.getInt(start);
-                FrameCodec.check(n > 0, "REQUEST_N must be positive: " + n);
+                if (n <= 0)
+                {
+                    throw new ProtocolException("REQUEST_N must be positive: " + n);
+                }
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {

@@ -63,7 +63,10 @@ final class ServerConnection extends RpcConnection
     private void onCall(final int streamId, final ByteBuffer buffer, final int start, final int end)
         throws ProtocolException
     {
-        FrameCodec.check(streamId > lastStreamId, "stream id " + streamId + " not above " + lastStreamId);
+        if (streamId <= lastStreamId)
+        {
+            throw new ProtocolException("stream id " + streamId + " not above " + lastStreamId);
+        }
         FrameCodec.check(end - start >= 14, "CALL truncated");
         lastStreamId = streamId;
         final long timeoutNanos = buffer.getLong(start);
@@ -71,7 +74,6 @@ final class ServerConnection extends RpcConnection
         FrameCodec.check(initialRequestN >= 0, "negative initial demand");
         final int methodLength = buffer.getShort(start + 12) & 0xFFFF;
         FrameCodec.check(methodLength > 0 && start + 14 + methodLength <= end, "bad method name length");
-        final String method = FrameCodec.ascii(buffer, start + 14, methodLength);
         final Metadata metadata = readMetadata(buffer, start + 14 + methodLength, end);
 
         if (draining || server.isShutdown())
@@ -79,9 +81,11 @@ final class ServerConnection extends RpcConnection
             write(new OutboundFrame.StatusFrame(streamId, Status.UNAVAILABLE.withDescription("server is shutting down"), null));
             return;
         }
-        final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition = server.method(method);
+        final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition =
+            server.methods().find(buffer, start + 14, methodLength);
         if (definition == null)
         {
+            final String method = FrameCodec.ascii(buffer, start + 14, methodLength);
             final int slash = method.lastIndexOf('/');
             final String service = slash > 0 ? method.substring(0, slash) : method;
             final Status status = server.hasService(service) ?

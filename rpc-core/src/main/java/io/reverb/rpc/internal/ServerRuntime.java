@@ -29,6 +29,7 @@ public final class ServerRuntime
     private final TransportProvider provider;
     private final Map<String, ServiceDefinition.ServerMethodDefinition<?, ?>> methods = new HashMap<>();
     private final Set<String> services = new HashSet<>();
+    private final MethodRegistry registry;
     private final ServerInterceptor[] interceptors;
     private final CallMetrics metrics;
     private final Set<ServerConnection> connections = ConcurrentHashMap.newKeySet();
@@ -54,6 +55,7 @@ public final class ServerRuntime
                 methods.put(method.method().fullMethodName(), method);
             }
         }
+        this.registry = new MethodRegistry(methods.values());
         this.interceptors = config.interceptors.toArray(new ServerInterceptor[0]);
         this.metrics = CallMetrics.create(config.meterRegistry, "server");
     }
@@ -66,6 +68,11 @@ public final class ServerRuntime
     ServiceDefinition.ServerMethodDefinition<?, ?> method(final String fullMethodName)
     {
         return methods.get(fullMethodName);
+    }
+
+    MethodRegistry methods()
+    {
+        return registry;
     }
 
     boolean hasService(final String serviceName)

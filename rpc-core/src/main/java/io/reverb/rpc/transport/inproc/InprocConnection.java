@@ -38,6 +38,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
     private final int capacity;
     private final ConcurrentLinkedQueue<Object> inbound = new ConcurrentLinkedQueue<>();
     private final AtomicInteger wip = new AtomicInteger();
+    private final Runnable drainTask = this::drain;
     private final AtomicLong outboundBytes = new AtomicLong();
     private final AtomicLong buffers = new AtomicLong();
     private final AtomicLong bytes = new AtomicLong();
@@ -192,7 +193,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
     {
         if (wip.getAndIncrement() == 0)
         {
-            InprocTransportProvider.DELIVERY.execute(this::drain);
+            InprocTransportProvider.DELIVERY.execute(drainTask);
         }
     }
 
