@@ -789,6 +789,33 @@ public abstract class AbstractRpcTransportTest
     }
 
     @Test
+    void shouldNeverSendCallCancelledWhileWaitingForReady() throws Exception
+    {
+        final String uri = newServerUri();
+        final RpcChannel c = newChannel(uri, b -> b.reconnectBackoff(Duration.ofMillis(20), Duration.ofMillis(50)));
+        final AtomicReference<Throwable> signalled = new AtomicReference<>();
+        final Disposable waiting = ClientCalls.unary(c, TestService.ECHO, CallOptions.DEFAULT.withWaitForReady(), str("cancelled"))
+            .subscribe(v -> signalled.set(new AssertionError("value")), signalled::set);
+        Thread.sleep(100); // a few failed connection attempts
+        waiting.dispose();
+        startServer(uri, b -> b);
+        StepVerifier.create(ClientCalls.unary(c, TestService.ECHO, CallOptions.DEFAULT.withWaitForReady(), str("probe")))
+            .expectNext(str("probe")).expectComplete().verify(TIMEOUT);
+        assertThat(service.callsStarted.get()).as("only the probe reached the server").isEqualTo(1);
+        assertThat(signalled.get()).isNull();
+    }
+
+    @Test
+    void shouldExpireDeadlineWhileWaitingForReady()
+    {
+        final RpcChannel c = newChannel(newServerUri(), b -> b.reconnectBackoff(Duration.ofMillis(20), Duration.ofMillis(50)));
+        StepVerifier.create(ClientCalls.unary(c, TestService.ECHO,
+                CallOptions.DEFAULT.withWaitForReady().withDeadlineAfter(Duration.ofMillis(300)), str("x")))
+            .expectErrorSatisfies(t -> assertStatus(t, StatusCode.DEADLINE_EXCEEDED))
+            .verify(TIMEOUT);
+    }
+
+    @Test
     void shouldLetInFlightCallsFinishOnGracefulShutdown() throws Exception
     {
         final CountDownLatch release = new CountDownLatch(1);
