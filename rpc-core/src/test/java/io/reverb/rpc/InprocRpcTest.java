@@ -1,7 +1,13 @@
 package io.reverb.rpc;
 
+import com.google.protobuf.Int32Value;
+import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
  * The call suite over {@code inproc://}.
@@ -20,6 +26,35 @@ class InprocRpcTest extends AbstractRpcTransportTest
     protected boolean killServerConnections(final String serverUri)
     {
         return InprocTransportProvider.killConnections(serverUri.substring("inproc://".length())) > 0;
+    }
+
+    @Test
+    void shouldExpireDeadlineOnInjectedVirtualTime() throws Exception
+    {
+        final VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        final RpcChannel c = newChannel(serverUri, b -> b.timerScheduler(time));
+        StepVerifier.create(ClientCalls.serverStreaming(c, TestService.NEVER,
+                CallOptions.DEFAULT.withDeadlineAfter(Duration.ofHours(1)), Int32Value.of(1)))
+            .then(() -> awaitCallsStartedUnchecked(1))
+            .then(() -> time.advanceTimeBy(Duration.ofHours(1)))
+            .expectErrorSatisfies(t -> org.assertj.core.api.Assertions.assertThat(((RpcException)t).status().code())
+                .isEqualTo(StatusCode.DEADLINE_EXCEEDED))
+            .verify(TIMEOUT);
+        // the client's CANCEL carries the reason: the server's handler is cancelled long before its own hour is up
+        org.assertj.core.api.Assertions.assertThat(service.cancelled.await(TIMEOUT.toSeconds(),
+            java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    }
+
+    private void awaitCallsStartedUnchecked(final int n)
+    {
+        try
+        {
+            awaitCallsStarted(n);
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override

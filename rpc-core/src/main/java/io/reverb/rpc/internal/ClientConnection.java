@@ -59,6 +59,12 @@ final class ClientConnection extends RpcConnection
         }
         final int id = nextStreamId++;
         streams.put(id, call);
+        if (closed)
+        {
+            // closed between the check and the put: onClose may already have swept the streams, so back out
+            streams.remove(id);
+            return -1;
+        }
         final OutboundFrame.Call frame = new OutboundFrame.Call(id, method, timeoutNanos, initialRequestN, metadata);
         if (firstMessage == null)
         {
