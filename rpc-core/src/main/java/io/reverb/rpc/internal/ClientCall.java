@@ -45,7 +45,12 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private boolean receivedValue;
 
     private ClientConnection connection;
-    private int streamId;
+    private boolean registered;
+    // the CALL frame (and the single request travelling with it), encoded by this object
+    private long callTimeoutNanos;
+    private int callInitialRequestN;
+    private int requestPayloadLength = -1;
+    private int callFrameLength;
     private boolean callSent;
     private boolean cancelled;
     private boolean delivered;
@@ -119,12 +124,11 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
      */
     void onConnection(final ClientConnection conn)
     {
-        OutboundFrame.Message<Req> first = null;
-        if (requestValue != null)
+        if (requestValue != null && requestPayloadLength < 0)
         {
             try
             {
-                first = new OutboundFrame.Message<>(0, true, method.requestMarshaller(), requestValue, this);
+                requestPayloadLength = method.requestMarshaller().serializedSize(requestValue);
             }
             catch (final Throwable t)
             {
@@ -138,12 +142,11 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             {
                 return;
             }
-            long timeout = -1;
-            if (deadline != null)
-            {
-                timeout = Math.max(1, deadline.timeRemainingNanos());
-            }
-            final int id = conn.startCall(this, method.fullMethodName(), timeout, toWire(demandTotal), requestMetadata, first);
+            callTimeoutNanos = deadline == null ? -1 : Math.max(1, deadline.timeRemainingNanos());
+            callInitialRequestN = toWire(demandTotal);
+            callFrameLength = OutboundFrame.callLength(method.fullMethodName(), requestMetadata) +
+                (requestValue != null ? HEADER + requestPayloadLength : 0);
+            final int id = conn.startCall(this);
             if (id < 0)
             {
                 // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
@@ -151,17 +154,43 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             connection = conn;
-            streamId = id;
+            registered = true;
             callSent = true;
             granted = demandTotal;
-            if (first != null)
+            if (requestValue != null)
             {
                 outboundDone = true;
-                channel.metrics().messageSent(method, first.payloadLength());
+                channel.metrics().messageSent(method, requestPayloadLength);
                 return;
             }
         }
         requests.subscribe(this);
+    }
+
+    // ------------------------------------------------------------ OutboundFrame (CALL, with the unary request)
+
+    @Override
+    int length()
+    {
+        return callFrameLength;
+    }
+
+    @Override
+    void encode(final ByteBuffer buffer, final int offset)
+    {
+        final int end = OutboundFrame.encodeCall(buffer, offset, OutboundFrame.callLength(method.fullMethodName(),
+            requestMetadata), streamId, method.fullMethodName(), callTimeoutNanos, callInitialRequestN, requestMetadata);
+        if (requestValue != null)
+        {
+            OutboundFrame.encodeMessage(buffer, end, streamId, true, method.requestMarshaller(), requestValue,
+                requestPayloadLength);
+        }
+    }
+
+    @Override
+    void failed(final Status status)
+    {
+        onWriteFailed(status);
     }
 
     boolean isDone()
@@ -404,7 +433,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             terminalStatus = status;
             terminalTrailers = trailers;
-            streamId = -streamId; // removed from the connection by the caller
+            registered = false; // removed from the connection by the caller
         }
         cleanup();
         drain();
@@ -485,7 +514,8 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             s = upstream;
             upstream = null;
             conn = connection;
-            id = streamId;
+            id = registered ? streamId : -1;
+            registered = false;
         }
         if (timer != null)
         {

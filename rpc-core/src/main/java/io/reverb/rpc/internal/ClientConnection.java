@@ -50,8 +50,7 @@ final class ClientConnection extends RpcConnection
      *
      * @return the stream id, or -1 if the connection takes no new calls.
      */
-    synchronized int startCall(final ClientCall<?, ?> call, final String method, final long timeoutNanos,
-        final int initialRequestN, final Metadata metadata, final OutboundFrame.Message<?> firstMessage)
+    synchronized int startCall(final ClientCall<?, ?> call)
     {
         if (!isUsable() || nextStreamId < 0)
         {
@@ -65,16 +64,8 @@ final class ClientConnection extends RpcConnection
             streams.remove(id);
             return -1;
         }
-        final OutboundFrame.Call frame = new OutboundFrame.Call(id, method, timeoutNanos, initialRequestN, metadata);
-        if (firstMessage == null)
-        {
-            write(frame);
-        }
-        else
-        {
-            firstMessage.streamId = id;
-            write(new OutboundFrame.Pair(frame, firstMessage));
-        }
+        call.streamId = id;
+        write(call);
         return id;
     }
 

@@ -40,6 +40,48 @@ abstract class OutboundFrame
     {
     }
 
+    static int callLength(final String method, final Metadata metadata)
+    {
+        return HEADER + 8 + 4 + 2 + method.length() + FrameCodec.metadataLength(metadata);
+    }
+
+    static int encodeCall(final ByteBuffer buffer, final int offset, final int length, final int streamId,
+        final String method, final long timeoutNanos, final int initialRequestN, final Metadata metadata)
+    {
+        header(buffer, offset, length, FrameType.CALL, 0, streamId);
+        int at = offset + HEADER;
+        buffer.putLong(at, timeoutNanos);
+        buffer.putInt(at + 8, initialRequestN);
+        buffer.putShort(at + 12, (short)method.length());
+        at = FrameCodec.putAscii(buffer, at + 14, method);
+        return FrameCodec.putMetadata(buffer, at, metadata);
+    }
+
+    /** Writes a MESSAGE frame; leaves the buffer's limit narrowed to the payload (restore it to write more). */
+    static <T> void encodeMessage(final ByteBuffer buffer, final int offset, final int streamId, final boolean endOfStream,
+        final Marshaller<T> marshaller, final T value, final int payloadLength)
+    {
+        header(buffer, offset, HEADER + payloadLength, FrameType.MESSAGE,
+            endOfStream ? FrameType.Flags.END_STREAM : 0, streamId);
+        final int start = offset + HEADER;
+        buffer.limit(start + payloadLength).position(start);
+        marshaller.write(value, buffer);
+    }
+
+    static int statusLength(final byte[] description, final Metadata trailers)
+    {
+        return HEADER + 4 + FrameCodec.stringLength(description) + FrameCodec.metadataLength(trailers);
+    }
+
+    static void encodeStatus(final ByteBuffer buffer, final int offset, final int length, final int streamId,
+        final int code, final byte[] description, final Metadata trailers)
+    {
+        header(buffer, offset, length, FrameType.STATUS, 0, streamId);
+        buffer.putInt(offset + HEADER, code);
+        final int at = FrameCodec.putString(buffer, offset + HEADER + 4, description);
+        FrameCodec.putMetadata(buffer, at, trailers);
+    }
+
     static void header(final ByteBuffer buffer, final int offset, final int length, final FrameType type, final int flags,
         final int streamId)
     {
@@ -105,7 +147,7 @@ abstract class OutboundFrame
             this.timeoutNanos = timeoutNanos;
             this.initialRequestN = initialRequestN;
             this.metadata = metadata;
-            this.length = HEADER + 8 + 4 + 2 + method.length() + FrameCodec.metadataLength(metadata);
+            this.length = callLength(method, metadata);
         }
 
         @Override
@@ -117,13 +159,7 @@ abstract class OutboundFrame
         @Override
         void encode(final ByteBuffer buffer, final int offset)
         {
-            header(buffer, offset, length, FrameType.CALL, 0, streamId);
-            int at = offset + HEADER;
-            buffer.putLong(at, timeoutNanos);
-            buffer.putInt(at + 8, initialRequestN);
-            buffer.putShort(at + 12, (short)method.length());
-            at = FrameCodec.putAscii(buffer, at + 14, method);
-            FrameCodec.putMetadata(buffer, at, metadata);
+            encodeCall(buffer, offset, length, streamId, method, timeoutNanos, initialRequestN, metadata);
         }
     }
 
@@ -139,11 +175,17 @@ abstract class OutboundFrame
         Message(final int streamId, final boolean endOfStream, final Marshaller<T> marshaller, final T value,
             final RpcStream stream)
         {
+            this(streamId, endOfStream, marshaller, value, marshaller.serializedSize(value), stream);
+        }
+
+        Message(final int streamId, final boolean endOfStream, final Marshaller<T> marshaller, final T value,
+            final int payloadLength, final RpcStream stream)
+        {
             super(streamId);
             this.endOfStream = endOfStream;
             this.marshaller = marshaller;
             this.value = value;
-            this.payloadLength = marshaller.serializedSize(value);
+            this.payloadLength = payloadLength;
             this.stream = stream;
         }
 
@@ -161,11 +203,7 @@ abstract class OutboundFrame
         @Override
         void encode(final ByteBuffer buffer, final int offset)
         {
-            header(buffer, offset, HEADER + payloadLength, FrameType.MESSAGE,
-                endOfStream ? FrameType.Flags.END_STREAM : 0, streamId);
-            final int start = offset + HEADER;
-            buffer.limit(start + payloadLength).position(start);
-            marshaller.write(value, buffer);
+            encodeMessage(buffer, offset, streamId, endOfStream, marshaller, value, payloadLength);
         }
 
         @Override
@@ -259,7 +297,7 @@ abstract class OutboundFrame
             this.code = status.code().value();
             this.description = FrameCodec.utf8(status.description());
             this.trailers = trailers;
-            this.length = HEADER + 4 + FrameCodec.stringLength(description) + FrameCodec.metadataLength(trailers);
+            this.length = statusLength(description, trailers);
         }
 
         @Override
@@ -271,10 +309,7 @@ abstract class OutboundFrame
         @Override
         void encode(final ByteBuffer buffer, final int offset)
         {
-            header(buffer, offset, length, FrameType.STATUS, 0, streamId);
-            buffer.putInt(offset + HEADER, code);
-            final int at = FrameCodec.putString(buffer, offset + HEADER + 4, description);
-            FrameCodec.putMetadata(buffer, at, trailers);
+            encodeStatus(buffer, offset, length, streamId, code, description, trailers);
         }
     }
 

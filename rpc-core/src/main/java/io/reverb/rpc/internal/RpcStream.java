@@ -7,8 +7,17 @@ import java.nio.ByteBuffer;
  * One call on one side of a connection: the frames for its stream id are dispatched here, on the transport's
  * thread.
  */
-abstract class RpcStream
+abstract class RpcStream extends OutboundFrame
 {
+    /**
+     * A stream is also the frame it writes exactly once (the client's CALL with its request, the server's final
+     * response with its STATUS), which saves allocating frame objects on the unary path.
+     */
+    RpcStream()
+    {
+        super(0);
+    }
+
     /**
      * @param payload    position..limit is the message; valid only during the call.
      * @param endOfStream the peer sends no more messages.

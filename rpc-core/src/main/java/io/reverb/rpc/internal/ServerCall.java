@@ -37,7 +37,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
 
     private final ServerConnection connection;
     private final ServerRuntime server;
-    private final int streamId;
     private final MethodDescriptor<Req, Resp> method;
     private final ServerCallHandler<Req, Resp> handler;
     private final RpcContext rpcContext;
@@ -48,7 +47,13 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private final long startNanos;
     private final ServerCalls.UnaryHandler<Req, Resp> unaryHandler;
     private boolean unaryRequestSeen;
-    private OutboundFrame.Message<Resp> pendingResponse;
+    // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
+    private Resp pendingResponse;
+    private int pendingPayloadLength;
+    private int finalCode;
+    private byte[] finalDescription;
+    private Metadata finalTrailers;
+    private int finalLength;
 
     // responses (handler output), guarded by this
     private Subscription upstream;
@@ -240,10 +245,10 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             sendHeadersIfAny();
-            final OutboundFrame.Message<Resp> frame;
+            final int payloadLength;
             try
             {
-                frame = new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value, this);
+                payloadLength = method.responseMarshaller().serializedSize(value);
             }
             catch (final Throwable t)
             {
@@ -251,19 +256,22 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                     Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t)));
                 return;
             }
-            server.metrics().messageSent(method, frame.payloadLength());
+            server.metrics().messageSent(method, payloadLength);
             if (method.type().serverSendsOneMessage() && pendingResponse == null)
             {
                 // held back to travel with the STATUS in one transport message
-                pendingResponse = frame;
+                pendingResponse = value;
+                pendingPayloadLength = payloadLength;
                 return;
             }
             if (pendingResponse != null)
             {
-                connection.write(pendingResponse);
+                connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), pendingResponse,
+                    pendingPayloadLength, this));
                 pendingResponse = null;
             }
-            connection.write(frame);
+            connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value,
+                payloadLength, this));
         }
     }
 
@@ -316,19 +324,49 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             closed = true;
             upstream = null;
             sendHeadersIfAny();
-            final OutboundFrame.StatusFrame statusFrame = new OutboundFrame.StatusFrame(streamId, status, trailers);
-            final OutboundFrame.Message<Resp> response = pendingResponse;
-            pendingResponse = null;
-            if (response != null && status.isOk())
+            if (!status.isOk())
             {
-                connection.write(new OutboundFrame.Pair(response, statusFrame));
+                pendingResponse = null;
             }
-            else
-            {
-                connection.write(statusFrame);
-            }
+            finalCode = status.code().value();
+            finalDescription = io.reverb.rpc.wire.FrameCodec.utf8(status.description());
+            finalTrailers = trailers;
+            finalLength = OutboundFrame.statusLength(finalDescription, trailers) +
+                (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
+            connection.write(this);
         }
         released(status);
+    }
+
+    // ------------------------------------------------------------ OutboundFrame (final response + STATUS)
+
+    @Override
+    int length()
+    {
+        return finalLength;
+    }
+
+    @Override
+    void encode(final ByteBuffer buffer, final int offset)
+    {
+        int at = offset;
+        if (pendingResponse != null)
+        {
+            final int limit = buffer.limit();
+            OutboundFrame.encodeMessage(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
+                pendingPayloadLength);
+            buffer.limit(limit);
+            at += HEADER + pendingPayloadLength;
+        }
+        OutboundFrame.encodeStatus(buffer, at, OutboundFrame.statusLength(finalDescription, finalTrailers), streamId,
+            finalCode, finalDescription, finalTrailers);
+    }
+
+    @Override
+    void failed(final Status status)
+    {
+        // the final frame could not be written (e.g. the response is too large): tell the client what happened
+        connection.write(new OutboundFrame.StatusFrame(streamId, status, null));
     }
 
     // ------------------------------------------------------------ RpcStream (frames from the client)
