@@ -21,8 +21,9 @@ public final class RpcContext
     private final Metadata requestMetadata;
     private final Deadline deadline;
     private final String peer;
-    private final Metadata responseHeaders = new Metadata();
-    private final Metadata responseTrailers = new Metadata();
+    // created on first use: most calls add none
+    private Metadata responseHeaders;
+    private Metadata responseTrailers;
 
     /**
      * Created by the runtime for each call.
@@ -95,7 +96,27 @@ public final class RpcContext
      */
     public Metadata responseHeaders()
     {
+        if (responseHeaders == null)
+        {
+            responseHeaders = new Metadata();
+        }
         return responseHeaders;
+    }
+
+    /**
+     * @return true if response headers were added (lets the runtime skip them without creating them).
+     */
+    public boolean hasResponseHeaders()
+    {
+        return responseHeaders != null && !responseHeaders.isEmpty();
+    }
+
+    /**
+     * @return true if trailers were added.
+     */
+    public boolean hasResponseTrailers()
+    {
+        return responseTrailers != null && !responseTrailers.isEmpty();
     }
 
     /**
@@ -103,6 +124,10 @@ public final class RpcContext
      */
     public Metadata responseTrailers()
     {
+        if (responseTrailers == null)
+        {
+            responseTrailers = new Metadata();
+        }
         return responseTrailers;
     }
 

@@ -582,7 +582,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                     {
                         delivered = true;
                         status = terminalStatus;
-                        trailers = terminalTrailers != null ? terminalTrailers : new Metadata();
+                        trailers = terminalTrailers;
                         if (status.isOk() && unaryResponse && !receivedValue)
                         {
                             status = Status.INTERNAL.withDescription("No value received for " + method.fullMethodName());
@@ -614,7 +614,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
         channel.metrics().callEnded(method, status, startNanos);
         if (context != null)
         {
-            context.closed(status, trailers);
+            context.closed(status, trailers != null ? trailers : new Metadata());
         }
         if (cancelled)
         {

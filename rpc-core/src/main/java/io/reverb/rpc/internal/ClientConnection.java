@@ -102,13 +102,23 @@ final class ClientConnection extends RpcConnection
             {
                 FrameCodec.check(end - start >= 4, "STATUS truncated");
                 final int code = buffer.getInt(start);
-                final String[] description = new String[1];
-                final int at = FrameCodec.getString(buffer, start + 4, end, description);
-                final Metadata trailers = readMetadata(buffer, at, end);
+                String description = null;
+                int at = start + 4;
+                if (end - at >= 4 && buffer.getInt(at) == -1)
+                {
+                    at += 4; // no description: the common case, parsed without allocating
+                }
+                else
+                {
+                    final String[] text = new String[1];
+                    at = FrameCodec.getString(buffer, at, end, text);
+                    description = text[0];
+                }
+                final Metadata trailers = readMetadataOrNull(buffer, at, end);
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
-                    ((ClientCall<?, ?>)stream).onStatus(Status.fromCodeValue(code).withDescription(description[0]), trailers);
+                    ((ClientCall<?, ?>)stream).onStatus(Status.fromCodeValue(code).withDescription(description), trailers);
                 }
                 if (draining && streams.isEmpty())
                 {

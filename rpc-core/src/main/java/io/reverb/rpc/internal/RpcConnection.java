@@ -304,6 +304,16 @@ abstract class RpcConnection implements ConnectionHandler
         return metadata;
     }
 
+    /** Like {@link #readMetadata} but null for an empty block, which is the common case. */
+    static Metadata readMetadataOrNull(final ByteBuffer buffer, final int start, final int end) throws ProtocolException
+    {
+        if (end - start >= 2 && buffer.getShort(start) == 0)
+        {
+            return null;
+        }
+        return readMetadata(buffer, start, end);
+    }
+
     void onPingAck(final long payload)
     {
     }

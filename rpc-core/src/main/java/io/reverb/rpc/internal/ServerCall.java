@@ -39,8 +39,11 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private final ServerRuntime server;
     private final MethodDescriptor<Req, Resp> method;
     private final ServerCallHandler<Req, Resp> handler;
-    private final RpcContext rpcContext;
-    private final Context reactorContext;
+    private final Metadata requestMetadata;
+    private final Deadline deadline;
+    // created on first use: a plain unary handler never asks for them
+    private RpcContext rpcContext;
+    private volatile Context reactorContext;
     private final long timeoutNanos;
     private final boolean oneRequest;
     private final Scheduler.Worker worker;
@@ -85,10 +88,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         this.method = (MethodDescriptor<Req, Resp>)definition.method();
         this.handler = (ServerCallHandler<Req, Resp>)definition.handler();
         this.timeoutNanos = timeoutNanos;
-        final Deadline deadline = timeoutNanos >= 0 ?
+        this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
-        this.rpcContext = new RpcContext(method, metadata, deadline, connection.peer());
-        this.reactorContext = Context.of(RpcContext.CONTEXT_KEY, rpcContext);
+        this.requestMetadata = metadata;
         this.oneRequest = method.type().clientSendsOneMessage();
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
@@ -192,10 +194,26 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         responses.subscribe(this);
     }
 
+    private synchronized RpcContext context()
+    {
+        if (rpcContext == null)
+        {
+            rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
+                connection.peer());
+        }
+        return rpcContext;
+    }
+
+    private synchronized Metadata trailersCopy()
+    {
+        return rpcContext != null && rpcContext.hasResponseTrailers() ? rpcContext.responseTrailers().copy() : null;
+    }
+
     private ServerCallHandler<Req, Resp> intercepted()
     {
         ServerCallHandler<Req, Resp> next = handler;
         final ServerInterceptor[] interceptors = server.interceptors();
+        final RpcContext rpcContext = interceptors.length > 0 ? context() : null;
         for (int i = interceptors.length - 1; i >= 0; i--)
         {
             final ServerInterceptor interceptor = interceptors[i];
@@ -210,7 +228,13 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     public Context currentContext()
     {
-        return reactorContext;
+        Context context = reactorContext;
+        if (context == null)
+        {
+            context = Context.of(RpcContext.CONTEXT_KEY, context());
+            reactorContext = context;
+        }
+        return context;
     }
 
     @Override
@@ -241,7 +265,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         {
             if (closed)
             {
-                Operators.onDiscard(value, reactorContext);
+                Operators.onDiscard(value, currentContext());
                 return;
             }
             sendHeadersIfAny();
@@ -281,10 +305,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         if (!headersSent)
         {
             headersSent = true;
-            final Metadata headers = rpcContext.responseHeaders();
-            if (!headers.isEmpty())
+            if (rpcContext != null && rpcContext.hasResponseHeaders())
             {
-                connection.write(new OutboundFrame.Headers(streamId, headers.copy()));
+                connection.write(new OutboundFrame.Headers(streamId, rpcContext.responseHeaders().copy()));
             }
         }
     }
@@ -293,9 +316,13 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     public void onError(final Throwable t)
     {
         final Status status = Status.fromThrowable(t);
-        final Metadata trailers = rpcContext.responseTrailers().copy();
-        if (t instanceof RpcException)
+        Metadata trailers = trailersCopy();
+        if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
         {
+            if (trailers == null)
+            {
+                trailers = new Metadata();
+            }
             trailers.merge(((RpcException)t).trailers());
         }
         if (!(t instanceof RpcException))
@@ -309,8 +336,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     public void onComplete()
     {
-        final Metadata trailers = rpcContext.responseTrailers();
-        finish(Status.OK, trailers.isEmpty() ? null : trailers.copy());
+        finish(Status.OK, trailersCopy());
     }
 
     private void finish(final Status status, final Metadata trailers)
@@ -528,7 +554,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             pendingResponse = null;
             if (status != null)
             {
-                connection.write(new OutboundFrame.StatusFrame(streamId, status, rpcContext.responseTrailers().copy()));
+                connection.write(new OutboundFrame.StatusFrame(streamId, status, trailersCopy()));
             }
             if (!requestsDone && !requestsCancelled)
             {

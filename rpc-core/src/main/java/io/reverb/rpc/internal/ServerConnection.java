@@ -74,7 +74,7 @@ final class ServerConnection extends RpcConnection
         FrameCodec.check(initialRequestN >= 0, "negative initial demand");
         final int methodLength = buffer.getShort(start + 12) & 0xFFFF;
         FrameCodec.check(methodLength > 0 && start + 14 + methodLength <= end, "bad method name length");
-        final Metadata metadata = readMetadata(buffer, start + 14 + methodLength, end);
+        final Metadata metadata = readMetadataOrNull(buffer, start + 14 + methodLength, end);
 
         if (draining || server.isShutdown())
         {
