@@ -9,9 +9,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 /**
- * The transports the example tests run over: rpc-core's {@code inproc://} always, and {@code shm://}
- * (the examples' default) when an rpc transport for it is registered and available on this machine;
- * otherwise its tests are skipped with the reason.
+ * The transports the example tests run over: rpc-core's {@code inproc://} always; {@code shm://} (the
+ * examples' default) and {@code tcp://} (loopback) when an rpc transport for them is registered and
+ * available on this machine, otherwise their tests are skipped with the reason. Tests connect to
+ * {@code server.address()}, which names the port a {@code tcp://127.0.0.1:0} server was given.
  */
 public final class ExampleTransports
 {
@@ -26,16 +27,16 @@ public final class ExampleTransports
      */
     public static Stream<String> schemes()
     {
-        return Stream.of("inproc", "shm");
+        return Stream.of("inproc", "shm", "tcp");
     }
 
     /**
      * Skips the calling test when the scheme has no available transport, and otherwise names a fresh
      * endpoint for it.
      *
-     * @param scheme {@code inproc} or {@code shm}.
-     * @param name   a name for the endpoint, made unique per call.
-     * @return a URI such as {@code inproc://hello-3}.
+     * @param scheme {@code inproc}, {@code shm} or {@code tcp}.
+     * @param name   a name for the endpoint, made unique per call (ignored for tcp).
+     * @return a URI to listen on, such as {@code inproc://reverb-example-hello-1234-3} or {@code tcp://127.0.0.1:0}.
      */
     public static String uri(final String scheme, final String name)
     {
@@ -46,6 +47,10 @@ public final class ExampleTransports
             "no rpc transport is registered for " + scheme + "://");
         Assumptions.assumeTrue(providers.stream().anyMatch(TransportProvider::isAvailable),
             () -> scheme + ":// is not available here: " + providers.get(0).unavailabilityCause());
+        if ("tcp".equals(scheme))
+        {
+            return "tcp://127.0.0.1:0";
+        }
         return scheme + "://reverb-example-" + name + "-" + ProcessHandle.current().pid() + "-" + NEXT_NAME.incrementAndGet();
     }
 }

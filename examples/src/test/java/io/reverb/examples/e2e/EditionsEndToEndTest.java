@@ -31,7 +31,7 @@ class EditionsEndToEndTest
                     return Flux.range(0, request.getRepeat()).map(i -> request);
                 }
             }).build().start();
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final Word word = Word.newBuilder().setText("again").setRepeat(3).build();
 

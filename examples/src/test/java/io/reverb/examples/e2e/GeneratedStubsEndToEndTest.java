@@ -116,7 +116,7 @@ class GeneratedStubsEndToEndTest
     {
         final String serverUri = ExampleTransports.uri(scheme, "codegen-e2e");
         server = RpcServer.builder(serverUri).addService(new AwkwardService()).build().start();
-        channel = RpcChannel.builder(serverUri).build();
+        channel = RpcChannel.builder(server.address()).build();
         return AwkwardRpc.newReactorStub(channel);
     }
 

@@ -20,7 +20,7 @@ class HelloWorldExampleTest
     {
         final String uri = ExampleTransports.uri(scheme, "hello");
         try (RpcServer server = HelloWorldServer.start(uri);
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             assertThat(HelloWorldClient.greet(channel, "reverb")).isEqualTo("Hello, reverb!");
         }
@@ -36,7 +36,7 @@ class HelloWorldExampleTest
         try (RpcServer server = HelloWorldServer.start(uri))
         {
             System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
-            HelloWorldClient.main(new String[] {uri, "main"});
+            HelloWorldClient.main(new String[] {server.address(), "main"});
         }
         finally
         {

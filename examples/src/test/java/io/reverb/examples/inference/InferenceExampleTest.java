@@ -23,7 +23,7 @@ class InferenceExampleTest
     {
         final String uri = ExampleTransports.uri(scheme, "inference");
         try (RpcServer server = InferenceServer.start(uri);
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final int requests = 4;
             final InferenceClient.Result result = InferenceClient.run(channel, requests);
@@ -42,7 +42,7 @@ class InferenceExampleTest
     {
         final String uri = ExampleTransports.uri(scheme, "inference-invalid");
         try (RpcServer server = InferenceServer.start(uri);
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final InferRequest request = InferRequest.newBuilder()
                 .setInput(InferenceClient.input(0).toBuilder().setShape(0, 2048))

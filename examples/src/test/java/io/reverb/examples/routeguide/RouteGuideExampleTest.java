@@ -23,7 +23,7 @@ class RouteGuideExampleTest
             RouteGuideData.distanceMetres(RouteGuideData.gridPoint(1, 1), RouteGuideData.point(0, 0));
 
         try (RpcServer server = RouteGuideServer.start(uri);
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             assertThat(new RouteGuideClient(channel).tour()).containsExactly(
                 "GetFeature: 'Place 1-2' at (40.1000000, -73.8000000)",
@@ -40,7 +40,7 @@ class RouteGuideExampleTest
     {
         final String uri = ExampleTransports.uri(scheme, "routeguide-many");
         try (RpcServer server = RouteGuideServer.start(uri);
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final RouteGuideClient client = new RouteGuideClient(channel);
             final List<Point> route = java.util.stream.IntStream.range(0, 1000)
