@@ -31,14 +31,35 @@
  * returning, and the transport may then repost or reuse the memory. The RPC layer may change the buffer's
  * position, limit and byte order during the callback.
  *
+ * <h2>Re-entrancy (what a transport must allow)</h2>
+ * <ul>
+ *   <li>{@code tryClaim}/{@code commit}/{@code abort} are called from inside {@code onMessage} (a server handler that
+ *       answers at once writes its response on the transport's thread) and from inside {@code onWritable}.</li>
+ *   <li>{@code close()} may be called from inside any callback.</li>
+ *   <li>{@code onMessage} may run user code (server handlers, client subscribers) unless the application moved it to a
+ *       scheduler; a misbehaving handler can block the transport's thread. That is documented to users as a
+ *       mistake; the transport need not defend against it.</li>
+ *   <li>A claim is always committed or aborted before the RPC layer claims again on the same connection, and within
+ *       the same thread; it never holds a claim across callbacks.</li>
+ *   <li>After {@code BACK_PRESSURED} the RPC layer queues its frames and waits for {@code onWritable}; it does not
+ *       spin on {@code tryClaim}. A transport must therefore call {@code onWritable} reliably (no lost wake-up), and
+ *       must not report BACK_PRESSURED for a message that could never fit (use TOO_LARGE).</li>
+ * </ul>
+ *
  * <h2>Closing</h2>
  * {@link io.reverb.rpc.transport.Connection#close()} is graceful: messages already committed are delivered, then
  * both ends see {@link io.reverb.rpc.transport.ConnectionHandler#onClose} exactly once (cause null for an orderly
  * close, the error otherwise, e.g. the peer died).
  *
+ * <p>Addresses: {@link io.reverb.rpc.transport.ServerListener#address()} must be a URI that
+ * {@link io.reverb.rpc.transport.TransportProvider#connect} accepts (an ephemeral port resolved);
+ * {@code RpcServer.address()} returns it. {@link io.reverb.rpc.transport.Connection#remoteAddress()} is what server
+ * handlers see as {@code RpcContext.peer()}.
+ *
  * <h2>Resources</h2>
  * Connections and providers report {@link io.reverb.rpc.transport.ResourceUsage}: buffers and bytes held for
  * claims, messages in flight and undelivered inbound messages. Tests assert it returns to zero after every test and
- * stays bounded while a slow consumer holds back a fast producer.
+ * stays bounded while a slow consumer holds back a fast producer. {@code AbstractTransportSpiTest} and
+ * {@code AbstractRpcTransportTest} in rpc-core's test-jar check all of the above for a new transport.
  */
 package io.reverb.rpc.transport;
