@@ -258,6 +258,29 @@ public abstract class AbstractRpcTransportTest
     }
 
     @Test
+    void shouldExposeConnectableAddressAndPeer()
+    {
+        assertThat(server.address()).isNotBlank();
+        final RpcChannel c = newChannel(server.address(), b -> b);
+        final AtomicReference<String> peer = new AtomicReference<>();
+        final String uri = newServerUri();
+        startServer(uri, b -> b.intercept(new ServerInterceptor()
+        {
+            @Override
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+            {
+                peer.set(ctx.peer());
+                return next.handle(requests);
+            }
+        }));
+        StepVerifier.create(ClientCalls.unary(c, TestService.ECHO, CallOptions.DEFAULT, str("a")))
+            .expectNext(str("a")).expectComplete().verify(TIMEOUT);
+        StepVerifier.create(ClientCalls.unary(newChannel(uri, b -> b), TestService.ECHO, CallOptions.DEFAULT, str("b")))
+            .expectNext(str("b")).expectComplete().verify(TIMEOUT);
+        assertThat(peer.get()).isNotBlank();
+    }
+
+    @Test
     void shouldRunHandlerWithRpcContext()
     {
         StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO,
@@ -709,6 +732,7 @@ public abstract class AbstractRpcTransportTest
         assumeTrue(killServerConnections(serverUri), "transport cannot simulate a dead peer");
         final Throwable t = failure.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         assertStatus(t, StatusCode.UNAVAILABLE);
+        assertThat(service.cancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("server handler cancelled").isTrue();
         // the channel reconnects for the next call
         StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, str("again")))
             .expectNext(str("again")).expectComplete().verify(TIMEOUT);
