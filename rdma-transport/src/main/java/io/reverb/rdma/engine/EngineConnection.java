@@ -56,6 +56,7 @@ final class EngineConnection implements Connection
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
+    private static final int NO_RENDEZVOUS = Integer.MIN_VALUE;
 
     final RdmaEngine engine;
     final EngineConfig config;
@@ -132,6 +133,11 @@ final class EngineConnection implements Connection
     private UnsafeBuffer deliveringBuffer;
     private int deliveringOffset;
     private int deliveringLength;
+    private final WorkCompletions singleCompletion = new WorkCompletions(1);
+    private int parkedSlot = -1;
+    private int parkedOffset;
+    private int parkedEnd;
+    private int parkedRendezvousId;
     private boolean closeReceived;
     private boolean disconnectRequested;
     private long closeDeadlineNanos;
@@ -488,6 +494,10 @@ final class EngineConnection implements Connection
                 while (p < tail)
                 {
                     final int index = (int)(p % ringCapacity);
+                    if (index == 0 && p != posted)
+                    {
+                        break; // a batch is one contiguous range of the ring: it ends where the ring wraps
+                    }
                     final int type = ring.getInt(index + Wire.FRAME_TYPE_OFFSET);
                     if (type <= 0 || type == Wire.FRAME_PAD)
                     {
@@ -784,14 +794,9 @@ final class EngineConnection implements Connection
             work += n;
             onSendCompletions(wc, n);
         }
-        if (handler != null || state >= STATE_CLOSED || disconnected)
+        if (pollReceives(wc))
         {
-            n = recvCq.poll(wc);
-            if (n > 0)
-            {
-                work += n;
-                onReceiveCompletions(wc, n);
-            }
+            work++;
         }
         if (work > 0)
         {
@@ -928,19 +933,20 @@ final class EngineConnection implements Connection
                 continue;
             }
             final int slot = (int)wc.wrId(i);
+            final boolean done;
             if (wc.opcode(i) == WcOpcode.RECV_RDMA_WITH_IMM)
             {
-                onRendezvousData(wc.immData(i));
+                done = onRendezvousData(slot, wc.immData(i));
             }
             else
             {
-                onBatch(slot, wc.byteLen(i));
+                done = onBatch(slot, wc.byteLen(i));
             }
             if (state >= STATE_CLOSED)
             {
                 return;
             }
-            if (!disconnected && postReceive(slot))
+            if (done && !disconnected && postReceive(slot))
             {
                 reposted++;
             }
@@ -950,6 +956,43 @@ final class EngineConnection implements Connection
             owed += reposted;
             flushLocked();
         }
+    }
+
+    /**
+     * Before a handler is set, receives are taken one at a time; one that holds a message is parked
+     * (not re-posted, and nothing after it is taken) until the handler arrives. Credits and control
+     * frames keep flowing until then, so a send-only user need not set a handler at all.
+     */
+    private boolean pollReceives(final WorkCompletions wc)
+    {
+        if (parkedSlot >= 0)
+        {
+            if (handler == null)
+            {
+                return false;
+            }
+            final int slot = parkedSlot;
+            parkedSlot = -1;
+            final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
+                onRendezvousData(slot, parkedRendezvousId) : onBatchFrames(slot, parkedOffset, parkedEnd);
+            if (done && state < STATE_CLOSED && !disconnected && postReceive(slot))
+            {
+                synchronized (lock)
+                {
+                    owed++;
+                    flushLocked();
+                }
+            }
+            return true;
+        }
+        final WorkCompletions target = handler != null ? wc : singleCompletion;
+        final int n = recvCq.poll(target);
+        if (n > 0)
+        {
+            onReceiveCompletions(target, n);
+            return true;
+        }
+        return false;
     }
 
     private boolean postReceive(final int slot)
@@ -965,13 +1008,14 @@ final class EngineConnection implements Connection
         return true;
     }
 
-    private void onBatch(final int slot, final int byteLength)
+    /** @return false if parked (no handler yet): the slot is not to be re-posted now. */
+    private boolean onBatch(final int slot, final int byteLength)
     {
         final int base = slot * slotLength;
         if (byteLength < Wire.BATCH_HEADER_LENGTH)
         {
             protocolError("batch of " + byteLength + " bytes");
-            return;
+            return true;
         }
         final int returned = recvBuffer.getInt(base + Wire.BATCH_CREDITS_OFFSET);
         final int controlLength = recvBuffer.getInt(base + Wire.BATCH_CONTROL_LENGTH_OFFSET);
@@ -979,7 +1023,7 @@ final class EngineConnection implements Connection
             Wire.BATCH_HEADER_LENGTH + controlLength > byteLength)
         {
             protocolError("bad batch header (credits " + returned + ", control " + controlLength + ")");
-            return;
+            return true;
         }
         if (returned > 0)
         {
@@ -994,14 +1038,18 @@ final class EngineConnection implements Connection
         {
             onControlFrame(offset);
         }
-        final int end = base + byteLength;
-        final MessageHandler h = handler;
+        return onBatchFrames(slot, offset, base + byteLength);
+    }
+
+    private boolean onBatchFrames(final int slot, final int start, final int end)
+    {
+        int offset = start;
         while (offset < end)
         {
             if (end - offset < Wire.FRAME_HEADER_LENGTH)
             {
                 protocolError("truncated frame");
-                return;
+                return true;
             }
             final int length = recvBuffer.getInt(offset + Wire.FRAME_LENGTH_OFFSET);
             final int type = recvBuffer.getInt(offset + Wire.FRAME_TYPE_OFFSET);
@@ -1010,7 +1058,13 @@ final class EngineConnection implements Connection
                 if (length < 0 || offset + Wire.FRAME_HEADER_LENGTH + length > end)
                 {
                     protocolError("data frame of " + length + " bytes overruns its batch");
-                    return;
+                    return true;
+                }
+                final MessageHandler h = handler;
+                if (h == null)
+                {
+                    park(slot, offset, end, NO_RENDEZVOUS);
+                    return false;
                 }
                 stats.eagerMessagesReceived++;
                 stats.eagerBytesReceived += length;
@@ -1025,9 +1079,18 @@ final class EngineConnection implements Connection
             else
             {
                 protocolError("unknown frame type " + type);
-                return;
+                return true;
             }
         }
+        return true;
+    }
+
+    private void park(final int slot, final int offset, final int end, final int rendezvousId)
+    {
+        parkedSlot = slot;
+        parkedOffset = offset;
+        parkedEnd = end;
+        parkedRendezvousId = rendezvousId;
     }
 
     private void deliver(
@@ -1226,22 +1289,29 @@ final class EngineConnection implements Connection
         }
     }
 
-    private void onRendezvousData(final int id)
+    private boolean onRendezvousData(final int slot, final int id)
     {
+        final MessageHandler h = handler;
+        if (h == null)
+        {
+            park(slot, 0, 0, id);
+            return false;
+        }
         final BufferPool.Buffer buffer = inbound.remove(id);
         if (buffer == null)
         {
             protocolError("rendezvous data for unknown id " + id);
-            return;
+            return true;
         }
         stats.rendezvousMessagesReceived++;
         stats.rendezvousBytesReceived += buffer.length;
-        deliver(handler, buffer.buffer, 0, buffer.length, buffer);
+        deliver(h, buffer.buffer, 0, buffer.length, buffer);
         if (!buffer.retained)
         {
             recvPool.release(buffer);
         }
         grantQueuedRendezvous();
+        return true;
     }
 
     private void onRecvBufferReleased()
@@ -1573,7 +1643,7 @@ final class EngineConnection implements Connection
     @Override
     public void setHandler(final MessageHandler handler)
     {
-        this.handler = handler;
+        this.handler = java.util.Objects.requireNonNull(handler, "handler");
         requestAttention();
     }
 

@@ -1,0 +1,465 @@
+package io.reverb.rdma.engine;
+
+import static io.reverb.rdma.engine.EngineTestSupport.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Message delivery over shm between two engines of this process. */
+class EngineMessagingTest
+{
+    /** Records (length, checksum ok) of every message, in order. */
+    static final class Recorder implements MessageHandler
+    {
+        final ConcurrentLinkedQueue<long[]> messages = new ConcurrentLinkedQueue<>();
+        final AtomicInteger count = new AtomicInteger();
+        volatile long nextSeed;
+
+        @Override
+        public void onMessage(final org.agrona.DirectBuffer buffer, final int offset, final int length)
+        {
+            final long seed = nextSeed++;
+            messages.add(new long[] {length, check(buffer, offset, length, seed) ? 1 : 0});
+            count.incrementAndGet();
+        }
+    }
+
+    @Test
+    void shouldDeliverMessagesFromZeroBytesTo64MiBWithContentIntact() throws Exception
+    {
+        final int max = 64 * 1024 * 1024;
+        final Recorder recorder = new Recorder();
+        final EngineConfig big = config(PollingMode.ADAPTIVE).maxInboundMessageSize(max).maxOutboundMessageSize(max)
+            .rendezvousPoolBytes(2L * max);
+        final EngineConfig big2 = config(PollingMode.ADAPTIVE).maxInboundMessageSize(max).maxOutboundMessageSize(max)
+            .rendezvousPoolBytes(2L * max);
+        try (EnginePair pair = new EnginePair(big, big2, recorder))
+        {
+            final int[] sizes = {0, 1, 7, 8, 15, 16, 17, 1000, 1023, 1024, 1025, 4096, 65_535, 65_536, 65_537,
+                1 << 20, (1 << 20) + 3, 16 << 20, max - 1, max};
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < sizes.length; i++)
+            {
+                send(pair.client, claim, sizes[i], i);
+            }
+            await("all delivered", () -> recorder.count.get() == sizes.length);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            for (int i = 0; i < sizes.length; i++)
+            {
+                assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
+                assertThat(got.get(i)[1]).as("content of message " + i + " (" + sizes[i] + " bytes)").isEqualTo(1);
+            }
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldSwitchToRendezvousExactlyAboveTheEagerLimit() throws Exception
+    {
+        final Recorder recorder = new Recorder();
+        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
+        {
+            final int s = pair.client.eagerLimit();
+            assertThat(s).isEqualTo(1024);
+            final MessageClaim claim = new MessageClaim();
+            assertThat(pair.client.tryClaim(s - 1, claim)).isEqualTo(Connection.OK);
+            assertThat(claim.isRendezvous()).isFalse();
+            fill(claim.buffer(), claim.offset(), s - 1, 0);
+            claim.commit();
+            assertThat(pair.client.tryClaim(s, claim)).isEqualTo(Connection.OK);
+            assertThat(claim.isRendezvous()).isFalse();
+            fill(claim.buffer(), claim.offset(), s, 1);
+            claim.commit();
+            assertThat(pair.client.tryClaim(s + 1, claim)).isEqualTo(Connection.OK);
+            assertThat(claim.isRendezvous()).isTrue();
+            fill(claim.buffer(), claim.offset(), s + 1, 2);
+            claim.commit();
+            await("three delivered", () -> recorder.count.get() == 3);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            assertThat(got).extracting(m -> m[0]).containsExactly((long)s - 1, (long)s, (long)s + 1);
+            assertThat(got).extracting(m -> m[1]).containsOnly(1L);
+            assertThat(pair.server.stats().eagerMessagesReceived()).isEqualTo(2);
+            assertThat(pair.server.stats().rendezvousMessagesReceived()).isEqualTo(1);
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void shouldDeliverAFloodFromSeveralThreadsInOrderPerSenderWithoutExceedingCredits() throws Exception
+    {
+        final int threads = 4;
+        final int perThread = 20_000;
+        final int[] next = new int[threads];
+        final AtomicInteger received = new AtomicInteger();
+        final AtomicReference<String> problem = new AtomicReference<>();
+        final MessageHandler handler = (buffer, offset, length) ->
+        {
+            final int thread = buffer.getInt(offset);
+            final int seq = buffer.getInt(offset + 4);
+            if (seq != next[thread] && problem.get() == null)
+            {
+                problem.set("thread " + thread + " expected " + next[thread] + " got " + seq);
+            }
+            if (!check(buffer, offset + 8, length - 8, thread * 1_000_000L + seq) && problem.get() == null)
+            {
+                problem.set("bad content from thread " + thread + " seq " + seq);
+            }
+            next[thread] = seq + 1;
+            received.incrementAndGet();
+        };
+        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), handler))
+        {
+            final java.util.Queue<String> closes = new ConcurrentLinkedQueue<>();
+            pair.client.onClose(cause -> closes.add("client closed: " + cause));
+            pair.server.onClose(cause -> closes.add("server closed: " + cause));
+            final CountDownLatch start = new CountDownLatch(1);
+            final List<Thread> senders = new ArrayList<>();
+            for (int t = 0; t < threads; t++)
+            {
+                final int thread = t;
+                final Thread sender = new Thread(() ->
+                {
+                    final MessageClaim claim = new MessageClaim();
+                    final java.util.Random random = new java.util.Random(thread);
+                    try
+                    {
+                        start.await();
+                    }
+                    catch (final InterruptedException ex)
+                    {
+                        return;
+                    }
+                    for (int seq = 0; seq < perThread; seq++)
+                    {
+                        final int length = 8 + random.nextInt(200);
+                        int rc;
+                        while ((rc = pair.client.tryClaim(length, claim)) == Connection.BACK_PRESSURED)
+                        {
+                            Thread.yield();
+                        }
+                        if (rc != Connection.OK)
+                        {
+                            problem.compareAndSet(null, "tryClaim returned " + Connection.resultName(rc));
+                            return;
+                        }
+                        claim.buffer().putInt(claim.offset(), thread);
+                        claim.buffer().putInt(claim.offset() + 4, seq);
+                        fill(claim.buffer(), claim.offset() + 8, length - 8, thread * 1_000_000L + seq);
+                        claim.commit();
+                    }
+                });
+                senders.add(sender);
+                sender.start();
+            }
+            start.countDown();
+            for (final Thread sender : senders)
+            {
+                sender.join(TIMEOUT_MS);
+            }
+            await("all delivered", () -> received.get() == threads * perThread || problem.get() != null || !closes.isEmpty());
+            assertThat(closes).isEmpty();
+            assertThat(problem.get()).isNull();
+            for (int t = 0; t < threads; t++)
+            {
+                assertThat(next[t]).isEqualTo(perThread);
+            }
+            // Coalescing: concurrent small messages shared SENDs.
+            assertThat(pair.client.stats().sendsPosted()).isLessThanOrEqualTo(pair.client.stats().eagerMessagesSent());
+            assertThat(pair.client.stats().eagerMessagesSent()).isEqualTo((long)threads * perThread);
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(PollingMode.class)
+    void shouldDeliverInEveryPollingMode(final PollingMode mode) throws Exception
+    {
+        final AtomicReference<Connection> serverSide = new AtomicReference<>();
+        // Echo server: ping-pong exercises the poller's idle path on every message.
+        final int rounds = mode == PollingMode.BUSY ? 300 : 1000;
+        final AtomicInteger pongs = new AtomicInteger();
+        final java.util.function.Consumer<Connection> echo = c ->
+        {
+            serverSide.set(c);
+            final MessageClaim reply = new MessageClaim();
+            c.setHandler((buffer, offset, length) ->
+            {
+                if (c.tryClaim(length, reply) == Connection.OK)
+                {
+                    reply.buffer().putBytes(reply.offset(), buffer, offset, length);
+                    reply.commit();
+                }
+            });
+        };
+        try (EnginePair pair = new EnginePair(config(mode), config(mode), echo))
+        {
+            pair.client.setHandler((buffer, offset, length) -> pongs.incrementAndGet());
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < rounds; i++)
+            {
+                send(pair.client, claim, 64, i);
+                final int expected = i + 1;
+                await("pong " + i, () -> pongs.get() == expected);
+            }
+            assertThat(pair.serverEngine.pollerPolls(0)).isPositive();
+            if (mode != PollingMode.BUSY)
+            {
+                assertThat(pair.serverEngine.pollerSleeps(0)).as("the poller blocked at least once").isPositive();
+            }
+            assertQuiescent(pair.client, serverSide.get());
+        }
+    }
+
+    @Test
+    void shouldBackPressureWhenThePeerDoesNotReceiveAndCallOnWritableLater() throws Exception
+    {
+        final AtomicReference<Connection> serverSide = new AtomicReference<>();
+        final Recorder recorder = new Recorder();
+        // The server does not set a handler at first, so nothing is received and no credits return.
+        try (EnginePair pair = new EnginePair(config(PollingMode.EVENT), config(PollingMode.EVENT), c -> serverSide.set(c)))
+        {
+            final MessageClaim claim = new MessageClaim();
+            int sent = 0;
+            int rc;
+            // Fill until a round adds nothing: by then completions of the SENDs that credits allowed
+            // have freed what they could, and the ring holds only messages waiting for credits.
+            int before;
+            do
+            {
+                before = sent;
+                while ((rc = pair.client.tryClaim(500, claim)) == Connection.OK)
+                {
+                    fill(claim.buffer(), claim.offset(), 500, sent++);
+                    claim.commit();
+                    assertThat(sent).as("the ring must fill up").isLessThan(10_000);
+                }
+                assertThat(rc).isEqualTo(Connection.BACK_PRESSURED);
+                Thread.sleep(100);
+            }
+            while (sent != before);
+            assertThat(pair.client.creditsAvailable()).as("one credit stays reserved").isLessThanOrEqualTo(1);
+            final CountDownLatch writable = new CountDownLatch(1);
+            pair.client.onWritable(writable::countDown);
+            assertThat(writable.await(200, TimeUnit.MILLISECONDS)).as("not writable while the peer is stalled").isFalse();
+            serverSide.get().setHandler(recorder);
+            assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
+            send(pair.client, claim, 500, sent++);
+            final int total = sent;
+            await("all delivered", () -> recorder.count.get() == total);
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            assertThat(pair.client.stats().creditStalls()).isPositive();
+            // Messages that waited for credits left coalesced: fewer SENDs than messages.
+            assertThat(pair.client.stats().sendsPosted()).isLessThan(pair.client.stats().eagerMessagesSent());
+            assertQuiescent(pair.client, serverSide.get());
+        }
+    }
+
+    @Test
+    void shouldQueueRendezvousWhenTheReceiversPoolIsExhaustedThenComplete() throws Exception
+    {
+        final int size = 200_000; // size class 256 KiB
+        final List<RetainedMessage> held = new ArrayList<>();
+        final AtomicInteger delivered = new AtomicInteger();
+        final AtomicReference<Connection> serverSide = new AtomicReference<>();
+        final AtomicInteger bad = new AtomicInteger();
+        final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(256 * 1024)
+            .maxOutboundMessageSize(256 * 1024).rendezvousPoolBytes(512 * 1024); // two buffers
+        try (EnginePair pair = new EnginePair(serverConfig, config(PollingMode.ADAPTIVE), c ->
+        {
+            serverSide.set(c);
+            c.setHandler((buffer, offset, length) ->
+            {
+                if (!check(buffer, offset, length, delivered.get()))
+                {
+                    bad.incrementAndGet();
+                }
+                delivered.incrementAndGet();
+                synchronized (held)
+                {
+                    held.add(c.retain()); // keep the buffer: the pool runs dry after two messages
+                }
+            });
+        }))
+        {
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < 5; i++)
+            {
+                send(pair.client, claim, size, i);
+            }
+            await("two delivered and the third queued",
+                () -> delivered.get() == 2 && serverSide.get().queuedRendezvousRequests() == 1);
+            assertThat(serverSide.get().poolBuffersInUse()).isEqualTo(2);
+            assertThat(pair.client.pendingRendezvous()).isEqualTo(3);
+            synchronized (held)
+            {
+                held.forEach(RetainedMessage::release);
+                held.clear();
+            }
+            // Each release lets one more through; keep releasing until all five are in.
+            await("all delivered", () ->
+            {
+                synchronized (held)
+                {
+                    held.forEach(RetainedMessage::release);
+                    held.clear();
+                }
+                return delivered.get() == 5;
+            });
+            synchronized (held)
+            {
+                held.forEach(RetainedMessage::release);
+                held.clear();
+            }
+            assertThat(bad.get()).isZero();
+            assertThat(serverSide.get().stats().rendezvousQueued()).isPositive();
+            assertQuiescent(pair.client, serverSide.get());
+        }
+    }
+
+    @Test
+    void shouldBackPressureWhenTheSendersPoolIsExhaustedAndResumeOnWritable() throws Exception
+    {
+        final Recorder recorder = new Recorder();
+        final EngineConfig clientConfig = config(PollingMode.ADAPTIVE).maxOutboundMessageSize(256 * 1024)
+            .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024); // one send buffer
+        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), clientConfig, recorder))
+        {
+            final MessageClaim first = new MessageClaim();
+            final MessageClaim second = new MessageClaim();
+            assertThat(pair.client.tryClaim(200_000, first)).isEqualTo(Connection.OK);
+            assertThat(pair.client.tryClaim(200_000, second)).as("the only buffer is claimed")
+                .isEqualTo(Connection.BACK_PRESSURED);
+            final CountDownLatch writable = new CountDownLatch(1);
+            pair.client.onWritable(writable::countDown);
+            fill(first.buffer(), first.offset(), 200_000, 0);
+            first.commit();
+            assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
+            send(pair.client, second, 200_000, 1);
+            await("both delivered", () -> recorder.count.get() == 2);
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void shouldRefuseAnOversizeMessageWithAClearErrorAndStayUsable() throws Exception
+    {
+        final Recorder recorder = new Recorder();
+        final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(100_000);
+        try (EnginePair pair = new EnginePair(serverConfig, config(PollingMode.ADAPTIVE), recorder))
+        {
+            assertThat(pair.client.peerMaxInboundMessageSize()).isEqualTo(100_000);
+            final AtomicReference<Throwable> failure = new AtomicReference<>();
+            final AtomicReference<Long> failedId = new AtomicReference<>();
+            pair.client.setSendErrorHandler((id, length, cause) ->
+            {
+                failedId.set(id);
+                failure.set(cause);
+            });
+            final MessageClaim claim = new MessageClaim();
+            recorder.nextSeed = 0;
+            send(pair.client, claim, 10, 0);
+            final long refusedId = send(pair.client, claim, 150_000, 99);
+            await("refused", () -> failure.get() != null);
+            assertThat(failedId.get()).isEqualTo(refusedId);
+            assertThat(failure.get()).isInstanceOf(MessageRefusedException.class)
+                .hasMessageContaining("150000 bytes")
+                .hasMessageContaining("maxInboundMessageSize of 100000");
+            // Still usable, both ways of sending.
+            send(pair.client, claim, 100_000, 1);
+            send(pair.client, claim, 20, 2);
+            await("three delivered", () -> recorder.count.get() == 3);
+            assertThat(recorder.messages).extracting(m -> m[0]).containsExactly(10L, 100_000L, 20L);
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            assertThat(pair.client.isConnected()).isTrue();
+            assertThat(pair.server.stats().rendezvousRefused()).isEqualTo(1);
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void shouldReturnTooLargeForClaimsAboveTheOutboundLimit() throws Exception
+    {
+        try (EnginePair pair = new EnginePair(config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
+        {
+            assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new MessageClaim())).isEqualTo(Connection.TOO_LARGE);
+        }
+    }
+
+    @Test
+    void shouldDrainInFlightMessagesOnGracefulClose() throws Exception
+    {
+        final Recorder recorder = new Recorder();
+        final AtomicReference<Throwable> serverCause = new AtomicReference<>(new Throwable("not closed"));
+        final AtomicReference<Throwable> clientCause = new AtomicReference<>(new Throwable("not closed"));
+        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c ->
+        {
+            c.setHandler(recorder);
+            c.onClose(serverCause::set);
+        }))
+        {
+            pair.client.onClose(clientCause::set);
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < 300; i++)
+            {
+                send(pair.client, claim, i % 7 == 0 ? 5000 : 100, i);
+            }
+            pair.client.close();
+            assertThat(pair.client.tryClaim(10, claim)).isEqualTo(Connection.CLOSED);
+            await("closed on both sides", () -> pair.client.isClosed() && pair.server.isClosed());
+            assertThat(recorder.count.get()).isEqualTo(300);
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            assertThat(clientCause.get()).isNull();
+            assertThat(serverCause.get()).isNull();
+            assertThat(pair.client.poolBuffersInUse()).isZero();
+            assertThat(pair.server.poolBuffersInUse()).isZero();
+            assertThat(pair.clientEngine.connections()).isEmpty();
+            assertThat(pair.serverEngine.connections()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldFailPendingSendsWhenThePeerEngineGoesAway() throws Exception
+    {
+        final AtomicReference<Throwable> clientCause = new AtomicReference<>();
+        final ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
+        // Server never receives: messages pile up in the client's ring and pool.
+        final EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c -> { });
+        try
+        {
+            pair.client.onClose(clientCause::set);
+            pair.client.setSendErrorHandler((id, length, cause) -> failures.add(cause));
+            final MessageClaim claim = new MessageClaim();
+            send(pair.client, claim, 100_000, 0); // a rendezvous whose RTS is never answered
+            int committed = 1;
+            while (pair.client.tryClaim(300, claim) == Connection.OK)
+            {
+                claim.commit();
+                committed++;
+            }
+            assertThat(pair.client.pendingRendezvous()).isEqualTo(1);
+            assertThat(pair.client.poolBuffersInUse()).isEqualTo(1);
+            pair.serverEngine.context().close(); // abrupt: no CLOSE exchange
+            await("client failed", () -> clientCause.get() != null);
+            assertThat(clientCause.get()).isInstanceOf(PeerDisconnectedException.class);
+            assertThat(failures).isNotEmpty().allMatch(t -> t instanceof PeerDisconnectedException);
+            assertThat(failures.size()).isLessThanOrEqualTo(committed);
+            assertThat(pair.client.tryClaim(10, claim)).isEqualTo(Connection.NOT_CONNECTED);
+            assertThat(pair.client.poolBuffersInUse()).isZero();
+        }
+        finally
+        {
+            pair.close();
+        }
+    }
+}
