@@ -99,6 +99,17 @@ class ReverbBenchCliTest
     }
 
     @Test
+    void shouldDriveReverbAndCompareItWithGrpcJava() throws Exception
+    {
+        final int status = run("--compare", "inproc://cli-reverb,grpc-inproc://cli-grpc", "--kind", "server-streaming",
+            "--stream-messages", "10", "-n", "100", "-c", "2", "--warmup", "0", "-q");
+
+        assertThat(status).isZero();
+        assertThat(stdout()).contains("== reverb inproc", "== grpc-java inproc", "[OK]  100 responses",
+            "vs grpc-java inproc", "lower");
+    }
+
+    @Test
     void shouldRejectUnknownOptionsAndConflictingLengths()
     {
         assertThatThrownBy(() -> run("--frobnicate")).isInstanceOf(IllegalArgumentException.class)
