@@ -799,6 +799,67 @@ public abstract class AbstractRpcTransportTest
     }
 
     @Test
+    void shouldSurviveRandomFramesOnOtherConnections() throws Exception
+    {
+        final TransportProvider provider = Transports.providerFor(Transports.parse(serverUri));
+        final java.util.Random random = new java.util.Random(42);
+        final List<Connection> raws = new ArrayList<>();
+        for (int c = 0; c < 20; c++)
+        {
+            final Connection raw = provider.connect(Transports.parse(server.address()), new ConnectionHandler()
+            {
+                @Override
+                public void onMessage(final Connection connection, final ByteBuffer message)
+                {
+                }
+
+                @Override
+                public void onWritable(final Connection connection)
+                {
+                }
+
+                @Override
+                public void onClose(final Connection connection, final Throwable cause)
+                {
+                }
+            }).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            raws.add(raw);
+            for (int m = 0; m < 10; m++)
+            {
+                // a plausible header (length, version 1, a frame type, stream id) followed by random bytes
+                final int length = 12 + random.nextInt(64);
+                final WriteClaim claim = new WriteClaim();
+                if (raw.tryClaim(length, claim) != ClaimResult.OK)
+                {
+                    break;
+                }
+                final ByteBuffer b = claim.buffer().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                final int o = claim.offset();
+                for (int i = 0; i < length; i++)
+                {
+                    b.put(o + i, (byte)random.nextInt());
+                }
+                if (random.nextBoolean())
+                {
+                    b.putInt(o, random.nextInt(3) == 0 ? random.nextInt() : length);
+                    b.put(o + 4, (byte)1);
+                    b.put(o + 5, (byte)(1 + random.nextInt(9)));
+                    b.putShort(o + 6, (short)random.nextInt(2));
+                    b.putInt(o + 8, 1 + m);
+                }
+                claim.commit();
+            }
+        }
+        // whatever the server made of that, it still serves a well-behaved client
+        StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, str("still here")))
+            .expectNext(str("still here")).expectComplete().verify(TIMEOUT);
+        for (final Connection raw : raws)
+        {
+            raw.close();
+        }
+    }
+
+    @Test
     void shouldFailFastWhenServerIsDownAndWaitForReadyWhenAsked() throws Exception
     {
         final String uri = newServerUri();

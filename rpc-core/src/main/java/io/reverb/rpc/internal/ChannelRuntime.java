@@ -215,6 +215,10 @@ public final class ChannelRuntime
         boolean connect = false;
         synchronized (this)
         {
+            if (call.isDone())
+            {
+                return; // cancelled or timed out before it could wait: never park it
+            }
             if (closed)
             {
                 failure = Status.UNAVAILABLE.withDescription("channel closed");
