@@ -1,0 +1,80 @@
+package io.reverb.rdma.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The other process of the cross-process tests. Usage: {@code EngineChild <verify|hoard> <name>}.
+ * Prints {@code READY} once listening, then serves one connection:
+ * <ul>
+ *   <li>verify: checks message i against the content pattern of seed i and answers a 24-byte ack
+ *       (index, length, content ok, its pool buffers in use during the delivery, its RNR errors).</li>
+ *   <li>hoard: like verify, but retains every message forever, so its small rendezvous pool runs
+ *       dry and further requests queue (the parent then kills this process mid-rendezvous).</li>
+ * </ul>
+ */
+public final class EngineChild
+{
+    private EngineChild()
+    {
+    }
+
+    public static void main(final String[] args) throws Exception
+    {
+        final String mode = args[0];
+        final String name = args[1];
+        boolean micrometer;
+        try
+        {
+            Class.forName("io.micrometer.core.instrument.MeterRegistry");
+            micrometer = true;
+        }
+        catch (final ClassNotFoundException ex)
+        {
+            micrometer = false;
+        }
+        final boolean hoard = "hoard".equals(mode);
+        final EngineConfig config = EngineTestSupport.config(PollingMode.ADAPTIVE).name("child")
+            .maxInboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024).maxOutboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024)
+            .rendezvousPoolBytes(hoard ? 512 * 1024 : 128L * 1024 * 1024);
+        final CountDownLatch closed = new CountDownLatch(1);
+        final List<RetainedMessage> hoarded = new ArrayList<>();
+        try (RdmaEngine engine = RdmaEngine.open("shm", config))
+        {
+            engine.listen(name, c ->
+            {
+                final MessageClaim ack = new MessageClaim();
+                final long[] index = {0};
+                c.onClose(cause -> closed.countDown());
+                c.setHandler((buffer, offset, length) ->
+                {
+                    final long i = index[0]++;
+                    final boolean ok = EngineTestSupport.check(buffer, offset, length, i);
+                    if (hoard && length > c.eagerLimit())
+                    {
+                        hoarded.add(c.retain());
+                    }
+                    if (c.tryClaim(24, ack) == Connection.OK)
+                    {
+                        ack.buffer().putInt(ack.offset(), (int)i);
+                        ack.buffer().putInt(ack.offset() + 4, length);
+                        ack.buffer().putInt(ack.offset() + 8, ok ? 1 : 0);
+                        ack.buffer().putInt(ack.offset() + 12, c.poolBuffersInUse());
+                        ack.buffer().putLong(ack.offset() + 16, c.stats().rnrErrors());
+                        ack.commit();
+                    }
+                    else
+                    {
+                        System.out.println("ACK-BACK-PRESSURED " + i);
+                    }
+                });
+            });
+            System.out.println("READY micrometer=" + micrometer);
+            System.out.flush();
+            closed.await(10, TimeUnit.MINUTES);
+        }
+        System.out.println("CLOSED");
+    }
+}
