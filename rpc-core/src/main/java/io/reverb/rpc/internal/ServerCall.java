@@ -500,24 +500,33 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     void onRequestN(final int n)
     {
         final long demand = fromWire(n);
-        execute(() ->
+        if (worker == null)
         {
-            final Subscription s;
-            synchronized (this)
+            requestResponses(demand); // no lambda per REQUEST_N on the common path
+        }
+        else
+        {
+            execute(() -> requestResponses(demand));
+        }
+    }
+
+    private void requestResponses(final long demand)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            if (closed)
             {
-                if (closed)
-                {
-                    return;
-                }
-                s = upstream;
-                if (s == null)
-                {
-                    upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
-                    return;
-                }
+                return;
             }
-            s.request(demand);
-        });
+            s = upstream;
+            if (s == null)
+            {
+                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
+                return;
+            }
+        }
+        s.request(demand);
     }
 
     @Override
