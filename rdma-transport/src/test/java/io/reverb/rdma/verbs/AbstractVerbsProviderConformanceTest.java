@@ -461,6 +461,24 @@ public abstract class AbstractVerbsProviderConformanceTest
     }
 
     @Test
+    void shouldDeliverZeroLengthRdmaWriteWithImmWithoutCheckingTheRkey() throws Exception
+    {
+        connect();
+        final MemoryRegion notify = server.pd.allocate(64, Access.LOCAL_WRITE);
+        postRecv(server.qp, notify, 0, 64, 31);
+        final SendRequest request = new SendRequest().wrId(32).opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+            .flags(SendRequest.FLAG_SIGNALED).immData(0x1234);
+        assertThat(client.qp.postSend(request)).isEqualTo(PostResult.OK);
+
+        assertThat(awaitCompletions(client.sendCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+        final Completion received = awaitCompletions(server.recvCq, 1).get(0);
+        assertThat(received.status).isEqualTo(WcStatus.SUCCESS);
+        assertThat(received.opcode).isEqualTo(WcOpcode.RECV_RDMA_WITH_IMM);
+        assertThat(received.imm).isEqualTo(0x1234);
+        assertThat(received.byteLen).isZero();
+    }
+
+    @Test
     void shouldFailRdmaWriteWithBadRkeyAndLeaveTargetUntouched() throws Exception
     {
         connect();

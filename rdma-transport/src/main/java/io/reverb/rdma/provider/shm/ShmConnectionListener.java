@@ -25,7 +25,8 @@ final class ShmConnectionListener implements ConnectionListener
     private final Selector selector;
     private volatile boolean closed;
 
-    ShmConnectionListener(final ShmVerbsContext context, final String name, final Path socketPath) throws IOException
+    ShmConnectionListener(final ShmVerbsContext context, final String name, final Path socketPath, final int backlog)
+        throws IOException
     {
         this.context = context;
         this.name = name;
@@ -41,7 +42,7 @@ final class ShmConnectionListener implements ConnectionListener
         final ServerSocketChannel channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try
         {
-            channel.bind(UnixDomainSocketAddress.of(socketPath), 64);
+            channel.bind(UnixDomainSocketAddress.of(socketPath), Math.max(1, backlog));
             channel.configureBlocking(false);
             this.selector = Selector.open();
             channel.register(selector, SelectionKey.OP_ACCEPT);

@@ -364,7 +364,12 @@ final class ShmQueuePair implements QueuePair
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
-                if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_WRITE, false))
+                // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
+                if (total == 0)
+                {
+                    dstCount = 0;
+                }
+                else if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_WRITE, false))
                 {
                     return WcStatus.REM_ACCESS_ERR;
                 }
@@ -393,7 +398,11 @@ final class ShmQueuePair implements QueuePair
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
-                if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_READ, true))
+                if (total == 0)
+                {
+                    srcCount = 0;
+                }
+                else if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_READ, true))
                 {
                     return WcStatus.REM_ACCESS_ERR;
                 }

@@ -182,7 +182,7 @@ final class ShmVerbsContext implements VerbsContext
         synchronized (this)
         {
             ensureOpen();
-            final ShmConnectionListener listener = new ShmConnectionListener(this, name, socketPath(name));
+            final ShmConnectionListener listener = new ShmConnectionListener(this, name, socketPath(name), backlog);
             listeners.add(listener);
             files.add(listener.socketPath());
             return listener;
