@@ -810,7 +810,8 @@ public abstract class AbstractVerbsProviderConformanceTest
         try (ConnectionListener listener = context.listen(address, 4))
         {
             final Process child = startPeerProcess("connect-and-hold", listener.localAddress());
-            final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+            // A JVM start on a loaded machine can take a while: wait longer than for in-process events.
+            final ConnectionRequest request = listener.accept(3 * TIMEOUT_NANOS);
             assertThat(request).as("child connected").isNotNull();
             server.qp = request.accept(server.attributes(), null);
             awaitLine(child, "READY");
@@ -1095,6 +1096,8 @@ public abstract class AbstractVerbsProviderConformanceTest
         command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
         command.add("-Xmx128m");
         command.add("-XX:TieredStopAtLevel=1");
+        // Generous, so that a loaded machine cannot fail the child's handshake.
+        command.add("-D" + VerbsConfig.CONNECT_TIMEOUT_MS_PROP + "=60000");
         command.addAll(childJvmArguments());
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));

@@ -46,6 +46,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  *       closed (the peer sees EOF and goes to ERROR too), posted receives are flushed with
  *       WR_FLUSH_ERR, later requests are flushed, and each side's disconnect handler runs once.</li>
  *   <li>Flushed send requests always produce a completion, signaled or not.</li>
+ *   <li>{@code maxSendWr} is never reached: a request is finished when {@code postSend} returns, so
+ *       postSend never answers QUEUE_FULL. {@code maxRecvWr} is rounded up to a power of two.</li>
+ *   <li>Known limits: a peer process killed in the few instructions between claiming a CQ slot and
+ *       publishing it leaves that CQ stuck at the slot (the poller cannot tell a dead producer from a
+ *       slow one); a receive the dying peer had claimed but not yet completed is neither completed
+ *       nor flushed.</li>
  * </ul>
  */
 final class ShmQueuePair implements QueuePair

@@ -79,6 +79,7 @@ class ShmCrossProcessTest
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-Xmx256m",
             "-D" + VerbsConfig.SHM_DIR_PROP + "=" + directory,
+            "-D" + VerbsConfig.CONNECT_TIMEOUT_MS_PROP + "=60000",
             "-cp", System.getProperty("java.class.path"),
             ConformancePeer.class.getName(), ShmVerbsProvider.NAME, "echo", name)
             .redirectError(ProcessBuilder.Redirect.INHERIT)
@@ -86,7 +87,8 @@ class ShmCrossProcessTest
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         assertThat(out.readLine()).as("child ready").isEqualTo("READY");
 
-        context = new ShmVerbsProvider().open(VerbsConfig.defaults().withShmDirectory(directory));
+        context = new ShmVerbsProvider().open(VerbsConfig.defaults().withShmDirectory(directory)
+            .withConnectTimeoutNanos(TimeUnit.SECONDS.toNanos(60)));
         pd = context.allocPd();
         channel = context.createCompletionChannel();
         cq = context.createCq(1024, channel);
