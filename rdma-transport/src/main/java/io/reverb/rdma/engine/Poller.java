@@ -14,8 +14,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>EVENT: arm every CQ, poll once more (a completion that raced the arming raises no event),
  *       then block on the completion channel.</li>
  *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between productive cycles
- *       (clamped; only the minimum when traffic is sparser than the maximum), then yield for a
- *       while, then arm and block like EVENT.</li>
+ *       (clamped to [min, max]; gaps that spanned a sleep do not count), then yield for a while,
+ *       then arm and block like EVENT. When work arrives soon after the poller went to sleep, the
+ *       budget doubles: spinning a little longer would have caught it.</li>
  * </ul>
  * Every connection of a poller has its CQs bound to the poller's single completion channel.
  */
@@ -23,6 +24,9 @@ final class Poller implements Runnable
 {
     private static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final int GAP_SHIFT = 3; // mean over ~8 gaps
+    private static final int PHASE_SPIN = 0;
+    private static final int PHASE_YIELD = 1;
+    private static final int PHASE_SLEEP = 2;
 
     private final RdmaEngine engine;
     private final CompletionChannel channel;
@@ -37,6 +41,7 @@ final class Poller implements Runnable
 
     private long lastWorkNanos;
     private long meanGapNanos;
+    private int phase = PHASE_SPIN;
 
     // Counters: written by the poller thread only.
     long polls;
@@ -186,34 +191,59 @@ final class Poller implements Runnable
     private void adaptiveIdle(final int work)
     {
         final long now = System.nanoTime();
+        final long idle = now - lastWorkNanos;
         if (work > 0)
         {
-            // A gap that spanned a sleep only says "traffic is sparse": cap it so one sleep cannot
-            // keep the budget at its minimum for long once traffic is hot again.
-            final long gap = Math.min(now - lastWorkNanos, maxSpinNanos << 3);
-            meanGapNanos += (gap - meanGapNanos) >> GAP_SHIFT;
+            // Only gaps caught while spinning say how long to spin: a gap that spanned yielding or a
+            // sleep includes rescheduling and wake-up, and would talk the poller into spinning when
+            // the peer is not running (or into sleeping for ever after).
+            if (phase == PHASE_SPIN)
+            {
+                meanGapNanos += (idle - meanGapNanos) >> GAP_SHIFT;
+            }
+            phase = PHASE_SPIN;
             lastWorkNanos = now;
             return;
         }
-        final long idle = now - lastWorkNanos;
-        final long mean = meanGapNanos;
-        final long budget = mean > maxSpinNanos ? minSpinNanos : Math.max(minSpinNanos, Math.min(maxSpinNanos, mean << 2));
+        final long budget = Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2));
         if (idle < budget)
         {
             Thread.onSpinWait();
         }
         else if (idle < budget + yieldNanos)
         {
+            if (phase == PHASE_SPIN)
+            {
+                // The spin missed: let the budget shrink towards the minimum while misses go on.
+                meanGapNanos -= meanGapNanos >> 2;
+                phase = PHASE_YIELD;
+            }
             Thread.yield();
         }
         else
         {
-            sleep();
+            if (phase == PHASE_SPIN)
+            {
+                meanGapNanos -= meanGapNanos >> 2;
+            }
+            phase = PHASE_SLEEP;
+            final long sleepStart = System.nanoTime();
+            final boolean woken = sleep();
+            if (woken && System.nanoTime() - sleepStart < budget)
+            {
+                // Work came within one more budget of giving up: spinning a little longer would have
+                // caught it without a wake-up. Double the budget (up to the maximum).
+                meanGapNanos = Math.min(maxSpinNanos >> 2, Math.max(meanGapNanos << 1, minSpinNanos >> 1));
+            }
         }
     }
 
-    /** Arm, re-poll, block. */
-    private void sleep()
+    /**
+     * Arm, re-poll, block.
+     *
+     * @return true if work or a completion event ended the sleep (not a time-out).
+     */
+    private boolean sleep()
     {
         final EngineConnection[] conns = connections;
         for (final EngineConnection connection : conns)
@@ -223,14 +253,17 @@ final class Poller implements Runnable
         if (doWork() > 0)
         {
             lastWorkNanos = System.nanoTime();
-            return;
+            phase = PHASE_SPIN;
+            return true;
         }
         sleeps++;
+        boolean woken = false;
         try
         {
             if (channel.await(MAX_SLEEP_NANOS) > 0)
             {
                 wakeups++;
+                woken = true;
             }
         }
         catch (final IOException ex)
@@ -245,5 +278,6 @@ final class Poller implements Runnable
         {
             connection.tick();
         }
+        return woken;
     }
 }
