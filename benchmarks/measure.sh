@@ -5,7 +5,7 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="$root/benchmarks/results"
+out="$root/benchmarks/results/$(date -u +%Y%m%d-%H%M)"
 secs="${1:-10}"
 bench="$root/bin/reverb-bench"
 mkdir -p "$out"
@@ -51,6 +51,5 @@ log "5. JMH: latency and allocation per call (-prof gc)"
 targets="grpc-netty,grpc-inproc"
 if "$bench" --uri inproc://probe -n 10 --warmup 0 -q --format csv >/dev/null 2>&1; then targets="reverb-inproc,$targets"; fi
 if [[ "$reverb" == shm://* ]]; then targets="reverb-shm-adaptive,reverb-shm-busy,reverb-shm-event,$targets"; fi
-"$bench" jmh UnaryLatencyBenchmark -prof gc -p "target=$targets" -wi 3 -w 2s -i 3 -r 2s -f 1 \
-  -rf json -rff jmh-latency.json > jmh-latency.txt 2>&1
+"$bench" jmh UnaryLatencyBenchmark -prof gc -p "target=$targets" -wi 3 -w 2s -i 3 -r 2s -f 1 > jmh-latency.txt 2>&1
 log "done"
