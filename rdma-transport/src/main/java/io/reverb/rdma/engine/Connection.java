@@ -107,6 +107,14 @@ public interface Connection extends AutoCloseable
     @Override
     void close();
 
+    /**
+     * Tears the connection down at once, without draining or a CLOSE exchange (the peer sees a
+     * disconnect). Pending sends fail with the cause; close callbacks get it.
+     *
+     * @param cause why; reported locally.
+     */
+    void abort(Throwable cause);
+
     /** @return the peer's address. */
     String remoteAddress();
 
@@ -133,6 +141,9 @@ public interface Connection extends AutoCloseable
 
     /** @return rendezvous registered bytes handed out (both directions). */
     long poolBytesInUse();
+
+    /** @return send-ring bytes claimed, committed or in flight and not yet completed (0 when idle). */
+    long sendBytesInFlight();
 
     /** @return outgoing rendezvous not yet completed plus incoming ones granted or queued. */
     int pendingRendezvous();

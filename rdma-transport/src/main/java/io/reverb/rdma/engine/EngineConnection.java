@@ -1408,6 +1408,12 @@ final class EngineConnection implements Connection
     }
 
     @Override
+    public void abort(final Throwable cause)
+    {
+        failLater(cause != null ? cause : new EngineException("connection to " + remoteAddress + " aborted"));
+    }
+
+    @Override
     public void close()
     {
         final CompletableFuture<Void> f = closeAsync();
@@ -1748,6 +1754,15 @@ final class EngineConnection implements Connection
     long poolBytesAllocated()
     {
         return (sendPool == null ? 0 : sendPool.bytesAllocated()) + (recvPool == null ? 0 : recvPool.bytesAllocated());
+    }
+
+    @Override
+    public long sendBytesInFlight()
+    {
+        synchronized (lock)
+        {
+            return state >= STATE_CLOSED ? 0 : tail - head;
+        }
     }
 
     @Override

@@ -1,0 +1,227 @@
+package io.reverb.rdma.rpc;
+
+import io.reverb.rdma.engine.MessageClaim;
+import io.reverb.rdma.engine.MessageHandler;
+import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.ResourceUsage;
+import io.reverb.rpc.transport.WriteClaim;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.agrona.DirectBuffer;
+
+/**
+ * rpc-core's transport {@link Connection} over one engine connection. Claims go straight into the
+ * engine's registered send ring or rendezvous buffer; inbound messages are handed over as a
+ * {@link ByteBuffer} view of the receive slot or rendezvous buffer (reused, not copied).
+ */
+final class EngineTransportConnection implements Connection, WriteClaim.Committer, MessageHandler, ResourceUsage
+{
+    private final io.reverb.rdma.engine.Connection engine;
+    private final String localAddress;
+    private final String remoteAddress;
+    private final MessageClaim claim = new MessageClaim();
+    private final AtomicBoolean claimBusy = new AtomicBoolean();
+    private final AtomicBoolean writableArmed = new AtomicBoolean();
+    private final Runnable onWritable = this::fireWritable;
+    private volatile ConnectionHandler handler;
+    private DirectBuffer viewSource;
+    private ByteBuffer view;
+
+    EngineTransportConnection(final io.reverb.rdma.engine.Connection engine, final String localAddress, final String remoteAddress)
+    {
+        this.engine = engine;
+        this.localAddress = localAddress;
+        this.remoteAddress = remoteAddress;
+    }
+
+    /** Starts delivery to the handler (before any event of this connection). */
+    void bind(final ConnectionHandler handler)
+    {
+        this.handler = handler;
+        engine.onClose(cause -> handler.onClose(this, cause));
+        engine.setHandler(this);
+    }
+
+    io.reverb.rdma.engine.Connection engineConnection()
+    {
+        return engine;
+    }
+
+    @Override
+    public int tryClaim(final int length, final WriteClaim writeClaim)
+    {
+        if (length > maxMessageLength())
+        {
+            return ClaimResult.TOO_LARGE;
+        }
+        // rpc-core keeps one claim per connection at a time; another thread's concurrent claim gets its own object.
+        final MessageClaim c = claimBusy.compareAndSet(false, true) ? claim : new MessageClaim();
+        final int rc = engine.tryClaim(length, c);
+        switch (rc)
+        {
+            case io.reverb.rdma.engine.Connection.OK:
+                writeClaim.wrap(c.byteBuffer(), c.offset(), length, this, c == claim ? 1 : 0);
+                pending(writeClaim, c);
+                return ClaimResult.OK;
+            case io.reverb.rdma.engine.Connection.BACK_PRESSURED:
+                release(c);
+                if (writableArmed.compareAndSet(false, true))
+                {
+                    engine.onWritable(onWritable);
+                }
+                return ClaimResult.BACK_PRESSURED;
+            case io.reverb.rdma.engine.Connection.TOO_LARGE:
+                release(c);
+                return ClaimResult.TOO_LARGE;
+            default:
+                release(c);
+                return ClaimResult.CLOSED;
+        }
+    }
+
+    private MessageClaim extraClaim;
+
+    private void pending(final WriteClaim writeClaim, final MessageClaim c)
+    {
+        if (c != claim)
+        {
+            synchronized (this)
+            {
+                extraClaim = c; // rare: only when claims overlap across threads
+            }
+        }
+    }
+
+    private void release(final MessageClaim c)
+    {
+        if (c == claim)
+        {
+            claimBusy.set(false);
+        }
+    }
+
+    private MessageClaim claimOf(final WriteClaim writeClaim)
+    {
+        if (writeClaim.token() == 1)
+        {
+            return claim;
+        }
+        synchronized (this)
+        {
+            final MessageClaim c = extraClaim;
+            extraClaim = null;
+            return c;
+        }
+    }
+
+    @Override
+    public int commit(final WriteClaim writeClaim)
+    {
+        final MessageClaim c = claimOf(writeClaim);
+        c.commit();
+        release(c);
+        return engine.isClosed() ? ClaimResult.CLOSED : ClaimResult.OK;
+    }
+
+    @Override
+    public void abort(final WriteClaim writeClaim)
+    {
+        final MessageClaim c = claimOf(writeClaim);
+        c.abort();
+        release(c);
+    }
+
+    private void fireWritable()
+    {
+        writableArmed.set(false);
+        final ConnectionHandler h = handler;
+        if (h != null)
+        {
+            h.onWritable(this);
+        }
+    }
+
+    @Override
+    public void onMessage(final DirectBuffer buffer, final int offset, final int length)
+    {
+        final ByteBuffer source = buffer.byteBuffer();
+        final ByteBuffer message;
+        if (source != null)
+        {
+            if (buffer != viewSource)
+            {
+                viewSource = buffer;
+                view = source.duplicate();
+            }
+            final int start = buffer.wrapAdjustment() + offset;
+            view.clear();
+            view.limit(start + length).position(start);
+            view.order(java.nio.ByteOrder.BIG_ENDIAN);
+            message = view;
+        }
+        else
+        {
+            // A buffer over raw memory: copy (not the case for the shm provider).
+            final byte[] bytes = new byte[length];
+            buffer.getBytes(offset, bytes);
+            message = ByteBuffer.wrap(bytes);
+        }
+        handler.onMessage(this, message);
+    }
+
+    @Override
+    public int maxMessageLength()
+    {
+        return Math.min(engine.peerMaxInboundMessageSize(), ShmTransportProvider.config().maxOutboundMessageSize());
+    }
+
+    @Override
+    public void close()
+    {
+        engine.closeAsync();
+    }
+
+    @Override
+    public boolean isOpen()
+    {
+        return engine.isConnected();
+    }
+
+    @Override
+    public String localAddress()
+    {
+        return localAddress;
+    }
+
+    @Override
+    public String remoteAddress()
+    {
+        return remoteAddress;
+    }
+
+    @Override
+    public ResourceUsage resourceUsage()
+    {
+        return this;
+    }
+
+    @Override
+    public long buffersInUse()
+    {
+        return engine.isClosed() ? 0 : engine.poolBuffersInUse() + (engine.sendBytesInFlight() > 0 ? 1 : 0);
+    }
+
+    @Override
+    public long bytesInUse()
+    {
+        return engine.isClosed() ? 0 : engine.poolBytesInUse() + engine.sendBytesInFlight();
+    }
+
+    @Override
+    public String toString()
+    {
+        return "EngineTransportConnection{" + localAddress + " -> " + remoteAddress + ", " + engine + '}';
+    }
+}

@@ -1,0 +1,22 @@
+package io.reverb.rdma.rpc;
+
+import io.reverb.rpc.AbstractRpcTransportTest;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** rpc-core's call suite over {@code shm://}, i.e. over the connection engine. */
+class ShmRpcTest extends AbstractRpcTransportTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    @Override
+    protected String newServerUri()
+    {
+        return "shm://rpc-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
+    }
+
+    @Override
+    protected boolean killServerConnections(final String serverUri)
+    {
+        return ShmTransportProvider.killServerConnections(serverUri.substring("shm://".length())) > 0;
+    }
+}
