@@ -26,14 +26,10 @@ log "1. main job: Reverb ($reverb) and grpc-java Netty, unary 64 B, c=1"
 "$bench" report main.json > main.txt
 
 if [[ "$reverb" == shm://* ]]; then
-  for mode in BUSY EVENT ADAPTIVE; do
-    log "2. shm polling $mode, unary 64 B, c=1"
-    "$bench" --uri "shm://measure-$mode-$$" --polling "$mode" -z "${secs}s" --format json -o "polling-$mode.json" -q
-  done
-  log "2. grpc-java in-process and Netty direct executor, unary 64 B, c=1"
-  "$bench" --compare "grpc-inproc://measure,grpc://127.0.0.1:0?direct=true" -z "${secs}s" --format json -o grpc-others.json -q
-  "$bench" report main.json polling-BUSY.json polling-EVENT.json polling-ADAPTIVE.json grpc-others.json \
-    --html polling.html > polling.txt
+  log "2. shm in each polling mode, grpc-java Netty and in-process, unary 64 B, c=1"
+  "$bench" --compare "shm://modes-$$,grpc://127.0.0.1:0,grpc-inproc://modes" --polling BUSY,EVENT,ADAPTIVE \
+    -z "${secs}s" --format json -o polling.json --html polling.html -q
+  "$bench" report polling.json > polling.txt
 fi
 
 log "3. unary 1 MiB echo, c=1"
@@ -43,7 +39,7 @@ log "3. unary 1 MiB echo, c=1"
 log "4. idle server CPU, default polling"
 if [[ "$reverb" == shm://* ]]; then
   "$bench" idle-cpu --uri "shm://idle-$$" --seconds 10s > idle.txt
-  "$bench" idle-cpu --uri "shm://idle-busy-$$" --polling BUSY --seconds 10s >> idle.txt
+  "$bench" idle-cpu --uri "shm://idle-modes-$$" --polling EVENT,BUSY --seconds 10s >> idle.txt
 fi
 "$bench" idle-cpu --uri grpc://127.0.0.1:0 --seconds 10s >> idle.txt
 
@@ -53,3 +49,10 @@ if "$bench" --uri inproc://probe -n 10 --warmup 0 -q --format csv >/dev/null 2>&
 if [[ "$reverb" == shm://* ]]; then targets="reverb-shm-adaptive,reverb-shm-busy,reverb-shm-event,$targets"; fi
 "$bench" jmh UnaryLatencyBenchmark -prof gc -p "target=$targets" -wi 3 -w 2s -i 3 -r 2s -f 1 > jmh-latency.txt 2>&1
 log "done"
+
+if [[ -n "${MEASURE_JMH_ALL:-}" ]]; then
+  log "6. JMH: throughput with 1/16/128 outstanding, 1 MiB echo, server streaming"
+  "$bench" jmh 'UnaryThroughputBenchmark|LargeEchoBenchmark|ServerStreamingBenchmark' -p "target=$targets" \
+    -wi 2 -w 1s -i 3 -r 1s -f 1 > jmh-throughput.txt 2>&1
+  log "done"
+fi

@@ -67,8 +67,10 @@ public final class BenchOptions
     public CallKind kind = CallKind.UNARY;
     /** Messages per streaming call. */
     public int streamMessages = 100;
-    /** Polling mode for Reverb transports, or null for their default. */
+    /** Polling mode for Reverb transports (the first of {@link #pollingModes}), or null for their default. */
     public String polling;
+    /** Polling modes to run each polling Reverb target in; empty for the transport's default. */
+    public final List<String> pollingModes = new ArrayList<>();
     /** Warm-up duration in ns (0 for none). */
     public long warmupNanos = 3_000_000_000L;
     /** Where the server runs. */
@@ -141,11 +143,15 @@ public final class BenchOptions
                 case "--stream-messages" -> o.streamMessages = Integer.parseInt(in.take(name, inline));
                 case "--polling" ->
                 {
-                    o.polling = in.take(name, inline).toUpperCase(Locale.ROOT);
-                    if (!List.of("BUSY", "EVENT", "ADAPTIVE").contains(o.polling))
+                    for (final String mode : in.take(name, inline).toUpperCase(Locale.ROOT).split(","))
                     {
-                        throw new IllegalArgumentException("--polling must be BUSY, EVENT or ADAPTIVE: " + o.polling);
+                        if (!List.of("BUSY", "EVENT", "ADAPTIVE").contains(mode.trim()))
+                        {
+                            throw new IllegalArgumentException("--polling must be BUSY, EVENT or ADAPTIVE: " + mode);
+                        }
+                        o.pollingModes.add(mode.trim());
                     }
+                    o.polling = o.pollingModes.get(0);
                 }
                 case "--warmup" -> o.warmupNanos = Formats.parseDuration(in.take(name, inline));
                 case "--server" -> o.server = ServerPlacement.parse(in.take(name, inline));

@@ -68,7 +68,8 @@ public final class ReverbBench
                                 grpc://127.0.0.1:0, and an HTML report in reverb-bench-report.html
           --server PLACE        separate-process (default), same-process, none (connect to a running server)
           --server-jvm-arg ARG  extra JVM argument for a server process (repeatable)
-          --polling MODE        BUSY | EVENT | ADAPTIVE, for Reverb transports that poll completions
+          --polling MODES       BUSY | EVENT | ADAPTIVE (or a list, e.g. BUSY,EVENT,ADAPTIVE: one run per mode),
+                                for Reverb transports that poll completions (default: the transport's, ADAPTIVE)
 
         Load:
           -c N                  calls outstanding (default 1)
@@ -173,20 +174,27 @@ public final class ReverbBench
         }
         final List<Integer> payloads = o.payloads.isEmpty() ? List.of(64) : o.payloads;
         final long duration = o.totalCalls == 0 && o.durationNanos == 0 ? TimeUnit.SECONDS.toNanos(10) : o.durationNanos;
-        final TargetSettings settings = new TargetSettings(o.polling);
 
         final List<RunResult> runs = new ArrayList<>();
         for (final String path : o.inputs)
         {
             runs.addAll(JsonReport.read(Files.readString(Path.of(path))));
         }
+        int runIndex = 0;
         for (final int payload : payloads)
         {
             final LoadSpec spec = new LoadSpec(o.kind, payload, o.streamMessages, o.concurrency, o.totalCalls, duration,
                 o.rps, o.progress);
             for (final String text : uris)
             {
-                runs.add(runOne(URI.create(text), spec, settings, o, err));
+                final URI uri = URI.create(text);
+                final boolean polls = Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri);
+                final List<String> modes = polls && !o.pollingModes.isEmpty() ?
+                    o.pollingModes : java.util.Collections.singletonList(null);
+                for (final String mode : modes)
+                {
+                    runs.add(runOne(uniqueName(uri, o, runIndex++), spec, mode, o, err));
+                }
             }
         }
         emit(runs, o, out, err);
@@ -206,15 +214,31 @@ public final class ReverbBench
         return 0;
     }
 
+    /**
+     * A shm:// server started by the tool gets a fresh name per run, so that runs never meet the
+     * files of the previous run's server.
+     */
+    private static URI uniqueName(final URI uri, final BenchOptions o, final int runIndex)
+    {
+        if (runIndex == 0 || o.server == BenchOptions.ServerPlacement.NONE || !"shm".equals(uri.getScheme()) ||
+            uri.getHost() == null)
+        {
+            return uri;
+        }
+        final String text = uri.toString();
+        final int at = text.indexOf(uri.getHost()) + uri.getHost().length();
+        return URI.create(text.substring(0, at) + "-" + runIndex + text.substring(at));
+    }
+
     private static RunResult runOne(
-        final URI uri, final LoadSpec spec, final TargetSettings settings, final BenchOptions o, final PrintStream err)
+        final URI uri, final LoadSpec spec, final String polling, final BenchOptions o, final PrintStream err)
         throws Exception
     {
+        final TargetSettings settings = new TargetSettings(polling);
         final Target target = Targets.forUri(uri);
         final BenchOptions.ServerPlacement placement = Targets.isInProcessOnly(uri) && o.server != BenchOptions.ServerPlacement.NONE ?
             BenchOptions.ServerPlacement.SAME_PROCESS : o.server;
-        final String label = Targets.label(uri) + (o.polling != null && target.framework().equals("reverb") &&
-            !"inproc".equals(uri.getScheme()) ? " " + o.polling.toLowerCase(Locale.ROOT) : "");
+        final String label = Targets.label(uri) + (polling != null ? " " + polling.toLowerCase(Locale.ROOT) : "");
         err.printf(Locale.ROOT, "-- %s: %s, %s, server %s%n", label, uri, describeLength(spec, o), placement.cliName());
 
         ServerProcess process = null;
@@ -224,7 +248,7 @@ public final class ReverbBench
         {
             case SEPARATE_PROCESS ->
             {
-                process = ServerProcess.start(uri.toString(), o.polling, o.serverJvmArgs, Duration.ofSeconds(60));
+                process = ServerProcess.start(uri.toString(), polling, o.serverJvmArgs, Duration.ofSeconds(60));
                 address = process.uri();
             }
             case SAME_PROCESS ->
@@ -245,7 +269,7 @@ public final class ReverbBench
             result.framework = target.framework();
             result.uri = address;
             result.server = placement.cliName();
-            result.polling = o.polling != null && target.framework().equals("reverb") ? o.polling : "";
+            result.polling = polling == null ? "" : polling;
             return result;
         }
         finally
@@ -359,16 +383,26 @@ public final class ReverbBench
     {
         final List<String> uris = o.uris.isEmpty() ? List.of(defaultUris().get(0)) : o.uris;
         final List<String> lines = new ArrayList<>();
+        final List<String> modes = o.pollingModes.isEmpty() ? java.util.Collections.singletonList(null) : o.pollingModes;
+        final List<String[]> runs = new ArrayList<>();
         for (final String text : uris)
         {
-            final URI uri = URI.create(text);
+            for (final String mode : modes)
+            {
+                runs.add(new String[]{text, mode});
+            }
+        }
+        for (int runIndex = 0; runIndex < runs.size(); runIndex++)
+        {
+            final String mode = runs.get(runIndex)[1];
+            final URI uri = uniqueName(URI.create(runs.get(runIndex)[0]), o, runIndex);
             if (Targets.isInProcessOnly(uri))
             {
                 throw new IllegalArgumentException("idle-cpu needs a server in its own process, not " + uri);
             }
             final Target target = Targets.forUri(uri);
-            try (ServerProcess server = ServerProcess.start(text, o.polling, o.serverJvmArgs, Duration.ofSeconds(60));
-                EchoClient client = target.connect(URI.create(server.uri()), new TargetSettings(o.polling)))
+            try (ServerProcess server = ServerProcess.start(uri.toString(), mode, o.serverJvmArgs, Duration.ofSeconds(60));
+                EchoClient client = target.connect(URI.create(server.uri()), new TargetSettings(mode)))
             {
                 final BytesValue request = EchoService.payload(64);
                 for (int i = 0; i < 10_000; i++)
@@ -389,7 +423,7 @@ public final class ReverbBench
                 final String line = String.format(Locale.ROOT,
                     "%s  polling %s: idle server process used %.2f%% of one core over %.1f s " +
                     "(%.1f ms CPU); the idle client process %.2f%%",
-                    server.uri(), o.polling == null ? "default" : o.polling, 100.0 * serverCpu / wall, wall / 1e9,
+                    server.uri(), mode == null ? "default" : mode, 100.0 * serverCpu / wall, wall / 1e9,
                     serverCpu / 1e6, 100.0 * clientCpu / wall);
                 lines.add(line);
                 err.println(line);
