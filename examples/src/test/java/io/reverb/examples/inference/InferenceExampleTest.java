@@ -1,6 +1,7 @@
 package io.reverb.examples.inference;
 
 import io.reverb.examples.ExampleTransports;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
@@ -8,6 +9,7 @@ import io.reverb.rpc.StatusCode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -19,14 +21,23 @@ class InferenceExampleTest
 {
     @ParameterizedTest(name = "{0}")
     @MethodSource("io.reverb.examples.ExampleTransports#schemes")
-    void shouldScoreFourMebibyteTensors(final String scheme)
+    void shouldScoreFourMebibyteTensors(final String scheme) throws ReflectiveOperationException
     {
         final String uri = ExampleTransports.uri(scheme, "inference");
         try (RpcServer server = InferenceServer.start(uri);
             RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final int requests = 4;
+            final long rendezvousBefore = "shm".equals(scheme) ? shmRendezvousMessagesSent() : 0;
+
             final InferenceClient.Result result = InferenceClient.run(channel, requests);
+
+            if ("shm".equals(scheme))
+            {
+                assertThat(shmRendezvousMessagesSent() - rendezvousBefore)
+                    .as("4 MiB requests travel by rendezvous (RDMA WRITE), not as eager SENDs")
+                    .isGreaterThanOrEqualTo(requests);
+            }
 
             assertThat(InferenceClient.input(0).getData().size()).isEqualTo(4 * 1024 * 1024);
             assertThat(result.model()).startsWith(InferenceService.MODEL);
@@ -34,6 +45,17 @@ class InferenceExampleTest
                 .mapToObj(i -> InferenceClient.expectedBestRow(i)).collect(Collectors.toList()));
             assertThat(result.bytesSent()).isEqualTo(requests * 4L * 1024 * 1024);
         }
+    }
+
+    /**
+     * The shm transport runs one connection engine per JVM (server and client here); its counters are not
+     * part of rpc-core's API, so they are read from rdma-transport's provider directly.
+     */
+    private static long shmRendezvousMessagesSent() throws ReflectiveOperationException
+    {
+        final Method engine = Class.forName("io.reverb.rdma.rpc.ShmTransportProvider").getDeclaredMethod("engine");
+        engine.setAccessible(true);
+        return ((RdmaEngine)engine.invoke(null)).stats().rendezvousMessagesSent();
     }
 
     @ParameterizedTest(name = "{0}")
