@@ -105,11 +105,16 @@ public final class ShmPingPong
     private static void awaitReady(final Process child) throws Exception
     {
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-        final String line = out.readLine();
-        if (!"READY".equals(line))
+        String line;
+        // Skip whatever JVM options print first (e.g. a flight recording's banner).
+        while ((line = out.readLine()) != null)
         {
-            throw new IllegalStateException("pong process did not start: " + line);
+            if (line.equals("READY"))
+            {
+                return;
+            }
         }
+        throw new IllegalStateException("pong process exited before it was ready (exit " + child.waitFor() + ")");
     }
 
     private static void ping(final int iterations, final int warmup, final int size) throws Exception
