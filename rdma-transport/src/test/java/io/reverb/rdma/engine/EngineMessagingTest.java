@@ -462,4 +462,41 @@ class EngineMessagingTest
             pair.close();
         }
     }
+    @Test
+    void shouldSpreadConnectionsOverSeveralPollers() throws Exception
+    {
+        final AtomicInteger received = new AtomicInteger();
+        final java.util.Set<String> pollerThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).pollerCount(2).name("server"));
+            RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT).name("client")))
+        {
+            final String name = uniqueName("pollers");
+            server.listen(name, c -> c.setHandler((buffer, offset, length) ->
+            {
+                pollerThreads.add(Thread.currentThread().getName());
+                received.incrementAndGet();
+            }));
+            final List<Connection> connections = new ArrayList<>();
+            for (int i = 0; i < 4; i++)
+            {
+                connections.add(client.connect(name));
+            }
+            final MessageClaim claim = new MessageClaim();
+            for (final Connection connection : connections)
+            {
+                for (int i = 0; i < 10; i++)
+                {
+                    send(connection, claim, 32, i);
+                }
+            }
+            await("all delivered", () -> received.get() == 40);
+            assertThat(pollerThreads).containsExactlyInAnyOrder("server-poller-0", "server-poller-1");
+            for (final Connection connection : connections)
+            {
+                connection.close();
+            }
+            await("server connections closed", () -> server.connections().isEmpty());
+            assertThat(server.poolBuffersInUse()).isZero();
+        }
+    }
 }
