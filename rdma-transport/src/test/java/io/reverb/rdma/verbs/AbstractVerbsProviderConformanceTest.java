@@ -335,7 +335,9 @@ public abstract class AbstractVerbsProviderConformanceTest
         final int slots = 64;
         final int messages = 20_000;
         final MemoryRegion recv = server.pd.allocate(slots * 64, Access.LOCAL_WRITE);
-        final MemoryRegion send = client.pd.allocate(64, Access.LOCAL_WRITE);
+        // One send slot per credit: a provider may read a SEND's memory after postSend returns (a NIC
+        // does), so a slot is rewritten only once the message it held has been received.
+        final MemoryRegion send = client.pd.allocate(slots * 64, Access.LOCAL_WRITE);
         for (int i = 0; i < slots; i++)
         {
             postRecv(server.qp, recv, i * 64, 64, i);
@@ -351,9 +353,10 @@ public abstract class AbstractVerbsProviderConformanceTest
         {
             if (credits > 0 && sent < messages)
             {
-                send.buffer().putInt(0, sent);
+                final int sendSlot = sent % slots;
+                send.buffer().putInt(sendSlot * 64, sent);
                 request.wrId(sent).flags(sent % 16 == 15 ? SendRequest.FLAG_SIGNALED : 0);
-                request.setSge(send, 0, 4);
+                request.setSge(send, sendSlot * 64, 4);
                 assertThat(client.qp.postSend(request)).isEqualTo(PostResult.OK);
                 sent++;
                 credits--;

@@ -1,0 +1,261 @@
+package io.reverb.rdma.provider.tcp;
+
+import java.io.IOException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.Arrays;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The context's "NIC": one thread with an NIO selector over the sockets of all the context's QPs.
+ * Each duty cycle it runs set-up tasks, lets every QP move staged work to its socket (and expire RNR
+ * waits), then selects, sleeping only when no QP has work: posting threads publish their request,
+ * then wake the selector if (and only if) the NIC said it was about to sleep, so a busy NIC costs
+ * posters no system call.
+ */
+final class TcpNic implements Runnable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(TcpNic.class);
+    private static final long IDLE_SELECT_MS = 100;
+    private static final TcpQueuePair[] NONE = new TcpQueuePair[0];
+
+    private final Selector selector;
+    private final Thread thread;
+    private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final Consumer<SelectionKey> onKey = this::onKey;
+    private volatile boolean running = true;
+    private volatile boolean asleep;
+    private TcpQueuePair[] queuePairs = NONE;
+
+    TcpNic(final String name) throws IOException
+    {
+        selector = Selector.open();
+        thread = new Thread(this, name);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** Nudges the NIC after work was published, if it may be sleeping. Any thread; no allocation. */
+    void wake()
+    {
+        if (asleep)
+        {
+            selector.wakeup();
+        }
+    }
+
+    /** Runs a task on the NIC thread (cold path). */
+    void execute(final Runnable task)
+    {
+        if (Thread.currentThread() == thread)
+        {
+            task.run();
+            return;
+        }
+        tasks.add(task);
+        selector.wakeup();
+    }
+
+    /** Runs a task on the NIC thread and waits for it; runs it here if the NIC has stopped. */
+    void executeAndWait(final Runnable task)
+    {
+        if (Thread.currentThread() == thread || !running)
+        {
+            task.run();
+            return;
+        }
+        final CountDownLatch done = new CountDownLatch(1);
+        final Runnable wrapper = () ->
+        {
+            try
+            {
+                task.run();
+            }
+            finally
+            {
+                done.countDown();
+            }
+        };
+        tasks.add(wrapper);
+        selector.wakeup();
+        try
+        {
+            while (!done.await(100, TimeUnit.MILLISECONDS))
+            {
+                if ((!running || !thread.isAlive()) && tasks.remove(wrapper))
+                {
+                    // Stopped before running our task: nobody else will, so run it here.
+                    wrapper.run();
+                    return;
+                }
+                if (!thread.isAlive())
+                {
+                    return;
+                }
+            }
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Adds a connected QP (any thread). */
+    void register(final TcpQueuePair qp)
+    {
+        execute(() ->
+        {
+            try
+            {
+                qp.register(selector);
+                final TcpQueuePair[] grown = Arrays.copyOf(queuePairs, queuePairs.length + 1);
+                grown[grown.length - 1] = qp;
+                queuePairs = grown;
+            }
+            catch (final IOException | RuntimeException ex)
+            {
+                LOG.warn("cannot register {} with the NIC selector", qp, ex);
+                qp.peerGone();
+            }
+        });
+    }
+
+    /** A QP closed its socket (NIC thread). */
+    void removed(final TcpQueuePair qp)
+    {
+        final TcpQueuePair[] current = queuePairs;
+        for (int i = 0; i < current.length; i++)
+        {
+            if (current[i] == qp)
+            {
+                final TcpQueuePair[] shrunk = new TcpQueuePair[current.length - 1];
+                System.arraycopy(current, 0, shrunk, 0, i);
+                System.arraycopy(current, i + 1, shrunk, i, current.length - i - 1);
+                queuePairs = shrunk;
+                return;
+            }
+        }
+    }
+
+    @Override
+    public void run()
+    {
+        try
+        {
+            while (running)
+            {
+                runTasks();
+                final long now = System.nanoTime();
+                long nextDeadline = Long.MAX_VALUE;
+                final TcpQueuePair[] qps = queuePairs;
+                for (final TcpQueuePair qp : qps)
+                {
+                    nextDeadline = Math.min(nextDeadline, qp.doWork(now));
+                }
+                asleep = true;
+                if (!tasks.isEmpty() || anyPendingWork())
+                {
+                    selector.selectNow(onKey);
+                }
+                else
+                {
+                    final long millis = nextDeadline == Long.MAX_VALUE ? IDLE_SELECT_MS :
+                        Math.max(1, Math.min(IDLE_SELECT_MS, TimeUnit.NANOSECONDS.toMillis(nextDeadline) + 1));
+                    selector.select(onKey, millis);
+                }
+                asleep = false;
+            }
+        }
+        catch (final Throwable t)
+        {
+            if (running)
+            {
+                LOG.error("tcp:// NIC thread failed; its connections go down", t);
+            }
+        }
+        finally
+        {
+            running = false;
+            asleep = false;
+            for (final TcpQueuePair qp : queuePairs)
+            {
+                qp.peerGone();
+            }
+            runTasks();
+            try
+            {
+                selector.close();
+            }
+            catch (final IOException ignore)
+            {
+                // Closing anyway.
+            }
+        }
+    }
+
+    private boolean anyPendingWork()
+    {
+        for (final TcpQueuePair qp : queuePairs)
+        {
+            if (qp.hasPendingWork())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void onKey(final SelectionKey key)
+    {
+        final TcpQueuePair qp = (TcpQueuePair)key.attachment();
+        try
+        {
+            qp.onReady(key);
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("{} failed on the NIC thread; disconnecting it", qp, ex);
+            qp.peerGone();
+        }
+    }
+
+    private void runTasks()
+    {
+        Runnable task;
+        while ((task = tasks.poll()) != null)
+        {
+            try
+            {
+                task.run();
+            }
+            catch (final RuntimeException ex)
+            {
+                LOG.error("tcp:// NIC task failed", ex);
+            }
+        }
+    }
+
+    /** Stops the thread after taking every remaining QP down. Idempotent. */
+    void close()
+    {
+        running = false;
+        selector.wakeup();
+        if (Thread.currentThread() != thread)
+        {
+            try
+            {
+                thread.join(TimeUnit.SECONDS.toMillis(10));
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
