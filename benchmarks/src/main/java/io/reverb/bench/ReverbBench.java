@@ -10,6 +10,7 @@ import io.reverb.bench.report.JsonReport;
 import io.reverb.bench.report.TextReport;
 import io.reverb.bench.target.BenchServer;
 import io.reverb.bench.target.EchoClient;
+import io.reverb.bench.target.ShmPolling;
 import io.reverb.bench.target.Target;
 import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
@@ -193,7 +194,16 @@ public final class ReverbBench
                     o.pollingModes : java.util.Collections.singletonList(null);
                 for (final String mode : modes)
                 {
-                    runs.add(runOne(uniqueName(uri, o, runIndex++), spec, mode, o, err));
+                    final URI unique = uniqueName(uri, o, runIndex++);
+                    if (mode != null && "shm".equals(uri.getScheme()) && !ShmPolling.canApply(mode))
+                    {
+                        // This JVM's shm engine already runs another mode: measure from a fresh client JVM.
+                        runs.addAll(runInClientProcess(unique, payload, mode, o, err));
+                    }
+                    else
+                    {
+                        runs.add(runOne(unique, spec, mode, o, err));
+                    }
                 }
             }
         }
@@ -212,6 +222,58 @@ public final class ReverbBench
             }
         }
         return 0;
+    }
+
+    private static List<RunResult> runInClientProcess(
+        final URI uri, final int payload, final String polling, final BenchOptions o, final PrintStream err)
+        throws IOException, InterruptedException
+    {
+        final Path json = Files.createTempFile("reverb-bench-", ".json");
+        try
+        {
+            final List<String> command = new ArrayList<>();
+            command.add(System.getProperty("java.home") + "/bin/java");
+            command.add(ServerProcess.ADD_EXPORTS);
+            command.addAll(ServerProcess.inheritedJvmArgs());
+            command.addAll(List.of("-cp", System.getProperty("java.class.path"), ReverbBench.class.getName(),
+                "--uri", uri.toString(), "--polling", polling, "-c", Integer.toString(o.concurrency),
+                "--payload", Integer.toString(payload), "--kind", o.kind.cliName(),
+                "--stream-messages", Integer.toString(o.streamMessages), "--warmup", (o.warmupNanos / 1e6) + "ms",
+                "--server", o.server.cliName(), "--format", "json", "-o", json.toString()));
+            if (o.totalCalls > 0)
+            {
+                command.addAll(List.of("-n", Long.toString(o.totalCalls)));
+            }
+            else
+            {
+                final long nanos = o.durationNanos == 0 ? TimeUnit.SECONDS.toNanos(10) : o.durationNanos;
+                command.addAll(List.of("-z", (nanos / 1e6) + "ms"));
+            }
+            if (o.rps > 0)
+            {
+                command.addAll(List.of("--rps", Double.toString(o.rps)));
+            }
+            for (final String arg : o.serverJvmArgs)
+            {
+                command.addAll(List.of("--server-jvm-arg", arg));
+            }
+            if (!o.progress)
+            {
+                command.add("-q");
+            }
+            final Process process = new ProcessBuilder(command).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            final int status = process.waitFor();
+            if (status != 0 && Files.size(json) == 0)
+            {
+                throw new IOException("client process for " + uri + " polling " + polling + " exited with " + status);
+            }
+            return JsonReport.read(Files.readString(json));
+        }
+        finally
+        {
+            Files.deleteIfExists(json);
+        }
     }
 
     /**
