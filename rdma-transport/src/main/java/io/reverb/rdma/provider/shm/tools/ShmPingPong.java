@@ -2,6 +2,7 @@ package io.reverb.rdma.provider.shm.tools;
 
 import io.reverb.rdma.provider.shm.ShmVerbsProvider;
 import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
@@ -44,6 +45,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp &lt;class path&gt; \
  *     io.reverb.rdma.provider.shm.tools.ShmPingPong [iterations] [warmup] [size]
  * java ... ShmPingPong --floor [iterations]   # bare shared-memory ping-pong, no verbs, for comparison
+ * java ... ShmPingPong --event [iterations]   # ping sleeps on its completion channel instead of spinning
  * </pre>
  *
  * The ping side forks the pong side as a second JVM with the same class path.
@@ -78,10 +80,16 @@ public final class ShmPingPong
             floorPing(args.length > 1 ? Integer.parseInt(args[1]) : 2_000_000);
             return;
         }
+        if (args.length >= 1 && args[0].equals("--event"))
+        {
+            final int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 50_000;
+            ping(iterations, iterations / 5, 64, true);
+            return;
+        }
         final int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
         final int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
         final int size = args.length > 2 ? Integer.parseInt(args[2]) : 64;
-        ping(iterations, warmup, size);
+        ping(iterations, warmup, size, false);
     }
 
     private static Process fork(final String... args) throws Exception
@@ -117,7 +125,7 @@ public final class ShmPingPong
         throw new IllegalStateException("pong process exited before it was ready (exit " + child.waitFor() + ")");
     }
 
-    private static void ping(final int iterations, final int warmup, final int size) throws Exception
+    private static void ping(final int iterations, final int warmup, final int size, final boolean event) throws Exception
     {
         final String name = "pingpong-" + ProcessHandle.current().pid();
         final Process child = fork("--pong", name);
@@ -126,7 +134,8 @@ public final class ShmPingPong
             awaitReady(child);
             final ProtectionDomain pd = context.allocPd();
             final CompletionQueue sendCq = context.createCq(64, null);
-            final CompletionQueue recvCq = context.createCq(64, null);
+            final CompletionChannel channel = event ? context.createCompletionChannel() : null;
+            final CompletionQueue recvCq = context.createCq(64, channel);
             final QueuePair qp = context.connect(name, new QueuePairAttributes().pd(pd).sendCq(sendCq).recvCq(recvCq)
                 .maxRecvWr(SLOTS).maxSendWr(SLOTS), null);
             final MemoryRegion recvRegion = pd.allocate(SLOTS * SLOT_SIZE, Access.LOCAL_WRITE);
@@ -142,19 +151,20 @@ public final class ShmPingPong
             final WorkCompletions wc = new WorkCompletions(16);
             final long[] samples = new long[iterations];
 
-            runRounds(qp, recvCq, recvRegion, sendRegion, send, recv, wc, samples, warmup);
+            runRounds(qp, recvCq, channel, recvRegion, sendRegion, send, recv, wc, samples, warmup);
 
             final com.sun.management.ThreadMXBean threads =
                 (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
             final long threadId = Thread.currentThread().getId();
             final long allocatedBefore = threads.getThreadAllocatedBytes(threadId);
-            runRounds(qp, recvCq, recvRegion, sendRegion, send, recv, wc, samples, iterations);
+            runRounds(qp, recvCq, channel, recvRegion, sendRegion, send, recv, wc, samples, iterations);
             final long allocated = threads.getThreadAllocatedBytes(threadId) - allocatedBefore;
 
             qp.close();
             Arrays.sort(samples);
-            System.out.printf("shm verbs ping-pong, %d-byte SEND/RECV, busy-polling, 2 processes, %d round trips " +
-                "(after %d warm-up)%n", size, iterations, warmup);
+            System.out.printf("shm verbs ping-pong, %d-byte SEND/RECV, %s, 2 processes, %d round trips " +
+                "(after %d warm-up)%n", size, event ? "ping waits on its completion channel, pong busy-polls" :
+                "busy-polling", iterations, warmup);
             printPercentiles(samples);
             System.out.printf("allocated by the ping thread during the measured loop: %d bytes (%.4f bytes/round trip)%n",
                 allocated, (double)allocated / iterations);
@@ -171,6 +181,7 @@ public final class ShmPingPong
     private static void runRounds(
         final QueuePair qp,
         final CompletionQueue recvCq,
+        final CompletionChannel channel,
         final MemoryRegion recvRegion,
         final MemoryRegion sendRegion,
         final SendRequest send,
@@ -184,11 +195,23 @@ public final class ShmPingPong
         {
             payload.putInt(0, i);
             final long start = System.nanoTime();
+            if (channel != null)
+            {
+                // Arm before sending; the echo's completion then rings the doorbell (ibverbs' arm, poll, sleep).
+                recvCq.requestNotify(false);
+            }
             check(qp.postSend(send));
             int n;
             while ((n = recvCq.poll(wc)) == 0)
             {
-                Thread.onSpinWait();
+                if (channel != null)
+                {
+                    awaitQuietly(channel);
+                }
+                else
+                {
+                    Thread.onSpinWait();
+                }
             }
             final long rtt = System.nanoTime() - start;
             if (n != 1 || wc.status(0) != WcStatus.SUCCESS)
@@ -206,6 +229,18 @@ public final class ShmPingPong
             {
                 samples[i] = rtt;
             }
+        }
+    }
+
+    private static void awaitQuietly(final CompletionChannel channel)
+    {
+        try
+        {
+            channel.await(1_000_000_000L);
+        }
+        catch (final java.io.IOException ex)
+        {
+            throw new java.io.UncheckedIOException(ex);
         }
     }
 
