@@ -40,9 +40,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * peer always has a receive posted when a SEND arrives, and both sides can never be stuck at zero.
  *
  * <h2>Ordering</h2>
- * Frames leave in ring order. After an RTS the flusher stalls until the rendezvous write is posted
+ * Frames leave in ring order. An eager frame behind an RTS waits until that rendezvous write is posted
  * (or refused), so a later eager message can never overtake a large one: RC keeps the order of
- * work requests, and the receiver sees completions in ring order.
+ * work requests, and the receiver sees completions in ring order. Up to
+ * {@value #MAX_PIPELINED_RENDEZVOUS} RTS may be outstanding; the receiver answers them strictly in
+ * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order.
  */
 final class EngineConnection implements Connection
 {
@@ -57,6 +59,8 @@ final class EngineConnection implements Connection
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
     private static final int NO_RENDEZVOUS = Integer.MIN_VALUE;
+    /** Rendezvous announced and not yet written, at most: bounds what the peer must queue. */
+    static final int MAX_PIPELINED_RENDEZVOUS = 8;
 
     final RdmaEngine engine;
     final EngineConfig config;
@@ -101,8 +105,10 @@ final class EngineConnection implements Connection
     private long sendSeq;
     private long[] batchEnds;
     private int sendsInFlight;
-    private boolean stalled;
-    private BufferPool.Buffer pendingWrite;
+    /** Rendezvous whose RTS is posted, in RTS order, waiting for CTS or REFUSE (answered in that order). */
+    private final java.util.ArrayDeque<BufferPool.Buffer> awaitingCts = new java.util.ArrayDeque<>();
+    /** Rendezvous granted, in order, waiting for a credit to post their write. */
+    private final java.util.ArrayDeque<BufferPool.Buffer> pendingWrites = new java.util.ArrayDeque<>();
     private boolean creditStalled;
     private long nextMessageId;
     private int outstandingClaims;
@@ -473,23 +479,25 @@ final class EngineConnection implements Connection
         }
         while (true)
         {
-            if (pendingWrite != null && credits >= 2)
+            while (!pendingWrites.isEmpty() && credits >= 2)
             {
-                if (!postRendezvousWrite(pendingWrite))
+                if (!postRendezvousWrite(pendingWrites.peekFirst()))
                 {
                     return;
                 }
+                pendingWrites.pollFirst();
             }
             skipPadding();
-            final boolean dataPending = posted < tail && !stalled && pendingWrite == null;
-            final boolean dataAllowed = dataPending && credits >= 2;
+            // An eager frame behind a rendezvous waits until that rendezvous is written, so that it
+            // cannot overtake it; further RTS may go ahead (their writes follow in RTS order).
+            final int outstanding = awaitingCts.size() + pendingWrites.size();
             final int controlFrames = Math.min(ctlCount, Wire.MAX_CONTROL_FRAMES_PER_BATCH);
             int dataLength = 0;
-            boolean endsWithRts = false;
-            if (dataAllowed)
+            if (credits >= 2)
             {
                 final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
                     controlFrames * Wire.CONTROL_FRAME_LENGTH;
+                int rtsInBatch = 0;
                 long p = posted;
                 while (p < tail)
                 {
@@ -499,7 +507,9 @@ final class EngineConnection implements Connection
                         break; // a batch is one contiguous range of the ring: it ends where the ring wraps
                     }
                     final int type = ring.getInt(index + Wire.FRAME_TYPE_OFFSET);
-                    if (type <= 0 || type == Wire.FRAME_PAD)
+                    if (type <= 0 || type == Wire.FRAME_PAD ||
+                        (type == Wire.FRAME_DATA && (outstanding > 0 || rtsInBatch > 0)) ||
+                        (type == Wire.FRAME_RTS && outstanding + rtsInBatch >= MAX_PIPELINED_RENDEZVOUS))
                     {
                         break;
                     }
@@ -512,12 +522,11 @@ final class EngineConnection implements Connection
                     p += size;
                     if (type == Wire.FRAME_RTS)
                     {
-                        endsWithRts = true;
-                        break;
+                        rtsInBatch++;
                     }
                 }
             }
-            if (dataPending && !dataAllowed && !creditStalled)
+            else if (posted < tail && !creditStalled)
             {
                 creditStalled = true;
                 stats.creditStalls++;
@@ -535,7 +544,7 @@ final class EngineConnection implements Connection
                     return;
                 }
             }
-            if (!postBatch(controlFrames, dataLength, endsWithRts))
+            if (!postBatch(controlFrames, dataLength))
             {
                 return;
             }
@@ -568,7 +577,7 @@ final class EngineConnection implements Connection
         }
     }
 
-    private boolean postBatch(final int controlFrames, final int dataLength, final boolean endsWithRts)
+    private boolean postBatch(final int controlFrames, final int dataLength)
     {
         final long seq = sendSeq;
         final int slot = (int)(seq % controlSlots);
@@ -623,10 +632,6 @@ final class EngineConnection implements Connection
         batchEnds[slot] = posted;
         sendSeq++;
         sendsInFlight++;
-        if (endsWithRts)
-        {
-            stalled = true;
-        }
         if (carriesClose)
         {
             closeBatchSeq = seq;
@@ -646,6 +651,10 @@ final class EngineConnection implements Connection
             {
                 stats.eagerMessagesSent++;
                 stats.eagerBytesSent += length;
+            }
+            else if (type == Wire.FRAME_RTS)
+            {
+                awaitingCts.addLast(outbound.get((int)ring.getLong(offset + Wire.FRAME_ID_OFFSET)));
             }
             offset += frameSize(type, length);
         }
@@ -669,8 +678,6 @@ final class EngineConnection implements Connection
             return false;
         }
         credits--;
-        pendingWrite = null;
-        stalled = false;
         return true;
     }
 
@@ -1167,10 +1174,10 @@ final class EngineConnection implements Connection
             {
                 synchronized (lock)
                 {
-                    final BufferPool.Buffer buffer = outbound.get((int)id);
-                    if (buffer == null || !stalled || pendingWrite != null)
+                    final BufferPool.Buffer buffer = awaitingCts.peekFirst();
+                    if (buffer == null || buffer.id != (int)id)
                     {
-                        protocolErrorLocked("CTS for unknown rendezvous " + id);
+                        protocolErrorLocked("CTS for rendezvous " + id + " out of order");
                         return;
                     }
                     if (recvBuffer.getInt(offset + Wire.CONTROL_LENGTH_OFFSET) < buffer.length)
@@ -1178,9 +1185,10 @@ final class EngineConnection implements Connection
                         protocolErrorLocked("CTS granted fewer bytes than rendezvous " + id + " needs");
                         return;
                     }
+                    awaitingCts.pollFirst();
                     buffer.remoteAddress = recvBuffer.getLong(offset + Wire.CONTROL_ADDRESS_OFFSET);
                     buffer.remoteRkey = recvBuffer.getInt(offset + Wire.CONTROL_RKEY_OFFSET);
-                    pendingWrite = buffer;
+                    pendingWrites.addLast(buffer);
                 }
                 break;
             }
@@ -1189,13 +1197,14 @@ final class EngineConnection implements Connection
                 final BufferPool.Buffer buffer;
                 synchronized (lock)
                 {
-                    buffer = outbound.remove((int)id);
-                    if (buffer == null)
+                    buffer = awaitingCts.peekFirst();
+                    if (buffer == null || buffer.id != (int)id)
                     {
-                        protocolErrorLocked("REFUSE for unknown rendezvous " + id);
+                        protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
                         return;
                     }
-                    stalled = false;
+                    awaitingCts.pollFirst();
+                    outbound.remove((int)id);
                 }
                 final int limit = recvBuffer.getInt(offset + Wire.CONTROL_LENGTH_OFFSET);
                 final int length = buffer.length;
@@ -1223,22 +1232,9 @@ final class EngineConnection implements Connection
         }
     }
 
+    /** RTS are answered strictly in arrival order (CTS or REFUSE), so a queued one holds later ones back. */
     private void onRequestToSend(final int id, final int length)
     {
-        if (length > config.maxInboundMessageSize())
-        {
-            stats.rendezvousRefused++;
-            synchronized (lock)
-            {
-                enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, config.maxInboundMessageSize());
-            }
-            return;
-        }
-        if (queuedRtsCount == 0 && grant(id, length))
-        {
-            return;
-        }
-        stats.rendezvousQueued++;
         if (queuedRtsCount == queuedRtsIds.length)
         {
             final int[] ids = new int[queuedRtsIds.length * 2];
@@ -1256,6 +1252,11 @@ final class EngineConnection implements Connection
         queuedRtsIds[q] = id;
         queuedRtsLengths[q] = length;
         queuedRtsCount++;
+        grantQueuedRendezvous();
+        if (queuedRtsCount > 0)
+        {
+            stats.rendezvousQueued++; // this one waits for a buffer (its own or an earlier one's)
+        }
     }
 
     private boolean grant(final int id, final int length)
@@ -1280,7 +1281,17 @@ final class EngineConnection implements Connection
         while (queuedRtsCount > 0)
         {
             final int q = queuedRtsHead;
-            if (!grant(queuedRtsIds[q], queuedRtsLengths[q]))
+            final int id = queuedRtsIds[q];
+            final int length = queuedRtsLengths[q];
+            if (length > config.maxInboundMessageSize())
+            {
+                stats.rendezvousRefused++;
+                synchronized (lock)
+                {
+                    enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, config.maxInboundMessageSize());
+                }
+            }
+            else if (!grant(id, length))
             {
                 return;
             }
@@ -1441,7 +1452,7 @@ final class EngineConnection implements Connection
             {
                 return;
             }
-            if (!closeSent && posted == tail && outstandingClaims == 0 && outbound.isEmpty() && pendingWrite == null)
+            if (!closeSent && posted == tail && outstandingClaims == 0 && outbound.isEmpty())
             {
                 enqueueControl(Wire.CONTROL_CLOSE, 0, 0, 0, 0, 0);
                 closeSent = true;
@@ -1526,7 +1537,8 @@ final class EngineConnection implements Connection
             }
             outbound.values().forEach(failedRendezvous::add);
             outbound.clear();
-            pendingWrite = null;
+            awaitingCts.clear();
+            pendingWrites.clear();
             ctlCount = 0;
         }
         final Throwable reported = cause != null ? cause : lostCause();

@@ -296,8 +296,8 @@ class EngineMessagingTest
             {
                 send(pair.client, claim, size, i);
             }
-            await("two delivered and the third queued",
-                () -> delivered.get() == 2 && serverSide.get().queuedRendezvousRequests() == 1);
+            await("two delivered and the other three queued",
+                () -> delivered.get() == 2 && serverSide.get().queuedRendezvousRequests() == 3);
             assertThat(serverSide.get().poolBuffersInUse()).isEqualTo(2);
             assertThat(pair.client.pendingRendezvous()).isEqualTo(3);
             synchronized (held)
