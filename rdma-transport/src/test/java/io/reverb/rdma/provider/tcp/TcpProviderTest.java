@@ -1,0 +1,258 @@
+package io.reverb.rdma.provider.tcp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.RecvRequest;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rdma.verbs.WrOpcode;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * What the conformance suite does not pin: discovery, real ports for port 0, RNR waits that end well,
+ * send-queue depth, and allocation-free posting, polling and NIC threads.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpProviderTest
+{
+    private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
+
+    @Test
+    void shouldBeFoundByItsSchemeAndAlwaysAvailable()
+    {
+        final var provider = VerbsProviders.forScheme("tcp");
+        assertThat(provider).isInstanceOf(TcpVerbsProvider.class);
+        assertThat(provider.name()).isEqualTo("tcp");
+        assertThat(provider.isAvailable()).isTrue();
+        assertThat(provider.unavailabilityCause()).isNull();
+    }
+
+    @Test
+    void shouldReportTheRealPortWhenListeningOnPortZero() throws Exception
+    {
+        try (VerbsContext context = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            ConnectionListener a = context.listen("127.0.0.1:0", 4);
+            ConnectionListener b = context.listen("127.0.0.1:0", 4))
+        {
+            assertThat(a.localAddress()).matches("127\\.0\\.0\\.1:\\d+").isNotEqualTo("127.0.0.1:0");
+            assertThat(b.localAddress()).isNotEqualTo(a.localAddress());
+        }
+    }
+
+    @Test
+    void shouldHoldASendWithoutReceiveUntilOneIsPostedAndAnswerQueueFullBeyondTheSendQueueDepth() throws Exception
+    {
+        // The sender's RNR time is long: its SEND waits at the target until a receive arrives, and
+        // everything posted behind it stays unanswered, filling the send queue.
+        final VerbsConfig patient = VerbsConfig.defaults().withRnrRetryNanos(TimeUnit.SECONDS.toNanos(30));
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(patient))
+        {
+            final int depth = 8;
+            final QueuePair[] pair = connectPair(server, client, depth);
+            final QueuePair receiver = pair[0];
+            final QueuePair sender = pair[1];
+            final MemoryRegion sendRegion = sender.pd().allocate(64, Access.LOCAL_WRITE);
+            final MemoryRegion target = receiver.pd().allocate(64, Access.ALL);
+            final SendRequest request = new SendRequest();
+            request.reset().wrId(0).opcode(WrOpcode.SEND).setSge(sendRegion, 0, 8);
+            assertThat(sender.postSend(request)).isEqualTo(PostResult.OK);
+            for (int i = 1; i < depth; i++)
+            {
+                request.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).remoteAddress(target.address()).rkey(target.rkey());
+                request.setSge(sendRegion, 0, 8);
+                assertThat(sender.postSend(request)).isEqualTo(PostResult.OK);
+            }
+            assertThat(sender.postSend(request)).as("send queue full").isEqualTo(PostResult.QUEUE_FULL);
+
+            final MemoryRegion recvRegion = receiver.pd().allocate(64, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest().wrId(100);
+            recv.setSge(recvRegion, 0, 64);
+            assertThat(receiver.postRecv(recv)).isEqualTo(PostResult.OK);
+
+            final List<Long> completed = new ArrayList<>();
+            final WorkCompletions wc = new WorkCompletions(16);
+            final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+            while (completed.size() < depth)
+            {
+                final int n = sender.sendCq().poll(wc);
+                for (int i = 0; i < n; i++)
+                {
+                    assertThat(wc.status(i)).isEqualTo(WcStatus.SUCCESS);
+                    completed.add(wc.wrId(i));
+                }
+                awaitProgress(n, deadline);
+            }
+            assertThat(completed).containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
+            assertThat(sender.postSend(request)).as("room again").isEqualTo(PostResult.OK);
+        }
+    }
+
+    @Test
+    void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
+    {
+        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+        {
+            final QueuePair[] pair = connectPair(server, client, 16);
+            final QueuePair receiver = pair[0];
+            final QueuePair sender = pair[1];
+            final MemoryRegion recvRegion = receiver.pd().allocate(64 * 16, Access.LOCAL_WRITE);
+            final MemoryRegion target = receiver.pd().allocate(4096, Access.ALL);
+            final MemoryRegion sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest();
+            for (int i = 0; i < 16; i++)
+            {
+                recv.wrId(i).setSge(recvRegion, i * 64, 64);
+                receiver.postRecv(recv);
+            }
+            final SendRequest send = new SendRequest();
+            final SendRequest write = new SendRequest();
+            final WorkCompletions wc = new WorkCompletions(16);
+
+            final int rounds = 3_000;
+            runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, rounds);
+            final long[] nics = nicThreadIds();
+            final long nicBefore = allocatedBy(threads, nics);
+            final long before = threads.getThreadAllocatedBytes(Thread.currentThread().getId());
+            final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, rounds);
+            final long allocated = threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before;
+            final long nicAllocated = allocatedBy(threads, nics) - nicBefore;
+
+            assertThat(failures).isZero();
+            // Any allocation per message would show as >= 16 bytes x 6,000 posts; the bound leaves room
+            // for one-off noise of the measurement itself.
+            assertThat(allocated).as("bytes allocated by %d rounds of SEND + RDMA_WRITE + poll + repost", rounds)
+                .isLessThan(1024);
+            // The NIC threads (framing, copying, selecting, completing) allocate nothing per message either.
+            assertThat(nics).as("NIC threads of both contexts").hasSize(2);
+            assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(1024);
+        }
+    }
+
+    private static long[] nicThreadIds()
+    {
+        return Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().startsWith("reverb-tcp-nic-")).mapToLong(Thread::getId).toArray();
+    }
+
+    private static long allocatedBy(final com.sun.management.ThreadMXBean threads, final long[] ids)
+    {
+        long total = 0;
+        for (final long bytes : threads.getThreadAllocatedBytes(ids))
+        {
+            total += bytes;
+        }
+        return total;
+    }
+
+    private static int runRounds(
+        final QueuePair sender,
+        final QueuePair receiver,
+        final MemoryRegion recvRegion,
+        final MemoryRegion sendRegion,
+        final MemoryRegion target,
+        final RecvRequest recv,
+        final SendRequest send,
+        final SendRequest write,
+        final WorkCompletions wc,
+        final int rounds)
+    {
+        int failures = 0;
+        final CompletionQueue senderCq = sender.sendCq();
+        final CompletionQueue receiverCq = receiver.recvCq();
+        for (int i = 0; i < rounds; i++)
+        {
+            send.reset().wrId(i).opcode(WrOpcode.SEND_WITH_IMM).immData(i).flags(SendRequest.FLAG_SIGNALED);
+            send.setSge(sendRegion, 0, 64);
+            sender.postSend(send);
+            write.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).flags(SendRequest.FLAG_SIGNALED)
+                .remoteAddress(target.address() + 128).rkey(target.rkey());
+            write.setSge(sendRegion, 0, 256);
+            sender.postSend(write);
+
+            int sent = 0;
+            while (sent < 2)
+            {
+                final int n = senderCq.poll(wc);
+                for (int j = 0; j < n; j++)
+                {
+                    failures += wc.status(j) == WcStatus.SUCCESS ? 0 : 1;
+                }
+                sent += n;
+                if (n == 0)
+                {
+                    // Two shared cores: leave them to the NIC threads.
+                    Thread.yield();
+                }
+            }
+            int n;
+            while ((n = receiverCq.poll(wc)) == 0)
+            {
+                Thread.yield();
+            }
+            for (int j = 0; j < n; j++)
+            {
+                failures += wc.status(j) == WcStatus.SUCCESS ? 0 : 1;
+                recv.wrId(wc.wrId(j)).setSge(recvRegion, (int)wc.wrId(j) * 64, 64);
+                receiver.postRecv(recv);
+            }
+        }
+        return failures;
+    }
+
+    /** @return {server QP, client QP}, each with its own PD and a CQ shared by send and receive. */
+    private static QueuePair[] connectPair(final VerbsContext server, final VerbsContext client, final int depth)
+        throws Exception
+    {
+        try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
+        {
+            final CompletableFuture<QueuePair> accepted = CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+                    final CompletionQueue cq = server.createCq(256, null);
+                    return request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq)
+                        .maxSendWr(depth).maxRecvWr(depth), null);
+                }
+                catch (final Exception ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final CompletionQueue cq = client.createCq(256, null);
+            final QueuePair qp = client.connect(listener.localAddress(), new QueuePairAttributes().pd(client.allocPd())
+                .sendCq(cq).recvCq(cq).maxSendWr(depth).maxRecvWr(depth), null);
+            return new QueuePair[] {accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS), qp};
+        }
+    }
+
+    private static void awaitProgress(final int polled, final long deadline)
+    {
+        if (polled == 0)
+        {
+            assertThat(System.nanoTime() - deadline).as("no progress within the deadline").isNegative();
+            Thread.yield();
+        }
+    }
+}
