@@ -13,10 +13,10 @@ import java.util.concurrent.TimeUnit;
  *   <li>BUSY: {@link Thread#onSpinWait()} and poll again.</li>
  *   <li>EVENT: arm every CQ, poll once more (a completion that raced the arming raises no event),
  *       then block on the completion channel.</li>
- *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between productive cycles
- *       (clamped to [min, max]; gaps that spanned a sleep do not count), then yield for a while,
- *       then arm and block like EVENT. When work arrives soon after the poller went to sleep, the
- *       budget doubles: spinning a little longer would have caught it.</li>
+ *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between completions caught
+ *       while spinning (clamped to [min, max]), then yield briefly, then arm and block like EVENT.
+ *       Spinning continues only while it catches at least half of the idle periods (judged every
+ *       16); otherwise the poller sleeps at once and probes with one full-length spin per window.</li>
  * </ul>
  * Every connection of a poller has its CQs bound to the poller's single completion channel.
  */
@@ -24,6 +24,7 @@ final class Poller implements Runnable
 {
     private static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final int GAP_SHIFT = 3; // mean over ~8 gaps
+    private static final int WINDOW = 16;
     private static final int PHASE_SPIN = 0;
     private static final int PHASE_YIELD = 1;
     private static final int PHASE_SLEEP = 2;
@@ -42,6 +43,11 @@ final class Poller implements Runnable
     private long lastWorkNanos;
     private long meanGapNanos;
     private int phase = PHASE_SPIN;
+    private boolean spinning = true;
+    private boolean idleStarted;
+    private boolean probing;
+    private int spinHits;
+    private int idlePeriods;
 
     // Counters: written by the poller thread only.
     long polls;
@@ -194,18 +200,27 @@ final class Poller implements Runnable
         final long idle = now - lastWorkNanos;
         if (work > 0)
         {
-            // Only gaps caught while spinning say how long to spin: a gap that spanned yielding or a
-            // sleep includes rescheduling and wake-up, and would talk the poller into spinning when
-            // the peer is not running (or into sleeping for ever after).
-            if (phase == PHASE_SPIN)
+            if (phase == PHASE_SPIN && idleStarted)
             {
+                // Caught while spinning: the gap tells how long spinning must last.
                 meanGapNanos += (idle - meanGapNanos) >> GAP_SHIFT;
+                spinHits++;
+                idlePeriods++;
+                if (probing)
+                {
+                    spinning = true; // a probe paid off: spin again
+                    probing = false;
+                }
             }
             phase = PHASE_SPIN;
+            idleStarted = false;
             lastWorkNanos = now;
+            judgeWindow();
             return;
         }
-        final long budget = Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2));
+        idleStarted = true;
+        final long budget = probing ? maxSpinNanos :
+            spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
         if (idle < budget)
         {
             Thread.onSpinWait();
@@ -214,27 +229,43 @@ final class Poller implements Runnable
         {
             if (phase == PHASE_SPIN)
             {
-                // The spin missed: let the budget shrink towards the minimum while misses go on.
-                meanGapNanos -= meanGapNanos >> 2;
-                phase = PHASE_YIELD;
+                missed();
             }
+            phase = PHASE_YIELD;
             Thread.yield();
         }
         else
         {
             if (phase == PHASE_SPIN)
             {
-                meanGapNanos -= meanGapNanos >> 2;
+                missed();
             }
             phase = PHASE_SLEEP;
-            final long sleepStart = System.nanoTime();
-            final boolean woken = sleep();
-            if (woken && System.nanoTime() - sleepStart < budget)
-            {
-                // Work came within one more budget of giving up: spinning a little longer would have
-                // caught it without a wake-up. Double the budget (up to the maximum).
-                meanGapNanos = Math.min(maxSpinNanos >> 2, Math.max(meanGapNanos << 1, minSpinNanos >> 1));
-            }
+            sleep();
+        }
+    }
+
+    private void missed()
+    {
+        idlePeriods++;
+        probing = false;
+        judgeWindow();
+    }
+
+    /**
+     * Every {@value #WINDOW} idle periods: keep spinning only if spins caught at least half of them
+     * (on an oversubscribed machine a spinning poller steals the core its peer needs, and spins
+     * miss); when not spinning, probe once per window with a full-length spin to notice that
+     * spinning pays again.
+     */
+    private void judgeWindow()
+    {
+        if (idlePeriods >= WINDOW)
+        {
+            spinning = spinHits * 2 >= idlePeriods;
+            probing = !spinning;
+            spinHits = 0;
+            idlePeriods = 0;
         }
     }
 
@@ -254,6 +285,7 @@ final class Poller implements Runnable
         {
             lastWorkNanos = System.nanoTime();
             phase = PHASE_SPIN;
+            idleStarted = false;
             return true;
         }
         sleeps++;
