@@ -288,8 +288,8 @@ public final class EngineConfig
 
     /**
      * ADAPTIVE tuning: the spin budget is four times the recent mean gap between completions caught
-     * while spinning, clamped to [min, max]; it shrinks while spins miss and doubles when work
-     * arrives right after the poller went to sleep. Defaults: 20 us, 200 us, 10 us.
+     * while spinning, clamped to [min, max]; spinning stops while spins miss more often than they
+     * catch (see {@link PollingMode#ADAPTIVE}). Defaults: 20 us, 200 us, 10 us.
      *
      * @param minSpinNanos shortest spin.
      * @param maxSpinNanos longest spin.

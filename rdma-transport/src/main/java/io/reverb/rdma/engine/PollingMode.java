@@ -11,7 +11,8 @@ public enum PollingMode
     EVENT,
     /**
      * Spin while completions keep coming (the spin budget follows the recent gap between
-     * completions), then yield for a while, then arm and block like {@link #EVENT}. The default.
+     * completions, and spinning stops while it mostly misses), then yield briefly, then arm and
+     * block like {@link #EVENT}. The default.
      */
     ADAPTIVE
 }
