@@ -33,7 +33,7 @@ final class ShmConnectionListener implements ConnectionListener
         this.socketPath = socketPath;
         if (Files.exists(socketPath))
         {
-            if (isAnswering(socketPath))
+            if (ShmFiles.isAnswering(socketPath))
             {
                 throw new IOException("shm address '" + name + "' is already in use (" + socketPath + ")");
             }
@@ -53,19 +53,6 @@ final class ShmConnectionListener implements ConnectionListener
             throw new IOException("cannot listen on shm://" + name + " (" + socketPath + "): " + ex.getMessage(), ex);
         }
         this.server = channel;
-    }
-
-    private static boolean isAnswering(final Path socketPath)
-    {
-        try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX))
-        {
-            probe.connect(UnixDomainSocketAddress.of(socketPath));
-            return true;
-        }
-        catch (final IOException ex)
-        {
-            return false;
-        }
     }
 
     Path socketPath()
@@ -127,7 +114,7 @@ final class ShmConnectionListener implements ConnectionListener
         }
         catch (final IOException ex)
         {
-            // A probe (see isAnswering), a connector that died, or garbage: drop it and keep listening.
+            // A probe (see ShmFiles.isAnswering), a connector that died, or garbage: drop it and keep listening.
             try
             {
                 socket.close();

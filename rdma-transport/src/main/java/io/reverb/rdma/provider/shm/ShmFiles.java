@@ -1,8 +1,11 @@
 package io.reverb.rdma.provider.shm;
 
 import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -22,7 +25,8 @@ import org.agrona.IoUtil;
  * <p>Every file a context creates is named {@code r<pid>-<context>-<kind><id>} (see
  * {@link ShmVerbsContext}), so the owner of a file is known from its name alone: a file whose pid is
  * not a live process is stale and may be deleted by anyone. Listen sockets are named from the listen
- * name ({@code <name>.sock}) and are recognised as stale when nobody answers on them.
+ * name ({@code <name>.sock}) and are recognised as stale when nobody answers on them: a new listener
+ * on the same name replaces such a socket at once, other contexts delete it once it is a minute old.
  */
 final class ShmFiles
 {
@@ -122,6 +126,35 @@ final class ShmFiles
         }
     }
 
+    /** Age after which a listen socket that refuses connections is considered left by a dead process. */
+    static final long STALE_SOCKET_AGE_MILLIS = 60_000;
+
+    /** @return true if a listener accepts connections on the socket file. */
+    static boolean isAnswering(final Path socketPath)
+    {
+        try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX))
+        {
+            probe.connect(UnixDomainSocketAddress.of(socketPath));
+            return true;
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
+    }
+
+    private static boolean isOlderThan(final Path file, final long millis)
+    {
+        try
+        {
+            return System.currentTimeMillis() - Files.getLastModifiedTime(file).toMillis() > millis;
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
+    }
+
     /**
      * @param name a file name in the shm directory.
      * @return the pid encoded in a provider file name, or -1 if the name is not one of ours.
@@ -148,8 +181,10 @@ final class ShmFiles
     }
 
     /**
-     * Deletes files of processes that are no longer alive. Files of live processes (including this
-     * one) are left alone.
+     * Deletes files of processes that are no longer alive, and listen sockets nobody answers on that
+     * are older than {@link #STALE_SOCKET_AGE_MILLIS} (a live listener answers from the moment it has
+     * bound, so the age only guards the instant between bind and listen). Files of live processes
+     * (including this one) are left alone.
      *
      * @return number of files deleted.
      */
@@ -161,12 +196,21 @@ final class ShmFiles
             return 0;
         }
         final long self = ProcessHandle.current().pid();
-        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir, FILE_PREFIX + "*"))
+        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir))
         {
             for (final Path file : stream)
             {
                 final String name = file.getFileName().toString();
-                final long pid = name.endsWith(SOCKET_SUFFIX) ? -1 : ownerPid(name);
+                if (name.endsWith(SOCKET_SUFFIX))
+                {
+                    if (isOlderThan(file, STALE_SOCKET_AGE_MILLIS) && !isAnswering(file))
+                    {
+                        deleteQuietly(file);
+                        deleted++;
+                    }
+                    continue;
+                }
+                final long pid = ownerPid(name);
                 if (pid > 0 && pid != self && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
                 {
                     deleteQuietly(file);

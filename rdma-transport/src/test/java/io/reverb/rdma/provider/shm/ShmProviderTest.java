@@ -31,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -130,6 +131,36 @@ class ShmProviderTest
         {
             assertThat(listener.localAddress()).isEqualTo("stale");
         }
+        assertThat(list(directory)).isEmpty();
+    }
+
+    @Test
+    void shouldDeleteOldListenSocketsNobodyAnswersWhenAContextOpens() throws Exception
+    {
+        final Path old = directory.resolve("crashed" + ShmFiles.SOCKET_SUFFIX);
+        final Path young = directory.resolve("binding" + ShmFiles.SOCKET_SUFFIX);
+        for (final Path socket : new Path[] {old, young})
+        {
+            try (ServerSocketChannel dead = ServerSocketChannel.open(StandardProtocolFamily.UNIX))
+            {
+                dead.bind(UnixDomainSocketAddress.of(socket));
+            }
+        }
+        Files.setLastModifiedTime(old, FileTime.fromMillis(System.currentTimeMillis() - 10 * ShmFiles.STALE_SOCKET_AGE_MILLIS));
+
+        try (VerbsContext context = new ShmVerbsProvider().open(config);
+            ConnectionListener live = context.listen("live", 1))
+        {
+            Files.setLastModifiedTime(directory.resolve("live" + ShmFiles.SOCKET_SUFFIX),
+                FileTime.fromMillis(System.currentTimeMillis() - 10 * ShmFiles.STALE_SOCKET_AGE_MILLIS));
+            try (VerbsContext another = new ShmVerbsProvider().open(config))
+            {
+                assertThat(old).as("old and silent: left by a dead listener").doesNotExist();
+                assertThat(young).as("young: could be a listener between bind and listen").exists();
+                assertThat(directory.resolve("live" + ShmFiles.SOCKET_SUFFIX)).as("answers").exists();
+            }
+        }
+        Files.delete(young);
         assertThat(list(directory)).isEmpty();
     }
 

@@ -173,7 +173,12 @@ public final class ShmPingPong
         {
             if (!child.waitFor(10, TimeUnit.SECONDS))
             {
-                child.destroyForcibly();
+                // SIGTERM first: the pong's shutdown hook then removes its files and listen socket.
+                child.destroy();
+                if (!child.waitFor(10, TimeUnit.SECONDS))
+                {
+                    child.destroyForcibly();
+                }
             }
         }
     }
