@@ -53,7 +53,7 @@ final class TcpNic implements Runnable
     /** Runs a task on the NIC thread (cold path). */
     void execute(final Runnable task)
     {
-        if (Thread.currentThread() == thread)
+        if (Thread.currentThread() == thread || !running)
         {
             task.run();
             return;

@@ -114,6 +114,7 @@ final class TcpQueuePair implements QueuePair
     private volatile long rqTail;
     private volatile long rqHead;
     private boolean recvFlushed;
+    private boolean sendFlushed;
 
     // NIC thread only from here on.
     private SelectionKey key;
@@ -285,9 +286,9 @@ final class TcpQueuePair implements QueuePair
             {
                 return PostResult.INVALID;
             }
-            if (state == QpState.ERROR)
+            if (sendFlushed)
             {
-                // goDown() sets ERROR under sendLock before flushing, so nothing posted here is missed.
+                // goDown() flushed the queue under sendLock; what is posted later is flushed here, in order.
                 return sendCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, opcode.completionOpcode(), 0, 0, 0,
                     qpNum, false) ? PostResult.OK : PostResult.QUEUE_FULL;
             }
@@ -900,8 +901,12 @@ final class TcpQueuePair implements QueuePair
     {
         if (status != WcStatus.SUCCESS)
         {
-            // ERROR before the error completion is visible: whoever sees it sees the QP down.
-            state = QpState.ERROR;
+            // ERROR before the error completion is visible: whoever sees it sees the QP down. Requests
+            // posted meanwhile still queue up and are flushed, in order, by the goDown() that follows.
+            synchronized (sendLock)
+            {
+                state = QpState.ERROR;
+            }
         }
         if (!recvCq.offer(wrId, status, opcode, byteLen, imm, flags, qpNum, solicited))
         {
@@ -1206,6 +1211,7 @@ final class TcpQueuePair implements QueuePair
             }
             sqHead = head;
             sqTx = head;
+            sendFlushed = true;
         }
         synchronized (recvLock)
         {

@@ -200,6 +200,10 @@ final class TcpVerbsContext implements VerbsContext
         ensureOpen();
         checkAttributes(attributes);
         final InetSocketAddress peer = TcpAddress.parse(address);
+        if (peer.isUnresolved())
+        {
+            throw new IOException("cannot resolve host of tcp://" + address);
+        }
         final TcpHandshake request = TcpHandshake.of(
             TcpHandshake.CONNECT, attributes.maxSendWr(), config.rnrRetryNanos(), privateData);
         final long deadline = System.nanoTime() + config.connectTimeoutNanos();
