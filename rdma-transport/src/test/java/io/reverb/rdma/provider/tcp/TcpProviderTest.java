@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.tcp;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionQueue;
@@ -18,17 +19,25 @@ import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rdma.verbs.QpState;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * What the conformance suite does not pin: discovery, real ports for port 0, RNR waits that end well,
- * send-queue depth, and allocation-free posting, polling and NIC threads.
+ * send-queue depth, connect timeouts, strangers on the listening port, peers that break the frame
+ * protocol, and allocation-free posting, polling and NIC threads.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpProviderTest
@@ -104,6 +113,126 @@ class TcpProviderTest
             assertThat(completed).containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
             assertThat(sender.postSend(request)).as("room again").isEqualTo(PostResult.OK);
         }
+    }
+
+    @Test
+    void shouldFailConnectWhenTheListenerDoesNotAnswerInTime() throws Exception
+    {
+        final VerbsConfig hasty = VerbsConfig.defaults().withConnectTimeoutNanos(TimeUnit.MILLISECONDS.toNanos(300));
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(hasty);
+            ConnectionListener listener = server.listen("127.0.0.1:0", 4))
+        {
+            // The kernel completes the TCP handshake from the backlog, but nobody calls accept().
+            final CompletionQueue cq = client.createCq(16, null);
+            assertThatThrownBy(() -> client.connect(listener.localAddress(),
+                new QueuePairAttributes().pd(client.allocPd()).sendCq(cq).recvCq(cq), null))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("did not accept");
+        }
+    }
+
+    @Test
+    void shouldDropAPeerThatDoesNotSpeakTheHandshakeAndKeepListening() throws Exception
+    {
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            ConnectionListener listener = server.listen("127.0.0.1:0", 4);
+            Socket stranger = connectRaw(listener.localAddress()))
+        {
+            stranger.getOutputStream().write("GET / HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            stranger.getOutputStream().flush();
+            final byte[] privateData = {1, 2, 3};
+            final CompletableFuture<QueuePair> connected = CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    final CompletionQueue cq = client.createCq(16, null);
+                    return client.connect(listener.localAddress(),
+                        new QueuePairAttributes().pd(client.allocPd()).sendCq(cq).recvCq(cq), ByteBuffer.wrap(privateData));
+                }
+                catch (final IOException ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+            assertThat(request).isNotNull();
+            final ByteBuffer received = request.privateData();
+            assertThat(received.remaining()).isEqualTo(3);
+            final CompletionQueue cq = server.createCq(16, null);
+            request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq), null);
+            assertThat(connected.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS).state()).isEqualTo(QpState.RTS);
+            assertHungUp(stranger);
+        }
+    }
+
+    @Test
+    void shouldTakeTheQpDownWhenThePeerBreaksTheFrameProtocol() throws Exception
+    {
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            ConnectionListener listener = server.listen("127.0.0.1:0", 4);
+            Socket peer = connectRaw(listener.localAddress()))
+        {
+            TcpHandshake.of(TcpHandshake.CONNECT, 16, 0, null).write(peer.getOutputStream());
+            final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+            final CompletionQueue cq = server.createCq(16, null);
+            final AtomicInteger disconnects = new AtomicInteger();
+            final QueuePair qp = request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq)
+                .disconnectHandler(disconnects::incrementAndGet), null);
+            assertThat(TcpHandshake.read(peer.getInputStream()).type).isEqualTo(TcpHandshake.ACCEPT);
+            final MemoryRegion recvRegion = qp.pd().allocate(64, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest().wrId(5);
+            recv.setSge(recvRegion, 0, 64);
+            assertThat(qp.postRecv(recv)).isEqualTo(PostResult.OK);
+
+            final byte[] frame = new byte[TcpFrame.HEADER_LENGTH];
+            frame[0] = 99; // no such frame type
+            peer.getOutputStream().write(frame);
+            peer.getOutputStream().flush();
+
+            final WorkCompletions wc = new WorkCompletions(4);
+            final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+            int n;
+            while ((n = cq.poll(wc)) == 0)
+            {
+                awaitProgress(n, deadline);
+            }
+            assertThat(n).isEqualTo(1);
+            assertThat(wc.wrId(0)).isEqualTo(5);
+            assertThat(wc.status(0)).isEqualTo(WcStatus.WR_FLUSH_ERR);
+            assertThat(qp.state()).isEqualTo(QpState.ERROR);
+            assertThat(peer.getInputStream().read()).as("the peer sees EOF").isEqualTo(-1);
+            while (disconnects.get() == 0)
+            {
+                awaitProgress(0, deadline);
+            }
+            assertThat(disconnects.get()).isEqualTo(1);
+        }
+    }
+
+    /** EOF, or a reset when our unread bytes were still in the dropped socket: either way, hung up. */
+    private static void assertHungUp(final Socket socket)
+    {
+        int read;
+        try
+        {
+            read = socket.getInputStream().read();
+        }
+        catch (final IOException ex)
+        {
+            assertThat(ex).as("hung up").isInstanceOf(java.net.SocketException.class).hasMessageContaining("reset");
+            return;
+        }
+        assertThat(read).as("hung up").isEqualTo(-1);
+    }
+
+    private static Socket connectRaw(final String address) throws IOException
+    {
+        final InetSocketAddress target = TcpAddress.parse(address);
+        final Socket socket = new Socket(target.getAddress(), target.getPort());
+        socket.setSoTimeout((int)TimeUnit.NANOSECONDS.toMillis(TIMEOUT_NANOS));
+        return socket;
     }
 
     @Test
