@@ -67,6 +67,14 @@ public interface Connection extends AutoCloseable
     /** @param handler receives every message, on the poller thread; setting it starts receiving. */
     void setHandler(MessageHandler handler);
 
+    /**
+     * Stops or resumes taking received messages. While paused nothing is delivered and no credits
+     * return, so the peer is soon back-pressured (flow control; also how tests simulate a hung peer).
+     *
+     * @param paused true to pause.
+     */
+    void pauseReceiving(boolean paused);
+
     /** @param handler told about committed messages that will not be delivered. */
     void setSendErrorHandler(SendErrorHandler handler);
 

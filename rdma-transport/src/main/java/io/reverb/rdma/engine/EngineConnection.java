@@ -154,6 +154,7 @@ final class EngineConnection implements Connection
     private volatile boolean attention;
     private volatile boolean disconnected;
     private volatile MessageHandler handler;
+    private volatile boolean receivePaused;
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
     private boolean closeCallbacksRun;
@@ -972,6 +973,10 @@ final class EngineConnection implements Connection
      */
     private boolean pollReceives(final WorkCompletions wc)
     {
+        if (receivePaused)
+        {
+            return false;
+        }
         if (parkedSlot >= 0)
         {
             if (handler == null)
@@ -1662,6 +1667,13 @@ final class EngineConnection implements Connection
     public void setHandler(final MessageHandler handler)
     {
         this.handler = java.util.Objects.requireNonNull(handler, "handler");
+        requestAttention();
+    }
+
+    @Override
+    public void pauseReceiving(final boolean paused)
+    {
+        receivePaused = paused;
         requestAttention();
     }
 

@@ -197,6 +197,28 @@ public final class ShmTransportProvider implements TransportProvider
         return n;
     }
 
+    /**
+     * Test support: the server side of every connection accepted on {@code name} stops (or resumes)
+     * reading, without closing anything: a hung peer.
+     *
+     * @param name   the listener's name.
+     * @param frozen true to hang.
+     * @return connections affected.
+     */
+    public static int freezeServer(final String name, final boolean frozen)
+    {
+        int n = 0;
+        for (final EngineTransportConnection connection : CONNECTIONS)
+        {
+            if (connection.localAddress().equals("shm://" + name))
+            {
+                connection.engineConnection().pauseReceiving(frozen);
+                n++;
+            }
+        }
+        return n;
+    }
+
     @Override
     public ResourceUsage resourceUsage()
     {

@@ -215,6 +215,17 @@ class EngineMessagingTest
             if (mode != PollingMode.BUSY)
             {
                 assertThat(pair.serverEngine.pollerSleeps(0)).as("the poller blocked at least once").isPositive();
+                // Idle: the poller sleeps on its completion channel. A bound on its CPU time, not on
+                // wall time: generous (10 %), yet a spinning poller would use all of the second.
+                final java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+                final long id = pair.serverEngine.pollerThread(0).getId();
+                Thread.sleep(300);
+                final long cpu0 = threads.getThreadCpuTime(id);
+                final long start = System.nanoTime();
+                Thread.sleep(1000);
+                final long cpu = threads.getThreadCpuTime(id) - cpu0;
+                final long elapsed = System.nanoTime() - start;
+                assertThat(cpu).as("idle poller CPU over " + elapsed / 1_000_000 + " ms").isLessThan(elapsed / 10);
             }
             assertQuiescent(pair.client, serverSide.get());
         }

@@ -19,4 +19,11 @@ class ShmRpcTest extends AbstractRpcTransportTest
     {
         return ShmTransportProvider.killServerConnections(serverUri.substring("shm://".length())) > 0;
     }
+
+    @Override
+    protected boolean freezeServer(final String serverUri, final boolean frozen)
+    {
+        ShmTransportProvider.freezeServer(serverUri.substring("shm://".length()), frozen);
+        return true;
+    }
 }
