@@ -164,10 +164,11 @@ final class Handshake
     /**
      * Checks a connect request against this side's config.
      *
-     * @param request       the private data.
-     * @param config        this side.
+     * @param request        the private data.
+     * @param config         this side.
      * @param expectedDigest digest of this side's token, or null if none is required.
-     * @return null if acceptable, else the reason (and {@code why[0]} the text).
+     * @param remote         the connector's address, for the message.
+     * @return null if acceptable, else the refusal to report (its reason goes into the reject).
      */
     static HandshakeException validateRequest(
         final ByteBuffer request, final EngineConfig config, final byte[] expectedDigest, final String remote)
