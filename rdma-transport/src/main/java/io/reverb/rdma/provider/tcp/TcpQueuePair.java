@@ -158,6 +158,7 @@ final class TcpQueuePair implements QueuePair
     private long inAddress;
     private long inRemaining;
     private long inRecvWrId;
+    private int remoteOffset;
     private final UnsafeBuffer[] dstBuffers = new UnsafeBuffer[MAX_SGE];
     private final int[] dstOffsets = new int[MAX_SGE];
     private final int[] dstLengths = new int[MAX_SGE];
@@ -627,12 +628,20 @@ final class TcpQueuePair implements QueuePair
             case TcpFrame.WRITE_IMM:
             {
                 // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
-                if (inLength > 0 && !resolveRemote(Access.REMOTE_WRITE, dstBuffers, dstOffsets, dstLengths))
+                dstCount = 0;
+                if (inLength > 0)
                 {
-                    fail(WcStatus.REM_ACCESS_ERR);
-                    return true;
+                    final TcpMemoryRegion region = resolveRemote(Access.REMOTE_WRITE);
+                    if (region == null)
+                    {
+                        fail(WcStatus.REM_ACCESS_ERR);
+                        return true;
+                    }
+                    dstBuffers[0] = region.data();
+                    dstOffsets[0] = remoteOffset;
+                    dstLengths[0] = inLength;
+                    dstCount = 1;
                 }
-                dstCount = inLength > 0 ? 1 : 0;
                 if (inType == TcpFrame.WRITE_IMM)
                 {
                     // Claimed before any data is placed: an RNR failure leaves the target memory untouched.
@@ -649,14 +658,18 @@ final class TcpQueuePair implements QueuePair
             }
             case TcpFrame.READ_REQUEST:
             {
-                if (inLength > 0 && !resolveRemote(Access.REMOTE_READ, srcScratchBuffer, srcScratchOffset, srcScratchLength))
+                TcpMemoryRegion region = null;
+                if (inLength > 0)
                 {
-                    fail(WcStatus.REM_ACCESS_ERR);
-                    return true;
+                    region = resolveRemote(Access.REMOTE_READ);
+                    if (region == null)
+                    {
+                        fail(WcStatus.REM_ACCESS_ERR);
+                        return true;
+                    }
                 }
-                respond(TcpFrame.READ_RESPONSE, inLength, inLength > 0 ? readRegion : null, srcScratchOffset[0]);
-                readRegion = null;
-                srcScratchBuffer[0] = null;
+                // Answered in turn; the data is copied out of the region when the answer is staged.
+                respond(TcpFrame.READ_RESPONSE, inLength, region, remoteOffset);
                 stage = STAGE_HEADER;
                 return true;
             }
@@ -710,12 +723,6 @@ final class TcpQueuePair implements QueuePair
                 return true;
         }
     }
-
-    // Scratch for READ_REQUEST resolution (the answer is queued, not copied now).
-    private final UnsafeBuffer[] srcScratchBuffer = new UnsafeBuffer[1];
-    private final int[] srcScratchOffset = new int[1];
-    private final int[] srcScratchLength = new int[1];
-    private TcpMemoryRegion readRegion;
 
     /** @return TAKEN if a receive is at rqHead, WAIT while the RNR time runs, FAILED once it ran out. */
     private int takeReceive()
@@ -778,31 +785,31 @@ final class TcpQueuePair implements QueuePair
         return true;
     }
 
-    /** Checks rkey, bounds, access and PD of a one-sided access to this side's memory. */
-    private boolean resolveRemote(
-        final int access, final UnsafeBuffer[] buffers, final int[] offsets, final int[] lengths)
+    /**
+     * Checks rkey, bounds, access and PD of the current frame's one-sided access to this side's memory.
+     *
+     * @return the region, with the access's offset in {@link #remoteOffset}, or null if not permitted.
+     */
+    private TcpMemoryRegion resolveRemote(final int access)
     {
         final int index = TcpMemoryRegion.indexOfKey(inRkey);
         if (index != TcpMemoryRegion.indexOfAddress(inAddress))
         {
-            return false;
+            return null;
         }
         final TcpMemoryRegion region = context.region(index);
         if (region == null || region.rkey() != inRkey || !region.isRegistered() || region.tcpPd() != pd ||
             (region.access() & access) == 0)
         {
-            return false;
+            return null;
         }
         final long offset = region.offsetOf(inAddress, inLength);
         if (offset < 0)
         {
-            return false;
+            return null;
         }
-        buffers[0] = region.data();
-        offsets[0] = (int)offset;
-        lengths[0] = inLength;
-        readRegion = region;
-        return true;
+        remoteOffset = (int)offset;
+        return region;
     }
 
     private void startPayload()
