@@ -464,7 +464,8 @@ public final class ReverbBench
             }
             final Target target = Targets.forUri(uri);
             try (ServerProcess server = ServerProcess.start(uri.toString(), mode, o.serverJvmArgs, Duration.ofSeconds(60));
-                EchoClient client = target.connect(URI.create(server.uri()), new TargetSettings(mode)))
+                // The client keeps the transport's default mode: only the server's idle CPU is measured.
+                EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
             {
                 final BytesValue request = EchoService.payload(64);
                 for (int i = 0; i < 10_000; i++)
