@@ -510,4 +510,29 @@ class EngineMessagingTest
             assertThat(server.poolBuffersInUse()).isZero();
         }
     }
+
+    @Test
+    void shouldSendNothingForAbortedClaimsAndGiveTheirSpaceBack() throws Exception
+    {
+        final Recorder recorder = new Recorder();
+        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
+        {
+            final MessageClaim claim = new MessageClaim();
+            final MessageClaim other = new MessageClaim();
+            for (int round = 0; round < 200; round++)
+            {
+                // An aborted claim between two committed ones, eager and rendezvous alike. The ring
+                // cannot move past an open claim, so start each round with an empty ring.
+                await("ring empty", () -> pair.client.sendBytesInFlight() == 0 && pair.client.pendingRendezvous() == 0);
+                assertThat(pair.client.tryClaim(round % 2 == 0 ? 300 : 5000, other)).isEqualTo(Connection.OK);
+                send(pair.client, claim, 100, 2L * round);
+                other.abort();
+                send(pair.client, claim, round % 3 == 0 ? 3000 : 50, 2L * round + 1);
+            }
+            await("all delivered", () -> recorder.count.get() == 400);
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            await("send ring empty", () -> pair.client.sendBytesInFlight() == 0);
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
 }

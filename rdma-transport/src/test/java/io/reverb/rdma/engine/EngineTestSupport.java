@@ -152,6 +152,7 @@ final class EngineTestSupport
         await("credits and buffers back on " + a + " / " + b, () ->
             a.poolBuffersInUse() == 0 && b.poolBuffersInUse() == 0 &&
             a.pendingRendezvous() == 0 && b.pendingRendezvous() == 0 &&
+            a.sendBytesInFlight() == 0 && b.sendBytesInFlight() == 0 &&
             a.creditsAvailable() + b.creditsOwed() == b.receiveSlots() &&
             b.creditsAvailable() + a.creditsOwed() == a.receiveSlots());
         assertThat(a.stats().rnrErrors()).isZero();
