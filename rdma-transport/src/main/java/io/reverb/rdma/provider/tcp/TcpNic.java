@@ -6,7 +6,6 @@ import java.nio.channels.Selector;
 import java.util.Arrays;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -62,47 +61,21 @@ final class TcpNic implements Runnable
         selector.wakeup();
     }
 
-    /** Runs a task on the NIC thread and waits for it; runs it here if the NIC has stopped. */
-    void executeAndWait(final Runnable task)
+    /**
+     * Queues a task behind the NIC's current work, even when called on the NIC thread (so that a
+     * disconnect handler never runs inside the NIC's own bookkeeping); runs it here if the NIC stopped.
+     */
+    void schedule(final Runnable task)
     {
-        if (Thread.currentThread() == thread || !running)
+        if (!running)
         {
             task.run();
             return;
         }
-        final CountDownLatch done = new CountDownLatch(1);
-        final Runnable wrapper = () ->
+        tasks.add(task);
+        if (Thread.currentThread() != thread)
         {
-            try
-            {
-                task.run();
-            }
-            finally
-            {
-                done.countDown();
-            }
-        };
-        tasks.add(wrapper);
-        selector.wakeup();
-        try
-        {
-            while (!done.await(100, TimeUnit.MILLISECONDS))
-            {
-                if ((!running || !thread.isAlive()) && tasks.remove(wrapper))
-                {
-                    // Stopped before running our task: nobody else will, so run it here.
-                    wrapper.run();
-                    return;
-                }
-                if (!thread.isAlive())
-                {
-                    return;
-                }
-            }
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
+            selector.wakeup();
         }
     }
 

@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  *       error completion is published, outstanding requests and receives are flushed with
  *       WR_FLUSH_ERR (sends always complete when flushed, signaled or not), later requests are
  *       flushed, the socket is half-closed once the answer that carries the error is written (the
- *       peer sees EOF and goes down too) and the disconnect handler runs once, on the NIC thread.</li>
+ *       peer sees EOF and goes down too) and the disconnect handler runs once, on the NIC thread
+ *       after the flush. {@link #close()} does not wait for any of this.</li>
  *   <li>{@code maxSendWr} bounds requests not yet answered; beyond it postSend answers QUEUE_FULL.</li>
  * </ul>
  */
@@ -404,7 +405,9 @@ final class TcpQueuePair implements QueuePair
                 closed = true;
             }
         }
-        nic.executeAndWait(() ->
+        // Not waited for: a closer holding a lock that a disconnect handler wants must not deadlock.
+        // Posting already answers CLOSED; the NIC flushes, runs the handler and closes the socket.
+        nic.execute(() ->
         {
             goDown(null);
             closeSocket();
@@ -1246,14 +1249,17 @@ final class TcpQueuePair implements QueuePair
         final Runnable handler = disconnectHandler;
         if (handler != null)
         {
-            try
+            nic.schedule(() ->
             {
-                handler.run();
-            }
-            catch (final Throwable t)
-            {
-                LOG.error("disconnect handler of {} threw", this, t);
-            }
+                try
+                {
+                    handler.run();
+                }
+                catch (final Throwable t)
+                {
+                    LOG.error("disconnect handler of {} threw", this, t);
+                }
+            });
         }
     }
 

@@ -10,5 +10,15 @@
  * request in order, and produces completions into lock-free multi-producer CQs. The semantics
  * (errors, RNR, flush on disconnect) are those of the shm provider, pinned by the conformance suite;
  * see {@link io.reverb.rdma.provider.tcp.TcpQueuePair} for the details.
+ *
+ * <p>Addresses are {@code host:port}; port 0 listens on a free port, which
+ * {@link io.reverb.rdma.verbs.ConnectionListener#localAddress()} reports. Measure with
+ * {@link io.reverb.rdma.provider.tcp.tools.TcpPingPong}.
+ *
+ * <p>Known limits: a send buffer is read when the NIC thread stages it, not inside {@code postSend}
+ * (as with a real NIC: reuse it after its completion or once the peer has received it); a peer that
+ * vanishes without FIN or RST is noticed only when TCP gives up on it; nothing is encrypted or
+ * authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and learns
+ * an rkey of that connection's PD can reach that memory.
  */
 package io.reverb.rdma.provider.tcp;
