@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * What the conformance suite does not pin: discovery, real ports for port 0, RNR waits that end well,
- * send-queue depth, connect timeouts, strangers on the listening port, peers that break the frame
+ * send-queue depth, CQ overflow, connect timeouts, strangers on the listening port, peers that break the frame
  * protocol, and allocation-free posting, polling and NIC threads.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -236,6 +236,44 @@ class TcpProviderTest
     }
 
     @Test
+    void shouldMoveTheQpToErrorWhenItsCompletionQueueOverflows() throws Exception
+    {
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+        {
+            final QueuePair[] pair = connectPair(server, client, 16);
+            final QueuePair sender = pair[1];
+            final CompletionQueue small = client.createCq(4, null);
+            assertThat(small.capacity()).isEqualTo(4);
+            // A second connection whose send CQ holds 4 completions; nobody polls it.
+            final QueuePair[] overflowing = connectPair(server, client, 16, small);
+            final MemoryRegion target = overflowing[0].pd().allocate(64, Access.ALL);
+            final MemoryRegion local = overflowing[1].pd().allocate(64, Access.LOCAL_WRITE);
+            final SendRequest write = new SendRequest();
+            for (int i = 0; i < 8; i++)
+            {
+                write.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).remoteAddress(target.address()).rkey(target.rkey());
+                write.setSge(local, 0, 8);
+                assertThat(overflowing[1].postSend(write)).isEqualTo(PostResult.OK);
+            }
+            final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+            while (overflowing[1].state() != QpState.ERROR)
+            {
+                awaitProgress(0, deadline);
+            }
+            final WorkCompletions wc = new WorkCompletions(16);
+            assertThat(small.poll(wc)).as("what the CQ could hold").isEqualTo(4);
+            for (int i = 0; i < 4; i++)
+            {
+                assertThat(wc.wrId(i)).isEqualTo(i);
+                assertThat(wc.status(i)).isEqualTo(WcStatus.SUCCESS);
+            }
+            // The other connection of the same contexts is unaffected.
+            assertThat(sender.state()).isEqualTo(QpState.RTS);
+        }
+    }
+
+    @Test
     void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
     {
         final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
@@ -353,6 +391,14 @@ class TcpProviderTest
     private static QueuePair[] connectPair(final VerbsContext server, final VerbsContext client, final int depth)
         throws Exception
     {
+        return connectPair(server, client, depth, client.createCq(256, null));
+    }
+
+    /** @return {server QP, client QP}; the client QP completes into {@code clientCq}. */
+    private static QueuePair[] connectPair(
+        final VerbsContext server, final VerbsContext client, final int depth, final CompletionQueue clientCq)
+        throws Exception
+    {
         try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
         {
             final CompletableFuture<QueuePair> accepted = CompletableFuture.supplyAsync(() ->
@@ -369,9 +415,8 @@ class TcpProviderTest
                     throw new IllegalStateException(ex);
                 }
             });
-            final CompletionQueue cq = client.createCq(256, null);
             final QueuePair qp = client.connect(listener.localAddress(), new QueuePairAttributes().pd(client.allocPd())
-                .sendCq(cq).recvCq(cq).maxSendWr(depth).maxRecvWr(depth), null);
+                .sendCq(clientCq).recvCq(clientCq).maxSendWr(depth).maxRecvWr(depth), null);
             return new QueuePair[] {accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS), qp};
         }
     }
