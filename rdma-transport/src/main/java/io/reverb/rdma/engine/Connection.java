@@ -57,8 +57,8 @@ public interface Connection extends AutoCloseable
 
     /**
      * Asks to be told, once, on a poller thread, when a sender that was back-pressured may retry.
-     * The retry may be back-pressured again (then register again). Runs at once (on the poller)
-     * if the connection is already closed.
+     * The retry may be back-pressured again (then register again). Runs at once, on the calling
+     * thread, if the connection is already closed (the retry then returns a closed code).
      *
      * @param callback what to run; must not block.
      */

@@ -728,11 +728,20 @@ final class EngineConnection implements Connection
     }
 
     @Override
-    public void onWritable(final Runnable callback)
+    public void onWritable(Runnable callback)
     {
         synchronized (lock)
         {
-            writableWaiters.add(callback);
+            if (!closeCallbacksRun)
+            {
+                writableWaiters.add(callback);
+                callback = null;
+            }
+        }
+        if (callback != null)
+        {
+            callback.run(); // closed: no poller will look at this connection again; the retry sees CLOSED
+            return;
         }
         requestAttention();
     }

@@ -467,6 +467,9 @@ class EngineMessagingTest
             assertThat(failures.size()).isLessThanOrEqualTo(committed);
             assertThat(pair.client.tryClaim(10, claim)).isEqualTo(Connection.NOT_CONNECTED);
             assertThat(pair.client.poolBuffersInUse()).isZero();
+            final CountDownLatch writable = new CountDownLatch(1);
+            pair.client.onWritable(writable::countDown);
+            assertThat(writable.await(10, TimeUnit.SECONDS)).as("a closed connection answers onWritable at once").isTrue();
         }
         finally
         {
