@@ -181,6 +181,12 @@ public final class ReverbBench
         {
             runs.addAll(JsonReport.read(Files.readString(Path.of(path))));
         }
+        int totalRuns = 0;
+        for (final String text : uris)
+        {
+            totalRuns += isPolling(URI.create(text)) && !o.pollingModes.isEmpty() ? o.pollingModes.size() : 1;
+        }
+        totalRuns *= payloads.size();
         int runIndex = 0;
         for (final int payload : payloads)
         {
@@ -189,15 +195,16 @@ public final class ReverbBench
             for (final String text : uris)
             {
                 final URI uri = URI.create(text);
-                final boolean polls = Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri);
-                final List<String> modes = polls && !o.pollingModes.isEmpty() ?
+                final List<String> modes = isPolling(uri) && !o.pollingModes.isEmpty() ?
                     o.pollingModes : java.util.Collections.singletonList(null);
                 for (final String mode : modes)
                 {
                     final URI unique = uniqueName(uri, o, runIndex++);
-                    if (mode != null && "shm".equals(uri.getScheme()) && !ShmPolling.canApply(mode))
+                    // A BUSY engine spins for the rest of the JVM's life, which would steal a core from the
+                    // runs after it; and a JVM's shm engine runs one mode. Either way: a fresh client JVM.
+                    final boolean busyAmongOthers = "BUSY".equals(mode) && totalRuns > 1;
+                    if (mode != null && "shm".equals(uri.getScheme()) && (busyAmongOthers || !ShmPolling.canApply(mode)))
                     {
-                        // This JVM's shm engine already runs another mode: measure from a fresh client JVM.
                         runs.addAll(runInClientProcess(unique, payload, mode, o, err));
                     }
                     else
@@ -222,6 +229,11 @@ public final class ReverbBench
             }
         }
         return 0;
+    }
+
+    private static boolean isPolling(final URI uri)
+    {
+        return Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri);
     }
 
     private static List<RunResult> runInClientProcess(

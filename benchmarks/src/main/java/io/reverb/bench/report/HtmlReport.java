@@ -27,6 +27,7 @@ public final class HtmlReport
     private static final int TOP = 20;
     private static final int BOTTOM = 60;
     private static final int TICKS_PER_HALF_DISTANCE = 5;
+    private static final int LEGEND_LINE = 18;
 
     private HtmlReport()
     {
@@ -161,8 +162,9 @@ public final class HtmlReport
         final double plotWidth = WIDTH - LEFT - RIGHT;
         final double plotHeight = HEIGHT - TOP - BOTTOM;
 
-        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(WIDTH).append("\" height=\"").append(HEIGHT)
-            .append("\" viewBox=\"0 0 ").append(WIDTH).append(' ').append(HEIGHT).append("\" role=\"img\">\n");
+        final int svgHeight = HEIGHT + 8 + runs.size() * LEGEND_LINE;
+        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(WIDTH).append("\" height=\"").append(svgHeight)
+            .append("\" viewBox=\"0 0 ").append(WIDTH).append(' ').append(svgHeight).append("\" role=\"img\">\n");
         out.append("<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"").append(fmt(plotWidth))
             .append("\" height=\"").append(fmt(plotHeight)).append("\" fill=\"#fff\" stroke=\"#999\"/>\n");
 
@@ -233,19 +235,12 @@ public final class HtmlReport
             out.append("<path d=\"").append(path).append("\" fill=\"none\" stroke=\"").append(colour(i))
                 .append("\" stroke-width=\"2\"><title>").append(escape(runs.get(i).label)).append("</title></path>\n");
         }
-        int legendWidth = 0;
-        for (final RunResult r : runs)
-        {
-            legendWidth = Math.max(legendWidth, (r.label + " — " + r.describe()).length());
-        }
-        out.append("<rect x=\"").append(LEFT + 6).append("\" y=\"").append(TOP + 4).append("\" width=\"")
-            .append(Math.min((int)plotWidth - 12, 40 + legendWidth * 7)).append("\" height=\"").append(8 + runs.size() * 18)
-            .append("\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#ddd\"/>\n");
+        // Legend below the plot, so that it never hides a curve.
         for (int i = 0; i < runs.size(); i++)
         {
-            final double y = TOP + 14 + i * 18;
-            out.append("<rect x=\"").append(LEFT + 12).append("\" y=\"").append(fmt(y - 9)).append("\" width=\"14\" height=\"4\" fill=\"")
-                .append(colour(i)).append("\"/>\n<text x=\"").append(LEFT + 32).append("\" y=\"").append(fmt(y - 3)).append("\">")
+            final double y = HEIGHT + 8 + i * LEGEND_LINE;
+            out.append("<rect x=\"").append(LEFT).append("\" y=\"").append(fmt(y - 6)).append("\" width=\"18\" height=\"4\" fill=\"")
+                .append(colour(i)).append("\"/>\n<text x=\"").append(LEFT + 26).append("\" y=\"").append(fmt(y)).append("\">")
                 .append(escape(runs.get(i).label + " — " + runs.get(i).describe())).append("</text>\n");
         }
         out.append("</svg>\n");
