@@ -26,8 +26,8 @@ log "1. main job: Reverb ($reverb) and grpc-java Netty, unary 64 B, c=1"
 "$bench" report main.json > main.txt
 
 if [[ "$reverb" == shm://* ]]; then
-  log "2. shm in each polling mode, grpc-java Netty and in-process, unary 64 B, c=1"
-  "$bench" --compare "shm://modes-$$,grpc://127.0.0.1:0,grpc-inproc://modes" --polling BUSY,EVENT,ADAPTIVE \
+  log "2. shm in each polling mode, grpc-java Netty (default and direct executor) and in-process, unary 64 B, c=1"
+  "$bench" --compare "shm://modes-$$,grpc://127.0.0.1:0,grpc://127.0.0.1:0?direct=true,grpc-inproc://modes" --polling BUSY,EVENT,ADAPTIVE \
     -z "${secs}s" --format json -o polling.json --html polling.html -q
   "$bench" report polling.json > polling.txt
 fi
