@@ -21,6 +21,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     private final io.reverb.rdma.engine.Connection engine;
     private final String localAddress;
     private final String remoteAddress;
+    private final int maxOutboundMessageSize;
     private final MessageClaim claim = new MessageClaim();
     private final AtomicBoolean claimBusy = new AtomicBoolean();
     private final AtomicBoolean writableArmed = new AtomicBoolean();
@@ -29,11 +30,16 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     private DirectBuffer viewSource;
     private ByteBuffer view;
 
-    EngineTransportConnection(final io.reverb.rdma.engine.Connection engine, final String localAddress, final String remoteAddress)
+    EngineTransportConnection(
+        final io.reverb.rdma.engine.Connection engine,
+        final String localAddress,
+        final String remoteAddress,
+        final int maxOutboundMessageSize)
     {
         this.engine = engine;
         this.localAddress = localAddress;
         this.remoteAddress = remoteAddress;
+        this.maxOutboundMessageSize = maxOutboundMessageSize;
     }
 
     /** Starts delivery to the handler (before any event of this connection). */
@@ -174,7 +180,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     @Override
     public int maxMessageLength()
     {
-        return Math.min(engine.peerMaxInboundMessageSize(), ShmTransportProvider.config().maxOutboundMessageSize());
+        return Math.min(engine.peerMaxInboundMessageSize(), maxOutboundMessageSize);
     }
 
     @Override

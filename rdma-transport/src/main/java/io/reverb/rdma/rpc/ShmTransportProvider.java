@@ -18,13 +18,20 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * rpc-core's transport for {@code shm://name}: the connection engine over the shm verbs provider
- * (processes on one host). One engine per JVM, opened on first use with {@link EngineConfig}
- * defaults (ADAPTIVE polling, one poller); its threads are daemons.
+ * (processes on one host).
+ *
+ * <p>Engines are shared per JVM and opened on first use; their threads are daemons. A URI without
+ * a polling setting uses the default engine ({@link EngineConfig} defaults, ADAPTIVE polling, or
+ * what {@link #configure(EngineConfig)} set before first use). {@code shm://name?polling=busy}
+ * (or {@code event}, {@code adaptive}) uses an engine of that polling mode, so one JVM can run a
+ * server and clients with different modes.
  */
 public final class ShmTransportProvider implements TransportProvider
 {
     private static final String SCHEME = "shm";
     private static final Set<EngineTransportConnection> CONNECTIONS = ConcurrentHashMap.newKeySet();
+    private static final java.util.Map<io.reverb.rdma.engine.PollingMode, RdmaEngine> ENGINES_BY_MODE =
+        new java.util.EnumMap<>(io.reverb.rdma.engine.PollingMode.class);
     private static volatile RdmaEngine engine;
     private static volatile EngineConfig config;
 
@@ -72,6 +79,89 @@ public final class ShmTransportProvider implements TransportProvider
         return c;
     }
 
+    /**
+     * Sets the default engine's configuration; only before that engine is first used.
+     *
+     * @param engineConfig the configuration (concluded here).
+     * @throws IllegalStateException if the default engine is already open.
+     */
+    public static synchronized void configure(final EngineConfig engineConfig)
+    {
+        if (engine != null)
+        {
+            throw new IllegalStateException("the default shm:// engine of this JVM is already open with " + config +
+                "; configure it before the first shm:// connect or listen, or use shm://name?polling=MODE");
+        }
+        config = engineConfig.conclude();
+    }
+
+    /**
+     * @param uri a shm URI, possibly with {@code ?polling=MODE}.
+     * @return the engine serving it, opened if needed.
+     * @throws IOException if the engine cannot be opened.
+     */
+    static RdmaEngine engineFor(final URI uri) throws IOException
+    {
+        final io.reverb.rdma.engine.PollingMode mode = pollingMode(uri);
+        if (mode == null)
+        {
+            return engine();
+        }
+        synchronized (ENGINES_BY_MODE)
+        {
+            RdmaEngine e = ENGINES_BY_MODE.get(mode);
+            if (e == null)
+            {
+                e = RdmaEngine.open(SCHEME, new EngineConfig()
+                    .name("reverb-shm-" + mode.name().toLowerCase(java.util.Locale.ROOT)).pollingMode(mode));
+                ENGINES_BY_MODE.put(mode, e);
+            }
+            return e;
+        }
+    }
+
+    /** Closes the engine of a polling mode (tests: a BUSY engine spins a core until closed). */
+    static void closeEngine(final io.reverb.rdma.engine.PollingMode mode)
+    {
+        final RdmaEngine e;
+        synchronized (ENGINES_BY_MODE)
+        {
+            e = ENGINES_BY_MODE.remove(mode);
+        }
+        if (e != null)
+        {
+            e.close();
+        }
+    }
+
+    static io.reverb.rdma.engine.PollingMode pollingMode(final URI uri)
+    {
+        final String query = uri.getQuery();
+        if (query == null || query.isEmpty())
+        {
+            return null;
+        }
+        for (final String parameter : query.split("&"))
+        {
+            final int eq = parameter.indexOf('=');
+            final String key = eq < 0 ? parameter : parameter.substring(0, eq);
+            if ("polling".equalsIgnoreCase(key))
+            {
+                final String value = eq < 0 ? "" : parameter.substring(eq + 1);
+                try
+                {
+                    return io.reverb.rdma.engine.PollingMode.valueOf(value.toUpperCase(java.util.Locale.ROOT));
+                }
+                catch (final IllegalArgumentException ex)
+                {
+                    throw new IllegalArgumentException("unknown polling mode '" + value + "' in " + uri +
+                        "; use polling=busy, polling=event or polling=adaptive", ex);
+                }
+            }
+        }
+        return null;
+    }
+
     static RdmaEngine engine() throws IOException
     {
         RdmaEngine e = engine;
@@ -108,7 +198,7 @@ public final class ShmTransportProvider implements TransportProvider
         try
         {
             name = name(uri);
-            e = engine();
+            e = engineFor(uri);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -123,7 +213,8 @@ public final class ShmTransportProvider implements TransportProvider
                     new IOException("cannot connect to " + uri + ": " + cause.getMessage(), cause));
             }
             final EngineTransportConnection connection = new EngineTransportConnection(
-                engineConnection, "shm://pid:" + ProcessHandle.current().pid(), "shm://" + name);
+                engineConnection, "shm://pid:" + ProcessHandle.current().pid(), "shm://" + name,
+                e.config().maxOutboundMessageSize());
             track(connection);
             connection.bind(handler);
             return connection;
@@ -135,10 +226,11 @@ public final class ShmTransportProvider implements TransportProvider
     {
         final String name = name(uri);
         final String address = "shm://" + name;
-        final EngineListener listener = engine().listen(name, engineConnection ->
+        final RdmaEngine e = engineFor(uri);
+        final EngineListener listener = e.listen(name, engineConnection ->
         {
-            final EngineTransportConnection connection =
-                new EngineTransportConnection(engineConnection, address, engineConnection.remoteAddress());
+            final EngineTransportConnection connection = new EngineTransportConnection(
+                engineConnection, address, engineConnection.remoteAddress(), e.config().maxOutboundMessageSize());
             final ConnectionHandler handler = acceptor.onConnection(connection);
             if (handler == null)
             {
