@@ -5,6 +5,7 @@ import io.reverb.bench.target.BenchServer;
 import io.reverb.bench.target.EchoClient;
 import io.reverb.bench.target.Target;
 import io.reverb.bench.target.Targets;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
@@ -24,8 +25,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Runs a very short profile of the JMH suite in this JVM: every benchmark on one fast target,
  * and the unary latency case on every target that works on this machine. No timing asserts:
- * it checks that each benchmark ran and produced a score.
+ * it checks that each benchmark ran and produced a score. Runs last among the module's test
+ * classes: a BUSY shm engine it opens spins until the test JVM exits.
  */
+@Order(Integer.MAX_VALUE)
 class JmhSmokeTest
 {
     private static final String FULL_PROFILE_TARGET = "grpc-inproc";
