@@ -18,7 +18,7 @@ import org.HdrHistogram.Histogram;
 import org.agrona.DirectBuffer;
 
 /**
- * Engine-level benchmark between two processes over shm (a benchmark, not a test).
+ * Engine-level benchmark between two processes over shm (or {@code --scheme tcp}): a benchmark, not a test.
  *
  * <p>For each polling mode it starts a child JVM running an echo engine, connects, and measures:
  * <ul>
@@ -34,7 +34,7 @@ import org.agrona.DirectBuffer;
  * </ul>
  *
  * <p>Usage: {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000] [--messages 200000]
- * [--throughput 2000]}; run with {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
+ * [--throughput 2000] [--scheme shm|tcp]}; run with {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
  */
 public final class EnginePingPong
 {
@@ -54,13 +54,14 @@ public final class EnginePingPong
     {
         if (args.length > 0 && "--serve".equals(args[0]))
         {
-            serve(args[1], PollingMode.valueOf(args[2]));
+            serve(args[1], PollingMode.valueOf(args[2]), args.length > 3 ? args[3] : "shm");
             return;
         }
         String modes = "BUSY,ADAPTIVE,EVENT";
         int warmup = 50_000;
         int messages = 200_000;
         int throughput = 2_000;
+        String scheme = "shm";
         for (int i = 0; i < args.length; i += 2)
         {
             switch (args[i])
@@ -69,17 +70,19 @@ public final class EnginePingPong
                 case "--warmup": warmup = Integer.parseInt(args[i + 1]); break;
                 case "--messages": messages = Integer.parseInt(args[i + 1]); break;
                 case "--throughput": throughput = Integer.parseInt(args[i + 1]); break;
+                case "--scheme": scheme = args[i + 1]; break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        System.out.printf(Locale.ROOT, "Reverb engine ping-pong over shm, two processes, %d B, %d round trips (+%d warm-up); " +
-            "%d cores, %s%n", PING, messages, warmup, Runtime.getRuntime().availableProcessors(), System.getProperty("java.vm.version"));
+        System.out.printf(Locale.ROOT, "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); " +
+            "%d cores, %s%n", scheme, PING, messages, warmup, Runtime.getRuntime().availableProcessors(),
+            System.getProperty("java.vm.version"));
         System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
             "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
             "idle cpu%", "1MiB GB/s", "alloc/1MiB");
         for (final String mode : modes.split(","))
         {
-            run(PollingMode.valueOf(mode.trim()), warmup, messages, throughput);
+            run(scheme, PollingMode.valueOf(mode.trim()), warmup, messages, throughput);
         }
     }
 
@@ -89,24 +92,25 @@ public final class EnginePingPong
             .maxInboundMessageSize(LARGE).maxOutboundMessageSize(LARGE).rendezvousPoolBytes(8L * LARGE);
     }
 
-    private static void run(final PollingMode mode, final int warmup, final int messages, final int throughput) throws Exception
+    private static void run(
+        final String scheme, final PollingMode mode, final int warmup, final int messages, final int throughput) throws Exception
     {
-        final String name = "pingpong-" + ProcessHandle.current().pid() + "-" + mode;
+        final String name = "shm".equals(scheme) ? "pingpong-" + ProcessHandle.current().pid() + "-" + mode : "127.0.0.1:0";
         final List<String> command = new ArrayList<>(List.of(
             System.getProperty("java.home") + "/bin/java",
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-cp", System.getProperty("java.class.path"),
-            EnginePingPong.class.getName(), "--serve", name, mode.name()));
+            EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         final String ready = out.readLine();
-        if (ready == null || !ready.startsWith("READY"))
+        if (ready == null || !ready.startsWith("READY "))
         {
             throw new IllegalStateException("echo server did not start: " + ready);
         }
-        try (RdmaEngine engine = RdmaEngine.open("shm", config(mode, "client")))
+        try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "client")))
         {
-            final Connection connection = engine.connect(name);
+            final Connection connection = engine.connect(ready.substring("READY ".length()));
             final Client client = new Client(connection);
             connection.setHandler(client);
             final Thread poller = engine.pollerThread(0);
@@ -290,14 +294,14 @@ public final class EnginePingPong
         }
     }
 
-    private static void serve(final String name, final PollingMode mode) throws Exception
+    private static void serve(final String name, final PollingMode mode, final String scheme) throws Exception
     {
         final CountDownLatch closed = new CountDownLatch(1);
-        try (RdmaEngine engine = RdmaEngine.open("shm", config(mode, "server")))
+        try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "server")))
         {
             final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
             final long pollerId = engine.pollerThread(0).getId();
-            engine.listen(name, c ->
+            final io.reverb.rdma.engine.EngineListener listener = engine.listen(name, c ->
             {
                 final MessageClaim reply = new MessageClaim();
                 c.onClose(cause -> closed.countDown());
@@ -329,7 +333,7 @@ public final class EnginePingPong
                     reply.commit();
                 });
             });
-            System.out.println("READY");
+            System.out.println("READY " + listener.address());
             System.out.flush();
             closed.await();
         }
