@@ -53,7 +53,7 @@ public final class EngineConfig
     private Consumer<Throwable> errorHandler;
     private long closeTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(20);
-    private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(200);
+    private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private String name = "reverb";
     private boolean concluded;
@@ -289,7 +289,7 @@ public final class EngineConfig
     /**
      * ADAPTIVE tuning: the spin budget is four times the recent mean gap between completions caught
      * while spinning, clamped to [min, max]; spinning stops while spins miss more often than they
-     * catch (see {@link PollingMode#ADAPTIVE}). Defaults: 20 us, 200 us, 10 us.
+     * catch (see {@link PollingMode#ADAPTIVE}). Defaults: 20 us, 50 us, 10 us.
      *
      * @param minSpinNanos shortest spin.
      * @param maxSpinNanos longest spin.
