@@ -1,0 +1,303 @@
+package io.reverb.bench.target;
+
+import com.google.protobuf.BytesValue;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.ServerCalls;
+import io.grpc.stub.StreamObserver;
+import io.reverb.bench.EchoService;
+
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * grpc-java, the baseline: {@code grpc://host:port} runs over Netty (TCP, plaintext HTTP/2),
+ * {@code grpc-inproc://name} over grpc-java's in-process transport.
+ *
+ * <p>Both use grpc-java's defaults (a cached thread pool runs callbacks), as a user gets them.
+ * The query parameter {@code ?direct=true} switches client and server to {@code directExecutor()},
+ * the configuration grpc-java's own benchmarks use for their best latency.
+ */
+public final class GrpcTarget implements Target
+{
+    /** Scheme of grpc-java over Netty. */
+    public static final String NETTY_SCHEME = "grpc";
+    /** Scheme of grpc-java's in-process transport. */
+    public static final String INPROC_SCHEME = "grpc-inproc";
+
+    /** {@code Echo} as a grpc-java method descriptor, marshalled with protobuf. */
+    public static final MethodDescriptor<BytesValue, BytesValue> ECHO_METHOD =
+        MethodDescriptor.<BytesValue, BytesValue>newBuilder()
+            .setType(MethodDescriptor.MethodType.UNARY)
+            .setFullMethodName(EchoService.ECHO_FULL_NAME)
+            .setRequestMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance()))
+            .setResponseMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance()))
+            .build();
+
+    /** {@code Stream} as a grpc-java method descriptor, marshalled with protobuf. */
+    public static final MethodDescriptor<BytesValue, BytesValue> STREAM_METHOD =
+        MethodDescriptor.<BytesValue, BytesValue>newBuilder()
+            .setType(MethodDescriptor.MethodType.SERVER_STREAMING)
+            .setFullMethodName(EchoService.STREAM_FULL_NAME)
+            .setRequestMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance()))
+            .setResponseMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance()))
+            .build();
+
+    private static final int MAX_MESSAGE = 64 * 1024 * 1024;
+
+    @Override
+    public String framework()
+    {
+        return "grpc-java";
+    }
+
+    @Override
+    public boolean handles(final URI uri)
+    {
+        return NETTY_SCHEME.equals(uri.getScheme()) || INPROC_SCHEME.equals(uri.getScheme());
+    }
+
+    /**
+     * @return the echo service as a grpc-java service definition.
+     */
+    public static ServerServiceDefinition serviceDefinition()
+    {
+        final EchoService.StreamReplies replies = new EchoService.StreamReplies();
+        return ServerServiceDefinition.builder(EchoService.SERVICE_NAME)
+            .addMethod(ECHO_METHOD, ServerCalls.asyncUnaryCall((request, responses) ->
+            {
+                responses.onNext(request);
+                responses.onCompleted();
+            }))
+            .addMethod(STREAM_METHOD, ServerCalls.asyncServerStreamingCall((request, responses) ->
+            {
+                final EchoService.StreamRequest ask = EchoService.StreamRequest.decode(request);
+                new FlowControlledReplies((ServerCallStreamObserver<BytesValue>)responses,
+                    replies.ofSize(ask.size()), ask.count()).start();
+            }))
+            .build();
+    }
+
+    @Override
+    public BenchServer startServer(final URI uri, final TargetSettings settings) throws Exception
+    {
+        final boolean direct = isDirect(uri);
+        if (INPROC_SCHEME.equals(uri.getScheme()))
+        {
+            final String name = uri.getHost() != null ? uri.getHost() : uri.getSchemeSpecificPart().replace("/", "");
+            final InProcessServerBuilder builder = InProcessServerBuilder.forName(name)
+                .addService(serviceDefinition()).maxInboundMessageSize(MAX_MESSAGE);
+            if (direct)
+            {
+                builder.directExecutor();
+            }
+            final Server server = builder.build().start();
+            return new GrpcServer(server, uri.toString());
+        }
+
+        final String host = uri.getHost() == null ? "127.0.0.1" : uri.getHost();
+        final int port = Math.max(uri.getPort(), 0);
+        final NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+            .addService(serviceDefinition()).maxInboundMessageSize(MAX_MESSAGE);
+        if (direct)
+        {
+            builder.directExecutor();
+        }
+        final Server server = builder.build().start();
+        final String query = uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery();
+        return new GrpcServer(server, NETTY_SCHEME + "://" + host + ":" + server.getPort() + query);
+    }
+
+    @Override
+    public EchoClient connect(final URI uri, final TargetSettings settings)
+    {
+        final boolean direct = isDirect(uri);
+        final ManagedChannel channel;
+        if (INPROC_SCHEME.equals(uri.getScheme()))
+        {
+            final String name = uri.getHost() != null ? uri.getHost() : uri.getSchemeSpecificPart().replace("/", "");
+            final InProcessChannelBuilder builder = InProcessChannelBuilder.forName(name).maxInboundMessageSize(MAX_MESSAGE);
+            if (direct)
+            {
+                builder.directExecutor();
+            }
+            channel = builder.build();
+        }
+        else
+        {
+            final NettyChannelBuilder builder = NettyChannelBuilder.forAddress(uri.getHost(), uri.getPort())
+                .usePlaintext().maxInboundMessageSize(MAX_MESSAGE);
+            if (direct)
+            {
+                builder.directExecutor();
+            }
+            channel = builder.build();
+        }
+        return new GrpcClient(channel);
+    }
+
+    private static boolean isDirect(final URI uri)
+    {
+        final String query = uri.getQuery();
+        return query != null && query.contains("direct=true");
+    }
+
+    private record GrpcServer(Server server, String uri) implements BenchServer
+    {
+        @Override
+        public void close()
+        {
+            server.shutdown();
+            try
+            {
+                if (!server.awaitTermination(5, TimeUnit.SECONDS))
+                {
+                    server.shutdownNow();
+                }
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+                server.shutdownNow();
+            }
+        }
+    }
+
+    private static final class GrpcClient implements EchoClient
+    {
+        private final ManagedChannel channel;
+
+        GrpcClient(final ManagedChannel channel)
+        {
+            this.channel = channel;
+        }
+
+        @Override
+        public BytesValue blockingEcho(final BytesValue request)
+        {
+            return ClientCalls.blockingUnaryCall(channel, ECHO_METHOD, CallOptions.DEFAULT, request);
+        }
+
+        @Override
+        public long blockingStream(final BytesValue request)
+        {
+            long count = 0;
+            final java.util.Iterator<BytesValue> messages =
+                ClientCalls.blockingServerStreamingCall(channel, STREAM_METHOD, CallOptions.DEFAULT, request);
+            while (messages.hasNext())
+            {
+                messages.next();
+                count++;
+            }
+            return count;
+        }
+
+        @Override
+        public Caller newCaller(final CallObserver observer)
+        {
+            final StreamObserver<BytesValue> responses = new StreamObserver<>()
+            {
+                @Override
+                public void onNext(final BytesValue value)
+                {
+                    observer.onMessage();
+                }
+
+                @Override
+                public void onError(final Throwable error)
+                {
+                    observer.onClose(Status.fromThrowable(error).getCode().value(), error);
+                }
+
+                @Override
+                public void onCompleted()
+                {
+                    observer.onClose(0, null);
+                }
+            };
+            return new Caller()
+            {
+                @Override
+                public void echo(final BytesValue request)
+                {
+                    ClientCalls.asyncUnaryCall(channel.newCall(ECHO_METHOD, CallOptions.DEFAULT), request, responses);
+                }
+
+                @Override
+                public void stream(final BytesValue request)
+                {
+                    ClientCalls.asyncServerStreamingCall(
+                        channel.newCall(STREAM_METHOD, CallOptions.DEFAULT), request, responses);
+                }
+            };
+        }
+
+        @Override
+        public void close()
+        {
+            channel.shutdownNow();
+            try
+            {
+                channel.awaitTermination(5, TimeUnit.SECONDS);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Sends {@code count} copies of a message as fast as grpc-java's flow control lets it, so a
+     * slow client holds the server back instead of filling its memory (as Reverb's REQUEST_N does).
+     */
+    private static final class FlowControlledReplies implements Runnable
+    {
+        private final ServerCallStreamObserver<BytesValue> responses;
+        private final BytesValue message;
+        private final int count;
+        private int sent;
+        private boolean completed;
+
+        FlowControlledReplies(final ServerCallStreamObserver<BytesValue> responses, final BytesValue message, final int count)
+        {
+            this.responses = responses;
+            this.message = message;
+            this.count = count;
+        }
+
+        void start()
+        {
+            responses.setOnReadyHandler(this);
+            responses.setOnCancelHandler(() -> completed = true);
+            run();
+        }
+
+        @Override
+        public void run()
+        {
+            while (!completed && sent < count && responses.isReady())
+            {
+                responses.onNext(message);
+                sent++;
+            }
+            if (!completed && sent == count)
+            {
+                completed = true;
+                responses.onCompleted();
+            }
+        }
+    }
+}
