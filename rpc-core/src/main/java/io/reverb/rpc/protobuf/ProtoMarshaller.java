@@ -77,9 +77,24 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     {
         try
         {
-            final CodedInputStream input = CodedInputStream.newInstance(source);
-            // the buffer is only valid during this call: parsed bytes fields must be copies, never aliases
-            input.enableAliasing(false);
+            final CodedInputStream input;
+            if (source.hasArray())
+            {
+                input = CodedInputStream.newInstance(source);
+                // the buffer is only valid during this call: parsed bytes fields must be copies, never aliases
+                input.enableAliasing(false);
+            }
+            else
+            {
+                // protobuf-java 4.x has no decoder over direct memory: it would copy the whole message
+                // into a heap array and then copy every bytes field out of that array again. Copy once
+                // here instead; the array is ours, so bytes fields may alias it (one copy, not two, of
+                // a 1 MiB payload).
+                final byte[] copy = new byte[source.remaining()];
+                source.duplicate().get(copy);
+                input = CodedInputStream.newInstance(copy);
+                input.enableAliasing(true);
+            }
             final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
             input.checkLastTagWas(0);
             return message;

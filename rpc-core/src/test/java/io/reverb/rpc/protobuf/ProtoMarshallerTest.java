@@ -46,6 +46,20 @@ class ProtoMarshallerTest
     }
 
     @Test
+    void shouldNotAliasHeapSourceBufferWhenParsingBytes()
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final BytesValue value = BytesValue.of(ByteString.copyFrom(new byte[1000]).concat(ByteString.copyFromUtf8("tail")));
+        final ByteBuffer buffer = ByteBuffer.allocate(m.serializedSize(value) + 3);
+        buffer.position(3);
+        m.write(value, buffer);
+        buffer.flip().position(3);
+        final BytesValue parsed = m.read(buffer);
+        java.util.Arrays.fill(buffer.array(), (byte)7);
+        assertThat(parsed).isEqualTo(value);
+    }
+
+    @Test
     void shouldFailWithInternalOnGarbage()
     {
         final Marshaller<StringValue> m = ProtoMarshaller.of(StringValue.getDefaultInstance());
