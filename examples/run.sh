@@ -24,5 +24,5 @@ case "$main" in
   io.reverb.*) ;;
   *) main="io.reverb.examples.$main" ;;
 esac
-exec java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+exec java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
   -cp "$root/examples/target/classes:$(cat "$classpath_file")" "$main" "$@"

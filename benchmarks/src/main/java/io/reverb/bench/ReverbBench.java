@@ -246,6 +246,7 @@ public final class ReverbBench
             final List<String> command = new ArrayList<>();
             command.add(System.getProperty("java.home") + "/bin/java");
             command.add(ServerProcess.ADD_EXPORTS);
+            command.add(ServerProcess.ADD_EXPORTS_DISNI);
             command.addAll(ServerProcess.inheritedJvmArgs());
             command.addAll(List.of("-cp", System.getProperty("java.class.path"), ReverbBench.class.getName(),
                 "--uri", uri.toString(), "--polling", polling, "-c", Integer.toString(o.concurrency),

@@ -22,6 +22,9 @@ public final class ServerProcess implements AutoCloseable
     /** JVM flag every Reverb process needs (Agrona 2.x). */
     public static final String ADD_EXPORTS = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
 
+    /** DiSNi (rdma://) reads direct-buffer addresses through sun.nio.ch.DirectBuffer. */
+    public static final String ADD_EXPORTS_DISNI = "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED";
+
     private final Process process;
     private final OutputStream stdin;
     private final String uri;
@@ -49,6 +52,7 @@ public final class ServerProcess implements AutoCloseable
         final List<String> command = new ArrayList<>();
         command.add(System.getProperty("java.home") + "/bin/java");
         command.add(ADD_EXPORTS);
+        command.add(ADD_EXPORTS_DISNI);
         command.addAll(inheritedJvmArgs());
         command.addAll(jvmArgs);
         command.add("-cp");
