@@ -29,6 +29,26 @@ class ProtoMarshallerTest
     }
 
     @Test
+    void shouldWriteCorrectlyAfterAFailedWriteOnTheSameThread()
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final BytesValue first = BytesValue.of(ByteString.copyFrom(new byte[]{9, 9, 9, 9, 9, 9, 9, 9}));
+        final ByteBuffer tooSmall = ByteBuffer.allocateDirect(m.serializedSize(first) - 3);
+        assertThatThrownBy(() -> m.write(first, tooSmall))
+            .isInstanceOfSatisfying(RpcException.class, e -> assertThat(e.status().code()).isEqualTo(StatusCode.INTERNAL));
+        // the reused per-thread encoder must not carry bytes of the failed write into the next one
+        for (int i = 0; i < 3; i++)
+        {
+            final BytesValue value = BytesValue.of(ByteString.copyFrom(new byte[]{1, 2, (byte)i}));
+            final ByteBuffer buffer = ByteBuffer.allocateDirect(m.serializedSize(value));
+            m.write(value, buffer);
+            assertThat(buffer.position()).isEqualTo(buffer.capacity());
+            buffer.flip();
+            assertThat(m.read(buffer)).isEqualTo(value);
+        }
+    }
+
+    @Test
     void shouldNotAliasSourceBufferWhenParsingBytes()
     {
         final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
