@@ -6,6 +6,7 @@ import com.google.protobuf.ExtensionRegistryLite;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
 import com.google.protobuf.Parser;
+import com.google.protobuf.UnsafeByteOperations;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.Status;
 import java.io.IOException;
@@ -105,11 +106,13 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
 
     /**
      * A per-thread {@link CodedOutputStream} over a small heap buffer whose flush copies into the current target
-     * (registered memory): one copy of a small message, no allocation.
+     * (registered memory): one copy of a small message, no allocation; and a scratch array small messages are
+     * parsed from.
      */
     private static final class Encoder extends OutputStream
     {
         final CodedOutputStream output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
+        final byte[] scratch = new byte[SMALL_MESSAGE];
         ByteBuffer target;
 
         @Override
@@ -139,14 +142,26 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             }
             else
             {
-                // protobuf-java 4.x has no decoder over direct memory: it would copy the whole message
-                // into a heap array and then copy every bytes field out of that array again. Copy once
-                // here instead; the array is ours, so bytes fields may alias it (one copy, not two, of
-                // a 1 MiB payload).
-                final byte[] copy = new byte[source.remaining()];
-                source.duplicate().get(copy);
-                input = CodedInputStream.newInstance(copy);
-                input.enableAliasing(true);
+                // protobuf-java 4.x has no decoder over direct memory: it would copy the whole message into a new heap
+                // array and then copy every bytes field out of that array again.
+                final int length = source.remaining();
+                if (length <= SMALL_MESSAGE)
+                {
+                    // small: into this thread's scratch array (no allocation); bytes fields are copied out of it
+                    final byte[] scratch = ENCODERS.get().scratch;
+                    source.get(source.position(), scratch, 0, length);
+                    input = CodedInputStream.newInstance(scratch, 0, length);
+                    input.enableAliasing(false);
+                }
+                else
+                {
+                    // large: one private copy, marked immutable so that bytes fields alias it (one copy of a 1 MiB
+                    // payload, not two; a plain newInstance(byte[]) is mutable, and protobuf copies fields out of it)
+                    final byte[] copy = new byte[length];
+                    source.get(source.position(), copy);
+                    input = UnsafeByteOperations.unsafeWrap(copy).newCodedInput();
+                    input.enableAliasing(true);
+                }
             }
             final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
             input.checkLastTagWas(0);

@@ -49,6 +49,31 @@ class ProtoMarshallerTest
     }
 
     @Test
+    void shouldKeepParsedValuesIntactWhenTheNextMessageIsParsedOnTheSameThread()
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final BytesValue[] values = {
+            BytesValue.of(ByteString.copyFromUtf8("first")),
+            BytesValue.of(ByteString.copyFromUtf8("second, longer")),
+            BytesValue.of(ByteString.copyFrom(new byte[5000]).concat(ByteString.copyFromUtf8("large tail"))),
+            BytesValue.of(ByteString.copyFromUtf8("x"))};
+        final BytesValue[] parsed = new BytesValue[values.length];
+        for (int i = 0; i < values.length; i++)
+        {
+            final ByteBuffer buffer = ByteBuffer.allocateDirect(m.serializedSize(values[i]) + 5);
+            buffer.position(5);
+            m.write(values[i], buffer);
+            buffer.flip().position(5);
+            parsed[i] = m.read(buffer);
+            for (int j = 0; j < buffer.capacity(); j++)
+            {
+                buffer.put(j, (byte)0x5a); // the transport reuses the slot
+            }
+        }
+        assertThat(parsed).containsExactly(values);
+    }
+
+    @Test
     void shouldNotAliasSourceBufferWhenParsingBytes()
     {
         final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
