@@ -94,17 +94,30 @@ public final class RpcPingPong
             RpcPingPong.class.getName(), "--serve", uri)).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         final PrintWriter in = new PrintWriter(new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8), true);
-        final String ready = out.readLine();
+        String ready;
+        do
+        {
+            ready = out.readLine(); // skips what the JVM may print first (e.g. "Picked up JAVA_TOOL_OPTIONS")
+        }
+        while (ready != null && !ready.startsWith("READY ") && !ready.startsWith("Exception"));
         if (ready == null || !ready.startsWith("READY "))
         {
             child.destroy();
             throw new IllegalStateException("server did not start: " + ready);
         }
         final BytesValue request = BytesValue.of(ByteString.copyFrom(new byte[PAYLOAD]));
-        try (RpcChannel channel = RpcChannel.builder(ready.substring("READY ".length())).build())
+        // the server's address names the endpoint; the polling mode asked for applies to the client as well
+        final String address = ready.substring("READY ".length());
+        final String query = java.net.URI.create(uri).getRawQuery();
+        final String target = query == null || address.contains("?") ? address : address + "?" + query;
+        System.out.println("server: " + address + ", client connects to " + target);
+        try (RpcChannel channel = RpcChannel.builder(target).build())
         {
-            System.out.printf(Locale.ROOT, "%-8s %8s %8s %9s %9s %14s %14s%n",
-                "caller", "p50 us", "p99 us", "p99.9 us", "max us", "alloc/call cli", "alloc/call srv");
+            System.out.printf(Locale.ROOT, "%-8s %8s %8s %9s %9s %14s %14s %15s%n",
+                "caller", "p50 us", "p99 us", "p99.9 us", "max us", "alloc/call cli", "alloc/call srv", "sleeps/call cli");
+            final io.reverb.rdma.engine.RdmaEngine engine = clientEngine(target);
+            System.out.println("client engine: " + (engine == null ? "not reachable (sleeps not counted)" :
+                engine.config().name() + ", " + engine.config().pollingMode() + ", " + engine.pollerCount() + " poller(s)"));
             for (int round = 0; round < rounds; round++)
             {
                 for (final boolean chained : new boolean[] {true, false})
@@ -113,14 +126,16 @@ public final class RpcPingPong
                     final Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
                     final long server0 = serverAllocated(in, out);
                     final long client0 = allocatedBytes();
+                    final long sleeps0 = sleeps(engine);
                     run(chained, channel, request, calls, histogram);
                     final long client1 = allocatedBytes();
+                    final long sleeps1 = sleeps(engine);
                     final long server1 = serverAllocated(in, out);
-                    System.out.printf(Locale.ROOT, "%-8s %8.2f %8.2f %9.2f %9.1f %14d %14d%n",
+                    System.out.printf(Locale.ROOT, "%-8s %8.2f %8.2f %9.2f %9.1f %14d %14d %15.3f%n",
                         chained ? "chained" : "block()",
                         histogram.getValueAtPercentile(50) / 1000.0, histogram.getValueAtPercentile(99) / 1000.0,
                         histogram.getValueAtPercentile(99.9) / 1000.0, histogram.getMaxValue() / 1000.0,
-                        (client1 - client0) / calls, (server1 - server0) / calls);
+                        (client1 - client0) / calls, (server1 - server0) / calls, (double)(sleeps1 - sleeps0) / calls);
                 }
             }
         }
@@ -225,10 +240,45 @@ public final class RpcPingPong
         }
     }
 
+    /** The client's engine (package-private in io.reverb.rdma.rpc), for its poller counters; null if not reachable. */
+    private static io.reverb.rdma.engine.RdmaEngine clientEngine(final String uri)
+    {
+        try
+        {
+            final java.lang.reflect.Method m = Class.forName("io.reverb.rdma.rpc.ShmTransportProvider")
+                .getDeclaredMethod("engineFor", java.net.URI.class);
+            m.setAccessible(true);
+            return (io.reverb.rdma.engine.RdmaEngine)m.invoke(null, java.net.URI.create(uri));
+        }
+        catch (final ReflectiveOperationException | RuntimeException ex)
+        {
+            return null;
+        }
+    }
+
+    private static long sleeps(final io.reverb.rdma.engine.RdmaEngine engine)
+    {
+        if (engine == null)
+        {
+            return 0;
+        }
+        long n = 0;
+        for (int i = 0; i < engine.pollerCount(); i++)
+        {
+            n += engine.pollerSleeps(i);
+        }
+        return n;
+    }
+
     private static long serverAllocated(final PrintWriter in, final BufferedReader out) throws java.io.IOException
     {
         in.println("STATS");
-        final String line = out.readLine();
+        String line;
+        do
+        {
+            line = out.readLine();
+        }
+        while (line != null && !line.startsWith("ALLOC ") && !line.startsWith("Exception"));
         if (line == null || !line.startsWith("ALLOC "))
         {
             throw new IllegalStateException("server: " + line);
