@@ -126,9 +126,13 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     public int commit(final WriteClaim writeClaim)
     {
         final MessageClaim c = claimOf(writeClaim);
+        // CLOSED if the connection was closed before this commit (the message is lost). A close that follows the
+        // commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any message sent
+        // just before a close (checking afterwards reported CLOSED for a message the peer had received).
+        final boolean closedBefore = engine.isClosed();
         c.commit();
         release(c);
-        return engine.isClosed() ? ClaimResult.CLOSED : ClaimResult.OK;
+        return closedBefore ? ClaimResult.CLOSED : ClaimResult.OK;
     }
 
     @Override
