@@ -254,7 +254,17 @@ class TcpProviderTest
             {
                 write.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).remoteAddress(target.address()).rkey(target.rkey());
                 write.setSge(local, 0, 8);
-                assertThat(overflowing[1].postSend(write)).isEqualTo(PostResult.OK);
+                final int result = overflowing[1].postSend(write);
+                // The NIC thread may overflow the CQ (and move the QP to ERROR) before all 8 are posted;
+                // a request posted after that is flushed into the full CQ, which refuses it.
+                if (overflowing[1].state() == QpState.ERROR)
+                {
+                    assertThat(result).isIn(PostResult.OK, PostResult.QUEUE_FULL);
+                }
+                else
+                {
+                    assertThat(result).isEqualTo(PostResult.OK);
+                }
             }
             final long deadline = System.nanoTime() + TIMEOUT_NANOS;
             while (overflowing[1].state() != QpState.ERROR)
