@@ -28,21 +28,46 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class EngineTransport
 {
-    /** Opens the scheme's default engine. */
-    interface DefaultEngine
-    {
-        RdmaEngine get() throws IOException;
-    }
-
     private final String scheme;
-    private final DefaultEngine defaultEngine;
+    private RdmaEngine defaultEngine;
+    private EngineConfig defaultConfig;
     private final Map<PollingMode, RdmaEngine> enginesByMode = new EnumMap<>(PollingMode.class);
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
 
-    EngineTransport(final String scheme, final DefaultEngine defaultEngine)
+    EngineTransport(final String scheme)
     {
         this.scheme = scheme;
-        this.defaultEngine = defaultEngine;
+    }
+
+    /**
+     * Sets the default engine's configuration; only before that engine is first used.
+     *
+     * @param engineConfig the configuration (concluded here).
+     * @throws IllegalStateException if the default engine is already open.
+     */
+    synchronized void configure(final EngineConfig engineConfig)
+    {
+        if (defaultEngine != null)
+        {
+            throw new IllegalStateException("the default " + scheme + ":// engine of this JVM is already open with " +
+                defaultConfig + "; configure it before the first " + scheme + ":// connect or listen, or use " +
+                scheme + "://...?polling=MODE");
+        }
+        defaultConfig = engineConfig.conclude();
+    }
+
+    /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
+    synchronized RdmaEngine defaultEngine() throws IOException
+    {
+        if (defaultEngine == null)
+        {
+            if (defaultConfig == null)
+            {
+                defaultConfig = new EngineConfig().name("reverb-" + scheme).conclude();
+            }
+            defaultEngine = RdmaEngine.open(scheme, defaultConfig);
+        }
+        return defaultEngine;
     }
 
     String unavailabilityCause()
@@ -63,7 +88,7 @@ final class EngineTransport
         final PollingMode mode = pollingMode(uri);
         if (mode == null)
         {
-            return defaultEngine.get();
+            return defaultEngine();
         }
         synchronized (enginesByMode)
         {

@@ -25,9 +25,7 @@ import java.util.concurrent.CompletableFuture;
 public final class ShmTransportProvider implements TransportProvider
 {
     private static final String SCHEME = "shm";
-    private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME, ShmTransportProvider::engine);
-    private static volatile RdmaEngine engine;
-    private static volatile EngineConfig config;
+    private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME);
 
     @Override
     public String scheme()
@@ -53,27 +51,14 @@ public final class ShmTransportProvider implements TransportProvider
      * @param engineConfig the configuration (concluded here).
      * @throws IllegalStateException if the default engine is already open.
      */
-    public static synchronized void configure(final EngineConfig engineConfig)
+    public static void configure(final EngineConfig engineConfig)
     {
-        if (engine != null)
-        {
-            throw new IllegalStateException("the default shm:// engine of this JVM is already open with " + config +
-                "; configure it before the first shm:// connect or listen, or use shm://name?polling=MODE");
-        }
-        config = engineConfig.conclude();
+        TRANSPORT.configure(engineConfig);
     }
 
-    private static synchronized RdmaEngine engine() throws IOException
+    static RdmaEngine engine() throws IOException
     {
-        if (engine == null)
-        {
-            if (config == null)
-            {
-                config = new EngineConfig().name("reverb-shm").conclude();
-            }
-            engine = RdmaEngine.open(SCHEME, config);
-        }
-        return engine;
+        return TRANSPORT.defaultEngine();
     }
 
     static RdmaEngine engineFor(final URI uri) throws IOException

@@ -19,9 +19,7 @@ import java.util.concurrent.CompletableFuture;
 public final class TcpTransportProvider implements TransportProvider
 {
     private static final String SCHEME = "tcp";
-    private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME, TcpTransportProvider::engine);
-    private static volatile RdmaEngine engine;
-    private static volatile EngineConfig config;
+    private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME);
 
     @Override
     public String scheme()
@@ -47,26 +45,14 @@ public final class TcpTransportProvider implements TransportProvider
      * @param engineConfig the configuration (concluded here).
      * @throws IllegalStateException if the default engine is already open.
      */
-    public static synchronized void configure(final EngineConfig engineConfig)
+    public static void configure(final EngineConfig engineConfig)
     {
-        if (engine != null)
-        {
-            throw new IllegalStateException("the default tcp:// engine of this JVM is already open with " + config);
-        }
-        config = engineConfig.conclude();
+        TRANSPORT.configure(engineConfig);
     }
 
-    private static synchronized RdmaEngine engine() throws IOException
+    static RdmaEngine engine() throws IOException
     {
-        if (engine == null)
-        {
-            if (config == null)
-            {
-                config = new EngineConfig().name("reverb-tcp").conclude();
-            }
-            engine = RdmaEngine.open(SCHEME, config);
-        }
-        return engine;
+        return TRANSPORT.defaultEngine();
     }
 
     @Override
