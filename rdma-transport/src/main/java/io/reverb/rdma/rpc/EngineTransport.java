@@ -39,6 +39,11 @@ final class EngineTransport
         this.scheme = scheme;
     }
 
+    String scheme()
+    {
+        return scheme;
+    }
+
     /**
      * Sets the default engine's configuration; only before that engine is first used.
      *

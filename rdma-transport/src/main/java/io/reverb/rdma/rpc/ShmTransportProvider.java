@@ -3,14 +3,8 @@ package io.reverb.rdma.rpc;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
-import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.ConnectionHandler;
-import io.reverb.rpc.transport.ResourceUsage;
-import io.reverb.rpc.transport.ServerListener;
-import io.reverb.rpc.transport.TransportProvider;
 import java.io.IOException;
 import java.net.URI;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * rpc-core's transport for {@code shm://name}: the connection engine over the shm verbs provider
@@ -22,27 +16,15 @@ import java.util.concurrent.CompletableFuture;
  * (or {@code event}, {@code adaptive}) uses an engine of that polling mode, so one JVM can run a
  * server and clients with different modes.
  */
-public final class ShmTransportProvider implements TransportProvider
+public final class ShmTransportProvider extends EngineTransportProvider
 {
     private static final String SCHEME = "shm";
     private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME);
 
-    @Override
-    public String scheme()
+    /** ServiceLoader's constructor; every instance serves the JVM-wide {@code shm://} transport. */
+    public ShmTransportProvider()
     {
-        return SCHEME;
-    }
-
-    @Override
-    public boolean isAvailable()
-    {
-        return unavailabilityCause() == null;
-    }
-
-    @Override
-    public String unavailabilityCause()
-    {
-        return TRANSPORT.unavailabilityCause();
+        super(TRANSPORT);
     }
 
     /**
@@ -77,18 +59,6 @@ public final class ShmTransportProvider implements TransportProvider
         TRANSPORT.closeEngine(mode);
     }
 
-    @Override
-    public CompletableFuture<Connection> connect(final URI uri, final ConnectionHandler handler)
-    {
-        return TRANSPORT.connect(uri, handler);
-    }
-
-    @Override
-    public ServerListener listen(final URI uri, final ServerListener.Acceptor acceptor) throws IOException
-    {
-        return TRANSPORT.listen(uri, acceptor);
-    }
-
     /**
      * Test support: makes the server side of every connection accepted on {@code name} fail abruptly,
      * as if its process had died (no graceful close; the peer sees a disconnect).
@@ -112,11 +82,5 @@ public final class ShmTransportProvider implements TransportProvider
     public static int freezeServer(final String name, final boolean frozen)
     {
         return TRANSPORT.freezeServer(name, frozen);
-    }
-
-    @Override
-    public ResourceUsage resourceUsage()
-    {
-        return TRANSPORT.resourceUsage();
     }
 }

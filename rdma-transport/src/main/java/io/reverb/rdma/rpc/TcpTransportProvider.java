@@ -2,41 +2,22 @@ package io.reverb.rdma.rpc;
 
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.RdmaEngine;
-import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.ConnectionHandler;
-import io.reverb.rpc.transport.ResourceUsage;
-import io.reverb.rpc.transport.ServerListener;
-import io.reverb.rpc.transport.TransportProvider;
 import java.io.IOException;
-import java.net.URI;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * rpc-core's transport for {@code tcp://host:port}: the same connection engine over the tcp verbs
  * provider (software RDMA over TCP). Port 0 binds an ephemeral port; the listener's address
  * reports it. {@code ?polling=MODE} as for {@link ShmTransportProvider}.
  */
-public final class TcpTransportProvider implements TransportProvider
+public final class TcpTransportProvider extends EngineTransportProvider
 {
     private static final String SCHEME = "tcp";
     private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME);
 
-    @Override
-    public String scheme()
+    /** ServiceLoader's constructor; every instance serves the JVM-wide {@code tcp://} transport. */
+    public TcpTransportProvider()
     {
-        return SCHEME;
-    }
-
-    @Override
-    public boolean isAvailable()
-    {
-        return unavailabilityCause() == null;
-    }
-
-    @Override
-    public String unavailabilityCause()
-    {
-        return TRANSPORT.unavailabilityCause();
+        super(TRANSPORT);
     }
 
     /**
@@ -53,18 +34,6 @@ public final class TcpTransportProvider implements TransportProvider
     static RdmaEngine engine() throws IOException
     {
         return TRANSPORT.defaultEngine();
-    }
-
-    @Override
-    public CompletableFuture<Connection> connect(final URI uri, final ConnectionHandler handler)
-    {
-        return TRANSPORT.connect(uri, handler);
-    }
-
-    @Override
-    public ServerListener listen(final URI uri, final ServerListener.Acceptor acceptor) throws IOException
-    {
-        return TRANSPORT.listen(uri, acceptor);
     }
 
     /**
@@ -88,11 +57,5 @@ public final class TcpTransportProvider implements TransportProvider
     public static int freezeServer(final String hostPort, final boolean frozen)
     {
         return TRANSPORT.freezeServer(hostPort, frozen);
-    }
-
-    @Override
-    public ResourceUsage resourceUsage()
-    {
-        return TRANSPORT.resourceUsage();
     }
 }

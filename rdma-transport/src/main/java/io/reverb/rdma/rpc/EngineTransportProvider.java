@@ -1,0 +1,61 @@
+package io.reverb.rdma.rpc;
+
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.ResourceUsage;
+import io.reverb.rpc.transport.ServerListener;
+import io.reverb.rpc.transport.TransportProvider;
+import java.io.IOException;
+import java.net.URI;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What the rpc-core transports over the connection engine ({@code shm://}, {@code tcp://},
+ * {@code rdma://}) have in common: each is one {@link EngineTransport} for its scheme, and the
+ * subclasses only name it.
+ */
+public abstract class EngineTransportProvider implements TransportProvider
+{
+    private final EngineTransport transport;
+
+    EngineTransportProvider(final EngineTransport transport)
+    {
+        this.transport = transport;
+    }
+
+    @Override
+    public final String scheme()
+    {
+        return transport.scheme();
+    }
+
+    @Override
+    public final boolean isAvailable()
+    {
+        return unavailabilityCause() == null;
+    }
+
+    @Override
+    public final String unavailabilityCause()
+    {
+        return transport.unavailabilityCause();
+    }
+
+    @Override
+    public final CompletableFuture<Connection> connect(final URI uri, final ConnectionHandler handler)
+    {
+        return transport.connect(uri, handler);
+    }
+
+    @Override
+    public final ServerListener listen(final URI uri, final ServerListener.Acceptor acceptor) throws IOException
+    {
+        return transport.listen(uri, acceptor);
+    }
+
+    @Override
+    public final ResourceUsage resourceUsage()
+    {
+        return transport.resourceUsage();
+    }
+}

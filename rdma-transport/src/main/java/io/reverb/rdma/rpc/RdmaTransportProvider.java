@@ -1,0 +1,35 @@
+package io.reverb.rdma.rpc;
+
+import io.reverb.rdma.engine.EngineConfig;
+
+/**
+ * rpc-core's transport for {@code rdma://host:port}: the connection engine over the DiSNi verbs
+ * provider (InfiniBand, RoCE, iWARP, Soft-RoCE). Unavailable, with the DiSNi provider's cause,
+ * on machines without an RDMA device or libdisni; the JVM also needs
+ * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. {@code ?polling=MODE} as for
+ * {@link ShmTransportProvider}.
+ *
+ * <p>Not run on RDMA hardware in this project's development or CI (none was available): see the
+ * README's "Running on RDMA hardware".
+ */
+public final class RdmaTransportProvider extends EngineTransportProvider
+{
+    private static final EngineTransport TRANSPORT = new EngineTransport("rdma");
+
+    /** ServiceLoader's constructor; every instance serves the JVM-wide {@code rdma://} transport. */
+    public RdmaTransportProvider()
+    {
+        super(TRANSPORT);
+    }
+
+    /**
+     * Sets the default engine's configuration; only before that engine is first used.
+     *
+     * @param engineConfig the configuration (concluded here).
+     * @throws IllegalStateException if the default engine is already open.
+     */
+    public static void configure(final EngineConfig engineConfig)
+    {
+        TRANSPORT.configure(engineConfig);
+    }
+}
