@@ -248,6 +248,49 @@ public abstract class AbstractRpcTransportTest
         assertThat(ok.get()).isEqualTo(total);
     }
 
+    /**
+     * A unary response is worth something only with its OK status. A channel closed after the response but
+     * before the status must fail the call through its subscriber, not complete it on the value and then hand
+     * the error to Reactor's onErrorDropped (an ERROR log with a stack trace in every closed-loop benchmark).
+     */
+    @Test
+    void shouldFailAUnaryCallThroughItsSubscriberWhenTheChannelClosesBetweenResponseAndStatus() throws Exception
+    {
+        final AtomicInteger dropped = new AtomicInteger();
+        reactor.core.publisher.Hooks.onErrorDropped(e -> dropped.incrementAndGet());
+        try
+        {
+            final AtomicInteger values = new AtomicInteger();
+            final AtomicReference<Throwable> error = new AtomicReference<>();
+            final CountDownLatch done = new CountDownLatch(1);
+            ClientCalls.unary(channel, TestService.ONE_THEN_HANG_AS_UNARY, CallOptions.DEFAULT, i32(7)).subscribe(
+                v -> values.incrementAndGet(),
+                e ->
+                {
+                    error.set(e);
+                    done.countDown();
+                },
+                done::countDown);
+            final long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (service.callsStarted.get() == 0)
+            {
+                assertThat(System.nanoTime() - deadline).as("the call reached the server").isNegative();
+                Thread.sleep(1);
+            }
+            Thread.sleep(100); // give the response time to arrive: the case where it did is the one that matters
+            channel.close();
+            assertThat(done.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+            assertThat(error.get()).as("the call failed").isNotNull();
+            assertThat(Status.fromThrowable(error.get()).code()).isEqualTo(StatusCode.UNAVAILABLE);
+            assertThat(values.get()).as("no value without its status").isZero();
+            assertThat(dropped.get()).as("errors dropped").isZero();
+        }
+        finally
+        {
+            reactor.core.publisher.Hooks.resetOnErrorDropped();
+        }
+    }
+
     // ------------------------------------------------------------------ the four kinds
 
     @Test
