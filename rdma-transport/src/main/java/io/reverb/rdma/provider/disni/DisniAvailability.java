@@ -96,6 +96,11 @@ final class DisniAvailability
             missing.add("no RDMA device (" + sysfsInfiniband + " is " +
                 (Files.isDirectory(sysfsInfiniband) ? "empty" : "absent") + "): " + DEVICE_HINT);
         }
+        else if (allIwarp(sysfsInfiniband, devices))
+        {
+            missing.add("RDMA device(s) " + devices + " are iWARP (sysfs node_type " +
+                RdmaDevices.NODE_TYPE_RNIC + ": RNIC): " + RdmaDevices.IWARP_REASON);
+        }
         else if (!Files.exists(rdmaCmDevice))
         {
             missing.add("RDMA device(s) " + devices + " found but " + rdmaCmDevice +
@@ -179,6 +184,18 @@ final class DisniAvailability
         }
         devices.sort(null);
         return devices;
+    }
+
+    private static boolean allIwarp(final Path sysfsInfiniband, final List<String> devices)
+    {
+        for (final String device : devices)
+        {
+            if (!RdmaDevices.read(sysfsInfiniband.resolve(device)).isIwarp())
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
