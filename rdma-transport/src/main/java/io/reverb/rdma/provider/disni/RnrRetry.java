@@ -39,7 +39,7 @@ final class RnrRetry
         {
             return 0;
         }
-        final long count = (rnrRetryNanos + RETRY_WAIT_NANOS - 1) / RETRY_WAIT_NANOS;
+        final long count = rnrRetryNanos / RETRY_WAIT_NANOS + (rnrRetryNanos % RETRY_WAIT_NANOS == 0 ? 0 : 1);
         return (int)Math.min(MAX_FINITE_COUNT, count);
     }
 
