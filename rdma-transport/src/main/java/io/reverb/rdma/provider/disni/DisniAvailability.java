@@ -28,6 +28,9 @@ final class DisniAvailability
     /** rdma_cm's character device (module rdma_ucm). */
     static final Path RDMA_CM_DEVICE = Paths.get("/dev/infiniband/rdma_cm");
 
+    /** How every unavailability cause starts. */
+    static final String CAUSE_PREFIX = "DiSNi (rdma://) is not available: ";
+
     /** The JVM option DiSNi 2.1 needs on Java 9+. */
     static final String ADD_EXPORTS = "--add-exports java.base/sun.nio.ch=ALL-UNNAMED";
 
@@ -123,7 +126,7 @@ final class DisniAvailability
 
         if (!missing.isEmpty())
         {
-            return "DiSNi (rdma://) is not available: " + String.join("; ", missing);
+            return CAUSE_PREFIX + String.join("; ", missing);
         }
 
         try
@@ -133,7 +136,7 @@ final class DisniAvailability
         }
         catch (final UnsatisfiedLinkError ex)
         {
-            return "DiSNi (rdma://) is not available: " + library + " could not be loaded (" + ex.getMessage() +
+            return CAUSE_PREFIX + library + " could not be loaded (" + ex.getMessage() +
                 "); libdisni needs libibverbs.so.1 and librdmacm.so.1 (rdma-core), and must be DiSNi 2.1's; " + BUILD_HINT;
         }
         catch (final IOException ex)
@@ -141,22 +144,22 @@ final class DisniAvailability
             final String message = String.valueOf(ex.getMessage());
             if (message.contains("outdated") || message.contains("version"))
             {
-                return "DiSNi (rdma://) is not available: wrong libdisni version at " + library + " (" + message.trim() +
+                return CAUSE_PREFIX + "wrong libdisni version at " + library + " (" + message.trim() +
                     "); the DiSNi 2.1 jar needs libdisni with JNI version " + DISNI_JNI_VERSION +
                     ": rebuild it from DiSNi's v2.1 tag: " + BUILD_HINT;
             }
-            return "DiSNi (rdma://) is not available: rdma_cm could not be opened (" + message.trim() + "); check that " +
+            return CAUSE_PREFIX + "rdma_cm could not be opened (" + message.trim() + "); check that " +
                 rdmaCmDevice + " is readable and writable by this user (rdma-core's udev rules) and that the locked " +
                 "memory limit (ulimit -l) is large enough";
         }
         catch (final ExceptionInInitializerError | NoClassDefFoundError ex)
         {
             final Throwable cause = ex.getCause() != null ? ex.getCause() : ex;
-            return "DiSNi (rdma://) is not available: initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
+            return CAUSE_PREFIX + "initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
         }
         catch (final Throwable ex)
         {
-            return "DiSNi (rdma://) is not available: probing DiSNi failed (" + ex + ")";
+            return CAUSE_PREFIX + "probing DiSNi failed (" + ex + ")";
         }
     }
 
@@ -248,7 +251,7 @@ final class DisniAvailability
         }
     }
 
-    private static void loadDisniAndOpenRdmaCm() throws IOException
+    static void loadDisniAndOpenRdmaCm() throws IOException
     {
         // Loads libdisni (System.loadLibrary in NativeDispatcher) and checks its JNI version.
         com.ibm.disni.verbs.RdmaProvider.provider();
