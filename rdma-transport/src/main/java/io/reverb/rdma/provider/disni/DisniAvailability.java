@@ -36,7 +36,8 @@ final class DisniAvailability
 
     static final String BUILD_HINT =
         "install rdma-core, libibverbs-dev and librdmacm-dev, build libdisni 2.1 from https://github.com/zrlio/disni " +
-        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME && make && sudo make install) " +
+        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME [a JDK with include/jni.h] && make && " +
+        "sudo make install) " +
         "and start the JVM with -Djava.library.path=/usr/local/lib (see rdma-transport/RDMA-HARDWARE.md)";
     static final String DEVICE_HINT =
         "load your RDMA NIC's driver (check with ibv_devices), or try Soft-RoCE: " +

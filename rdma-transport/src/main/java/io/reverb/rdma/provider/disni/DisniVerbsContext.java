@@ -545,6 +545,8 @@ final class DisniVerbsContext implements VerbsContext
         for (final DisniQueuePair qp : due)
         {
             qp.finishClose();
+            // Also when the event finished it first (it may have come before the QP was added here).
+            closeFinished(qp);
         }
     }
 
