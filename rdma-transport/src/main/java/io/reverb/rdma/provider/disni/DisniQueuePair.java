@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * An RC queue pair through DiSNi. Posting reuses DiSNi's stateful verb calls: see {@link PostSendCache} (one prepared
- * {@code SVCPostSend} per opcode and SGE count, and per immediate for *_WITH_IMM, because DiSNi cannot
- * change opcode or immediate in place) and {@link PostRecvCache} (calls kept by {@code wr_id} and SGEs,
+ * {@code SVCPostSend} per opcode and SGE count, because DiSNi cannot change the opcode in place; immediates are
+ * patched into the native work request) and {@link PostRecvCache} (calls kept by {@code wr_id} and SGEs,
  * because an {@code SVCPostRecv} cannot be changed at all).
  *
  * <p>Posting is serialised per direction (one lock for sends, one for receives) and against
@@ -35,6 +35,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
 {
+    /** Calls kept per immediate, only if DiSNi's call cannot be patched (not DiSNi 2.1): see {@link PostSendCache}. */
     static final int IMM_CACHE_LIMIT = 1024;
     static final int RECV_CACHE_MIN_LIMIT = 1024;
     static final long DISCONNECT_EVENT_WAIT_MS = 2_000;
