@@ -155,7 +155,7 @@ public final class ReverbBench
             case "run" -> runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
             case "server" -> runServer(options, out, err);
             case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
-            case "idle-cpu" -> idleCpu(options, out, err);
+            case "idle-cpu" -> idleCpu(options, out);
             case "load-matrix" -> loadMatrix(options, out, err);
             default -> throw new IllegalArgumentException("unknown command " + command + " (see --help)");
         };
@@ -481,10 +481,9 @@ public final class ReverbBench
         return failed.isEmpty() ? 0 : 1;
     }
 
-    private static int idleCpu(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    private static int idleCpu(final BenchOptions o, final PrintStream out) throws Exception
     {
         final List<String> uris = o.uris.isEmpty() ? List.of(defaultUris().get(0)) : o.uris;
-        final List<String> lines = new ArrayList<>();
         final List<String> modes = o.pollingModes.isEmpty() ? java.util.Collections.singletonList(null) : o.pollingModes;
         final List<String[]> runs = new ArrayList<>();
         for (final String text : uris)
@@ -528,11 +527,11 @@ public final class ReverbBench
                     "(%.1f ms CPU); the idle client process %.2f%%",
                     server.uri(), mode == null ? "default" : mode, 100.0 * serverCpu / wall, wall / 1e9,
                     serverCpu / 1e6, 100.0 * clientCpu / wall);
-                lines.add(line);
-                err.println(line);
+                // The result, once, on stdout, as soon as it is measured (progress and result at once).
+                out.println(line);
+                out.flush();
             }
         }
-        out.println(String.join("\n", lines));
         return 0;
     }
 }
