@@ -28,7 +28,11 @@ sourceSets {
     }
     test {
         proto { srcDir("../src/test/proto") }
-        java { srcDir("../src/test/java") }
+        java {
+            srcDir("../src/test/java")
+            // Checks this script from the Maven build; it has no meaning inside Gradle.
+            exclude("io/reverb/examples/gradle/**")
+        }
     }
 }
 
