@@ -14,6 +14,9 @@ public final class JvmAccessCheck
     /** The JVM option Reverb's transports need. */
     public static final String ADD_EXPORTS = "--add-exports java.base/jdk.internal.misc=ALL-UNNAMED";
 
+    /** The same option in the one form the JVM accepts from {@code JAVA_TOOL_OPTIONS} (with '=', no space). */
+    public static final String ADD_EXPORTS_JOINED = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
+
     private static final String AGRONA_UNSAFE_CLASS = "org.agrona.UnsafeApi";
     private static final String PACKAGE = "jdk.internal.misc";
 
@@ -69,6 +72,7 @@ public final class JvmAccessCheck
             "in Maven Surefire/Failsafe tests as <argLine>" + ADD_EXPORTS + "</argLine>; " +
             "in Gradle tests as jvmArgs(\"--add-exports\", \"java.base/jdk.internal.misc=ALL-UNNAMED\"); " +
             "in an executable jar's META-INF/MANIFEST.MF as 'Add-Exports: java.base/jdk.internal.misc'; " +
-            "or for any launcher through the environment: JAVA_TOOL_OPTIONS=\"" + ADD_EXPORTS + "\".";
+            "or for any launcher through the environment: JAVA_TOOL_OPTIONS=" + ADD_EXPORTS_JOINED +
+            " (there only this form, with '=', works).";
     }
 }
