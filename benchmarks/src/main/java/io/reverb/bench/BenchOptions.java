@@ -93,6 +93,12 @@ public final class BenchOptions
     public long idleNanos = 10_000_000_000L;
     /** True if the user asked for help. */
     public boolean help;
+    /** load-matrix: run length of each cell (0: use {@link #cellCalls}). */
+    public long cellDurationNanos;
+    /** load-matrix: calls per cell when no cell duration is given. */
+    public long cellCalls = 20_000;
+    /** load-matrix: deadline of every call. */
+    public long deadlineNanos = 10_000_000_000L;
 
     /**
      * @param args command-line arguments after the subcommand.
@@ -170,6 +176,9 @@ public final class BenchOptions
                 case "--no-progress", "-q", "--quiet" -> o.progress = false;
                 case "--exit-on-stdin-eof" -> o.exitOnStdinEof = true;
                 case "--seconds" -> o.idleNanos = Formats.parseDuration(in.take(name, inline));
+                case "--cell-duration" -> o.cellDurationNanos = Formats.parseDuration(in.take(name, inline));
+                case "--cell-calls" -> o.cellCalls = Long.parseLong(in.take(name, inline).replace("_", ""));
+                case "--deadline" -> o.deadlineNanos = Formats.parseDuration(in.take(name, inline));
                 default ->
                 {
                     if (arg.startsWith("-"))

@@ -1,7 +1,9 @@
 package io.reverb.bench;
 
 import com.google.protobuf.BytesValue;
+import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.LoadGenerator;
+import io.reverb.bench.load.LoadMatrix;
 import io.reverb.bench.load.LoadSpec;
 import io.reverb.bench.load.RunResult;
 import io.reverb.bench.report.CsvReport;
@@ -16,10 +18,12 @@ import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
 
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,6 +62,9 @@ public final class ReverbBench
           reverb-bench server --uri URI       run only an echo server (prints its address)
           reverb-bench report A.json B.json   merge JSON results (--html, --format)
           reverb-bench idle-cpu --uri URI     CPU used by an idle server process (--seconds 10s)
+  reverb-bench load-matrix            every call OK under load: shm, tcp, inproc x unary, server-streaming x
+                                      c = 1, 64, 128, 512, 2048 (--cell-duration 30s or --cell-calls N, default
+                                      20000; --deadline 10s; --polling MODE); exits 1 if a cell fails
           reverb-bench jmh [JMH options]      run the JMH suite (e.g. jmh -prof gc UnaryLatency)
 
         Targets:
@@ -148,7 +155,8 @@ public final class ReverbBench
             case "run" -> runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
             case "server" -> runServer(options, out, err);
             case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
-            case "idle-cpu" -> idleCpu(options, out, err);
+            case "idle-cpu" -> idleCpu(options, out);
+            case "load-matrix" -> loadMatrix(options, out, err);
             default -> throw new IllegalArgumentException("unknown command " + command + " (see --help)");
         };
     }
@@ -430,10 +438,16 @@ public final class ReverbBench
                 {
                     try
                     {
-                        final InputStream in = System.in;
-                        while (in.read() >= 0)
+                        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                        String line;
+                        while ((line = in.readLine()) != null)
                         {
-                            // Discard: the parent writes nothing; end of file is the signal.
+                            // End of file is the stop signal; "usage" asks for the transport's resource usage.
+                            if (ServerProcess.USAGE_REQUEST.equals(line.trim()))
+                            {
+                                out.println(ServerProcess.USAGE + server.resourceUsage());
+                                out.flush();
+                            }
                         }
                     }
                     catch (final IOException ignore)
@@ -454,10 +468,22 @@ public final class ReverbBench
         return 0;
     }
 
-    private static int idleCpu(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    private static int loadMatrix(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    {
+        final LoadMatrix.Size size = new LoadMatrix.Size(o.cellDurationNanos > 0 ? 0 : o.cellCalls,
+            o.cellDurationNanos > 0 ? Duration.ofNanos(o.cellDurationNanos) : null, Duration.ofNanos(o.deadlineNanos),
+            o.polling);
+        out.println(LoadMatrix.TABLE_HEADER);
+        final List<LoadMatrix.Cell> cells = LoadMatrix.run(LoadMatrix.TRANSPORTS,
+            List.of(CallKind.UNARY, CallKind.SERVER_STREAMING), LoadMatrix.CONCURRENCY, size, out);
+        final List<String> failed = LoadMatrix.failures(cells);
+        out.println(failed.isEmpty() ? "all " + cells.size() + " cells passed" : failed.size() + " of " + cells.size() + " cells FAILED");
+        return failed.isEmpty() ? 0 : 1;
+    }
+
+    private static int idleCpu(final BenchOptions o, final PrintStream out) throws Exception
     {
         final List<String> uris = o.uris.isEmpty() ? List.of(defaultUris().get(0)) : o.uris;
-        final List<String> lines = new ArrayList<>();
         final List<String> modes = o.pollingModes.isEmpty() ? java.util.Collections.singletonList(null) : o.pollingModes;
         final List<String[]> runs = new ArrayList<>();
         for (final String text : uris)
@@ -501,11 +527,11 @@ public final class ReverbBench
                     "(%.1f ms CPU); the idle client process %.2f%%",
                     server.uri(), mode == null ? "default" : mode, 100.0 * serverCpu / wall, wall / 1e9,
                     serverCpu / 1e6, 100.0 * clientCpu / wall);
-                lines.add(line);
-                err.println(line);
+                // The result, once, on stdout, as soon as it is measured (progress and result at once).
+                out.println(line);
+                out.flush();
             }
         }
-        out.println(String.join("\n", lines));
         return 0;
     }
 }

@@ -8,6 +8,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -19,6 +21,10 @@ public final class ServerProcess implements AutoCloseable
 {
     /** The line prefix a server prints once it accepts calls; the address follows. */
     public static final String READY = "REVERB-BENCH-SERVER-READY ";
+    /** A line the parent writes to the server's stdin to ask for {@link #resourceUsage}. */
+    public static final String USAGE_REQUEST = "usage";
+    /** The line prefix of the server's answer to {@link #USAGE_REQUEST}. */
+    public static final String USAGE = "REVERB-BENCH-SERVER-USAGE ";
     /** JVM flag every Reverb process needs (Agrona 2.x). */
     public static final String ADD_EXPORTS = "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED";
 
@@ -28,12 +34,43 @@ public final class ServerProcess implements AutoCloseable
     private final Process process;
     private final OutputStream stdin;
     private final String uri;
+    private final BlockingQueue<String> usageAnswers;
 
-    private ServerProcess(final Process process, final String uri)
+    private ServerProcess(final Process process, final String uri, final BlockingQueue<String> usageAnswers)
     {
         this.process = process;
         this.stdin = process.getOutputStream();
         this.uri = uri;
+        this.usageAnswers = usageAnswers;
+    }
+
+    /**
+     * Asks the server for its transport's resource usage (registered buffers and bytes held).
+     *
+     * @param timeout how long to wait for the answer.
+     * @return the server's answer, e.g. {@code buffers=0, bytes=0}.
+     * @throws IOException if the server does not answer in time.
+     */
+    public String resourceUsage(final Duration timeout) throws IOException
+    {
+        usageAnswers.clear();
+        stdin.write((USAGE_REQUEST + "\n").getBytes(StandardCharsets.UTF_8));
+        stdin.flush();
+        try
+        {
+            final String answer = usageAnswers.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            if (answer == null)
+            {
+                throw new IOException("server process " + process.pid() + " did not report its resource usage within " +
+                    timeout.toMillis() + " ms");
+            }
+            return answer;
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while waiting for the server's resource usage");
+        }
     }
 
     /**
@@ -70,6 +107,7 @@ public final class ServerProcess implements AutoCloseable
         final Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         final String[] ready = new String[1];
+        final BlockingQueue<String> usageAnswers = new LinkedBlockingQueue<>();
         final Thread reader = new Thread(() ->
         {
             try
@@ -84,6 +122,10 @@ public final class ServerProcess implements AutoCloseable
                             ready[0] = line.substring(READY.length()).trim();
                             ready.notifyAll();
                         }
+                    }
+                    else if (line.startsWith(USAGE))
+                    {
+                        usageAnswers.add(line.substring(USAGE.length()).trim());
                     }
                     else
                     {
@@ -124,7 +166,7 @@ public final class ServerProcess implements AutoCloseable
                 "server process did not come up within " + timeout.toSeconds() + " s: " + String.join(" ", command) :
                 "server process exited with status " + process.exitValue() + " (its error is above): " + uri);
         }
-        return new ServerProcess(process, ready[0]);
+        return new ServerProcess(process, ready[0], usageAnswers);
     }
 
     /**

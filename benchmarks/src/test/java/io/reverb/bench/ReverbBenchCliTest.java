@@ -110,6 +110,16 @@ class ReverbBenchCliTest
     }
 
     @Test
+    void shouldPrintTheIdleCpuResultOnceOnStdoutOnly() throws Exception
+    {
+        final int status = run("idle-cpu", "--uri", "shm://cli-idle-" + ProcessHandle.current().pid(), "--seconds", "1s");
+
+        assertThat(status).isZero();
+        assertThat(stdout().lines().filter(l -> l.contains("idle server process used"))).hasSize(1);
+        assertThat(err.toString(StandardCharsets.UTF_8)).doesNotContain("idle server process used");
+    }
+
+    @Test
     void shouldRejectUnknownOptionsAndConflictingLengths()
     {
         assertThatThrownBy(() -> run("--frobnicate")).isInstanceOf(IllegalArgumentException.class)

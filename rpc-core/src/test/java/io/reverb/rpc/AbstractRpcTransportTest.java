@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -177,6 +178,117 @@ public abstract class AbstractRpcTransportTest
     {
         assertThat(t).isInstanceOf(RpcException.class);
         assertThat(((RpcException)t).status().code()).as("status of %s", t).isEqualTo(code);
+    }
+
+    // ------------------------------------------------------------------ under load
+
+    /**
+     * A closed loop issues each next call from the completion of the previous one, i.e. on the transport's
+     * thread while it delivers a reply; with many calls outstanding the transport must neither stall on its own
+     * queues nor fail calls. Counted: every call OK, nothing else.
+     */
+    @Test
+    void shouldCompleteEveryCallWhenManyOutstandingCallsAreIssuedFromCompletions() throws Exception
+    {
+        final int lanes = 128;
+        final int total = 50_000;
+        final AtomicInteger issued = new AtomicInteger();
+        final AtomicInteger ok = new AtomicInteger();
+        final ConcurrentHashMap<String, Integer> failures = new ConcurrentHashMap<>();
+        final CountDownLatch done = new CountDownLatch(lanes);
+        final CallOptions options = CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30));
+        final StringValue request = str("x".repeat(48));
+        // A trampoline per thread: a call that completes inside subscribe() must not recurse.
+        final ThreadLocal<int[]> trampoline = ThreadLocal.withInitial(() -> new int[2]);
+        final Runnable[] next = new Runnable[1];
+        final Runnable issueOne = () ->
+        {
+            if (issued.incrementAndGet() > total)
+            {
+                done.countDown();
+                return;
+            }
+            ClientCalls.unary(channel, TestService.ECHO, options, request).subscribe(
+                reply -> ok.incrementAndGet(),
+                error ->
+                {
+                    failures.merge(Status.fromThrowable(error).code() + ": " + error.getMessage(), 1, Integer::sum);
+                    next[0].run();
+                },
+                () -> next[0].run());
+        };
+        next[0] = () ->
+        {
+            final int[] t = trampoline.get();
+            t[1]++;
+            if (t[0] == 1)
+            {
+                return;
+            }
+            t[0] = 1;
+            try
+            {
+                while (t[1] > 0)
+                {
+                    t[1]--;
+                    issueOne.run();
+                }
+            }
+            finally
+            {
+                t[0] = 0;
+            }
+        };
+        for (int i = 0; i < lanes; i++)
+        {
+            next[0].run();
+        }
+        assertThat(done.await(50, TimeUnit.SECONDS)).as("all lanes finished, " + ok.get() + " OK so far").isTrue();
+        assertThat(failures).isEmpty();
+        assertThat(ok.get()).isEqualTo(total);
+    }
+
+    /**
+     * A unary response is worth something only with its OK status. A channel closed after the response but
+     * before the status must fail the call through its subscriber, not complete it on the value and then hand
+     * the error to Reactor's onErrorDropped (an ERROR log with a stack trace in every closed-loop benchmark).
+     */
+    @Test
+    void shouldFailAUnaryCallThroughItsSubscriberWhenTheChannelClosesBetweenResponseAndStatus() throws Exception
+    {
+        final AtomicInteger dropped = new AtomicInteger();
+        reactor.core.publisher.Hooks.onErrorDropped(e -> dropped.incrementAndGet());
+        try
+        {
+            final AtomicInteger values = new AtomicInteger();
+            final AtomicReference<Throwable> error = new AtomicReference<>();
+            final CountDownLatch done = new CountDownLatch(1);
+            ClientCalls.unary(channel, TestService.ONE_THEN_HANG_AS_UNARY, CallOptions.DEFAULT, i32(7)).subscribe(
+                v -> values.incrementAndGet(),
+                e ->
+                {
+                    error.set(e);
+                    done.countDown();
+                },
+                done::countDown);
+            final long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (service.callsStarted.get() == 0)
+            {
+                assertThat(System.nanoTime() - deadline).as("the call reached the server").isNegative();
+                Thread.sleep(1);
+            }
+            Thread.sleep(100); // give the response time to arrive: the case where it did is the one that matters
+            channel.close();
+            assertThat(done.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+            assertThat(error.get()).as("the call failed").isNotNull();
+            assertThat(Status.fromThrowable(error.get()).code()).isEqualTo(StatusCode.UNAVAILABLE);
+            assertThat(values.get()).as("no value without its status").isZero();
+            assertThat(dropped.get()).as("errors dropped").isZero();
+        }
+        finally
+        {
+            reactor.core.publisher.Hooks.resetOnErrorDropped();
+        }
     }
 
     // ------------------------------------------------------------------ the four kinds

@@ -37,6 +37,12 @@ public final class TestService implements RpcService
     public static final MethodDescriptor<Int32Value, Int32Value> NEVER = method("Never",
         MethodDescriptor.MethodType.SERVER_STREAMING, Int32Value.getDefaultInstance(), Int32Value.getDefaultInstance());
     /** Sums the requests. */
+    /** Sends its request back, then never ends the stream. */
+    public static final MethodDescriptor<Int32Value, Int32Value> ONE_THEN_HANG = method("OneThenHang",
+        MethodDescriptor.MethodType.SERVER_STREAMING, Int32Value.getDefaultInstance(), Int32Value.getDefaultInstance());
+    /** {@link #ONE_THEN_HANG} as a client that expects a unary response sees it: a response without a status. */
+    public static final MethodDescriptor<Int32Value, Int32Value> ONE_THEN_HANG_AS_UNARY = method("OneThenHang",
+        MethodDescriptor.MethodType.UNARY, Int32Value.getDefaultInstance(), Int32Value.getDefaultInstance());
     public static final MethodDescriptor<Int32Value, Int32Value> SUM = method("Sum",
         MethodDescriptor.MethodType.CLIENT_STREAMING, Int32Value.getDefaultInstance(), Int32Value.getDefaultInstance());
     /** Sums the requests, slowly: takes one at a time with a pause every 1000. */
@@ -89,6 +95,11 @@ public final class TestService implements RpcService
             {
                 callsStarted.incrementAndGet();
                 return Flux.<Int32Value>never().doOnCancel(this::onCancel);
+            }))
+            .addMethod(ONE_THEN_HANG, ServerCalls.serverStreaming(n ->
+            {
+                callsStarted.incrementAndGet();
+                return Flux.just(n).concatWith(Flux.never());
             }))
             .addMethod(SUM, ServerCalls.clientStreaming(requests ->
             {

@@ -11,6 +11,15 @@ public interface BenchServer extends AutoCloseable
     String uri();
 
     /**
+     * @return registered buffers and bytes the server's transport holds right now (for leak checks once
+     *         traffic has stopped), or "n/a" where the framework does not report them.
+     */
+    default String resourceUsage()
+    {
+        return "n/a";
+    }
+
+    /**
      * Stops accepting calls and releases the server's resources.
      */
     @Override

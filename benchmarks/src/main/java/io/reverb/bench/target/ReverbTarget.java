@@ -11,6 +11,7 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.transport.Transports;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -89,7 +90,7 @@ public final class ReverbTarget implements Target
             .build()
             .start();
         final String address = server.address();
-        return new ReverbServer(server, address == null ? uri.toString() : address);
+        return new ReverbServer(server, address == null ? uri.toString() : address, uri);
     }
 
     @Override
@@ -98,7 +99,7 @@ public final class ReverbTarget implements Target
         final RpcChannel channel = RpcChannel.builder(withPolling(uri, settings).toString())
             .maxInboundMessageSize(MAX_MESSAGE)
             .build();
-        return new ReverbClient(channel);
+        return new ReverbClient(channel, settings.deadline());
     }
 
     /**
@@ -121,8 +122,14 @@ public final class ReverbTarget implements Target
         return URI.create(text + (uri.getRawQuery() == null ? "?" : "&") + "polling=" + settings.polling());
     }
 
-    private record ReverbServer(RpcServer server, String uri) implements BenchServer
+    private record ReverbServer(RpcServer server, String uri, URI listenUri) implements BenchServer
     {
+        @Override
+        public String resourceUsage()
+        {
+            return Transports.providerFor(listenUri).resourceUsage().describe();
+        }
+
         @Override
         public void close()
         {
@@ -141,10 +148,12 @@ public final class ReverbTarget implements Target
     private static final class ReverbClient implements EchoClient
     {
         private final RpcChannel channel;
+        private final Duration deadline;
 
-        ReverbClient(final RpcChannel channel)
+        ReverbClient(final RpcChannel channel, final Duration deadline)
         {
             this.channel = channel;
+            this.deadline = deadline;
         }
 
         @Override
@@ -164,7 +173,7 @@ public final class ReverbTarget implements Target
         @Override
         public Caller newCaller(final CallObserver observer)
         {
-            return new ReverbCaller(channel, observer);
+            return new ReverbCaller(channel, observer, deadline);
         }
 
         @Override
@@ -178,28 +187,36 @@ public final class ReverbTarget implements Target
     {
         private final RpcChannel channel;
         private final CallObserver observer;
+        private final Duration deadline;
         // Bound once: a method reference per call would allocate in the harness, not in Reverb.
         private final Consumer<BytesValue> onMessage = this::onMessage;
         private final Consumer<Throwable> onError = this::onError;
         private final Runnable onComplete = this::onComplete;
 
-        ReverbCaller(final RpcChannel channel, final CallObserver observer)
+        ReverbCaller(final RpcChannel channel, final CallObserver observer, final Duration deadline)
         {
             this.channel = channel;
             this.observer = observer;
+            this.deadline = deadline;
+        }
+
+        /** The deadline runs from each call's start, so options are made per call only when one is set. */
+        private CallOptions options()
+        {
+            return deadline == null ? CallOptions.DEFAULT : CallOptions.DEFAULT.withDeadlineAfter(deadline);
         }
 
         @Override
         public void echo(final BytesValue request)
         {
-            ClientCalls.unary(channel, ECHO_METHOD, CallOptions.DEFAULT, request)
+            ClientCalls.unary(channel, ECHO_METHOD, options(), request)
                 .subscribe(onMessage, onError, onComplete);
         }
 
         @Override
         public void stream(final BytesValue request)
         {
-            ClientCalls.serverStreaming(channel, STREAM_METHOD, CallOptions.DEFAULT, request)
+            ClientCalls.serverStreaming(channel, STREAM_METHOD, options(), request)
                 .subscribe(onMessage, onError, onComplete);
         }
 

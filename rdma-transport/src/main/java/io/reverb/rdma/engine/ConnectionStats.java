@@ -18,6 +18,7 @@ public class ConnectionStats
     long sendsPosted;
     long creditOnlySends;
     long creditStalls;
+    long sendQueueStalls;
     long rendezvousQueued;
     long rendezvousRefused;
     long rnrErrors;
@@ -89,6 +90,12 @@ public class ConnectionStats
         return creditStalls;
     }
 
+    /** @return times posting waited because the send CQ/queue held as many unreaped completions as it can. */
+    public long sendQueueStalls()
+    {
+        return sendQueueStalls;
+    }
+
     /** @return incoming rendezvous requests that had to wait for a pool buffer. */
     public long rendezvousQueued()
     {
@@ -126,6 +133,7 @@ public class ConnectionStats
         sendsPosted += o.sendsPosted;
         creditOnlySends += o.creditOnlySends;
         creditStalls += o.creditStalls;
+        sendQueueStalls += o.sendQueueStalls;
         rendezvousQueued += o.rendezvousQueued;
         rendezvousRefused += o.rendezvousRefused;
         rnrErrors += o.rnrErrors;
@@ -138,7 +146,7 @@ public class ConnectionStats
         return "ConnectionStats{eagerSent=" + eagerMessagesSent + "/" + eagerBytesSent + "B, rdvSent=" + rendezvousMessagesSent +
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
-            creditOnlySends + ", creditStalls=" + creditStalls + ", rdvQueued=" + rendezvousQueued + ", rdvRefused=" +
+            creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" + rendezvousQueued + ", rdvRefused=" +
             rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends + '}';
     }
 }

@@ -4,7 +4,6 @@ import io.reverb.rdma.verbs.VerbsConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import org.slf4j.LoggerFactory;
 
 /**
  * Settings of an {@link RdmaEngine}: a fluent builder whose values are checked and completed in one
@@ -55,6 +54,7 @@ public final class EngineConfig
     private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(20);
     private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
+    private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
     private String name = "reverb";
     private boolean concluded;
 
@@ -305,6 +305,27 @@ public final class EngineConfig
         return this;
     }
 
+    /**
+     * A poller whose duty cycle runs longer than this (a handler blocking the poller thread freezes every
+     * connection of that poller) is reported once per stall, with its stack, at most once per
+     * {@link PollerWatchdog#REPORT_INTERVAL_NANOS} per poller. Default 100 ms; 0 turns the watchdog off.
+     *
+     * @param nanos threshold, &gt;= 0.
+     * @return this.
+     */
+    public EngineConfig pollerStallThresholdNanos(final long nanos)
+    {
+        checkMutable();
+        pollerStallNanos = nanos;
+        return this;
+    }
+
+    /** @return see {@link #pollerStallThresholdNanos(long)}. */
+    public long pollerStallThresholdNanos()
+    {
+        return pollerStallNanos;
+    }
+
     /** @return name used for threads and metric tags. */
     public String name()
     {
@@ -369,6 +390,7 @@ public final class EngineConfig
             rendezvousMaxClass() + " bytes, from the message size limits)");
         require(pollingMode != null, "pollingMode must not be null");
         require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
+        require(pollerStallNanos >= 0, "pollerStallThresholdNanos must be >= 0: " + pollerStallNanos);
         require(closeTimeoutNanos > 0, "closeTimeoutNanos must be > 0");
         require(adaptiveMinSpinNanos >= 0 && adaptiveMaxSpinNanos >= adaptiveMinSpinNanos && adaptiveYieldNanos >= 0,
             "adaptive spin settings must satisfy 0 <= min <= max and yield >= 0");
@@ -384,7 +406,7 @@ public final class EngineConfig
         }
         if (errorHandler == null)
         {
-            errorHandler = (t) -> LoggerFactory.getLogger(RdmaEngine.class).warn("{}", t.toString(), t);
+            errorHandler = new ErrorLog();
         }
         concluded = true;
         return this;

@@ -105,6 +105,16 @@ final class EngineConnection implements Connection
     private long sendSeq;
     private long[] batchEnds;
     private int sendsInFlight;
+    /**
+     * Signaled work requests (SENDs and rendezvous writes) posted and not yet reaped from the send CQ.
+     * Bounded by {@link #maxSignaledInFlight}: a CQ holds only so many completions, the send queue only
+     * so many requests, and {@link #batchEnds}/control slots are reused by sequence, so posting stops at the
+     * bound (back-pressure) and resumes when the poller reaps (as ibverbs users count signaled sends).
+     * Credits alone do not bound this: the peer returns credits before this side reaps its completions.
+     */
+    private int signaledInFlight;
+    private int maxSignaledInFlight;
+    private boolean sendCqStalled;
     /** Rendezvous whose RTS is posted, in RTS order, waiting for CTS or REFUSE (answered in that order). */
     private final java.util.ArrayDeque<BufferPool.Buffer> awaitingCts = new java.util.ArrayDeque<>();
     /** Rendezvous granted, in order, waiting for a credit to post their write. */
@@ -206,6 +216,9 @@ final class EngineConnection implements Connection
         this.controlRegion = pd.allocate(controlSlots * Wire.CONTROL_SLOT_LENGTH + 16, Access.LOCAL_WRITE);
         this.control = controlRegion.buffer();
         this.batchEnds = new long[controlSlots];
+        // Also within the send CQ (created for at least the peer's receive slots + 8, the ready write
+        // included) and the QP's maxSendWr (peer receive slots + 4).
+        this.maxSignaledInFlight = Math.min(peerReceiveSlots, sendCq.capacity() - 8);
         final int maxClass = config.rendezvousMaxClass();
         this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), maxClass,
             config.rendezvousPoolBytes(), this::onSendBufferReleased);
@@ -482,6 +495,11 @@ final class EngineConnection implements Connection
         {
             while (!pendingWrites.isEmpty() && credits >= 2)
             {
+                if (signaledInFlight >= maxSignaledInFlight)
+                {
+                    sendCqStalled = true;
+                    return;
+                }
                 if (!postRendezvousWrite(pendingWrites.peekFirst()))
                 {
                     return;
@@ -544,6 +562,16 @@ final class EngineConnection implements Connection
                 {
                     return;
                 }
+            }
+            if (signaledInFlight >= maxSignaledInFlight)
+            {
+                // Reaping the send CQ (poller) resumes the flush.
+                if (!sendCqStalled)
+                {
+                    sendCqStalled = true;
+                    stats.sendQueueStalls++;
+                }
+                return;
             }
             if (!postBatch(controlFrames, dataLength))
             {
@@ -633,6 +661,7 @@ final class EngineConnection implements Connection
         batchEnds[slot] = posted;
         sendSeq++;
         sendsInFlight++;
+        signaledInFlight++;
         if (carriesClose)
         {
             closeBatchSeq = seq;
@@ -679,6 +708,7 @@ final class EngineConnection implements Connection
             return false;
         }
         credits--;
+        signaledInFlight++;
         return true;
     }
 
@@ -889,6 +919,7 @@ final class EngineConnection implements Connection
                 {
                     head = batchEnds[(int)(seq % controlSlots)];
                     sendsInFlight--;
+                    signaledInFlight--;
                     writableEpoch++;
                     if (seq == closeBatchSeq)
                     {
@@ -902,6 +933,7 @@ final class EngineConnection implements Connection
                 final BufferPool.Buffer buffer;
                 synchronized (lock)
                 {
+                    signaledInFlight--;
                     buffer = outbound.remove(id);
                     if (buffer != null)
                     {
@@ -913,6 +945,14 @@ final class EngineConnection implements Connection
                 {
                     sendPool.release(buffer);
                 }
+            }
+        }
+        synchronized (lock)
+        {
+            if (sendCqStalled)
+            {
+                sendCqStalled = false;
+                flushLocked();
             }
         }
     }

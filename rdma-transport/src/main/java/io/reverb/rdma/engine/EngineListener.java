@@ -92,8 +92,10 @@ public final class EngineListener implements AutoCloseable
                 }
                 engine.startPolling(connection);
             }
-            catch (final IOException | RuntimeException ex)
+            catch (final Throwable ex)
             {
+                // Whatever one connection attempt throws (even an Error such as OutOfMemoryError), the listener
+                // keeps accepting: a dead accept thread would leave a server that looks up and serves no one.
                 engine.onError(new EngineException("accepting a connection on " + address() + " failed", ex));
             }
         }

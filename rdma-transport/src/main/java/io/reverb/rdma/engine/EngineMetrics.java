@@ -43,6 +43,7 @@ final class EngineMetrics implements AutoCloseable
         metrics.counter("reverb.engine.sends", tags, engine, e -> e.stats().sendsPosted());
         metrics.counter("reverb.engine.credit.only.sends", tags, engine, e -> e.stats().creditOnlySends());
         metrics.counter("reverb.engine.credit.stalls", tags, engine, e -> e.stats().creditStalls());
+        metrics.counter("reverb.engine.send.queue.stalls", tags, engine, e -> e.stats().sendQueueStalls());
         metrics.counter("reverb.engine.rendezvous.queued", tags, engine, e -> e.stats().rendezvousQueued());
         metrics.counter("reverb.engine.rendezvous.refused", tags, engine, e -> e.stats().rendezvousRefused());
         metrics.counter("reverb.engine.rnr.errors", tags, engine, e -> e.stats().rnrErrors());

@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A completion poller: one thread running an Agrona-{@code Agent}-style duty cycle over the CQs of
@@ -34,6 +35,8 @@ final class Poller implements Runnable
     private final PollingMode mode;
     private final WorkCompletions completions = new WorkCompletions(64);
     private final Thread thread;
+    /** Duty cycles begun and ended (odd: one is running); written by the poller thread only. */
+    private final AtomicLong cycle = new AtomicLong();
     private final long minSpinNanos;
     private final long maxSpinNanos;
     private final long yieldNanos;
@@ -140,8 +143,27 @@ final class Poller implements Runnable
         thread.join(millis);
     }
 
+    /** Odd while a duty cycle runs; read by the {@link PollerWatchdog}. */
+    long cycleCount()
+    {
+        return cycle.get();
+    }
+
     /** @return completions processed and events handled in one pass over every connection. */
     int doWork()
+    {
+        cycle.lazySet(cycle.get() + 1);
+        try
+        {
+            return pollConnections();
+        }
+        finally
+        {
+            cycle.lazySet(cycle.get() + 1);
+        }
+    }
+
+    private int pollConnections()
     {
         final EngineConnection[] conns = connections;
         int work = 0;

@@ -46,6 +46,7 @@ public final class RdmaEngine implements AutoCloseable
     private final ConnectionStats retiredStats = new ConnectionStats();
     private volatile boolean closed;
     private AutoCloseable metricsBinding;
+    private final PollerWatchdog watchdog;
 
     private RdmaEngine(final VerbsProvider provider, final EngineConfig config) throws IOException
     {
@@ -69,6 +70,15 @@ public final class RdmaEngine implements AutoCloseable
         for (final Poller poller : pollers)
         {
             poller.start();
+        }
+        if (this.config.pollerStallThresholdNanos() > 0)
+        {
+            watchdog = new PollerWatchdog(this.config.name(), pollers, this.config.pollerStallThresholdNanos());
+            watchdog.start();
+        }
+        else
+        {
+            watchdog = null;
         }
         if (config.meterRegistry() != null)
         {
@@ -420,6 +430,12 @@ public final class RdmaEngine implements AutoCloseable
         return n;
     }
 
+    /** @return poller duty cycles found running longer than the stall threshold (0 if the watchdog is off). */
+    public long pollerStalls()
+    {
+        return watchdog == null ? 0 : watchdog.stallsDetected();
+    }
+
     /** @return number of poller threads. */
     public int pollerCount()
     {
@@ -493,6 +509,10 @@ public final class RdmaEngine implements AutoCloseable
         catch (final Exception ignore)
         {
             // Failed closes were reported to their callbacks.
+        }
+        if (watchdog != null)
+        {
+            watchdog.stop();
         }
         for (final Poller poller : pollers)
         {

@@ -66,7 +66,12 @@ public final class VerbsConfig
         return shmDirectory;
     }
 
-    /** @return how long a SEND retries when the peer has no receive posted. */
+    /**
+     * @return how long a SEND retries when the peer has no receive posted (shm, tcp). On {@code rdma://}
+     *         rdma_cm can only set a retry count of 655.36 ms waits, and it is the receiver's setting that
+     *         applies to the sender: 0 fails at once, anything else becomes 655 ms to 3.9 s (see the disni
+     *         provider's {@code RnrRetry}).
+     */
     public long rnrRetryNanos()
     {
         return rnrRetryNanos;

@@ -451,15 +451,18 @@ class EngineMessagingTest
             pair.client.onClose(clientCause::set);
             pair.client.setSendErrorHandler((id, length, cause) -> failures.add(cause));
             final MessageClaim claim = new MessageClaim();
-            send(pair.client, claim, 100_000, 0); // a rendezvous whose RTS is never answered
+            send(pair.client, claim, 100_000, 0); // a rendezvous
             int committed = 1;
             while (pair.client.tryClaim(300, claim) == Connection.OK)
             {
                 claim.commit();
                 committed++;
             }
-            assertThat(pair.client.pendingRendezvous()).isEqualTo(1);
-            assertThat(pair.client.poolBuffersInUse()).isEqualTo(1);
+            // The server answers an RTS (CTS) even before it has a handler, so the rendezvous may already be
+            // written by now; the eager messages behind it are what certainly waits (the server never takes them).
+            assertThat(pair.client.pendingRendezvous()).isBetween(0, 1);
+            assertThat(pair.client.poolBuffersInUse()).isBetween(0, 1);
+            assertThat(pair.client.sendBytesInFlight()).isPositive();
             pair.serverEngine.context().close(); // abrupt: no CLOSE exchange
             await("client failed", () -> clientCause.get() != null);
             assertThat(clientCause.get()).isInstanceOf(PeerDisconnectedException.class);

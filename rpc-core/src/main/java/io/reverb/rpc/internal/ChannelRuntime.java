@@ -39,6 +39,8 @@ public final class ChannelRuntime
     private final Set<ClientConnection> connections = ConcurrentHashMap.newKeySet();
 
     private volatile ClientConnection ready;
+    /** The last stream id a connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in tests). */
+    volatile int lastStreamId = ClientConnection.LAST_STREAM_ID;
     private volatile boolean closed;
     // guarded by this
     private boolean connecting;
@@ -282,7 +284,7 @@ public final class ChannelRuntime
 
     private void connect()
     {
-        final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize);
+        final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
             provider.connect(uri, connection).whenComplete((c, error) -> onConnectResult(connection, c, error));

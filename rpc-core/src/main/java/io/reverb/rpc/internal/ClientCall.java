@@ -563,13 +563,18 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                             queue.clear();
                         }
                     }
+                    if (unaryResponse && single != null && terminalStatus != null && !terminalStatus.isOk())
+                    {
+                        // A unary response counts only with its OK status: the call failed, the value goes.
+                        single = null;
+                    }
                     if (cancelled)
                     {
                         delivered = true;
                         status = terminalStatus;
                         trailers = terminalTrailers;
                     }
-                    else if (requested > 0 && single != null)
+                    else if (requested > 0 && single != null && (!unaryResponse || terminalStatus != null))
                     {
                         value = single;
                         single = queue == null ? null : queue.pollFirst();

@@ -16,17 +16,22 @@ import reactor.core.Disposable;
  */
 final class ClientConnection extends RpcConnection
 {
+    /** Stream ids are positive ints: a connection that used them all takes no new calls (the channel opens another). */
+    static final int LAST_STREAM_ID = Integer.MAX_VALUE;
+
     private final ChannelRuntime channel;
+    private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
     private volatile Disposable keepAlive;
     private volatile long pingSentNanos;
     private volatile boolean pingOutstanding;
 
-    ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize)
+    ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
     {
         super(maxInboundMessageSize);
         this.channel = channel;
+        this.lastStreamId = lastStreamId;
     }
 
     void attach(final Connection connection)
@@ -52,11 +57,21 @@ final class ClientConnection extends RpcConnection
      */
     synchronized int startCall(final ClientCall<?, ?> call)
     {
-        if (!isUsable() || nextStreamId < 0)
+        if (!isUsable())
         {
             return -1;
         }
-        final int id = nextStreamId++;
+        final int id = nextStreamId;
+        if (id == lastStreamId)
+        {
+            // The last id: this connection drains (no new calls) and the channel connects anew; calls waiting
+            // for an id go there. Not an error: at a million calls a second ids run out after about 36 minutes.
+            draining = true;
+        }
+        else
+        {
+            nextStreamId = id + 1;
+        }
         streams.put(id, call);
         if (closed)
         {
@@ -66,6 +81,10 @@ final class ClientConnection extends RpcConnection
         }
         call.streamId = id;
         write(call);
+        if (draining)
+        {
+            channel.timer().schedule(() -> channel.connectionUnusable(this));
+        }
         return id;
     }
 

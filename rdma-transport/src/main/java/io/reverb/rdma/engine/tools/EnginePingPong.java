@@ -34,7 +34,10 @@ import org.agrona.DirectBuffer;
  * </ul>
  *
  * <p>Usage: {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000] [--messages 200000]
- * [--throughput 2000] [--scheme shm|tcp]}; run with {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}.
+ * [--throughput 2000] [--scheme shm|tcp|rdma] [--address host:0]}; run with
+ * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} (and, for rdma, {@code java.base/sun.nio.ch}).
+ * {@code --address} is where a tcp/rdma echo server listens (default 127.0.0.1:0; for rdma, the RDMA
+ * interface's address); the child JVM inherits {@code java.library.path} and {@code reverb.disni.localAddress}.
  */
 public final class EnginePingPong
 {
@@ -62,6 +65,7 @@ public final class EnginePingPong
         int messages = 200_000;
         int throughput = 2_000;
         String scheme = "shm";
+        String address = "127.0.0.1:0";
         for (int i = 0; i < args.length; i += 2)
         {
             switch (args[i])
@@ -71,6 +75,7 @@ public final class EnginePingPong
                 case "--messages": messages = Integer.parseInt(args[i + 1]); break;
                 case "--throughput": throughput = Integer.parseInt(args[i + 1]); break;
                 case "--scheme": scheme = args[i + 1]; break;
+                case "--address": address = args[i + 1]; break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -82,7 +87,7 @@ public final class EnginePingPong
             "idle cpu%", "1MiB GB/s", "alloc/1MiB");
         for (final String mode : modes.split(","))
         {
-            run(scheme, PollingMode.valueOf(mode.trim()), warmup, messages, throughput);
+            run(scheme, address, PollingMode.valueOf(mode.trim()), warmup, messages, throughput);
         }
     }
 
@@ -93,13 +98,21 @@ public final class EnginePingPong
     }
 
     private static void run(
-        final String scheme, final PollingMode mode, final int warmup, final int messages, final int throughput) throws Exception
+        final String scheme, final String address, final PollingMode mode, final int warmup, final int messages,
+        final int throughput) throws Exception
     {
-        final String name = "shm".equals(scheme) ? "pingpong-" + ProcessHandle.current().pid() + "-" + mode : "127.0.0.1:0";
+        final String name = "shm".equals(scheme) ? "pingpong-" + ProcessHandle.current().pid() + "-" + mode : address;
         final List<String> command = new ArrayList<>(List.of(
             System.getProperty("java.home") + "/bin/java",
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
-            "-cp", System.getProperty("java.class.path"),
+            "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+            "-Djava.library.path=" + System.getProperty("java.library.path", "")));
+        final String disniLocal = System.getProperty("reverb.disni.localAddress");
+        if (disniLocal != null)
+        {
+            command.add("-Dreverb.disni.localAddress=" + disniLocal);
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
             EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

@@ -1,16 +1,20 @@
 package io.reverb.rdma.provider.disni;
 
+import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import java.io.IOException;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -20,6 +24,10 @@ import java.util.concurrent.locks.LockSupport;
  * <p>DiSNi's {@code getCmEvent} polls the channel's fd with a timeout and cannot be interrupted, so
  * the thread polls in slices of {@value #POLL_MS} ms and checks its stop flag between them; closing
  * therefore takes at most one slice.
+ *
+ * <p>It also creates and destroys the context's rdma_cm ids ({@link #createId()}, {@link #destroyId}), so
+ * that DiSNi's id table is never written while {@code getCmEvent} reads it (see {@link CmIdTable}), and runs
+ * tickers after every slice for deadlines that must pass even when no event arrives.
  */
 final class CmEventDispatcher implements Runnable
 {
@@ -105,16 +113,68 @@ final class CmEventDispatcher implements Runnable
         }
     }
 
+    /** Where events come from: DiSNi's {@code getCmEvent}, or a test's script. */
+    interface EventSource
+    {
+        /**
+         * @param timeoutMs maximum wait.
+         * @return the next event, or null on timeout.
+         * @throws IOException as {@code RdmaEventChannel.getCmEvent}.
+         */
+        RdmaCmEvent next(int timeoutMs) throws IOException;
+
+        /** @return false once the channel is closed. */
+        boolean isOpen();
+    }
+
     private final RdmaEventChannel channel;
+    private final EventSource source;
+    private final boolean serialiseWithCmEvents;
+    private final Object cmLock = new Object();
     private final Map<RdmaCmId, Handler> handlers = new IdentityHashMap<>();
     private final Thread thread;
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final List<Runnable> tickers = new CopyOnWriteArrayList<>();
     private volatile boolean running = true;
     private volatile Throwable failure;
+    private volatile Throwable lastTransientFailure;
+    private final AtomicLong transientFailures = new AtomicLong();
 
+    /**
+     * @param channel DiSNi event channel; its id table is made thread-safe here ({@link CmIdTable}).
+     * @param name    thread name.
+     */
     CmEventDispatcher(final RdmaEventChannel channel, final String name)
     {
+        this(channel, new EventSource()
+        {
+            @Override
+            public RdmaCmEvent next(final int timeoutMs) throws IOException
+            {
+                return channel.getCmEvent(timeoutMs);
+            }
+
+            @Override
+            public boolean isOpen()
+            {
+                return channel.isOpen();
+            }
+        }, !CmIdTable.install(channel), name);
+    }
+
+    /**
+     * @param channel               DiSNi event channel (for creating and destroying ids; null in tests).
+     * @param source                where events come from.
+     * @param serialiseWithCmEvents true when DiSNi's id table is not thread-safe: id creation and destruction
+     *                              then wait for the dispatcher to be outside {@code getCmEvent}.
+     * @param name                  thread name.
+     */
+    CmEventDispatcher(
+        final RdmaEventChannel channel, final EventSource source, final boolean serialiseWithCmEvents, final String name)
+    {
         this.channel = channel;
+        this.source = source;
+        this.serialiseWithCmEvents = serialiseWithCmEvents;
         this.thread = new Thread(this, name);
         this.thread.setDaemon(true);
     }
@@ -122,6 +182,47 @@ final class CmEventDispatcher implements Runnable
     void start()
     {
         thread.start();
+    }
+
+    /** @return true if DiSNi's id table could not be made thread-safe, so id creation waits for event polls. */
+    boolean serialisesWithCmEvents()
+    {
+        return serialiseWithCmEvents;
+    }
+
+    /**
+     * Creates an rdma_cm id on this dispatcher's channel, safely against a concurrent {@code getCmEvent}.
+     *
+     * @return the new id.
+     * @throws IOException if DiSNi fails.
+     */
+    RdmaCmId createId() throws IOException
+    {
+        synchronized (cmLock)
+        {
+            final RdmaCmId id = channel.createId(RdmaCm.RDMA_PS_TCP);
+            if (id == null)
+            {
+                throw new IOException("rdma_create_id failed");
+            }
+            return id;
+        }
+    }
+
+    /**
+     * Stops routing {@code id}'s events, destroys it (ignoring failure: it may be gone) and removes it from
+     * DiSNi's id table.
+     *
+     * @param id an id created by {@link #createId()} or delivered with a CONNECT_REQUEST.
+     */
+    void destroyId(final RdmaCmId id)
+    {
+        unregister(id);
+        synchronized (cmLock)
+        {
+            DisniVerbsContext.quietly(id::destroyId);
+            CmIdTable.forget(channel, id);
+        }
     }
 
     /**
@@ -145,10 +246,37 @@ final class CmEventDispatcher implements Runnable
         }
     }
 
-    /** @return what stopped the thread, or null. */
+    /**
+     * @param ticker runs on this thread after every poll slice (at least every {@value #POLL_MS} ms while the
+     *               dispatcher runs); must not block. Used for deadlines (parked requests, closing ids).
+     */
+    void addTicker(final Runnable ticker)
+    {
+        tickers.add(ticker);
+    }
+
+    /** @param ticker no longer run. */
+    void removeTicker(final Runnable ticker)
+    {
+        tickers.remove(ticker);
+    }
+
+    /** @return what made the thread give up, or null while it runs (or after a clean stop). */
     Throwable failure()
     {
         return failure;
+    }
+
+    /** @return failures that the thread survived (for diagnostics). */
+    long transientFailures()
+    {
+        return transientFailures.get();
+    }
+
+    /** @return the last failure the thread survived, or null. */
+    Throwable lastTransientFailure()
+    {
+        return lastTransientFailure;
     }
 
     @Override
@@ -159,7 +287,18 @@ final class CmEventDispatcher implements Runnable
         {
             try
             {
-                final RdmaCmEvent event = channel.getCmEvent(POLL_MS);
+                final RdmaCmEvent event;
+                if (serialiseWithCmEvents)
+                {
+                    synchronized (cmLock)
+                    {
+                        event = source.next(POLL_MS);
+                    }
+                }
+                else
+                {
+                    event = source.next(POLL_MS);
+                }
                 consecutiveFailures = 0;
                 if (event != null)
                 {
@@ -168,20 +307,24 @@ final class CmEventDispatcher implements Runnable
             }
             catch (final IOException | RuntimeException ex)
             {
-                // One bad event (e.g. DiSNi failing to wrap an id) must not stop connection management;
-                // a channel that keeps failing, or is closed, does.
+                // One bad event (e.g. DiSNi failing to wrap an id) must not stop connection management: only a
+                // closed channel, or one that keeps failing, makes the thread give up, and only then does the
+                // context refuse new work.
                 if (!running)
                 {
-                    return;
+                    break;
                 }
-                failure = ex;
-                if (!channel.isOpen() || ++consecutiveFailures >= MAX_CONSECUTIVE_FAILURES)
+                transientFailures.incrementAndGet();
+                lastTransientFailure = ex;
+                if (!source.isOpen() || ++consecutiveFailures >= MAX_CONSECUTIVE_FAILURES)
                 {
-                    return;
+                    failure = ex;
+                    break;
                 }
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MS));
             }
             runTasks();
+            runTickers();
         }
         runTasks();
     }
@@ -198,6 +341,28 @@ final class CmEventDispatcher implements Runnable
         if (!running || !thread.isAlive())
         {
             runTasks();
+        }
+    }
+
+    /** @return true when called on the dispatcher thread. */
+    boolean inDispatcherThread()
+    {
+        return Thread.currentThread() == thread;
+    }
+
+    private void runTickers()
+    {
+        for (final Runnable ticker : tickers)
+        {
+            try
+            {
+                ticker.run();
+            }
+            catch (final RuntimeException ex)
+            {
+                transientFailures.incrementAndGet();
+                lastTransientFailure = ex;
+            }
         }
     }
 
@@ -240,7 +405,7 @@ final class CmEventDispatcher implements Runnable
         else if (type == CONNECT_REQUEST && event.getConnIdPriv() != null)
         {
             // Nobody listens any more: destroying the id makes the kernel reject the request.
-            DisniVerbsContext.quietly(() -> event.getConnIdPriv().destroyId());
+            destroyId(event.getConnIdPriv());
         }
     }
 

@@ -28,12 +28,16 @@ final class DisniAvailability
     /** rdma_cm's character device (module rdma_ucm). */
     static final Path RDMA_CM_DEVICE = Paths.get("/dev/infiniband/rdma_cm");
 
+    /** How every unavailability cause starts. */
+    static final String CAUSE_PREFIX = "DiSNi (rdma://) is not available: ";
+
     /** The JVM option DiSNi 2.1 needs on Java 9+. */
     static final String ADD_EXPORTS = "--add-exports java.base/sun.nio.ch=ALL-UNNAMED";
 
     static final String BUILD_HINT =
         "install rdma-core, libibverbs-dev and librdmacm-dev, build libdisni 2.1 from https://github.com/zrlio/disni " +
-        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME && make && sudo make install) " +
+        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME [a JDK with include/jni.h] && make && " +
+        "sudo make install) " +
         "and start the JVM with -Djava.library.path=/usr/local/lib (see rdma-transport/RDMA-HARDWARE.md)";
     static final String DEVICE_HINT =
         "load your RDMA NIC's driver (check with ibv_devices), or try Soft-RoCE: " +
@@ -96,6 +100,11 @@ final class DisniAvailability
             missing.add("no RDMA device (" + sysfsInfiniband + " is " +
                 (Files.isDirectory(sysfsInfiniband) ? "empty" : "absent") + "): " + DEVICE_HINT);
         }
+        else if (allIwarp(sysfsInfiniband, devices))
+        {
+            missing.add("RDMA device(s) " + devices + " are iWARP (sysfs node_type " +
+                RdmaDevices.NODE_TYPE_RNIC + ": RNIC): " + RdmaDevices.IWARP_REASON);
+        }
         else if (!Files.exists(rdmaCmDevice))
         {
             missing.add("RDMA device(s) " + devices + " found but " + rdmaCmDevice +
@@ -118,7 +127,7 @@ final class DisniAvailability
 
         if (!missing.isEmpty())
         {
-            return "DiSNi (rdma://) is not available: " + String.join("; ", missing);
+            return CAUSE_PREFIX + String.join("; ", missing);
         }
 
         try
@@ -128,7 +137,7 @@ final class DisniAvailability
         }
         catch (final UnsatisfiedLinkError ex)
         {
-            return "DiSNi (rdma://) is not available: " + library + " could not be loaded (" + ex.getMessage() +
+            return CAUSE_PREFIX + library + " could not be loaded (" + ex.getMessage() +
                 "); libdisni needs libibverbs.so.1 and librdmacm.so.1 (rdma-core), and must be DiSNi 2.1's; " + BUILD_HINT;
         }
         catch (final IOException ex)
@@ -136,22 +145,22 @@ final class DisniAvailability
             final String message = String.valueOf(ex.getMessage());
             if (message.contains("outdated") || message.contains("version"))
             {
-                return "DiSNi (rdma://) is not available: wrong libdisni version at " + library + " (" + message.trim() +
+                return CAUSE_PREFIX + "wrong libdisni version at " + library + " (" + message.trim() +
                     "); the DiSNi 2.1 jar needs libdisni with JNI version " + DISNI_JNI_VERSION +
                     ": rebuild it from DiSNi's v2.1 tag: " + BUILD_HINT;
             }
-            return "DiSNi (rdma://) is not available: rdma_cm could not be opened (" + message.trim() + "); check that " +
+            return CAUSE_PREFIX + "rdma_cm could not be opened (" + message.trim() + "); check that " +
                 rdmaCmDevice + " is readable and writable by this user (rdma-core's udev rules) and that the locked " +
                 "memory limit (ulimit -l) is large enough";
         }
         catch (final ExceptionInInitializerError | NoClassDefFoundError ex)
         {
             final Throwable cause = ex.getCause() != null ? ex.getCause() : ex;
-            return "DiSNi (rdma://) is not available: initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
+            return CAUSE_PREFIX + "initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
         }
         catch (final Throwable ex)
         {
-            return "DiSNi (rdma://) is not available: probing DiSNi failed (" + ex + ")";
+            return CAUSE_PREFIX + "probing DiSNi failed (" + ex + ")";
         }
     }
 
@@ -179,6 +188,18 @@ final class DisniAvailability
         }
         devices.sort(null);
         return devices;
+    }
+
+    private static boolean allIwarp(final Path sysfsInfiniband, final List<String> devices)
+    {
+        for (final String device : devices)
+        {
+            if (!RdmaDevices.read(sysfsInfiniband.resolve(device)).isIwarp())
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -231,7 +252,7 @@ final class DisniAvailability
         }
     }
 
-    private static void loadDisniAndOpenRdmaCm() throws IOException
+    static void loadDisniAndOpenRdmaCm() throws IOException
     {
         // Loads libdisni (System.loadLibrary in NativeDispatcher) and checks its JNI version.
         com.ibm.disni.verbs.RdmaProvider.provider();

@@ -17,9 +17,12 @@ import java.util.List;
  * only when a caller passes a {@link WorkCompletions} of another capacity) and armed with two reused
  * {@code SVCReqNotify} calls (all / solicited only).
  *
- * <p>Each CQ has its own {@code IbvCompChannel} (DiSNi cannot create a CQ without one). When the CQ was
- * created with an SPI channel, an event pump thread waits on it, acknowledges every event on this CQ at
- * once and signals the SPI channel; see {@link DisniCompletionChannel} for why.
+ * <p>Each CQ has its own {@code IbvCompChannel} (DiSNi cannot create a CQ without one, and cannot share one
+ * between CQs: see {@link DisniCompletionChannel}), so each CQ costs one file descriptor. When the CQ is bound to
+ * an SPI channel, an event pump thread waits on it, acknowledges every event on this CQ at once and signals the
+ * SPI channel. The pump starts on the first {@link #requestNotify(boolean)}: a busy-polling engine never arms
+ * its CQs, so it runs no pump threads at all. A running pump wakes every {@value #PUMP_POLL_MS} ms to check
+ * whether the CQ is closing (DiSNi's native wait cannot be interrupted).
  *
  * <p>Polling and tear-down are serialised on one lock so that a poll never touches a destroyed CQ
  * (that would be a native use-after-free); uncontended, as the SPI has one poller per CQ.
@@ -37,7 +40,7 @@ final class DisniCompletionQueue implements CompletionQueue
     private final List<DisniQueuePair> queuePairs = new ArrayList<>();
     private final SVCReqNotify notifyAny;
     private final SVCReqNotify notifySolicited;
-    private Thread pump;
+    private volatile Thread pump;
     private IbvWC[] wcs;
     private SVCPollCq pollCall;
     private volatile DisniQueuePair soleQueuePair;
@@ -75,12 +78,7 @@ final class DisniCompletionQueue implements CompletionQueue
             {
                 throw new IOException("ibv_create_cq(" + capacity + ") failed");
             }
-            final DisniCompletionQueue queue = new DisniCompletionQueue(context, capacity, channel, compChannel, cq);
-            if (channel != null)
-            {
-                queue.startPump();
-            }
-            return queue;
+            return new DisniCompletionQueue(context, capacity, channel, compChannel, cq);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -131,6 +129,12 @@ final class DisniCompletionQueue implements CompletionQueue
     IbvCQ ibvCq()
     {
         return cq;
+    }
+
+    /** @return whether the event pump thread has been started (for tests and diagnostics). */
+    boolean pumpStarted()
+    {
+        return pump != null;
     }
 
     @Override
@@ -214,6 +218,11 @@ final class DisniCompletionQueue implements CompletionQueue
             {
                 // Without an SPI channel nobody could ever take the event: arming would be pointless.
                 return;
+            }
+            if (pump == null)
+            {
+                // Lazily: only pollers that sleep on the channel need a thread waiting on its events.
+                startPump();
             }
             try
             {

@@ -1,94 +1,93 @@
 package io.reverb.rdma.provider.disni;
 
-import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmId;
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.SocketAddress;
-import java.net.SocketTimeoutException;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
- * A listening {@code rdma://host:port}: a TCP listener on {@code host:port} for the {@link Handshake},
- * and an rdma_cm id listening on {@code host} at an ephemeral port that the handshake hands out.
+ * A listening {@code rdma://host:port}: a TCP listener on {@code host:port} for the {@link Handshake}
+ * ({@link HandshakeAcceptor}: accepts and reads handshakes concurrently), and an rdma_cm id listening on an
+ * address of the context's device at an ephemeral port that the handshake hands out (for a wildcard
+ * {@code host}, the context's own address, so that requests arriving on another device never reach it).
  *
  * <p>rdma_cm CONNECT_REQUESTs are parked by their source address (the connector's rdma_cm {@code ip:port},
  * which it also sends over the handshake) until the {@link DisniConnectionRequest} they belong to claims
- * them; requests nobody claims within the connect timeout are destroyed, which rejects them.
+ * them ({@link ParkedRequests}); requests nobody claims within the connect timeout are destroyed by the
+ * dispatcher's ticker, which rejects them.
  */
 final class DisniConnectionListener implements ConnectionListener, CmEventDispatcher.Handler
 {
     private final DisniVerbsContext context;
-    private final ServerSocket serverSocket;
+    private final HandshakeAcceptor acceptor;
     private final RdmaCmId listenId;
-    private final int rdmaPort;
+    private final InetSocketAddress rdmaCmAddress;
     private final String localAddress;
-    private final Map<String, Parked> parked = new HashMap<>();
+    private final ParkedRequests<RdmaCmId> parked;
+    private final Runnable expiry;
     private volatile boolean closed;
-
-    /** A CONNECT_REQUEST waiting for its handshake. */
-    private record Parked(RdmaCmId id, long arrivedNanos)
-    {
-    }
 
     private DisniConnectionListener(
         final DisniVerbsContext context,
-        final ServerSocket serverSocket,
+        final HandshakeAcceptor acceptor,
         final RdmaCmId listenId,
-        final int rdmaPort,
+        final InetSocketAddress rdmaCmAddress,
         final String localAddress)
     {
         this.context = context;
-        this.serverSocket = serverSocket;
+        this.acceptor = acceptor;
         this.listenId = listenId;
-        this.rdmaPort = rdmaPort;
+        this.rdmaCmAddress = rdmaCmAddress;
         this.localAddress = localAddress;
+        final CmEventDispatcher dispatcher = context.dispatcher();
+        this.parked = new ParkedRequests<>(context.config().connectTimeoutNanos(), dispatcher::destroyId);
+        this.expiry = () -> parked.expire(System.nanoTime());
     }
 
-    static DisniConnectionListener open(final DisniVerbsContext context, final InetSocketAddress bind, final int backlog)
+    /**
+     * @param context context (already bound to the device of {@code cmBind}).
+     * @param bind    TCP address of the handshake (may be the wildcard).
+     * @param cmBind  the address the rdma_cm id listens on (an address of the context's device).
+     * @param backlog listen backlog.
+     * @return the listener.
+     * @throws IOException if an address cannot be bound.
+     */
+    static DisniConnectionListener open(
+        final DisniVerbsContext context, final InetSocketAddress bind, final InetAddress cmBind, final int backlog)
         throws IOException
     {
-        final ServerSocket serverSocket = new ServerSocket();
+        final HandshakeAcceptor acceptor = new HandshakeAcceptor(
+            bind, backlog, context.config().connectTimeoutNanos(), context.name() + "-listen-" + bind.getPort());
         RdmaCmId id = null;
         try
         {
-            serverSocket.setReuseAddress(true);
-            serverSocket.bind(bind, Math.max(1, backlog));
-            id = context.eventChannel().createId(RdmaCm.RDMA_PS_TCP);
-            id.bindAddr(new InetSocketAddress(bind.getAddress(), 0));
+            id = context.dispatcher().createId();
+            id.bindAddr(new InetSocketAddress(cmBind, 0));
             id.listen(Math.max(1, backlog));
             final SocketAddress cmSource = id.getSource();
             if (!(cmSource instanceof InetSocketAddress))
             {
-                throw new IOException("rdma_cm gave no bound address for " + bind);
+                throw new IOException("rdma_cm gave no bound address for " + cmBind.getHostAddress());
             }
+            final InetSocketAddress cmAddress = new InetSocketAddress(cmBind, ((InetSocketAddress)cmSource).getPort());
             final String advertisedHost = bind.getAddress().isAnyLocalAddress() ?
-                context.localAddress().getHostAddress() : bind.getAddress().getHostAddress();
+                cmBind.getHostAddress() : bind.getAddress().getHostAddress();
             final DisniConnectionListener listener = new DisniConnectionListener(
-                context, serverSocket, id, ((InetSocketAddress)cmSource).getPort(),
-                advertisedHost + ':' + serverSocket.getLocalPort());
+                context, acceptor, id, cmAddress, advertisedHost + ':' + acceptor.localPort());
             context.dispatcher().register(id, listener);
+            context.dispatcher().addTicker(listener.expiry);
             return listener;
         }
         catch (final IOException | RuntimeException ex)
         {
-            final RdmaCmId toDestroy = id;
-            if (toDestroy != null)
+            if (id != null)
             {
-                DisniVerbsContext.quietly(toDestroy::destroyId);
+                context.dispatcher().destroyId(id);
             }
-            DisniVerbsContext.quietly(serverSocket::close);
+            acceptor.close();
             throw ex instanceof IOException ? (IOException)ex : new IOException("listening on " + bind + ": " + ex, ex);
         }
     }
@@ -98,9 +97,15 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
         return context;
     }
 
+    /** @return where connectors send rdma_cm requests (sent to them in ACCEPT). */
+    InetSocketAddress rdmaCmAddress()
+    {
+        return rdmaCmAddress;
+    }
+
     int rdmaPort()
     {
-        return rdmaPort;
+        return rdmaCmAddress.getPort();
     }
 
     @Override
@@ -112,51 +117,21 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
     @Override
     public ConnectionRequest accept(final long timeoutNanos) throws IOException
     {
-        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
-        while (true)
+        if (closed)
         {
-            if (closed)
-            {
-                throw new IOException("listener " + localAddress + " is closed");
-            }
-            final Socket socket;
-            try
-            {
-                serverSocket.setSoTimeout(DisniVerbsContext.millisUntil(deadline));
-                socket = serverSocket.accept();
-            }
-            catch (final SocketTimeoutException ex)
-            {
-                return null;
-            }
-            catch (final IOException ex)
-            {
-                if (closed)
-                {
-                    throw new IOException("listener " + localAddress + " is closed", ex);
-                }
-                throw ex;
-            }
-            try
-            {
-                socket.setTcpNoDelay(true);
-                socket.setSoTimeout(DisniVerbsContext.millisUntil(
-                    System.nanoTime() + context.config().connectTimeoutNanos()));
-                final DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-                final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-                final Handshake.Message request = Handshake.read(in, Handshake.REQUEST);
-                return new DisniConnectionRequest(this, socket, in, out, request.privateData());
-            }
-            catch (final IOException ex)
-            {
-                // Not a Reverb peer, or it went away mid-handshake: drop it and keep listening.
-                DisniVerbsContext.quietly(socket::close);
-                if (System.nanoTime() - deadline >= 0)
-                {
-                    return null;
-                }
-            }
+            throw new IOException("listener " + localAddress + " is closed");
         }
+        final HandshakeAcceptor.Pending pending;
+        try
+        {
+            pending = acceptor.take(timeoutNanos);
+        }
+        catch (final IOException ex)
+        {
+            throw new IOException("listener " + localAddress + " is closed", ex);
+        }
+        return pending == null ? null :
+            new DisniConnectionRequest(this, pending.socket(), pending.in(), pending.out(), pending.privateData());
     }
 
     @Override
@@ -174,37 +149,16 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
         }
         catch (final IOException ex)
         {
-            DisniVerbsContext.quietly(connId::destroyId);
+            context.dispatcher().destroyId(connId);
             return;
         }
-        final List<RdmaCmId> stale = new ArrayList<>();
-        synchronized (parked)
-        {
-            if (closed || key == null)
-            {
-                stale.add(connId);
-            }
-            else
-            {
-                final long now = System.nanoTime();
-                parked.values().removeIf(p ->
-                {
-                    final boolean expired = now - p.arrivedNanos() > context.config().connectTimeoutNanos();
-                    if (expired)
-                    {
-                        stale.add(p.id());
-                    }
-                    return expired;
-                });
-                parked.put(key, new Parked(connId, now));
-                parked.notifyAll();
-            }
-        }
-        for (final RdmaCmId id : stale)
+        if (closed || key == null)
         {
             // Destroying an unanswered request id makes the kernel reject it.
-            DisniVerbsContext.quietly(id::destroyId);
+            context.dispatcher().destroyId(connId);
+            return;
         }
+        parked.park(key, connId, System.nanoTime());
     }
 
     /**
@@ -217,66 +171,36 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
      */
     RdmaCmId claim(final InetSocketAddress source, final long deadlineNanos) throws IOException
     {
-        final String key = DisniAddress.format(source);
-        synchronized (parked)
+        try
         {
-            while (true)
-            {
-                if (closed)
-                {
-                    throw new IOException("listener " + localAddress + " is closed");
-                }
-                final Parked found = parked.remove(key);
-                if (found != null)
-                {
-                    return found.id();
-                }
-                final long remaining = deadlineNanos - System.nanoTime();
-                if (remaining <= 0)
-                {
-                    throw new IOException("no rdma_cm connect request from " + key + " arrived within the connect timeout");
-                }
-                try
-                {
-                    TimeUnit.NANOSECONDS.timedWait(parked, remaining);
-                }
-                catch (final InterruptedException ex)
-                {
-                    Thread.currentThread().interrupt();
-                    throw new IOException("interrupted while waiting for the connect request of " + key, ex);
-                }
-            }
+            return parked.claim(DisniAddress.format(source), deadlineNanos);
+        }
+        catch (final IOException ex)
+        {
+            throw new IOException("listener " + localAddress + ": " + ex.getMessage(), ex);
         }
     }
 
     @Override
     public void close()
     {
-        final List<Parked> unclaimed;
-        synchronized (parked)
+        if (closed)
         {
-            if (closed)
-            {
-                return;
-            }
-            closed = true;
-            unclaimed = new ArrayList<>(parked.values());
-            parked.clear();
-            parked.notifyAll();
+            return;
         }
-        DisniVerbsContext.quietly(serverSocket::close);
-        context.dispatcher().unregister(listenId);
-        for (final Parked p : unclaimed)
-        {
-            DisniVerbsContext.quietly(p.id()::destroyId);
-        }
-        DisniVerbsContext.quietly(listenId::destroyId);
+        closed = true;
+        acceptor.close();
+        final CmEventDispatcher dispatcher = context.dispatcher();
+        dispatcher.removeTicker(expiry);
+        dispatcher.unregister(listenId);
+        parked.close();
+        dispatcher.destroyId(listenId);
         context.untrack(this);
     }
 
     @Override
     public String toString()
     {
-        return "DisniConnectionListener{" + localAddress + ", rdmaCmPort=" + rdmaPort + '}';
+        return "DisniConnectionListener{" + localAddress + ", rdmaCm=" + DisniAddress.format(rdmaCmAddress) + '}';
     }
 }

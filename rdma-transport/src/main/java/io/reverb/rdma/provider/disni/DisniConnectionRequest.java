@@ -1,6 +1,5 @@
 package io.reverb.rdma.provider.disni;
 
-import com.ibm.disni.verbs.IbvQP;
 import com.ibm.disni.verbs.RdmaCmId;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.QueuePair;
@@ -8,14 +7,16 @@ import io.reverb.rdma.verbs.QueuePairAttributes;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 
 /**
  * A connector's handshake REQUEST, waiting for {@link #accept} or {@link #reject}. Accepting answers
- * ACCEPT with the rdma_cm port, learns the connector's rdma_cm source, claims its CONNECT_REQUEST from the
- * listener, creates the QP on it and calls {@code rdma_accept}; see {@link Handshake}.
+ * ACCEPT with the rdma_cm address, learns the connector's rdma_cm source (refused unless it is the
+ * handshake's own TCP peer address), claims its CONNECT_REQUEST from the listener, creates the QP on it and
+ * calls {@code rdma_accept}; see {@link Handshake}.
  */
 final class DisniConnectionRequest implements ConnectionRequest
 {
@@ -68,13 +69,13 @@ final class DisniConnectionRequest implements ConnectionRequest
         final CmEventDispatcher.Waiter waiter = new CmEventDispatcher.Waiter();
         try
         {
-            Handshake.writeAccept(out, listener.rdmaPort(), acceptPrivateData);
+            Handshake.writeAccept(out, listener.rdmaCmAddress(), acceptPrivateData);
             out.flush();
             final InetSocketAddress source = Handshake.read(in, Handshake.SOURCE).source();
+            checkSource(source, socket.getInetAddress(), remoteAddress);
             id = listener.claim(source, deadline);
             context.dispatcher().register(id, waiter);
-            final IbvQP ibvQp = context.createQp(id, attributes);
-            qp = new DisniQueuePair(context, id, ibvQp, attributes, privateData, remoteAddress);
+            qp = context.newQueuePair(id, attributes, privateData, remoteAddress);
             id.accept(context.connParam());
             waiter.await(CmEventDispatcher.ESTABLISHED, deadline - System.nanoTime(), "accepting " + remoteAddress);
             qp.established();
@@ -89,9 +90,7 @@ final class DisniConnectionRequest implements ConnectionRequest
             }
             else if (id != null)
             {
-                final RdmaCmId toDestroy = id;
-                context.dispatcher().unregister(toDestroy);
-                DisniVerbsContext.quietly(toDestroy::destroyId);
+                context.dispatcher().destroyId(id);
             }
             throw ex;
         }
@@ -99,6 +98,26 @@ final class DisniConnectionRequest implements ConnectionRequest
         {
             // The handshake is over either way; the QP lives on rdma_cm alone.
             DisniVerbsContext.quietly(socket::close);
+        }
+    }
+
+    /**
+     * A connector names the rdma_cm request it owns by its source {@code ip:port}; that source must be on the
+     * host the handshake came from, or one connector could claim (and hijack) another's request.
+     *
+     * @param source  the SOURCE frame's address.
+     * @param tcpPeer the handshake's TCP peer.
+     * @param remote  for the message.
+     * @throws IOException if the addresses differ.
+     */
+    static void checkSource(final InetSocketAddress source, final InetAddress tcpPeer, final String remote)
+        throws IOException
+    {
+        if (tcpPeer == null || !tcpPeer.equals(source.getAddress()))
+        {
+            throw new IOException("rdma:// handshake from " + remote + " named rdma_cm source " +
+                DisniAddress.format(source) + ", which is not its own address: refused (Reverb connectors bind " +
+                "both to the same RDMA interface address)");
         }
     }
 

@@ -16,22 +16,29 @@ import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * An RC queue pair through DiSNi. Posting reuses DiSNi's stateful verb calls: see {@link PostSendCache} (one prepared
- * {@code SVCPostSend} per opcode and SGE count, and per immediate for *_WITH_IMM, because DiSNi cannot
- * change opcode or immediate in place) and {@link PostRecvCache} (calls kept by {@code wr_id} and SGEs,
+ * {@code SVCPostSend} per opcode and SGE count, because DiSNi cannot change the opcode in place; immediates are
+ * patched into the native work request) and {@link PostRecvCache} (calls kept by {@code wr_id} and SGEs,
  * because an {@code SVCPostRecv} cannot be changed at all).
  *
  * <p>Posting is serialised per direction (one lock for sends, one for receives) and against
  * {@link #close()}, so a post never reaches a destroyed QP.
+ *
+ * <p>Closing never blocks: it disconnects ({@code rdma_disconnect}: the QP goes to ERROR and flushes) and
+ * destroys the native QP at once, so the caller may destroy the CQs and PD next; the rdma_cm id lives on until
+ * its DISCONNECTED event arrives (or {@value #DISCONNECT_EVENT_WAIT_MS} ms pass), and is then destroyed on the
+ * dispatcher thread, after the disconnect handler ran there. {@code rdma_disconnect} and {@code rdma_destroy_qp}
+ * are serialised on one lock, and the id is destroyed only after both, so no native call races another on
+ * the same id.
  */
 final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
 {
+    /** Calls kept per immediate, only if DiSNi's call cannot be patched (not DiSNi 2.1): see {@link PostSendCache}. */
     static final int IMM_CACHE_LIMIT = 1024;
     static final int RECV_CACHE_MIN_LIMIT = 1024;
-    private static final long DISCONNECT_EVENT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    static final long DISCONNECT_EVENT_WAIT_MS = 2_000;
 
     private final DisniVerbsContext context;
     private final RdmaCmId cmId;
@@ -50,8 +57,12 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     private final PostSendCache sends;
     private final PostRecvCache recvs;
 
-    private final AtomicBoolean disconnectRequested = new AtomicBoolean();
+    private final Object cmLock = new Object();
+    private boolean disconnectRequested;
     private final AtomicBoolean handlerRan = new AtomicBoolean();
+    private final AtomicBoolean closeFinished = new AtomicBoolean();
+    private volatile boolean closeScheduled;
+    private volatile long closeDeadlineNanos;
     private volatile boolean wasEstablished;
     private volatile QpState state = QpState.INIT;
     private volatile boolean open = true;
@@ -114,6 +125,10 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
             disconnect();
             state = QpState.ERROR;
             runDisconnectHandler();
+            if (closeScheduled)
+            {
+                finishClose();
+            }
         }
     }
 
@@ -222,8 +237,13 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     @Override
     public void disconnect()
     {
-        if (disconnectRequested.compareAndSet(false, true))
+        synchronized (cmLock)
         {
+            if (disconnectRequested)
+            {
+                return;
+            }
+            disconnectRequested = true;
             state = QpState.ERROR;
             // rdma_disconnect moves the local QP to ERROR (flushing) and sends a DREQ; both sides then get
             // RDMA_CM_EVENT_DISCONNECTED, which runs the handlers (onCmEvent).
@@ -246,21 +266,6 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
             }
         }
         disconnect();
-        if (wasEstablished)
-        {
-            // Give our own DISCONNECTED event a moment, so the handler runs on the event as on the peer;
-            // otherwise (dead peer, DREQ timing out) run it on the dispatcher thread, so that it runs once.
-            final long deadline = System.nanoTime() + DISCONNECT_EVENT_WAIT_NANOS;
-            while (!handlerRan.get() && System.nanoTime() - deadline < 0 && !context.dispatcher().isStopped())
-            {
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-            }
-            if (!handlerRan.get())
-            {
-                context.dispatcher().execute(this::runDisconnectHandler);
-            }
-        }
-
         synchronized (sendLock)
         {
             sends.freeAll();
@@ -269,15 +274,61 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
         {
             recvs.freeAll();
         }
-        context.dispatcher().unregister(cmId);
-        DisniVerbsContext.quietly(cmId::destroyQP);
-        DisniVerbsContext.quietly(cmId::destroyId);
+        synchronized (cmLock)
+        {
+            // After rdma_disconnect (same lock): the QP is in ERROR; destroying it now lets the caller destroy
+            // the CQs and the PD at once.
+            DisniVerbsContext.quietly(cmId::destroyQP);
+        }
         sendCq.detach(this);
         if (recvCq != sendCq)
         {
             recvCq.detach(this);
         }
         context.untrack(this);
+
+        closeDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DISCONNECT_EVENT_WAIT_MS);
+        closeScheduled = true;
+        if (wasEstablished && !handlerRan.get())
+        {
+            // The id waits for its DISCONNECTED event (or the deadline) on the dispatcher: see onCmEvent.
+            context.awaitDisconnectEvent(this);
+        }
+        else
+        {
+            context.dispatcher().execute(this::finishClose);
+        }
+    }
+
+    /** @return true once {@link #close()} is done and the DISCONNECTED event is overdue. */
+    boolean closeDeadlinePassed(final long nowNanos)
+    {
+        return closeScheduled && nowNanos - closeDeadlineNanos >= 0;
+    }
+
+    /**
+     * The last step of closing, once: runs the disconnect handler if it has not run (established QPs only)
+     * and destroys the rdma_cm id. On the dispatcher thread (or the closing context's thread once the
+     * dispatcher stopped).
+     */
+    void finishClose()
+    {
+        if (!closeScheduled || !closeFinished.compareAndSet(false, true))
+        {
+            return;
+        }
+        if (wasEstablished)
+        {
+            runDisconnectHandler();
+        }
+        context.dispatcher().destroyId(cmId);
+        context.closeFinished(this);
+    }
+
+    /** @return true once the rdma_cm id is destroyed. */
+    boolean isCloseFinished()
+    {
+        return closeFinished.get();
     }
 
     @Override

@@ -3,7 +3,6 @@ package io.reverb.rdma.provider.disni;
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvQP;
 import com.ibm.disni.verbs.IbvQPInitAttr;
-import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaConnParam;
 import com.ibm.disni.verbs.RdmaEventChannel;
@@ -21,10 +20,8 @@ import java.io.BufferedInputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.Socket;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
@@ -32,7 +29,6 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Enumeration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -43,31 +39,39 @@ import java.util.concurrent.atomic.AtomicInteger;
  * An open RDMA device and its rdma_cm event channel, through DiSNi.
  *
  * <p>DiSNi has no "open device" call: an {@link IbvContext} is what an rdma_cm id bound to an address of
- * the device returns. So opening binds an anchor id to the local RDMA interface's IPv4 address
- * ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, or found through sysfs) and keeps its verbs context
- * for every PD and CQ. Connections are then made to and from addresses on that same device; librdmacm
- * opens each device once per process, so their ids share the context's native {@code ibv_context}.
+ * the device returns. So the context binds an anchor id to a local IPv4 address of the device and keeps its
+ * verbs context for every PD and CQ. Which device: the one of {@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}
+ * when set (bound when the context opens); otherwise the device of the first specific address the context
+ * listens on, or, if a PD or CQ is needed first (a client), the first non-iWARP device with an up IPv4
+ * address (see {@link RdmaDevices#defaultAddress}). A context serves one device: PDs, CQs and QPs of
+ * different devices cannot be mixed (rdma_create_qp fails with EINVAL), so a listen address of another
+ * device is refused with the fix, a wildcard listen accepts rdma_cm requests on the context's address only,
+ * and a connection binds its rdma_cm id to the context's address before resolving the peer, so that the
+ * route (and the device) is the context's. iWARP devices are refused ({@link RdmaDevices#IWARP_REASON}).
  *
- * <p>RNR: rdma_cm's {@code rnr_retry_count} is set to 0 when {@link VerbsConfig#rnrRetryNanos()} is 0 and
- * to 6 otherwise (the largest finite count; 7 would retry forever). The RNR timer itself is chosen by
- * the kernel's rdma_cm, so on hardware the wait before RNR_RETRY_EXC_ERR is approximate. A correct engine
- * never meets RNR (credits), so this only bounds how long a bug takes to surface.
+ * <p>RNR: see {@link RnrRetry}. The count this side gives rdma_cm travels in the CM REQ/REP and
+ * governs the <em>peer's</em> sends into this side's receive queue; the wait between retries is the
+ * responder's {@code min_rnr_timer}, which the kernel's rdma_cm leaves at 0, i.e. 655.36 ms. A correct
+ * engine never meets RNR (credits), so this only bounds how long a bug takes to surface.
  */
 final class DisniVerbsContext implements VerbsContext
 {
     private static final AtomicInteger CONTEXT_IDS = new AtomicInteger();
     private static final byte TRANSPORT_RETRY_COUNT = 7;
-    private static final byte RNR_RETRY_FINITE_MAX = 6;
 
     private final DisniVerbsProvider provider;
     private final VerbsConfig config;
     private final RdmaEventChannel eventChannel;
     private final CmEventDispatcher dispatcher;
-    private final RdmaCmId anchorId;
-    private final IbvContext ibvContext;
-    private final InetAddress localAddress;
     private final String name;
     private final Set<AutoCloseable> children = new LinkedHashSet<>();
+    private final Set<DisniQueuePair> closing = new LinkedHashSet<>();
+    private final Runnable closingTicker = this::finishExpiredCloses;
+    private final Object deviceLock = new Object();
+    private volatile RdmaCmId anchorId;
+    private volatile IbvContext ibvContext;
+    private volatile InetAddress localAddress;
+    private volatile String deviceName;
     private volatile boolean closed;
 
     private DisniVerbsContext(
@@ -75,24 +79,18 @@ final class DisniVerbsContext implements VerbsContext
         final VerbsConfig config,
         final RdmaEventChannel eventChannel,
         final CmEventDispatcher dispatcher,
-        final RdmaCmId anchorId,
-        final IbvContext ibvContext,
-        final InetAddress localAddress,
         final String name)
     {
         this.provider = provider;
         this.config = config;
         this.eventChannel = eventChannel;
         this.dispatcher = dispatcher;
-        this.anchorId = anchorId;
-        this.ibvContext = ibvContext;
-        this.localAddress = localAddress;
         this.name = name;
     }
 
     static DisniVerbsContext open(final DisniVerbsProvider provider, final VerbsConfig config) throws IOException
     {
-        final InetAddress local = findLocalAddress();
+        final InetAddress configured = configuredLocalAddress();
         final String name = "reverb-disni-" + CONTEXT_IDS.incrementAndGet();
         final RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         if (channel == null)
@@ -100,33 +98,106 @@ final class DisniVerbsContext implements VerbsContext
             throw new IOException("rdma_create_event_channel failed");
         }
         final CmEventDispatcher dispatcher = new CmEventDispatcher(channel, name + "-cm");
-        RdmaCmId anchor = null;
-        try
+        dispatcher.start();
+        final DisniVerbsContext context = new DisniVerbsContext(provider, config, channel, dispatcher, name);
+        dispatcher.addTicker(context.closingTicker);
+        if (configured != null)
         {
-            anchor = channel.createId(RdmaCm.RDMA_PS_TCP);
-            anchor.bindAddr(new InetSocketAddress(local, 0));
-            final IbvContext verbs = anchor.getVerbs();
-            if (verbs == null)
+            try
             {
-                throw new IOException(local.getHostAddress() + " is not the address of an RDMA interface " +
-                    "(rdma_cm bound it without a device); set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP +
-                    " to the IPv4 address of an RDMA (IPoIB/RoCE/iWARP) interface");
+                // Configured: open its device now, so that a wrong address fails here.
+                context.bindDevice(configured);
             }
-            dispatcher.start();
-            return new DisniVerbsContext(provider, config, channel, dispatcher, anchor, verbs, local, name);
+            catch (final IOException | RuntimeException ex)
+            {
+                context.close();
+                throw ex;
+            }
         }
-        catch (final IOException | RuntimeException ex)
+        return context;
+    }
+
+    /**
+     * Binds this context to a device, once: the device of {@code preferred}, or the default one.
+     *
+     * @param preferred a local IPv4 address, or null for "the configured or default address".
+     * @return the context's local address (of its device).
+     * @throws IOException if the address is on no (usable) RDMA device, or on another device than the one the
+     *                     context already uses.
+     */
+    InetAddress bindDevice(final InetAddress preferred) throws IOException
+    {
+        synchronized (deviceLock)
         {
-            final RdmaCmId toDestroy = anchor;
-            if (toDestroy != null)
+            if (ibvContext != null)
             {
-                quietly(toDestroy::destroyId);
+                if (preferred != null && !preferred.equals(localAddress))
+                {
+                    checkSameDevice(preferred);
+                }
+                return localAddress;
             }
-            dispatcher.stop();
-            quietly(channel::destroyEventChannel);
-            throw ex instanceof IOException ? (IOException)ex :
-                new IOException("opening DiSNi on " + local.getHostAddress() + " failed: " + ex, ex);
+            final List<RdmaDevices.Device> devices = RdmaDevices.scan(DisniAvailability.SYSFS_INFINIBAND);
+            final InetAddress local = preferred != null ? preferred :
+                RdmaDevices.defaultAddress(devices, RdmaDevices.SYSTEM_INTERFACES);
+            final RdmaDevices.Device device = RdmaDevices.deviceOf(devices, local, RdmaDevices.SYSTEM_INTERFACES);
+            if (device != null && device.isIwarp())
+            {
+                throw new IOException(local.getHostAddress() + " is on RDMA device " + device.name() + ", which is " +
+                    "iWARP (" + device.nodeTypeText() + "): " + RdmaDevices.IWARP_REASON);
+            }
+            RdmaCmId anchor = null;
+            try
+            {
+                anchor = dispatcher.createId();
+                anchor.bindAddr(new InetSocketAddress(local, 0));
+                final IbvContext verbs = anchor.getVerbs();
+                if (verbs == null)
+                {
+                    throw new IOException(local.getHostAddress() + " is not the address of an RDMA interface " +
+                        "(rdma_cm bound it without a device); set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP +
+                        " to the IPv4 address of an RDMA (IPoIB/RoCE) interface");
+                }
+                anchorId = anchor;
+                localAddress = local;
+                deviceName = device == null ? "?" : device.name();
+                ibvContext = verbs;
+                return local;
+            }
+            catch (final IOException | RuntimeException ex)
+            {
+                if (anchor != null)
+                {
+                    dispatcher.destroyId(anchor);
+                }
+                throw ex instanceof IOException ? (IOException)ex :
+                    new IOException("opening DiSNi on " + local.getHostAddress() + " failed: " + ex, ex);
+            }
         }
+    }
+
+    private void checkSameDevice(final InetAddress other) throws IOException
+    {
+        final List<RdmaDevices.Device> devices = RdmaDevices.scan(DisniAvailability.SYSFS_INFINIBAND);
+        final RdmaDevices.Device device = RdmaDevices.deviceOf(devices, other, RdmaDevices.SYSTEM_INTERFACES);
+        if (device != null && !device.name().equals(deviceName))
+        {
+            throw new IOException(other.getHostAddress() + " is an address of RDMA device " + device.name() +
+                ", but this rdma:// context (engine) already uses device " + deviceName + " (" +
+                localAddress.getHostAddress() + "): one context serves one device. Use one engine per device, " +
+                "or set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + other.getHostAddress());
+        }
+    }
+
+    private IbvContext device() throws IOException
+    {
+        final IbvContext verbs = ibvContext;
+        if (verbs != null)
+        {
+            return verbs;
+        }
+        bindDevice(null);
+        return ibvContext;
     }
 
     @Override
@@ -140,9 +211,9 @@ final class DisniVerbsContext implements VerbsContext
         return config;
     }
 
-    IbvContext ibvContext()
+    IbvContext ibvContext() throws IOException
     {
-        return ibvContext;
+        return device();
     }
 
     CmEventDispatcher dispatcher()
@@ -155,8 +226,10 @@ final class DisniVerbsContext implements VerbsContext
         return eventChannel;
     }
 
-    InetAddress localAddress()
+    /** @return the local address of the context's device (binding the default device if none yet). */
+    InetAddress localAddress() throws IOException
     {
+        device();
         return localAddress;
     }
 
@@ -169,7 +242,7 @@ final class DisniVerbsContext implements VerbsContext
     public ProtectionDomain allocPd() throws IOException
     {
         ensureOpen();
-        return track(new DisniProtectionDomain(this, ibvContext.allocPd()));
+        return track(new DisniProtectionDomain(this, device().allocPd()));
     }
 
     @Override
@@ -198,7 +271,11 @@ final class DisniVerbsContext implements VerbsContext
     public ConnectionListener listen(final String address, final int backlog) throws IOException
     {
         ensureOpen();
-        return track(DisniConnectionListener.open(this, DisniAddress.parse(address), backlog));
+        final InetSocketAddress bind = DisniAddress.parse(address);
+        // A specific address picks (or must match) the context's device; a wildcard takes the context's.
+        final InetAddress rdmaCmAddress = bindDevice(bind.getAddress().isAnyLocalAddress() ? null : bind.getAddress());
+        final InetAddress cmBind = bind.getAddress().isAnyLocalAddress() ? rdmaCmAddress : bind.getAddress();
+        return track(DisniConnectionListener.open(this, bind, cmBind, backlog));
     }
 
     @Override
@@ -209,11 +286,14 @@ final class DisniVerbsContext implements VerbsContext
         attributes.validate();
         checkPrivateData(privateData);
         final InetSocketAddress target = DisniAddress.parse(address);
+        final InetAddress local = bindDevice(null);
         final long deadline = System.nanoTime() + config.connectTimeoutNanos();
 
         try (Socket socket = new Socket())
         {
             socket.setTcpNoDelay(true);
+            // From the device's address, as the rdma_cm id below: the listener checks that they agree.
+            socket.bind(new InetSocketAddress(local, 0));
             socket.connect(target, millisUntil(deadline));
             socket.setSoTimeout(millisUntil(deadline));
             final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
@@ -232,20 +312,23 @@ final class DisniVerbsContext implements VerbsContext
                 throw new IOException("rdma://" + address + ": unexpected handshake frame " + answer.type());
             }
 
-            final InetSocketAddress cmTarget = new InetSocketAddress(target.getAddress(), answer.rdmaPort());
-            final RdmaCmId id = eventChannel.createId(RdmaCm.RDMA_PS_TCP);
+            final InetSocketAddress cmTarget = answer.rdmaCmAddress();
+            final RdmaCmId id = dispatcher.createId();
             final CmEventDispatcher.Waiter waiter = new CmEventDispatcher.Waiter();
             dispatcher.register(id, waiter);
             DisniQueuePair qp = null;
             try
             {
+                // DiSNi's resolveAddr ignores its source argument: binding first is what makes rdma_cm route
+                // (and pick the device) from the context's address rather than from the routing table alone.
+                id.bindAddr(new InetSocketAddress(local, 0));
                 id.resolveAddr(null, cmTarget, millisUntil(deadline));
-                waiter.await(CmEventDispatcher.ADDR_RESOLVED, deadline - System.nanoTime(), "resolving " + cmTarget);
+                waiter.await(CmEventDispatcher.ADDR_RESOLVED, deadline - System.nanoTime(), "resolving " + cmTarget +
+                    " from " + local.getHostAddress());
                 id.resolveRoute(millisUntil(deadline));
                 waiter.await(CmEventDispatcher.ROUTE_RESOLVED, deadline - System.nanoTime(), "resolving route to " + cmTarget);
 
-                final IbvQP ibvQp = createQp(id, attributes);
-                qp = new DisniQueuePair(this, id, ibvQp, attributes, answer.privateData(), DisniAddress.format(target));
+                qp = newQueuePair(id, attributes, answer.privateData(), DisniAddress.format(target));
 
                 final SocketAddress source = id.getSource();
                 if (!(source instanceof InetSocketAddress))
@@ -263,14 +346,13 @@ final class DisniVerbsContext implements VerbsContext
             }
             catch (final IOException | RuntimeException ex)
             {
-                dispatcher.unregister(id);
                 if (qp != null)
                 {
                     qp.close();
                 }
                 else
                 {
-                    quietly(id::destroyId);
+                    dispatcher.destroyId(id);
                 }
                 throw ex;
             }
@@ -279,6 +361,50 @@ final class DisniVerbsContext implements VerbsContext
         {
             throw new IOException("connecting to rdma://" + address + " timed out after " +
                 TimeUnit.NANOSECONDS.toMillis(config.connectTimeoutNanos()) + " ms", ex);
+        }
+    }
+
+    /**
+     * Creates the QP on {@code id} and wraps it; if wrapping fails, the QP is destroyed (not leaked). The id
+     * stays the caller's to destroy.
+     */
+    DisniQueuePair newQueuePair(
+        final RdmaCmId id, final QueuePairAttributes attributes, final ByteBuffer remotePrivateData, final String remote)
+        throws IOException
+    {
+        final IbvQP ibvQp = createQp(id, attributes);
+        return wrapQueuePair(id::destroyQP,
+            () -> new DisniQueuePair(this, id, ibvQp, attributes, remotePrivateData, remote));
+    }
+
+    /** Builds a queue pair object. */
+    @FunctionalInterface
+    interface QueuePairFactory<T>
+    {
+        /**
+         * @return the wrapper.
+         * @throws IOException if it cannot be built.
+         */
+        T create() throws IOException;
+    }
+
+    /**
+     * @param destroyQp destroys the native QP.
+     * @param factory   builds its wrapper.
+     * @param <T>       wrapper type.
+     * @return the wrapper; if building it throws, the native QP is destroyed first.
+     * @throws IOException from the factory.
+     */
+    static <T> T wrapQueuePair(final Step destroyQp, final QueuePairFactory<T> factory) throws IOException
+    {
+        try
+        {
+            return factory.create();
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            quietly(destroyQp);
+            throw ex;
         }
     }
 
@@ -306,9 +432,9 @@ final class DisniVerbsContext implements VerbsContext
         }
         catch (final IOException ex)
         {
-            throw new IOException(ex.getMessage().trim() + " (the connection resolved to a device other than the " +
-                "context's, " + localAddress.getHostAddress() + "? set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP +
-                ", or the QP attributes exceed the device's limits)", ex);
+            throw new IOException(String.valueOf(ex.getMessage()).trim() + " (did the connection resolve to a device " +
+                "other than the context's, " + deviceName + " at " + localAddress.getHostAddress() + "? set -D" +
+                DisniVerbsProvider.LOCAL_ADDRESS_PROP + "; or the QP attributes exceed the device's limits)", ex);
         }
     }
 
@@ -316,7 +442,7 @@ final class DisniVerbsContext implements VerbsContext
     {
         final RdmaConnParam param = new RdmaConnParam();
         param.setRetry_count(TRANSPORT_RETRY_COUNT);
-        param.setRnr_retry_count(config.rnrRetryNanos() == 0 ? 0 : RNR_RETRY_FINITE_MAX);
+        param.setRnr_retry_count((byte)RnrRetry.count(config.rnrRetryNanos()));
         return param;
     }
 
@@ -371,6 +497,68 @@ final class DisniVerbsContext implements VerbsContext
         }
     }
 
+    /**
+     * A closed QP whose rdma_cm id waits for its DISCONNECTED event (so that its disconnect handler runs on
+     * the event, as on the peer) until {@code deadlineNanos}; the dispatcher then finishes it.
+     *
+     * @param qp the queue pair, already without its native QP.
+     */
+    void awaitDisconnectEvent(final DisniQueuePair qp)
+    {
+        synchronized (closing)
+        {
+            closing.add(qp);
+        }
+        if (dispatcher.isStopped())
+        {
+            finishCloses(Long.MAX_VALUE, true);
+        }
+    }
+
+    /** @param qp finished (its id destroyed). */
+    void closeFinished(final DisniQueuePair qp)
+    {
+        synchronized (closing)
+        {
+            closing.remove(qp);
+        }
+    }
+
+    private void finishExpiredCloses()
+    {
+        finishCloses(System.nanoTime(), false);
+    }
+
+    private void finishCloses(final long nowNanos, final boolean all)
+    {
+        final List<DisniQueuePair> due = new ArrayList<>();
+        synchronized (closing)
+        {
+            for (final DisniQueuePair qp : closing)
+            {
+                if (all || qp.closeDeadlinePassed(nowNanos))
+                {
+                    due.add(qp);
+                }
+            }
+        }
+        for (final DisniQueuePair qp : due)
+        {
+            qp.finishClose();
+            // Also when the event finished it first (it may have come before the QP was added here).
+            closeFinished(qp);
+        }
+    }
+
+    /** @return QPs closed but not yet finished (for tests and diagnostics). */
+    int closingCount()
+    {
+        synchronized (closing)
+        {
+            return closing.size();
+        }
+    }
+
     @Override
     public void close()
     {
@@ -392,7 +580,13 @@ final class DisniVerbsContext implements VerbsContext
         closeAll(toClose, DisniCompletionChannel.class);
         closeAll(toClose, AutoCloseable.class);
         dispatcher.stop();
-        quietly(anchorId::destroyId);
+        // QPs closed above wait on the dispatcher for their DISCONNECTED event; it has stopped: finish them here.
+        finishCloses(Long.MAX_VALUE, true);
+        final RdmaCmId anchor = anchorId;
+        if (anchor != null)
+        {
+            dispatcher.destroyId(anchor);
+        }
         if (dispatcher.isStopped())
         {
             quietly(eventChannel::destroyEventChannel);
@@ -415,7 +609,9 @@ final class DisniVerbsContext implements VerbsContext
     @Override
     public String toString()
     {
-        return "DisniVerbsContext{" + name + ", local=" + localAddress.getHostAddress() + '}';
+        final InetAddress local = localAddress;
+        return "DisniVerbsContext{" + name + ", device=" + deviceName + ", local=" +
+            (local == null ? "not bound yet" : local.getHostAddress()) + '}';
     }
 
     /** A close step that may throw. */
@@ -443,41 +639,30 @@ final class DisniVerbsContext implements VerbsContext
         }
     }
 
-    /**
-     * The local RDMA interface address: the system property, else the first IPv4 address of the first
-     * RDMA device's network interface (sysfs: {@code ports/N/gid_attrs/ndevs/*}, {@code parent} for
-     * rxe/siw, {@code device/net/*}).
-     */
-    static InetAddress findLocalAddress() throws IOException
+    /** @return {@value DisniVerbsProvider#LOCAL_ADDRESS_PROP} as an address, or null if unset. */
+    static InetAddress configuredLocalAddress() throws IOException
     {
         final String configured = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
         if (configured != null && !configured.isBlank())
         {
             return DisniAddress.parse(configured.trim() + ":0").getAddress();
         }
-        final List<String> devices = DisniAvailability.listDevices(DisniAvailability.SYSFS_INFINIBAND);
-        for (final String device : devices)
+        return null;
+    }
+
+    /**
+     * The address a context uses when nothing picks one: the system property, else the first IPv4 address of
+     * an up network interface of the first non-iWARP RDMA device (sysfs: {@code ports/N/gid_attrs/ndevs/*},
+     * {@code parent} for rxe/siw, {@code device/net/*}).
+     */
+    static InetAddress findLocalAddress() throws IOException
+    {
+        final InetAddress configured = configuredLocalAddress();
+        if (configured != null)
         {
-            for (final String netdev : netdevsOf(DisniAvailability.SYSFS_INFINIBAND.resolve(device)))
-            {
-                final NetworkInterface ni = NetworkInterface.getByName(netdev);
-                if (ni == null || !ni.isUp())
-                {
-                    continue;
-                }
-                final Enumeration<InetAddress> addresses = ni.getInetAddresses();
-                while (addresses.hasMoreElements())
-                {
-                    final InetAddress address = addresses.nextElement();
-                    if (address instanceof Inet4Address)
-                    {
-                        return address;
-                    }
-                }
-            }
+            return configured;
         }
-        throw new IOException("no IPv4 address found on the network interface of RDMA device(s) " + devices +
-            "; configure one (IPoIB, RoCE or iWARP netdev) or set -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=<ipv4>");
+        return RdmaDevices.defaultAddress(RdmaDevices.scan(DisniAvailability.SYSFS_INFINIBAND), RdmaDevices.SYSTEM_INTERFACES);
     }
 
     /**

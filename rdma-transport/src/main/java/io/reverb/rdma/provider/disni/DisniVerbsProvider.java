@@ -6,7 +6,7 @@ import io.reverb.rdma.verbs.VerbsProvider;
 import java.io.IOException;
 
 /**
- * Real RDMA (InfiniBand, RoCE, iWARP, Soft-RoCE) through DiSNi 2.1, serving {@code rdma://host:port}.
+ * Real RDMA (InfiniBand, RoCE, Soft-RoCE; not iWARP) through DiSNi 2.1, serving {@code rdma://host:port}.
  *
  * <p>Availability is probed lazily, once per JVM, and cached (see {@link DisniAvailability}): a
  * machine without an RDMA device or without libdisni never loads native code, and
@@ -16,11 +16,16 @@ import java.io.IOException;
  *   <caption>Settings</caption>
  *   <tr><th>system property</th><th>meaning</th><th>default</th></tr>
  *   <tr><td>{@value #LOCAL_ADDRESS_PROP}</td><td>IPv4 address of the RDMA interface whose device a context
- *       opens (PDs, CQs and QPs of one context live on one device)</td><td>the first IPv4 address of the
- *       first device's network interface, from sysfs</td></tr>
+ *       opens (PDs, CQs and QPs of one context live on one device)</td><td>the device of the first specific
+ *       address the context listens on, else the first IPv4 address of an up interface of the first
+ *       non-iWARP device, from sysfs</td></tr>
  * </table>
  * {@link VerbsConfig#connectTimeoutNanos()} bounds the handshake and rdma_cm steps;
- * {@link VerbsConfig#rnrRetryNanos()} sets the rdma_cm RNR retry count (see {@link DisniVerbsContext}).
+ * {@link VerbsConfig#rnrRetryNanos()} becomes the rdma_cm RNR retry count this side sends its peer: 0 stays 0,
+ * anything else rounds up to a multiple of 655.36 ms, at most 6 (3.9 s): see {@link RnrRetry}.
+ *
+ * <p>iWARP devices (including Soft-iWARP, {@code siw}) are reported as unsupported: the engine's rendezvous
+ * completes with RDMA_WRITE_WITH_IMM, which iWARP lacks, and iWARP has no RNR retry.
  */
 public final class DisniVerbsProvider implements VerbsProvider
 {

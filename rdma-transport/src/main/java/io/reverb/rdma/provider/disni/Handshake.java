@@ -22,21 +22,24 @@ import java.nio.ByteBuffer;
  * <pre>
  *   connector                                   listener (TCP host:port, rdma_cm host:ephemeral)
  *   REQUEST(private data)            ---TCP---&gt;  ConnectionListener.accept() returns the request
- *                                    &lt;---TCP---  ACCEPT(rdma_cm port, private data) | REJECT(private data)
- *   rdma_resolve_addr/route, create QP
- *   SOURCE(own rdma_cm ip:port)      ---TCP---&gt;  matches the CONNECT_REQUEST whose peer is that ip:port
+ *                                    &lt;---TCP---  ACCEPT(rdma_cm ip:port, private data) | REJECT(private data)
+ *   rdma_bind_addr(own device address), rdma_resolve_addr/route, create QP
+ *   SOURCE(own rdma_cm ip:port)      ---TCP---&gt;  checks ip = the TCP peer's; matches the CONNECT_REQUEST
+ *                                                whose peer is that ip:port
  *   rdma_connect                     ---CM----&gt;  create QP, rdma_accept
  *   ESTABLISHED                                  ESTABLISHED; TCP closed on both sides
  * </pre>
  *
  * Frame: {@code int magic 'RVDH', byte version, byte type}, then per type: REQUEST and REJECT
- * {@code byte length, bytes}; ACCEPT {@code int rdmaPort, byte length, bytes}; SOURCE {@code 4 bytes IPv4,
- * int port}. Big-endian (DataOutput).
+ * {@code byte length, bytes}; ACCEPT {@code 4 bytes IPv4, int rdmaPort, byte length, bytes} (the listener's
+ * rdma_cm address: an address of its context's device, which a wildcard TCP listener's host need not be);
+ * SOURCE {@code 4 bytes IPv4, int port}. Big-endian (DataOutput).
  */
 final class Handshake
 {
     static final int MAGIC = 0x52564448;
-    static final byte VERSION = 1;
+    /** 2: ACCEPT carries the rdma_cm IPv4 address as well as the port (the listener's device address). */
+    static final byte VERSION = 2;
 
     static final byte REQUEST = 1;
     static final byte ACCEPT = 2;
@@ -44,8 +47,13 @@ final class Handshake
     static final byte SOURCE = 4;
 
     /** A decoded frame. */
-    record Message(byte type, ByteBuffer privateData, int rdmaPort, InetSocketAddress source)
+    record Message(byte type, ByteBuffer privateData, InetSocketAddress rdmaCmAddress, InetSocketAddress source)
     {
+        /** @return the rdma_cm port of an ACCEPT, else 0. */
+        int rdmaPort()
+        {
+            return rdmaCmAddress == null ? 0 : rdmaCmAddress.getPort();
+        }
     }
 
     private Handshake()
@@ -58,10 +66,16 @@ final class Handshake
         writePrivateData(out, privateData);
     }
 
-    static void writeAccept(final DataOutput out, final int rdmaPort, final ByteBuffer privateData) throws IOException
+    static void writeAccept(final DataOutput out, final InetSocketAddress rdmaCmAddress, final ByteBuffer privateData)
+        throws IOException
     {
+        if (!(rdmaCmAddress.getAddress() instanceof Inet4Address))
+        {
+            throw new IOException("rdma_cm listen address is not IPv4: " + rdmaCmAddress);
+        }
         header(out, ACCEPT);
-        out.writeInt(rdmaPort);
+        out.write(rdmaCmAddress.getAddress().getAddress());
+        out.writeInt(rdmaCmAddress.getPort());
         writePrivateData(out, privateData);
     }
 
@@ -104,19 +118,14 @@ final class Handshake
         {
             case REQUEST:
             case REJECT:
-                return new Message(type, readPrivateData(in), 0, null);
+                return new Message(type, readPrivateData(in), null, null);
             case ACCEPT:
             {
-                final int port = in.readInt();
-                return new Message(type, readPrivateData(in), port, null);
+                final InetSocketAddress cm = readIpv4(in);
+                return new Message(type, readPrivateData(in), cm, null);
             }
             case SOURCE:
-            {
-                final byte[] ip = new byte[4];
-                in.readFully(ip);
-                final int port = in.readInt();
-                return new Message(type, null, 0, new InetSocketAddress(InetAddress.getByAddress(ip), port));
-            }
+                return new Message(type, null, null, readIpv4(in));
             default:
                 throw new IOException("unknown rdma:// handshake frame type " + type);
         }
@@ -136,6 +145,18 @@ final class Handshake
             throw new IOException("rdma:// handshake: expected frame type " + expected + ", got " + message.type());
         }
         return message;
+    }
+
+    private static InetSocketAddress readIpv4(final DataInput in) throws IOException
+    {
+        final byte[] ip = new byte[4];
+        in.readFully(ip);
+        final int port = in.readInt();
+        if (port < 0 || port > 0xFFFF)
+        {
+            throw new IOException("rdma:// handshake: port " + port + " out of range");
+        }
+        return new InetSocketAddress(InetAddress.getByAddress(ip), port);
     }
 
     private static void header(final DataOutput out, final byte type) throws IOException

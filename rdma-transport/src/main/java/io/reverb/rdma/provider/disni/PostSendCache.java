@@ -1,26 +1,37 @@
 package io.reverb.rdma.provider.disni;
 
+import com.ibm.disni.util.MemBuf;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.SVCPostSend;
+import com.ibm.disni.verbs.impl.NatIbvSendWR;
+import com.ibm.disni.verbs.impl.NatPostSendCall;
 import io.reverb.rdma.verbs.ScatterGatherList;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
 import org.agrona.collections.Long2ObjectHashMap;
 
 /**
  * The prepared {@code SVCPostSend} calls of one queue pair, and the rule for reusing them.
  *
- * <p>A DiSNi {@code SVCPostSend} serialises its work request to native memory once; afterwards only
- * {@code wr_id}, {@code send_flags}, the RDMA remote address and rkey, and each SGE's address, length and
- * lkey can be changed in place. Opcode, immediate and number of SGEs cannot. So:
+ * <p>A DiSNi {@code SVCPostSend} serialises its work request to native memory once; afterwards its API
+ * can change only {@code wr_id}, {@code send_flags}, the RDMA remote address and rkey, and each SGE's
+ * address, length and lkey. Opcode, immediate and number of SGEs cannot be changed through it. So:
  * <ul>
- *   <li>opcodes without immediate get one prepared call per (opcode, SGE count): at most 5 x 5, built on
- *       first use and then only modified in place, so SEND / RDMA_WRITE / RDMA_READ allocate nothing;</li>
- *   <li>SEND_WITH_IMM and RDMA_WRITE_WITH_IMM get one prepared call per (opcode, SGE count, immediate) in a
- *       bounded map; when it holds {@code immLimit} calls it frees them all and starts again. The engine's
- *       immediates are rendezvous ids from a bounded pool, so they repeat and hit the map; a new one costs
- *       one call build (DiSNi pools the small direct buffer), never a wrong immediate.</li>
+ *   <li>every opcode gets one prepared call per (opcode, SGE count): at most 5 x 5, built on first use and
+ *       then only modified in place, so no post allocates;</li>
+ *   <li>for SEND_WITH_IMM and RDMA_WRITE_WITH_IMM the immediate is patched in place too: DiSNi 2.1's
+ *       {@code NatPostSendCall} keeps the serialised {@code struct ibv_send_wr} in a direct buffer (its
+ *       private field {@code cmd}) and {@code NatIbvSendWR.getBufPosition()} says where; {@code imm_data}
+ *       is at byte {@value #IMM_DATA_OFFSET} of the struct (DiSNi's own, commented-out
+ *       {@code IMMDATA_OFFSET}). The engine's immediates are message ids that never repeat, so a cache
+ *       keyed by immediate would never hit;</li>
+ *   <li>only if that buffer cannot be reached (a DiSNi other than 2.1, or a call that is not a
+ *       {@code NatPostSendCall}) are calls kept per (opcode, SGE count, immediate) in a bounded map that is
+ *       freed when it holds {@code immLimit} calls: correct (never a wrong immediate), but one call build
+ *       per new immediate.</li>
  * </ul>
  * Not thread-safe: the queue pair serialises sends.
  */
@@ -37,6 +48,13 @@ final class PostSendCache
          */
         SVCPostSend prepare(IbvSendWR template) throws IOException;
     }
+
+    /** Offset of {@code imm_data} in {@code struct ibv_send_wr} (x86_64/aarch64/ppc64le ABI). */
+    static final int IMM_DATA_OFFSET = 36;
+    /** Offset of {@code opcode} in {@code struct ibv_send_wr}, checked before patching. */
+    static final int OPCODE_OFFSET = 28;
+
+    private static final Field CMD_FIELD = cmdField();
 
     private final Factory factory;
     private final int immLimit;
@@ -69,25 +87,32 @@ final class PostSendCache
     {
         final WrOpcode opcode = request.opcode();
         final int sges = request.sgeCount();
+        Prepared prepared = plain[opcode.ordinal()][sges];
+        if (prepared != null)
+        {
+            return prepared;
+        }
         if (!opcode.hasImmediate())
         {
-            Prepared prepared = plain[opcode.ordinal()][sges];
-            if (prepared == null)
-            {
-                prepared = build(request);
-                plain[opcode.ordinal()][sges] = prepared;
-            }
+            prepared = build(request);
+            plain[opcode.ordinal()][sges] = prepared;
             return prepared;
         }
         final long key = ((long)opcode.ordinal() << 40) | ((long)sges << 32) | (request.immData() & 0xFFFF_FFFFL);
-        Prepared prepared = withImm.get(key);
+        prepared = withImm.get(key);
         if (prepared == null)
         {
+            prepared = build(request);
+            if (prepared.canPatchImmediate())
+            {
+                // Reused for every immediate from now on.
+                plain[opcode.ordinal()][sges] = prepared;
+                return prepared;
+            }
             if (withImm.size() >= immLimit)
             {
                 freeImmediateCalls();
             }
-            prepared = build(request);
             withImm.put(key, prepared);
         }
         return prepared;
@@ -146,11 +171,55 @@ final class PostSendCache
         }
     }
 
+    /**
+     * @param call a prepared call.
+     * @return the direct buffer holding its serialised work requests, or null if it is not DiSNi 2.1's
+     *         {@code NatPostSendCall} or the buffer cannot be reached.
+     */
+    static ByteBuffer nativeWorkRequests(final SVCPostSend call)
+    {
+        if (CMD_FIELD == null || !(call instanceof NatPostSendCall))
+        {
+            return null;
+        }
+        try
+        {
+            final Object cmd = CMD_FIELD.get(call);
+            return cmd instanceof MemBuf ? ((MemBuf)cmd).getBuffer() : null;
+        }
+        catch (final IllegalAccessException | RuntimeException ex)
+        {
+            return null;
+        }
+    }
+
+    private static Field cmdField()
+    {
+        try
+        {
+            final Field field = NatPostSendCall.class.getDeclaredField("cmd");
+            if (field.getType() != MemBuf.class)
+            {
+                return null;
+            }
+            field.setAccessible(true);
+            return field;
+        }
+        catch (final NoSuchFieldException | RuntimeException | LinkageError ex)
+        {
+            // Another DiSNi: fall back to one call per immediate.
+            return null;
+        }
+    }
+
     /** One prepared call and handles on its modifiable fields. */
     private static final class Prepared
     {
         final SVCPostSend call;
         private final SVCPostSend.SendWRMod wr;
+        /** The call's native work request buffer and the position of imm_data in it; null if not patchable. */
+        private final ByteBuffer nativeWr;
+        private final int immPosition;
         private final SVCPostSend.RdmaMod rdma;
         private final SVCPostSend.SgeMod[] sges;
         private final boolean isRdma;
@@ -166,11 +235,39 @@ final class PostSendCache
             {
                 sges[i] = wr.getSgeMod(i);
             }
+            final ByteBuffer buffer = request.opcode().hasImmediate() && wr instanceof NatIbvSendWR ?
+                nativeWorkRequests(call) : null;
+            final int position = buffer == null ? -1 : ((NatIbvSendWR)wr).getBufPosition() + IMM_DATA_OFFSET;
+            if (buffer != null && position >= IMM_DATA_OFFSET && position + Integer.BYTES <= buffer.capacity() &&
+                buffer.getInt(position) == ((NatIbvSendWR)wr).getImm_data() &&
+                buffer.getInt(position - IMM_DATA_OFFSET + OPCODE_OFFSET) == wr.getOpcode())
+            {
+                // The buffer holds the immediate where we expect it: patching is safe.
+                this.nativeWr = buffer;
+                this.immPosition = position;
+            }
+            else
+            {
+                this.nativeWr = null;
+                this.immPosition = -1;
+            }
+        }
+
+        boolean canPatchImmediate()
+        {
+            return nativeWr != null;
         }
 
         /** Writes the request's modifiable fields into the call's native work request. Allocation-free. */
         void apply(final SendRequest request)
         {
+            if (nativeWr != null)
+            {
+                // Same byte order as DiSNi's own serialisation (a native-order buffer, see WorkRequestTranslator).
+                final int imm = WorkRequestTranslator.immToDisni(request.immData());
+                nativeWr.putInt(immPosition, imm);
+                ((NatIbvSendWR)wr).setImm_data(imm);
+            }
             wr.setWr_id(request.wrId());
             wr.setSend_flags(WorkRequestTranslator.toDisniSendFlags(request.flags()));
             if (isRdma)

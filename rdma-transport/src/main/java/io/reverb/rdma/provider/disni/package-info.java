@@ -1,5 +1,5 @@
 /**
- * The {@code disni} verbs provider: real RDMA (InfiniBand, RoCE, iWARP, Soft-RoCE) through DiSNi 2.1,
+ * The {@code disni} verbs provider: real RDMA (InfiniBand, RoCE, Soft-RoCE; iWARP is detected and refused) through DiSNi 2.1,
  * serving {@code rdma://host:port}. Not run on RDMA hardware in this project's development or CI; see
  * {@code rdma-transport/RDMA-HARDWARE.md}.
  *
@@ -9,11 +9,13 @@
  *   VerbsProvider.isAvailable        DisniAvailability: sysfs, /dev/infiniband/rdma_cm, libdisni on
  *                                    java.library.path, sun.nio.ch export; then RdmaProvider.provider()
  *                                    (loads libdisni, checks its JNI version) and an rdma_cm event channel
- *   VerbsContext                     RdmaEventChannel + dispatcher thread (CmEventDispatcher), IbvContext of
- *                                    an anchor RdmaCmId bound to the local RDMA interface
+ *   VerbsContext                     RdmaEventChannel + dispatcher thread (CmEventDispatcher, which also
+ *                                    creates/destroys ids: CmIdTable), IbvContext of an anchor RdmaCmId
+ *                                    bound to an address of the device (RdmaDevices, sysfs)
  *   ProtectionDomain / MemoryRegion  IbvPd, regMr on a fresh direct buffer, deregMr
  *   CompletionQueue                  IbvCQ + its own IbvCompChannel; SVCPollCq, SVCReqNotify
- *   CompletionChannel                Java gate fed by one event pump per CQ (getCqEvent, ackEvents)
+ *   CompletionChannel                Java gate fed by one event pump per CQ, started on the first
+ *                                    requestNotify (getCqEvent, ackEvents); none for busy pollers
  *   QueuePair.postSend / postRecv    IbvQP.postSend / postRecv via PostSendCache / PostRecvCache
  *   WorkCompletions                  IbvWC via WorkRequestTranslator (status, opcode, imm byte order)
  *   listen / connect / accept /      TCP Handshake (private data, accept/reject, rdma_cm port) +

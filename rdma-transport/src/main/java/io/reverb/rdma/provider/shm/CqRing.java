@@ -59,8 +59,12 @@ final class CqRing
     /** Result of {@link #offer}: the ring stayed full; the completion was dropped and the overflow flag set. */
     static final int OVERFLOWED = -1;
 
-    /** How long a producer waits for a full CQ to drain before declaring overflow. */
-    private static final long FULL_WAIT_NANOS = 1_000_000_000L;
+    /**
+     * How long a producer in another process waits for a full CQ to drain before declaring overflow
+     * (its consumer is the peer's poller). A producer in the consumer's own process does not wait:
+     * it may be the consumer itself, and ibverbs reports an overflowing CQ at once too.
+     */
+    static final long REMOTE_FULL_WAIT_NANOS = 1_000_000_000L;
 
     private final UnsafeBuffer buffer;
     private final int capacity;
@@ -107,6 +111,7 @@ final class CqRing
      * Publishes one completion. Allocation-free; safe from any thread of any process.
      *
      * @param solicited whether the completion was caused by a solicited SEND/WRITE_WITH_IMM.
+     * @param fullWaitNanos how long to wait for a full ring to drain (0: overflow at once).
      * @return {@link #OFFERED}, {@link #OFFERED_RING} or {@link #OVERFLOWED}.
      */
     int offer(
@@ -117,7 +122,8 @@ final class CqRing
         final int imm,
         final int flags,
         final int qpNum,
-        final boolean solicited)
+        final boolean solicited,
+        final long fullWaitNanos)
     {
         final UnsafeBuffer buffer = this.buffer;
         long deadline = 0;
@@ -136,9 +142,9 @@ final class CqRing
                 final long now = System.nanoTime();
                 if (deadline == 0)
                 {
-                    deadline = now + FULL_WAIT_NANOS;
+                    deadline = now + fullWaitNanos;
                 }
-                else if (now - deadline > 0)
+                if (now - deadline >= 0)
                 {
                     buffer.putIntVolatile(OVERFLOW_OFFSET, 1);
                     return OVERFLOWED;

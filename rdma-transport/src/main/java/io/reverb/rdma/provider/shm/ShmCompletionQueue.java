@@ -74,7 +74,7 @@ final class ShmCompletionQueue implements CompletionQueue
         {
             return false;
         }
-        final int result = ring.offer(wrId, status, opcode, byteLen, imm, flags, qpNum, false);
+        final int result = ring.offer(wrId, status, opcode, byteLen, imm, flags, qpNum, false, 0);
         if (result == CqRing.OFFERED_RING)
         {
             signal();

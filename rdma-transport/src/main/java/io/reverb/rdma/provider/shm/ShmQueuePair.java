@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * An RC queue pair of the shm fabric.
@@ -56,6 +58,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 final class ShmQueuePair implements QueuePair
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ShmQueuePair.class);
+
     private final ShmVerbsContext context;
     private final int qpNum;
     private final ShmProtectionDomain pd;
@@ -425,6 +429,14 @@ final class ShmQueuePair implements QueuePair
     {
         if (!sendCq.offer(request.wrId(), status, request.opcode().completionOpcode(), byteLen, 0, 0, qpNum))
         {
+            if (!down.get())
+            {
+                // Once per QP (goDown runs once): a consumer that posts more signaled work than its
+                // CQ holds; ibverbs reports this as IBV_EVENT_CQ_ERR.
+                LOG.warn("send completion queue of QP {} to {} overflowed (capacity {}): more signaled work requests " +
+                    "were posted than the CQ holds without being polled; the QP goes to ERROR", qpNum, remoteAddress(),
+                    sendCq.capacity());
+            }
             goDown();
         }
     }
@@ -439,7 +451,8 @@ final class ShmQueuePair implements QueuePair
         final int flags,
         final boolean solicited)
     {
-        final int result = peerRecvCq.offer(wrId, status, opcode, byteLen, imm, flags, peerQpNum, solicited);
+        final int result = peerRecvCq.offer(wrId, status, opcode, byteLen, imm, flags, peerQpNum, solicited,
+            CqRing.REMOTE_FULL_WAIT_NANOS);
         if (result == CqRing.OFFERED_RING)
         {
             ringDoorbell();

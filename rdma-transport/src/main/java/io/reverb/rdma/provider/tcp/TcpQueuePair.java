@@ -551,6 +551,12 @@ final class TcpQueuePair implements QueuePair
     {
         while (true)
         {
+            if (down)
+            {
+                // Whatever went down (a protocol error, a CQ overflow in the middle of an ACK run, close),
+                // the frame being parsed is left: a stage reset after going down must not re-parse it.
+                stage = STAGE_DISCARD;
+            }
             switch (stage)
             {
                 case STAGE_HEADER:
@@ -678,7 +684,7 @@ final class TcpQueuePair implements QueuePair
             }
             case TcpFrame.ACK:
             {
-                for (int n = 0; n < inLength; n++)
+                for (int n = 0; n < inLength && !down; n++)
                 {
                     final long head = sqHead;
                     if (head == sqTx || sqOpcode[(int)head & sqMask] == WrOpcode.RDMA_READ)
@@ -956,10 +962,19 @@ final class TcpQueuePair implements QueuePair
         goDown(null);
     }
 
+    /**
+     * The peer broke the protocol: log once, go down, and leave the frame (nothing after it is parsed).
+     * A frame that arrives after this QP went down for another reason (e.g. its CQ overflowed and flushed
+     * the send queue, so a late ACK matches nothing) is not the peer's fault and is discarded silently.
+     */
     private void protocolError(final String what)
     {
-        LOG.warn("tcp:// peer {} broke the protocol ({}); disconnecting", remoteAddress, what);
+        if (!down)
+        {
+            LOG.warn("tcp:// peer {} broke the protocol ({}); disconnecting", remoteAddress, what);
+        }
         goDown(null);
+        stage = STAGE_DISCARD;
     }
 
     private void respondAck()

@@ -67,6 +67,37 @@ class DisniAvailabilityTest
     }
 
     @Test
+    void shouldReportIwarpOnlyHostsAsUnsupportedWithTheReason() throws IOException
+    {
+        final Path siw = Files.createDirectories(sysfs.resolve("siw0"));
+        Files.writeString(siw.resolve("node_type"), "4: RNIC\n");
+        Files.createDirectories(rdmaCm.getParent());
+        Files.createFile(rdmaCm);
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        assertThat(probeWithNativeForbidden(libDir.toString()))
+            .contains("[siw0] are iWARP")
+            .contains("no RDMA_WRITE_WITH_IMM")
+            .contains("no RNR retry")
+            .contains("tcp://");
+    }
+
+    @Test
+    void shouldAcceptAHostWithRoceBesidesIwarp() throws IOException
+    {
+        final Path siw = Files.createDirectories(sysfs.resolve("siw0"));
+        Files.writeString(siw.resolve("node_type"), "4: RNIC\n");
+        final Path rxe = Files.createDirectories(sysfs.resolve("rxe0"));
+        Files.writeString(rxe.resolve("node_type"), "1: CA\n");
+        Files.createDirectories(rdmaCm.getParent());
+        Files.createFile(rdmaCm);
+        Files.createFile(libDir.resolve(LIBRARY));
+
+        assertThat(DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () -> nativeTouched.set(true))).isNull();
+        assertThat(nativeTouched).isTrue();
+    }
+
+    @Test
     void shouldReportMissingLibdisniWithBuildInstructions() throws IOException
     {
         createDevice();

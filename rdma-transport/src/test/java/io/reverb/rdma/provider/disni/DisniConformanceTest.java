@@ -24,7 +24,7 @@ import org.junit.jupiter.api.BeforeAll;
  * LD_LIBRARY_PATH=/usr/local/lib mvn -pl rdma-transport test -Dtest=DisniConformanceTest \
  *     -Dreverb.test.rdma.address=192.168.1.10:0
  * </pre>
- * {@value #ADDRESS_PROP} is {@code ipv4:port} of the local RDMA interface (IPoIB, RoCE or iWARP netdev); port 0
+ * {@value #ADDRESS_PROP} is {@code ipv4:port} of the local RDMA interface (IPoIB or RoCE netdev); port 0
  * lets every test listen on a fresh port, a fixed port P makes the tests use P, P+1, ... . Without it the
  * address DiSNi contexts open by default is used ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, else
  * the first RDMA interface found in sysfs). Both contexts of each test live in this JVM and talk through

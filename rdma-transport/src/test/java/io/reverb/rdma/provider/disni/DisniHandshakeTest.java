@@ -8,6 +8,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -30,7 +31,7 @@ class DisniHandshakeTest
     }
 
     @Test
-    void shouldCarryAcceptWithRdmaCmPortAndPrivateData() throws IOException
+    void shouldCarryAcceptWithRdmaCmAddressAndPrivateData() throws IOException
     {
         final ByteBuffer data = ByteBuffer.allocate(56);
         for (int i = 0; i < 56; i++)
@@ -38,11 +39,12 @@ class DisniHandshakeTest
             data.put((byte)i);
         }
         data.flip().position(6);
-        Handshake.writeAccept(out, 40_123, data);
+        Handshake.writeAccept(out, new InetSocketAddress(InetAddress.getByAddress(new byte[] {10, 0, 1, 5}), 40_123), data);
 
         final Handshake.Message message = Handshake.read(in(), Handshake.ACCEPT);
 
         assertThat(message.rdmaPort()).isEqualTo(40_123);
+        assertThat(message.rdmaCmAddress().getAddress().getHostAddress()).isEqualTo("10.0.1.5");
         assertThat(message.privateData().remaining()).isEqualTo(50);
         assertThat(message.privateData().get(0)).isEqualTo((byte)6);
         assertThat(data.position()).as("caller's buffer untouched").isEqualTo(6);

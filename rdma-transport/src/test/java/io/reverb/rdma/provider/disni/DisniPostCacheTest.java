@@ -2,59 +2,75 @@ package io.reverb.rdma.provider.disni;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.ibm.disni.verbs.IbvRecvWR;
+import com.ibm.disni.util.MemoryAllocation;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.IbvSge;
 import com.ibm.disni.verbs.SVCPostRecv;
 import com.ibm.disni.verbs.SVCPostSend;
+import com.ibm.disni.verbs.impl.NatIbvSendWR;
+import com.ibm.disni.verbs.impl.NatPostRecvCall;
+import com.ibm.disni.verbs.impl.NatPostSendCall;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WrOpcode;
+import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Which prepared DiSNi call a post uses, against fakes that behave like DiSNi's stateful calls: the
- * work request is fixed when the call is built, and only wr_id, send flags, remote address/rkey and SGE
- * address/length/lkey can be changed afterwards.
+ * Which prepared DiSNi call a post uses. Sends and receives are built as DiSNi 2.1 builds them, with its
+ * real {@code NatPostSendCall}/{@code NatPostRecvCall} (they serialise the work request into a direct buffer
+ * without libdisni; only {@code execute()} needs it), and the test reads back the native
+ * {@code struct ibv_send_wr}. The fakes below serve only the fallback for calls that are not DiSNi 2.1's.
  */
 class DisniPostCacheTest
 {
-    private final List<FakePostSend> sendCalls = new ArrayList<>();
-    private final List<FakePostRecv> recvCalls = new ArrayList<>();
+    private final List<NatPostSendCall> sendCalls = new ArrayList<>();
+    private final List<NatPostRecvCall> recvCalls = new ArrayList<>();
     private final PostSendCache sends = new PostSendCache(template ->
     {
-        final FakePostSend call = new FakePostSend(template);
+        final NatPostSendCall call = new NatPostSendCall(null, null, MemoryAllocation.getInstance(), null, List.of(template));
         sendCalls.add(call);
         return call;
     }, 4);
     private final PostRecvCache recvs = new PostRecvCache(template ->
     {
-        final FakePostRecv call = new FakePostRecv(template);
+        final NatPostRecvCall call = new NatPostRecvCall(null, null, MemoryAllocation.getInstance(), null, List.of(template));
         recvCalls.add(call);
         return call;
     }, 3);
+
+    @AfterEach
+    void freeCalls()
+    {
+        sends.freeAll();
+        recvs.freeAll();
+    }
 
     @Test
     void shouldReuseOneCallPerOpcodeAndSgeCountAndModifyItInPlace() throws Exception
     {
         final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
         request.setSge(0x1000L, 64, 7);
-        final FakePostSend first = (FakePostSend)sends.prepare(request);
+        final SVCPostSend first = sends.prepare(request);
 
         request.wrId(2).flags(SendRequest.FLAG_SIGNALED | SendRequest.FLAG_SOLICITED);
         request.setSge(0x2000L, 128, 8);
-        final FakePostSend second = (FakePostSend)sends.prepare(request);
+        final SVCPostSend second = sends.prepare(request);
 
         assertThat(second).isSameAs(first);
         assertThat(sends.built()).isEqualTo(1);
-        assertThat(second.wr.wrId).isEqualTo(2);
-        assertThat(second.wr.flags).isEqualTo(IbvSendWR.IBV_SEND_SIGNALED | IbvSendWR.IBV_SEND_SOLICITED);
-        assertThat(second.wr.sges.get(0).addr).isEqualTo(0x2000L);
-        assertThat(second.wr.sges.get(0).length).isEqualTo(128);
-        assertThat(second.wr.sges.get(0).lkey).isEqualTo(8);
-        assertThat(second.wr.opcode).isEqualTo(IbvSendWR.IBV_WR_SEND);
+        final NativeSendWr wr = NativeSendWr.of(second);
+        assertThat(wr.wrId()).isEqualTo(2);
+        assertThat(wr.sendFlags()).isEqualTo(IbvSendWR.IBV_SEND_SIGNALED | IbvSendWR.IBV_SEND_SOLICITED);
+        assertThat(wr.numSge()).isEqualTo(1);
+        assertThat(wr.sgeAddr(0)).isEqualTo(0x2000L);
+        assertThat(wr.sgeLength(0)).isEqualTo(128);
+        assertThat(wr.sgeLkey(0)).isEqualTo(8);
+        assertThat(wr.opcode()).isEqualTo(IbvSendWR.IBV_WR_SEND);
     }
 
     @Test
@@ -65,58 +81,109 @@ class DisniPostCacheTest
         final SVCPostSend send = sends.prepare(request);
 
         request.opcode(WrOpcode.RDMA_WRITE).remoteAddress(0xBEEFL).rkey(99);
-        final FakePostSend write = (FakePostSend)sends.prepare(request);
+        final SVCPostSend write = sends.prepare(request);
 
         request.addSge(0x3000L, 16, 7);
-        final FakePostSend writeTwoSges = (FakePostSend)sends.prepare(request);
+        final SVCPostSend writeTwoSges = sends.prepare(request);
 
         assertThat(write).isNotSameAs(send);
-        assertThat(write.wr.opcode).isEqualTo(IbvSendWR.IBV_WR_RDMA_WRITE);
-        assertThat(write.wr.remoteAddress).isEqualTo(0xBEEFL);
-        assertThat(write.wr.rkey).isEqualTo(99);
+        assertThat(NativeSendWr.of(write).opcode()).isEqualTo(IbvSendWR.IBV_WR_RDMA_WRITE);
+        assertThat(NativeSendWr.of(write).remoteAddr()).isEqualTo(0xBEEFL);
+        assertThat(NativeSendWr.of(write).rkey()).isEqualTo(99);
         assertThat(writeTwoSges).isNotSameAs(write);
-        assertThat(writeTwoSges.wr.sges).hasSize(2);
+        assertThat(NativeSendWr.of(writeTwoSges).numSge()).isEqualTo(2);
+        assertThat(NativeSendWr.of(writeTwoSges).sgeAddr(1)).isEqualTo(0x3000L);
         assertThat(sends.built()).isEqualTo(3);
     }
 
     @Test
-    void shouldNeverPostAnImmediateOtherThanTheRequests() throws Exception
+    void shouldBuildOneCallForTenThousandRendezvousWritesWithEverIncreasingImmediates() throws Exception
     {
-        final SendRequest request = new SendRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).remoteAddress(0x10L).rkey(1);
-        request.setSge(0x1000L, 64, 7);
+        final SendRequest request = new SendRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).rkey(5);
+        request.setSge(0x1000L, 1 << 20, 7);
+        SVCPostSend call = null;
+        for (int id = 1; id <= 10_000; id++)
+        {
+            request.wrId(id).immData(id).remoteAddress(0x10_0000L * id);
+            call = sends.prepare(request);
+            final NativeSendWr wr = NativeSendWr.of(call);
+            if (WorkRequestTranslator.immFromDisni(wr.immData()) != id || wr.remoteAddr() != 0x10_0000L * id ||
+                wr.wrId() != id || wr.opcode() != IbvSendWR.IBV_WR_RDMA_WRITE_WITH_IMM)
+            {
+                throw new AssertionError("write " + id + " would post " + wr);
+            }
+        }
 
-        final FakePostSend imm1 = (FakePostSend)sends.prepare(request.immData(1));
-        final FakePostSend imm2 = (FakePostSend)sends.prepare(request.immData(2));
-        final FakePostSend imm1Again = (FakePostSend)sends.prepare(request.immData(1));
-
-        assertThat(imm2).isNotSameAs(imm1);
-        assertThat(imm1Again).as("a repeated immediate reuses its call").isSameAs(imm1);
-        assertThat(WorkRequestTranslator.immFromDisni(imm1.wr.imm)).isEqualTo(1);
-        assertThat(WorkRequestTranslator.immFromDisni(imm2.wr.imm)).isEqualTo(2);
-        assertThat(sends.built()).isEqualTo(2);
+        assertThat(sends.built()).as("call objects built over 10,000 writes").isEqualTo(1);
+        assertThat(sendCalls).hasSize(1);
+        assertThat(sends.size()).isEqualTo(1);
+        assertThat(WorkRequestTranslator.immFromDisni(NativeSendWr.of(call).immData())).isEqualTo(10_000);
+        assertThat(call.getWrMod(0).getOpcode()).isEqualTo(IbvSendWR.IBV_WR_RDMA_WRITE_WITH_IMM);
     }
 
     @Test
-    void shouldBoundTheImmediateCallsAndFreeWhatItDrops() throws Exception
+    void shouldPatchTheImmediateOfSendWithImmInPlaceAndKeepTheWireByteOrder() throws Exception
     {
+        final SendRequest request = new SendRequest().opcode(WrOpcode.SEND_WITH_IMM);
+        request.setSge(0x1000L, 64, 7);
+
+        final SVCPostSend first = sends.prepare(request.immData(0x01020304));
+        final ByteBuffer bytes = NativeSendWr.of(first).rawImmediate();
+        final SVCPostSend second = sends.prepare(request.immData(0x0A0B0C0D));
+
+        assertThat(second).isSameAs(first);
+        // imm_data is a __be32: the bytes in memory are the value in network order, whatever the host.
+        assertThat(bytes.array()).containsExactly(1, 2, 3, 4);
+        assertThat(NativeSendWr.of(second).rawImmediate().array()).containsExactly(0x0A, 0x0B, 0x0C, 0x0D);
+    }
+
+    @Test
+    void shouldFallBackToOneCallPerImmediateForCallsItCannotPatchAndBoundThem() throws Exception
+    {
+        final List<FakePostSend> fakes = new ArrayList<>();
+        final PostSendCache fallback = new PostSendCache(template ->
+        {
+            final FakePostSend call = new FakePostSend(template);
+            fakes.add(call);
+            return call;
+        }, 4);
         final SendRequest request = new SendRequest().opcode(WrOpcode.SEND_WITH_IMM);
         request.setSge(0x1000L, 64, 7);
         final SendRequest plain = new SendRequest().opcode(WrOpcode.SEND);
         plain.setSge(0x1000L, 64, 7);
-        final FakePostSend plainCall = (FakePostSend)sends.prepare(plain);
+        final FakePostSend plainCall = (FakePostSend)fallback.prepare(plain);
 
-        for (int imm = 0; imm < 5; imm++)
+        final FakePostSend imm1 = (FakePostSend)fallback.prepare(request.immData(1));
+        final FakePostSend imm1Again = (FakePostSend)fallback.prepare(request.immData(1));
+        assertThat(imm1Again).as("a repeated immediate reuses its call").isSameAs(imm1);
+        assertThat(WorkRequestTranslator.immFromDisni(imm1.wr.imm)).isEqualTo(1);
+        for (int imm = 2; imm <= 5; imm++)
         {
-            sends.prepare(request.immData(imm));
+            final FakePostSend call = (FakePostSend)fallback.prepare(request.immData(imm));
+            assertThat(WorkRequestTranslator.immFromDisni(call.wr.imm)).isEqualTo(imm);
         }
 
-        assertThat(sends.size()).as("limit 4 immediates: the fifth started over, plus the plain call").isEqualTo(2);
-        assertThat(sendCalls.subList(1, 5)).allMatch(call -> call.freed);
-        assertThat(sendCalls.get(5).freed).isFalse();
+        assertThat(fallback.size()).as("limit 4 immediates: the fifth started over, plus the plain call").isEqualTo(2);
+        assertThat(fakes.subList(1, 5)).allMatch(call -> call.freed);
+        assertThat(fakes.get(5).freed).isFalse();
         assertThat(plainCall.freed).as("plain calls are never dropped").isFalse();
 
+        fallback.freeAll();
+        assertThat(fakes).allMatch(call -> call.freed);
+        assertThat(fallback.size()).isZero();
+    }
+
+    @Test
+    void shouldFreeEveryCallItBuilt() throws Exception
+    {
+        final SendRequest request = new SendRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(3);
+        request.setSge(0x1000L, 64, 7);
+        sends.prepare(request);
+        sends.prepare(request.opcode(WrOpcode.SEND));
+
         sends.freeAll();
-        assertThat(sendCalls).allMatch(call -> call.freed);
+
+        assertThat(sendCalls).hasSize(2).noneMatch(SVCPostSend::isValid);
         assertThat(sends.size()).isZero();
     }
 
@@ -126,16 +193,15 @@ class DisniPostCacheTest
         final RecvRequest request = new RecvRequest().wrId(5);
         request.setSge(0x1000L, 4096, 3);
 
-        final FakePostRecv first = (FakePostRecv)recvs.prepare(request);
-        final FakePostRecv again = (FakePostRecv)recvs.prepare(request);
+        final SVCPostRecv first = recvs.prepare(request);
+        final SVCPostRecv again = recvs.prepare(request);
         request.setSge(0x2000L, 4096, 3);
-        final FakePostRecv moved = (FakePostRecv)recvs.prepare(request);
+        final SVCPostRecv moved = recvs.prepare(request);
 
         assertThat(again).isSameAs(first);
         assertThat(moved).isNotSameAs(first);
-        assertThat(first.freed).isTrue();
-        assertThat(moved.wrId).isEqualTo(5);
-        assertThat(moved.sges.get(0).getAddr()).isEqualTo(0x2000L);
+        assertThat(first.isValid()).as("the replaced call was freed").isFalse();
+        assertThat(moved.getWrMod(0).getWr_id()).isEqualTo(5);
         assertThat(recvs.built()).isEqualTo(2);
     }
 
@@ -159,7 +225,89 @@ class DisniPostCacheTest
         recvs.prepare(request);
 
         assertThat(recvs.size()).isEqualTo(1);
-        assertThat(recvCalls.subList(0, 3)).allMatch(call -> call.freed);
+        assertThat(recvCalls.subList(0, 3)).noneMatch(SVCPostRecv::isValid);
+    }
+
+    /**
+     * Reads a {@code struct ibv_send_wr} and its SGEs out of a real {@code NatPostSendCall}'s native buffer,
+     * at the C ABI offsets (independently of DiSNi's Java mirror objects).
+     */
+    record NativeSendWr(ByteBuffer buffer, int position)
+    {
+        static NativeSendWr of(final SVCPostSend call) throws IOException
+        {
+            final ByteBuffer buffer = PostSendCache.nativeWorkRequests(call);
+            assertThat(buffer).as("DiSNi 2.1's NatPostSendCall buffer").isNotNull();
+            return new NativeSendWr(buffer, ((NatIbvSendWR)call.getWrMod(0)).getBufPosition());
+        }
+
+        long wrId()
+        {
+            return buffer.getLong(position);
+        }
+
+        int numSge()
+        {
+            return buffer.getInt(position + 24);
+        }
+
+        int opcode()
+        {
+            return buffer.getInt(position + 28);
+        }
+
+        int sendFlags()
+        {
+            return buffer.getInt(position + 32);
+        }
+
+        int immData()
+        {
+            return buffer.getInt(position + 36);
+        }
+
+        ByteBuffer rawImmediate()
+        {
+            final byte[] bytes = new byte[4];
+            for (int i = 0; i < 4; i++)
+            {
+                bytes[i] = buffer.get(position + 36 + i);
+            }
+            return ByteBuffer.wrap(bytes);
+        }
+
+        long remoteAddr()
+        {
+            return buffer.getLong(position + 40);
+        }
+
+        int rkey()
+        {
+            return buffer.getInt(position + 48);
+        }
+
+        // One work request per call: its SGEs follow the 72-byte struct (DiSNi stores sg_list as an absolute pointer).
+        long sgeAddr(final int index)
+        {
+            return buffer.getLong(NatIbvSendWR.CSIZE + 16 * index);
+        }
+
+        int sgeLength(final int index)
+        {
+            return buffer.getInt(NatIbvSendWR.CSIZE + 16 * index + 8);
+        }
+
+        int sgeLkey(final int index)
+        {
+            return buffer.getInt(NatIbvSendWR.CSIZE + 16 * index + 12);
+        }
+
+        @Override
+        public String toString()
+        {
+            return "ibv_send_wr{wr_id=" + wrId() + ", opcode=" + opcode() + ", imm=0x" + Integer.toHexString(immData()) +
+                ", remote_addr=0x" + Long.toHexString(remoteAddr()) + '}';
+        }
     }
 
     /** DiSNi's native send work request as a fake: opcode, immediate and SGE count fixed at build time. */
@@ -350,45 +498,6 @@ class DisniPostCacheTest
 
         @Override
         public SVCPostSend free()
-        {
-            freed = true;
-            return this;
-        }
-    }
-
-    /** A fake {@code SVCPostRecv}: nothing can be modified. */
-    static final class FakePostRecv extends SVCPostRecv
-    {
-        final long wrId;
-        final List<IbvSge> sges;
-        boolean freed;
-
-        FakePostRecv(final IbvRecvWR template)
-        {
-            wrId = template.getWr_id();
-            sges = new ArrayList<>(template.getSg_list());
-        }
-
-        @Override
-        public RecvWRMod getWrMod(final int index)
-        {
-            return () -> wrId;
-        }
-
-        @Override
-        public SVCPostRecv execute()
-        {
-            return this;
-        }
-
-        @Override
-        public boolean isValid()
-        {
-            return !freed;
-        }
-
-        @Override
-        public SVCPostRecv free()
         {
             freed = true;
             return this;

@@ -283,6 +283,79 @@ class TcpProviderTest
         }
     }
 
+    /**
+     * A CQ that overflows on the last ACK of a merged ACK frame takes the QP down (flushing its send queue);
+     * the ACKs still in flight then match nothing. They must be discarded, not reported as the peer's protocol
+     * error in an endless loop over the same frame (which once wrote a 2 GB build log and kept the NIC thread
+     * of a closed context alive). Raw socket as the responder, so that the ACK frames are exactly these.
+     */
+    @Test
+    void shouldDiscardAcksThatArriveAfterACqOverflowTookTheQpDown() throws Exception
+    {
+        try (java.net.ServerSocket responder = new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress()))
+        {
+            final String address = "127.0.0.1:" + responder.getLocalPort();
+            Thread nic;
+            try (VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+            {
+                final CompletionQueue small = client.createCq(4, null);
+                final CompletableFuture<QueuePair> connected = CompletableFuture.supplyAsync(() ->
+                {
+                    try
+                    {
+                        return client.connect(address, new QueuePairAttributes().pd(client.allocPd()).sendCq(small)
+                            .recvCq(client.createCq(4, null)), null);
+                    }
+                    catch (final IOException ex)
+                    {
+                        throw new java.io.UncheckedIOException(ex);
+                    }
+                });
+                try (Socket peer = responder.accept())
+                {
+                    peer.setSoTimeout((int)TimeUnit.NANOSECONDS.toMillis(TIMEOUT_NANOS));
+                    assertThat(TcpHandshake.read(peer.getInputStream()).type).isEqualTo(TcpHandshake.CONNECT);
+                    TcpHandshake.of(TcpHandshake.ACCEPT, 16, 0, null).write(peer.getOutputStream());
+                    final QueuePair qp = connected.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+                    nic = Thread.getAllStackTraces().keySet().stream()
+                        .filter(t -> t.getName().startsWith("reverb-tcp-nic-") && t.isAlive())
+                        .reduce((a, b) -> b).orElseThrow();
+                    final MemoryRegion local = qp.pd().allocate(64, Access.LOCAL_WRITE);
+                    final SendRequest write = new SendRequest();
+                    for (int i = 0; i < 8; i++)
+                    {
+                        write.reset().wrId(i).opcode(WrOpcode.RDMA_WRITE).remoteAddress(0).rkey(1);
+                        write.setSge(local, 0, 8);
+                        assertThat(qp.postSend(write)).isEqualTo(PostResult.OK);
+                    }
+                    // Read the 8 requests (header + 8 payload bytes each), then answer: 5 ACKs merged into
+                    // one frame (the 5th overflows the 4-entry CQ on the frame's last iteration), then 3 more.
+                    final byte[] request = new byte[TcpFrame.HEADER_LENGTH + 8];
+                    for (int i = 0; i < 8; i++)
+                    {
+                        new java.io.DataInputStream(peer.getInputStream()).readFully(request);
+                    }
+                    final org.agrona.concurrent.UnsafeBuffer frames =
+                        new org.agrona.concurrent.UnsafeBuffer(new byte[2 * TcpFrame.HEADER_LENGTH]);
+                    TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 5, 0, 0, 0);
+                    TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 3, 0, 0, 0);
+                    peer.getOutputStream().write(frames.byteArray());
+                    peer.getOutputStream().flush();
+                    final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+                    while (qp.state() != QpState.ERROR)
+                    {
+                        awaitProgress(0, deadline);
+                    }
+                    assertThat(peer.getInputStream().read()).as("the QP hung up").isEqualTo(-1);
+                    final WorkCompletions wc = new WorkCompletions(16);
+                    assertThat(small.poll(wc)).as("what the CQ could hold").isEqualTo(4);
+                }
+            }
+            nic.join(TimeUnit.NANOSECONDS.toMillis(TIMEOUT_NANOS));
+            assertThat(nic.isAlive()).as("NIC thread of the closed context, in state " + nic.getState()).isFalse();
+        }
+    }
+
     @Test
     void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
     {
@@ -320,9 +393,12 @@ class TcpProviderTest
             // for one-off noise of the measurement itself.
             assertThat(allocated).as("bytes allocated by %d rounds of SEND + RDMA_WRITE + poll + repost", rounds)
                 .isLessThan(1024);
-            // The NIC threads (framing, copying, selecting, completing) allocate nothing per message either.
+            // The NIC threads (framing, copying, selecting, completing) allocate nothing per message either:
+            // one object per message would be >= 16 bytes x 6,000 requests. What they do allocate comes with
+            // sleeping and waking (more often on a loaded machine: 1,112 and 1,240 bytes were seen at load 6-13),
+            // so the bound is one byte per round, far below a single allocation per message.
             assertThat(nics).as("NIC threads of both contexts").hasSize(2);
-            assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(1024);
+            assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(rounds);
         }
     }
 

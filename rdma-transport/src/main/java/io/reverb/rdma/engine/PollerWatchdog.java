@@ -1,0 +1,114 @@
+package io.reverb.rdma.engine;
+
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Makes a blocked poller visible. Every poller of an engine serves many connections, so a handler that blocks
+ * on the poller thread (a {@code Thread.sleep}, a {@code .block()}, a lock held elsewhere) freezes all of them.
+ * This daemon samples each poller's duty-cycle counter a few times per threshold; a cycle that is still running
+ * after the threshold is logged once, with the poller's stack (the culprit), at most once per
+ * {@link #REPORT_INTERVAL_NANOS} per poller, with the number of stalls not logged since.
+ */
+final class PollerWatchdog implements Runnable
+{
+    /** Per poller, at most one report this often; the ones in between are counted. */
+    static final long REPORT_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final Logger LOG = LoggerFactory.getLogger(PollerWatchdog.class);
+
+    private final Poller[] pollers;
+    private final long thresholdNanos;
+    private final long[] seenCycle;
+    private final long[] seenSince;
+    private final long[] reportedCycle;
+    private final long[] lastReport;
+    private final int[] suppressed;
+    private final Thread thread;
+    private volatile boolean running = true;
+    private volatile long stallsDetected;
+
+    PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos)
+    {
+        this.pollers = pollers;
+        this.thresholdNanos = thresholdNanos;
+        this.seenCycle = new long[pollers.length];
+        this.seenSince = new long[pollers.length];
+        this.reportedCycle = new long[pollers.length];
+        this.lastReport = new long[pollers.length];
+        this.suppressed = new int[pollers.length];
+        Arrays.fill(reportedCycle, -1);
+        this.thread = new Thread(this, name + "-poller-watchdog");
+        this.thread.setDaemon(true);
+    }
+
+    void start()
+    {
+        thread.start();
+    }
+
+    void stop()
+    {
+        running = false;
+        LockSupport.unpark(thread);
+    }
+
+    /** @return duty cycles found running longer than the threshold so far. */
+    long stallsDetected()
+    {
+        return stallsDetected;
+    }
+
+    @Override
+    public void run()
+    {
+        final long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1), thresholdNanos / 4);
+        while (running)
+        {
+            LockSupport.parkNanos(this, period);
+            final long now = System.nanoTime();
+            for (int i = 0; i < pollers.length; i++)
+            {
+                check(i, now);
+            }
+        }
+    }
+
+    private void check(final int i, final long now)
+    {
+        final long cycle = pollers[i].cycleCount();
+        if (cycle != seenCycle[i])
+        {
+            seenCycle[i] = cycle;
+            seenSince[i] = now;
+            return;
+        }
+        if ((cycle & 1) == 0 || now - seenSince[i] < thresholdNanos || reportedCycle[i] == cycle)
+        {
+            return; // idle between cycles, not long yet, or this stall was handled
+        }
+        reportedCycle[i] = cycle;
+        stallsDetected++;
+        if (lastReport[i] != 0 && now - lastReport[i] < REPORT_INTERVAL_NANOS)
+        {
+            suppressed[i]++;
+            return;
+        }
+        lastReport[i] = now;
+        final Thread poller = pollers[i].thread();
+        final StringBuilder stack = new StringBuilder();
+        for (final StackTraceElement frame : poller.getStackTrace())
+        {
+            stack.append("\n\tat ").append(frame);
+        }
+        final int before = suppressed[i];
+        suppressed[i] = 0;
+        LOG.warn("poller thread {} has been in one duty cycle for {} ms: every connection it serves is frozen. " +
+            "Is a handler blocking on the poller thread? Give the server an executor or scheduler " +
+            "(RpcServer.Builder.executor/scheduler) for handlers that block.{} Its stack:{}",
+            poller.getName(), TimeUnit.NANOSECONDS.toMillis(now - seenSince[i]),
+            before > 0 ? " (" + before + " more stalls since the last report)" : "", stack);
+    }
+}

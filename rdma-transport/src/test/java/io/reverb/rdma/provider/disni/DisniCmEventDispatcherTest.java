@@ -1,0 +1,142 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.ibm.disni.verbs.RdmaCmEvent;
+import java.io.IOException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The rdma_cm dispatcher thread over a scripted event source: what stops it, and its tickers. */
+class DisniCmEventDispatcherTest
+{
+    @Test
+    void shouldKeepTheContextUsableAfterOneFailedEvent() throws Exception
+    {
+        final Script script = new Script(1, true);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, script, false, "test-cm");
+        dispatcher.start();
+        try
+        {
+            assertThat(script.polledAtLeast(5)).isTrue();
+
+            assertThat(dispatcher.failure()).as("a survived failure does not disable the context").isNull();
+            assertThat(dispatcher.transientFailures()).isEqualTo(1);
+            assertThat(dispatcher.lastTransientFailure()).hasMessage("bad event 1");
+            assertThat(dispatcher.isStopped()).isFalse();
+        }
+        finally
+        {
+            dispatcher.stop();
+        }
+    }
+
+    @Test
+    void shouldGiveUpAndRecordTheFailureOnlyAfterConsecutiveFailures() throws Exception
+    {
+        final Script script = new Script(Integer.MAX_VALUE, true);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, script, false, "test-cm");
+        dispatcher.start();
+
+        assertThat(script.gaveUp.await(30, TimeUnit.SECONDS)).isTrue();
+        awaitStopped(dispatcher);
+
+        assertThat(script.polls.get()).isEqualTo(CmEventDispatcher.MAX_CONSECUTIVE_FAILURES);
+        assertThat(dispatcher.failure()).hasMessage("bad event " + CmEventDispatcher.MAX_CONSECUTIVE_FAILURES);
+    }
+
+    @Test
+    void shouldGiveUpAtOnceWhenTheChannelIsClosed() throws Exception
+    {
+        final Script script = new Script(Integer.MAX_VALUE, false);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, script, false, "test-cm");
+        dispatcher.start();
+
+        awaitStopped(dispatcher);
+
+        assertThat(script.polls.get()).isEqualTo(1);
+        assertThat(dispatcher.failure()).isNotNull();
+    }
+
+    @Test
+    void shouldExpireParkedRequestsOnItsTickerWithoutAnotherRequestArriving() throws Exception
+    {
+        final CountDownLatch expired = new CountDownLatch(1);
+        final ParkedRequests<String> parked = new ParkedRequests<>(0, id -> expired.countDown());
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, new Script(0, true), false, "test-cm");
+        dispatcher.addTicker(() -> parked.expire(System.nanoTime()));
+        parked.park("10.0.0.2:40000", "request", System.nanoTime());
+        dispatcher.start();
+        try
+        {
+            assertThat(expired.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(parked.size()).isZero();
+        }
+        finally
+        {
+            dispatcher.stop();
+        }
+    }
+
+    private static void awaitStopped(final CmEventDispatcher dispatcher) throws InterruptedException
+    {
+        for (int i = 0; i < 3_000 && !dispatcher.isStopped(); i++)
+        {
+            Thread.sleep(10);
+        }
+        assertThat(dispatcher.isStopped()).isTrue();
+    }
+
+    /** Fails the first {@code failures} polls, then reports no event. */
+    private static final class Script implements CmEventDispatcher.EventSource
+    {
+        final int failures;
+        final boolean open;
+        final AtomicInteger polls = new AtomicInteger();
+        final CountDownLatch gaveUp = new CountDownLatch(1);
+        private final CountDownLatch fivePolls = new CountDownLatch(5);
+
+        Script(final int failures, final boolean open)
+        {
+            this.failures = failures;
+            this.open = open;
+        }
+
+        @Override
+        public RdmaCmEvent next(final int timeoutMs) throws IOException
+        {
+            final int poll = polls.incrementAndGet();
+            fivePolls.countDown();
+            if (poll == CmEventDispatcher.MAX_CONSECUTIVE_FAILURES || !open)
+            {
+                gaveUp.countDown();
+            }
+            if (poll <= failures)
+            {
+                throw new IOException("bad event " + poll);
+            }
+            try
+            {
+                Thread.sleep(1);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        }
+
+        @Override
+        public boolean isOpen()
+        {
+            return open;
+        }
+
+        boolean polledAtLeast(final int count) throws InterruptedException
+        {
+            return count <= 5 && fivePolls.await(30, TimeUnit.SECONDS);
+        }
+    }
+}

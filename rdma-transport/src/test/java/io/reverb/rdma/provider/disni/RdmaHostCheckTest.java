@@ -1,0 +1,169 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bin/reverb-rdma-check} on hosts where rdma:// cannot run: one line with the exact reason, a report
+ * file with the facts, a non-zero exit, and no native code loaded. The hardware path (conformance suite,
+ * ping-pong, bench) needs an RDMA host and is not run here.
+ */
+class RdmaHostCheckTest
+{
+    private static final String LIBRARY = System.mapLibraryName("disni");
+
+    @TempDir
+    Path root;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private final AtomicBoolean nativeTouched = new AtomicBoolean();
+
+    @Test
+    void shouldExitNotReadyWithTheReasonOnOneLineOnThisMachine() throws IOException
+    {
+        // This machine, as it is: the sysfs, /dev and library path the real check looks at.
+        final RdmaHostCheck.Host system = RdmaHostCheck.Host.system();
+        final RdmaHostCheck.Host host = new RdmaHostCheck.Host(system.sysfsInfiniband(), system.rdmaCmDevice(),
+            system.libraryPath(), system.sunNioChExported(), this::forbidNative, system.procLimits(),
+            system.interfaces(), null);
+        final String cause = DisniAvailability.probe(host.sysfsInfiniband(), host.rdmaCmDevice(), host.libraryPath(),
+            host.sunNioChExported(), () -> { });
+        final Path report = root.resolve("report.txt");
+
+        final int exit = run(host, "--report", report.toString());
+
+        if (cause == null)
+        {
+            // An RDMA host with libdisni: the NOT READY path does not apply (the native probe was forbidden).
+            assertThat(exit).isEqualTo(RdmaHostCheck.EXIT_NOT_READY);
+            return;
+        }
+        assertThat(exit).isEqualTo(RdmaHostCheck.EXIT_NOT_READY);
+        assertThat(nativeTouched).as("libdisni is never loaded when a file-level check fails").isFalse();
+        final List<String> lines = err.toString(StandardCharsets.UTF_8).lines().toList();
+        assertThat(lines).hasSize(1);
+        assertThat(lines.get(0))
+            .startsWith("reverb-rdma-check: NOT READY: ")
+            .contains(cause.substring(DisniAvailability.CAUSE_PREFIX.length()))
+            .endsWith("(report: " + report + ")");
+        assertThat(out.toString(StandardCharsets.UTF_8)).isEmpty();
+        final String written = Files.readString(report);
+        assertThat(written).contains("## facts").contains("memlock (ulimit -l): ").contains("libdisni: ")
+            .contains("verdict: NOT READY: ");
+    }
+
+    @Test
+    void shouldNameTheMissingDeviceAndLibraryAndWriteTheFacts() throws IOException
+    {
+        final Path report = root.resolve("r.txt");
+        final int exit = run(fakeHost(), "--report", report.toString());
+
+        assertThat(exit).isEqualTo(RdmaHostCheck.EXIT_NOT_READY);
+        final String line = singleErrorLine();
+        assertThat(line).startsWith("reverb-rdma-check: NOT READY: no RDMA device (")
+            .contains("sysfs/class/infiniband is absent")
+            .contains(LIBRARY + " (libdisni, DiSNi's native half) is not on java.library.path");
+        assertThat(Files.readString(report))
+            .contains("RDMA devices: none")
+            .contains("rdma_cm: " + root.resolve("dev/rdma_cm") + " absent (sudo modprobe rdma_ucm)")
+            .contains("memlock (ulimit -l): soft 8388608, hard 8388608 bytes (registered memory is pinned")
+            .contains("libdisni: not found on java.library.path");
+        assertThat(nativeTouched).isFalse();
+    }
+
+    @Test
+    void shouldReportDevicesPortsGidsAndTheMissingRdmaCmNode() throws IOException
+    {
+        final Path port = Files.createDirectories(root.resolve("sysfs/class/infiniband/rxe0/ports/1"));
+        Files.writeString(root.resolve("sysfs/class/infiniband/rxe0/node_type"), "1: CA\n");
+        Files.writeString(root.resolve("sysfs/class/infiniband/rxe0/parent"), "eth0\n");
+        Files.writeString(port.resolve("state"), "4: ACTIVE\n");
+        Files.writeString(port.resolve("link_layer"), "Ethernet\n");
+        Files.createDirectories(port.resolve("gids"));
+        Files.writeString(port.resolve("gids/1"), "0000:0000:0000:0000:0000:ffff:0a00:0005\n");
+        Files.createFile(Files.createDirectories(root.resolve("lib")).resolve(LIBRARY));
+        final Path report = root.resolve("r.txt");
+
+        final int exit = run(fakeHost(), "--report", report.toString());
+
+        assertThat(exit).isEqualTo(RdmaHostCheck.EXIT_NOT_READY);
+        assertThat(singleErrorLine()).startsWith("reverb-rdma-check: NOT READY: RDMA device(s) [rxe0] found but ")
+            .contains("modprobe rdma_ucm");
+        assertThat(Files.readString(report))
+            .contains("device rxe0: RoCE (node_type 1: CA)")
+            .contains("netdev eth0: [/10.0.0.5]")
+            .contains("port 1: state 4: ACTIVE, link layer Ethernet")
+            .contains("gid 1=0000:0000:0000:0000:0000:ffff:0a00:0005")
+            .contains("libdisni: " + root.resolve("lib").resolve(LIBRARY));
+    }
+
+    @Test
+    void shouldRefuseUnknownOptionsWithUsage()
+    {
+        assertThat(run(fakeHost(), "--bogus")).isEqualTo(RdmaHostCheck.EXIT_USAGE);
+        assertThat(err.toString(StandardCharsets.UTF_8)).startsWith("reverb-rdma-check: unknown option --bogus")
+            .contains("usage: reverb-rdma-check");
+    }
+
+    @Test
+    void shouldReadSurefireCounts() throws IOException
+    {
+        final Path xml = root.resolve("TEST-x.xml");
+        Files.writeString(xml, "<?xml version=\"1.0\"?>\n<testsuite name=\"x\" time=\"1\" tests=\"33\" errors=\"0\" " +
+            "skipped=\"33\" failures=\"0\">\n</testsuite>\n");
+
+        assertThat(RdmaHostCheck.surefireCounts(xml)).isEqualTo("tests 33, failures 0, errors 0, skipped 33");
+        assertThat(RdmaHostCheck.surefireCounts(root.resolve("none.xml"))).startsWith("no report at ");
+    }
+
+    private RdmaHostCheck.Host fakeHost()
+    {
+        try
+        {
+            final InetAddress eth0 = InetAddress.getByName("10.0.0.5");
+            final Path limits = root.resolve("limits");
+            Files.writeString(limits, "Limit                     Soft Limit           Hard Limit           Units\n" +
+                "Max locked memory         8388608              8388608              bytes\n");
+            return new RdmaHostCheck.Host(root.resolve("sysfs/class/infiniband"), root.resolve("dev/rdma_cm"),
+                root.resolve("lib").toString(), true, this::forbidNative, limits,
+                netdev -> "eth0".equals(netdev) ? List.of(eth0) : Collections.emptyList(),
+                null);
+        }
+        catch (final IOException ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    private void forbidNative()
+    {
+        nativeTouched.set(true);
+        throw new AssertionError("libdisni must not be loaded");
+    }
+
+    private int run(final RdmaHostCheck.Host host, final String... args)
+    {
+        return RdmaHostCheck.run(args, host, new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String singleErrorLine()
+    {
+        final List<String> lines = err.toString(StandardCharsets.UTF_8).lines().toList();
+        assertThat(lines).hasSize(1);
+        return lines.get(0);
+    }
+}
