@@ -1,0 +1,100 @@
+package io.reverb.rpc.lb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class PeakEwmaLoadBalancerTest
+{
+    private final FakeHelper helper = new FakeHelper();
+    private final PeakEwmaLoadBalancer lb = new PeakEwmaLoadBalancer(helper);
+
+    @Test
+    void shouldAvoidASlowReplicaOnceItsFirstSlowAnswerCameBack()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1", "tcp://c:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        helper.get("tcp://a:1").load().callStarted();
+        helper.get("tcp://a:1").load().callFinished(10_000);
+        helper.get("tcp://b:1").load().callStarted();
+        helper.get("tcp://b:1").load().callFinished(10_000);
+        final FakeHelper.FakeSubchannel slow = helper.get("tcp://c:1");
+        slow.load().callStarted();
+        slow.load().callFinished(100_000); // 10x slower
+
+        final Map<Subchannel, Integer> counts = count(3000);
+        assertThat(counts.getOrDefault(slow, 0)).isZero();
+        assertThat(counts.get(helper.get("tcp://a:1"))).isBetween(1000, 2000);
+    }
+
+    @Test
+    void shouldPreferTheReplicaWithFewerCallsOutstandingAtEqualLatency()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel a = helper.get("tcp://a:1");
+        final FakeHelper.FakeSubchannel b = helper.get("tcp://b:1");
+        a.load().callStarted();
+        a.load().callFinished(10_000);
+        b.load().callStarted();
+        b.load().callFinished(10_000);
+        a.load().callStarted();
+        a.load().callStarted();
+
+        assertThat(count(100)).containsOnlyKeys(b);
+    }
+
+    @Test
+    void shouldSendOneProbeAtATimeToAReplicaNeverMeasured()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel a = helper.get("tcp://a:1");
+        final FakeHelper.FakeSubchannel fresh = helper.get("tcp://b:1");
+        a.load().callStarted();
+        a.load().callFinished(10_000);
+
+        assertThat(helper.picker.pick()).isSameAs(fresh); // idle and unmeasured: cost 0
+        fresh.load().callStarted();
+        assertThat(count(100)).containsOnlyKeys(a); // its probe is out: wait for the answer
+    }
+
+    @Test
+    void shouldProbeASlowReplicaAgainOnceItsAverageHasDecayed()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel fast = helper.get("tcp://a:1");
+        final FakeHelper.FakeSubchannel slow = helper.get("tcp://b:1");
+        fast.load().callStarted();
+        fast.load().callFinished(10_000);
+        slow.load().callStarted();
+        slow.load().callFinished(1_000_000);
+        fast.load().callStarted(); // keep the fast one's average fresh: one call outstanding
+        assertThat(count(100)).containsOnlyKeys(fast);
+
+        helper.clock[0] += 2_000_000_000L; // 10 decay constants later, both averages have decayed alike
+        fast.load().callFinished(10_000);  // ... but the fast one has a fresh sample
+        assertThat(count(100)).containsKey(slow);
+    }
+
+    @Test
+    void shouldTakeTheOnlyReadyOneWithoutDrawing()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));
+        helper.get("tcp://b:1").set(ConnectivityState.READY);
+        assertThat(count(10)).containsOnlyKeys(helper.get("tcp://b:1"));
+    }
+
+    private Map<Subchannel, Integer> count(final int picks)
+    {
+        final Map<Subchannel, Integer> counts = new HashMap<>();
+        for (int i = 0; i < picks; i++)
+        {
+            counts.merge(helper.picker.pick(), 1, Integer::sum);
+        }
+        return counts;
+    }
+}
