@@ -32,6 +32,8 @@ import reactor.util.context.Context;
  */
 final class ServerCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Resp>
 {
+    private static final LogLimiter FAILURE_LOG = new LogLimiter();
+
     private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
         AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
 
@@ -327,8 +329,14 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
         if (!(t instanceof RpcException))
         {
-            // the stack trace stays in the server's log; the client gets the code and message only
-            RpcConnection.LOG.warn("call {} from {} failed", method.fullMethodName(), connection.peer(), t);
+            // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
+            // fail); the client gets the code and message only
+            final long left = FAILURE_LOG.admit(method.fullMethodName());
+            if (left != LogLimiter.SUPPRESS)
+            {
+                RpcConnection.LOG.warn("call {} from {} failed{}", method.fullMethodName(), connection.peer(),
+                    left > 0 ? " (" + left + " more failures of this method were not logged)" : "", t);
+            }
         }
         finish(status, trailers);
     }
