@@ -334,11 +334,20 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
                 return;
             }
             closed = true;
-            requests.cancel();
-            statsTraceContext.clientInboundTrailers(trailers);
-            statsTraceContext.streamClosed(status);
-            listener.closed(status, ClientStreamListener.RpcProgress.PROCESSED, trailers);
-            transport.streamClosed(this);
+            try
+            {
+                requests.cancel();
+                statsTraceContext.clientInboundTrailers(trailers);
+                statsTraceContext.streamClosed(status);
+                if (listener != null)
+                {
+                    listener.closed(status, ClientStreamListener.RpcProgress.PROCESSED, trailers);
+                }
+            }
+            finally
+            {
+                transport.streamClosed(this);
+            }
         });
     }
 }

@@ -39,6 +39,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final Set<ReverbClientStream> streams = ConcurrentHashMap.newKeySet();
     private Listener listener;
     private boolean shutdown;
+    private boolean shutdownNotified;
     private boolean terminated;
     private Status shutdownStatus;
 
@@ -111,7 +112,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         synchronized (this)
         {
             idle = streams.remove(stream) && streams.isEmpty();
-            terminate = idle && shutdown && !terminated;
+            terminate = idle && shutdownNotified && !terminated;
             if (terminate)
             {
                 terminated = true;
@@ -137,7 +138,6 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public void shutdown(final Status reason)
     {
-        final boolean terminate;
         synchronized (this)
         {
             if (shutdown)
@@ -146,13 +146,19 @@ final class ReverbClientTransport implements ConnectionClientTransport
             }
             shutdown = true;
             shutdownStatus = reason;
+        }
+        listener.transportShutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
+        final boolean terminate;
+        synchronized (this)
+        {
+            // grpc-java requires transportShutdown before transportTerminated: only now may the last stream terminate
+            shutdownNotified = true;
             terminate = streams.isEmpty() && !terminated;
             if (terminate)
             {
                 terminated = true;
             }
         }
-        listener.transportShutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
         if (terminate)
         {
             terminate();

@@ -313,9 +313,15 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
                 return;
             }
             closedListener = true;
-            statsTraceContext.streamClosed(status);
-            listener.closed(status);
-            transport.streamClosed();
+            try
+            {
+                statsTraceContext.streamClosed(status);
+                listener.closed(status);
+            }
+            finally
+            {
+                transport.streamClosed();
+            }
         });
     }
 }
