@@ -2,6 +2,7 @@ package io.reverb.grpc;
 
 import io.grpc.InternalMetadata;
 import io.grpc.Status;
+import io.grpc.internal.GrpcUtil;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.RpcException;
 
@@ -48,7 +49,7 @@ final class GrpcBridge
     static Metadata toReverb(final io.grpc.Metadata grpc)
     {
         final Metadata reverb = new Metadata();
-        if (grpc == null)
+        if (grpc == null || onlyAcceptEncoding(grpc))
         {
             return reverb;
         }
@@ -62,6 +63,17 @@ final class GrpcBridge
             }
         }
         return reverb;
+    }
+
+    /**
+     * @param grpc grpc-java metadata.
+     * @return true when it holds nothing but what grpc-java adds to every call (the common case), checked without
+     * serializing it.
+     */
+    private static boolean onlyAcceptEncoding(final io.grpc.Metadata grpc)
+    {
+        final int count = InternalMetadata.headerCount(grpc);
+        return count == 0 || (count == 1 && grpc.containsKey(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY));
     }
 
     /**

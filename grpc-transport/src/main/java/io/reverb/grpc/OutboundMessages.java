@@ -5,8 +5,8 @@ import org.reactivestreams.Subscription;
 
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 
 /**
  * The messages one side of a grpc-java stream writes, as the Reactive Streams publisher rpc-core's call consumes:
@@ -32,9 +32,16 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
     }
 
     private final Queue<Payload> queue = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger wip = new AtomicInteger();
-    private final AtomicLong requested = new AtomicLong();
-    private final AtomicInteger queued = new AtomicInteger();
+    private static final AtomicIntegerFieldUpdater<OutboundMessages> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "wip");
+    private static final AtomicLongFieldUpdater<OutboundMessages> REQUESTED =
+        AtomicLongFieldUpdater.newUpdater(OutboundMessages.class, "requested");
+    private static final AtomicIntegerFieldUpdater<OutboundMessages> QUEUED =
+        AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "queued");
+
+    private volatile int wip;
+    private volatile long requested;
+    private volatile int queued;
     private final Events events;
     private volatile Subscriber<? super Payload> actual;
     private volatile boolean done;
@@ -70,7 +77,7 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
         {
             return;
         }
-        queued.incrementAndGet();
+        QUEUED.incrementAndGet(this);
         queue.offer(payload);
         drain();
     }
@@ -97,7 +104,7 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
      */
     boolean isReady()
     {
-        return !cancelled && !done && requested.get() > queued.get();
+        return !cancelled && !done && requested > queued;
     }
 
     /**
@@ -119,10 +126,10 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
         long next;
         do
         {
-            current = requested.get();
+            current = requested;
             next = current + n < 0 ? Long.MAX_VALUE : current + n;
         }
-        while (!requested.compareAndSet(current, next));
+        while (!REQUESTED.compareAndSet(this, current, next));
         drain();
         if (!cancelled && !done)
         {
@@ -143,7 +150,7 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
 
     private void drain()
     {
-        if (wip.getAndIncrement() != 0)
+        if (WIP.getAndIncrement(this) != 0)
         {
             return;
         }
@@ -160,7 +167,7 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
                 }
                 else
                 {
-                    long r = requested.get();
+                    long r = requested;
                     long emitted = 0;
                     while (emitted != r)
                     {
@@ -174,7 +181,7 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
                             }
                             break;
                         }
-                        queued.decrementAndGet();
+                        QUEUED.decrementAndGet(this);
                         s.onNext(p);
                         emitted++;
                         if (cancelled)
@@ -188,11 +195,11 @@ final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, 
                     }
                     if (emitted != 0 && r != Long.MAX_VALUE)
                     {
-                        requested.addAndGet(-emitted);
+                        REQUESTED.addAndGet(this, -emitted);
                     }
                 }
             }
-            missed = wip.addAndGet(-missed);
+            missed = WIP.addAndGet(this, -missed);
         }
         while (missed != 0);
     }

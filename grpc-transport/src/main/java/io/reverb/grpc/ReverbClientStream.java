@@ -9,7 +9,6 @@ import io.grpc.Status;
 import io.grpc.internal.ClientStream;
 import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.InsightBuilder;
-import io.grpc.internal.SerializingExecutor;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.ClientCallContext;
@@ -59,7 +58,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
     private final StatsTraceContext statsTraceContext;
-    private final SerializingExecutor serializer = new SerializingExecutor(Runnable::run);
+    private final CallbackSerializer serializer = new CallbackSerializer();
     private final OutboundMessages requests = new OutboundMessages(this);
     private final boolean waitForReady;
     private final Context reactorContext;
@@ -88,7 +87,9 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     public void start(final ClientStreamListener listener)
     {
         this.listener = listener;
-        CallOptions options = CallOptions.DEFAULT.withMetadata(GrpcBridge.toReverb(headers));
+        final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
+        // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
+        CallOptions options = metadata.isEmpty() ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
         if (deadline != null)
         {
             options = options.withDeadline(io.reverb.rpc.Deadline.after(

@@ -8,7 +8,6 @@ import io.grpc.Metadata;
 import io.grpc.SecurityLevel;
 import io.grpc.Status;
 import io.grpc.internal.GrpcAttributes;
-import io.grpc.internal.SerializingExecutor;
 import io.grpc.internal.ServerStream;
 import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
@@ -34,8 +33,9 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     private final RpcContext context;
     private final StatsTraceContext statsTraceContext;
     private final Attributes attributes;
+    private final Context reactorContext;
     private final OutboundMessages responses = new OutboundMessages(this);
-    private final SerializingExecutor serializer = new SerializingExecutor(Runnable::run);
+    private final CallbackSerializer serializer = new CallbackSerializer();
     private final int id = IDS.incrementAndGet();
     private final ReverbServerTransport transport;
     private ServerStreamListener listener;
@@ -50,11 +50,8 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
         this.transport = transport;
         this.context = context;
         this.statsTraceContext = statsTraceContext;
-        this.attributes = Attributes.newBuilder()
-            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, new ReverbAddress(context.peer() == null ? "unknown" : context.peer()))
-            .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, transport.address())
-            .set(GrpcAttributes.ATTR_SECURITY_LEVEL, transport.address().securityLevel())
-            .build();
+        this.attributes = transport.attributesFor(context.peer());
+        this.reactorContext = Context.of(RpcContext.CONTEXT_KEY, context);
     }
 
     OutboundMessages responses()
@@ -205,7 +202,7 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     @Override
     public Context currentContext()
     {
-        return Context.of(RpcContext.CONTEXT_KEY, context);
+        return reactorContext;
     }
 
     @Override

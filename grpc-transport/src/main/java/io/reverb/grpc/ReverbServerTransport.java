@@ -59,6 +59,8 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
     private final List<? extends ServerStreamTracer.Factory> tracerFactories;
     private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
     private final AtomicInteger activeStreams = new AtomicInteger();
+    private final java.util.concurrent.ConcurrentHashMap<String, Attributes> peerAttributes =
+        new java.util.concurrent.ConcurrentHashMap<>();
     private ServerListener serverListener;
     private volatile ServerTransportListener transportListener;
     private volatile ReverbAddress boundAddress;
@@ -189,6 +191,30 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
         final SettableFuture<InternalChannelz.SocketStats> stats = SettableFuture.create();
         stats.set(null);
         return stats;
+    }
+
+    /**
+     * @param peer a client's address as the Reverb transport describes it.
+     * @return the attributes of its calls (cached: one set per connection, not per call).
+     */
+    Attributes attributesFor(final String peer)
+    {
+        final String key = peer == null ? "unknown" : peer;
+        Attributes attributes = peerAttributes.get(key);
+        if (attributes == null)
+        {
+            if (peerAttributes.size() > 4096)
+            {
+                peerAttributes.clear(); // peers come and go; bound the cache
+            }
+            attributes = Attributes.newBuilder()
+                .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, new ReverbAddress(key))
+                .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, boundAddress)
+                .set(io.grpc.internal.GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
+                .build();
+            peerAttributes.put(key, attributes);
+        }
+        return attributes;
     }
 
     void streamClosed()
