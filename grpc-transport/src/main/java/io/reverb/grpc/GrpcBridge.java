@@ -17,6 +17,11 @@ import java.util.List;
  */
 final class GrpcBridge
 {
+    private static final io.grpc.Metadata.Key<?>[] TRANSPORT_OWNED_KEYS = {
+        GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GrpcUtil.MESSAGE_ENCODING_KEY, GrpcUtil.TIMEOUT_KEY,
+        GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY
+    };
+
     private GrpcBridge()
     {
     }
@@ -49,7 +54,7 @@ final class GrpcBridge
     static Metadata toReverb(final io.grpc.Metadata grpc)
     {
         final Metadata reverb = new Metadata();
-        if (grpc == null || onlyAcceptEncoding(grpc))
+        if (grpc == null || onlyTransportOwned(grpc))
         {
             return reverb;
         }
@@ -67,13 +72,25 @@ final class GrpcBridge
 
     /**
      * @param grpc grpc-java metadata.
-     * @return true when it holds nothing but what grpc-java adds to every call (the common case), checked without
-     * serializing it.
+     * @return true when it holds nothing but what grpc-java's call layers add to every call (encodings, the common
+     * case), checked without serializing it.
      */
-    private static boolean onlyAcceptEncoding(final io.grpc.Metadata grpc)
+    private static boolean onlyTransportOwned(final io.grpc.Metadata grpc)
     {
         final int count = InternalMetadata.headerCount(grpc);
-        return count == 0 || (count == 1 && grpc.containsKey(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY));
+        if (count == 0)
+        {
+            return true;
+        }
+        int owned = 0;
+        for (final io.grpc.Metadata.Key<?> key : TRANSPORT_OWNED_KEYS)
+        {
+            if (grpc.containsKey(key))
+            {
+                owned++;
+            }
+        }
+        return owned == count;
     }
 
     /**
