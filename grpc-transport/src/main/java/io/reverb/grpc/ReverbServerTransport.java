@@ -110,6 +110,7 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
         }
         catch (final RuntimeException e)
         {
+            SharedResourceHolder.release(GrpcUtil.TIMER_SERVICE, timer);
             throw new IOException("cannot serve " + address + ": " + e.getMessage(), e);
         }
         boundAddress = new ReverbAddress(rpcServer.address());
@@ -269,8 +270,18 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
         {
             return subscriber ->
             {
-                final RpcContext context = RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext());
+                final RpcContext context = subscriber instanceof CoreSubscriber ?
+                    RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
+                if (context == null)
+                {
+                    // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
+                    reactor.core.publisher.Operators.error(subscriber, io.reverb.rpc.Status.INTERNAL
+                        .withDescription("no call context for " + fullMethodName).asException());
+                    return;
+                }
                 final Metadata headers = GrpcBridge.toGrpc(context.metadata());
+                // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
+                headers.discardAll(GrpcUtil.TIMEOUT_KEY);
                 final Deadline deadline = context.deadline();
                 if (deadline != null)
                 {
