@@ -65,6 +65,7 @@ abstract class AbstractGrpcConformanceTest
     static final Metadata.Key<byte[]> BINARY_KEY = Metadata.Key.of("x-binary-bin", Metadata.BINARY_BYTE_MARSHALLER);
     static final Metadata.Key<String> ECHOED_ASCII = Metadata.Key.of("x-echoed-ascii", Metadata.ASCII_STRING_MARSHALLER);
     static final Metadata.Key<byte[]> ECHOED_BINARY = Metadata.Key.of("x-echoed-bin", Metadata.BINARY_BYTE_MARSHALLER);
+    static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
     static final Metadata.Key<String> TRAILER_ASCII = Metadata.Key.of("x-trailer", Metadata.ASCII_STRING_MARSHALLER);
 
     private static final java.util.concurrent.ScheduledExecutorService TIMER =
@@ -421,6 +422,59 @@ abstract class AbstractGrpcConformanceTest
         assertThat(clientInterceptions.get()).isEqualTo(2);
     }
 
+    @Test
+    void shouldApplyCallCredentials()
+    {
+        final io.grpc.CallCredentials credentials = new io.grpc.CallCredentials()
+        {
+            @Override
+            public void applyRequestMetadata(final RequestInfo info, final java.util.concurrent.Executor executor,
+                final MetadataApplier applier)
+            {
+                final Metadata metadata = new Metadata();
+                metadata.put(AUTHORIZATION, "Bearer token-for-" + info.getMethodDescriptor().getBareMethodName());
+                applier.apply(metadata);
+            }
+        };
+        blocking().withCallCredentials(credentials).unary(payload(1));
+        assertThat(service.lastAuthorization).isEqualTo("Bearer token-for-Unary");
+    }
+
+    @Test
+    void shouldReportChannelReadyOnceItCarriedACall()
+    {
+        blocking().unary(payload(1));
+        assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
+        channel.shutdown();
+        assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.SHUTDOWN);
+    }
+
+    // ------------------------------------------------------------------------------------------------ retries
+
+    @Test
+    void shouldRetryUnavailableAsTheServiceConfigSays() throws Exception
+    {
+        final java.util.Map<String, Object> retryPolicy = java.util.Map.of(
+            "maxAttempts", 4.0, "initialBackoff", "0.01s", "maxBackoff", "0.05s", "backoffMultiplier", 2.0,
+            "retryableStatusCodes", List.of("UNAVAILABLE"));
+        final java.util.Map<String, Object> config = java.util.Map.of("methodConfig", List.of(java.util.Map.of(
+            "name", List.of(java.util.Map.of("service", "reverb.grpctest.Echo", "method", "Unary")),
+            "retryPolicy", retryPolicy)));
+        final ManagedChannel retrying = newChannelBuilder(server).defaultServiceConfig(config).enableRetry().build();
+        try
+        {
+            final EchoReply reply = EchoGrpc.newBlockingStub(retrying)
+                .unary(payload(3).toBuilder().setFailAttempts(2).build());
+            assertThat(reply.getPayload()).isEqualTo(payload(3).getPayload());
+            assertThat(service.unaryAttempts.get()).as("two failed attempts, then the answer").isEqualTo(3);
+        }
+        finally
+        {
+            retrying.shutdownNow();
+            assertThat(retrying.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
     // ------------------------------------------------------------------------------------------------ flow control
 
     @Test
@@ -564,6 +618,10 @@ abstract class AbstractGrpcConformanceTest
             final ServerCall<ReqT, RespT> call, final Metadata headers, final ServerCallHandler<ReqT, RespT> next)
         {
             serverInterceptions.incrementAndGet();
+            if (headers.get(AUTHORIZATION) != null)
+            {
+                service.lastAuthorization = headers.get(AUTHORIZATION);
+            }
             final String ascii = headers.get(ASCII_KEY);
             final byte[] binary = headers.get(BINARY_KEY);
             return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call)

@@ -34,9 +34,20 @@ final class GrpcEchoService extends EchoGrpc.EchoImplBase
     /** Counted down when a flow-controlled server stream found the call not ready. */
     volatile CountDownLatch streamBlocked = new CountDownLatch(1);
 
+    /** Unary attempts seen (retries included). */
+    final AtomicInteger unaryAttempts = new AtomicInteger();
+    /** The value of {@link AbstractGrpcConformanceTest#AUTHORIZATION} seen last. */
+    volatile String lastAuthorization;
+
     @Override
     public void unary(final EchoRequest request, final StreamObserver<EchoReply> responses)
     {
+        final int attempt = unaryAttempts.incrementAndGet();
+        if (attempt <= request.getFailAttempts())
+        {
+            responses.onError(Status.UNAVAILABLE.withDescription("attempt " + attempt + " fails").asRuntimeException());
+            return;
+        }
         if (request.getDelayMillis() > 0 && !waitOrCancelled(request.getDelayMillis()))
         {
             return; // the call is gone; grpc-java discards anything sent now
