@@ -64,6 +64,8 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private final Context reactorContext;
     private volatile ClientCallContext callContext;
     private Deadline deadline;
+    private CallOptions options;
+    private boolean callStarted;
     private ClientStreamListener listener;
     private volatile Subscription responses;
     private long pendingRequests;
@@ -101,6 +103,25 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
             options = options.withWaitForReady();
         }
         statsTraceContext.clientOutboundHeaders();
+        this.options = options;
+        if (!method.type().clientSendsOneMessage())
+        {
+            startCall();
+        }
+        // else the CALL waits for the request: both then leave in one go, with the response demand grpc-java already
+        // asked for, as Reverb's native unary calls do (no separate MESSAGE and REQUEST_N round)
+    }
+
+    private void startCall()
+    {
+        synchronized (this)
+        {
+            if (callStarted)
+            {
+                return;
+            }
+            callStarted = true;
+        }
         transport.channel().newCall(method, options, requests).subscribe(this);
     }
 
@@ -130,6 +151,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         statsTraceContext.outboundWireSize(payload.length());
         statsTraceContext.outboundUncompressedSize(payload.length());
         requests.offer(payload);
+        startCall();
     }
 
     @Override
@@ -148,11 +170,16 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     public void halfClose()
     {
         requests.complete();
+        startCall();
     }
 
     @Override
     public void cancel(final Status reason)
     {
+        synchronized (this)
+        {
+            callStarted = true; // a call not sent yet never will be
+        }
         final Subscription s = responses;
         if (s != null)
         {
