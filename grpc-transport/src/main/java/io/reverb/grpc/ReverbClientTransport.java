@@ -10,7 +10,6 @@ import io.grpc.InternalChannelz;
 import io.grpc.InternalLogId;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
-import io.grpc.SecurityLevel;
 import io.grpc.Status;
 import io.grpc.internal.ClientStream;
 import io.grpc.internal.ConnectionClientTransport;

@@ -3,11 +3,8 @@ package io.reverb.grpc;
 import io.grpc.Attributes;
 import io.grpc.Compressor;
 import io.grpc.Decompressor;
-import io.grpc.Grpc;
 import io.grpc.Metadata;
-import io.grpc.SecurityLevel;
 import io.grpc.Status;
-import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.ServerStream;
 import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
@@ -37,7 +34,6 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     private final OutboundMessages responses = new OutboundMessages(this);
     private final CallbackSerializer serializer = new CallbackSerializer();
     private final int id = IDS.incrementAndGet();
-    private final ReverbServerTransport transport;
     private ServerStreamListener listener;
     private volatile Subscription requests;
     private long pendingRequests;
@@ -47,7 +43,6 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     ReverbServerStream(
         final ReverbServerTransport transport, final RpcContext context, final StatsTraceContext statsTraceContext)
     {
-        this.transport = transport;
         this.context = context;
         this.statsTraceContext = statsTraceContext;
         this.attributes = transport.attributesFor(context.peer());
@@ -310,15 +305,8 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
                 return;
             }
             closedListener = true;
-            try
-            {
-                statsTraceContext.streamClosed(status);
-                listener.closed(status);
-            }
-            finally
-            {
-                transport.streamClosed();
-            }
+            statsTraceContext.streamClosed(status);
+            listener.closed(status);
         });
     }
 }

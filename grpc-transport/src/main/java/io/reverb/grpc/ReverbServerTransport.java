@@ -37,7 +37,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 
 /**
@@ -58,7 +57,6 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
     private final RpcServer rpcServer;
     private final List<? extends ServerStreamTracer.Factory> tracerFactories;
     private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
-    private final AtomicInteger activeStreams = new AtomicInteger();
     private final java.util.concurrent.ConcurrentHashMap<String, Attributes> peerAttributes =
         new java.util.concurrent.ConcurrentHashMap<>();
     private ServerListener serverListener;
@@ -218,11 +216,6 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
         return attributes;
     }
 
-    void streamClosed()
-    {
-        activeStreams.decrementAndGet();
-    }
-
     private void awaitTermination()
     {
         try
@@ -289,7 +282,6 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
                 }
                 final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
                 final ReverbServerStream stream = new ReverbServerStream(ReverbServerTransport.this, context, stats);
-                activeStreams.incrementAndGet();
                 transportListener.streamCreated(stream, fullMethodName, headers);
                 stream.responses().subscribe(subscriber);
                 requests.subscribe(stream);

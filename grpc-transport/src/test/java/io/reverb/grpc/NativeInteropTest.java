@@ -11,7 +11,6 @@ import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
 import io.reverb.grpc.test.EchoRpc;
-import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcContext;
