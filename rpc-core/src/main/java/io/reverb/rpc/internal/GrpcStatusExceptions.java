@@ -102,6 +102,10 @@ final class GrpcStatusExceptions
             {
                 final Object grpcStatus = (runtime ? sreStatus : seStatus).invoke(t);
                 final int code = (Integer)codeValue.invoke(statusCode.invoke(grpcStatus));
+                if (code == 0)
+                {
+                    return null; // an "OK" failure says nothing: UNKNOWN, as for any other exception
+                }
                 final String description = (String)statusDescription.invoke(grpcStatus);
                 final Object grpcTrailers = (runtime ? sreTrailers : seTrailers).invoke(t);
                 Metadata trailers = null;
