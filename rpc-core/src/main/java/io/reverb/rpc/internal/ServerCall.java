@@ -315,8 +315,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     }
 
     @Override
-    public void onError(final Throwable t)
+    public void onError(final Throwable error)
     {
+        final Throwable t = GrpcStatusExceptions.translate(error);
         final Status status = Status.fromThrowable(t);
         Metadata trailers = trailersCopy();
         if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
