@@ -70,6 +70,7 @@ public final class ReverbBench
         Targets:
           --uri URI             repeatable; Reverb: shm://name, tcp://host:port, rdma://host:port, inproc://name
                                 grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
+                                grpc-java on Reverb: grpc+shm://name, grpc+tcp://host:port, grpc+inproc://name
                                 (add ?direct=true to a grpc URI for directExecutor on both sides)
           --compare A,B,...     several targets at once
                                 default: shm://reverb-bench (or inproc:// if shm is not available) and

@@ -132,8 +132,10 @@ final class PollerWatchdog implements Runnable
             what = "is busy: a handler doing long work on the poller thread holds up every " +
                 "connection it serves; move such work to an executor or scheduler.";
         }
-        LOG.warn("poller thread {} has been in one duty cycle for {} ms and {}{} Its stack:{}",
-            poller.getName(), TimeUnit.NANOSECONDS.toMillis(elapsed), what, more, stack);
+        // A starved poller's stack says only where it was preempted: left out, the line stays one line.
+        final boolean starved = state == Thread.State.RUNNABLE && cpu >= 0 && cpu < elapsed / 2;
+        LOG.warn("poller thread {} has been in one duty cycle for {} ms and {}{}{}",
+            poller.getName(), TimeUnit.NANOSECONDS.toMillis(elapsed), what, more, starved ? "" : " Its stack:" + stack);
     }
 
     private long cpuNanos(final Thread thread)

@@ -32,6 +32,8 @@ import reactor.util.context.Context;
  */
 final class ServerCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Resp>
 {
+    private static final LogLimiter FAILURE_LOG = new LogLimiter();
+
     private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
         AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
 
@@ -313,8 +315,9 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     }
 
     @Override
-    public void onError(final Throwable t)
+    public void onError(final Throwable error)
     {
+        final Throwable t = GrpcStatusExceptions.translate(error);
         final Status status = Status.fromThrowable(t);
         Metadata trailers = trailersCopy();
         if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
@@ -327,8 +330,14 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
         if (!(t instanceof RpcException))
         {
-            // the stack trace stays in the server's log; the client gets the code and message only
-            RpcConnection.LOG.warn("call {} from {} failed", method.fullMethodName(), connection.peer(), t);
+            // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
+            // fail); the client gets the code and message only
+            final long left = FAILURE_LOG.admit(method.fullMethodName());
+            if (left != LogLimiter.SUPPRESS)
+            {
+                RpcConnection.LOG.warn("call {} from {} failed{}", method.fullMethodName(), connection.peer(),
+                    left > 0 ? " (" + left + " more failures of this method were not logged)" : "", t);
+            }
         }
         finish(status, trailers);
     }
