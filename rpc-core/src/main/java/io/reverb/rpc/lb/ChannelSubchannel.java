@@ -1,0 +1,273 @@
+package io.reverb.rpc.lb;
+
+import com.google.protobuf.Int32Value;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.health.HealthProtocol;
+import io.reverb.rpc.health.SubchannelReadiness;
+import java.net.URI;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * A {@link Subchannel} over a single-address {@link RpcChannel} (which connects, reconnects with backoff and
+ * drains on GOAWAY by itself). Its state comes from:
+ * <ul>
+ * <li>with health checking: a {@code reverb.health.v1.Health/Watch} stream on the channel; READY while it says
+ * SERVING, TRANSIENT_FAILURE when it says otherwise or the stream fails (then watched again after a backoff);
+ * a replica without the health service (UNIMPLEMENTED) counts as SERVING;</li>
+ * <li>without: READY once asked to connect, until a call finds the replica unreachable
+ * ({@link #onUnreachable}), then TRANSIENT_FAILURE for a backoff;</li>
+ * <li>in both: IDLE when a call was refused by GOAWAY ({@link #onGoAway()}).</li>
+ * </ul>
+ * State changes are made on the balancer's serializing executor.
+ */
+final class ChannelSubchannel implements Subchannel
+{
+    private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    private final URI address;
+    private final SubchannelStateListener listener;
+    private final SubchannelLoad load = SubchannelLoad.withDefaults();
+    private final Function<URI, RpcChannel> channelFactory;
+    private final Executor serializer;
+    private final Scheduler timer;
+    private final String healthService;
+    private final SubchannelReadiness readiness;
+
+    // read from any thread, written on the serializer
+    private volatile ConnectivityState state = ConnectivityState.IDLE;
+    private volatile RpcChannel channel;
+    private volatile boolean shutdown;
+    // serializer only
+    private Disposable watch;
+    private Disposable retry;
+    private long backoffNanos = MIN_BACKOFF_NANOS;
+    private int generation;
+
+    ChannelSubchannel(final URI address, final SubchannelStateListener listener, final Function<URI, RpcChannel> channelFactory,
+        final Executor serializer, final Scheduler timer, final String healthService)
+    {
+        this.address = address;
+        this.listener = listener;
+        this.channelFactory = channelFactory;
+        this.serializer = serializer;
+        this.timer = timer;
+        this.healthService = healthService;
+        this.readiness = new SubchannelReadiness(healthService != null);
+    }
+
+    @Override
+    public URI address()
+    {
+        return address;
+    }
+
+    @Override
+    public ConnectivityState state()
+    {
+        return state;
+    }
+
+    @Override
+    public SubchannelLoad load()
+    {
+        return load;
+    }
+
+    /**
+     * @return the channel to start calls on (null only before the first {@link #requestConnection()}).
+     */
+    RpcChannel channel()
+    {
+        return channel;
+    }
+
+    @Override
+    public void requestConnection()
+    {
+        if (shutdown || state != ConnectivityState.IDLE)
+        {
+            return;
+        }
+        if (channel == null)
+        {
+            channel = channelFactory.apply(address);
+        }
+        connect();
+    }
+
+    private void connect()
+    {
+        generation++;
+        dispose();
+        update(readiness.onTransportState(ConnectivityState.CONNECTING));
+        if (healthService == null)
+        {
+            // nothing to wait for: the channel connects on the first call, failures come back through onUnreachable
+            update(readiness.onTransportState(ConnectivityState.READY));
+            return;
+        }
+        final int watching = generation;
+        watch = channel.newCall(HealthProtocol.WATCH, CallOptions.DEFAULT.withWaitForReady(),
+                Mono.just(HealthProtocol.request(healthService)))
+            .subscribe(
+                response -> serializer.execute(() -> onHealth(watching, response)),
+                error -> serializer.execute(() -> onWatchEnded(watching, Status.fromThrowable(error))),
+                () -> serializer.execute(() -> onWatchEnded(watching,
+                    Status.UNAVAILABLE.withDescription("health watch ended by " + address))));
+    }
+
+    private void onHealth(final int watching, final Int32Value response)
+    {
+        if (watching != generation || shutdown)
+        {
+            return;
+        }
+        backoffNanos = MIN_BACKOFF_NANOS;
+        readiness.onTransportState(ConnectivityState.READY);
+        update(readiness.onHealth(response.getValue()));
+    }
+
+    private void onWatchEnded(final int watching, final Status status)
+    {
+        if (watching != generation || shutdown)
+        {
+            return;
+        }
+        if (status.code() == StatusCode.UNIMPLEMENTED)
+        {
+            readiness.onTransportState(ConnectivityState.READY);
+            update(readiness.onHealthUnimplemented());
+            return;
+        }
+        failAndRetryLater();
+    }
+
+    /**
+     * A call found the replica unreachable (could not connect, or the connection died).
+     */
+    void onUnreachable()
+    {
+        serializer.execute(() ->
+        {
+            if (!shutdown && state == ConnectivityState.READY)
+            {
+                generation++;
+                failAndRetryLater();
+            }
+        });
+    }
+
+    /**
+     * A call was refused by GOAWAY: the replica drains this connection.
+     */
+    void onGoAway()
+    {
+        serializer.execute(() ->
+        {
+            if (!shutdown && state == ConnectivityState.READY)
+            {
+                generation++;
+                dispose();
+                update(readiness.onGoAway()); // IDLE: the balancer asks for a new connection
+            }
+        });
+    }
+
+    private void failAndRetryLater()
+    {
+        dispose();
+        update(readiness.onTransportState(ConnectivityState.TRANSIENT_FAILURE));
+        final long delay = (long)(backoffNanos * (0.8 + 0.4 * java.util.concurrent.ThreadLocalRandom.current().nextDouble()));
+        backoffNanos = Math.min(MAX_BACKOFF_NANOS, backoffNanos * 2);
+        final int failed = generation;
+        retry = timer.schedule(() -> serializer.execute(() ->
+        {
+            if (failed == generation && !shutdown)
+            {
+                connect();
+            }
+        }), delay, TimeUnit.NANOSECONDS);
+    }
+
+    private void dispose()
+    {
+        if (watch != null)
+        {
+            watch.dispose();
+            watch = null;
+        }
+        if (retry != null)
+        {
+            retry.dispose();
+            retry = null;
+        }
+    }
+
+    private void update(final ConnectivityState next)
+    {
+        if (next != state && !shutdown)
+        {
+            state = next;
+            // queued behind the task running now: a balancer is never re-entered from its own requestConnection()
+            serializer.execute(() ->
+            {
+                if (!shutdown)
+                {
+                    listener.onStateChange(this, next);
+                }
+            });
+        }
+    }
+
+    @Override
+    public void shutdown()
+    {
+        serializer.execute(() ->
+        {
+            if (shutdown)
+            {
+                return;
+            }
+            shutdown = true;
+            state = ConnectivityState.SHUTDOWN;
+            generation++;
+            dispose();
+            closeWhenIdle();
+        });
+    }
+
+    /**
+     * A call on this subchannel ended: closes the channel if the subchannel was shut down and this was the last.
+     */
+    void onCallEnded()
+    {
+        if (shutdown && load.outstanding() == 0)
+        {
+            serializer.execute(this::closeWhenIdle);
+        }
+    }
+
+    private void closeWhenIdle()
+    {
+        final RpcChannel c = channel;
+        if (c != null && load.outstanding() == 0 && !c.isClosed())
+        {
+            c.close(); // no call of ours is running on it: nothing is failed by closing
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "Subchannel{" + address + ", " + state + ", " + load + "}";
+    }
+}

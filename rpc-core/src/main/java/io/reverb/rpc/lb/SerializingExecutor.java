@@ -1,0 +1,44 @@
+package io.reverb.rpc.lb;
+
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs tasks one at a time, in submission order, on the thread that submits when nobody else is running them
+ * (gRPC's SynchronizationContext). Load balancers and resolver results go through one, so that a policy never
+ * runs concurrently with itself and needs no lock. A task that throws is logged and does not stop the others.
+ */
+final class SerializingExecutor implements Executor
+{
+    private static final Logger LOG = LoggerFactory.getLogger(SerializingExecutor.class);
+
+    private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger pending = new AtomicInteger();
+
+    @Override
+    public void execute(final Runnable task)
+    {
+        tasks.add(task);
+        if (pending.getAndIncrement() != 0)
+        {
+            return; // the thread draining will run it
+        }
+        do
+        {
+            final Runnable next = tasks.poll();
+            try
+            {
+                next.run();
+            }
+            catch (final RuntimeException e)
+            {
+                LOG.warn("load-balancing task failed", e);
+            }
+        }
+        while (pending.decrementAndGet() != 0);
+    }
+}

@@ -1,0 +1,349 @@
+package io.reverb.rpc.lb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.Int32Value;
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.health.HealthProtocol;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.resolver.NameResolver;
+import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * A {@link BalancedChannel} over several {@code inproc://} servers: spreading, health, transparent retries,
+ * retry policy and budget, resolver updates. Outcomes are counted per replica.
+ */
+class BalancedChannelTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final String SERVICE = "reverb.test.Replica";
+    private static final MethodDescriptor<StringValue, StringValue> WHO = MethodDescriptor.<StringValue, StringValue>newBuilder()
+        .type(MethodDescriptor.MethodType.UNARY)
+        .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, "Who"))
+        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .build();
+
+    private final List<Replica> replicas = new ArrayList<>();
+    private BalancedChannel channel;
+
+    /** One server: answers its name, can fail, hold calls, and report a health status. */
+    private static final class Replica
+    {
+        final String name = "bal-" + IDS.incrementAndGet();
+        final String uri = "inproc://" + name;
+        final AtomicInteger calls = new AtomicInteger();
+        final AtomicInteger failNext = new AtomicInteger();
+        final Sinks.Many<Int32Value> health = Sinks.many().replay().latest();
+        volatile Sinks.Empty<Void> gate;
+        final RpcServer server;
+
+        Replica()
+        {
+            health.tryEmitNext(Int32Value.of(HealthProtocol.SERVING));
+            server = RpcServer.builder(uri).addService(ServiceDefinition.builder(SERVICE)
+                    .addMethod(WHO, ServerCalls.unary(this::who)).build())
+                .addService(ServiceDefinition.builder(HealthProtocol.SERVICE_NAME)
+                    .addMethod(HealthProtocol.WATCH, ServerCalls.serverStreaming(r -> health.asFlux())).build())
+                .build().start();
+        }
+
+        private Mono<StringValue> who(final StringValue request)
+        {
+            calls.incrementAndGet();
+            if (failNext.getAndUpdate(n -> Math.max(0, n - 1)) > 0)
+            {
+                return Mono.error(Status.UNAVAILABLE.withDescription("overloaded").asException());
+            }
+            final Sinks.Empty<Void> g = gate;
+            final Mono<StringValue> answer = Mono.just(StringValue.of(name));
+            return g == null || !request.getValue().equals("hold") ? answer : g.asMono().then(answer);
+        }
+
+        void health(final int status)
+        {
+            health.tryEmitNext(Int32Value.of(status));
+        }
+    }
+
+    @AfterEach
+    void tearDown() throws InterruptedException
+    {
+        if (channel != null)
+        {
+            channel.close();
+        }
+        for (final Replica replica : replicas)
+        {
+            replica.server.shutdown(Duration.ZERO);
+            assertThat(replica.server.awaitTermination(TIMEOUT)).isTrue();
+        }
+        awaitTrue("every inproc buffer back", () ->
+            Transports.providerFor(URI.create("inproc://x")).resourceUsage().buffersInUse() == 0);
+    }
+
+    private List<String> start(final int n)
+    {
+        final List<String> uris = new ArrayList<>();
+        for (int i = 0; i < n; i++)
+        {
+            final Replica replica = new Replica();
+            replicas.add(replica);
+            uris.add(replica.uri);
+        }
+        return uris;
+    }
+
+    private String call()
+    {
+        return channel.newUnaryCall(WHO, CallOptions.DEFAULT.withDeadlineAfter(TIMEOUT), StringValue.of("x")).block(TIMEOUT).getValue();
+    }
+
+    private Map<String, Integer> calls(final int n)
+    {
+        final Map<String, Integer> counts = new HashMap<>();
+        for (int i = 0; i < n; i++)
+        {
+            counts.merge(call(), 1, Integer::sum);
+        }
+        return counts;
+    }
+
+    private void awaitReady(final int n)
+    {
+        awaitTrue(n + " subchannels ready", () ->
+            channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == n);
+    }
+
+    private static void awaitTrue(final String what, final BooleanSupplier condition)
+    {
+        final long end = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() - end > 0)
+            {
+                throw new AssertionError("timed out waiting for: " + what);
+            }
+            try
+            {
+                Thread.sleep(5);
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    @Test
+    void shouldSpreadCallsEvenlyWithRoundRobin()
+    {
+        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        awaitReady(3);
+
+        final Map<String, Integer> counts = calls(300);
+
+        assertThat(counts).hasSize(3);
+        assertThat(counts.values()).containsOnly(100);
+    }
+
+    @Test
+    void shouldSendEverythingToTheFirstAddressWithPickFirst()
+    {
+        final List<String> uris = start(2);
+        channel = BalancedChannel.builder(uris).build();
+
+        assertThat(calls(20)).containsOnlyKeys(replicas.get(0).name);
+        assertThat(replicas.get(1).calls.get()).isZero();
+    }
+
+    @Test
+    void shouldStopPickingAReplicaThatReportsNotServingAndComeBackWhenServing()
+    {
+        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        awaitReady(3);
+        final Replica sick = replicas.get(1);
+
+        sick.health(HealthProtocol.NOT_SERVING);
+        awaitReady(2);
+        assertThat(calls(100)).doesNotContainKey(sick.name).hasSize(2);
+
+        sick.health(HealthProtocol.SERVING);
+        awaitReady(3);
+        assertThat(calls(99)).containsEntry(sick.name, 33);
+    }
+
+    @Test
+    void shouldNotFailAnyCallWhenAReplicaIsKilled()
+    {
+        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        awaitReady(3);
+        final Replica killed = replicas.get(0);
+
+        killed.server.shutdown(Duration.ZERO);
+        InprocTransportProvider.killConnections(killed.name);
+        awaitReady(2);
+
+        final Map<String, Integer> counts = calls(200); // any failure would throw
+        assertThat(counts).doesNotContainKey(killed.name);
+        assertThat(counts.values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(200);
+    }
+
+    @Test
+    void shouldRetryTransparentlyOnAnotherReplicaWhenOneIsDrainedWithoutHealthChecking() throws InterruptedException
+    {
+        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").build();
+        awaitReady(3);
+        calls(30); // every subchannel has a connection
+        final Replica drained = replicas.get(2);
+
+        drained.server.shutdown(Duration.ofSeconds(5)); // GOAWAY, then it stops listening
+        assertThat(drained.server.awaitTermination(TIMEOUT)).isTrue();
+
+        final Map<String, Integer> counts = calls(200); // calls picked onto it are refused, never failed
+        assertThat(counts).doesNotContainKey(drained.name);
+        assertThat(counts.values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(200);
+    }
+
+    @Test
+    void shouldRetryAnIdempotentMethodPerItsPolicyButNotOthers()
+    {
+        final List<String> uris = start(1);
+        final Replica replica = replicas.get(0);
+        channel = BalancedChannel.builder(uris)
+            .retryPolicy(WHO.fullMethodName(), RetryPolicy.builder().maxAttempts(3)
+                .backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2).retryableCodes(StatusCode.UNAVAILABLE).build())
+            .build();
+
+        replica.failNext.set(2);
+        assertThat(call()).isEqualTo(replica.name);
+        assertThat(replica.calls.get()).isEqualTo(3);
+
+        channel.close();
+        channel = BalancedChannel.builder(uris).build(); // no policy: not idempotent
+        replica.failNext.set(1);
+        assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
+            e -> assertThat(e.status().description()).isEqualTo("overloaded"));
+        assertThat(replica.calls.get()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldStopRetryingOnceTheRetryBudgetIsSpent()
+    {
+        final List<String> uris = start(1);
+        final Replica replica = replicas.get(0);
+        channel = BalancedChannel.builder(uris)
+            .retryPolicy(SERVICE, RetryPolicy.builder().maxAttempts(5)
+                .backoff(Duration.ofMillis(1), Duration.ofMillis(1), 1).retryableCodes(StatusCode.UNAVAILABLE).build())
+            .retryThrottling(10, 0.1)
+            .build();
+        replica.failNext.set(Integer.MAX_VALUE);
+
+        int failed = 0;
+        for (int i = 0; i < 10; i++)
+        {
+            try
+            {
+                call();
+            }
+            catch (final RpcException e)
+            {
+                failed++;
+            }
+        }
+
+        assertThat(failed).isEqualTo(10);
+        // the first call spends 5 tokens in 5 attempts (10 -> 5); from then on no retries: 1 attempt per call
+        assertThat(replica.calls.get()).isEqualTo(5 + 9);
+    }
+
+    @Test
+    void shouldMoveCallsOnAResolverUpdateWithoutFailingTheCallInFlight()
+    {
+        final List<String> uris = start(2);
+        final Replica a = replicas.get(0);
+        final Replica b = replicas.get(1);
+        final NameResolver.Listener[] listener = new NameResolver.Listener[1];
+        final NameResolver resolver = new NameResolver()
+        {
+            @Override
+            public void start(final Listener l)
+            {
+                listener[0] = l;
+                l.onAddresses(List.of(URI.create(uris.get(0))));
+            }
+
+            @Override
+            public void refresh()
+            {
+            }
+
+            @Override
+            public void shutdown()
+            {
+            }
+        };
+        channel = new BalancedChannel.Builder("test:", resolver).loadBalancingPolicy("round_robin").build();
+        assertThat(calls(5)).containsOnlyKeys(a.name);
+        a.gate = Sinks.empty();
+        final AtomicInteger done = new AtomicInteger();
+        channel.newUnaryCall(WHO, CallOptions.DEFAULT, StringValue.of("hold")).subscribe(v -> done.incrementAndGet());
+        awaitTrue("the held call reached a", () -> a.calls.get() == 6);
+
+        listener[0].onAddresses(List.of(URI.create(uris.get(1))));
+
+        assertThat(calls(5)).containsOnlyKeys(b.name);
+        assertThat(done.get()).isZero();
+        a.gate.tryEmitEmpty();
+        awaitTrue("the held call answered", () -> done.get() == 1);
+        awaitTrue("a's subchannel gone", () -> channel.subchannels().size() == 1);
+    }
+
+    @Test
+    void shouldFailFastNamingTheErrorWhenNoReplicaCanBeReached()
+    {
+        channel = BalancedChannel.builder(List.of("inproc://nobody-" + IDS.incrementAndGet())).build();
+        awaitTrue("failure", () -> channel.state() == ConnectivityState.TRANSIENT_FAILURE
+            || tryCallFails());
+        assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
+            e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+    }
+
+    private boolean tryCallFails()
+    {
+        try
+        {
+            call();
+            return false;
+        }
+        catch (final RpcException e)
+        {
+            return true;
+        }
+    }
+}
