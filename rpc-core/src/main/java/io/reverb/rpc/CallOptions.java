@@ -14,12 +14,62 @@ public final class CallOptions
     private final Deadline deadline;
     private final Metadata metadata;
     private final boolean waitForReady;
+    private final boolean detached;
 
     private CallOptions(final Deadline deadline, final Metadata metadata, final boolean waitForReady)
+    {
+        this(deadline, metadata, waitForReady, false);
+    }
+
+    private CallOptions(final Deadline deadline, final Metadata metadata, final boolean waitForReady, final boolean detached)
     {
         this.deadline = deadline;
         this.metadata = metadata;
         this.waitForReady = waitForReady;
+        this.detached = detached;
+    }
+
+    /**
+     * A call made inside a handler inherits the handled call's remaining deadline (when earlier than its own); this
+     * copy opts out: the call keeps only its own deadline, e.g. a background write that must outlive the request.
+     *
+     * @return a copy that does not inherit the handled call's deadline.
+     */
+    public CallOptions withoutContextPropagation()
+    {
+        return new CallOptions(deadline, metadata, waitForReady, true);
+    }
+
+    /**
+     * @return true if the call does not inherit the handled call's deadline ({@link #withoutContextPropagation()}).
+     */
+    public boolean isDetached()
+    {
+        return detached;
+    }
+
+    /**
+     * The options a call started with this Reactor context should use: inside a handler (an {@link RpcContext} in
+     * the context) the deadline becomes the earlier of this one and the handled call's, unless
+     * {@link #withoutContextPropagation()}. Cancellation needs no help: a call composed into the handler's
+     * publisher is cancelled with it.
+     *
+     * @param context the subscriber's context.
+     * @return this, or a copy with the inherited deadline.
+     */
+    public CallOptions propagatedFrom(final reactor.util.context.ContextView context)
+    {
+        if (detached)
+        {
+            return this;
+        }
+        final RpcContext parent = RpcContext.from(context);
+        final Deadline inherited = parent == null ? null : parent.deadline();
+        if (inherited == null || (deadline != null && deadline.compareTo(inherited) <= 0))
+        {
+            return this;
+        }
+        return new CallOptions(inherited, metadata, waitForReady, false);
     }
 
     /**
@@ -37,7 +87,7 @@ public final class CallOptions
      */
     public CallOptions withDeadline(final Deadline deadline)
     {
-        return new CallOptions(deadline, metadata, waitForReady);
+        return new CallOptions(deadline, metadata, waitForReady, detached);
     }
 
     /**
@@ -49,7 +99,7 @@ public final class CallOptions
         final Metadata merged = new Metadata();
         merged.merge(metadata);
         merged.merge(extra);
-        return new CallOptions(deadline, merged, waitForReady);
+        return new CallOptions(deadline, merged, waitForReady, detached);
     }
 
     /**
@@ -57,7 +107,7 @@ public final class CallOptions
      */
     public CallOptions withWaitForReady()
     {
-        return new CallOptions(deadline, metadata, true);
+        return new CallOptions(deadline, metadata, true, detached);
     }
 
     /**
@@ -65,7 +115,7 @@ public final class CallOptions
      */
     public CallOptions withoutWaitForReady()
     {
-        return new CallOptions(deadline, metadata, false);
+        return new CallOptions(deadline, metadata, false, detached);
     }
 
     /**
@@ -95,6 +145,7 @@ public final class CallOptions
     @Override
     public String toString()
     {
-        return "CallOptions{deadline=" + deadline + ", metadata=" + metadata + ", waitForReady=" + waitForReady + "}";
+        return "CallOptions{deadline=" + deadline + ", metadata=" + metadata + ", waitForReady=" + waitForReady
+            + (detached ? ", detached" : "") + "}";
     }
 }

@@ -43,6 +43,9 @@ import reactor.core.scheduler.Schedulers;
  * never retried (their requests cannot be replayed). A streaming call is never retried once a response reached
  * the caller.
  *
+ * <p>A call made inside a handler inherits the handled call's remaining deadline (see
+ * {@link CallOptions#propagatedFrom}); composed into the handler's publisher, it is cancelled with the handled call.
+ *
  * <p>Calls wait while the channel is still connecting (or with {@link CallOptions#withWaitForReady()}, also while
  * every replica is failing), bounded by their deadline; otherwise they fail fast with UNAVAILABLE naming the last
  * error.
@@ -176,8 +179,12 @@ public final class BalancedChannel implements AutoCloseable
     public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
         final RetryPolicy policy = policyFor(method);
-        return Mono.defer(() -> new Attempts<Resp>(options, policy, true)
-            .run(sc -> sc.channel().newUnaryCall(method, options, request).flux()).next());
+        return Mono.deferContextual(context ->
+        {
+            final CallOptions effective = options.propagatedFrom(context);
+            return new Attempts<Resp>(effective, policy, true)
+                .run(sc -> sc.channel().newUnaryCall(method, effective, request).flux()).next();
+        });
     }
 
     /**
@@ -196,8 +203,12 @@ public final class BalancedChannel implements AutoCloseable
         final MethodDescriptor.MethodType type = method.type();
         final boolean replayable = type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
         final RetryPolicy policy = replayable ? policyFor(method) : null;
-        return Flux.defer(() -> new Attempts<Resp>(options, policy, replayable)
-            .run(sc -> sc.channel().newCall(method, options, requests)));
+        return Flux.deferContextual(context ->
+        {
+            final CallOptions effective = options.propagatedFrom(context);
+            return new Attempts<Resp>(effective, policy, replayable)
+                .run(sc -> sc.channel().newCall(method, effective, requests));
+        });
     }
 
     private RetryPolicy policyFor(final MethodDescriptor<?, ?> method)

@@ -1,0 +1,140 @@
+package io.reverb.rpc.lb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Int64Value;
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.stub.ServerCalls;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+
+/**
+ * Deadline and cancellation through two hops: client -> front (whose handler calls back) -> back.
+ */
+class DeadlinePropagationTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final MethodDescriptor<StringValue, Int64Value> FRONT = method("Front");
+    private static final MethodDescriptor<StringValue, Int64Value> BACK = method("Back");
+
+    private final String backUri = "inproc://prop-back-" + IDS.incrementAndGet();
+    private final String frontUri = "inproc://prop-front-" + IDS.incrementAndGet();
+    private final CountDownLatch backCancelled = new CountDownLatch(1);
+    private final CountDownLatch backStarted = new CountDownLatch(1);
+    private RpcServer back;
+    private RpcServer front;
+    private BalancedChannel toBack;
+    private BalancedChannel toFront;
+
+    private static MethodDescriptor<StringValue, Int64Value> method(final String name)
+    {
+        return MethodDescriptor.<StringValue, Int64Value>newBuilder().type(MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.Prop", name))
+            .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+            .responseMarshaller(ProtoMarshaller.of(Int64Value.getDefaultInstance()))
+            .build();
+    }
+
+    private void start()
+    {
+        // back answers the deadline it sees (remaining ms, -1 for none); "hang" never answers
+        back = RpcServer.builder(backUri).addService(ServiceDefinition.builder("reverb.test.Prop")
+            .addMethod(BACK, ServerCalls.unary(request -> RpcContext.current().flatMap(ctx ->
+            {
+                if (request.getValue().equals("hang"))
+                {
+                    backStarted.countDown();
+                    return Mono.<Int64Value>never().doOnCancel(backCancelled::countDown);
+                }
+                final Deadline d = ctx.deadline();
+                return Mono.just(Int64Value.of(d == null ? -1 : d.timeRemaining().toMillis()));
+            }))).build()).build().start();
+        toBack = BalancedChannel.builder(List.of(backUri)).build();
+        // front forwards to back; "detached:" calls opt out of propagation
+        front = RpcServer.builder(frontUri).addService(ServiceDefinition.builder("reverb.test.Prop")
+            .addMethod(FRONT, ServerCalls.unary(request ->
+            {
+                final boolean detached = request.getValue().startsWith("detached:");
+                final String forward = detached ? request.getValue().substring("detached:".length()) : request.getValue();
+                final CallOptions options = detached ? CallOptions.DEFAULT.withoutContextPropagation() : CallOptions.DEFAULT;
+                return toBack.newUnaryCall(BACK, options, StringValue.of(forward));
+            })).build()).build().start();
+        toFront = BalancedChannel.builder(List.of(frontUri)).build();
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException
+    {
+        for (final BalancedChannel c : new BalancedChannel[] {toFront, toBack})
+        {
+            if (c != null)
+            {
+                c.close();
+            }
+        }
+        for (final RpcServer s : new RpcServer[] {front, back})
+        {
+            if (s != null)
+            {
+                s.shutdown(Duration.ZERO);
+                assertThat(s.awaitTermination(TIMEOUT)).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void shouldGiveTheSecondHopTheRemainingDeadline()
+    {
+        start();
+        final long seen = toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30)),
+            StringValue.of("x")).block(TIMEOUT).getValue();
+        assertThat(seen).isBetween(1L, 30_000L);
+    }
+
+    @Test
+    void shouldKeepTheCallsOwnDeadlineWhenItOptsOut()
+    {
+        start();
+        final long seen = toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30)),
+            StringValue.of("detached:x")).block(TIMEOUT).getValue();
+        assertThat(seen).isEqualTo(-1L);
+    }
+
+    @Test
+    void shouldExpireTheSecondHopWithTheFirstsDeadline() throws InterruptedException
+    {
+        start();
+        final RpcException e = org.assertj.core.api.Assertions.catchThrowableOfType(RpcException.class, () ->
+            toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)),
+                StringValue.of("hang")).block(TIMEOUT));
+        assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
+        assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
+    }
+
+    @Test
+    void shouldCancelTheSecondHopWhenTheClientCancels() throws InterruptedException
+    {
+        start();
+        final Disposable call = toFront.newUnaryCall(FRONT, CallOptions.DEFAULT, StringValue.of("hang")).subscribe();
+        assertThat(backStarted.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        call.dispose();
+        assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
+    }
+}
