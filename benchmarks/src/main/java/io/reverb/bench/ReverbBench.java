@@ -140,6 +140,11 @@ public final class ReverbBench
         final String command = args.length > 0 && !args[0].startsWith("-") ? args[0] : "run";
         final String[] rest = command.equals("run") && (args.length == 0 || args[0].startsWith("-")) ?
             args : java.util.Arrays.copyOfRange(args, 1, args.length);
+        if (command.equals("balance"))
+        {
+            // several server processes behind one balanced channel, one slow: p99/p99.9 per policy (issue 12)
+            return io.reverb.bench.balance.BalanceBench.run(rest, out, err);
+        }
         if (command.equals("jmh"))
         {
             org.openjdk.jmh.Main.main(rest);

@@ -257,7 +257,8 @@ public final class BalancedChannel implements AutoCloseable
                     if (!ended[0])
                     {
                         ended[0] = true;
-                        if (signal == SignalType.CANCEL)
+                        // a unary call's response is followed by a cancel from next(): that is an answer, not an abandon
+                        if (signal == SignalType.CANCEL && !responded)
                         {
                             load.callAbandoned();
                         }

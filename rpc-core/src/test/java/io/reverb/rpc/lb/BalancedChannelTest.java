@@ -170,6 +170,12 @@ class BalancedChannelTest
 
         assertThat(counts).hasSize(3);
         assertThat(counts.values()).containsOnly(100);
+        // every call was counted in and out, and timed
+        assertThat(channel.subchannels()).allSatisfy(s ->
+        {
+            assertThat(s.load().outstanding()).isZero();
+            assertThat(s.load().latencyNanos(s.load().clock().getAsLong())).isPositive();
+        });
     }
 
     @Test
