@@ -1,4 +1,4 @@
-package io.reverb.rdma.provider.tcp.tools;
+package io.reverb.bench.pingpong;
 
 import io.reverb.rdma.provider.tcp.TcpVerbsProvider;
 import io.reverb.rdma.verbs.Access;

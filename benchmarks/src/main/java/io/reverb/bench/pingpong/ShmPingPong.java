@@ -1,4 +1,4 @@
-package io.reverb.rdma.provider.shm.tools;
+package io.reverb.bench.pingpong;
 
 import io.reverb.rdma.provider.shm.ShmVerbsProvider;
 import io.reverb.rdma.verbs.Access;

@@ -1,4 +1,4 @@
-package io.reverb.rdma.engine.tools;
+package io.reverb.bench.pingpong;
 
 import io.reverb.rdma.engine.Connection;
 import io.reverb.rdma.engine.EngineConfig;

@@ -1,4 +1,4 @@
-package io.reverb.rdma.rpc.tools;
+package io.reverb.bench.pingpong;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
