@@ -33,9 +33,10 @@ import java.util.regex.Pattern;
  *   <li>Otherwise it runs, from the source checkout, each as a child process with a time limit: the verbs
  *       conformance suite over {@code rdma://} ({@code DisniConformanceTest}, loopback through the NIC, via
  *       Maven); the engine ping-pong ({@code io.reverb.bench.pingpong.EnginePingPong}, benchmarks module) over
- *       {@code rdma://} and {@code tcp://} on the RDMA interface's address; and {@code reverb-bench} over {@code rdma://}, {@code tcp://} and
- *       grpc-java side by side. With {@code --peer host}, the ping-pong and bench clients target servers the
- *       user started on that host (see RDMA-HARDWARE.md); the conformance suite is loopback only.</li>
+ *       {@code rdma://} and {@code tcp://} on the RDMA interface's address; and {@code reverb-bench} over
+ *       {@code rdma://}, {@code tcp://} and grpc-java side by side. With {@code --peer host}, the ping-pong and
+ *       bench clients target servers the user started on that host (see RDMA-HARDWARE.md); the conformance
+ *       suite is loopback only.</li>
  * </ol>
  *
  * <p>Exit status: {@value #EXIT_OK} every step passed, {@value #EXIT_FAILED} a step failed,
