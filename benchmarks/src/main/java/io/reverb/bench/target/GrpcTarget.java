@@ -23,6 +23,7 @@ import io.reverb.bench.EchoService;
 
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -249,7 +250,7 @@ public final class GrpcTarget implements Target
         public long blockingStream(final BytesValue request)
         {
             long count = 0;
-            final java.util.Iterator<BytesValue> messages =
+            final Iterator<BytesValue> messages =
                 ClientCalls.blockingServerStreamingCall(channel, STREAM_METHOD, CallOptions.DEFAULT, request);
             while (messages.hasNext())
             {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,7 +13,9 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -151,7 +154,8 @@ class GradleBuildScriptTest
         final String protobuf = version("protobufVersion");
         // groupId, artifactId, version, type, classifier: what Gradle fetches for this build script.
         final List<String[]> coordinates = List.of(
-            new String[] {"com.google.protobuf", "com.google.protobuf.gradle.plugin", version("protobufGradlePluginVersion"), "pom", null},
+            new String[] {"com.google.protobuf", "com.google.protobuf.gradle.plugin", version("protobufGradlePluginVersion"),
+                "pom", null},
             new String[] {"com.google.protobuf", "protobuf-gradle-plugin", version("protobufGradlePluginVersion"), "jar", null},
             new String[] {"com.google.protobuf", "protoc", protobuf, "exe", osClassifier()},
             new String[] {"com.google.protobuf", "protobuf-java", protobuf, "jar", null},
@@ -200,7 +204,7 @@ class GradleBuildScriptTest
     private static String osClassifier()
     {
         final String arch = System.getProperty("os.arch");
-        final String os = System.getProperty("os.name").toLowerCase(java.util.Locale.ROOT);
+        final String os = System.getProperty("os.name").toLowerCase(Locale.ROOT);
         assertThat(os).as("this check runs protoc for Linux only").startsWith("linux");
         return "linux-" + ("amd64".equals(arch) || "x86_64".equals(arch) ? "x86_64" : "aarch64".equals(arch) ? "aarch_64" : arch);
     }
@@ -221,13 +225,13 @@ class GradleBuildScriptTest
     {
         try (ZipFile zip = new ZipFile(jar.toFile()))
         {
-            for (final ZipEntry entry : java.util.Collections.list(zip.entries()))
+            for (final ZipEntry entry : Collections.list(zip.entries()))
             {
                 if (!entry.isDirectory() && entry.getName().endsWith(".proto") && !entry.getName().contains(".."))
                 {
                     final Path target = into.resolve(entry.getName());
                     Files.createDirectories(target.getParent());
-                    try (java.io.InputStream in = zip.getInputStream(entry))
+                    try (InputStream in = zip.getInputStream(entry))
                     {
                         Files.copy(in, target);
                     }

@@ -12,10 +12,22 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * Many messages outstanding, and handlers that send from the poller thread (as an RPC server answers
  * and a closed-loop client issues its next call): the poller must never wait on a queue only it drains.
- * Counted, not timed: every message is answered and every credit comes back.
+ * Counted, not timed: every message is answered and every credit comes back. Over each fabric
+ * ({@link ShmEngineLoadTest}, {@link TcpEngineLoadTest}).
  */
-class EngineLoadTest
+abstract class AbstractEngineLoadTest
 {
+    /**
+     * @return the fabric the suite runs over.
+     */
+    abstract EngineFabric fabric();
+
+    /** The suite's configuration over {@link #fabric()} (hides the shm-only one of EngineTestSupport). */
+    EngineConfig config(final PollingMode mode)
+    {
+        return EngineTestSupport.config(fabric(), mode);
+    }
+
     /** Sends from a handler (poller thread): never spins; what does not fit waits for onWritable. */
     static final class Responder implements MessageHandler
     {
@@ -97,7 +109,7 @@ class EngineLoadTest
         final EngineConfig clientConfig = config(mode).receiveSlots(128).sendSlots(128).eagerLimit(4096);
         final Responder echo = new Responder(Long.MAX_VALUE, 3, 1);
         final Responder loop = new Responder(total - calls, 1, 3);
-        try (EnginePair pair = new EnginePair(serverConfig, clientConfig, c ->
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, clientConfig, c ->
         {
             echo.connection = c;
             c.setHandler(echo);

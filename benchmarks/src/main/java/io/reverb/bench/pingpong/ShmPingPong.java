@@ -1,5 +1,6 @@
-package io.reverb.rdma.provider.shm.tools;
+package io.reverb.bench.pingpong;
 
+import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.provider.shm.ShmVerbsProvider;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionChannel;
@@ -19,7 +20,9 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -31,10 +34,15 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /**
  * Two-process ping-pong over the shm verbs provider: 64-byte SEND/RECV, both sides busy-polling
@@ -43,7 +51,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <pre>
  * java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp &lt;class path&gt; \
- *     io.reverb.rdma.provider.shm.tools.ShmPingPong [iterations] [warmup] [size]
+ *     io.reverb.bench.pingpong.ShmPingPong [iterations] [warmup] [size]
  * java ... ShmPingPong --floor [iterations]   # bare shared-memory ping-pong, no verbs, for comparison
  * java ... ShmPingPong --event [iterations]   # ping sleeps on its completion channel instead of spinning
  * </pre>
@@ -61,35 +69,68 @@ public final class ShmPingPong
 
     /**
      * @param args see the class comment.
-     * @throws Exception on failure.
      */
-    public static void main(final String[] args) throws Exception
+    public static void main(final String[] args)
     {
-        if (args.length >= 2 && args[0].equals("--pong"))
+        System.exit(new CommandLine(new Options()).execute(args));
+    }
+
+    /** The command line (picocli). */
+    @Command(name = "ShmPingPong", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Two-process ping-pong over the shm verbs provider (64-byte SEND/RECV, busy-polling).")
+    static final class Options implements Callable<Integer>
+    {
+        @Option(names = "--floor", description = "bare shared-memory ping-pong, no verbs, for comparison")
+        boolean floor;
+
+        @Option(names = "--event", description = "the ping side sleeps on its completion channel instead of spinning")
+        boolean event;
+
+        @Parameters(index = "0", arity = "0..1", paramLabel = "ITERATIONS",
+            description = "measured round trips (default 1,000,000; --floor 2,000,000; --event 50,000)")
+        Integer iterations;
+
+        @Parameters(index = "1", arity = "0..1", paramLabel = "WARMUP",
+            description = "warm-up round trips (default 200,000; --floor and --event: a fifth of ITERATIONS)")
+        Integer warmup;
+
+        @Parameters(index = "2", arity = "0..1", paramLabel = "SIZE", description = "message bytes (default 64, at most 256)")
+        Integer size;
+
+        @Option(names = "--pong", hidden = true, paramLabel = "NAME", description = "the child's entry point (echo)")
+        String pongName;
+
+        @Option(names = "--floor-pong", hidden = true, arity = "2", paramLabel = "FILE ROUNDS",
+            description = "the child's entry point (floor echo)")
+        List<String> floorPong;
+
+        @Override
+        public Integer call() throws Exception
         {
-            pong(args[1]);
-            return;
+            if (pongName != null)
+            {
+                pong(pongName);
+            }
+            else if (floorPong != null)
+            {
+                floorPong(Paths.get(floorPong.get(0)), Long.parseLong(floorPong.get(1)));
+            }
+            else if (floor)
+            {
+                floorPing(iterations != null ? iterations : 2_000_000);
+            }
+            else if (event)
+            {
+                final int n = iterations != null ? iterations : 50_000;
+                ping(n, warmup != null ? warmup : n / 5, size != null ? size : 64, true);
+            }
+            else
+            {
+                ping(iterations != null ? iterations : 1_000_000, warmup != null ? warmup : 200_000,
+                    size != null ? size : 64, false);
+            }
+            return 0;
         }
-        if (args.length >= 2 && args[0].equals("--floor-pong"))
-        {
-            floorPong(Paths.get(args[1]), Long.parseLong(args[2]));
-            return;
-        }
-        if (args.length >= 1 && args[0].equals("--floor"))
-        {
-            floorPing(args.length > 1 ? Integer.parseInt(args[1]) : 2_000_000);
-            return;
-        }
-        if (args.length >= 1 && args[0].equals("--event"))
-        {
-            final int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 50_000;
-            ping(iterations, iterations / 5, 64, true);
-            return;
-        }
-        final int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
-        final int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
-        final int size = args.length > 2 ? Integer.parseInt(args[2]) : 64;
-        ping(iterations, warmup, size, false);
     }
 
     private static Process fork(final String... args) throws Exception
@@ -153,8 +194,7 @@ public final class ShmPingPong
 
             runRounds(qp, recvCq, channel, recvRegion, sendRegion, send, recv, wc, samples, warmup);
 
-            final com.sun.management.ThreadMXBean threads =
-                (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             final long threadId = Thread.currentThread().getId();
             final long allocatedBefore = threads.getThreadAllocatedBytes(threadId);
             runRounds(qp, recvCq, channel, recvRegion, sendRegion, send, recv, wc, samples, iterations);
@@ -243,9 +283,9 @@ public final class ShmPingPong
         {
             channel.await(1_000_000_000L);
         }
-        catch (final java.io.IOException ex)
+        catch (final IOException ex)
         {
-            throw new java.io.UncheckedIOException(ex);
+            throw new UncheckedIOException(ex);
         }
     }
 

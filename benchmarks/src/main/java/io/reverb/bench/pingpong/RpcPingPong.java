@@ -1,7 +1,9 @@
-package io.reverb.rdma.rpc.tools;
+package io.reverb.bench.pingpong;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
+import com.sun.management.ThreadMXBean;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
@@ -12,18 +14,25 @@ import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
+import java.lang.reflect.Method;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.reactivestreams.Subscription;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Mono;
 
@@ -60,30 +69,51 @@ public final class RpcPingPong
 
     /**
      * @param args see the class comment; {@code --serve <uri>} is the child's entry point.
-     * @throws Exception on failure.
      */
-    public static void main(final String[] args) throws Exception
+    public static void main(final String[] args)
     {
-        if (args.length > 0 && "--serve".equals(args[0]))
-        {
-            serve(args[1]);
-            return;
-        }
-        String uri = "shm://rpcpingpong-" + ProcessHandle.current().pid();
+        System.exit(new CommandLine(new Options()).execute(args));
+    }
+
+    /** The command line (picocli). */
+    @Command(name = "RpcPingPong", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Unary 64-byte RPC ping-pong between two processes: call time percentiles and allocation per call.")
+    static final class Options implements Callable<Integer>
+    {
+        @Option(names = "--uri", paramLabel = "URI",
+            description = "server address, e.g. shm://name?polling=busy (default: shm://rpcpingpong-<pid>)")
+        String uri;
+
+        @Option(names = "--warmup", paramLabel = "N", description = "warm-up calls per caller (default: ${DEFAULT-VALUE})")
         int warmup = 50_000;
+
+        @Option(names = "--calls", paramLabel = "N", description = "measured calls per caller (default: ${DEFAULT-VALUE})")
         int calls = 200_000;
+
+        @Option(names = "--rounds", paramLabel = "N", description = "rounds of both callers (default: ${DEFAULT-VALUE})")
         int rounds = 1;
-        for (int i = 0; i < args.length; i += 2)
+
+        @Option(names = "--serve", hidden = true, paramLabel = "URI",
+            description = "the child's entry point: run the echo server")
+        String serve;
+
+        @Override
+        public Integer call() throws Exception
         {
-            switch (args[i])
+            if (serve != null)
             {
-                case "--uri": uri = args[i + 1]; break;
-                case "--warmup": warmup = Integer.parseInt(args[i + 1]); break;
-                case "--calls": calls = Integer.parseInt(args[i + 1]); break;
-                case "--rounds": rounds = Integer.parseInt(args[i + 1]); break;
-                default: throw new IllegalArgumentException("unknown option " + args[i]);
+                serve(serve);
             }
+            else
+            {
+                measure(uri != null ? uri : "shm://rpcpingpong-" + ProcessHandle.current().pid(), warmup, calls, rounds);
+            }
+            return 0;
         }
+    }
+
+    private static void measure(final String uri, final int warmup, final int calls, final int rounds) throws Exception
+    {
         System.out.printf(Locale.ROOT, "Reverb unary RPC ping-pong, two processes, %s, 64 B, %d calls (+%d warm-up); " +
             "%d cores, %s%n", uri, calls, warmup, Runtime.getRuntime().availableProcessors(),
             System.getProperty("java.vm.version"));
@@ -108,14 +138,14 @@ public final class RpcPingPong
         final BytesValue request = BytesValue.of(ByteString.copyFrom(new byte[PAYLOAD]));
         // the server's address names the endpoint; the polling mode asked for applies to the client as well
         final String address = ready.substring("READY ".length());
-        final String query = java.net.URI.create(uri).getRawQuery();
+        final String query = URI.create(uri).getRawQuery();
         final String target = query == null || address.contains("?") ? address : address + "?" + query;
         System.out.println("server: " + address + ", client connects to " + target);
         try (RpcChannel channel = RpcChannel.builder(target).build())
         {
             System.out.printf(Locale.ROOT, "%-8s %8s %8s %9s %9s %14s %14s %15s%n",
                 "caller", "p50 us", "p99 us", "p99.9 us", "max us", "alloc/call cli", "alloc/call srv", "sleeps/call cli");
-            final io.reverb.rdma.engine.RdmaEngine engine = clientEngine(target);
+            final RdmaEngine engine = clientEngine(target);
             System.out.println("client engine: " + (engine == null ? "not reachable (sleeps not counted)" :
                 engine.config().name() + ", " + engine.config().pollingMode() + ", " + engine.pollerCount() + " poller(s)"));
             for (int round = 0; round < rounds; round++)
@@ -240,15 +270,19 @@ public final class RpcPingPong
         }
     }
 
-    /** The client's engine (package-private in io.reverb.rdma.rpc), for its poller counters; null if not reachable. */
-    private static io.reverb.rdma.engine.RdmaEngine clientEngine(final String uri)
+    /**
+     * The client's engine, for its poller counters; null if not reachable. {@code ShmTransportProvider.engineFor} is
+     * package-private in io.reverb.rdma.rpc (the engine behind a channel is not API), so it is looked up reflectively:
+     * when it moves or changes, sleeps are reported as not counted instead of failing the benchmark.
+     */
+    private static RdmaEngine clientEngine(final String uri)
     {
         try
         {
-            final java.lang.reflect.Method m = Class.forName("io.reverb.rdma.rpc.ShmTransportProvider")
-                .getDeclaredMethod("engineFor", java.net.URI.class);
+            final Method m = Class.forName("io.reverb.rdma.rpc.ShmTransportProvider")
+                .getDeclaredMethod("engineFor", URI.class);
             m.setAccessible(true);
-            return (io.reverb.rdma.engine.RdmaEngine)m.invoke(null, java.net.URI.create(uri));
+            return (RdmaEngine)m.invoke(null, URI.create(uri));
         }
         catch (final ReflectiveOperationException | RuntimeException ex)
         {
@@ -256,7 +290,7 @@ public final class RpcPingPong
         }
     }
 
-    private static long sleeps(final io.reverb.rdma.engine.RdmaEngine engine)
+    private static long sleeps(final RdmaEngine engine)
     {
         if (engine == null)
         {
@@ -270,7 +304,7 @@ public final class RpcPingPong
         return n;
     }
 
-    private static long serverAllocated(final PrintWriter in, final BufferedReader out) throws java.io.IOException
+    private static long serverAllocated(final PrintWriter in, final BufferedReader out) throws IOException
     {
         in.println("STATS");
         String line;
@@ -288,7 +322,7 @@ public final class RpcPingPong
 
     static long allocatedBytes()
     {
-        final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final ThreadMXBean mx = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         long sum = 0;
         for (final long b : mx.getThreadAllocatedBytes(mx.getAllThreadIds()))
         {

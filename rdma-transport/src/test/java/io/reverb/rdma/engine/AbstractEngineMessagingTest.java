@@ -3,20 +3,45 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** Message delivery over shm between two engines of this process. */
-class EngineMessagingTest
+/**
+ * Message delivery between two engines of this process, over each fabric ({@link ShmEngineMessagingTest},
+ * {@link TcpEngineMessagingTest}).
+ */
+abstract class AbstractEngineMessagingTest
 {
+    /**
+     * @return the fabric the suite runs over.
+     */
+    abstract EngineFabric fabric();
+
+    /** The suite's configuration over {@link #fabric()} (hides the shm-only one of EngineTestSupport). */
+    EngineConfig config(final PollingMode mode)
+    {
+        return EngineTestSupport.config(fabric(), mode);
+    }
+
     /** Records (length, checksum ok) of every message, in order. */
     static final class Recorder implements MessageHandler
     {
@@ -25,11 +50,56 @@ class EngineMessagingTest
         volatile long nextSeed;
 
         @Override
-        public void onMessage(final org.agrona.DirectBuffer buffer, final int offset, final int length)
+        public void onMessage(final DirectBuffer buffer, final int offset, final int length)
         {
             final long seed = nextSeed++;
             messages.add(new long[] {length, check(buffer, offset, length, seed) ? 1 : 0});
             count.incrementAndGet();
+        }
+    }
+
+    @Test
+    void shouldDeliverSmallAndLargeMessagesAndCloseBothSides() throws Exception
+    {
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(), config(PollingMode.ADAPTIVE).name("server"));
+            RdmaEngine client = RdmaEngine.open(fabric().scheme(), config(PollingMode.ADAPTIVE).name("client")))
+        {
+            final BlockingQueue<byte[]> received = new ArrayBlockingQueue<>(100);
+            final AtomicReference<Connection> serverSide = new AtomicReference<>();
+            final EngineListener listener = server.listen(fabric().listenAddress("smoke"), c ->
+            {
+                c.setHandler((buf, off, len) ->
+                {
+                    final byte[] bytes = new byte[len];
+                    buf.getBytes(off, bytes);
+                    received.add(bytes);
+                });
+                serverSide.set(c);
+            });
+            assertThat(listener.address()).doesNotEndWith(":0");
+            final Connection connection = client.connect(listener.address());
+            connection.setHandler((buf, off, len) -> { });
+            await("accepted", () -> serverSide.get() != null);
+            final MessageClaim claim = new MessageClaim();
+            final int[] sizes = {0, 1, 100, 1023, 1024, 1025, 100_000, 3_000_000, 7, 1024};
+            for (int i = 0; i < sizes.length; i++)
+            {
+                send(connection, claim, sizes[i], i);
+            }
+            for (int i = 0; i < sizes.length; i++)
+            {
+                final byte[] bytes = received.poll(30, TimeUnit.SECONDS);
+                assertThat(bytes).as("message " + i).isNotNull();
+                assertThat(bytes).as("message " + i).hasSize(sizes[i]);
+                assertThat(check(new UnsafeBuffer(bytes), 0, bytes.length, i)).as("content of message " + i).isTrue();
+            }
+            // 0, 1, 100 are certainly eager and 1025, 100_000, 3_000_000 certainly rendezvous.
+            assertThat(connection.stats().eagerMessagesSent()).isGreaterThanOrEqualTo(3);
+            assertThat(connection.stats().rendezvousMessagesSent()).isGreaterThanOrEqualTo(3);
+            assertQuiescent(connection, serverSide.get());
+            connection.close();
+            await("server side closed", () -> serverSide.get().isClosed());
+            assertThat(connection.isClosed()).isTrue();
         }
     }
 
@@ -42,7 +112,7 @@ class EngineMessagingTest
             .rendezvousPoolBytes(2L * max);
         final EngineConfig big2 = config(PollingMode.ADAPTIVE).maxInboundMessageSize(max).maxOutboundMessageSize(max)
             .rendezvousPoolBytes(2L * max);
-        try (EnginePair pair = new EnginePair(big, big2, recorder))
+        try (EnginePair pair = new EnginePair(fabric(), big, big2, recorder))
         {
             final int[] sizes = {0, 1, 7, 8, 15, 16, 17, 1000, 1023, 1024, 1025, 4096, 65_535, 65_536, 65_537,
                 1 << 20, (1 << 20) + 3, 16 << 20, max - 1, max};
@@ -67,7 +137,7 @@ class EngineMessagingTest
     void shouldSwitchToRendezvousExactlyAboveTheEagerLimit() throws Exception
     {
         final Recorder recorder = new Recorder();
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
         {
             final int s = pair.client.eagerLimit();
             assertThat(s).isEqualTo(1024);
@@ -117,9 +187,9 @@ class EngineMessagingTest
             next[thread] = seq + 1;
             received.incrementAndGet();
         };
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), handler))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), handler))
         {
-            final java.util.Queue<String> closes = new ConcurrentLinkedQueue<>();
+            final Queue<String> closes = new ConcurrentLinkedQueue<>();
             pair.client.onClose(cause -> closes.add("client closed: " + cause));
             pair.server.onClose(cause -> closes.add("server closed: " + cause));
             final CountDownLatch start = new CountDownLatch(1);
@@ -130,7 +200,7 @@ class EngineMessagingTest
                 final Thread sender = new Thread(() ->
                 {
                     final MessageClaim claim = new MessageClaim();
-                    final java.util.Random random = new java.util.Random(thread);
+                    final Random random = new Random(thread);
                     try
                     {
                         start.await();
@@ -188,7 +258,7 @@ class EngineMessagingTest
         // Echo server: ping-pong exercises the poller's idle path on every message.
         final int rounds = mode == PollingMode.BUSY ? 300 : 1000;
         final AtomicInteger pongs = new AtomicInteger();
-        final java.util.function.Consumer<Connection> echo = c ->
+        final Consumer<Connection> echo = c ->
         {
             serverSide.set(c);
             final MessageClaim reply = new MessageClaim();
@@ -201,7 +271,7 @@ class EngineMessagingTest
                 }
             });
         };
-        try (EnginePair pair = new EnginePair(config(mode), config(mode), echo))
+        try (EnginePair pair = new EnginePair(fabric(), config(mode), config(mode), echo))
         {
             pair.client.setHandler((buffer, offset, length) -> pongs.incrementAndGet());
             final MessageClaim claim = new MessageClaim();
@@ -217,7 +287,7 @@ class EngineMessagingTest
                 assertThat(pair.serverEngine.pollerSleeps(0)).as("the poller blocked at least once").isPositive();
                 // Idle: the poller sleeps on its completion channel. A bound on its CPU time, not on
                 // wall time: generous (10 %), yet a spinning poller would use all of the second.
-                final java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+                final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
                 final long id = pair.serverEngine.pollerThread(0).getId();
                 Thread.sleep(300);
                 final long cpu0 = threads.getThreadCpuTime(id);
@@ -237,7 +307,7 @@ class EngineMessagingTest
         final AtomicReference<Connection> serverSide = new AtomicReference<>();
         final Recorder recorder = new Recorder();
         // The server does not set a handler at first, so nothing is received and no credits return.
-        try (EnginePair pair = new EnginePair(config(PollingMode.EVENT), config(PollingMode.EVENT), c -> serverSide.set(c)))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), c -> serverSide.set(c)))
         {
             final MessageClaim claim = new MessageClaim();
             int sent = 0;
@@ -285,7 +355,7 @@ class EngineMessagingTest
         final AtomicInteger bad = new AtomicInteger();
         final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(256 * 1024)
             .maxOutboundMessageSize(256 * 1024).rendezvousPoolBytes(512 * 1024); // two buffers
-        try (EnginePair pair = new EnginePair(serverConfig, config(PollingMode.ADAPTIVE), c ->
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), c ->
         {
             serverSide.set(c);
             c.setHandler((buffer, offset, length) ->
@@ -343,7 +413,7 @@ class EngineMessagingTest
         final Recorder recorder = new Recorder();
         final EngineConfig clientConfig = config(PollingMode.ADAPTIVE).maxOutboundMessageSize(256 * 1024)
             .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024); // one send buffer
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), clientConfig, recorder))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), clientConfig, recorder))
         {
             final MessageClaim first = new MessageClaim();
             final MessageClaim second = new MessageClaim();
@@ -367,7 +437,7 @@ class EngineMessagingTest
     {
         final Recorder recorder = new Recorder();
         final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(100_000);
-        try (EnginePair pair = new EnginePair(serverConfig, config(PollingMode.ADAPTIVE), recorder))
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), recorder))
         {
             assertThat(pair.client.peerMaxInboundMessageSize()).isEqualTo(100_000);
             final AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -401,7 +471,7 @@ class EngineMessagingTest
     @Test
     void shouldReturnTooLargeForClaimsAboveTheOutboundLimit() throws Exception
     {
-        try (EnginePair pair = new EnginePair(config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
         {
             assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new MessageClaim())).isEqualTo(Connection.TOO_LARGE);
         }
@@ -413,7 +483,7 @@ class EngineMessagingTest
         final Recorder recorder = new Recorder();
         final AtomicReference<Throwable> serverCause = new AtomicReference<>(new Throwable("not closed"));
         final AtomicReference<Throwable> clientCause = new AtomicReference<>(new Throwable("not closed"));
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c ->
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c ->
         {
             c.setHandler(recorder);
             c.onClose(serverCause::set);
@@ -445,7 +515,7 @@ class EngineMessagingTest
         final AtomicReference<Throwable> clientCause = new AtomicReference<>();
         final ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         // Server never receives: messages pile up in the client's ring and pool.
-        final EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c -> { });
+        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c -> { });
         try
         {
             pair.client.onClose(clientCause::set);
@@ -479,20 +549,20 @@ class EngineMessagingTest
             pair.close();
         }
     }
+
     @Test
     void shouldSpreadConnectionsOverSeveralPollers() throws Exception
     {
         final AtomicInteger received = new AtomicInteger();
-        final java.util.Set<String> pollerThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).pollerCount(2).name("server"));
-            RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT).name("client")))
+        final Set<String> pollerThreads = ConcurrentHashMap.newKeySet();
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT).pollerCount(2).name("server"));
+            RdmaEngine client = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT).name("client")))
         {
-            final String name = uniqueName("pollers");
-            server.listen(name, c -> c.setHandler((buffer, offset, length) ->
+            final String name = server.listen(fabric().listenAddress("pollers"), c -> c.setHandler((buffer, offset, length) ->
             {
                 pollerThreads.add(Thread.currentThread().getName());
                 received.incrementAndGet();
-            }));
+            })).address();
             final List<Connection> connections = new ArrayList<>();
             for (int i = 0; i < 4; i++)
             {
@@ -521,7 +591,7 @@ class EngineMessagingTest
     void shouldSendNothingForAbortedClaimsAndGiveTheirSpaceBack() throws Exception
     {
         final Recorder recorder = new Recorder();
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
         {
             final MessageClaim claim = new MessageClaim();
             final MessageClaim other = new MessageClaim();

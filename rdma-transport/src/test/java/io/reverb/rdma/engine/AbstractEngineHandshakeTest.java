@@ -17,13 +17,27 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;
 
-/** Connection set-up: authentication, versions, configuration, metrics. */
-class EngineHandshakeTest
+/**
+ * Connection set-up over each fabric ({@link ShmEngineHandshakeTest}, {@link TcpEngineHandshakeTest}):
+ * authentication, versions, metrics. Configuration checks need no fabric: {@link EngineConfigTest}.
+ */
+abstract class AbstractEngineHandshakeTest
 {
+    /**
+     * @return the fabric the suite runs over.
+     */
+    abstract EngineFabric fabric();
+
+    /** The suite's configuration over {@link #fabric()} (hides the shm-only one of EngineTestSupport). */
+    EngineConfig config(final PollingMode mode)
+    {
+        return EngineTestSupport.config(fabric(), mode);
+    }
+
     @Test
     void shouldConnectWhenBothSidesPresentTheSameToken() throws Exception
     {
-        try (EnginePair pair = new EnginePair(config(PollingMode.EVENT).authToken("s3cret"),
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT).authToken("s3cret"),
             config(PollingMode.EVENT).authToken("s3cret"), (b, o, l) -> { }))
         {
             assertThat(pair.client.isConnected()).isTrue();
@@ -35,11 +49,12 @@ class EngineHandshakeTest
     void shouldRefuseAWrongTokenWithAClearErrorOnBothSides() throws Exception
     {
         final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken("right").errorHandler(serverErrors::add));
-            RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken("wrong")))
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(),
+                config(PollingMode.EVENT).authToken("right").errorHandler(serverErrors::add));
+            RdmaEngine client = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT).authToken("wrong")))
         {
-            final String name = uniqueName("auth");
-            final EngineListener listener = server.listen(name, c -> { });
+            final EngineListener listener = server.listen(fabric().listenAddress("auth"), c -> { });
+            final String name = listener.address();
             assertThatThrownBy(() -> client.connect(name))
                 .isInstanceOf(HandshakeException.class)
                 .hasMessageContaining("authentication token mismatch")
@@ -58,11 +73,11 @@ class EngineHandshakeTest
     void shouldRefuseAMissingToken() throws Exception
     {
         final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken("right").errorHandler(serverErrors::add));
-            RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT)))
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(),
+                config(PollingMode.EVENT).authToken("right").errorHandler(serverErrors::add));
+            RdmaEngine client = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT)))
         {
-            final String name = uniqueName("auth");
-            server.listen(name, c -> { });
+            final String name = server.listen(fabric().listenAddress("auth"), c -> { }).address();
             assertThatThrownBy(() -> client.connect(name)).isInstanceOf(HandshakeException.class)
                 .hasMessageContaining("authentication token required");
             await("server reported", () -> !serverErrors.isEmpty());
@@ -75,11 +90,10 @@ class EngineHandshakeTest
     {
         final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
         final EngineConfig clientSide = config(PollingMode.EVENT).conclude();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).errorHandler(serverErrors::add));
-            VerbsContext raw = VerbsProviders.forScheme("shm").open(verbsConfig()))
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT).errorHandler(serverErrors::add));
+            VerbsContext raw = VerbsProviders.forScheme(fabric().scheme()).open(fabric().verbsConfig()))
         {
-            final String name = uniqueName("version");
-            server.listen(name, c -> { });
+            final String name = server.listen(fabric().listenAddress("version"), c -> { }).address();
             final ProtectionDomain pd = raw.allocPd();
             final CompletionQueue cq = raw.createCq(64, null);
             final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
@@ -101,25 +115,10 @@ class EngineHandshakeTest
     }
 
     @Test
-    void shouldRejectAnInvalidConfigurationInOnePlace()
-    {
-        assertThatThrownBy(() -> new EngineConfig().receiveSlots(2).conclude())
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("receiveSlots");
-        assertThatThrownBy(() -> new EngineConfig().maxInboundMessageSize(1 << 26).rendezvousPoolBytes(1 << 20).conclude())
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rendezvousPoolBytes");
-        assertThatThrownBy(() -> new EngineConfig().meterRegistry("not a registry").conclude())
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("MeterRegistry");
-        final EngineConfig concluded = new EngineConfig().conclude();
-        assertThatThrownBy(() -> concluded.eagerLimit(10)).isInstanceOf(IllegalStateException.class);
-        assertThat(concluded.pollingMode()).isEqualTo(PollingMode.ADAPTIVE);
-        assertThat(concluded.pollerCount()).isEqualTo(1);
-    }
-
-    @Test
     void shouldExposeMetricsThroughMicrometer() throws Exception
     {
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE),
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE),
             config(PollingMode.ADAPTIVE).meterRegistry(registry), (b, o, l) -> { }))
         {
             final MessageClaim claim = new MessageClaim();

@@ -15,14 +15,23 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.agrona.DirectBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** The engine between this JVM and a child JVM ({@link EngineChild}) over shm. */
-class EngineCrossProcessTest
+/**
+ * The engine between this JVM and a child JVM ({@link EngineChild}), over each fabric
+ * ({@link ShmEngineCrossProcessTest}, {@link TcpEngineCrossProcessTest}).
+ */
+abstract class AbstractEngineCrossProcessTest
 {
     private Process child;
     private RdmaEngine engine;
+
+    /**
+     * @return the fabric the suite runs over.
+     */
+    abstract EngineFabric fabric();
 
     @AfterEach
     void tearDown() throws Exception
@@ -40,7 +49,6 @@ class EngineCrossProcessTest
 
     private String startChild(final String mode, final boolean withMicrometer) throws Exception
     {
-        final String name = uniqueName("child-" + mode);
         String classPath = System.getProperty("java.class.path");
         if (!withMicrometer)
         {
@@ -54,16 +62,17 @@ class EngineCrossProcessTest
             "-Xmx256m",
             "-Dreverb.test.shm.dir=" + shmDirectory(),
             "-cp", classPath,
-            EngineChild.class.getName(), mode, name));
+            EngineChild.class.getName(), mode, fabric().name(), fabric().listenAddress("child-" + mode)));
         child = new ProcessBuilder(command).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         final String line = out.readLine();
-        assertThat(line).as("child's first line").startsWith("READY");
-        assertThat(line).endsWith("micrometer=" + withMicrometer);
+        assertThat(line).as("child's first line").startsWith("READY ");
+        assertThat(line).endsWith(" micrometer=" + withMicrometer);
         final Thread drain = new Thread(() -> out.lines().forEach(l -> System.out.println("[child] " + l)));
         drain.setDaemon(true);
         drain.start();
-        return name;
+        // READY <address> micrometer=<bool>: the address to connect to (a tcp child reports its port)
+        return line.split(" ")[1];
     }
 
     private static final class Acks implements MessageHandler
@@ -71,19 +80,19 @@ class EngineCrossProcessTest
         final Queue<int[]> acks = new ConcurrentLinkedQueue<>();
 
         @Override
-        public void onMessage(final org.agrona.DirectBuffer buffer, final int offset, final int length)
+        public void onMessage(final DirectBuffer buffer, final int offset, final int length)
         {
             acks.add(new int[] {buffer.getInt(offset), buffer.getInt(offset + 4), buffer.getInt(offset + 8),
                 buffer.getInt(offset + 12), (int)buffer.getLong(offset + 16)});
         }
     }
 
-    private Connection connect(final String name, final Acks acks) throws Exception
+    private Connection connect(final String address, final Acks acks) throws Exception
     {
         final int max = 64 * 1024 * 1024;
-        engine = RdmaEngine.open("shm", config(PollingMode.ADAPTIVE).name("parent")
+        engine = RdmaEngine.open(fabric().scheme(), config(fabric(), PollingMode.ADAPTIVE).name("parent")
             .maxInboundMessageSize(max).maxOutboundMessageSize(max).rendezvousPoolBytes(2L * max));
-        final Connection connection = engine.connect(name);
+        final Connection connection = engine.connect(address);
         connection.setHandler(acks);
         return connection;
     }

@@ -1,4 +1,4 @@
-package io.reverb.rdma.provider.tcp.tools;
+package io.reverb.bench.pingpong;
 
 import io.reverb.rdma.provider.tcp.TcpVerbsProvider;
 import io.reverb.rdma.verbs.Access;
@@ -17,8 +17,12 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.util.Arrays;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * Ping-pong over the tcp verbs provider on loopback, both contexts in this JVM (each with its own NIC
@@ -27,7 +31,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>
  * java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp &lt;class path&gt; \
- *     io.reverb.rdma.provider.tcp.tools.TcpPingPong [iterations] [warmup] [size]
+ *     io.reverb.bench.pingpong.TcpPingPong [iterations] [warmup] [size]
  * </pre>
  */
 public final class TcpPingPong
@@ -41,19 +45,40 @@ public final class TcpPingPong
 
     /**
      * @param args iterations (default 20,000), warm-up iterations (default 5,000), message size (default 64).
-     * @throws Exception if the connection fails.
      */
-    public static void main(final String[] args) throws Exception
+    public static void main(final String[] args)
     {
-        final int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
-        final int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 5_000;
-        final int size = args.length > 2 ? Integer.parseInt(args[2]) : 64;
-        final long[] rtts = run(iterations, warmup, size);
-        Arrays.sort(rtts);
-        System.out.printf("tcp:// loopback ping-pong, %d B, %d round trips%n", size, iterations);
-        System.out.printf("RTT us: min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
-            rtts[0] / 1e3, percentile(rtts, 50), percentile(rtts, 90), percentile(rtts, 99), percentile(rtts, 99.9),
-            rtts[rtts.length - 1] / 1e3);
+        System.exit(new CommandLine(new Options()).execute(args));
+    }
+
+    /** The command line (picocli). */
+    @Command(name = "TcpPingPong", mixinStandardHelpOptions = true,
+        description = "Ping-pong over the tcp verbs provider on loopback, both contexts in this JVM.")
+    static final class Options implements Callable<Integer>
+    {
+        @Parameters(index = "0", arity = "0..1", paramLabel = "ITERATIONS",
+            description = "measured round trips (default: ${DEFAULT-VALUE})")
+        int iterations = 20_000;
+
+        @Parameters(index = "1", arity = "0..1", paramLabel = "WARMUP",
+            description = "warm-up round trips (default: ${DEFAULT-VALUE})")
+        int warmup = 5_000;
+
+        @Parameters(index = "2", arity = "0..1", paramLabel = "SIZE",
+            description = "message bytes, at most 4096 (default: ${DEFAULT-VALUE})")
+        int size = 64;
+
+        @Override
+        public Integer call() throws Exception
+        {
+            final long[] rtts = run(iterations, warmup, size);
+            Arrays.sort(rtts);
+            System.out.printf("tcp:// loopback ping-pong, %d B, %d round trips%n", size, iterations);
+            System.out.printf("RTT us: min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
+                rtts[0] / 1e3, percentile(rtts, 50), percentile(rtts, 90), percentile(rtts, 99), percentile(rtts, 99.9),
+                rtts[rtts.length - 1] / 1e3);
+            return 0;
+        }
     }
 
     /**

@@ -1,8 +1,7 @@
-package io.reverb.rdma.provider.tcp;
+package io.reverb.bench.pingpong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rdma.provider.tcp.tools.TcpPingPong;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

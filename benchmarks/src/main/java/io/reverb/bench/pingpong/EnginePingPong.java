@@ -1,8 +1,12 @@
-package io.reverb.rdma.engine.tools;
+package io.reverb.bench.pingpong;
 
+import com.sun.management.OperatingSystemMXBean;
+import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.engine.Connection;
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.EngineListener;
 import io.reverb.rdma.engine.MessageClaim;
+import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
 import java.io.BufferedReader;
@@ -12,10 +16,14 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.agrona.DirectBuffer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Engine-level benchmark between two processes over shm (or {@code --scheme tcp}): a benchmark, not a test.
@@ -33,8 +41,8 @@ import org.agrona.DirectBuffer;
  *       with the sending thread's allocation per message.</li>
  * </ul>
  *
- * <p>Usage: {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000] [--messages 200000]
- * [--throughput 2000] [--scheme shm|tcp|rdma] [--address host:0]}; run with
+ * <p>Usage ({@code --help} lists the options): {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000]
+ * [--messages 200000] [--throughput 2000] [--scheme shm|tcp|rdma] [--address host:0]}; run with
  * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} (and, for rdma, {@code java.base/sun.nio.ch}).
  * {@code --address} is where a tcp/rdma echo server listens (default 127.0.0.1:0; for rdma, the RDMA
  * interface's address); the child JVM inherits {@code java.library.path} and {@code reverb.disni.localAddress}.
@@ -50,44 +58,64 @@ public final class EnginePingPong
     }
 
     /**
-     * @param args see the class comment; {@code --serve <name> <mode>} is the child's entry point.
-     * @throws Exception on failure.
+     * @param args see the class comment; {@code --serve <name> <mode> <scheme>} is the child's entry point.
      */
-    public static void main(final String[] args) throws Exception
+    public static void main(final String[] args)
     {
-        if (args.length > 0 && "--serve".equals(args[0]))
-        {
-            serve(args[1], PollingMode.valueOf(args[2]), args.length > 3 ? args[3] : "shm");
-            return;
-        }
-        String modes = "BUSY,ADAPTIVE,EVENT";
+        System.exit(new CommandLine(new Options()).execute(args));
+    }
+
+    /** The command line (picocli). */
+    @Command(name = "EnginePingPong", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Engine ping-pong between two processes: RTT, CPU and allocation per round trip, idle CPU, " +
+            "1 MiB one-way throughput, for each polling mode.")
+    static final class Options implements Callable<Integer>
+    {
+        @Option(names = "--modes", split = ",", paramLabel = "MODE",
+            description = "polling modes to measure, each with a fresh echo server (default: ${DEFAULT-VALUE})")
+        List<PollingMode> modes = new ArrayList<>(List.of(PollingMode.BUSY, PollingMode.ADAPTIVE, PollingMode.EVENT));
+
+        @Option(names = "--warmup", paramLabel = "N", description = "warm-up round trips (default: ${DEFAULT-VALUE})")
         int warmup = 50_000;
+
+        @Option(names = "--messages", paramLabel = "N", description = "measured round trips (default: ${DEFAULT-VALUE})")
         int messages = 200_000;
+
+        @Option(names = "--throughput", paramLabel = "N", description = "1 MiB messages sent one way (default: ${DEFAULT-VALUE})")
         int throughput = 2_000;
+
+        @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
         String scheme = "shm";
+
+        @Option(names = "--address", paramLabel = "HOST:PORT",
+            description = "where a tcp/rdma echo server listens (default: ${DEFAULT-VALUE}; " +
+                "for rdma, the RDMA interface's address)")
         String address = "127.0.0.1:0";
-        for (int i = 0; i < args.length; i += 2)
+
+        @Option(names = "--serve", arity = "3", hidden = true, paramLabel = "NAME MODE SCHEME",
+            description = "the child's entry point: run an echo server")
+        List<String> serve;
+
+        @Override
+        public Integer call() throws Exception
         {
-            switch (args[i])
+            if (serve != null)
             {
-                case "--modes": modes = args[i + 1]; break;
-                case "--warmup": warmup = Integer.parseInt(args[i + 1]); break;
-                case "--messages": messages = Integer.parseInt(args[i + 1]); break;
-                case "--throughput": throughput = Integer.parseInt(args[i + 1]); break;
-                case "--scheme": scheme = args[i + 1]; break;
-                case "--address": address = args[i + 1]; break;
-                default: throw new IllegalArgumentException("unknown option " + args[i]);
+                serve(serve.get(0), PollingMode.valueOf(serve.get(1)), serve.get(2));
+                return 0;
             }
-        }
-        System.out.printf(Locale.ROOT, "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); " +
-            "%d cores, %s%n", scheme, PING, messages, warmup, Runtime.getRuntime().availableProcessors(),
-            System.getProperty("java.vm.version"));
-        System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
-            "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
-            "idle cpu%", "1MiB GB/s", "alloc/1MiB");
-        for (final String mode : modes.split(","))
-        {
-            run(scheme, address, PollingMode.valueOf(mode.trim()), warmup, messages, throughput);
+            System.out.printf(Locale.ROOT,
+                "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); %d cores, %s%n",
+                scheme, PING, messages, warmup, Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.vm.version"));
+            System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
+                "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
+                "idle cpu%", "1MiB GB/s", "alloc/1MiB");
+            for (final PollingMode mode : modes)
+            {
+                run(scheme, address, mode, warmup, messages, throughput);
+            }
+            return 0;
         }
     }
 
@@ -171,7 +199,7 @@ public final class EnginePingPong
     }
 
     /** Client side: ping-pong from the poller thread, acknowledgements, stats replies. */
-    static final class Client implements io.reverb.rdma.engine.MessageHandler
+    static final class Client implements MessageHandler
     {
         final Connection connection;
         final MessageClaim claim = new MessageClaim();
@@ -205,7 +233,7 @@ public final class EnginePingPong
         long throughputPhase(final int count, final long[] allocation) throws InterruptedException
         {
             acks = 0;
-            final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             final long alloc0 = threads.getCurrentThreadAllocatedBytes();
             final long start = System.nanoTime();
             for (int i = 0; i < count; i++)
@@ -312,9 +340,9 @@ public final class EnginePingPong
         final CountDownLatch closed = new CountDownLatch(1);
         try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "server")))
         {
-            final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             final long pollerId = engine.pollerThread(0).getId();
-            final io.reverb.rdma.engine.EngineListener listener = engine.listen(name, c ->
+            final EngineListener listener = engine.listen(name, c ->
             {
                 final MessageClaim reply = new MessageClaim();
                 c.onClose(cause -> closed.countDown());
@@ -354,11 +382,11 @@ public final class EnginePingPong
 
     static long processCpuNanos()
     {
-        return ((com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        return ((OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     static long allocatedBytes(final Thread thread)
     {
-        return ((com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(thread.getId());
+        return ((ThreadMXBean)ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(thread.getId());
     }
 }
