@@ -1,6 +1,7 @@
 package io.reverb.rpc;
 
 import java.time.Duration;
+import reactor.util.context.ContextView;
 
 /**
  * Per-call settings: deadline, extra request metadata, wait-for-ready. Immutable; the {@code with*} methods
@@ -57,7 +58,7 @@ public final class CallOptions
      * @param context the subscriber's context.
      * @return this, or a copy with the inherited deadline.
      */
-    public CallOptions propagatedFrom(final reactor.util.context.ContextView context)
+    public CallOptions propagatedFrom(final ContextView context)
     {
         if (detached)
         {
@@ -145,7 +146,7 @@ public final class CallOptions
     @Override
     public String toString()
     {
-        return "CallOptions{deadline=" + deadline + ", metadata=" + metadata + ", waitForReady=" + waitForReady
-            + (detached ? ", detached" : "") + "}";
+        return "CallOptions{deadline=" + deadline + ", metadata=" + metadata + ", waitForReady=" + waitForReady +
+            (detached ? ", detached" : "") + "}";
     }
 }

@@ -1,5 +1,6 @@
 package io.reverb.bench.balance;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import io.reverb.rpc.CallOptions;
@@ -174,7 +175,7 @@ public final class BalanceBench
     private static Result measure(final List<String> uris, final String policy, final int concurrency, final int payload,
         final int warmupS, final int durationS, final PrintStream err) throws InterruptedException
     {
-        final BytesValue request = BytesValue.newBuilder().setValue(com.google.protobuf.ByteString.copyFrom(new byte[payload])).build();
+        final BytesValue request = BytesValue.newBuilder().setValue(ByteString.copyFrom(new byte[payload])).build();
         try (BalancedChannel channel = BalancedChannel.builder(uris).loadBalancingPolicy(policy).build())
         {
             final long readyBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

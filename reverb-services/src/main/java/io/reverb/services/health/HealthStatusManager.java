@@ -1,5 +1,6 @@
 package io.reverb.services.health;
 
+import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.services.health.HealthCheckResponse.ServingStatus;
@@ -178,7 +179,7 @@ public final class HealthStatusManager
             final ServingStatus status = status(request.getService());
             if (status == null)
             {
-                return Mono.error(new io.reverb.rpc.RpcException(Status.fromCode(StatusCode.NOT_FOUND)
+                return Mono.error(new RpcException(Status.fromCode(StatusCode.NOT_FOUND)
                     .withDescription("unknown service '" + request.getService() + "'")));
             }
             return Mono.just(response(status));

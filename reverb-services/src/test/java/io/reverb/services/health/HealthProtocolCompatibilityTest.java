@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.health.HealthProtocol;
@@ -44,7 +45,7 @@ class HealthProtocolCompatibilityTest
         try (RpcChannel channel = RpcChannel.builder(uri).build())
         {
             StepVerifier.create(ClientCalls.serverStreaming(channel, HealthProtocol.WATCH,
-                    io.reverb.rpc.CallOptions.DEFAULT, StringValue.of("")).map(Int32Value::getValue))
+                    CallOptions.DEFAULT, StringValue.of("")).map(Int32Value::getValue))
                 .expectNext(HealthProtocol.SERVING)
                 .then(health::enterTerminalState)
                 .expectNext(HealthProtocol.NOT_SERVING)

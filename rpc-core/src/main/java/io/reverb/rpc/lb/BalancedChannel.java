@@ -4,7 +4,6 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
-import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.resolver.NameResolver;
@@ -22,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
@@ -104,7 +102,8 @@ public final class BalancedChannel implements AutoCloseable
             }
         };
         this.balancer = LoadBalancerRegistry.provider(builder.policy).newLoadBalancer(helper);
-        this.resolver = builder.resolver != null ? builder.resolver : NameResolvers.newNameResolver(builder.target, builder.resolverArgs);
+        this.resolver = builder.resolver != null ? builder.resolver :
+            NameResolvers.newNameResolver(builder.target, builder.resolverArgs);
         resolver.start(new NameResolver.Listener()
         {
             @Override
@@ -176,7 +175,8 @@ public final class BalancedChannel implements AutoCloseable
      * @param <Resp>  response type.
      * @return the response.
      */
-    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
+    public <Req, Resp> Mono<Resp> newUnaryCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
         final RetryPolicy policy = policyFor(method);
         return Mono.deferContextual(context ->
@@ -201,7 +201,8 @@ public final class BalancedChannel implements AutoCloseable
         final Publisher<Req> requests)
     {
         final MethodDescriptor.MethodType type = method.type();
-        final boolean replayable = type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
+        final boolean replayable =
+            type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
         final RetryPolicy policy = replayable ? policyFor(method) : null;
         return Flux.deferContextual(context ->
         {
@@ -373,8 +374,8 @@ public final class BalancedChannel implements AutoCloseable
             {
                 wait = wait.timeout(Duration.ofNanos(Math.max(0, deadline.timeRemainingNanos())), timer)
                     .onErrorMap(TimeoutException.class, e -> Status.DEADLINE_EXCEEDED
-                        .withDescription("deadline exceeded while waiting for a ready replica of " + target + ": "
-                            + picker.noneReadyStatus().description()).asException());
+                        .withDescription("deadline exceeded while waiting for a ready replica of " + target + ": " +
+                            picker.noneReadyStatus().description()).asException());
             }
             return wait;
         }

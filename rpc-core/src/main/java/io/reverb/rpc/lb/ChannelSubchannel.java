@@ -9,6 +9,7 @@ import io.reverb.rpc.health.HealthProtocol;
 import io.reverb.rpc.health.SubchannelReadiness;
 import java.net.URI;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import reactor.core.Disposable;
@@ -186,7 +187,7 @@ final class ChannelSubchannel implements Subchannel
     {
         dispose();
         update(readiness.onTransportState(ConnectivityState.TRANSIENT_FAILURE));
-        final long delay = (long)(backoffNanos * (0.8 + 0.4 * java.util.concurrent.ThreadLocalRandom.current().nextDouble()));
+        final long delay = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));
         backoffNanos = Math.min(MAX_BACKOFF_NANOS, backoffNanos * 2);
         final int failed = generation;
         retry = timer.schedule(() -> serializer.execute(() ->

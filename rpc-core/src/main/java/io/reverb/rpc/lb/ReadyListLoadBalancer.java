@@ -3,6 +3,7 @@ package io.reverb.rpc.lb;
 import io.reverb.rpc.Status;
 import java.net.URI;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -137,7 +138,7 @@ public abstract class ReadyListLoadBalancer implements LoadBalancer
         if (!ready.isEmpty())
         {
             final Subchannel[] array = ready.toArray(new Subchannel[0]);
-            if (published == ConnectivityState.READY && java.util.Arrays.equals(array, publishedReady))
+            if (published == ConnectivityState.READY && Arrays.equals(array, publishedReady))
             {
                 return; // same set: keep the picker (and round robin's position)
             }

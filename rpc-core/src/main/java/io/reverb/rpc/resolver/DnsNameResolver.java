@@ -115,8 +115,8 @@ public final class DnsNameResolver implements NameResolver
 
     private static String usage(final URI target, final String problem)
     {
-        return "invalid DNS target '" + target + "': " + problem
-            + "; expected dns:///host:port or dns:///host:port?transport=rdma";
+        return "invalid DNS target '" + target + "': " + problem +
+            "; expected dns:///host:port or dns:///host:port?transport=rdma";
     }
 
     /**
@@ -227,8 +227,8 @@ public final class DnsNameResolver implements NameResolver
         }
         catch (final UnknownHostException | RuntimeException e)
         {
-            error = Status.UNAVAILABLE.withDescription("DNS resolution of '" + host + "' for " + this.target
-                + " failed: " + e).withCause(e);
+            error = Status.UNAVAILABLE.withDescription("DNS resolution of '" + host + "' for " + this.target +
+                " failed: " + e).withCause(e);
         }
         final boolean deliver;
         synchronized (this)

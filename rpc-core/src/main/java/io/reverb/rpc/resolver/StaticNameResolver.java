@@ -45,8 +45,8 @@ public final class StaticNameResolver implements NameResolver
             final URI address = URI.create(trimmed);
             if (address.getScheme() == null)
             {
-                throw new IllegalArgumentException("address '" + trimmed + "' in " + target
-                    + " has no scheme; expected e.g. static:shm://a,tcp://host:7000");
+                throw new IllegalArgumentException("address '" + trimmed + "' in " + target +
+                    " has no scheme; expected e.g. static:shm://a,tcp://host:7000");
             }
             addresses.add(address);
         }

@@ -88,9 +88,9 @@ public final class RetryPolicy
     @Override
     public String toString()
     {
-        return "RetryPolicy{maxAttempts=" + maxAttempts + ", initialBackoff=" + Duration.ofNanos(initialBackoffNanos)
-            + ", maxBackoff=" + Duration.ofNanos(maxBackoffNanos) + ", multiplier=" + backoffMultiplier
-            + ", retryableCodes=" + retryableCodes + "}";
+        return "RetryPolicy{maxAttempts=" + maxAttempts + ", initialBackoff=" + Duration.ofNanos(initialBackoffNanos) +
+            ", maxBackoff=" + Duration.ofNanos(maxBackoffNanos) + ", multiplier=" + backoffMultiplier +
+            ", retryableCodes=" + retryableCodes + "}";
     }
 
     /**

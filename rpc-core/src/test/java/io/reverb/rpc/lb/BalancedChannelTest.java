@@ -120,7 +120,8 @@ class BalancedChannelTest
 
     private String call()
     {
-        return channel.newUnaryCall(WHO, CallOptions.DEFAULT.withDeadlineAfter(TIMEOUT), StringValue.of("x")).block(TIMEOUT).getValue();
+        return channel.newUnaryCall(WHO, CallOptions.DEFAULT.withDeadlineAfter(TIMEOUT), StringValue.of("x"))
+            .block(TIMEOUT).getValue();
     }
 
     private Map<String, Integer> calls(final int n)

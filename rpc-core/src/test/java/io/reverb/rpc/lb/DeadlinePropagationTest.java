@@ -1,6 +1,7 @@
 package io.reverb.rpc.lb;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.google.protobuf.Int64Value;
 import com.google.protobuf.StringValue;
@@ -121,7 +122,7 @@ class DeadlinePropagationTest
     void shouldExpireTheSecondHopWithTheFirstsDeadline() throws InterruptedException
     {
         start();
-        final RpcException e = org.assertj.core.api.Assertions.catchThrowableOfType(RpcException.class, () ->
+        final RpcException e = catchThrowableOfType(RpcException.class, () ->
             toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)),
                 StringValue.of("hang")).block(TIMEOUT));
         assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);

@@ -2,7 +2,9 @@ package io.reverb.rpc.lb;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.sun.management.ThreadMXBean;
 import java.lang.management.ManagementFactory;
+import java.net.URI;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -16,16 +18,16 @@ class PickerAllocationTest
     @Test
     void shouldNotAllocatePerPick()
     {
-        final java.lang.management.ThreadMXBean bean = ManagementFactory.getThreadMXBean();
-        Assumptions.assumeTrue(bean instanceof com.sun.management.ThreadMXBean,
+        final Object bean = ManagementFactory.getThreadMXBean();
+        Assumptions.assumeTrue(bean instanceof ThreadMXBean,
             "this JVM does not count allocated bytes per thread (com.sun.management.ThreadMXBean)");
-        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)bean;
+        final ThreadMXBean threads = (ThreadMXBean)bean;
 
         final FakeHelper helper = new FakeHelper();
         final Subchannel[] ready = new Subchannel[3];
         for (int i = 0; i < ready.length; i++)
         {
-            ready[i] = helper.createSubchannel(java.net.URI.create("tcp://h" + i + ":1"), (s, st) -> { });
+            ready[i] = helper.createSubchannel(URI.create("tcp://h" + i + ":1"), (s, st) -> { });
             ready[i].load().callStarted();
             ready[i].load().callFinished(1000 * (i + 1));
         }

@@ -102,7 +102,8 @@ abstract class AbstractFailoverTest
             System.out.println("[replica " + index + "] " + line);
         }
         assertThat(line).as("replica " + index + " came up").isNotNull();
-        final Thread drain = new Thread(() -> out.lines().limit(200).forEach(l -> System.out.println("[replica " + index + "] " + l)));
+        final Thread drain = new Thread(() ->
+            out.lines().limit(200).forEach(l -> System.out.println("[replica " + index + "] " + l)));
         drain.setDaemon(true);
         drain.start();
         return p;
@@ -219,10 +220,11 @@ abstract class AbstractFailoverTest
         {
             assertThat(servedBy.get(i)).as("replica " + i + " serves after the restart").isGreaterThan(before[i]);
         }
-        System.out.println("failover over " + uris + ": idempotent ok " + idemOk + ", non-idempotent ok " + nonIdemOk
-            + ", non-idempotent failed " + nonIdemFailures.size() + " " + nonIdemFailures);
+        System.out.println("failover over " + uris + ": idempotent ok " + idemOk + ", non-idempotent ok " + nonIdemOk +
+            ", non-idempotent failed " + nonIdemFailures.size() + " " + nonIdemFailures);
 
         channel.close();
-        await("every buffer back", () -> Transports.providerFor(Transports.parse(uris.get(0))).resourceUsage().buffersInUse() == 0);
+        await("every buffer back", () ->
+            Transports.providerFor(Transports.parse(uris.get(0))).resourceUsage().buffersInUse() == 0);
     }
 }
