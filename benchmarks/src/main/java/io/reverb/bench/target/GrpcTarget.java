@@ -23,8 +23,10 @@ import io.reverb.bench.EchoService;
 
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * grpc-java, the baseline: {@code grpc://host:port} runs over Netty (TCP, plaintext HTTP/2),
@@ -98,8 +100,8 @@ public final class GrpcTarget implements Target
         {
             return s;
         }
-        final String kept = java.util.Arrays.stream(s.substring(q + 1).split("&"))
-            .filter(p -> !p.startsWith("direct=")).collect(java.util.stream.Collectors.joining("&"));
+        final String kept = Arrays.stream(s.substring(q + 1).split("&"))
+            .filter(p -> !p.startsWith("direct=")).collect(Collectors.joining("&"));
         return kept.isEmpty() ? s.substring(0, q) : s.substring(0, q + 1) + kept;
     }
 
