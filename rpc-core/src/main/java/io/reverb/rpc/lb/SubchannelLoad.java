@@ -9,16 +9,20 @@ import java.util.function.LongSupplier;
  * on the subchannel and {@link #callFinished(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
  * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock.
  *
- * <p>The average rises at once to any sample above it (a replica that turns slow is avoided from its first slow
- * answer) and decays with time constant {@code decayNanos}, both on new samples and, when read, with the time since
- * the last one: a replica that was slow and is no longer picked looks cheaper as time passes, gets a probe call,
- * and is used again if it recovered. Two threads finishing calls at the same instant may lose one of the two
+ * <p>The average rises fast towards a slower answer (at most doubling per answer: a replica that turns 10x slower is
+ * avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of the gap with each faster answer (a hiccup is forgotten after a few dozen calls),
+ * and, when read, decays with the time since the last answer (time constant {@code decayNanos}): a replica that was
+ * slow and is no longer picked looks cheaper as time passes, gets a probe call, and is used again if it recovered. Two threads finishing calls at the same instant may lose one of the two
  * samples; the average is a heuristic and that is cheaper than a lock or CAS loop.
  */
 public final class SubchannelLoad
 {
     /** Cost of a subchannel with calls outstanding and no latency sample yet: one probe call at a time. */
     static final double UNKNOWN_BUSY_COST = 1.0e15;
+    /** Most the average grows with one slower answer. */
+    static final double PEAK_GROWTH = 2.0;
+    /** Share of the gap a faster answer closes. */
+    static final double DOWN_WEIGHT = 0.1;
 
     private final AtomicInteger outstanding = new AtomicInteger();
     private final LongSupplier nanoClock;
@@ -42,11 +46,12 @@ public final class SubchannelLoad
     }
 
     /**
-     * @return a load on {@link System#nanoTime()} with a 200 ms decay.
+     * @return a load on {@link System#nanoTime()} with a 50 ms decay: a replica 2x costlier than the others is
+     * probed about every 35 ms.
      */
     public static SubchannelLoad withDefaults()
     {
-        return new SubchannelLoad(System::nanoTime, 200_000_000L);
+        return new SubchannelLoad(System::nanoTime, 50_000_000L);
     }
 
     /**
@@ -130,18 +135,24 @@ public final class SubchannelLoad
     {
         final long now = nanoClock.getAsLong();
         final double sample = Math.max(1, latencyNanos);
-        final double decayed = latencyNanos(now);
-        // peak sensitive: jump up at once, come down smoothly
+        final double base = latencyNanos(now);
+        // up fast to a slower answer, but at most PEAK_GROWTH-fold per answer: a replica that turned 10x slower is
+        // avoided after 4 answers, while one hiccup (a GC pause, a preempted poller) cannot make a fast replica look
+        // slower than a truly slow one. Down by a fixed share of each faster answer: a replica back from a hiccup
+        // looks fast again after a few dozen answers, whatever the call rate.
         final double next;
-        if (sample >= decayed)
+        if (base == 0.0)
         {
             next = sample;
         }
+        else if (sample >= base)
+        {
+            // the cap is relative to the average before idle decay: after a pause an answer is believed again
+            next = Math.min(sample, Math.max(base, ewmaNanos) * PEAK_GROWTH);
+        }
         else
         {
-            final long elapsed = Math.max(0, now - stampNanos);
-            final double w = Math.exp(-elapsed / decayNanos);
-            next = ewmaNanos * w + sample * (1 - w);
+            next = base + DOWN_WEIGHT * (sample - base);
         }
         ewmaNanos = next;
         stampNanos = now;

@@ -81,6 +81,27 @@ class PeakEwmaLoadBalancerTest
     }
 
     @Test
+    void shouldForgetAHiccupAfterAFewDozenFastAnswers()
+    {
+        final SubchannelLoad load = new SubchannelLoad(() -> 0L, 50_000_000L);
+        load.callStarted();
+        load.callFinished(30_000);
+        load.callStarted();
+        load.callFinished(1_000_000); // a 1 ms hiccup: the average at most doubles
+        assertThat(load.latencyNanos(0)).isEqualTo(60_000.0);
+        load.callStarted();
+        load.callFinished(1_000_000);
+        assertThat(load.latencyNanos(0)).isEqualTo(120_000.0);
+        for (int i = 0; i < 40; i++)
+        {
+            load.callStarted();
+            load.callFinished(30_000);
+        }
+        assertThat(load.latencyNanos(0)).isBetween(30_000.0, 33_000.0);
+        assertThat(load.outstanding()).isZero();
+    }
+
+    @Test
     void shouldTakeTheOnlyReadyOneWithoutDrawing()
     {
         lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));
