@@ -9,7 +9,6 @@ import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -48,7 +47,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private final boolean oneRequest;
     private final Scheduler.Worker worker;
     private final long startNanos;
-    private final ServerCalls.UnaryHandler<Req, Resp> unaryHandler;
+    private final ServerCallHandler.Unary<Req, Resp> unaryHandler;
     private boolean unaryRequestSeen;
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
@@ -97,7 +96,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         this.startNanos = server.metrics().callStarted();
         // without interceptors a unary handler is invoked with the request itself, no request Flux
         this.unaryHandler = server.interceptors().length == 0 && method.type() == MethodDescriptor.MethodType.UNARY &&
-            handler instanceof ServerCalls.UnaryHandler ? (ServerCalls.UnaryHandler<Req, Resp>)handler : null;
+            handler instanceof ServerCallHandler.Unary ? (ServerCallHandler.Unary<Req, Resp>)handler : null;
     }
 
     void start()
