@@ -6,6 +6,7 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -23,9 +24,10 @@ import reactor.util.context.Context;
  * responses (its demand becomes REQUEST_N), the subscriber of the request publisher (pulled only as far as the
  * server's REQUEST_N allow), and the stream the connection routes the server's frames to.
  *
- * <p>State is guarded by {@code this}; frames whose order matters (CALL before CANCEL) are written while holding
- * it. Signals to the subscriber go through a work-in-progress drain loop, so they are serial whatever thread
- * produced them.
+ * <p>State is guarded by {@code this}, and no frame is written while holding it: a method decides under the monitor
+ * what to send, then writes after releasing it. CALL is written before {@code callSent} is set, so a CANCEL or
+ * REQUEST_N (sent only once {@code callSent}) always follows its CALL. Signals to the subscriber go through a
+ * work-in-progress drain loop, so they are serial whatever thread produced them.
  */
 final class ClientCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Req>
 {
@@ -52,6 +54,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private int requestPayloadLength = -1;
     private int callFrameLength;
     private boolean callSent;
+    private boolean statusReceived;
     private boolean cancelled;
     private boolean delivered;
     private boolean outboundDone;
@@ -144,27 +147,68 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             callTimeoutNanos = deadline == null ? -1 : Math.max(1, deadline.timeRemainingNanos());
             callInitialRequestN = toWire(demandTotal);
+            granted = demandTotal;
             callFrameLength = OutboundFrame.callLength(method.fullMethodName(), requestMetadata) +
                 (requestValue != null ? HEADER + requestPayloadLength : 0);
-            final int id = conn.startCall(this);
-            if (id < 0)
-            {
-                // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
-                channel.reacquireLater(this);
-                return;
-            }
+        }
+        // registers the stream and writes CALL (in stream id order), outside this call's monitor
+        final int id = conn.startCall(this);
+        if (id < 0)
+        {
+            // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
+            channel.reacquireLater(this);
+            return;
+        }
+        if (requestValue != null)
+        {
+            channel.metrics().messageSent(method, requestPayloadLength);
+        }
+        long delta = 0;
+        int cancelCode = -1;
+        final boolean done;
+        synchronized (this)
+        {
             connection = conn;
-            registered = true;
             callSent = true;
-            granted = demandTotal;
+            if (terminalStatus == null && !cancelled)
+            {
+                registered = true;
+                if (demandTotal > granted)
+                {
+                    // asked for more while CALL was on its way
+                    delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+                    granted = demandTotal;
+                }
+            }
+            else if (!statusReceived)
+            {
+                // cancelled or failed here while CALL was on its way: the server must hear of it
+                cancelCode = terminalStatus.code().value();
+            }
             if (requestValue != null)
             {
                 outboundDone = true;
-                channel.metrics().messageSent(method, requestPayloadLength);
-                return;
             }
+            done = terminalStatus != null || cancelled;
         }
-        requests.subscribe(this);
+        if (cancelCode >= 0)
+        {
+            conn.write(new OutboundFrame.Control(FrameType.CANCEL, 0, id, cancelCode));
+            conn.remove(id);
+            return;
+        }
+        if (done)
+        {
+            return; // the server answered already (its STATUS removed the stream)
+        }
+        if (delta > 0)
+        {
+            conn.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, id, toWire(delta)));
+        }
+        if (requestValue == null)
+        {
+            requests.subscribe(this);
+        }
     }
 
     // ------------------------------------------------------------ OutboundFrame (CALL, with the unary request)
@@ -211,16 +255,22 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
             return;
         }
+        long delta = 0;
+        final ClientConnection conn;
         synchronized (this)
         {
             requested = addCap(requested, n);
             demandTotal = addCap(demandTotal, n);
+            conn = connection;
             if (callSent && terminalStatus == null && !cancelled && demandTotal > granted)
             {
-                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+                delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
                 granted = demandTotal;
-                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
             }
+        }
+        if (delta > 0)
+        {
+            conn.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
         }
         drain();
     }
@@ -228,6 +278,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     public void cancel()
     {
+        ClientConnection sendCancel = null;
         synchronized (this)
         {
             if (cancelled || delivered)
@@ -237,12 +288,16 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             cancelled = true;
             if (callSent && terminalStatus == null)
             {
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
+                sendCancel = connection;
             }
             if (terminalStatus == null)
             {
                 terminalStatus = Status.CANCELLED.withDescription("cancelled by the client");
             }
+        }
+        if (sendCancel != null)
+        {
+            sendCancel.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
         }
         cleanup();
         drain();
@@ -279,6 +334,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     public void onNext(final Req value)
     {
         final boolean last = method.type().clientSendsOneMessage();
+        final ClientConnection conn;
         synchronized (this)
         {
             if (outboundDone || cancelled || terminalStatus != null)
@@ -290,19 +346,21 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             {
                 outboundDone = true;
             }
-            final OutboundFrame.Message<Req> frame;
-            try
-            {
-                frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
-            }
-            catch (final Throwable t)
-            {
-                failLocallyAsync(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t));
-                return;
-            }
-            channel.metrics().messageSent(method, frame.payloadLength());
-            connection.write(frame);
+            conn = connection;
         }
+        // requests arrive one at a time (Reactive Streams), so writing outside the monitor keeps their order
+        final OutboundFrame.Message<Req> frame;
+        try
+        {
+            frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
+        }
+        catch (final Throwable t)
+        {
+            failLocally(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t), true);
+            return;
+        }
+        channel.metrics().messageSent(method, frame.payloadLength());
+        conn.write(frame);
     }
 
     @Override
@@ -316,6 +374,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     @Override
     public void onComplete()
     {
+        final ClientConnection conn;
         synchronized (this)
         {
             if (outboundDone || cancelled || terminalStatus != null)
@@ -323,8 +382,9 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             outboundDone = true;
-            connection.write(new OutboundFrame.Control(FrameType.HALF_CLOSE, 0, streamId, 0));
+            conn = connection;
         }
+        conn.write(new OutboundFrame.Control(FrameType.HALF_CLOSE, 0, streamId, 0));
     }
 
     // ------------------------------------------------------------ RpcStream (frames from the server)
@@ -352,6 +412,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             return;
         }
         channel.metrics().messageReceived(method, size);
+        ClientConnection sendCancel = null;
         synchronized (this)
         {
             if (cancelled || terminalStatus != null)
@@ -363,7 +424,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 terminalStatus = Status.INTERNAL.withDescription("More than one value received for unary call");
                 terminalTrailers = new Metadata();
                 discardQueued = true;
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, io.reverb.rpc.StatusCode.INTERNAL.value()));
+                sendCancel = connection;
             }
             receivedValue = true;
             if (terminalStatus != null)
@@ -382,6 +443,10 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 }
                 queue.addLast(value);
             }
+        }
+        if (sendCancel != null)
+        {
+            sendCancel.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, StatusCode.INTERNAL.value()));
         }
         if (discardQueuedNow())
         {
@@ -433,6 +498,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             terminalStatus = status;
             terminalTrailers = trailers;
+            statusReceived = true;
             registered = false; // removed from the connection by the caller
         }
         cleanup();
@@ -473,14 +539,9 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
         failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded" + remaining), true);
     }
 
-    private void failLocallyAsync(final Status status)
-    {
-        // called while holding the lock from a frame write path: defer so that no lock order is inverted
-        channel.timer().schedule(() -> failLocally(status, true));
-    }
-
     private void failLocally(final Status status, final boolean sendCancel)
     {
+        ClientConnection cancelOn = null;
         synchronized (this)
         {
             if (terminalStatus != null || cancelled)
@@ -492,9 +553,13 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             discardQueued = true;
             if (sendCancel && callSent)
             {
-                // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
+                cancelOn = connection;
             }
+        }
+        if (cancelOn != null)
+        {
+            // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
+            cancelOn.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
         }
         cleanup();
         drain();

@@ -50,12 +50,23 @@ final class ClientConnection extends RpcConnection
     }
 
     /**
-     * Registers the call under a new stream id and writes its CALL frame, atomically, so that CALL frames leave in
-     * stream id order (the server rejects ids that do not increase).
+     * Registers the call under a new stream id and writes its CALL frame, atomically (under the connection's write
+     * lock), so that CALL frames leave in stream id order (the server rejects ids that do not increase).
      *
      * @return the stream id, or -1 if the connection takes no new calls.
      */
-    synchronized int startCall(final ClientCall<?, ?> call)
+    int startCall(final ClientCall<?, ?> call)
+    {
+        final int id = startStream(call, call);
+        if (id > 0 && id == lastStreamId)
+        {
+            channel.timer().schedule(() -> channel.connectionUnusable(this));
+        }
+        return id;
+    }
+
+    @Override
+    int assignStreamId(final RpcStream call)
     {
         if (!isUsable())
         {
@@ -80,11 +91,6 @@ final class ClientConnection extends RpcConnection
             return -1;
         }
         call.streamId = id;
-        write(call);
-        if (draining)
-        {
-            channel.timer().schedule(() -> channel.connectionUnusable(this));
-        }
         return id;
     }
 

@@ -257,9 +257,27 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
     }
 
+    /**
+     * Responses arrive one at a time (Reactive Streams), so frames written after releasing the monitor keep their
+     * order; only the decision (headers first? hold the single response back?) is taken under it.
+     */
     @Override
-    public void onNext(final Resp value)
+    public void onNext(final Resp response)
     {
+        Resp value = response;
+        final int payloadLength;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
+            return;
+        }
+        final OutboundFrame headers;
+        Resp earlier = null;
+        int earlierLength = 0;
         synchronized (this)
         {
             if (closed)
@@ -267,48 +285,48 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 Operators.onDiscard(value, currentContext());
                 return;
             }
-            sendHeadersIfAny();
-            final int payloadLength;
-            try
-            {
-                payloadLength = method.responseMarshaller().serializedSize(value);
-            }
-            catch (final Throwable t)
-            {
-                server.timer().schedule(() -> onWriteFailed(
-                    Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t)));
-                return;
-            }
+            headers = takeHeaders();
             server.metrics().messageSent(method, payloadLength);
             if (method.type().serverSendsOneMessage() && pendingResponse == null)
             {
                 // held back to travel with the STATUS in one transport message
                 pendingResponse = value;
                 pendingPayloadLength = payloadLength;
-                return;
+                value = null;
             }
-            if (pendingResponse != null)
+            else if (pendingResponse != null)
             {
-                connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), pendingResponse,
-                    pendingPayloadLength, this));
+                earlier = pendingResponse;
+                earlierLength = pendingPayloadLength;
                 pendingResponse = null;
             }
+        }
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        if (earlier != null)
+        {
+            connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), earlier,
+                earlierLength, this));
+        }
+        if (value != null)
+        {
             connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value,
                 payloadLength, this));
         }
     }
 
-    // guarded by this
-    private void sendHeadersIfAny()
+    /** Guarded by this. @return the HEADERS frame to send before anything else, once, or null. */
+    private OutboundFrame takeHeaders()
     {
-        if (!headersSent)
+        if (headersSent)
         {
-            headersSent = true;
-            if (rpcContext != null && rpcContext.hasResponseHeaders())
-            {
-                connection.write(new OutboundFrame.Headers(streamId, rpcContext.responseHeaders().copy()));
-            }
+            return null;
         }
+        headersSent = true;
+        return rpcContext != null && rpcContext.hasResponseHeaders() ?
+            new OutboundFrame.Headers(streamId, rpcContext.responseHeaders().copy()) : null;
     }
 
     @Override
@@ -340,6 +358,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
 
     private void finish(final Status status, final Metadata trailers)
     {
+        final OutboundFrame headers;
         synchronized (this)
         {
             if (closed)
@@ -348,7 +367,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             closed = true;
             upstream = null;
-            sendHeadersIfAny();
+            headers = takeHeaders();
             if (!status.isOk())
             {
                 pendingResponse = null;
@@ -358,8 +377,13 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             finalTrailers = trailers;
             finalLength = OutboundFrame.statusLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
-            connection.write(this);
         }
+        // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        connection.write(this);
         released(status);
     }
 
@@ -550,6 +574,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     void cancelCall(final Status status, final Status reason)
     {
         final Subscription s;
+        final Metadata trailers;
         synchronized (this)
         {
             if (closed)
@@ -560,14 +585,15 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             s = upstream;
             upstream = null;
             pendingResponse = null;
-            if (status != null)
-            {
-                connection.write(new OutboundFrame.StatusFrame(streamId, status, trailersCopy()));
-            }
+            trailers = status != null ? trailersCopy() : null;
             if (!requestsDone && !requestsCancelled)
             {
                 requestsError = Status.CANCELLED.withDescription("call cancelled");
             }
+        }
+        if (status != null)
+        {
+            connection.write(new OutboundFrame.StatusFrame(streamId, status, trailers));
         }
         if (s != null)
         {
@@ -626,16 +652,20 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         {
             return;
         }
+        long delta = 0;
         synchronized (this)
         {
             requested = addCap(requested, n);
             demandTotal = addCap(demandTotal, n);
             if (!oneRequest && !halfClosed && !closed && demandTotal > granted)
             {
-                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+                delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
                 granted = demandTotal;
-                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
             }
+        }
+        if (delta > 0)
+        {
+            connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
         }
         drainRequests();
     }
