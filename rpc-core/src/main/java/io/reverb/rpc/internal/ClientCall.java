@@ -7,6 +7,7 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -29,7 +30,7 @@ import reactor.util.context.Context;
  * REQUEST_N (sent only once {@code callSent}) always follows its CALL. Signals to the subscriber go through a
  * work-in-progress drain loop, so they are serial whatever thread produced them.
  */
-final class ClientCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Req>
+final class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription, CoreSubscriber<Req>
 {
     private static final AtomicIntegerFieldUpdater<ClientCall> WIP =
         AtomicIntegerFieldUpdater.newUpdater(ClientCall.class, "wip");
@@ -148,7 +149,7 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
             callTimeoutNanos = deadline == null ? -1 : Math.max(1, deadline.timeRemainingNanos());
             callInitialRequestN = toWire(demandTotal);
             granted = demandTotal;
-            callFrameLength = OutboundFrame.callLength(method.fullMethodName(), requestMetadata) +
+            callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) +
                 (requestValue != null ? HEADER + requestPayloadLength : 0);
         }
         // registers the stream and writes CALL (in stream id order), outside this call's monitor
@@ -214,25 +215,24 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     // ------------------------------------------------------------ OutboundFrame (CALL, with the unary request)
 
     @Override
-    int length()
+    public int length()
     {
         return callFrameLength;
     }
 
     @Override
-    void encode(final ByteBuffer buffer, final int offset)
+    public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
-        final int end = OutboundFrame.encodeCall(buffer, offset, OutboundFrame.callLength(method.fullMethodName(),
-            requestMetadata), streamId, method.fullMethodName(), callTimeoutNanos, callInitialRequestN, requestMetadata);
+        final int end = encoder.call(buffer, offset, streamId, method.fullMethodName(), callTimeoutNanos,
+            callInitialRequestN, requestMetadata);
         if (requestValue != null)
         {
-            OutboundFrame.encodeMessage(buffer, end, streamId, true, method.requestMarshaller(), requestValue,
-                requestPayloadLength);
+            encoder.message(buffer, end, streamId, true, method.requestMarshaller(), requestValue, requestPayloadLength);
         }
     }
 
     @Override
-    void failed(final Status status)
+    public void failed(final Status status)
     {
         onWriteFailed(status);
     }

@@ -3,7 +3,7 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
@@ -26,6 +26,7 @@ final class ClientConnection extends RpcConnection
     private volatile Disposable keepAlive;
     private volatile long pingSentNanos;
     private volatile boolean pingOutstanding;
+    private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
 
     ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
     {
@@ -125,21 +126,10 @@ final class ClientConnection extends RpcConnection
             }
             case STATUS:
             {
-                FrameCodec.check(end - start >= 4, "STATUS truncated");
-                final int code = buffer.getInt(start);
-                String description = null;
-                int at = start + 4;
-                if (end - at >= 4 && buffer.getInt(at) == -1)
-                {
-                    at += 4; // no description: the common case, parsed without allocating
-                }
-                else
-                {
-                    final String[] text = new String[1];
-                    at = FrameCodec.getString(buffer, at, end, text);
-                    description = text[0];
-                }
-                final Metadata trailers = readMetadataOrNull(buffer, at, end);
+                final StatusFlyweight status = inStatus.wrap(buffer, start).validate(end);
+                final int code = status.code();
+                final String description = status.description(end); // null, without allocating, when absent
+                final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {

@@ -34,6 +34,7 @@ abstract class RpcConnection implements ConnectionHandler
 
     private final Object writeLock = new Object();
     private final WriteClaim claim = new WriteClaim();
+    private final FrameEncoder encoder = new FrameEncoder();
     private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
@@ -175,7 +176,7 @@ abstract class RpcConnection implements ConnectionHandler
         }
         try
         {
-            frame.encode(FrameCodec.le(claim.buffer()), claim.offset());
+            frame.encode(encoder, FrameCodec.le(claim.buffer()), claim.offset());
         }
         catch (final Throwable t)
         {

@@ -10,6 +10,7 @@ import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
@@ -29,7 +30,7 @@ import reactor.util.context.Context;
  * REQUEST_N to the client), and the subscriber of the handler's response publisher (which it pulls only as far as
  * the client's REQUEST_N allow). Its Reactor context carries the {@link RpcContext}.
  */
-final class ServerCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Resp>
+final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription, CoreSubscriber<Resp>
 {
     private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
         AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
@@ -375,7 +376,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             finalCode = status.code().value();
             finalDescription = io.reverb.rpc.wire.FrameCodec.utf8(status.description());
             finalTrailers = trailers;
-            finalLength = OutboundFrame.statusLength(finalDescription, trailers) +
+            finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
         }
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
@@ -390,29 +391,27 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     // ------------------------------------------------------------ OutboundFrame (final response + STATUS)
 
     @Override
-    int length()
+    public int length()
     {
         return finalLength;
     }
 
     @Override
-    void encode(final ByteBuffer buffer, final int offset)
+    public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
         int at = offset;
         if (pendingResponse != null)
         {
             final int limit = buffer.limit();
-            OutboundFrame.encodeMessage(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
+            at = encoder.message(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
                 pendingPayloadLength);
-            buffer.limit(limit);
-            at += HEADER + pendingPayloadLength;
+            buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
-        OutboundFrame.encodeStatus(buffer, at, OutboundFrame.statusLength(finalDescription, finalTrailers), streamId,
-            finalCode, finalDescription, finalTrailers);
+        encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
     }
 
     @Override
-    void failed(final Status status)
+    public void failed(final Status status)
     {
         // the final frame could not be written (e.g. the response is too large): tell the client what happened
         connection.write(new OutboundFrame.StatusFrame(streamId, status, null));
