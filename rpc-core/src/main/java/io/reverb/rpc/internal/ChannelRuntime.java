@@ -164,7 +164,7 @@ public final class ChannelRuntime
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new ClientCall<>(channel, method, null, request, true, null, options.metadata(), channel.deadlineOf(options),
+            new UnaryClientCall<>(channel, method, request, options.metadata(), channel.deadlineOf(options),
                 options.isWaitForReady()).start(actual);
         }
     }
@@ -192,7 +192,7 @@ public final class ChannelRuntime
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new ClientCall<>(channel, method, requests, null, false, context, metadata, channel.deadlineOf(options),
+            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options),
                 options.isWaitForReady()).start(actual);
         }
     }

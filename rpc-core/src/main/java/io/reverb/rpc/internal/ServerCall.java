@@ -6,50 +6,45 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
-import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
 /**
- * The server side of one call, in one object: the stream the connection routes the client's frames to, the
- * {@link Subscription} given to whoever subscribes to the handler's request {@code Flux} (its demand becomes
- * REQUEST_N to the client), and the subscriber of the handler's response publisher (which it pulls only as far as
- * the client's REQUEST_N allow). Its Reactor context carries the {@link RpcContext}.
+ * The server side of one call, the part every kind shares: it subscribes to the handler's responses (pulling only
+ * as far as the client's REQUEST_N allow), writes them, and ends the call with STATUS, the single response of a
+ * one-response method travelling with it in one transport message (the call is its own last frame). Its Reactor
+ * context carries the {@link RpcContext}. {@link UnaryServerCall} and {@link StreamingServerCall} add how requests
+ * reach the handler.
+ *
+ * <p>State is guarded by {@code this}; no frame is written while holding it.
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
  */
-final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription, CoreSubscriber<Resp>
+abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>
 {
-    private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
-        AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
-
-    private final ServerConnection connection;
-    private final ServerRuntime server;
-    private final MethodDescriptor<Req, Resp> method;
-    private final ServerCallHandler<Req, Resp> handler;
+    final ServerConnection connection;
+    final ServerRuntime server;
+    final MethodDescriptor<Req, Resp> method;
+    final ServerCallHandler<Req, Resp> handler;
     private final Metadata requestMetadata;
     private final Deadline deadline;
+    private final long timeoutNanos;
+    final Scheduler.Worker worker;
+    private final long startNanos;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
     private volatile Context reactorContext;
-    private final long timeoutNanos;
-    private final boolean oneRequest;
-    private final Scheduler.Worker worker;
-    private final long startNanos;
-    private final ServerCallHandler.Unary<Req, Resp> unaryHandler;
-    private boolean unaryRequestSeen;
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
     private int pendingPayloadLength;
@@ -57,25 +52,12 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
     private byte[] finalDescription;
     private Metadata finalTrailers;
     private int finalLength;
-
     // responses (handler output), guarded by this
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
     private boolean headersSent;
-    private boolean closed;
+    boolean closed;
     private Disposable deadlineTimer;
-
-    // requests (handler input), guarded by this
-    private CoreSubscriber<? super Req> requestSubscriber;
-    private ArrayDeque<Req> queue;
-    private long requested;
-    private long demandTotal;
-    private long granted = 1; // the client may send one message before we ask
-    private boolean halfClosed;
-    private boolean requestsDone;
-    private boolean requestsCancelled;
-    private Status requestsError;
-    private volatile int wip;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -91,14 +73,53 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
         this.requestMetadata = metadata;
-        this.oneRequest = method.type().clientSendsOneMessage();
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
-        // without interceptors a unary handler is invoked with the request itself, no request Flux
-        this.unaryHandler = server.interceptors().length == 0 && method.type() == MethodDescriptor.MethodType.UNARY &&
-            handler instanceof ServerCallHandler.Unary ? (ServerCallHandler.Unary<Req, Resp>)handler : null;
     }
+
+    /**
+     * @return the call for this method: without interceptors a unary handler is invoked with the request itself
+     * ({@link UnaryServerCall}); every other call gives the handler a request {@code Flux}.
+     */
+    static ServerCall<?, ?> create(final ServerConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        if (server.interceptors().length == 0 && definition.method().type() == MethodDescriptor.MethodType.UNARY &&
+            definition.handler() instanceof ServerCallHandler.Unary)
+        {
+            return new UnaryServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        }
+        return new StreamingServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos,
+            initialRequestN);
+    }
+
+    // ------------------------------------------------------------ what the kinds add
+
+    /** The call is registered: start the handler now, or when its request arrives. */
+    abstract void begin();
+
+    /**
+     * A request message.
+     *
+     * @param value       the request.
+     * @param endOfStream the client sends no more.
+     */
+    abstract void onRequest(Req value, boolean endOfStream);
+
+    /** The client sends no more requests. */
+    abstract void onHalfClose();
+
+    /**
+     * The call ended before the handler's responses did (cancel, deadline, failure): end the request side too.
+     */
+    abstract void requestsAborted();
+
+    /** The responses ended: no more demand for requests goes to the client. */
+    abstract void responsesEnded();
+
+    // ------------------------------------------------------------ lifecycle
 
     void start()
     {
@@ -117,39 +138,10 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
                 deadlineTimer = timer;
             }
         }
-        if (unaryHandler == null)
-        {
-            execute(this::invokeHandler);
-        }
+        begin();
     }
 
-    private void invokeUnary(final Req request)
-    {
-        synchronized (this)
-        {
-            if (closed)
-            {
-                return;
-            }
-        }
-        final Publisher<Resp> response;
-        try
-        {
-            response = unaryHandler.invoke(request);
-            if (response == null)
-            {
-                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
-            }
-        }
-        catch (final Throwable t)
-        {
-            onError(t);
-            return;
-        }
-        response.subscribe(this);
-    }
-
-    private void execute(final Runnable task)
+    final void execute(final Runnable task)
     {
         if (worker == null)
         {
@@ -168,33 +160,23 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
         }
     }
 
-    private void invokeHandler()
+    final synchronized boolean isClosed()
     {
-        synchronized (this)
+        return closed;
+    }
+
+    /** Subscribes this call to the handler's responses, or ends the call if the handler failed to give any. */
+    final void subscribeTo(final Publisher<Resp> responses)
+    {
+        if (responses == null)
         {
-            if (closed)
-            {
-                return;
-            }
-        }
-        final Publisher<Resp> responses;
-        try
-        {
-            responses = intercepted().handle(new RequestFlux());
-            if (responses == null)
-            {
-                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
-            }
-        }
-        catch (final Throwable t)
-        {
-            onError(t);
+            onError(new NullPointerException("handler of " + method.fullMethodName() + " returned null"));
             return;
         }
         responses.subscribe(this);
     }
 
-    private synchronized RpcContext context()
+    final synchronized RpcContext context()
     {
         if (rpcContext == null)
         {
@@ -207,20 +189,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
     private synchronized Metadata trailersCopy()
     {
         return rpcContext != null && rpcContext.hasResponseTrailers() ? rpcContext.responseTrailers().copy() : null;
-    }
-
-    private ServerCallHandler<Req, Resp> intercepted()
-    {
-        ServerCallHandler<Req, Resp> next = handler;
-        final ServerInterceptor[] interceptors = server.interceptors();
-        final RpcContext rpcContext = interceptors.length > 0 ? context() : null;
-        for (int i = interceptors.length - 1; i >= 0; i--)
-        {
-            final ServerInterceptor interceptor = interceptors[i];
-            final ServerCallHandler<Req, Resp> inner = next;
-            next = requests -> interceptor.interceptCall(rpcContext, requests, inner);
-        }
-        return next;
     }
 
     // ------------------------------------------------------------ CoreSubscriber (handler's responses)
@@ -379,6 +347,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
             finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
         }
+        responsesEnded();
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
         if (headers != null)
         {
@@ -420,7 +389,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
     // ------------------------------------------------------------ RpcStream (frames from the client)
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    final void onMessage(final ByteBuffer payload, final boolean endOfStream)
     {
         final int size = payload.remaining();
         final Req value;
@@ -434,76 +403,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
             return;
         }
         server.metrics().messageReceived(method, size);
-        if (unaryHandler != null)
-        {
-            onUnaryRequest(value);
-            return;
-        }
-        synchronized (this)
-        {
-            if (closed || requestsDone || requestsCancelled)
-            {
-                return;
-            }
-            if (queue == null)
-            {
-                queue = new ArrayDeque<>(oneRequest ? 1 : 4);
-            }
-            queue.addLast(value);
-            if (endOfStream)
-            {
-                halfClosed = true;
-            }
-        }
-        drainRequests();
-    }
-
-    private void onUnaryRequest(final Req value)
-    {
-        synchronized (this)
-        {
-            if (closed)
-            {
-                return;
-            }
-            if (unaryRequestSeen)
-            {
-                // the protocol allows one message for a unary call; the client broke it
-                cancelCall(Status.INTERNAL.withDescription("Too many requests for a unary call"), null);
-                return;
-            }
-            unaryRequestSeen = true;
-        }
-        if (worker == null)
-        {
-            invokeUnary(value);
-        }
-        else
-        {
-            execute(() -> invokeUnary(value));
-        }
-    }
-
-    void onHalfClose()
-    {
-        synchronized (this)
-        {
-            halfClosed = true;
-            if (unaryHandler != null && !unaryRequestSeen && !closed)
-            {
-                unaryRequestSeen = true;
-            }
-            else if (unaryHandler != null)
-            {
-                return;
-            }
-        }
-        if (unaryHandler != null)
-        {
-            onError(Status.INTERNAL.withDescription("Half-closed without a request").asException());
-            return;
-        }
-        drainRequests();
+        onRequest(value, endOfStream);
     }
 
     void onCancel(final Status reason)
@@ -585,10 +485,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
             upstream = null;
             pendingResponse = null;
             trailers = status != null ? trailersCopy() : null;
-            if (!requestsDone && !requestsCancelled)
-            {
-                requestsError = Status.CANCELLED.withDescription("call cancelled");
-            }
         }
         if (status != null)
         {
@@ -598,7 +494,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
         {
             s.cancel();
         }
-        drainRequests();
+        requestsAborted();
         released(status != null ? status : reason != null ? reason : Status.CANCELLED);
     }
 
@@ -620,154 +516,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, Su
         {
             // let already scheduled signals run, then release the worker
             worker.schedule(worker::dispose);
-        }
-    }
-
-    // ------------------------------------------------------------ requests Flux given to the handler
-
-    private final class RequestFlux extends Flux<Req>
-    {
-        @Override
-        public void subscribe(final CoreSubscriber<? super Req> actual)
-        {
-            synchronized (ServerCall.this)
-            {
-                if (requestSubscriber != null)
-                {
-                    Operators.error(actual, new IllegalStateException("the request stream can be subscribed only once"));
-                    return;
-                }
-                requestSubscriber = actual;
-            }
-            actual.onSubscribe(ServerCall.this);
-            drainRequests();
-        }
-    }
-
-    @Override
-    public void request(final long n)
-    {
-        if (n <= 0)
-        {
-            return;
-        }
-        long delta = 0;
-        synchronized (this)
-        {
-            requested = addCap(requested, n);
-            demandTotal = addCap(demandTotal, n);
-            if (!oneRequest && !halfClosed && !closed && demandTotal > granted)
-            {
-                delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
-                granted = demandTotal;
-            }
-        }
-        if (delta > 0)
-        {
-            connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
-        }
-        drainRequests();
-    }
-
-    @Override
-    public void cancel()
-    {
-        synchronized (this)
-        {
-            requestsCancelled = true;
-            if (queue != null)
-            {
-                queue.clear();
-            }
-        }
-    }
-
-    private void drainRequests()
-    {
-        if (worker != null)
-        {
-            if (WIP.getAndIncrement(this) == 0)
-            {
-                try
-                {
-                    worker.schedule(this::drainLoop);
-                }
-                catch (final RuntimeException ignored)
-                {
-                    WIP.set(this, 0);
-                }
-            }
-            return;
-        }
-        if (WIP.getAndIncrement(this) == 0)
-        {
-            drainLoop();
-        }
-    }
-
-    private void drainLoop()
-    {
-        int missed = 1;
-        while (true)
-        {
-            while (true)
-            {
-                final CoreSubscriber<? super Req> subscriber;
-                Req value = null;
-                Status error = null;
-                boolean complete = false;
-                synchronized (this)
-                {
-                    subscriber = requestSubscriber;
-                    if (subscriber == null || requestsDone || requestsCancelled)
-                    {
-                        break;
-                    }
-                    if (requestsError != null)
-                    {
-                        requestsDone = true;
-                        error = requestsError;
-                        if (queue != null)
-                        {
-                            queue.clear();
-                        }
-                    }
-                    else if (requested > 0 && queue != null && !queue.isEmpty())
-                    {
-                        value = queue.pollFirst();
-                        if (requested != Long.MAX_VALUE)
-                        {
-                            requested--;
-                        }
-                    }
-                    else if (halfClosed && (queue == null || queue.isEmpty()))
-                    {
-                        requestsDone = true;
-                        complete = true;
-                    }
-                    else
-                    {
-                        break;
-                    }
-                }
-                if (value != null)
-                {
-                    subscriber.onNext(value);
-                }
-                else if (error != null)
-                {
-                    subscriber.onError(error.asException());
-                }
-                else if (complete)
-                {
-                    subscriber.onComplete();
-                }
-            }
-            missed = WIP.addAndGet(this, -missed);
-            if (missed == 0)
-            {
-                return;
-            }
         }
     }
 }

@@ -92,7 +92,7 @@ final class ServerConnection extends RpcConnection
             write(new OutboundFrame.StatusFrame(streamId, status, null));
             return;
         }
-        final ServerCall<?, ?> serverCall = new ServerCall<>(
+        final ServerCall<?, ?> serverCall = ServerCall.create(
             this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
         streams.put(streamId, serverCall);
         serverCall.start();
