@@ -8,6 +8,7 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -342,7 +343,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 pendingResponse = null;
             }
             finalCode = status.code().value();
-            finalDescription = io.reverb.rpc.wire.FrameCodec.utf8(status.description());
+            finalDescription = FrameCodec.utf8(status.description());
             finalTrailers = trailers;
             finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);

@@ -1,6 +1,7 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Metadata;
+import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
@@ -92,7 +93,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
     {
         ServerCallHandler<Req, Resp> next = handler;
         final ServerInterceptor[] interceptors = server.interceptors();
-        final io.reverb.rpc.RpcContext rpcContext = interceptors.length > 0 ? context() : null;
+        final RpcContext rpcContext = interceptors.length > 0 ? context() : null;
         for (int i = interceptors.length - 1; i >= 0; i--)
         {
             final ServerInterceptor interceptor = interceptors[i];
