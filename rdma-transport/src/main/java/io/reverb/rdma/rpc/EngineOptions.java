@@ -15,7 +15,9 @@ import io.reverb.rpc.transport.TransportOptions;
  *
  * <p>The address's query parameters override single fields ({@code ?polling=busy|event|adaptive}) and keep the
  * others. Servers and channels given the same {@code EngineConfig} object with the same overrides share one engine
- * (its poller threads and memory); an address without options uses the scheme's default engine of this JVM.
+ * (its poller threads and memory); an address without options uses the scheme's default engine of this JVM. An
+ * engine, once opened, stays open for the life of the JVM (its threads are daemons): reuse one {@code EngineConfig}
+ * object per set of settings rather than building a new one per channel.
  */
 public final class EngineOptions
 {
