@@ -11,8 +11,17 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 classpath_file="$root/examples/target/classpath.txt"
 if [ ! -f "$classpath_file" ] || [ -n "${REBUILD:-}" ]; then
-  (cd "$root" && mvn -B -q -pl examples -am package dependency:build-classpath \
-    -DskipTests -Dmdep.outputFile=target/classpath.txt)
+  echo "examples/run.sh: building the examples (mvn -B -q -pl examples -am package -DskipTests)..." >&2
+  # Maven 3.8 writes ANSI reset codes even in batch mode: show its output, without them, only on failure.
+  log="$(mktemp)"
+  if ! (cd "$root" && mvn -B -q -Dstyle.color=never -pl examples -am package dependency:build-classpath \
+    -DskipTests -Dmdep.outputFile=target/classpath.txt) >"$log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$log" >&2
+    rm -f "$log"
+    echo "examples/run.sh: the build failed (Maven's output above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
 if [ $# -lt 1 ]; then
   echo "usage: $0 <main class, e.g. helloworld.HelloWorldServer> [uri] [args...]" >&2

@@ -2,13 +2,22 @@ package io.reverb.bench;
 
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.Formats;
+import picocli.CommandLine;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.TypeConversionException;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Supplier;
 
 /**
- * Command-line options of {@code reverb-bench}, parsed by hand (the tool carries no CLI library).
+ * Command-line options of {@code reverb-bench}, parsed by picocli. The subcommand (run, server, report,
+ * idle-cpu, load-matrix) is the first argument and is taken off by {@link ReverbBench}; every subcommand
+ * accepts the same options and ignores those it has no use for. The help text is
+ * {@code ReverbBench}'s own (kept as written, grouped by purpose).
  */
 public final class BenchOptions
 {
@@ -41,8 +50,8 @@ public final class BenchOptions
         {
             for (final ServerPlacement p : values())
             {
-                if (p.cliName.equals(text) || p.name().equalsIgnoreCase(text) || ("separate".equals(text) && p == SEPARATE_PROCESS) ||
-                    ("same".equals(text) && p == SAME_PROCESS))
+                if (p.cliName.equals(text) || p.name().equalsIgnoreCase(text) ||
+                    ("separate".equals(text) && p == SEPARATE_PROCESS) || ("same".equals(text) && p == SAME_PROCESS))
                 {
                     return p;
                 }
@@ -54,51 +63,110 @@ public final class BenchOptions
     /** Target addresses, in report order; empty means the defaults. */
     public final List<String> uris = new ArrayList<>();
     /** Calls outstanding. */
+    @Option(names = {"-c", "--concurrency"}, paramLabel = "N")
     public int concurrency = 1;
     /** Total calls, or 0 when running for a duration. */
+    @Option(names = {"-n", "--total"}, converter = CountConverter.class, paramLabel = "N")
     public long totalCalls;
     /** Duration in ns when {@link #totalCalls} is 0. */
+    @Option(names = {"-z", "--duration"}, converter = DurationConverter.class, paramLabel = "DURATION")
     public long durationNanos;
     /** Open-loop rate, 0 for closed loop. */
+    @Option(names = "--rps", paramLabel = "R")
     public double rps;
     /** Payload sizes, one run per size and target. */
-    public final List<Integer> payloads = new ArrayList<>();
+    @Option(names = {"--payload", "-p"}, split = ",", converter = SizeConverter.class, paramLabel = "SIZES")
+    public List<Integer> payloads = new ArrayList<>();
     /** Call kind. */
+    @Option(names = "--kind", converter = KindConverter.class, paramLabel = "KIND")
     public CallKind kind = CallKind.UNARY;
     /** Messages per streaming call. */
+    @Option(names = "--stream-messages", paramLabel = "N")
     public int streamMessages = 100;
     /** Polling mode for Reverb transports (the first of {@link #pollingModes}), or null for their default. */
     public String polling;
     /** Polling modes to run each polling Reverb target in; empty for the transport's default. */
-    public final List<String> pollingModes = new ArrayList<>();
+    @Option(names = "--polling", split = ",", converter = PollingConverter.class, paramLabel = "MODES")
+    public List<String> pollingModes = new ArrayList<>();
     /** Warm-up duration in ns (0 for none). */
+    @Option(names = "--warmup", converter = DurationConverter.class, paramLabel = "DURATION")
     public long warmupNanos = 3_000_000_000L;
     /** Where the server runs. */
+    @Option(names = "--server", converter = PlacementConverter.class, paramLabel = "PLACE")
     public ServerPlacement server = ServerPlacement.SEPARATE_PROCESS;
     /** Output format on stdout. */
+    @Option(names = "--format", converter = FormatConverter.class, paramLabel = "F")
     public String format = "text";
     /** File to write the formatted results to instead of stdout, or null. */
+    @Option(names = {"--output", "-o"}, paramLabel = "FILE")
     public String output;
     /** HTML report path, or null. */
+    @Option(names = "--html", paramLabel = "FILE")
     public String html;
     /** JSON result files to merge into the report (the {@code report} subcommand, or added to a run). */
     public final List<String> inputs = new ArrayList<>();
     /** Extra JVM arguments for a server process. */
-    public final List<String> serverJvmArgs = new ArrayList<>();
+    @Option(names = "--server-jvm-arg", paramLabel = "ARG")
+    public List<String> serverJvmArgs = new ArrayList<>();
     /** Progress lines on stderr. */
     public boolean progress = true;
+    @Option(names = {"--no-progress", "-q", "--quiet"})
+    private boolean quiet;
     /** Server subcommand: exit when stdin closes (set by the parent process). */
+    @Option(names = "--exit-on-stdin-eof")
     public boolean exitOnStdinEof;
     /** idle-cpu subcommand: how long to measure. */
+    @Option(names = "--seconds", converter = DurationConverter.class, paramLabel = "DURATION")
     public long idleNanos = 10_000_000_000L;
     /** True if the user asked for help. */
+    @Option(names = {"-h", "--help"}, usageHelp = true)
     public boolean help;
     /** load-matrix: run length of each cell (0: use {@link #cellCalls}). */
+    @Option(names = "--cell-duration", converter = DurationConverter.class, paramLabel = "DURATION")
     public long cellDurationNanos;
     /** load-matrix: calls per cell when no cell duration is given. */
+    @Option(names = "--cell-calls", converter = CountConverter.class, paramLabel = "N")
     public long cellCalls = 20_000;
     /** load-matrix: deadline of every call. */
+    @Option(names = "--deadline", converter = DurationConverter.class, paramLabel = "DURATION")
     public long deadlineNanos = 10_000_000_000L;
+
+    /**
+     * @param uri one target ({@code --uri}, {@code -u}; repeatable).
+     */
+    @Option(names = {"--uri", "-u"}, paramLabel = "URI")
+    void uri(final String uri)
+    {
+        uris.add(uri);
+    }
+
+    /**
+     * @param list comma-separated targets ({@code --compare}).
+     */
+    @Option(names = "--compare", paramLabel = "A,B,...")
+    void compare(final String list)
+    {
+        for (final String uri : list.split(","))
+        {
+            if (!uri.isBlank())
+            {
+                uris.add(uri.trim());
+            }
+        }
+    }
+
+    /**
+     * @param path a JSON result file ({@code --input}, repeatable).
+     */
+    @Option(names = "--input", paramLabel = "FILE")
+    void input(final String path)
+    {
+        inputs.add(path);
+    }
+
+    /** JSON result files given without an option (the {@code report} subcommand); added to {@link #inputs}. */
+    @Parameters
+    private List<String> positional = new ArrayList<>();
 
     /**
      * @param args command-line arguments after the subcommand.
@@ -108,87 +176,20 @@ public final class BenchOptions
     public static BenchOptions parse(final String[] args)
     {
         final BenchOptions o = new BenchOptions();
-        final ArgCursor in = new ArgCursor(args);
-        while (in.hasNext())
+        final CommandLine commandLine = new CommandLine(o)
+            .setOverwrittenOptionsAllowed(true)   // the last of a repeated option wins
+            .setUnmatchedOptionsArePositionalParams(false);
+        try
         {
-            final String arg = in.next();
-            String name = arg;
-            String inline = null;
-            final int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0)
-            {
-                name = arg.substring(0, eq);
-                inline = arg.substring(eq + 1);
-            }
-            switch (name)
-            {
-                case "-h", "--help" -> o.help = true;
-                case "--uri", "-u" -> o.uris.add(in.take(name, inline));
-                case "--compare" ->
-                {
-                    for (final String uri : in.take(name, inline).split(","))
-                    {
-                        if (!uri.isBlank())
-                        {
-                            o.uris.add(uri.trim());
-                        }
-                    }
-                }
-                case "-c", "--concurrency" -> o.concurrency = Integer.parseInt(in.take(name, inline));
-                case "-n", "--total" -> o.totalCalls = Long.parseLong(in.take(name, inline).replace("_", ""));
-                case "-z", "--duration" -> o.durationNanos = Formats.parseDuration(in.take(name, inline));
-                case "--rps" -> o.rps = Double.parseDouble(in.take(name, inline));
-                case "--payload", "-p" ->
-                {
-                    for (final String size : in.take(name, inline).split(","))
-                    {
-                        o.payloads.add(Formats.parseSize(size));
-                    }
-                }
-                case "--kind" -> o.kind = CallKind.parse(in.take(name, inline));
-                case "--stream-messages" -> o.streamMessages = Integer.parseInt(in.take(name, inline));
-                case "--polling" ->
-                {
-                    for (final String mode : in.take(name, inline).toUpperCase(Locale.ROOT).split(","))
-                    {
-                        if (!List.of("BUSY", "EVENT", "ADAPTIVE").contains(mode.trim()))
-                        {
-                            throw new IllegalArgumentException("--polling must be BUSY, EVENT or ADAPTIVE: " + mode);
-                        }
-                        o.pollingModes.add(mode.trim());
-                    }
-                    o.polling = o.pollingModes.get(0);
-                }
-                case "--warmup" -> o.warmupNanos = Formats.parseDuration(in.take(name, inline));
-                case "--server" -> o.server = ServerPlacement.parse(in.take(name, inline));
-                case "--format" ->
-                {
-                    o.format = in.take(name, inline).toLowerCase(Locale.ROOT);
-                    if (!List.of("text", "json", "csv").contains(o.format))
-                    {
-                        throw new IllegalArgumentException("--format must be text, json or csv: " + o.format);
-                    }
-                }
-                case "--output", "-o" -> o.output = in.take(name, inline);
-                case "--html" -> o.html = in.take(name, inline);
-                case "--input" -> o.inputs.add(in.take(name, inline));
-                case "--server-jvm-arg" -> o.serverJvmArgs.add(in.take(name, inline));
-                case "--no-progress", "-q", "--quiet" -> o.progress = false;
-                case "--exit-on-stdin-eof" -> o.exitOnStdinEof = true;
-                case "--seconds" -> o.idleNanos = Formats.parseDuration(in.take(name, inline));
-                case "--cell-duration" -> o.cellDurationNanos = Formats.parseDuration(in.take(name, inline));
-                case "--cell-calls" -> o.cellCalls = Long.parseLong(in.take(name, inline).replace("_", ""));
-                case "--deadline" -> o.deadlineNanos = Formats.parseDuration(in.take(name, inline));
-                default ->
-                {
-                    if (arg.startsWith("-"))
-                    {
-                        throw new IllegalArgumentException("unknown option " + arg + " (see --help)");
-                    }
-                    o.inputs.add(arg);
-                }
-            }
+            commandLine.parseArgs(args);
         }
+        catch (final CommandLine.ParameterException ex)
+        {
+            throw new IllegalArgumentException(ex.getMessage() + " (see --help)", ex);
+        }
+        o.inputs.addAll(o.positional);
+        o.progress = !o.quiet;
+        o.polling = o.pollingModes.isEmpty() ? null : o.pollingModes.get(0);
         if (o.totalCalls > 0 && o.durationNanos > 0)
         {
             throw new IllegalArgumentException("give -n (calls) or -z (duration), not both");
@@ -200,37 +201,96 @@ public final class BenchOptions
         return o;
     }
 
-    private static final class ArgCursor
+    /** Runs a conversion; its IllegalArgumentException becomes picocli's "Invalid value for option" error. */
+    private static <T> T convertOrExplain(final Supplier<T> conversion)
     {
-        private final String[] args;
-        private int next;
-
-        ArgCursor(final String[] args)
+        try
         {
-            this.args = args;
+            return conversion.get();
         }
-
-        boolean hasNext()
+        catch (final IllegalArgumentException ex)
         {
-            return next < args.length;
+            throw new TypeConversionException(ex.getMessage());
         }
+    }
 
-        String next()
+    /** A count, with {@code _} allowed between digits ({@code 1_000_000}). */
+    static final class CountConverter implements ITypeConverter<Long>
+    {
+        @Override
+        public Long convert(final String value)
         {
-            return args[next++];
+            return convertOrExplain(() -> Long.parseLong(value.replace("_", "")));
         }
+    }
 
-        String take(final String name, final String inline)
+    /** A duration such as {@code 10s}, {@code 500ms}, {@code 1m}, in nanoseconds. */
+    static final class DurationConverter implements ITypeConverter<Long>
+    {
+        @Override
+        public Long convert(final String value)
         {
-            if (inline != null)
+            return convertOrExplain(() -> Formats.parseDuration(value));
+        }
+    }
+
+    /** A size such as {@code 64}, {@code 4k}, {@code 1MiB}, in bytes. */
+    static final class SizeConverter implements ITypeConverter<Integer>
+    {
+        @Override
+        public Integer convert(final String value)
+        {
+            return convertOrExplain(() -> Formats.parseSize(value));
+        }
+    }
+
+    /** {@code unary} or {@code server-streaming}. */
+    static final class KindConverter implements ITypeConverter<CallKind>
+    {
+        @Override
+        public CallKind convert(final String value)
+        {
+            return convertOrExplain(() -> CallKind.parse(value));
+        }
+    }
+
+    /** {@code separate-process}, {@code same-process} or {@code none}. */
+    static final class PlacementConverter implements ITypeConverter<ServerPlacement>
+    {
+        @Override
+        public ServerPlacement convert(final String value)
+        {
+            return convertOrExplain(() -> ServerPlacement.parse(value));
+        }
+    }
+
+    /** One polling mode, upper-cased: BUSY, EVENT or ADAPTIVE. */
+    static final class PollingConverter implements ITypeConverter<String>
+    {
+        @Override
+        public String convert(final String value)
+        {
+            final String mode = value.trim().toUpperCase(Locale.ROOT);
+            if (!List.of("BUSY", "EVENT", "ADAPTIVE").contains(mode))
             {
-                return inline;
+                throw new TypeConversionException("--polling must be BUSY, EVENT or ADAPTIVE: " + mode);
             }
-            if (next >= args.length)
+            return mode;
+        }
+    }
+
+    /** {@code text}, {@code json} or {@code csv}, lower-cased. */
+    static final class FormatConverter implements ITypeConverter<String>
+    {
+        @Override
+        public String convert(final String value)
+        {
+            final String format = value.toLowerCase(Locale.ROOT);
+            if (!List.of("text", "json", "csv").contains(format))
             {
-                throw new IllegalArgumentException(name + " needs a value");
+                throw new TypeConversionException("--format must be text, json or csv: " + format);
             }
-            return args[next++];
+            return format;
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.reverb.bench;
 
 import com.google.protobuf.BytesValue;
+import com.sun.management.OperatingSystemMXBean;
+import io.reverb.bench.BenchOptions.ServerPlacement;
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.LoadGenerator;
 import io.reverb.bench.load.LoadMatrix;
@@ -16,6 +18,7 @@ import io.reverb.bench.target.ShmPolling;
 import io.reverb.bench.target.Target;
 import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
+import org.openjdk.jmh.Main;
 
 import java.io.IOException;
 import java.io.BufferedReader;
@@ -28,6 +31,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
@@ -62,14 +67,15 @@ public final class ReverbBench
           reverb-bench server --uri URI       run only an echo server (prints its address)
           reverb-bench report A.json B.json   merge JSON results (--html, --format)
           reverb-bench idle-cpu --uri URI     CPU used by an idle server process (--seconds 10s)
-  reverb-bench load-matrix            every call OK under load: shm, tcp, inproc x unary, server-streaming x
-                                      c = 1, 64, 128, 512, 2048 (--cell-duration 30s or --cell-calls N, default
-                                      20000; --deadline 10s; --polling MODE); exits 1 if a cell fails
+          reverb-bench load-matrix            every call OK under load: shm, tcp, inproc x unary, server-streaming x
+                                              c = 1, 64, 128, 512, 2048 (--cell-duration 30s or --cell-calls N, default
+                                              20000; --deadline 10s; --polling MODE); exits 1 if a cell fails
           reverb-bench jmh [JMH options]      run the JMH suite (e.g. jmh -prof gc UnaryLatency)
 
         Targets:
           --uri URI             repeatable; Reverb: shm://name, tcp://host:port, rdma://host:port, inproc://name
                                 grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
+                                grpc-java on Reverb: grpc+shm://name, grpc+tcp://host:port, grpc+inproc://name
                                 (add ?direct=true to a grpc URI for directExecutor on both sides)
           --compare A,B,...     several targets at once
                                 default: shm://reverb-bench (or inproc:// if shm is not available) and
@@ -138,10 +144,10 @@ public final class ReverbBench
     {
         final String command = args.length > 0 && !args[0].startsWith("-") ? args[0] : "run";
         final String[] rest = command.equals("run") && (args.length == 0 || args[0].startsWith("-")) ?
-            args : java.util.Arrays.copyOfRange(args, 1, args.length);
+            args : Arrays.copyOfRange(args, 1, args.length);
         if (command.equals("jmh"))
         {
-            org.openjdk.jmh.Main.main(rest);
+            Main.main(rest);
             return 0;
         }
         final BenchOptions options = BenchOptions.parse(rest);
@@ -155,7 +161,7 @@ public final class ReverbBench
             case "run" -> runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
             case "server" -> runServer(options, out, err);
             case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
-            case "idle-cpu" -> idleCpu(options, out, err);
+            case "idle-cpu" -> idleCpu(options, out);
             case "load-matrix" -> loadMatrix(options, out, err);
             default -> throw new IllegalArgumentException("unknown command " + command + " (see --help)");
         };
@@ -204,7 +210,7 @@ public final class ReverbBench
             {
                 final URI uri = URI.create(text);
                 final List<String> modes = isPolling(uri) && !o.pollingModes.isEmpty() ?
-                    o.pollingModes : java.util.Collections.singletonList(null);
+                    o.pollingModes : Collections.singletonList(null);
                 for (final String mode : modes)
                 {
                     final URI unique = uniqueName(uri, o, runIndex++);
@@ -303,7 +309,7 @@ public final class ReverbBench
      */
     private static URI uniqueName(final URI uri, final BenchOptions o, final int runIndex)
     {
-        if (runIndex == 0 || o.server == BenchOptions.ServerPlacement.NONE || !"shm".equals(uri.getScheme()) ||
+        if (runIndex == 0 || o.server == ServerPlacement.NONE || !"shm".equals(uri.getScheme()) ||
             uri.getHost() == null)
         {
             return uri;
@@ -319,8 +325,8 @@ public final class ReverbBench
     {
         final TargetSettings settings = new TargetSettings(polling);
         final Target target = Targets.forUri(uri);
-        final BenchOptions.ServerPlacement placement = Targets.isInProcessOnly(uri) && o.server != BenchOptions.ServerPlacement.NONE ?
-            BenchOptions.ServerPlacement.SAME_PROCESS : o.server;
+        final ServerPlacement placement = Targets.isInProcessOnly(uri) && o.server != ServerPlacement.NONE ?
+            ServerPlacement.SAME_PROCESS : o.server;
         final String label = Targets.label(uri) + (polling != null ? " " + polling.toLowerCase(Locale.ROOT) : "");
         err.printf(Locale.ROOT, "-- %s: %s, %s, server %s%n", label, uri, describeLength(spec, o), placement.cliName());
 
@@ -477,15 +483,15 @@ public final class ReverbBench
         final List<LoadMatrix.Cell> cells = LoadMatrix.run(LoadMatrix.TRANSPORTS,
             List.of(CallKind.UNARY, CallKind.SERVER_STREAMING), LoadMatrix.CONCURRENCY, size, out);
         final List<String> failed = LoadMatrix.failures(cells);
-        out.println(failed.isEmpty() ? "all " + cells.size() + " cells passed" : failed.size() + " of " + cells.size() + " cells FAILED");
+        out.println(failed.isEmpty() ? "all " + cells.size() + " cells passed" :
+            failed.size() + " of " + cells.size() + " cells FAILED");
         return failed.isEmpty() ? 0 : 1;
     }
 
-    private static int idleCpu(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
+    private static int idleCpu(final BenchOptions o, final PrintStream out) throws Exception
     {
         final List<String> uris = o.uris.isEmpty() ? List.of(defaultUris().get(0)) : o.uris;
-        final List<String> lines = new ArrayList<>();
-        final List<String> modes = o.pollingModes.isEmpty() ? java.util.Collections.singletonList(null) : o.pollingModes;
+        final List<String> modes = o.pollingModes.isEmpty() ? Collections.singletonList(null) : o.pollingModes;
         final List<String[]> runs = new ArrayList<>();
         for (final String text : uris)
         {
@@ -514,8 +520,7 @@ public final class ReverbBench
                 }
                 // Let an adaptive poller notice the silence and go to sleep before measuring.
                 Thread.sleep(2000);
-                final com.sun.management.OperatingSystemMXBean os =
-                    (com.sun.management.OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+                final OperatingSystemMXBean os = (OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
                 final long serverCpu0 = server.cpuNanos();
                 final long clientCpu0 = os.getProcessCpuTime();
                 final long t0 = System.nanoTime();
@@ -528,11 +533,11 @@ public final class ReverbBench
                     "(%.1f ms CPU); the idle client process %.2f%%",
                     server.uri(), mode == null ? "default" : mode, 100.0 * serverCpu / wall, wall / 1e9,
                     serverCpu / 1e6, 100.0 * clientCpu / wall);
-                lines.add(line);
-                err.println(line);
+                // The result, once, on stdout, as soon as it is measured (progress and result at once).
+                out.println(line);
+                out.flush();
             }
         }
-        out.println(String.join("\n", lines));
         return 0;
     }
 }

@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -177,7 +178,7 @@ public final class ServerProcess implements AutoCloseable
     static List<String> inheritedJvmArgs()
     {
         final List<String> inherited = new ArrayList<>();
-        for (final String arg : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        for (final String arg : ManagementFactory.getRuntimeMXBean().getInputArguments())
         {
             if (arg.startsWith("-Xm") || arg.startsWith("-Xss") ||
                 (arg.startsWith("-XX:") && !arg.contains("HeapDump") && !arg.contains("ErrorFile")))

@@ -60,7 +60,8 @@ class ReverbBenchCliTest
         assertThat(r.rps).isEqualTo(3000);
         assertThat(r.serviceTime).isNotNull();
         // Corrected latency can only be longer than the time from the actual send.
-        assertThat(r.latency.getMaxValue()).isGreaterThanOrEqualTo(r.serviceTime.getMaxValue() - r.serviceTime.getMaxValue() / 100);
+        assertThat(r.latency.getMaxValue())
+            .isGreaterThanOrEqualTo(r.serviceTime.getMaxValue() - r.serviceTime.getMaxValue() / 100);
         // 300 calls at 3000/s take at least 0.1 s.
         assertThat(r.elapsedNanos).isGreaterThanOrEqualTo(99_000_000L);
     }
@@ -110,6 +111,16 @@ class ReverbBenchCliTest
     }
 
     @Test
+    void shouldPrintTheIdleCpuResultOnceOnStdoutOnly() throws Exception
+    {
+        final int status = run("idle-cpu", "--uri", "shm://cli-idle-" + ProcessHandle.current().pid(), "--seconds", "1s");
+
+        assertThat(status).isZero();
+        assertThat(stdout().lines().filter(l -> l.contains("idle server process used"))).hasSize(1);
+        assertThat(err.toString(StandardCharsets.UTF_8)).doesNotContain("idle server process used");
+    }
+
+    @Test
     void shouldRejectUnknownOptionsAndConflictingLengths()
     {
         assertThatThrownBy(() -> run("--frobnicate")).isInstanceOf(IllegalArgumentException.class)
@@ -117,6 +128,36 @@ class ReverbBenchCliTest
         assertThatThrownBy(() -> run("-n", "10", "-z", "1s")).isInstanceOf(IllegalArgumentException.class)
             .hasMessageContaining("not both");
         assertThatThrownBy(() -> run("--polling", "SOMETIMES")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void shouldKeepRepeatedOptionsInOrderAndLetTheLastSingleValueWin()
+    {
+        final BenchOptions o = BenchOptions.parse(new String[]{
+            "--uri", "shm://a", "--compare", "tcp://h:1,,grpc://h:2", "-u", "inproc://d", "-c", "2", "-c", "3",
+            "a.json", "--input", "b.json", "--polling", "event,Adaptive", "--server-jvm-arg", "-Xmx1g",
+            "--server-jvm-arg", "-Dx=y", "-n", "1_000", "-q", "--cell-duration", "2s", "--deadline", "250ms"});
+
+        assertThat(o.uris).containsExactly("shm://a", "tcp://h:1", "grpc://h:2", "inproc://d");
+        assertThat(o.concurrency).isEqualTo(3);
+        assertThat(o.inputs).containsExactlyInAnyOrder("a.json", "b.json");
+        assertThat(o.pollingModes).containsExactly("EVENT", "ADAPTIVE");
+        assertThat(o.polling).isEqualTo("EVENT");
+        assertThat(o.serverJvmArgs).containsExactly("-Xmx1g", "-Dx=y");
+        assertThat(o.totalCalls).isEqualTo(1000);
+        assertThat(o.progress).isFalse();
+        assertThat(o.cellDurationNanos).isEqualTo(2_000_000_000L);
+        assertThat(o.deadlineNanos).isEqualTo(250_000_000L);
+        assertThat(BenchOptions.parse(new String[0]).progress).isTrue();
+    }
+
+    @Test
+    void shouldPrintTheHelpTextWithEveryCommand() throws Exception
+    {
+        assertThat(run("--help")).isZero();
+
+        assertThat(stdout()).startsWith("reverb-bench: RPC latency benchmarking")
+            .contains("  reverb-bench load-matrix ", "--cell-duration", "  --polling MODES ", "  -q, --no-progress ");
     }
 
     @Test

@@ -168,7 +168,8 @@ public record ServiceModel(
     }
 
     private static String javaType(
-        final FileDescriptorProto file, final String element, final String role, final String protoType, final JavaTypeIndex types)
+        final FileDescriptorProto file, final String element, final String role, final String protoType,
+        final JavaTypeIndex types)
     {
         final String javaType = types.javaClassName(protoType);
         if (null == javaType)
@@ -205,7 +206,8 @@ public record ServiceModel(
     }
 
     private static void claim(
-        final Map<String, String> used, final String javaName, final String protoName, final String protoFile, final String element)
+        final Map<String, String> used, final String javaName, final String protoName, final String protoFile,
+        final String element)
     {
         final String previous = used.putIfAbsent(javaName, protoName);
         if (null != previous)

@@ -1,6 +1,8 @@
 package io.reverb.codegen;
 
 import com.google.protobuf.DescriptorProtos.DescriptorProto;
+import com.google.protobuf.DescriptorProtos.EnumDescriptorProto;
+import com.google.protobuf.DescriptorProtos.EnumValueDescriptorProto;
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import com.google.protobuf.DescriptorProtos.FileOptions;
 import com.google.protobuf.DescriptorProtos.MethodDescriptorProto;
@@ -72,8 +74,8 @@ class GenerationErrorsTest
     {
         final FileDescriptorProto other = FileDescriptorProto.newBuilder().setName("other/b.proto").setPackage("other")
             .setOptions(FileOptions.newBuilder().setJavaPackage("svc").setJavaMultipleFiles(true))
-            .addEnumType(com.google.protobuf.DescriptorProtos.EnumDescriptorProto.newBuilder().setName("GreeterRpc")
-                .addValue(com.google.protobuf.DescriptorProtos.EnumValueDescriptorProto.newBuilder().setName("X").setNumber(0)))
+            .addEnumType(EnumDescriptorProto.newBuilder().setName("GreeterRpc")
+                .addValue(EnumValueDescriptorProto.newBuilder().setName("X").setNumber(0)))
             .build();
         final FileDescriptorProto file = file("svc/a.proto", "svc").addDependency("other/b.proto")
             .addService(service("Greeter", method("SayHello"))).build();
@@ -111,7 +113,8 @@ class GenerationErrorsTest
     {
         final CodeGeneratorResponse response = generate(file("svc/a.proto", "svc")
             .addService(ServiceDescriptorProto.newBuilder().setName("Greeter")
-                .addMethod(MethodDescriptorProto.newBuilder().setName("M").setInputType(".other.Missing").setOutputType(".svc.Msg"))));
+                .addMethod(MethodDescriptorProto.newBuilder().setName("M")
+                    .setInputType(".other.Missing").setOutputType(".svc.Msg"))));
 
         assertThat(response.getError()).isEqualTo("svc/a.proto: service svc.Greeter, method M: the input type " +
             ".other.Missing is not a message defined in any file protoc passed to the plugin");

@@ -1,5 +1,6 @@
 package io.reverb.codegen;
 
+import com.google.protobuf.DescriptorProtos.Edition;
 import com.google.protobuf.compiler.PluginProtos.CodeGeneratorResponse;
 import org.junit.jupiter.api.Test;
 
@@ -19,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Compares what the plugin generates for src/test/proto with src/test/resources/golden.
  *
  * <p>After an intended change of the generated code, regenerate the goldens and review the diff:
- * {@code mvn -B -pl codegen-plugin -am test -Dtest=GoldenFilesTest -Dsurefire.failIfNoSpecifiedTests=false -Dreverb.regenerateGoldens=true}.
+ * {@code mvn -B -pl codegen-plugin -am test -Dtest=GoldenFilesTest -Dsurefire.failIfNoSpecifiedTests=false
+ * -Dreverb.regenerateGoldens=true}.
  */
 class GoldenFilesTest
 {
@@ -47,7 +49,8 @@ class GoldenFilesTest
         {
             final String golden = Files.readString(GOLDEN_DIRECTORY.resolve(entry.getKey()), StandardCharsets.UTF_8);
             assertThat(entry.getValue())
-                .as("generated %s differs from its golden file; if intended, regenerate (see GoldenFilesTest javadoc)", entry.getKey())
+                .as("generated %s differs from its golden file; if intended, regenerate (see GoldenFilesTest javadoc)",
+                    entry.getKey())
                 .isEqualTo(golden);
         }
     }
@@ -59,7 +62,7 @@ class GoldenFilesTest
 
         assertThat(response.getSupportedFeatures() & CodeGeneratorResponse.Feature.FEATURE_PROTO3_OPTIONAL_VALUE).isNotZero();
         assertThat(response.getSupportedFeatures() & CodeGeneratorResponse.Feature.FEATURE_SUPPORTS_EDITIONS_VALUE).isNotZero();
-        assertThat(response.getMaximumEdition()).isEqualTo(com.google.protobuf.DescriptorProtos.Edition.EDITION_2023_VALUE);
+        assertThat(response.getMaximumEdition()).isEqualTo(Edition.EDITION_2023_VALUE);
     }
 
     private static TreeSet<String> goldenFileNames() throws IOException

@@ -7,6 +7,8 @@ import com.google.protobuf.DescriptorProtos.FileOptions;
 import com.google.protobuf.DescriptorProtos.ServiceDescriptorProto;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 class JavaNamesTest
@@ -67,7 +69,7 @@ class JavaNamesTest
         final FileDescriptorProto noPackage = file("d.proto")
             .addMessageType(DescriptorProto.newBuilder().setName("M")).build();
 
-        final JavaTypeIndex index = new JavaTypeIndex(java.util.List.of(nested, multiple, noPackage));
+        final JavaTypeIndex index = new JavaTypeIndex(List.of(nested, multiple, noPackage));
 
         assertThat(index.javaClassName(".p.M")).isEqualTo("p.B.M");
         assertThat(index.javaClassName(".p.M.N")).isEqualTo("p.B.M.N");

@@ -33,7 +33,8 @@ final class TestProtos
 
     static FileDescriptorSet descriptorSet() throws IOException
     {
-        final String location = System.getProperty("reverb.testDescriptorSet", "target/test-descriptor-sets/codegen-test.protobin");
+        final String location =
+            System.getProperty("reverb.testDescriptorSet", "target/test-descriptor-sets/codegen-test.protobin");
         try (InputStream in = Files.newInputStream(Path.of(location)))
         {
             return FileDescriptorSet.parseFrom(in);

@@ -18,7 +18,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -98,7 +100,8 @@ class CrossProcessExamplesTest
         final CompletableFuture<String> listening = new CompletableFuture<>();
         final Thread reader = new Thread(() ->
         {
-            try (BufferedReader lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)))
+            try (BufferedReader lines =
+                new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8)))
             {
                 String line;
                 while (null != (line = lines.readLine()))
@@ -121,9 +124,10 @@ class CrossProcessExamplesTest
 
         try
         {
-            assertThat(listening.get(STARTUP_TIMEOUT_SECONDS, TimeUnit.SECONDS)).endsWith("listening on " + uri + " (Ctrl-C to stop)");
+            assertThat(listening.get(STARTUP_TIMEOUT_SECONDS, TimeUnit.SECONDS))
+                .endsWith("listening on " + uri + " (Ctrl-C to stop)");
         }
-        catch (final java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException ex)
+        catch (final ExecutionException | TimeoutException ex)
         {
             throw new AssertionError(mainClass.getSimpleName() + " did not start: " + ex, ex);
         }

@@ -13,7 +13,8 @@ public final class JmhTargets
     /** Every target the suite knows, in the order reports list them. */
     public static final String[] ALL =
     {
-        "reverb-shm-adaptive", "reverb-shm-busy", "reverb-shm-event", "reverb-inproc", "grpc-netty", "grpc-inproc"
+        "reverb-shm-adaptive", "reverb-shm-busy", "reverb-shm-event", "reverb-inproc", "grpc-netty", "grpc-inproc",
+        "grpc-netty-direct", "grpc-reverb-shm", "grpc-reverb-shm-direct"
     };
 
     private JmhTargets()
@@ -34,6 +35,10 @@ public final class JmhTargets
             case "reverb-inproc" -> "inproc://" + unique;
             case "grpc-netty" -> "grpc://127.0.0.1:0";
             case "grpc-inproc" -> "grpc-inproc://" + unique;
+            // not in the default @Param lists (they would lengthen every suite run): select with -p target=...
+            case "grpc-netty-direct" -> "grpc://127.0.0.1:0?direct=true";
+            case "grpc-reverb-shm" -> "grpc+shm://" + unique;
+            case "grpc-reverb-shm-direct" -> "grpc+shm://" + unique + "?direct=true";
             default -> throw new IllegalArgumentException("unknown target " + name + "; known: " + String.join(", ", ALL));
         });
     }

@@ -1,5 +1,7 @@
 package io.reverb.bench.load;
 
+import java.util.Locale;
+
 /**
  * Shape of the calls a run makes.
  */
@@ -32,7 +34,7 @@ public enum CallKind
      */
     public static CallKind parse(final String name)
     {
-        return switch (name.toLowerCase(java.util.Locale.ROOT))
+        return switch (name.toLowerCase(Locale.ROOT))
         {
             case "unary" -> UNARY;
             case "server-streaming", "streaming", "server_streaming" -> SERVER_STREAMING;

@@ -133,7 +133,8 @@ public final class LoadMatrix
                 case "shm" -> "shm://load-matrix-" + ProcessHandle.current().pid();
                 case "tcp" -> "tcp://127.0.0.1:0";
                 case "inproc" -> "inproc://load-matrix-" + ProcessHandle.current().pid();
-                default -> throw new IllegalArgumentException("unknown transport " + transport + ", expected one of " + TRANSPORTS);
+                default -> throw new IllegalArgumentException(
+                    "unknown transport " + transport + ", expected one of " + TRANSPORTS);
             };
             ServerProcess process = null;
             BenchServer local = null;

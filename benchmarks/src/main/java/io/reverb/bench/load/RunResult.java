@@ -3,6 +3,7 @@ package io.reverb.bench.load;
 import org.HdrHistogram.Histogram;
 
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -98,7 +99,7 @@ public final class RunResult
         text.append(", c=").append(concurrency);
         if (rps > 0)
         {
-            text.append(", open loop ").append(String.format(java.util.Locale.ROOT, "%.0f", rps)).append(" calls/s");
+            text.append(", open loop ").append(String.format(Locale.ROOT, "%.0f", rps)).append(" calls/s");
         }
         else
         {

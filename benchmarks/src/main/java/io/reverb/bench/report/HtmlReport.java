@@ -64,7 +64,8 @@ public final class HtmlReport
         figures(out, runs);
         comparisons(out, runs);
         out.append("<h2>Runs</h2>\n<table>\n<tr><th class=\"l\">run</th><th class=\"l\">address</th>")
-            .append("<th class=\"l\">what</th><th class=\"l\">statuses</th><th class=\"l\">when</th><th class=\"l\">environment</th></tr>\n");
+            .append("<th class=\"l\">what</th><th class=\"l\">statuses</th><th class=\"l\">when</th>")
+            .append("<th class=\"l\">environment</th></tr>\n");
         for (final RunResult r : runs)
         {
             final StringBuilder statuses = new StringBuilder();
@@ -239,7 +240,8 @@ public final class HtmlReport
         for (int i = 0; i < runs.size(); i++)
         {
             final double y = HEIGHT + 8 + i * LEGEND_LINE;
-            out.append("<rect x=\"").append(LEFT).append("\" y=\"").append(fmt(y - 6)).append("\" width=\"18\" height=\"4\" fill=\"")
+            out.append("<rect x=\"").append(LEFT).append("\" y=\"").append(fmt(y - 6))
+                .append("\" width=\"18\" height=\"4\" fill=\"")
                 .append(colour(i)).append("\"/>\n<text x=\"").append(LEFT + 26).append("\" y=\"").append(fmt(y)).append("\">")
                 .append(escape(runs.get(i).label + " — " + runs.get(i).describe())).append("</text>\n");
         }

@@ -1,24 +1,35 @@
 package io.reverb.bench.report;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reverb.bench.load.RunResult;
 import org.HdrHistogram.Histogram;
 
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.DataFormatException;
 
 /**
- * Results as JSON: summary figures for people and scripts, plus each run's full HdrHistogram
+ * Results as JSON (Jackson): summary figures for people and scripts, plus each run's full HdrHistogram
  * (compressed, base64) so that {@link #read(String)} can rebuild the runs and an HTML report can
- * compare runs made by separate invocations.
+ * compare runs made by separate invocations. Numbers that are not finite (a percentile of an empty
+ * histogram) are written as {@code null}.
  */
 public final class JsonReport
 {
     /** Percentiles every report shows. */
     public static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
+
+    private static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     private JsonReport()
     {
@@ -30,89 +41,99 @@ public final class JsonReport
      */
     public static String write(final List<RunResult> runs)
     {
-        final StringBuilder out = new StringBuilder(4096);
-        out.append("{\n  \"tool\": \"reverb-bench\",\n  \"runs\": [");
-        for (int i = 0; i < runs.size(); i++)
+        final ObjectNode root = MAPPER.createObjectNode();
+        root.put("tool", "reverb-bench");
+        final ArrayNode runNodes = root.putArray("runs");
+        for (final RunResult r : runs)
         {
-            out.append(i == 0 ? "\n" : ",\n");
-            writeRun(out, runs.get(i));
+            writeRun(runNodes.addObject(), r);
         }
-        out.append("\n  ],\n  \"comparisons\": [");
-        final List<Comparison> comparisons = Comparison.against(runs);
-        for (int i = 0; i < comparisons.size(); i++)
+        final ArrayNode comparisons = root.putArray("comparisons");
+        for (final Comparison c : Comparison.against(runs))
         {
-            final Comparison c = comparisons.get(i);
-            out.append(i == 0 ? "\n" : ",\n");
-            out.append("    {\"run\": ").append(Json.quote(c.run().label))
-                .append(", \"baseline\": ").append(Json.quote(c.baseline().label))
-                .append(", \"p50LowerBy\": ").append(Json.number(c.p50Ratio()))
-                .append(", \"p99_9LowerBy\": ").append(Json.number(c.p999Ratio()))
-                .append(", \"throughputTimes\": ").append(Json.number(c.throughputRatio()))
-                .append('}');
+            final ObjectNode node = comparisons.addObject();
+            node.put("run", c.run().label);
+            node.put("baseline", c.baseline().label);
+            number(node, "p50LowerBy", c.p50Ratio());
+            number(node, "p99_9LowerBy", c.p999Ratio());
+            number(node, "throughputTimes", c.throughputRatio());
         }
-        out.append("\n  ]\n}\n");
-        return out.toString();
+        try
+        {
+            return MAPPER.writeValueAsString(root) + "\n";
+        }
+        catch (final JsonProcessingException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
     }
 
-    private static void writeRun(final StringBuilder out, final RunResult r)
+    private static void writeRun(final ObjectNode out, final RunResult r)
     {
-        out.append("    {\n");
-        field(out, "label", Json.quote(r.label));
-        field(out, "framework", Json.quote(r.framework));
-        field(out, "uri", Json.quote(r.uri));
-        field(out, "server", Json.quote(r.server));
-        field(out, "polling", Json.quote(r.polling));
-        field(out, "kind", Json.quote(r.kind));
-        field(out, "payloadSize", Integer.toString(r.payloadSize));
-        field(out, "streamMessages", Integer.toString(r.streamMessages));
-        field(out, "concurrency", Integer.toString(r.concurrency));
-        field(out, "rps", Json.number(r.rps));
-        field(out, "count", Long.toString(r.count));
-        field(out, "ok", Long.toString(r.ok));
-        field(out, "messages", Long.toString(r.messages));
-        field(out, "elapsedNanos", Long.toString(r.elapsedNanos));
-        field(out, "throughput", Json.number(r.throughput()));
-        field(out, "messagesPerSecond", Json.number(r.messagesPerSecond()));
-        field(out, "bytesPerSecond", Json.number(r.bytesPerSecond()));
-        field(out, "latencyMicros", summary(r.latency));
+        out.put("label", r.label);
+        out.put("framework", r.framework);
+        out.put("uri", r.uri);
+        out.put("server", r.server);
+        out.put("polling", r.polling);
+        out.put("kind", r.kind);
+        out.put("payloadSize", r.payloadSize);
+        out.put("streamMessages", r.streamMessages);
+        out.put("concurrency", r.concurrency);
+        number(out, "rps", r.rps);
+        out.put("count", r.count);
+        out.put("ok", r.ok);
+        out.put("messages", r.messages);
+        out.put("elapsedNanos", r.elapsedNanos);
+        number(out, "throughput", r.throughput());
+        number(out, "messagesPerSecond", r.messagesPerSecond());
+        number(out, "bytesPerSecond", r.bytesPerSecond());
+        summary(out.putObject("latencyMicros"), r.latency);
         if (r.serviceTime != null)
         {
-            field(out, "serviceTimeMicros", summary(r.serviceTime));
+            summary(out.putObject("serviceTimeMicros"), r.serviceTime);
         }
-        final StringBuilder statuses = new StringBuilder("{");
+        final ObjectNode statuses = out.putObject("statuses");
         for (final Map.Entry<String, Long> e : r.statuses.entrySet())
         {
-            statuses.append(statuses.length() > 1 ? ", " : "").append(Json.quote(e.getKey())).append(": ").append(e.getValue());
+            statuses.put(e.getKey(), e.getValue());
         }
-        field(out, "statuses", statuses.append('}').toString());
-        field(out, "timestamp", Json.quote(r.timestamp));
-        field(out, "environment", Json.quote(r.environment));
+        out.put("timestamp", r.timestamp);
+        out.put("environment", r.environment);
         if (r.serviceTime != null)
         {
-            field(out, "serviceTimeHistogram", Json.quote(encode(r.serviceTime)));
+            out.put("serviceTimeHistogram", encode(r.serviceTime));
         }
-        out.append("      \"histogram\": ").append(Json.quote(encode(r.latency))).append("\n    }");
+        out.put("histogram", encode(r.latency));
     }
 
-    private static void field(final StringBuilder out, final String name, final String json)
+    /** Whole numbers as integers (as the reports always wrote them), non-finite ones as null. */
+    private static void number(final ObjectNode out, final String name, final double value)
     {
-        out.append("      ").append(Json.quote(name)).append(": ").append(json).append(",\n");
+        if (Double.isNaN(value) || Double.isInfinite(value))
+        {
+            out.putNull(name);
+        }
+        else if (value == Math.rint(value) && Math.abs(value) < 1e15)
+        {
+            out.put(name, (long)value);
+        }
+        else
+        {
+            out.put(name, value);
+        }
     }
 
-    private static String summary(final Histogram h)
+    private static void summary(final ObjectNode out, final Histogram h)
     {
         final boolean empty = h.getTotalCount() == 0;
-        final StringBuilder out = new StringBuilder("{");
-        out.append("\"min\": ").append(Json.number(empty ? Double.NaN : h.getMinValue() / 1000.0));
-        out.append(", \"avg\": ").append(Json.number(empty ? Double.NaN : h.getMean() / 1000.0));
-        out.append(", \"stddev\": ").append(Json.number(empty ? Double.NaN : h.getStdDeviation() / 1000.0));
+        number(out, "min", empty ? Double.NaN : h.getMinValue() / 1000.0);
+        number(out, "avg", empty ? Double.NaN : h.getMean() / 1000.0);
+        number(out, "stddev", empty ? Double.NaN : h.getStdDeviation() / 1000.0);
         for (final double p : PERCENTILES)
         {
-            out.append(", \"p").append(percentileName(p)).append("\": ")
-                .append(Json.number(empty ? Double.NaN : h.getValueAtPercentile(p) / 1000.0));
+            number(out, "p" + percentileName(p), empty ? Double.NaN : h.getValueAtPercentile(p) / 1000.0);
         }
-        out.append(", \"max\": ").append(Json.number(empty ? Double.NaN : h.getMaxValue() / 1000.0));
-        return out.append('}').toString();
+        number(out, "max", empty ? Double.NaN : h.getMaxValue() / 1000.0);
     }
 
     /**
@@ -128,7 +149,7 @@ public final class JsonReport
     {
         final ByteBuffer buffer = ByteBuffer.allocate(h.getNeededByteBufferCapacity());
         final int length = h.encodeIntoCompressedByteBuffer(buffer);
-        return Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buffer.array(), length));
+        return Base64.getEncoder().encodeToString(Arrays.copyOf(buffer.array(), length));
     }
 
     private static Histogram decode(final String base64)
@@ -137,7 +158,7 @@ public final class JsonReport
         {
             return Histogram.decodeFromCompressedByteBuffer(ByteBuffer.wrap(Base64.getDecoder().decode(base64)), 0);
         }
-        catch (final DataFormatException ex)
+        catch (final DataFormatException | IllegalArgumentException ex)
         {
             throw new IllegalArgumentException("bad histogram in JSON result", ex);
         }
@@ -148,20 +169,26 @@ public final class JsonReport
      *
      * @param json the document.
      * @return its runs, with their histograms.
-     * @throws IllegalArgumentException if the document is not a reverb-bench result.
+     * @throws IllegalArgumentException if the document is not JSON or not a reverb-bench result.
      */
-    @SuppressWarnings("unchecked")
     public static List<RunResult> read(final String json)
     {
-        final Object root = Json.parse(json);
-        if (!(root instanceof Map<?, ?> map) || !(map.get("runs") instanceof List<?> list))
+        final JsonNode root;
+        try
+        {
+            root = MAPPER.readTree(json);
+        }
+        catch (final JsonProcessingException ex)
+        {
+            throw new IllegalArgumentException("not JSON: " + ex.getOriginalMessage(), ex);
+        }
+        if (root == null || !root.path("runs").isArray())
         {
             throw new IllegalArgumentException("not a reverb-bench JSON result (no \"runs\")");
         }
         final List<RunResult> runs = new ArrayList<>();
-        for (final Object item : list)
+        for (final JsonNode m : root.get("runs"))
         {
-            final Map<String, Object> m = (Map<String, Object>)item;
             final RunResult r = new RunResult();
             r.label = str(m, "label");
             r.framework = str(m, "framework");
@@ -169,21 +196,26 @@ public final class JsonReport
             r.server = str(m, "server");
             r.polling = str(m, "polling");
             r.kind = str(m, "kind");
-            r.payloadSize = (int)num(m, "payloadSize");
-            r.streamMessages = (int)num(m, "streamMessages");
-            r.concurrency = (int)num(m, "concurrency");
-            r.rps = num(m, "rps");
-            r.count = (long)num(m, "count");
-            r.ok = (long)num(m, "ok");
-            r.messages = (long)num(m, "messages");
-            r.elapsedNanos = (long)num(m, "elapsedNanos");
+            r.payloadSize = m.path("payloadSize").asInt();
+            r.streamMessages = m.path("streamMessages").asInt();
+            r.concurrency = m.path("concurrency").asInt();
+            r.rps = m.path("rps").asDouble();
+            r.count = m.path("count").asLong();
+            r.ok = m.path("ok").asLong();
+            r.messages = m.path("messages").asLong();
+            r.elapsedNanos = m.path("elapsedNanos").asLong();
             r.timestamp = str(m, "timestamp");
             r.environment = str(m, "environment");
-            if (m.get("statuses") instanceof Map<?, ?> statuses)
+            for (final Map.Entry<String, JsonNode> e : m.path("statuses").properties())
             {
-                statuses.forEach((k, v) -> r.statuses.put((String)k, ((Double)v).longValue()));
+                r.statuses.put(e.getKey(), e.getValue().asLong());
             }
-            r.latency = decode(str(m, "histogram"));
+            final String histogram = str(m, "histogram");
+            if (histogram == null)
+            {
+                throw new IllegalArgumentException("run \"" + r.label + "\" has no histogram");
+            }
+            r.latency = decode(histogram);
             final String service = str(m, "serviceTimeHistogram");
             r.serviceTime = service == null ? null : decode(service);
             runs.add(r);
@@ -191,15 +223,9 @@ public final class JsonReport
         return runs;
     }
 
-    private static String str(final Map<String, Object> m, final String key)
+    private static String str(final JsonNode m, final String key)
     {
-        final Object v = m.get(key);
-        return v == null ? null : v.toString();
-    }
-
-    private static double num(final Map<String, Object> m, final String key)
-    {
-        final Object v = m.get(key);
-        return v instanceof Double d ? d : 0;
+        final JsonNode v = m.get(key);
+        return v == null || v.isNull() ? null : v.asText();
     }
 }

@@ -40,10 +40,12 @@ public final class TextReport
         final List<Comparison> comparisons = Comparison.against(runs);
         if (!comparisons.isEmpty())
         {
-            out.append("\nRatios (grpc-java / Reverb for latency: above 1 means Reverb is lower; Reverb / grpc-java for throughput):\n");
+            out.append("\nRatios (grpc-java / Reverb for latency: above 1 means Reverb is lower; " +
+                "Reverb / grpc-java for throughput):\n");
             for (final Comparison c : comparisons)
             {
-                out.append(String.format(Locale.ROOT, "  %-28s vs %-24s p50 %6.1fx lower   p99.9 %6.1fx lower   throughput %6.1fx%n",
+                out.append(String.format(Locale.ROOT,
+                    "  %-28s vs %-24s p50 %6.1fx lower   p99.9 %6.1fx lower   throughput %6.1fx%n",
                     c.run().label, c.baseline().label, c.p50Ratio(), c.p999Ratio(), c.throughputRatio()));
             }
         }

@@ -1,5 +1,8 @@
 package io.reverb.bench.target;
 
+import io.reverb.grpc.ReverbChannelBuilder;
+import io.reverb.grpc.ReverbServerBuilder;
+
 import com.google.protobuf.BytesValue;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
@@ -20,11 +23,14 @@ import io.reverb.bench.EchoService;
 
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 
 /**
  * grpc-java, the baseline: {@code grpc://host:port} runs over Netty (TCP, plaintext HTTP/2),
- * {@code grpc-inproc://name} over grpc-java's in-process transport.
+ * {@code grpc-inproc://name} over grpc-java's in-process transport, and {@code grpc+shm://name},
+ * {@code grpc+tcp://host:port} (any Reverb scheme after {@code grpc+}) is grpc-java's channel and server over a
+ * Reverb transport ({@code reverb-grpc}).
  *
  * <p>Both use grpc-java's defaults (a cached thread pool runs callbacks), as a user gets them.
  * The query parameter {@code ?direct=true} switches client and server to {@code directExecutor()},
@@ -36,6 +42,8 @@ public final class GrpcTarget implements Target
     public static final String NETTY_SCHEME = "grpc";
     /** Scheme of grpc-java's in-process transport. */
     public static final String INPROC_SCHEME = "grpc-inproc";
+    /** Prefix of grpc-java over a Reverb transport: {@code grpc+shm://name}, {@code grpc+tcp://host:port}. */
+    public static final String REVERB_PREFIX = "grpc+";
 
     /** {@code Echo} as a grpc-java method descriptor, marshalled with protobuf. */
     public static final MethodDescriptor<BytesValue, BytesValue> ECHO_METHOD =
@@ -66,7 +74,33 @@ public final class GrpcTarget implements Target
     @Override
     public boolean handles(final URI uri)
     {
-        return NETTY_SCHEME.equals(uri.getScheme()) || INPROC_SCHEME.equals(uri.getScheme());
+        return NETTY_SCHEME.equals(uri.getScheme()) || INPROC_SCHEME.equals(uri.getScheme()) || isOverReverb(uri);
+    }
+
+    /**
+     * @param uri a target address.
+     * @return true for grpc-java over a Reverb transport ({@code grpc+shm://...}).
+     */
+    public static boolean isOverReverb(final URI uri)
+    {
+        return uri.getScheme() != null && uri.getScheme().startsWith(REVERB_PREFIX);
+    }
+
+    /**
+     * @param uri {@code grpc+shm://name?direct=true}.
+     * @return the Reverb address underneath, {@code shm://name} (the grpc-only query parameter dropped).
+     */
+    private static String reverbAddress(final URI uri)
+    {
+        final String s = uri.toString().substring(REVERB_PREFIX.length());
+        final int q = s.indexOf('?');
+        if (q < 0)
+        {
+            return s;
+        }
+        final String kept = java.util.Arrays.stream(s.substring(q + 1).split("&"))
+            .filter(p -> !p.startsWith("direct=")).collect(java.util.stream.Collectors.joining("&"));
+        return kept.isEmpty() ? s.substring(0, q) : s.substring(0, q + 1) + kept;
     }
 
     /**
@@ -94,6 +128,18 @@ public final class GrpcTarget implements Target
     public BenchServer startServer(final URI uri, final TargetSettings settings) throws Exception
     {
         final boolean direct = isDirect(uri);
+        if (isOverReverb(uri))
+        {
+            final ReverbServerBuilder builder = ReverbServerBuilder.forAddress(reverbAddress(uri))
+                .addService(serviceDefinition()).maxInboundMessageSize(MAX_MESSAGE);
+            if (direct)
+            {
+                builder.directExecutor();
+            }
+            final Server server = builder.build().start();
+            final String query = uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery();
+            return new GrpcServer(server, REVERB_PREFIX + server.getListenSockets().get(0) + query);
+        }
         if (INPROC_SCHEME.equals(uri.getScheme()))
         {
             final String name = uri.getHost() != null ? uri.getHost() : uri.getSchemeSpecificPart().replace("/", "");
@@ -125,7 +171,17 @@ public final class GrpcTarget implements Target
     {
         final boolean direct = isDirect(uri);
         final ManagedChannel channel;
-        if (INPROC_SCHEME.equals(uri.getScheme()))
+        if (isOverReverb(uri))
+        {
+            final ReverbChannelBuilder builder = ReverbChannelBuilder.forTarget(reverbAddress(uri))
+                .maxInboundMessageSize(MAX_MESSAGE);
+            if (direct)
+            {
+                builder.directExecutor();
+            }
+            channel = builder.build();
+        }
+        else if (INPROC_SCHEME.equals(uri.getScheme()))
         {
             final String name = uri.getHost() != null ? uri.getHost() : uri.getSchemeSpecificPart().replace("/", "");
             final InProcessChannelBuilder builder = InProcessChannelBuilder.forName(name).maxInboundMessageSize(MAX_MESSAGE);
@@ -194,7 +250,7 @@ public final class GrpcTarget implements Target
         public long blockingStream(final BytesValue request)
         {
             long count = 0;
-            final java.util.Iterator<BytesValue> messages =
+            final Iterator<BytesValue> messages =
                 ClientCalls.blockingServerStreamingCall(channel, STREAM_METHOD, CallOptions.DEFAULT, request);
             while (messages.hasNext())
             {

@@ -60,7 +60,8 @@ public final class ReverbTarget implements Target
     public boolean handles(final URI uri)
     {
         final String scheme = uri.getScheme();
-        return scheme != null && !GrpcTarget.NETTY_SCHEME.equals(scheme) && !GrpcTarget.INPROC_SCHEME.equals(scheme);
+        return scheme != null && !GrpcTarget.NETTY_SCHEME.equals(scheme) && !GrpcTarget.INPROC_SCHEME.equals(scheme) &&
+            !GrpcTarget.isOverReverb(uri);
     }
 
     /**

@@ -4,6 +4,7 @@ import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.PollingMode;
 
 import java.lang.reflect.Field;
+import java.net.URI;
 
 /**
  * Sets the completion polling mode of the {@code shm://} transport in this JVM.
@@ -34,7 +35,7 @@ public final class ShmPolling
     {
         try
         {
-            Class.forName(PROVIDER).getDeclaredMethod("pollingMode", java.net.URI.class);
+            Class.forName(PROVIDER).getDeclaredMethod("pollingMode", URI.class);
             return true;
         }
         catch (final ReflectiveOperationException ex)

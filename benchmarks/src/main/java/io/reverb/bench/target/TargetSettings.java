@@ -1,5 +1,7 @@
 package io.reverb.bench.target;
 
+import java.time.Duration;
+
 /**
  * Framework knobs a benchmark run may set. Each target applies what it understands and says
  * (through {@link #describe()}) what was asked for.
@@ -8,7 +10,7 @@ package io.reverb.bench.target;
  *                 or null for the transport's default.
  * @param deadline deadline of every call, or null for none.
  */
-public record TargetSettings(String polling, java.time.Duration deadline)
+public record TargetSettings(String polling, Duration deadline)
 {
     /** No settings: every framework's defaults. */
     public static final TargetSettings DEFAULTS = new TargetSettings(null);

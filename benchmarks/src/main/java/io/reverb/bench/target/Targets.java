@@ -41,7 +41,8 @@ public final class Targets
      */
     public static boolean isInProcessOnly(final URI uri)
     {
-        return "inproc".equals(uri.getScheme()) || GrpcTarget.INPROC_SCHEME.equals(uri.getScheme());
+        return "inproc".equals(uri.getScheme()) || GrpcTarget.INPROC_SCHEME.equals(uri.getScheme()) ||
+            (GrpcTarget.REVERB_PREFIX + "inproc").equals(uri.getScheme());
     }
 
     /**
@@ -70,7 +71,10 @@ public final class Targets
         {
             case GrpcTarget.NETTY_SCHEME -> "grpc-java netty" + (isDirect(uri) ? " direct" : "");
             case GrpcTarget.INPROC_SCHEME -> "grpc-java inproc" + (isDirect(uri) ? " direct" : "");
-            default -> "reverb " + uri.getScheme();
+            default -> GrpcTarget.isOverReverb(uri) ?
+                "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
+                    (isDirect(uri) ? " direct" : "") :
+                "reverb " + uri.getScheme();
         };
     }
 

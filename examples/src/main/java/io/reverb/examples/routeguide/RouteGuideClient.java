@@ -121,6 +121,7 @@ public final class RouteGuideClient
     private static String format(final Point point)
     {
         return String.format(Locale.ROOT, "(%.7f, %.7f)",
-            (double)point.getLatitude() / RouteGuideData.COORD_FACTOR, (double)point.getLongitude() / RouteGuideData.COORD_FACTOR);
+            (double)point.getLatitude() / RouteGuideData.COORD_FACTOR,
+            (double)point.getLongitude() / RouteGuideData.COORD_FACTOR);
     }
 }

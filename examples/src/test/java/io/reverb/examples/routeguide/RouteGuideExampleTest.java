@@ -7,6 +7,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.List;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -43,13 +44,13 @@ class RouteGuideExampleTest
             RpcChannel channel = RpcChannel.builder(server.address()).build())
         {
             final RouteGuideClient client = new RouteGuideClient(channel);
-            final List<Point> route = java.util.stream.IntStream.range(0, 1000)
+            final List<Point> route = IntStream.range(0, 1000)
                 .mapToObj(i -> RouteGuideData.gridPoint(i % RouteGuideData.SIDE, (i / RouteGuideData.SIDE) % RouteGuideData.SIDE))
                 .toList();
             assertThat(client.recordRoute(route).getPointCount()).isEqualTo(1000);
 
             final Point here = RouteGuideData.gridPoint(4, 4);
-            final List<RouteNote> notes = java.util.stream.IntStream.range(0, 200)
+            final List<RouteNote> notes = IntStream.range(0, 200)
                 .mapToObj(i -> RouteNote.newBuilder().setLocation(here).setMessage("n" + i).build())
                 .toList();
             // The k-th note gets the k notes before it back: 0 + 1 + ... + 199.

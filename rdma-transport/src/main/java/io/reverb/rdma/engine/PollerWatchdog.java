@@ -1,5 +1,7 @@
 package io.reverb.rdma.engine;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -23,6 +25,8 @@ final class PollerWatchdog implements Runnable
     private final long thresholdNanos;
     private final long[] seenCycle;
     private final long[] seenSince;
+    private final long[] seenCpu;
+    private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     private final long[] reportedCycle;
     private final long[] lastReport;
     private final int[] suppressed;
@@ -36,6 +40,7 @@ final class PollerWatchdog implements Runnable
         this.thresholdNanos = thresholdNanos;
         this.seenCycle = new long[pollers.length];
         this.seenSince = new long[pollers.length];
+        this.seenCpu = new long[pollers.length];
         this.reportedCycle = new long[pollers.length];
         this.lastReport = new long[pollers.length];
         this.suppressed = new int[pollers.length];
@@ -83,6 +88,7 @@ final class PollerWatchdog implements Runnable
         {
             seenCycle[i] = cycle;
             seenSince[i] = now;
+            seenCpu[i] = cpuNanos(pollers[i].thread());
             return;
         }
         if ((cycle & 1) == 0 || now - seenSince[i] < thresholdNanos || reportedCycle[i] == cycle)
@@ -98,6 +104,9 @@ final class PollerWatchdog implements Runnable
         }
         lastReport[i] = now;
         final Thread poller = pollers[i].thread();
+        final Thread.State state = poller.getState();
+        final long elapsed = now - seenSince[i];
+        final long cpu = seenCpu[i] < 0 ? -1 : cpuNanos(poller) - seenCpu[i];
         final StringBuilder stack = new StringBuilder();
         for (final StackTraceElement frame : poller.getStackTrace())
         {
@@ -105,10 +114,39 @@ final class PollerWatchdog implements Runnable
         }
         final int before = suppressed[i];
         suppressed[i] = 0;
-        LOG.warn("poller thread {} has been in one duty cycle for {} ms: every connection it serves is frozen. " +
-            "Is a handler blocking on the poller thread? Give the server an executor or scheduler " +
-            "(RpcServer.Builder.executor/scheduler) for handlers that block.{} Its stack:{}",
-            poller.getName(), TimeUnit.NANOSECONDS.toMillis(now - seenSince[i]),
-            before > 0 ? " (" + before + " more stalls since the last report)" : "", stack);
+        final String more = before > 0 ? " (" + before + " more since the last report)" : "";
+        final String what;
+        if (state != Thread.State.RUNNABLE)
+        {
+            what = "is " + state + ": a handler is blocking the poller thread, and every " +
+                "connection it serves waits. Give the server an executor or scheduler (RpcServer.Builder.executor/" +
+                "scheduler) for handlers that block.";
+        }
+        else if (cpu >= 0 && cpu < elapsed / 2)
+        {
+            what = "is runnable but ran only " + TimeUnit.NANOSECONDS.toMillis(cpu) + " ms of that time: the machine " +
+                "has fewer free cores than busy threads (oversubscribed), and every connection of this poller waits.";
+        }
+        else
+        {
+            what = "is busy: a handler doing long work on the poller thread holds up every " +
+                "connection it serves; move such work to an executor or scheduler.";
+        }
+        // A starved poller's stack says only where it was preempted: left out, the line stays one line.
+        final boolean starved = state == Thread.State.RUNNABLE && cpu >= 0 && cpu < elapsed / 2;
+        LOG.warn("poller thread {} has been in one duty cycle for {} ms and {}{}{}",
+            poller.getName(), TimeUnit.NANOSECONDS.toMillis(elapsed), what, more, starved ? "" : " Its stack:" + stack);
+    }
+
+    private long cpuNanos(final Thread thread)
+    {
+        try
+        {
+            return threads.isThreadCpuTimeSupported() ? threads.getThreadCpuTime(thread.getId()) : -1;
+        }
+        catch (final UnsupportedOperationException ex)
+        {
+            return -1;
+        }
     }
 }

@@ -94,6 +94,7 @@ public final class RdmaEngine implements AutoCloseable
      */
     public static RdmaEngine open(final VerbsProvider provider, final EngineConfig config) throws IOException
     {
+        JvmAccessCheck.requireAgronaAccess();
         return new RdmaEngine(Objects.requireNonNull(provider, "provider"), Objects.requireNonNull(config, "config"));
     }
 

@@ -6,8 +6,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The other process of the cross-process tests. Usage: {@code EngineChild <verify|hoard> <name>}.
- * Prints {@code READY} once listening, then serves one connection:
+ * The other process of the cross-process tests. Usage: {@code EngineChild <verify|hoard> <SHM|TCP> <listen address>}.
+ * Prints {@code READY <address> micrometer=<true|false>} once listening, then serves one connection:
  * <ul>
  *   <li>verify: checks message i against the content pattern of seed i and answers a 24-byte ack
  *       (index, length, content ok, its pool buffers in use during the delivery, its RNR errors).</li>
@@ -24,7 +24,8 @@ public final class EngineChild
     public static void main(final String[] args) throws Exception
     {
         final String mode = args[0];
-        final String name = args[1];
+        final EngineFabric fabric = EngineFabric.valueOf(args[1]);
+        final String listenAddress = args[2];
         boolean micrometer;
         try
         {
@@ -36,14 +37,14 @@ public final class EngineChild
             micrometer = false;
         }
         final boolean hoard = "hoard".equals(mode);
-        final EngineConfig config = EngineTestSupport.config(PollingMode.ADAPTIVE).name("child")
+        final EngineConfig config = EngineTestSupport.config(fabric, PollingMode.ADAPTIVE).name("child")
             .maxInboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024).maxOutboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024)
             .rendezvousPoolBytes(hoard ? 512 * 1024 : 128L * 1024 * 1024);
         final CountDownLatch closed = new CountDownLatch(1);
         final List<RetainedMessage> hoarded = new ArrayList<>();
-        try (RdmaEngine engine = RdmaEngine.open("shm", config))
+        try (RdmaEngine engine = RdmaEngine.open(fabric.scheme(), config))
         {
-            engine.listen(name, c ->
+            final EngineListener listener = engine.listen(listenAddress, c ->
             {
                 final MessageClaim ack = new MessageClaim();
                 final long[] index = {0};
@@ -71,7 +72,7 @@ public final class EngineChild
                     }
                 });
             });
-            System.out.println("READY micrometer=" + micrometer);
+            System.out.println("READY " + listener.address() + " micrometer=" + micrometer);
             System.out.flush();
             closed.await(10, TimeUnit.MINUTES);
         }

@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
-/** Two engines in this process, one connection between them. */
+/** Two engines in this process, one connection between them, over shm unless a fabric is named. */
 final class EnginePair implements AutoCloseable
 {
     final RdmaEngine serverEngine;
@@ -20,24 +20,35 @@ final class EnginePair implements AutoCloseable
     EnginePair(final EngineConfig serverConfig, final EngineConfig clientConfig, final MessageHandler serverHandler)
         throws Exception
     {
-        this(serverConfig, clientConfig, c -> c.setHandler(serverHandler));
+        this(EngineFabric.SHM, serverConfig, clientConfig, c -> c.setHandler(serverHandler));
     }
 
     EnginePair(final EngineConfig serverConfig, final EngineConfig clientConfig, final Consumer<Connection> onAccept)
         throws Exception
     {
+        this(EngineFabric.SHM, serverConfig, clientConfig, onAccept);
+    }
+
+    EnginePair(final EngineFabric fabric, final EngineConfig serverConfig, final EngineConfig clientConfig,
+        final MessageHandler serverHandler) throws Exception
+    {
+        this(fabric, serverConfig, clientConfig, c -> c.setHandler(serverHandler));
+    }
+
+    EnginePair(final EngineFabric fabric, final EngineConfig serverConfig, final EngineConfig clientConfig,
+        final Consumer<Connection> onAccept) throws Exception
+    {
         serverConfig.errorHandler(this::onError);
         clientConfig.errorHandler(this::onError);
-        serverEngine = RdmaEngine.open("shm", serverConfig.name("server"));
-        clientEngine = RdmaEngine.open("shm", clientConfig.name("client"));
+        serverEngine = RdmaEngine.open(fabric.scheme(), serverConfig.name("server"));
+        clientEngine = RdmaEngine.open(fabric.scheme(), clientConfig.name("client"));
         final AtomicReference<Connection> accepted = new AtomicReference<>();
-        final String name = uniqueName("pair");
-        listener = serverEngine.listen(name, c ->
+        listener = serverEngine.listen(fabric.listenAddress("pair"), c ->
         {
             onAccept.accept(c);
             accepted.set(c);
         });
-        client = clientEngine.connect(name);
+        client = clientEngine.connect(listener.address());
         await("accepted", () -> accepted.get() != null);
         server = accepted.get();
     }

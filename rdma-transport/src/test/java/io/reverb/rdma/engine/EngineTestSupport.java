@@ -12,8 +12,8 @@ import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
 /**
- * Shared helpers: shm config with RNR retries off (so any credit violation surfaces at once as an
- * RNR_RETRY_EXC_ERR completion instead of being hidden by a retry), polling helpers, content patterns.
+ * Shared helpers: engine config for a fabric with RNR retries off (so any credit violation surfaces at once
+ * as an RNR_RETRY_EXC_ERR completion instead of being hidden by a retry), polling helpers, content patterns.
  */
 final class EngineTestSupport
 {
@@ -31,14 +31,20 @@ final class EngineTestSupport
 
     static VerbsConfig verbsConfig()
     {
-        return VerbsConfig.defaults().withShmDirectory(shmDirectory()).withRnrRetryNanos(0)
-            .withConnectTimeoutNanos(TimeUnit.SECONDS.toNanos(20));
+        return EngineFabric.SHM.verbsConfig();
     }
 
+    /** The test configuration over shm. */
     static EngineConfig config(final PollingMode mode)
     {
+        return config(EngineFabric.SHM, mode);
+    }
+
+    /** The test configuration (small rings, 1 KiB eager limit, 8 MiB messages) over a fabric. */
+    static EngineConfig config(final EngineFabric fabric, final PollingMode mode)
+    {
         return new EngineConfig()
-            .verbsConfig(verbsConfig())
+            .verbsConfig(fabric.verbsConfig())
             .pollingMode(mode)
             .receiveSlots(16)
             .sendSlots(16)

@@ -34,6 +34,8 @@ import reactor.util.context.Context;
  */
 abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>
 {
+    private static final LogLimiter FAILURE_LOG = new LogLimiter();
+
     final ServerConnection connection;
     final ServerRuntime server;
     final MethodDescriptor<Req, Resp> method;
@@ -300,8 +302,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     }
 
     @Override
-    public void onError(final Throwable t)
+    public void onError(final Throwable error)
     {
+        final Throwable t = GrpcStatusExceptions.translate(error);
         final Status status = Status.fromThrowable(t);
         Metadata trailers = trailersCopy();
         if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
@@ -314,8 +317,14 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         if (!(t instanceof RpcException))
         {
-            // the stack trace stays in the server's log; the client gets the code and message only
-            RpcConnection.LOG.warn("call {} from {} failed", method.fullMethodName(), connection.peer(), t);
+            // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
+            // fail); the client gets the code and message only
+            final long left = FAILURE_LOG.admit(method.fullMethodName());
+            if (left != LogLimiter.SUPPRESS)
+            {
+                RpcConnection.LOG.warn("call {} from {} failed{}", method.fullMethodName(), connection.peer(),
+                    left > 0 ? " (" + left + " more failures of this method were not logged)" : "", t);
+            }
         }
         finish(status, trailers);
     }

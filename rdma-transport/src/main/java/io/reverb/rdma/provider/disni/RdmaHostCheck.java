@@ -32,10 +32,11 @@ import java.util.regex.Pattern;
  *       <reason>}, writes the report and exits with {@value #EXIT_NOT_READY}.</li>
  *   <li>Otherwise it runs, from the source checkout, each as a child process with a time limit: the verbs
  *       conformance suite over {@code rdma://} ({@code DisniConformanceTest}, loopback through the NIC, via
- *       Maven); the engine ping-pong ({@code EnginePingPong}) over {@code rdma://} and {@code tcp://} on the
- *       RDMA interface's address; and {@code reverb-bench} over {@code rdma://}, {@code tcp://} and
- *       grpc-java side by side. With {@code --peer host}, the ping-pong and bench clients target servers the
- *       user started on that host (see RDMA-HARDWARE.md); the conformance suite is loopback only.</li>
+ *       Maven); the engine ping-pong ({@code io.reverb.bench.pingpong.EnginePingPong}, benchmarks module) over
+ *       {@code rdma://} and {@code tcp://} on the RDMA interface's address; and {@code reverb-bench} over
+ *       {@code rdma://}, {@code tcp://} and grpc-java side by side. With {@code --peer host}, the ping-pong and
+ *       bench clients target servers the user started on that host (see RDMA-HARDWARE.md); the conformance
+ *       suite is loopback only.</li>
  * </ol>
  *
  * <p>Exit status: {@value #EXIT_OK} every step passed, {@value #EXIT_FAILED} a step failed,
@@ -394,7 +395,8 @@ public final class RdmaHostCheck
         for (final String scheme : List.of("rdma", "tcp"))
         {
             final List<String> command = new ArrayList<>(jvm);
-            command.addAll(List.of("io.reverb.rdma.engine.tools.EnginePingPong", "--scheme", scheme,
+            // In the benchmarks module: bin/reverb-rdma-check runs this class from reverb-bench.jar, which holds both.
+            command.addAll(List.of("io.reverb.bench.pingpong.EnginePingPong", "--scheme", scheme,
                 "--address", address + ":0", "--modes", "BUSY,ADAPTIVE,EVENT", "--warmup", "20000", "--messages", "100000"));
             steps.add(new Step("engine ping-pong over " + scheme + ":// (" + address + ", two processes)",
                 command, root, env, 900, null));

@@ -107,6 +107,7 @@ final class ShmQueuePair implements QueuePair
     private final int[] dstLengths = new int[ScatterGatherList.MAX_SGE];
     private int dstCount;
     private final ByteBuffer doorbellFrame = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH);
+    private boolean doorbellDropLogged;
 
     // Scratch of the flush path, under recvLock.
     private final ScatterGatherList flushScratch = new ScatterGatherList();
@@ -482,6 +483,14 @@ final class ShmQueuePair implements QueuePair
                         // Socket buffer full (the peer's event thread is behind): back off briefly.
                         if (++idle > 10_000 || !socket.isOpen())
                         {
+                            if (socket.isOpen() && !doorbellDropLogged)
+                            {
+                                // The peer's poller then wakes on its sleep time-out (50 ms) instead: visible, once.
+                                doorbellDropLogged = true;
+                                LOG.warn("doorbell of QP {} to {} dropped: the peer process's event thread did not " +
+                                    "read its socket for 10,000 yields (the peer is overloaded or stopped)", qpNum,
+                                    remoteAddress());
+                            }
                             return;
                         }
                         Thread.yield();

@@ -10,6 +10,6 @@
  * management, doorbells for armed CQs and disconnect detection (EOF) use one Unix domain socket per
  * connection, watched by a thread per context.
  *
- * <p>Measure with {@link io.reverb.rdma.provider.shm.tools.ShmPingPong}.
+ * <p>Measure with {@code io.reverb.bench.pingpong.ShmPingPong} (benchmarks module).
  */
 package io.reverb.rdma.provider.shm;

@@ -13,7 +13,7 @@
  *
  * <p>Addresses are {@code host:port}; port 0 listens on a free port, which
  * {@link io.reverb.rdma.verbs.ConnectionListener#localAddress()} reports. Measure with
- * {@link io.reverb.rdma.provider.tcp.tools.TcpPingPong}.
+ * {@code io.reverb.bench.pingpong.TcpPingPong} (benchmarks module).
  *
  * <p>Known limits: a send buffer is read when the NIC thread stages it, not inside {@code postSend}
  * (as with a real NIC: reuse it after its completion or once the peer has received it); a peer that

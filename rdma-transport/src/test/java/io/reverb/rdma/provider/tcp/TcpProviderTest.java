@@ -393,9 +393,12 @@ class TcpProviderTest
             // for one-off noise of the measurement itself.
             assertThat(allocated).as("bytes allocated by %d rounds of SEND + RDMA_WRITE + poll + repost", rounds)
                 .isLessThan(1024);
-            // The NIC threads (framing, copying, selecting, completing) allocate nothing per message either.
+            // The NIC threads (framing, copying, selecting, completing) allocate nothing per message either:
+            // one object per message would be >= 16 bytes x 6,000 requests. What they do allocate comes with
+            // sleeping and waking (more often on a loaded machine: 1,112 and 1,240 bytes were seen at load 6-13),
+            // so the bound is one byte per round, far below a single allocation per message.
             assertThat(nics).as("NIC threads of both contexts").hasSize(2);
-            assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(1024);
+            assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(rounds);
         }
     }
 

@@ -1,0 +1,392 @@
+package io.reverb.bench.pingpong;
+
+import com.sun.management.OperatingSystemMXBean;
+import com.sun.management.ThreadMXBean;
+import io.reverb.rdma.engine.Connection;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.EngineListener;
+import io.reverb.rdma.engine.MessageClaim;
+import io.reverb.rdma.engine.MessageHandler;
+import io.reverb.rdma.engine.PollingMode;
+import io.reverb.rdma.engine.RdmaEngine;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+import org.agrona.DirectBuffer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Engine-level benchmark between two processes over shm (or {@code --scheme tcp}): a benchmark, not a test.
+ *
+ * <p>For each polling mode it starts a child JVM running an echo engine, connects, and measures:
+ * <ul>
+ *   <li>64-byte ping-pong round-trip time (p50/p99/p99.9/max, HdrHistogram), with pings sent from
+ *       the client's poller thread as soon as the pong arrives (one message in flight);</li>
+ *   <li>CPU time per round trip: process CPU time (OperatingSystemMXBean) of both processes over the
+ *       measured phase, divided by round trips;</li>
+ *   <li>allocation per round trip on both poller threads (com.sun.management.ThreadMXBean);</li>
+ *   <li>idle CPU of both processes over 2 s without traffic;</li>
+ *   <li>1 MiB one-way throughput (claimed and committed back to back, each acknowledged by an
+ *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine),
+ *       with the sending thread's allocation per message.</li>
+ * </ul>
+ *
+ * <p>Usage ({@code --help} lists the options): {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000]
+ * [--messages 200000] [--throughput 2000] [--scheme shm|tcp|rdma] [--address host:0]}; run with
+ * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} (and, for rdma, {@code java.base/sun.nio.ch}).
+ * {@code --address} is where a tcp/rdma echo server listens (default 127.0.0.1:0; for rdma, the RDMA
+ * interface's address); the child JVM inherits {@code java.library.path} and {@code reverb.disni.localAddress}.
+ */
+public final class EnginePingPong
+{
+    private static final int PING = 64;
+    private static final int LARGE = 1 << 20;
+    private static final int STATS = 3;
+
+    private EnginePingPong()
+    {
+    }
+
+    /**
+     * @param args see the class comment; {@code --serve <name> <mode> <scheme>} is the child's entry point.
+     */
+    public static void main(final String[] args)
+    {
+        System.exit(new CommandLine(new Options()).execute(args));
+    }
+
+    /** The command line (picocli). */
+    @Command(name = "EnginePingPong", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Engine ping-pong between two processes: RTT, CPU and allocation per round trip, idle CPU, " +
+            "1 MiB one-way throughput, for each polling mode.")
+    static final class Options implements Callable<Integer>
+    {
+        @Option(names = "--modes", split = ",", paramLabel = "MODE",
+            description = "polling modes to measure, each with a fresh echo server (default: ${DEFAULT-VALUE})")
+        List<PollingMode> modes = new ArrayList<>(List.of(PollingMode.BUSY, PollingMode.ADAPTIVE, PollingMode.EVENT));
+
+        @Option(names = "--warmup", paramLabel = "N", description = "warm-up round trips (default: ${DEFAULT-VALUE})")
+        int warmup = 50_000;
+
+        @Option(names = "--messages", paramLabel = "N", description = "measured round trips (default: ${DEFAULT-VALUE})")
+        int messages = 200_000;
+
+        @Option(names = "--throughput", paramLabel = "N", description = "1 MiB messages sent one way (default: ${DEFAULT-VALUE})")
+        int throughput = 2_000;
+
+        @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
+        String scheme = "shm";
+
+        @Option(names = "--address", paramLabel = "HOST:PORT",
+            description = "where a tcp/rdma echo server listens (default: ${DEFAULT-VALUE}; " +
+                "for rdma, the RDMA interface's address)")
+        String address = "127.0.0.1:0";
+
+        @Option(names = "--serve", arity = "3", hidden = true, paramLabel = "NAME MODE SCHEME",
+            description = "the child's entry point: run an echo server")
+        List<String> serve;
+
+        @Override
+        public Integer call() throws Exception
+        {
+            if (serve != null)
+            {
+                serve(serve.get(0), PollingMode.valueOf(serve.get(1)), serve.get(2));
+                return 0;
+            }
+            System.out.printf(Locale.ROOT,
+                "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); %d cores, %s%n",
+                scheme, PING, messages, warmup, Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.vm.version"));
+            System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
+                "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
+                "idle cpu%", "1MiB GB/s", "alloc/1MiB");
+            for (final PollingMode mode : modes)
+            {
+                run(scheme, address, mode, warmup, messages, throughput);
+            }
+            return 0;
+        }
+    }
+
+    static EngineConfig config(final PollingMode mode, final String name)
+    {
+        return new EngineConfig().pollingMode(mode).name(name)
+            .maxInboundMessageSize(LARGE).maxOutboundMessageSize(LARGE).rendezvousPoolBytes(8L * LARGE);
+    }
+
+    private static void run(
+        final String scheme, final String address, final PollingMode mode, final int warmup, final int messages,
+        final int throughput) throws Exception
+    {
+        final String name = "shm".equals(scheme) ? "pingpong-" + ProcessHandle.current().pid() + "-" + mode : address;
+        final List<String> command = new ArrayList<>(List.of(
+            System.getProperty("java.home") + "/bin/java",
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+            "-Djava.library.path=" + System.getProperty("java.library.path", "")));
+        final String disniLocal = System.getProperty("reverb.disni.localAddress");
+        if (disniLocal != null)
+        {
+            command.add("-Dreverb.disni.localAddress=" + disniLocal);
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
+            EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
+        final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        final String ready = out.readLine();
+        if (ready == null || !ready.startsWith("READY "))
+        {
+            throw new IllegalStateException("echo server did not start: " + ready);
+        }
+        try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "client")))
+        {
+            final Connection connection = engine.connect(ready.substring("READY ".length()));
+            final Client client = new Client(connection);
+            connection.setHandler(client);
+            final Thread poller = engine.pollerThread(0);
+
+            client.pingPhase(warmup, false);
+            final long[] server0 = client.serverStats();
+            final long cpu0 = processCpuNanos();
+            final long alloc0 = allocatedBytes(poller);
+            client.pingPhase(messages, true);
+            final long cpu1 = processCpuNanos();
+            final long alloc1 = allocatedBytes(poller);
+            final long[] server1 = client.serverStats();
+
+            Thread.sleep(500); // let ADAPTIVE/EVENT pollers fall asleep
+            final long idle0 = processCpuNanos();
+            final long[] serverIdle0 = client.serverStats();
+            final long idleStart = System.nanoTime();
+            Thread.sleep(2_000);
+            final long idleNanos = System.nanoTime() - idleStart;
+            final long idle1 = processCpuNanos();
+            final long[] serverIdle1 = client.serverStats();
+
+            final double cpuPerRt = ((cpu1 - cpu0) + (server1[0] - server0[0])) / 1000.0 / messages;
+            final double allocClient = (double)(alloc1 - alloc0) / messages;
+            final double allocServer = (double)(server1[1] - server0[1]) / messages;
+            final double idleCpu = 100.0 * ((idle1 - idle0) + (serverIdle1[0] - serverIdle0[0])) / idleNanos;
+
+            client.throughputPhase(Math.min(200, throughput), null); // warm-up
+            final long[] sendAlloc = new long[1];
+            final long elapsed = client.throughputPhase(throughput, sendAlloc);
+            final double gbPerSecond = (double)throughput * LARGE / elapsed;
+
+            final Histogram h = client.histogram;
+            System.out.printf(Locale.ROOT, "%-9s %8.2f %8.2f %9.2f %9.2f %12.2f %14.1f %14.1f %10.2f %10.2f %12.1f%n",
+                mode, h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(99) / 1000.0,
+                h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0, cpuPerRt, allocClient, allocServer,
+                idleCpu, gbPerSecond, (double)sendAlloc[0] / throughput);
+            connection.close();
+        }
+        finally
+        {
+            child.destroy();
+            child.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Client side: ping-pong from the poller thread, acknowledgements, stats replies. */
+    static final class Client implements MessageHandler
+    {
+        final Connection connection;
+        final MessageClaim claim = new MessageClaim();
+        final MessageClaim mainClaim = new MessageClaim();
+        final Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+        volatile CountDownLatch done;
+        volatile long[] stats;
+        int remaining;
+        boolean record;
+        long sentAt;
+        volatile int acks;
+
+        Client(final Connection connection)
+        {
+            this.connection = connection;
+        }
+
+        void pingPhase(final int count, final boolean record) throws InterruptedException
+        {
+            this.remaining = count;
+            this.record = record;
+            final CountDownLatch latch = new CountDownLatch(1);
+            done = latch;
+            ping(mainClaim);
+            if (!latch.await(10, TimeUnit.MINUTES))
+            {
+                throw new IllegalStateException("ping-pong stalled");
+            }
+        }
+
+        long throughputPhase(final int count, final long[] allocation) throws InterruptedException
+        {
+            acks = 0;
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final long alloc0 = threads.getCurrentThreadAllocatedBytes();
+            final long start = System.nanoTime();
+            for (int i = 0; i < count; i++)
+            {
+                int rc;
+                while ((rc = connection.tryClaim(LARGE, mainClaim)) == Connection.BACK_PRESSURED)
+                {
+                    Thread.yield(); // two cores: leave them to the pollers
+                }
+                if (rc != Connection.OK)
+                {
+                    throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
+                }
+                mainClaim.buffer().putLong(mainClaim.offset(), i);
+                mainClaim.commit();
+            }
+            final long alloc1 = threads.getCurrentThreadAllocatedBytes();
+            while (acks < count)
+            {
+                Thread.yield();
+            }
+            final long elapsed = System.nanoTime() - start;
+            if (allocation != null)
+            {
+                allocation[0] = alloc1 - alloc0;
+            }
+            return elapsed;
+        }
+
+        long[] serverStats() throws InterruptedException
+        {
+            stats = null;
+            int rc;
+            while ((rc = connection.tryClaim(STATS, mainClaim)) == Connection.BACK_PRESSURED)
+            {
+                Thread.onSpinWait();
+            }
+            if (rc != Connection.OK)
+            {
+                throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
+            }
+            mainClaim.buffer().putByte(mainClaim.offset(), (byte)'S');
+            mainClaim.commit();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (stats == null)
+            {
+                if (System.nanoTime() > deadline)
+                {
+                    throw new IllegalStateException("no stats reply");
+                }
+                Thread.sleep(1);
+            }
+            return stats;
+        }
+
+        private void ping(final MessageClaim c)
+        {
+            int rc;
+            while ((rc = connection.tryClaim(PING, c)) == Connection.BACK_PRESSURED)
+            {
+                Thread.onSpinWait();
+            }
+            if (rc != Connection.OK)
+            {
+                throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
+            }
+            sentAt = System.nanoTime();
+            c.buffer().putLong(c.offset(), sentAt);
+            c.commit();
+        }
+
+        @Override
+        public void onMessage(final DirectBuffer buffer, final int offset, final int length)
+        {
+            if (length == PING)
+            {
+                final long now = System.nanoTime();
+                if (record)
+                {
+                    histogram.recordValue(now - buffer.getLong(offset));
+                }
+                if (--remaining > 0)
+                {
+                    ping(claim);
+                }
+                else
+                {
+                    done.countDown();
+                }
+            }
+            else if (length == 8)
+            {
+                acks++;
+            }
+            else if (length == 16)
+            {
+                stats = new long[] {buffer.getLong(offset), buffer.getLong(offset + 8)};
+            }
+        }
+    }
+
+    private static void serve(final String name, final PollingMode mode, final String scheme) throws Exception
+    {
+        final CountDownLatch closed = new CountDownLatch(1);
+        try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "server")))
+        {
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final long pollerId = engine.pollerThread(0).getId();
+            final EngineListener listener = engine.listen(name, c ->
+            {
+                final MessageClaim reply = new MessageClaim();
+                c.onClose(cause -> closed.countDown());
+                c.setHandler((buffer, offset, length) ->
+                {
+                    final int replyLength = length == PING ? PING : length == STATS ? 16 : 8;
+                    int rc;
+                    while ((rc = c.tryClaim(replyLength, reply)) == Connection.BACK_PRESSURED)
+                    {
+                        Thread.onSpinWait(); // cannot happen with one message in flight per kind
+                    }
+                    if (rc != Connection.OK)
+                    {
+                        return;
+                    }
+                    if (length == PING)
+                    {
+                        reply.buffer().putBytes(reply.offset(), buffer, offset, PING);
+                    }
+                    else if (length == STATS)
+                    {
+                        reply.buffer().putLong(reply.offset(), processCpuNanos());
+                        reply.buffer().putLong(reply.offset() + 8, threads.getThreadAllocatedBytes(pollerId));
+                    }
+                    else
+                    {
+                        reply.buffer().putLong(reply.offset(), buffer.getLong(offset));
+                    }
+                    reply.commit();
+                });
+            });
+            System.out.println("READY " + listener.address());
+            System.out.flush();
+            closed.await();
+        }
+    }
+
+    static long processCpuNanos()
+    {
+        return ((OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
+    static long allocatedBytes(final Thread thread)
+    {
+        return ((ThreadMXBean)ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(thread.getId());
+    }
+}

@@ -1,0 +1,93 @@
+package io.reverb.grpc;
+
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+
+/**
+ * Runs a stream's listener callbacks one at a time and in order, on whichever thread submits while none runs
+ * (the transport's thread, or a grpc-java thread asking for more), never blocking a submitter: a task submitted
+ * while another runs is queued and run by that thread before it leaves. The same contract as grpc-java's
+ * {@code SerializingExecutor} over a direct executor, without allocating a queue for streams that never contend.
+ */
+final class CallbackSerializer
+{
+    private static final AtomicIntegerFieldUpdater<CallbackSerializer> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(CallbackSerializer.class, "wip");
+
+    private volatile int wip;
+    private volatile ConcurrentLinkedQueue<Runnable> queue;
+
+    /**
+     * @param task runs now if nothing else of this stream runs, else after what runs.
+     */
+    void execute(final Runnable task)
+    {
+        if (WIP.compareAndSet(this, 0, 1))
+        {
+            run(task);
+            if (WIP.decrementAndGet(this) == 0)
+            {
+                return;
+            }
+        }
+        else
+        {
+            queue().offer(task);
+            if (WIP.getAndIncrement(this) != 0)
+            {
+                return;
+            }
+        }
+        drain();
+    }
+
+    private void drain()
+    {
+        int missed = WIP.get(this);
+        do
+        {
+            // every increment not yet matched by a decrement stands for one queued task
+            for (int i = 0; i < missed; i++)
+            {
+                Runnable next;
+                while ((next = queue().poll()) == null)
+                {
+                    Thread.onSpinWait(); // its submitter incremented and is about to offer
+                }
+                run(next);
+            }
+            missed = WIP.addAndGet(this, -missed);
+        }
+        while (missed != 0);
+    }
+
+    private ConcurrentLinkedQueue<Runnable> queue()
+    {
+        ConcurrentLinkedQueue<Runnable> q = queue;
+        if (q == null)
+        {
+            synchronized (this)
+            {
+                q = queue;
+                if (q == null)
+                {
+                    queue = q = new ConcurrentLinkedQueue<>();
+                }
+            }
+        }
+        return q;
+    }
+
+    private static void run(final Runnable task)
+    {
+        try
+        {
+            task.run();
+        }
+        catch (final RuntimeException | Error e)
+        {
+            java.util.logging.Logger.getLogger(CallbackSerializer.class.getName())
+                .log(java.util.logging.Level.SEVERE, "exception in a grpc stream callback", e);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+package io.reverb.grpc;
+
+import io.grpc.InternalMetadata;
+import io.grpc.Status;
+import io.grpc.internal.GrpcUtil;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.RpcException;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Converts between grpc-java's and Reverb's status and metadata. Both carry the same 17 status codes with the same
+ * numbers, and metadata as (lower-case name, value) pairs with binary values under {@code -bin} names, so the
+ * conversion is a copy of the serialized pairs.
+ */
+final class GrpcBridge
+{
+    private static final io.grpc.Metadata.Key<?>[] TRANSPORT_OWNED_KEYS = {
+        GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GrpcUtil.MESSAGE_ENCODING_KEY, GrpcUtil.TIMEOUT_KEY,
+        GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY
+    };
+
+    private GrpcBridge()
+    {
+    }
+
+    /**
+     * @param name a grpc metadata name.
+     * @return true for names that grpc-java's HTTP/2 transports own and Reverb's wire carries by other means
+     * (deadline in the CALL frame, no compression), or that make no sense on it.
+     */
+    private static boolean transportOwned(final String name)
+    {
+        switch (name)
+        {
+            case "grpc-timeout":
+            case "grpc-encoding":
+            case "grpc-accept-encoding":
+            case "content-type":
+            case "te":
+            case "user-agent":
+                return true;
+            default:
+                return false;
+        }
+    }
+
+    /**
+     * @param grpc grpc-java metadata, or null.
+     * @return the same entries as Reverb metadata (transport-owned names dropped).
+     */
+    static Metadata toReverb(final io.grpc.Metadata grpc)
+    {
+        final Metadata reverb = new Metadata();
+        if (grpc == null || onlyTransportOwned(grpc))
+        {
+            return reverb;
+        }
+        final byte[][] pairs = InternalMetadata.serialize(grpc);
+        for (int i = 0; i + 1 < pairs.length; i += 2)
+        {
+            final String name = new String(pairs[i], StandardCharsets.US_ASCII);
+            if (!transportOwned(name))
+            {
+                reverb.putRaw(name, pairs[i + 1]);
+            }
+        }
+        return reverb;
+    }
+
+    /**
+     * @param grpc grpc-java metadata.
+     * @return true when it holds nothing but what grpc-java's call layers add to every call (encodings, the common
+     * case), checked without serializing it.
+     */
+    private static boolean onlyTransportOwned(final io.grpc.Metadata grpc)
+    {
+        final int count = InternalMetadata.headerCount(grpc);
+        if (count == 0)
+        {
+            return true;
+        }
+        int owned = 0;
+        for (final io.grpc.Metadata.Key<?> key : TRANSPORT_OWNED_KEYS)
+        {
+            if (grpc.containsKey(key))
+            {
+                owned++;
+            }
+        }
+        return owned == count;
+    }
+
+    /**
+     * @param reverb Reverb metadata, or null.
+     * @return the same entries as grpc-java metadata.
+     */
+    static io.grpc.Metadata toGrpc(final Metadata reverb)
+    {
+        if (reverb == null || reverb.isEmpty())
+        {
+            return new io.grpc.Metadata();
+        }
+        final int n = reverb.size();
+        final List<byte[]> pairs = new ArrayList<>(2 * n);
+        for (int i = 0; i < n; i++)
+        {
+            pairs.add(reverb.nameAt(i).getBytes(StandardCharsets.US_ASCII));
+            pairs.add(reverb.valueAt(i));
+        }
+        return InternalMetadata.newMetadata(pairs.toArray(new byte[0][]));
+    }
+
+    /**
+     * @param status a grpc-java status.
+     * @return the Reverb status with the same code, description and cause.
+     */
+    static io.reverb.rpc.Status toReverb(final Status status)
+    {
+        io.reverb.rpc.Status reverb = io.reverb.rpc.Status.fromCodeValue(status.getCode().value());
+        if (status.getDescription() != null)
+        {
+            reverb = reverb.withDescription(status.getDescription());
+        }
+        if (status.getCause() != null)
+        {
+            reverb = reverb.withCause(status.getCause());
+        }
+        return reverb;
+    }
+
+    /**
+     * @param status a Reverb status.
+     * @return the grpc-java status with the same code, description and cause.
+     */
+    static Status toGrpc(final io.reverb.rpc.Status status)
+    {
+        Status grpc = Status.fromCodeValue(status.code().value());
+        if (status.description() != null)
+        {
+            grpc = grpc.withDescription(status.description());
+        }
+        if (status.cause() != null)
+        {
+            grpc = grpc.withCause(status.cause());
+        }
+        return grpc;
+    }
+
+    /**
+     * @param t how a Reverb call failed.
+     * @return its status as grpc-java's.
+     */
+    static Status statusOf(final Throwable t)
+    {
+        return toGrpc(io.reverb.rpc.Status.fromThrowable(t));
+    }
+
+    /**
+     * @param t how a Reverb call failed.
+     * @return its trailers as grpc-java's (empty when there are none).
+     */
+    static io.grpc.Metadata trailersOf(final Throwable t)
+    {
+        return t instanceof RpcException ? toGrpc(((RpcException)t).trailers()) : new io.grpc.Metadata();
+    }
+
+    /**
+     * @param method a grpc-java method type.
+     * @return Reverb's (UNKNOWN is treated as bidi streaming, the most general).
+     */
+    static io.reverb.rpc.MethodDescriptor.MethodType toReverb(final io.grpc.MethodDescriptor.MethodType method)
+    {
+        switch (method)
+        {
+            case UNARY:
+                return io.reverb.rpc.MethodDescriptor.MethodType.UNARY;
+            case SERVER_STREAMING:
+                return io.reverb.rpc.MethodDescriptor.MethodType.SERVER_STREAMING;
+            case CLIENT_STREAMING:
+                return io.reverb.rpc.MethodDescriptor.MethodType.CLIENT_STREAMING;
+            default:
+                return io.reverb.rpc.MethodDescriptor.MethodType.BIDI_STREAMING;
+        }
+    }
+
+    /**
+     * @param fullMethodName {@code "package.Service/Method"}.
+     * @param type           grpc-java's method type.
+     * @return a Reverb descriptor whose messages are grpc-java's serialized streams.
+     */
+    static io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(
+        final String fullMethodName, final io.grpc.MethodDescriptor.MethodType type)
+    {
+        return io.reverb.rpc.MethodDescriptor.<Payload, Payload>newBuilder()
+            .fullMethodName(fullMethodName)
+            .type(toReverb(type))
+            .requestMarshaller(Payload.MARSHALLER)
+            .responseMarshaller(Payload.MARSHALLER)
+            .build();
+    }
+}

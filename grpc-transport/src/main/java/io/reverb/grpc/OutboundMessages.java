@@ -1,0 +1,221 @@
+package io.reverb.grpc;
+
+import org.reactivestreams.Subscriber;
+import org.reactivestreams.Subscription;
+
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+
+/**
+ * The messages one side of a grpc-java stream writes, as the Reactive Streams publisher rpc-core's call consumes:
+ * rpc-core requests exactly as far as the peer's REQUEST_N allow, so {@link #isReady()} is grpc-java's
+ * {@code isReady()} and a rise of demand is its {@code onReady()}. grpc-java lets an application write past
+ * {@code isReady()}; those messages wait here (as they wait in Netty's buffers), bounded by the application.
+ *
+ * <p>One subscriber; offer/complete/fail from any thread (grpc-java serializes them per stream).
+ */
+final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, Subscription
+{
+    /** What the stream learns from its consumer. */
+    interface Events
+    {
+        /** Demand rose: grpc-java's {@code onReady()}. */
+        void onDemand();
+
+        /** The consumer cancelled (the call ended from the other side). */
+        void onCancel();
+
+        /** The terminal signal went out. */
+        void onTerminated();
+    }
+
+    private final Queue<Payload> queue = new ConcurrentLinkedQueue<>();
+    private static final AtomicIntegerFieldUpdater<OutboundMessages> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "wip");
+    private static final AtomicLongFieldUpdater<OutboundMessages> REQUESTED =
+        AtomicLongFieldUpdater.newUpdater(OutboundMessages.class, "requested");
+    private static final AtomicIntegerFieldUpdater<OutboundMessages> QUEUED =
+        AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "queued");
+
+    private volatile int wip;
+    private volatile long requested;
+    private volatile int queued;
+    private final Events events;
+    private volatile Subscriber<? super Payload> actual;
+    private volatile boolean done;
+    private volatile Throwable error;
+    private volatile boolean cancelled;
+    private boolean terminated;
+
+    OutboundMessages(final Events events)
+    {
+        this.events = events;
+    }
+
+    @Override
+    public void subscribe(final Subscriber<? super Payload> subscriber)
+    {
+        if (actual != null)
+        {
+            subscriber.onSubscribe(this);
+            subscriber.onError(new IllegalStateException("grpc stream messages can be subscribed once"));
+            return;
+        }
+        actual = subscriber;
+        subscriber.onSubscribe(this);
+        drain();
+    }
+
+    /**
+     * @param payload a message to send.
+     */
+    void offer(final Payload payload)
+    {
+        if (done || cancelled)
+        {
+            return;
+        }
+        QUEUED.incrementAndGet(this);
+        queue.offer(payload);
+        drain();
+    }
+
+    /** No more messages. */
+    void complete()
+    {
+        done = true;
+        drain();
+    }
+
+    /**
+     * @param t ends the messages with this error (the call's status).
+     */
+    void fail(final Throwable t)
+    {
+        error = t;
+        done = true;
+        drain();
+    }
+
+    /**
+     * @return true if the consumer asked for more than is queued.
+     */
+    boolean isReady()
+    {
+        return !cancelled && !done && requested > queued;
+    }
+
+    /**
+     * @return true once the consumer cancelled.
+     */
+    boolean isCancelled()
+    {
+        return cancelled;
+    }
+
+    @Override
+    public void request(final long n)
+    {
+        if (n <= 0)
+        {
+            return;
+        }
+        long current;
+        long next;
+        do
+        {
+            current = requested;
+            next = current + n < 0 ? Long.MAX_VALUE : current + n;
+        }
+        while (!REQUESTED.compareAndSet(this, current, next));
+        drain();
+        if (!cancelled && !done)
+        {
+            events.onDemand();
+        }
+    }
+
+    @Override
+    public void cancel()
+    {
+        if (!cancelled)
+        {
+            cancelled = true;
+            events.onCancel();
+            drain();
+        }
+    }
+
+    private void drain()
+    {
+        if (WIP.getAndIncrement(this) != 0)
+        {
+            return;
+        }
+        int missed = 1;
+        do
+        {
+            final Subscriber<? super Payload> s = actual;
+            if (s != null && !terminated)
+            {
+                if (cancelled)
+                {
+                    queue.clear();
+                    terminated = true;
+                }
+                else
+                {
+                    long r = requested;
+                    long emitted = 0;
+                    while (emitted != r)
+                    {
+                        final boolean d = done;
+                        final Payload p = queue.poll();
+                        if (p == null)
+                        {
+                            if (d)
+                            {
+                                terminate(s);
+                            }
+                            break;
+                        }
+                        QUEUED.decrementAndGet(this);
+                        s.onNext(p);
+                        emitted++;
+                        if (cancelled)
+                        {
+                            break;
+                        }
+                    }
+                    if (emitted == r && !terminated && done && queue.isEmpty())
+                    {
+                        terminate(s);
+                    }
+                    if (emitted != 0 && r != Long.MAX_VALUE)
+                    {
+                        REQUESTED.addAndGet(this, -emitted);
+                    }
+                }
+            }
+            missed = WIP.addAndGet(this, -missed);
+        }
+        while (missed != 0);
+    }
+
+    private void terminate(final Subscriber<? super Payload> s)
+    {
+        terminated = true;
+        final Throwable t = error;
+        if (t != null)
+        {
+            s.onError(t);
+        }
+        else
+        {
+            s.onComplete();
+        }
+        events.onTerminated();
+    }
+}

@@ -1,0 +1,381 @@
+package io.reverb.grpc;
+
+import io.grpc.Attributes;
+import io.grpc.Compressor;
+import io.grpc.Deadline;
+import io.grpc.DecompressorRegistry;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.internal.ClientStream;
+import io.grpc.internal.ClientStreamListener;
+import io.grpc.internal.InsightBuilder;
+import io.grpc.internal.StatsTraceContext;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcChannel;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.util.context.Context;
+
+import java.io.InputStream;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The client side of one grpc-java call over Reverb: a Reverb call ({@link RpcChannel#newCall}) whose requests are
+ * what grpc-java writes and whose responses, headers and status go to grpc-java's listener. Frames on the wire are
+ * Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the server may be a
+ * grpc-java server over Reverb or a native Reverb server.
+ */
+final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>, OutboundMessages.Events
+{
+    /** Reactor context key under which the stream finds its {@link ClientCallContext} (see {@link #CAPTURE}). */
+    private static final Object STREAM_KEY = ReverbClientStream.class;
+
+    /**
+     * Innermost Reverb interceptor of every channel: hands the call's context (response headers, trailers) to the
+     * stream that started the call.
+     */
+    static final io.reverb.rpc.ClientInterceptor CAPTURE = new io.reverb.rpc.ClientInterceptor()
+    {
+        @Override
+        public <Req, Resp> reactor.core.publisher.Flux<Resp> interceptCall(
+            final ClientCallContext call, final reactor.core.publisher.Flux<Req> requests, final Next<Req, Resp> next)
+        {
+            return reactor.core.publisher.Flux.deferContextual(ctx ->
+            {
+                final Object stream = ctx.getOrDefault(STREAM_KEY, null);
+                if (stream instanceof ReverbClientStream)
+                {
+                    ((ReverbClientStream)stream).callContext = call;
+                }
+                return next.call(requests);
+            });
+        }
+    };
+
+    private final ReverbClientTransport transport;
+    private final MethodDescriptor<Payload, Payload> method;
+    private final Metadata headers;
+    private final StatsTraceContext statsTraceContext;
+    private final CallbackSerializer serializer = new CallbackSerializer();
+    private final OutboundMessages requests = new OutboundMessages(this);
+    private final boolean waitForReady;
+    private final Context reactorContext;
+    private volatile ClientCallContext callContext;
+    private Deadline deadline;
+    private CallOptions options;
+    private boolean callStarted;
+    private ClientStreamListener listener;
+    private volatile Subscription responses;
+    private long pendingRequests;
+    private boolean headersDelivered;
+    private volatile boolean closed;
+
+    ReverbClientStream(
+        final ReverbClientTransport transport, final MethodDescriptor<Payload, Payload> method, final Metadata headers,
+        final io.grpc.CallOptions callOptions, final StatsTraceContext statsTraceContext)
+    {
+        this.transport = transport;
+        this.method = method;
+        this.headers = headers;
+        this.statsTraceContext = statsTraceContext;
+        this.waitForReady = callOptions.isWaitForReady();
+        this.deadline = callOptions.getDeadline();
+        this.reactorContext = Context.of(STREAM_KEY, this);
+    }
+
+    @Override
+    public void start(final ClientStreamListener listener)
+    {
+        this.listener = listener;
+        final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
+        // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
+        CallOptions options = metadata.isEmpty() ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
+        if (deadline != null)
+        {
+            options = options.withDeadline(io.reverb.rpc.Deadline.after(
+                Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS,
+                io.reverb.rpc.Deadline.Ticker.SYSTEM));
+        }
+        if (waitForReady)
+        {
+            options = options.withWaitForReady();
+        }
+        statsTraceContext.clientOutboundHeaders();
+        this.options = options;
+        if (!method.type().clientSendsOneMessage())
+        {
+            startCall();
+        }
+        // else the CALL waits for the request: both then leave in one go, with the response demand grpc-java already
+        // asked for, as Reverb's native unary calls do (no separate MESSAGE and REQUEST_N round)
+    }
+
+    private void startCall()
+    {
+        synchronized (this)
+        {
+            if (callStarted)
+            {
+                return;
+            }
+            callStarted = true;
+        }
+        transport.channel().newCall(method, options, requests).subscribe(this);
+    }
+
+    // ---------------------------------------------------------------- grpc-java -> Reverb
+
+    @Override
+    public void request(final int numMessages)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            s = responses;
+            if (s == null)
+            {
+                pendingRequests += numMessages;
+                return;
+            }
+        }
+        s.request(numMessages);
+    }
+
+    @Override
+    public void writeMessage(final InputStream message)
+    {
+        final Payload payload = Payload.outbound(message);
+        statsTraceContext.outboundMessage(0);
+        statsTraceContext.outboundWireSize(payload.length());
+        statsTraceContext.outboundUncompressedSize(payload.length());
+        requests.offer(payload);
+        startCall();
+    }
+
+    @Override
+    public void flush()
+    {
+        // each committed claim is sent at once
+    }
+
+    @Override
+    public boolean isReady()
+    {
+        return requests.isReady();
+    }
+
+    @Override
+    public void halfClose()
+    {
+        requests.complete();
+        startCall();
+    }
+
+    @Override
+    public void cancel(final Status reason)
+    {
+        synchronized (this)
+        {
+            callStarted = true; // a call not sent yet never will be
+        }
+        final Subscription s = responses;
+        if (s != null)
+        {
+            s.cancel(); // rpc-core sends CANCEL
+        }
+        requests.cancel();
+        close(reason, new Metadata());
+    }
+
+    @Override
+    public void setDeadline(final Deadline deadline)
+    {
+        this.deadline = deadline;
+    }
+
+    @Override
+    public Attributes getAttributes()
+    {
+        return transport.getAttributes();
+    }
+
+    @Override
+    public void appendTimeoutInsight(final InsightBuilder insight)
+    {
+        insight.appendKeyValue("remote_addr", transport.address());
+    }
+
+    @Override
+    public void optimizeForDirectExecutor()
+    {
+    }
+
+    @Override
+    public void setCompressor(final Compressor compressor)
+    {
+        // messages travel uncompressed: the transports are local or RDMA, where compression costs more than it saves
+    }
+
+    @Override
+    public void setMessageCompression(final boolean enable)
+    {
+    }
+
+    @Override
+    public void setAuthority(final String authority)
+    {
+    }
+
+    @Override
+    public void setFullStreamDecompression(final boolean fullStreamDecompression)
+    {
+    }
+
+    @Override
+    public void setDecompressorRegistry(final DecompressorRegistry decompressorRegistry)
+    {
+    }
+
+    @Override
+    public void setMaxInboundMessageSize(final int maxSize)
+    {
+        // enforced per channel by rpc-core (ReverbChannelBuilder.maxInboundMessageSize)
+    }
+
+    @Override
+    public void setMaxOutboundMessageSize(final int maxSize)
+    {
+    }
+
+    // ---------------------------------------------------------------- Reverb -> grpc-java (responses)
+
+    @Override
+    public Context currentContext()
+    {
+        return reactorContext;
+    }
+
+    @Override
+    public void onSubscribe(final Subscription s)
+    {
+        final long pending;
+        synchronized (this)
+        {
+            responses = s;
+            pending = pendingRequests;
+            pendingRequests = 0;
+        }
+        if (closed)
+        {
+            s.cancel();
+            return;
+        }
+        if (pending > 0)
+        {
+            s.request(pending);
+        }
+    }
+
+    @Override
+    public void onNext(final Payload payload)
+    {
+        statsTraceContext.inboundMessage(0);
+        statsTraceContext.inboundWireSize(payload.length());
+        statsTraceContext.inboundUncompressedSize(payload.length());
+        serializer.execute(() ->
+        {
+            if (closed)
+            {
+                return;
+            }
+            deliverHeadersOnce();
+            final InputStream[] next = {payload.stream()};
+            listener.messagesAvailable(() ->
+            {
+                final InputStream m = next[0];
+                next[0] = null;
+                return m;
+            });
+        });
+    }
+
+    @Override
+    public void onError(final Throwable t)
+    {
+        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t));
+    }
+
+    @Override
+    public void onComplete()
+    {
+        final ClientCallContext ctx = callContext;
+        close(Status.OK, GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null));
+    }
+
+    // ---------------------------------------------------------------- rpc-core's demand for requests
+
+    @Override
+    public void onDemand()
+    {
+        serializer.execute(() ->
+        {
+            if (!closed)
+            {
+                listener.onReady();
+            }
+        });
+    }
+
+    @Override
+    public void onCancel()
+    {
+    }
+
+    @Override
+    public void onTerminated()
+    {
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    // on the serializer
+    private void deliverHeadersOnce()
+    {
+        if (!headersDelivered)
+        {
+            headersDelivered = true;
+            final ClientCallContext ctx = callContext;
+            final Metadata received = GrpcBridge.toGrpc(ctx != null ? ctx.responseHeaders() : null);
+            statsTraceContext.clientInboundHeaders(received);
+            listener.headersRead(received);
+        }
+    }
+
+    private void close(final Status status, final Metadata trailers)
+    {
+        serializer.execute(() ->
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            try
+            {
+                requests.cancel();
+                statsTraceContext.clientInboundTrailers(trailers);
+                statsTraceContext.streamClosed(status);
+                if (listener != null)
+                {
+                    listener.closed(status, ClientStreamListener.RpcProgress.PROCESSED, trailers);
+                }
+            }
+            finally
+            {
+                transport.streamClosed(this);
+            }
+        });
+    }
+}

@@ -1,0 +1,208 @@
+package io.reverb.grpc;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.SettableFuture;
+import io.grpc.Attributes;
+import io.grpc.CallOptions;
+import io.grpc.ClientStreamTracer;
+import io.grpc.Grpc;
+import io.grpc.InternalChannelz;
+import io.grpc.InternalLogId;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.internal.ClientStream;
+import io.grpc.internal.ConnectionClientTransport;
+import io.grpc.internal.FailingClientStream;
+import io.grpc.internal.GrpcAttributes;
+import io.grpc.internal.SimpleDisconnectError;
+import io.grpc.internal.StatsTraceContext;
+import io.reverb.rpc.RpcChannel;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.function.UnaryOperator;
+
+/**
+ * grpc-java's client transport over one {@link RpcChannel}: one Reverb connection (opened lazily by rpc-core, with
+ * its reconnect backoff and keep-alive), on which every grpc-java stream is a Reverb call.
+ */
+final class ReverbClientTransport implements ConnectionClientTransport
+{
+    private final InternalLogId logId;
+    private final ReverbAddress address;
+    private final RpcChannel channel;
+    private final Attributes attributes;
+    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
+    private final Set<ReverbClientStream> streams = ConcurrentHashMap.newKeySet();
+    private Listener listener;
+    private boolean shutdown;
+    private boolean shutdownNotified;
+    private boolean terminated;
+    private Status shutdownStatus;
+
+    ReverbClientTransport(
+        final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
+        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods)
+    {
+        this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
+        this.address = address;
+        this.methods = methods;
+        this.channel = configure.apply(RpcChannel.builder(address.uri())).intercept(ReverbClientStream.CAPTURE).build();
+        this.attributes = Attributes.newBuilder()
+            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
+            .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))
+            .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
+            .set(GrpcAttributes.ATTR_CLIENT_EAG_ATTRS, Attributes.EMPTY)
+            .build();
+    }
+
+    RpcChannel channel()
+    {
+        return channel;
+    }
+
+    ReverbAddress address()
+    {
+        return address;
+    }
+
+    @Override
+    public synchronized Runnable start(final Listener listener)
+    {
+        this.listener = listener;
+        // rpc-core connects on the first call and reconnects by itself; grpc-java may send calls at once
+        return listener::transportReady;
+    }
+
+    @Override
+    public ClientStream newStream(
+        final MethodDescriptor<?, ?> method, final Metadata headers, final CallOptions callOptions,
+        final ClientStreamTracer[] tracers)
+    {
+        final StatsTraceContext stats = StatsTraceContext.newClientContext(tracers, attributes, headers);
+        final boolean inUse;
+        final ReverbClientStream stream;
+        synchronized (this)
+        {
+            if (shutdown)
+            {
+                return new FailingClientStream(shutdownStatus, io.grpc.internal.ClientStreamListener.RpcProgress.REFUSED,
+                    tracers);
+            }
+            final io.reverb.rpc.MethodDescriptor<Payload, Payload> reverbMethod = methods.computeIfAbsent(
+                method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
+            stream = new ReverbClientStream(this, reverbMethod, headers, callOptions, stats);
+            inUse = streams.isEmpty();
+            streams.add(stream);
+        }
+        if (inUse)
+        {
+            listener.transportInUse(true);
+        }
+        return stream;
+    }
+
+    void streamClosed(final ReverbClientStream stream)
+    {
+        final boolean idle;
+        final boolean terminate;
+        synchronized (this)
+        {
+            idle = streams.remove(stream) && streams.isEmpty();
+            terminate = idle && shutdownNotified && !terminated;
+            if (terminate)
+            {
+                terminated = true;
+            }
+        }
+        if (idle)
+        {
+            listener.transportInUse(false);
+        }
+        if (terminate)
+        {
+            terminate();
+        }
+    }
+
+    @Override
+    public void ping(final PingCallback callback, final Executor executor)
+    {
+        // rpc-core's keep-alive PINGs the connection itself; grpc-java's keep-alive is not needed over Reverb
+        executor.execute(() -> callback.onSuccess(0));
+    }
+
+    @Override
+    public void shutdown(final Status reason)
+    {
+        synchronized (this)
+        {
+            if (shutdown)
+            {
+                return;
+            }
+            shutdown = true;
+            shutdownStatus = reason;
+        }
+        listener.transportShutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
+        final boolean terminate;
+        synchronized (this)
+        {
+            // grpc-java requires transportShutdown before transportTerminated: only now may the last stream terminate
+            shutdownNotified = true;
+            terminate = streams.isEmpty() && !terminated;
+            if (terminate)
+            {
+                terminated = true;
+            }
+        }
+        if (terminate)
+        {
+            terminate();
+        }
+    }
+
+    @Override
+    public void shutdownNow(final Status reason)
+    {
+        shutdown(reason);
+        for (final ReverbClientStream stream : streams)
+        {
+            stream.cancel(reason);
+        }
+    }
+
+    private void terminate()
+    {
+        channel.close();
+        listener.transportTerminated();
+    }
+
+    @Override
+    public Attributes getAttributes()
+    {
+        return attributes;
+    }
+
+    @Override
+    public InternalLogId getLogId()
+    {
+        return logId;
+    }
+
+    @Override
+    public ListenableFuture<InternalChannelz.SocketStats> getStats()
+    {
+        final SettableFuture<InternalChannelz.SocketStats> stats = SettableFuture.create();
+        stats.set(null);
+        return stats;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ReverbClientTransport{" + address + "}";
+    }
+}

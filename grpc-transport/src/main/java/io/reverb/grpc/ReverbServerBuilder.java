@@ -1,0 +1,155 @@
+package io.reverb.grpc;
+
+import io.grpc.BindableService;
+import io.grpc.ForwardingServerBuilder;
+import io.grpc.HandlerRegistry;
+import io.grpc.ServerBuilder;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.internal.InternalServer;
+import io.grpc.internal.ServerImplBuilder;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.transport.Transports;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
+
+/**
+ * Builds an ordinary grpc-java {@link io.grpc.Server} that serves over a Reverb transport:
+ *
+ * <pre>{@code
+ * Server server = ReverbServerBuilder.forAddress("shm://greeter")   // was: ServerBuilder.forPort(50051)
+ *     .addService(new GreeterImpl())                               // unchanged grpc-java service
+ *     .build().start();
+ * }</pre>
+ *
+ * Everything above the transport is grpc-java's own server: {@code BindableService}s, {@code ServerInterceptor}s,
+ * executors, {@code Context} deadlines and cancellation, {@code grpc-services} (health, reflection). Below it, a
+ * Reverb {@link RpcServer} accepts connections and speaks Reverb's wire protocol, so grpc-java channels built with
+ * {@link ReverbChannelBuilder} and native Reverb stubs can both call it.
+ *
+ * <p>Unlike Netty's server, the methods served are fixed when {@link #build()} runs (Reverb's server routes calls by
+ * method name before grpc-java sees them): {@link #fallbackHandlerRegistry} is not supported.
+ */
+public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbServerBuilder>
+{
+    private final String uri;
+    private final ServerImplBuilder delegate;
+    private final List<ServerServiceDefinition> services = new ArrayList<>();
+    private UnaryOperator<RpcServer.Builder> reverbConfig = UnaryOperator.identity();
+    private int maxInboundMessageSize = -1;
+
+    private ReverbServerBuilder(final String uri)
+    {
+        this.uri = uri;
+        Transports.parse(uri);
+        this.delegate = new ServerImplBuilder((tracerFactories, metricRecorder) -> buildTransportServer(tracerFactories));
+    }
+
+    /**
+     * @param uri where to serve: {@code shm://name}, {@code tcp://host:port} (port 0: ephemeral),
+     *            {@code rdma://host:port}, {@code inproc://name}.
+     * @return a builder.
+     */
+    public static ReverbServerBuilder forAddress(final String uri)
+    {
+        return new ReverbServerBuilder(Objects.requireNonNull(uri, "uri"));
+    }
+
+    /**
+     * Always fails: a Reverb address is a URI (use {@link #forAddress}).
+     *
+     * @param port ignored.
+     * @return never.
+     */
+    public static ReverbServerBuilder forPort(final int port)
+    {
+        throw new UnsupportedOperationException("use ReverbServerBuilder.forAddress(\"tcp://0.0.0.0:" + port + "\")");
+    }
+
+    /**
+     * Settings of the underlying Reverb server (handler scheduler for rpc-core, metrics, timers...).
+     *
+     * @param configure applied to the {@link RpcServer.Builder}.
+     * @return this.
+     */
+    public ReverbServerBuilder reverbServer(final UnaryOperator<RpcServer.Builder> configure)
+    {
+        this.reverbConfig = Objects.requireNonNull(configure, "configure");
+        return this;
+    }
+
+    @Override
+    public ReverbServerBuilder addService(final ServerServiceDefinition service)
+    {
+        services.add(Objects.requireNonNull(service, "service"));
+        delegate.addService(service);
+        return this;
+    }
+
+    @Override
+    public ReverbServerBuilder addService(final BindableService bindableService)
+    {
+        return addService(bindableService.bindService());
+    }
+
+    @Override
+    public ReverbServerBuilder fallbackHandlerRegistry(final HandlerRegistry fallbackRegistry)
+    {
+        throw new UnsupportedOperationException(
+            "a Reverb server routes by method name before grpc-java sees a call: add every service with addService");
+    }
+
+    @Override
+    public ReverbServerBuilder maxInboundMessageSize(final int bytes)
+    {
+        if (bytes <= 0)
+        {
+            throw new IllegalArgumentException("maxInboundMessageSize must be positive: " + bytes);
+        }
+        this.maxInboundMessageSize = bytes;
+        return this;
+    }
+
+    @Override
+    public ReverbServerBuilder useTransportSecurity(final File certChain, final File privateKey)
+    {
+        throw new UnsupportedOperationException(
+            "grpc-java TLS is not used over Reverb; tcp:// encryption is a Reverb transport setting");
+    }
+
+    @Override
+    public ReverbServerBuilder handshakeTimeout(final long timeout, final TimeUnit unit)
+    {
+        return this; // Reverb transports run their own handshake deadlines
+    }
+
+    @Override
+    protected ServerBuilder<?> delegate()
+    {
+        return delegate;
+    }
+
+    private InternalServer buildTransportServer(final List<? extends io.grpc.ServerStreamTracer.Factory> tracerFactories)
+    {
+        final int maxInbound = maxInboundMessageSize;
+        final UnaryOperator<RpcServer.Builder> user = reverbConfig;
+        return new ReverbServerTransport(uri, List.copyOf(services), tracerFactories, b ->
+        {
+            if (maxInbound > 0)
+            {
+                b.maxInboundMessageSize(maxInbound);
+            }
+            return user.apply(b);
+        });
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ReverbServerBuilder{" + uri + "}";
+    }
+}

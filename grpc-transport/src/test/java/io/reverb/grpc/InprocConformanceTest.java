@@ -1,0 +1,15 @@
+package io.reverb.grpc;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The grpc-java conformance suite over Reverb's {@code inproc://} transport. */
+class InprocConformanceTest extends AbstractReverbConformanceTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    @Override
+    protected String newAddress()
+    {
+        return "inproc://grpc-conformance-" + IDS.incrementAndGet();
+    }
+}

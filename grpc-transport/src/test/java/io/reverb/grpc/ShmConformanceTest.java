@@ -1,0 +1,15 @@
+package io.reverb.grpc;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The grpc-java conformance suite over Reverb's {@code shm://} transport. */
+class ShmConformanceTest extends AbstractReverbConformanceTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    @Override
+    protected String newAddress()
+    {
+        return "shm://grpc-conformance-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
+    }
+}

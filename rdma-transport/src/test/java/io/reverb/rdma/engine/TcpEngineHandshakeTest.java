@@ -1,0 +1,11 @@
+package io.reverb.rdma.engine;
+
+/** {@link AbstractEngineHandshakeTest} over tcp://. */
+class TcpEngineHandshakeTest extends AbstractEngineHandshakeTest
+{
+    @Override
+    EngineFabric fabric()
+    {
+        return EngineFabric.TCP;
+    }
+}
