@@ -3,11 +3,13 @@ package io.reverb.rpc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 
 /** A builder's settings are copied at build(): changing or reusing the builder never changes what it built. */
 class BuilderReuseTest
@@ -26,10 +28,10 @@ class BuilderReuseTest
             .intercept(new ClientInterceptor()
             {
                 @Override
-                public <Req, Resp> reactor.core.publisher.Flux<Resp> interceptCall(final ClientCallContext context,
-                    final reactor.core.publisher.Flux<Req> requests, final Next<Req, Resp> next)
+                public <Req, Resp> Flux<Resp> interceptCall(final ClientCallContext context,
+                    final Flux<Req> requests, final Next<Req, Resp> next)
                 {
-                    return reactor.core.publisher.Flux.error(Status.PERMISSION_DENIED.asException());
+                    return Flux.error(Status.PERMISSION_DENIED.asException());
                 }
             });
         final RpcChannel second = builder.build();
@@ -64,7 +66,7 @@ class BuilderReuseTest
         final RpcChannel channel = RpcChannel.builder(uri).build();
         try
         {
-            final BytesValue payload = BytesValue.of(com.google.protobuf.ByteString.copyFrom(new byte[1000]));
+            final BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[1000]));
             assertThat(channel.newUnaryCall(TestService.SIZE, CallOptions.DEFAULT, payload).block(WAIT))
                 .isEqualTo(Int32Value.of(1000));
         }

@@ -15,6 +15,7 @@ import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.TransportOptions;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -32,7 +33,7 @@ class EngineOptionsTest
             final RdmaEngine engine = ShmTransportProvider.TRANSPORT.engineFor(
                 URI.create("shm://x?polling=event"), EngineOptions.of(config));
             assertThat(engine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
-            assertThat(engine.config().authToken()).isEqualTo("s3cret".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            assertThat(engine.config().authToken()).isEqualTo("s3cret".getBytes(StandardCharsets.UTF_8));
             assertThat(engine.config().receiveSlots()).isEqualTo(32);
             // the same settings share the engine; the caller's config stays unconcluded (a copy was opened)
             assertThat(ShmTransportProvider.TRANSPORT.engineFor(URI.create("shm://y?polling=event"), EngineOptions.of(config)))

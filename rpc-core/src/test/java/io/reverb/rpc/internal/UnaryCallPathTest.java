@@ -6,6 +6,7 @@ import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.Status;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
@@ -73,7 +74,7 @@ class UnaryCallPathTest
         }
         finally
         {
-            client.closeWithError(io.reverb.rpc.Status.UNAVAILABLE);
+            client.closeWithError(Status.UNAVAILABLE);
         }
     }
 
@@ -105,7 +106,7 @@ class UnaryCallPathTest
         }
         finally
         {
-            client.closeWithError(io.reverb.rpc.Status.UNAVAILABLE);
+            client.closeWithError(Status.UNAVAILABLE);
         }
     }
 
