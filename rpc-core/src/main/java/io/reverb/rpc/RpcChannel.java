@@ -1,12 +1,15 @@
 package io.reverb.rpc;
 
+import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
+import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -21,9 +24,9 @@ public final class RpcChannel implements AutoCloseable
 {
     private final ChannelRuntime runtime;
 
-    private RpcChannel(final Builder builder)
+    private RpcChannel(final ChannelConfig config)
     {
-        this.runtime = new ChannelRuntime(builder);
+        this.runtime = new ChannelRuntime(config);
     }
 
     /**
@@ -63,7 +66,7 @@ public final class RpcChannel implements AutoCloseable
      * @param <Resp>  response type.
      * @return the response; an {@link RpcException} unless the status is OK.
      */
-    public <Req, Resp> reactor.core.publisher.Mono<Resp> newUnaryCall(
+    public <Req, Resp> Mono<Resp> newUnaryCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
         return runtime.newUnaryCall(method, options, request);
@@ -105,26 +108,17 @@ public final class RpcChannel implements AutoCloseable
      */
     public static final class Builder
     {
-        /** Server address. */
-        public final String uri;
-        /** Interceptors, first outermost. */
-        public final List<ClientInterceptor> interceptors = new ArrayList<>();
-        /** Deadline for calls whose options have none, or null. */
-        public Duration defaultDeadline;
-        /** Largest inbound message payload. */
-        public int maxInboundMessageSize = RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
-        /** A Micrometer MeterRegistry, or null. */
-        public Object meterRegistry;
-        /** Interval of keep-alive PINGs while calls are active. */
-        public Duration keepAliveTime = Duration.ofSeconds(30);
-        /** How long to wait for a PING's answer before declaring the connection dead. */
-        public Duration keepAliveTimeout = Duration.ofSeconds(10);
-        /** First reconnect delay. */
-        public Duration initialBackoff = Duration.ofMillis(100);
-        /** Largest reconnect delay. */
-        public Duration maxBackoff = Duration.ofSeconds(30);
-        /** Timer scheduler for deadlines, keep-alive and backoff. */
-        public Scheduler timerScheduler = Schedulers.parallel();
+        private final String uri;
+        private final List<ClientInterceptor> interceptors = new ArrayList<>();
+        private Duration defaultDeadline;
+        private int maxInboundMessageSize = RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
+        private Object meterRegistry;
+        private Duration keepAliveTime = Duration.ofSeconds(30);
+        private Duration keepAliveTimeout = Duration.ofSeconds(10);
+        private Duration initialBackoff = Duration.ofMillis(100);
+        private Duration maxBackoff = Duration.ofSeconds(30);
+        private Scheduler timerScheduler = Schedulers.parallel();
+        private TransportOptions transportOptions = TransportOptions.EMPTY;
 
         private Builder(final String uri)
         {
@@ -211,11 +205,28 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
+         * @param options the transport's settings (for {@code shm://}, {@code tcp://}, {@code rdma://}:
+         *                {@code io.reverb.rdma.rpc.EngineOptions}); the address's query parameters override single
+         *                fields of them.
+         * @return this.
+         */
+        public Builder transportOptions(final TransportOptions options)
+        {
+            this.transportOptions = Objects.requireNonNull(options, "options");
+            return this;
+        }
+
+        /**
+         * Builds a channel from a copy of this builder's settings: changing or reusing the builder afterwards does
+         * not affect the channel.
+         *
          * @return the channel (not yet connected).
          */
         public RpcChannel build()
         {
-            return new RpcChannel(this);
+            return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
+                meterRegistry, keepAliveTime, keepAliveTimeout, initialBackoff, maxBackoff, timerScheduler,
+                transportOptions));
         }
     }
 }

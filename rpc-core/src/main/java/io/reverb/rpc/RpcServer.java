@@ -1,6 +1,8 @@
 package io.reverb.rpc;
 
+import io.reverb.rpc.internal.ServerConfig;
 import io.reverb.rpc.internal.ServerRuntime;
+import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,8 +21,8 @@ import reactor.core.scheduler.Schedulers;
  * server.shutdown();            // graceful: stop accepting, let calls finish, then cancel what is left
  * }</pre>
  *
- * <p>Handlers run on the transport's thread (for RDMA, the completion poller) unless {@link Builder#scheduler}
- * or {@link Builder#executor} is given. Blocking in a handler on the transport's thread stalls every call on that
+ * <p>Handlers run on the transport's thread (for RDMA, the completion poller) unless {@link Builder#scheduler(Scheduler)}
+ * or {@link Builder#executor(Executor)} is given. Blocking in a handler on the transport's thread stalls every call on that
  * thread: give the server a scheduler for handlers that may block.
  */
 public final class RpcServer implements AutoCloseable
@@ -32,9 +34,9 @@ public final class RpcServer implements AutoCloseable
 
     private final ServerRuntime runtime;
 
-    private RpcServer(final Builder builder)
+    private RpcServer(final ServerConfig config)
     {
-        this.runtime = new ServerRuntime(builder);
+        this.runtime = new ServerRuntime(config);
     }
 
     /**
@@ -151,22 +153,15 @@ public final class RpcServer implements AutoCloseable
      */
     public static final class Builder
     {
-        /** Address to listen on. */
-        public final String uri;
-        /** Services. */
-        public final List<ServiceDefinition> services = new ArrayList<>();
-        /** Interceptors, first outermost. */
-        public final List<ServerInterceptor> interceptors = new ArrayList<>();
-        /** Handler scheduler, null for the transport thread. */
-        public Scheduler handlerScheduler;
-        /** Timer scheduler for deadlines. */
-        public Scheduler timerScheduler = Schedulers.parallel();
-        /** Largest inbound message payload. */
-        public int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
-        /** A Micrometer MeterRegistry, or null. */
-        public Object meterRegistry;
-        /** Grace period of {@link RpcServer#shutdown()}. */
-        public Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
+        private final String uri;
+        private final List<ServiceDefinition> services = new ArrayList<>();
+        private final List<ServerInterceptor> interceptors = new ArrayList<>();
+        private Scheduler handlerScheduler;
+        private Scheduler timerScheduler = Schedulers.parallel();
+        private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
+        private Object meterRegistry;
+        private Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
+        private TransportOptions transportOptions = TransportOptions.EMPTY;
 
         private Builder(final String uri)
         {
@@ -277,11 +272,27 @@ public final class RpcServer implements AutoCloseable
         }
 
         /**
+         * @param options the transport's settings (for {@code shm://}, {@code tcp://}, {@code rdma://}:
+         *                {@code io.reverb.rdma.rpc.EngineOptions}); the address's query parameters override single
+         *                fields of them.
+         * @return this.
+         */
+        public Builder transportOptions(final TransportOptions options)
+        {
+            this.transportOptions = Objects.requireNonNull(options, "options");
+            return this;
+        }
+
+        /**
+         * Builds a server from a copy of this builder's settings: changing or reusing the builder afterwards does
+         * not affect the server.
+         *
          * @return the server, not started.
          */
         public RpcServer build()
         {
-            return new RpcServer(this);
+            return new RpcServer(new ServerConfig(uri, services, interceptors, handlerScheduler, timerScheduler,
+                maxInboundMessageSize, meterRegistry, shutdownGracePeriod, transportOptions));
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.rpc.transport.ClaimResult;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
@@ -18,16 +19,17 @@ import java.util.function.Consumer;
  */
 public interface Connection extends AutoCloseable
 {
+    // One set of result codes with rpc-core's transport SPI, so that its adapter passes them through.
     /** The claim succeeded. */
-    int OK = 0;
+    int OK = ClaimResult.OK;
     /** No room now (send ring full, credits exhausted, or rendezvous pool exhausted); retry, see {@link #onWritable}. */
-    int BACK_PRESSURED = -1;
+    int BACK_PRESSURED = ClaimResult.BACK_PRESSURED;
     /** The connection failed (peer gone); see the {@link #onClose} cause. */
-    int NOT_CONNECTED = -2;
+    int NOT_CONNECTED = ClaimResult.NOT_CONNECTED;
     /** The connection is closing or closed. */
-    int CLOSED = -3;
+    int CLOSED = ClaimResult.CLOSED;
     /** Larger than this side's {@link EngineConfig#maxOutboundMessageSize()}. */
-    int TOO_LARGE = -4;
+    int TOO_LARGE = ClaimResult.TOO_LARGE;
 
     /**
      * @param code a return code.
@@ -35,15 +37,7 @@ public interface Connection extends AutoCloseable
      */
     static String resultName(final int code)
     {
-        switch (code)
-        {
-            case OK: return "OK";
-            case BACK_PRESSURED: return "BACK_PRESSURED";
-            case NOT_CONNECTED: return "NOT_CONNECTED";
-            case CLOSED: return "CLOSED";
-            case TOO_LARGE: return "TOO_LARGE";
-            default: return "UNKNOWN(" + code + ")";
-        }
+        return ClaimResult.toString(code);
     }
 
     /**

@@ -452,6 +452,37 @@ public final class EngineConfig
         }
     }
 
+    /**
+     * A mutable copy of every setting (a concluded config's copy is not concluded), so that one field can be
+     * overridden, e.g. by an address's {@code ?polling=} parameter, without dropping the others.
+     *
+     * @return the copy.
+     */
+    public EngineConfig copy()
+    {
+        final EngineConfig copy = new EngineConfig();
+        copy.receiveSlots = receiveSlots;
+        copy.eagerLimit = eagerLimit;
+        copy.sendSlots = sendSlots;
+        copy.rendezvousMinClass = rendezvousMinClass;
+        copy.rendezvousPoolBytes = rendezvousPoolBytes;
+        copy.maxInboundMessageSize = maxInboundMessageSize;
+        copy.maxOutboundMessageSize = maxOutboundMessageSize;
+        copy.pollingMode = pollingMode;
+        copy.pollerCount = pollerCount;
+        copy.authToken = authToken == null ? null : authToken.clone();
+        copy.meterRegistry = meterRegistry;
+        copy.verbsConfig = verbsConfig;
+        copy.errorHandler = errorHandler;
+        copy.closeTimeoutNanos = closeTimeoutNanos;
+        copy.adaptiveMinSpinNanos = adaptiveMinSpinNanos;
+        copy.adaptiveMaxSpinNanos = adaptiveMaxSpinNanos;
+        copy.adaptiveYieldNanos = adaptiveYieldNanos;
+        copy.pollerStallNanos = pollerStallNanos;
+        copy.name = name;
+        return copy;
+    }
+
     @Override
     public String toString()
     {

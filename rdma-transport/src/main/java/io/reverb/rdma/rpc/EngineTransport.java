@@ -10,29 +10,50 @@ import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.ServerListener;
+import io.reverb.rpc.transport.TransportOptions;
 import java.io.IOException;
 import java.net.URI;
-import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * What the transport providers of one verbs scheme share: the engines of this JVM (the default one
- * and one per polling mode asked for with {@code ?polling=MODE}), the live connections, and the
- * connect/listen logic. The scheme's address (a name for shm, host:port for tcp) is the URI's
- * authority.
+ * What the transport providers of one verbs scheme share: the engines of this JVM, the live connections, and the
+ * connect/listen logic. The scheme's address (a name for shm, host:port for tcp) is the URI's authority.
+ *
+ * <p>An engine is opened per distinct (engine settings, polling override) and shared by every server and channel
+ * that asks for the same: the settings are the builder's {@link EngineOptions} ({@link EngineConfig} object,
+ * compared by identity), or the scheme's default when there are none; the override is the address's
+ * {@code ?polling=MODE}, which changes only that field of a copy of the settings.
  */
 final class EngineTransport
 {
     private final String scheme;
-    private RdmaEngine defaultEngine;
+    // guarded by this
     private EngineConfig defaultConfig;
-    private final Map<PollingMode, RdmaEngine> enginesByMode = new EnumMap<>(PollingMode.class);
+    private final Map<EngineKey, RdmaEngine> engines = new HashMap<>();
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
+
+    /** What an engine was opened from: the options' config (null: the scheme's default) and a polling override. */
+    private record EngineKey(EngineConfig base, PollingMode polling)
+    {
+        @Override
+        public boolean equals(final Object other)
+        {
+            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling;
+        }
+
+        @Override
+        public int hashCode()
+        {
+            return 31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode());
+        }
+    }
 
     EngineTransport(final String scheme)
     {
@@ -45,34 +66,87 @@ final class EngineTransport
     }
 
     /**
-     * Sets the default engine's configuration; only before that engine is first used.
+     * Sets the default engine's configuration (used by addresses without {@link EngineOptions}); only before an
+     * engine of the default configuration is first used.
      *
      * @param engineConfig the configuration (concluded here).
-     * @throws IllegalStateException if the default engine is already open.
+     * @throws IllegalStateException if an engine of the default configuration is already open.
      */
     synchronized void configure(final EngineConfig engineConfig)
     {
-        if (defaultEngine != null)
+        for (final EngineKey key : engines.keySet())
         {
-            throw new IllegalStateException("the default " + scheme + ":// engine of this JVM is already open with " +
-                defaultConfig + "; configure it before the first " + scheme + ":// connect or listen, or use " +
-                scheme + "://...?polling=MODE");
+            if (key.base() == null)
+            {
+                throw new IllegalStateException("the default " + scheme + ":// engine of this JVM is already open with " +
+                    defaultConfig + "; configure it before the first " + scheme + ":// connect or listen, or give " +
+                    "the server or channel builder transportOptions(EngineOptions.of(config))");
+            }
         }
         defaultConfig = engineConfig.conclude();
     }
 
     /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
-    synchronized RdmaEngine defaultEngine() throws IOException
+    RdmaEngine defaultEngine() throws IOException
     {
-        if (defaultEngine == null)
+        return engine(null, null);
+    }
+
+    /**
+     * @param uri     the address; its {@code ?polling=} overrides that field of the settings.
+     * @param options the builder's options; {@link EngineOptions#ENGINE_CONFIG} if set, else the default settings.
+     * @return the engine for them, opened on first use.
+     * @throws IOException if it cannot be opened.
+     */
+    RdmaEngine engineFor(final URI uri, final TransportOptions options) throws IOException
+    {
+        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri));
+    }
+
+    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling) throws IOException
+    {
+        final EngineKey key = new EngineKey(base, polling);
+        RdmaEngine engine = engines.get(key);
+        if (engine == null)
         {
-            if (defaultConfig == null)
+            final EngineConfig config = (base != null ? base : defaultConfig()).copy();
+            if (polling != null)
             {
-                defaultConfig = new EngineConfig().name("reverb-" + scheme).conclude();
+                config.pollingMode(polling).name(config.name() + "-" + polling.name().toLowerCase(Locale.ROOT));
             }
-            defaultEngine = RdmaEngine.open(scheme, defaultConfig);
+            engine = RdmaEngine.open(scheme, config);
+            engines.put(key, engine);
         }
-        return defaultEngine;
+        return engine;
+    }
+
+    // guarded by this
+    private EngineConfig defaultConfig()
+    {
+        if (defaultConfig == null)
+        {
+            defaultConfig = new EngineConfig().name("reverb-" + scheme).conclude();
+        }
+        return defaultConfig;
+    }
+
+    /**
+     * Closes the engine opened for these settings, if any (tests: a BUSY engine spins a core until closed).
+     *
+     * @param base    the options' config, or null for the default.
+     * @param polling the polling override, or null.
+     */
+    void closeEngine(final EngineConfig base, final PollingMode polling)
+    {
+        final RdmaEngine engine;
+        synchronized (this)
+        {
+            engine = engines.remove(new EngineKey(base, polling));
+        }
+        if (engine != null)
+        {
+            engine.close();
+        }
     }
 
     String unavailabilityCause()
@@ -85,39 +159,6 @@ final class EngineTransport
         catch (final IllegalArgumentException ex)
         {
             return ex.getMessage();
-        }
-    }
-
-    RdmaEngine engineFor(final URI uri) throws IOException
-    {
-        final PollingMode mode = pollingMode(uri);
-        if (mode == null)
-        {
-            return defaultEngine();
-        }
-        synchronized (enginesByMode)
-        {
-            RdmaEngine e = enginesByMode.get(mode);
-            if (e == null)
-            {
-                e = RdmaEngine.open(scheme, new EngineConfig()
-                    .name("reverb-" + scheme + "-" + mode.name().toLowerCase(Locale.ROOT)).pollingMode(mode));
-                enginesByMode.put(mode, e);
-            }
-            return e;
-        }
-    }
-
-    void closeEngine(final PollingMode mode)
-    {
-        final RdmaEngine e;
-        synchronized (enginesByMode)
-        {
-            e = enginesByMode.remove(mode);
-        }
-        if (e != null)
-        {
-            e.close();
         }
     }
 
@@ -160,14 +201,14 @@ final class EngineTransport
         return address;
     }
 
-    CompletableFuture<Connection> connect(final URI uri, final ConnectionHandler handler)
+    CompletableFuture<Connection> connect(final URI uri, final TransportOptions options, final ConnectionHandler handler)
     {
         final String address;
         final RdmaEngine e;
         try
         {
             address = address(uri);
-            e = engineFor(uri);
+            e = engineFor(uri, options);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -190,10 +231,11 @@ final class EngineTransport
         });
     }
 
-    ServerListener listen(final URI uri, final ServerListener.Acceptor acceptor) throws IOException
+    ServerListener listen(final URI uri, final TransportOptions options, final ServerListener.Acceptor acceptor)
+        throws IOException
     {
-        final RdmaEngine e = engineFor(uri);
-        final java.util.concurrent.atomic.AtomicReference<EngineListener> bound = new java.util.concurrent.atomic.AtomicReference<>();
+        final RdmaEngine e = engineFor(uri, options);
+        final AtomicReference<EngineListener> bound = new AtomicReference<>();
         final EngineListener listener = e.listen(address(uri), engineConnection ->
         {
             EngineListener self;
@@ -254,32 +296,10 @@ final class EngineTransport
         connection.engineConnection().onClose(cause -> connections.remove(connection));
     }
 
-    int killServerConnections(final String address)
+    /** @return the live connections (test hooks reach them through this package-private seam). */
+    Set<EngineTransportConnection> connections()
     {
-        int n = 0;
-        for (final EngineTransportConnection connection : connections)
-        {
-            if (connection.localAddress().equals(scheme + "://" + address))
-            {
-                connection.engineConnection().abort(new IOException("killed for a test"));
-                n++;
-            }
-        }
-        return n;
-    }
-
-    int freezeServer(final String address, final boolean frozen)
-    {
-        int n = 0;
-        for (final EngineTransportConnection connection : connections)
-        {
-            if (connection.localAddress().equals(scheme + "://" + address))
-            {
-                connection.engineConnection().pauseReceiving(frozen);
-                n++;
-            }
-        }
-        return n;
+        return connections;
     }
 
     ResourceUsage resourceUsage()

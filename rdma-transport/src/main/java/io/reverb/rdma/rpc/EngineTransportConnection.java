@@ -22,8 +22,6 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     private final String localAddress;
     private final String remoteAddress;
     private final int maxOutboundMessageSize;
-    private final MessageClaim claim = new MessageClaim();
-    private final AtomicBoolean claimBusy = new AtomicBoolean();
     private final AtomicBoolean writableArmed = new AtomicBoolean();
     private final Runnable onWritable = this::fireWritable;
     private volatile ConnectionHandler handler;
@@ -55,6 +53,11 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
         return engine;
     }
 
+    /**
+     * Claims straight into the engine: the engine's claim rides in the caller's {@link WriteClaim} (its
+     * {@link WriteClaim#transportState() transport state}, created once per claim object), and the engine's result
+     * codes are rpc-core's, passed through.
+     */
     @Override
     public int tryClaim(final int length, final WriteClaim writeClaim)
     {
@@ -62,85 +65,46 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
         {
             return ClaimResult.TOO_LARGE;
         }
-        // rpc-core keeps one claim per connection at a time; another thread's concurrent claim gets its own object.
-        final MessageClaim c = claimBusy.compareAndSet(false, true) ? claim : new MessageClaim();
-        final int rc = engine.tryClaim(length, c);
-        switch (rc)
+        final MessageClaim c = engineClaim(writeClaim);
+        final int result = engine.tryClaim(length, c);
+        if (result == ClaimResult.OK)
         {
-            case io.reverb.rdma.engine.Connection.OK:
-                writeClaim.wrap(c.byteBuffer(), c.offset(), length, this, c == claim ? 1 : 0);
-                pending(writeClaim, c);
-                return ClaimResult.OK;
-            case io.reverb.rdma.engine.Connection.BACK_PRESSURED:
-                release(c);
-                if (writableArmed.compareAndSet(false, true))
-                {
-                    engine.onWritable(onWritable);
-                }
-                return ClaimResult.BACK_PRESSURED;
-            case io.reverb.rdma.engine.Connection.TOO_LARGE:
-                release(c);
-                return ClaimResult.TOO_LARGE;
-            default:
-                release(c);
-                return ClaimResult.CLOSED;
+            writeClaim.wrap(c.byteBuffer(), c.offset(), length, this, 0);
         }
+        else if (result == ClaimResult.BACK_PRESSURED && writableArmed.compareAndSet(false, true))
+        {
+            engine.onWritable(onWritable);
+        }
+        return result;
     }
 
-    private MessageClaim extraClaim;
-
-    private void pending(final WriteClaim writeClaim, final MessageClaim c)
+    private static MessageClaim engineClaim(final WriteClaim writeClaim)
     {
-        if (c != claim)
+        final Object state = writeClaim.transportState();
+        if (state instanceof MessageClaim)
         {
-            synchronized (this)
-            {
-                extraClaim = c; // rare: only when claims overlap across threads
-            }
+            return (MessageClaim)state;
         }
-    }
-
-    private void release(final MessageClaim c)
-    {
-        if (c == claim)
-        {
-            claimBusy.set(false);
-        }
-    }
-
-    private MessageClaim claimOf(final WriteClaim writeClaim)
-    {
-        if (writeClaim.token() == 1)
-        {
-            return claim;
-        }
-        synchronized (this)
-        {
-            final MessageClaim c = extraClaim;
-            extraClaim = null;
-            return c;
-        }
+        final MessageClaim c = new MessageClaim();
+        writeClaim.transportState(c);
+        return c;
     }
 
     @Override
     public int commit(final WriteClaim writeClaim)
     {
-        final MessageClaim c = claimOf(writeClaim);
         // CLOSED if the connection was closed before this commit (the message is lost). A close that follows the
         // commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any message sent
         // just before a close (checking afterwards reported CLOSED for a message the peer had received).
         final boolean closedBefore = engine.isClosed();
-        c.commit();
-        release(c);
+        ((MessageClaim)writeClaim.transportState()).commit();
         return closedBefore ? ClaimResult.CLOSED : ClaimResult.OK;
     }
 
     @Override
     public void abort(final WriteClaim writeClaim)
     {
-        final MessageClaim c = claimOf(writeClaim);
-        c.abort();
-        release(c);
+        ((MessageClaim)writeClaim.transportState()).abort();
     }
 
     private void fireWritable()

@@ -4,6 +4,7 @@ import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.ServerListener;
+import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.TransportProvider;
 import java.io.IOException;
 import java.net.URI;
@@ -44,13 +45,41 @@ public abstract class EngineTransportProvider implements TransportProvider
     @Override
     public final CompletableFuture<Connection> connect(final URI uri, final ConnectionHandler handler)
     {
-        return transport.connect(uri, handler);
+        return transport.connect(uri, TransportOptions.EMPTY, handler);
+    }
+
+    /**
+     * Connects with the channel builder's options: {@link EngineOptions} choose the engine's settings, and the
+     * address's {@code ?polling=} overrides that one field.
+     */
+    @Override
+    public final CompletableFuture<Connection> connect(final URI uri, final TransportOptions options,
+        final ConnectionHandler handler)
+    {
+        return transport.connect(uri, options, handler);
     }
 
     @Override
     public final ServerListener listen(final URI uri, final ServerListener.Acceptor acceptor) throws IOException
     {
-        return transport.listen(uri, acceptor);
+        return transport.listen(uri, TransportOptions.EMPTY, acceptor);
+    }
+
+    /**
+     * Listens with the server builder's options: {@link EngineOptions} choose the engine's settings, and the
+     * address's {@code ?polling=} overrides that one field.
+     */
+    @Override
+    public final ServerListener listen(final URI uri, final TransportOptions options,
+        final ServerListener.Acceptor acceptor) throws IOException
+    {
+        return transport.listen(uri, options, acceptor);
+    }
+
+    /** @return the scheme's shared transport (package-private seam for test hooks). */
+    final EngineTransport transport()
+    {
+        return transport;
     }
 
     @Override

@@ -6,8 +6,8 @@ import io.reverb.rdma.engine.EngineConfig;
  * rpc-core's transport for {@code rdma://host:port}: the connection engine over the DiSNi verbs
  * provider (InfiniBand, RoCE, iWARP, Soft-RoCE). Unavailable, with the DiSNi provider's cause,
  * on machines without an RDMA device or libdisni; the JVM also needs
- * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. {@code ?polling=MODE} as for
- * {@link ShmTransportProvider}.
+ * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. Engine settings ({@link EngineOptions})
+ * and {@code ?polling=MODE} as for {@link ShmTransportProvider}.
  *
  * <p>Not run on RDMA hardware in this project's development or CI (none was available): see the
  * README's "Running on RDMA hardware".
@@ -23,7 +23,8 @@ public final class RdmaTransportProvider extends EngineTransportProvider
     }
 
     /**
-     * Sets the default engine's configuration; only before that engine is first used.
+     * Sets the JVM-wide default engine configuration, used by servers and channels without {@link EngineOptions};
+     * only before that engine is first used. Prefer per-builder {@code transportOptions(EngineOptions.of(config))}.
      *
      * @param engineConfig the configuration (concluded here).
      * @throws IllegalStateException if the default engine is already open.

@@ -1,18 +1,16 @@
 package io.reverb.rdma.rpc;
 
 import io.reverb.rdma.engine.EngineConfig;
-import io.reverb.rdma.engine.RdmaEngine;
-import java.io.IOException;
 
 /**
  * rpc-core's transport for {@code tcp://host:port}: the same connection engine over the tcp verbs
  * provider (software RDMA over TCP). Port 0 binds an ephemeral port; the listener's address
- * reports it. {@code ?polling=MODE} as for {@link ShmTransportProvider}.
+ * reports it. Engine settings ({@link EngineOptions}) and {@code ?polling=MODE} as for {@link ShmTransportProvider}.
  */
 public final class TcpTransportProvider extends EngineTransportProvider
 {
-    private static final String SCHEME = "tcp";
-    private static final EngineTransport TRANSPORT = new EngineTransport(SCHEME);
+    /** The JVM-wide {@code tcp://} transport (package-private: test hooks reach it from the same package). */
+    static final EngineTransport TRANSPORT = new EngineTransport("tcp");
 
     /** ServiceLoader's constructor; every instance serves the JVM-wide {@code tcp://} transport. */
     public TcpTransportProvider()
@@ -21,7 +19,9 @@ public final class TcpTransportProvider extends EngineTransportProvider
     }
 
     /**
-     * Sets the default engine's configuration; only before that engine is first used.
+     * Sets the JVM-wide default engine configuration, used by servers and channels without
+     * {@link EngineOptions}; only before that engine is first used. Prefer per-builder
+     * {@code transportOptions(EngineOptions.of(config))}.
      *
      * @param engineConfig the configuration (concluded here).
      * @throws IllegalStateException if the default engine is already open.
@@ -29,33 +29,5 @@ public final class TcpTransportProvider extends EngineTransportProvider
     public static void configure(final EngineConfig engineConfig)
     {
         TRANSPORT.configure(engineConfig);
-    }
-
-    static RdmaEngine engine() throws IOException
-    {
-        return TRANSPORT.defaultEngine();
-    }
-
-    /**
-     * Test support: fails the server side of every connection accepted on {@code hostPort} abruptly.
-     *
-     * @param hostPort the listener's bound address.
-     * @return connections failed.
-     */
-    public static int killServerConnections(final String hostPort)
-    {
-        return TRANSPORT.killServerConnections(hostPort);
-    }
-
-    /**
-     * Test support: the server side of every connection accepted on {@code hostPort} stops (or resumes) reading.
-     *
-     * @param hostPort the listener's bound address.
-     * @param frozen   true to hang.
-     * @return connections affected.
-     */
-    public static int freezeServer(final String hostPort, final boolean frozen)
-    {
-        return TRANSPORT.freezeServer(hostPort, frozen);
     }
 }

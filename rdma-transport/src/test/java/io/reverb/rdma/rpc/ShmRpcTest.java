@@ -17,13 +17,13 @@ class ShmRpcTest extends AbstractRpcTransportTest
     @Override
     protected boolean killServerConnections(final String serverUri)
     {
-        return ShmTransportProvider.killServerConnections(serverUri.substring("shm://".length())) > 0;
+        return EngineTransportTestHooks.killServerConnections(serverUri) > 0;
     }
 
     @Override
     protected boolean freezeServer(final String serverUri, final boolean frozen)
     {
-        ShmTransportProvider.freezeServer(serverUri.substring("shm://".length()), frozen);
+        EngineTransportTestHooks.freezeServer(serverUri, frozen);
         return true;
     }
 }

@@ -28,8 +28,9 @@ class ShmTransportPollingTest
         }
         finally
         {
-            ShmTransportProvider.closeEngine(PollingMode.BUSY); // it would spin a core for the rest of the run
-            ShmTransportProvider.closeEngine(PollingMode.EVENT);
+            // a BUSY engine would spin a core for the rest of the run
+            EngineTransportTestHooks.closeEngine("shm", null, PollingMode.BUSY);
+            EngineTransportTestHooks.closeEngine("shm", null, PollingMode.EVENT);
         }
     }
 

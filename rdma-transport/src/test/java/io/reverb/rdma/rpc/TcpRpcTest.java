@@ -26,13 +26,13 @@ class TcpRpcTest extends AbstractRpcTransportTest
     @Override
     protected boolean killServerConnections(final String serverUri)
     {
-        return TcpTransportProvider.killServerConnections(serverUri.substring("tcp://".length())) > 0;
+        return EngineTransportTestHooks.killServerConnections(serverUri) > 0;
     }
 
     @Override
     protected boolean freezeServer(final String serverUri, final boolean frozen)
     {
-        TcpTransportProvider.freezeServer(serverUri.substring("tcp://".length()), frozen);
+        EngineTransportTestHooks.freezeServer(serverUri, frozen);
         return true;
     }
 }

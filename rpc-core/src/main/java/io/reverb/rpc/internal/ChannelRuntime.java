@@ -6,7 +6,6 @@ import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
-import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
@@ -26,12 +25,13 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * The runtime behind {@link RpcChannel}: lazy connection, reconnect with exponential backoff, fail-fast or
+ * The runtime behind {@code io.reverb.rpc.RpcChannel} (which depends on it, never the reverse): lazy connection,
+ * reconnect with exponential backoff, fail-fast or
  * wait-for-ready while it cannot connect, and the client interceptor chain.
  */
 public final class ChannelRuntime
 {
-    private final RpcChannel.Builder config;
+    private final ChannelConfig config;
     private final URI uri;
     private final TransportProvider provider;
     private final CallMetrics metrics;
@@ -53,17 +53,17 @@ public final class ChannelRuntime
     /**
      * @param config the channel's configuration.
      */
-    public ChannelRuntime(final RpcChannel.Builder config)
+    public ChannelRuntime(final ChannelConfig config)
     {
         this.config = config;
         this.uri = Transports.parse(config.uri);
         this.provider = Transports.providerFor(uri);
         this.metrics = CallMetrics.create(config.meterRegistry, "client");
-        this.interceptors = config.interceptors.toArray(new ClientInterceptor[0]);
+        this.interceptors = config.interceptors;
         this.backoffNanos = config.initialBackoff.toNanos();
     }
 
-    RpcChannel.Builder config()
+    ChannelConfig config()
     {
         return config;
     }
@@ -87,7 +87,7 @@ public final class ChannelRuntime
     }
 
     /**
-     * See {@link RpcChannel#newCall}.
+     * See {@code RpcChannel#newCall}.
      */
     public <Req, Resp> Flux<Resp> newCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
@@ -100,7 +100,7 @@ public final class ChannelRuntime
     }
 
     /**
-     * See {@link RpcChannel#newUnaryCall}: without interceptors the request travels with the CALL frame and the
+     * See {@code RpcChannel#newUnaryCall}: without interceptors the request travels with the CALL frame and the
      * response goes straight to the subscriber, without intermediate operators.
      */
     public <Req, Resp> Mono<Resp> newUnaryCall(
@@ -164,7 +164,7 @@ public final class ChannelRuntime
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new ClientCall<>(channel, method, null, request, true, null, options.metadata(), channel.deadlineOf(options),
+            new UnaryClientCall<>(channel, method, request, options.metadata(), channel.deadlineOf(options),
                 options.isWaitForReady()).start(actual);
         }
     }
@@ -192,7 +192,7 @@ public final class ChannelRuntime
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new ClientCall<>(channel, method, requests, null, false, context, metadata, channel.deadlineOf(options),
+            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options),
                 options.isWaitForReady()).start(actual);
         }
     }
@@ -287,7 +287,7 @@ public final class ChannelRuntime
         final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
-            provider.connect(uri, connection).whenComplete((c, error) -> onConnectResult(connection, c, error));
+            provider.connect(uri, config.transportOptions, connection).whenComplete((c, error) -> onConnectResult(connection, c, error));
         }
         catch (final RuntimeException e)
         {

@@ -4,85 +4,57 @@ import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
-import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
-import reactor.core.publisher.Operators;
-import reactor.util.context.Context;
 
 /**
- * The client side of one call, all roles in one object: the {@link Subscription} given to the subscriber of the
- * responses (its demand becomes REQUEST_N), the subscriber of the request publisher (pulled only as far as the
- * server's REQUEST_N allow), and the stream the connection routes the server's frames to.
+ * The client side of one call, the part every kind shares: the deadline, getting a connection from the channel,
+ * the CALL frame (the call is its own first frame), cancellation and the call's end (STATUS, a local failure, the
+ * connection closing). {@link UnaryClientCall} and {@link StreamingClientCall} add how requests go out and how
+ * responses reach the subscriber.
  *
- * <p>State is guarded by {@code this}; frames whose order matters (CALL before CANCEL) are written while holding
- * it. Signals to the subscriber go through a work-in-progress drain loop, so they are serial whatever thread
- * produced them.
+ * <p>State is guarded by {@code this}, and no frame is written while holding it: a method decides under the monitor
+ * what to send, then writes after releasing it. CALL is written before {@code callSent} is set, so a CANCEL or
+ * REQUEST_N (sent only once {@code callSent}) always follows its CALL.
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
  */
-final class ClientCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Req>
+abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription
 {
-    private static final AtomicIntegerFieldUpdater<ClientCall> WIP =
-        AtomicIntegerFieldUpdater.newUpdater(ClientCall.class, "wip");
-
-    private final ChannelRuntime channel;
-    private final MethodDescriptor<Req, Resp> method;
-    private final Publisher<Req> requests;
-    private final ClientCallContext context;
-    private final Metadata requestMetadata;
-    private final Deadline deadline;
+    final ChannelRuntime channel;
+    final MethodDescriptor<Req, Resp> method;
+    final ClientCallContext context;
+    final Metadata requestMetadata;
+    final Deadline deadline;
     final boolean waitForReady;
-    private final Req requestValue;
-    private final boolean unaryResponse;
-    private CoreSubscriber<? super Resp> actual;
-    private boolean receivedValue;
+    CoreSubscriber<? super Resp> actual;
+    private long startNanos;
 
-    private ClientConnection connection;
+    // guarded by this
+    ClientConnection connection;
     private boolean registered;
-    // the CALL frame (and the single request travelling with it), encoded by this object
+    boolean callSent;
+    private boolean statusReceived;
+    boolean cancelled;
+    Status terminalStatus;
+    private Disposable deadlineTimer;
+    // the CALL frame, encoded by this object
     private long callTimeoutNanos;
     private int callInitialRequestN;
-    private int requestPayloadLength = -1;
     private int callFrameLength;
-    private boolean callSent;
-    private boolean cancelled;
-    private boolean delivered;
-    private boolean outboundDone;
-    private boolean discardQueued;
-    private long requested;
-    private long demandTotal;
-    private long granted;
-    private long upstreamDemandBeforeSubscribe;
-    private ArrayDeque<Resp> queue;
-    private Resp single;
-    private Status terminalStatus;
-    private Metadata terminalTrailers;
-    private Subscription upstream;
-    private Disposable deadlineTimer;
-    private long startNanos;
-    private volatile int wip;
 
-    /**
-     * @param requests      the request publisher, or null when {@code requestValue} is the only request.
-     * @param requestValue  the single request of a unary-style call (sent with the CALL frame), or null.
-     * @param unaryResponse true if the subscriber expects exactly one response (a Mono).
-     */
-    ClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final Publisher<Req> requests,
-        final Req requestValue, final boolean unaryResponse,
-        final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
+    ClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final ClientCallContext context,
+        final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
     {
-        this.requestValue = requestValue;
-        this.unaryResponse = unaryResponse;
         this.channel = channel;
         this.method = method;
-        this.requests = requests;
         this.context = context;
         this.requestMetadata = requestMetadata;
         this.deadline = deadline;
@@ -119,23 +91,54 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
         channel.acquire(this);
     }
 
+    // ------------------------------------------------------------ what the kinds add
+
     /**
-     * The channel has a connection for this call: send CALL, then start pulling requests.
+     * Before the CALL is claimed: sizes what travels with it.
+     *
+     * @return the length of the frames written after the CALL in the same transport message (0 for none), or -1
+     * if the call failed.
+     */
+    abstract int prepareFirstMessage();
+
+    /**
+     * @return the response demand granted with the CALL frame.
+     */
+    abstract int initialDemand();
+
+    /**
+     * Writes what travels with the CALL (after it, in the same transport message).
+     */
+    abstract void encodeFirstMessage(FrameEncoder encoder, ByteBuffer buffer, int offset);
+
+    /**
+     * The CALL is written and the call is live on the connection: start sending the rest.
+     */
+    abstract void onCallSent(ClientConnection conn, int id);
+
+    /**
+     * The call ended here (status, failure, cancel): hand the end to the subscriber side.
+     *
+     * @param status   how it ended.
+     * @param trailers trailers, or null.
+     * @param discard  drop responses not yet delivered.
+     * @param silent   the subscriber cancelled: no signal.
+     */
+    abstract void ended(Status status, Metadata trailers, boolean discard, boolean silent);
+
+    // ------------------------------------------------------------ connection and CALL
+
+    /**
+     * The channel has a connection for this call: send CALL, then what follows it.
      */
     void onConnection(final ClientConnection conn)
     {
-        if (requestValue != null && requestPayloadLength < 0)
+        final int firstMessageLength = prepareFirstMessage();
+        if (firstMessageLength < 0)
         {
-            try
-            {
-                requestPayloadLength = method.requestMarshaller().serializedSize(requestValue);
-            }
-            catch (final Throwable t)
-            {
-                failLocally(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t), false);
-                return;
-            }
+            return;
         }
+        final int initialDemand = initialDemand();
         synchronized (this)
         {
             if (cancelled || terminalStatus != null)
@@ -143,191 +146,104 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             callTimeoutNanos = deadline == null ? -1 : Math.max(1, deadline.timeRemainingNanos());
-            callInitialRequestN = toWire(demandTotal);
-            callFrameLength = OutboundFrame.callLength(method.fullMethodName(), requestMetadata) +
-                (requestValue != null ? HEADER + requestPayloadLength : 0);
-            final int id = conn.startCall(this);
-            if (id < 0)
-            {
-                // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
-                channel.reacquireLater(this);
-                return;
-            }
-            connection = conn;
-            registered = true;
-            callSent = true;
-            granted = demandTotal;
-            if (requestValue != null)
-            {
-                outboundDone = true;
-                channel.metrics().messageSent(method, requestPayloadLength);
-                return;
-            }
+            callInitialRequestN = initialDemand;
+            callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
         }
-        requests.subscribe(this);
+        // registers the stream and writes CALL (in stream id order), outside this call's monitor
+        final int id = conn.startCall(this);
+        if (id < 0)
+        {
+            // lost a race with GOAWAY or a failure: try again, the channel makes a new connection
+            channel.reacquireLater(this);
+            return;
+        }
+        int cancelCode = -1;
+        final boolean done;
+        synchronized (this)
+        {
+            connection = conn;
+            callSent = true;
+            if (terminalStatus == null && !cancelled)
+            {
+                registered = true;
+            }
+            else if (!statusReceived)
+            {
+                // cancelled or failed here while CALL was on its way: the server must hear of it
+                cancelCode = terminalStatus.code().value();
+            }
+            done = terminalStatus != null || cancelled;
+        }
+        if (cancelCode >= 0)
+        {
+            conn.write(new OutboundFrame.Control(FrameType.CANCEL, 0, id, cancelCode));
+            conn.remove(id);
+            return;
+        }
+        if (!done)
+        {
+            onCallSent(conn, id);
+        }
     }
 
-    // ------------------------------------------------------------ OutboundFrame (CALL, with the unary request)
-
     @Override
-    int length()
+    public final int length()
     {
         return callFrameLength;
     }
 
     @Override
-    void encode(final ByteBuffer buffer, final int offset)
+    public final void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
-        final int end = OutboundFrame.encodeCall(buffer, offset, OutboundFrame.callLength(method.fullMethodName(),
-            requestMetadata), streamId, method.fullMethodName(), callTimeoutNanos, callInitialRequestN, requestMetadata);
-        if (requestValue != null)
-        {
-            OutboundFrame.encodeMessage(buffer, end, streamId, true, method.requestMarshaller(), requestValue,
-                requestPayloadLength);
-        }
+        final int end = encoder.call(buffer, offset, streamId, method.fullMethodName(), callTimeoutNanos,
+            callInitialRequestN, requestMetadata);
+        encodeFirstMessage(encoder, buffer, end);
     }
 
     @Override
-    void failed(final Status status)
+    public final void failed(final Status status)
     {
         onWriteFailed(status);
     }
 
-    boolean isDone()
+    final synchronized boolean isDone()
     {
-        synchronized (this)
-        {
-            return cancelled || terminalStatus != null;
-        }
+        return cancelled || terminalStatus != null;
     }
 
-    // ------------------------------------------------------------ Subscription (responses subscriber)
-
-    @Override
-    public void request(final long n)
-    {
-        if (n <= 0)
-        {
-            failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
-            return;
-        }
-        synchronized (this)
-        {
-            requested = addCap(requested, n);
-            demandTotal = addCap(demandTotal, n);
-            if (callSent && terminalStatus == null && !cancelled && demandTotal > granted)
-            {
-                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
-                granted = demandTotal;
-                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
-            }
-        }
-        drain();
-    }
+    // ------------------------------------------------------------ Subscription
 
     @Override
     public void cancel()
     {
+        ClientConnection sendCancel = null;
+        final Status status;
         synchronized (this)
         {
-            if (cancelled || delivered)
+            if (cancelled)
             {
                 return;
             }
             cancelled = true;
             if (callSent && terminalStatus == null)
             {
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
+                sendCancel = connection;
             }
             if (terminalStatus == null)
             {
                 terminalStatus = Status.CANCELLED.withDescription("cancelled by the client");
             }
+            status = terminalStatus;
+        }
+        if (sendCancel != null)
+        {
+            sendCancel.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
         }
         cleanup();
-        drain();
+        ended(status, new Metadata(), true, true);
     }
 
-    // ------------------------------------------------------------ CoreSubscriber (request publisher)
-
-    @Override
-    public Context currentContext()
-    {
-        return actual.currentContext();
-    }
-
-    @Override
-    public void onSubscribe(final Subscription s)
-    {
-        final long n;
-        synchronized (this)
-        {
-            if (upstream != null || cancelled || terminalStatus != null)
-            {
-                s.cancel();
-                return;
-            }
-            upstream = s;
-            // the server may buffer one message before it asks: saves a round trip for unary calls
-            n = addCap(1, upstreamDemandBeforeSubscribe);
-            upstreamDemandBeforeSubscribe = 0;
-        }
-        s.request(n);
-    }
-
-    @Override
-    public void onNext(final Req value)
-    {
-        final boolean last = method.type().clientSendsOneMessage();
-        synchronized (this)
-        {
-            if (outboundDone || cancelled || terminalStatus != null)
-            {
-                Operators.onDiscard(value, actual.currentContext());
-                return;
-            }
-            if (last)
-            {
-                outboundDone = true;
-            }
-            final OutboundFrame.Message<Req> frame;
-            try
-            {
-                frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
-            }
-            catch (final Throwable t)
-            {
-                failLocallyAsync(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t));
-                return;
-            }
-            channel.metrics().messageSent(method, frame.payloadLength());
-            connection.write(frame);
-        }
-    }
-
-    @Override
-    public void onError(final Throwable t)
-    {
-        final Status status = t instanceof RpcException ? ((RpcException)t).status() :
-            Status.CANCELLED.withDescription("request stream failed: " + t).withCause(t);
-        failLocally(status, true);
-    }
-
-    @Override
-    public void onComplete()
-    {
-        synchronized (this)
-        {
-            if (outboundDone || cancelled || terminalStatus != null)
-            {
-                return;
-            }
-            outboundDone = true;
-            connection.write(new OutboundFrame.Control(FrameType.HALF_CLOSE, 0, streamId, 0));
-        }
-    }
-
-    // ------------------------------------------------------------ RpcStream (frames from the server)
+    // ------------------------------------------------------------ frames from the server
 
     void onHeaders(final Metadata headers)
     {
@@ -338,89 +254,10 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
     }
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
-    {
-        final int size = payload.remaining();
-        final Resp value;
-        try
-        {
-            value = method.responseMarshaller().read(payload);
-        }
-        catch (final Throwable t)
-        {
-            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
-            return;
-        }
-        channel.metrics().messageReceived(method, size);
-        synchronized (this)
-        {
-            if (cancelled || terminalStatus != null)
-            {
-                return;
-            }
-            if (unaryResponse && receivedValue)
-            {
-                terminalStatus = Status.INTERNAL.withDescription("More than one value received for unary call");
-                terminalTrailers = new Metadata();
-                discardQueued = true;
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, io.reverb.rpc.StatusCode.INTERNAL.value()));
-            }
-            receivedValue = true;
-            if (terminalStatus != null)
-            {
-                // fall through to cleanup below
-            }
-            else if (single == null && (queue == null || queue.isEmpty()))
-            {
-                single = value;
-            }
-            else
-            {
-                if (queue == null)
-                {
-                    queue = new ArrayDeque<>();
-                }
-                queue.addLast(value);
-            }
-        }
-        if (discardQueuedNow())
-        {
-            cleanup();
-        }
-        drain();
-    }
-
-    private synchronized boolean discardQueuedNow()
-    {
-        return discardQueued && terminalStatus != null && !delivered;
-    }
-
-    @Override
     void onOversizedMessage(final int length, final int limit)
     {
         failLocally(Status.RESOURCE_EXHAUSTED.withDescription(
             "response message of " + length + " bytes exceeds the limit of " + limit + " bytes"), true);
-    }
-
-    @Override
-    void onRequestN(final int n)
-    {
-        final Subscription s;
-        final long demand = fromWire(n);
-        synchronized (this)
-        {
-            if (outboundDone)
-            {
-                return;
-            }
-            s = upstream;
-            if (s == null)
-            {
-                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
-                return;
-            }
-        }
-        s.request(demand);
     }
 
     void onStatus(final Status status, final Metadata trailers)
@@ -432,11 +269,11 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             terminalStatus = status;
-            terminalTrailers = trailers;
+            statusReceived = true;
             registered = false; // removed from the connection by the caller
         }
         cleanup();
-        drain();
+        ended(status, trailers, false, false);
     }
 
     @Override
@@ -449,10 +286,9 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             terminalStatus = status;
-            terminalTrailers = new Metadata();
         }
         cleanup();
-        drain();
+        ended(status, new Metadata(), false, false);
     }
 
     @Override
@@ -473,14 +309,9 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
         failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded" + remaining), true);
     }
 
-    private void failLocallyAsync(final Status status)
+    final void failLocally(final Status status, final boolean sendCancel)
     {
-        // called while holding the lock from a frame write path: defer so that no lock order is inverted
-        channel.timer().schedule(() -> failLocally(status, true));
-    }
-
-    private void failLocally(final Status status, final boolean sendCancel)
-    {
+        ClientConnection cancelOn = null;
         synchronized (this)
         {
             if (terminalStatus != null || cancelled)
@@ -488,31 +319,30 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 return;
             }
             terminalStatus = status;
-            terminalTrailers = new Metadata();
-            discardQueued = true;
             if (sendCancel && callSent)
             {
-                // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
-                connection.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
+                cancelOn = connection;
             }
         }
+        if (cancelOn != null)
+        {
+            // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
+            cancelOn.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
+        }
         cleanup();
-        drain();
+        ended(status, new Metadata(), true, false);
     }
 
     /** Releases what the call holds: timer, stream registration, request subscription, channel wait. */
-    private void cleanup()
+    void cleanup()
     {
         final Disposable timer;
-        final Subscription s;
         final ClientConnection conn;
         final int id;
         synchronized (this)
         {
             timer = deadlineTimer;
             deadlineTimer = null;
-            s = upstream;
-            upstream = null;
             conn = connection;
             id = registered ? streamId : -1;
             registered = false;
@@ -525,103 +355,21 @@ final class ClientCall<Req, Resp> extends RpcStream implements Subscription, Cor
         {
             conn.remove(id);
         }
-        if (s != null)
-        {
-            s.cancel();
-        }
         if (conn == null)
         {
             channel.removeWaiter(this);
         }
     }
 
-    private void drain()
-    {
-        if (WIP.getAndIncrement(this) != 0)
-        {
-            return;
-        }
-        int missed = 1;
-        while (true)
-        {
-            while (true)
-            {
-                Resp value = null;
-                Status status = null;
-                Metadata trailers = null;
-                synchronized (this)
-                {
-                    if (delivered)
-                    {
-                        return;
-                    }
-                    if (cancelled || discardQueued)
-                    {
-                        single = null;
-                        if (queue != null)
-                        {
-                            queue.clear();
-                        }
-                    }
-                    if (unaryResponse && single != null && terminalStatus != null && !terminalStatus.isOk())
-                    {
-                        // A unary response counts only with its OK status: the call failed, the value goes.
-                        single = null;
-                    }
-                    if (cancelled)
-                    {
-                        delivered = true;
-                        status = terminalStatus;
-                        trailers = terminalTrailers;
-                    }
-                    else if (requested > 0 && single != null && (!unaryResponse || terminalStatus != null))
-                    {
-                        value = single;
-                        single = queue == null ? null : queue.pollFirst();
-                        if (requested != Long.MAX_VALUE)
-                        {
-                            requested--;
-                        }
-                    }
-                    else if (single == null && terminalStatus != null)
-                    {
-                        delivered = true;
-                        status = terminalStatus;
-                        trailers = terminalTrailers;
-                        if (status.isOk() && unaryResponse && !receivedValue)
-                        {
-                            status = Status.INTERNAL.withDescription("No value received for " + method.fullMethodName());
-                        }
-                    }
-                    else
-                    {
-                        break;
-                    }
-                }
-                if (value != null)
-                {
-                    actual.onNext(value);
-                    continue;
-                }
-                terminate(status, trailers);
-                return;
-            }
-            missed = WIP.addAndGet(this, -missed);
-            if (missed == 0)
-            {
-                return;
-            }
-        }
-    }
-
-    private void terminate(final Status status, final Metadata trailers)
+    /** Signals the end to the subscriber (unless it cancelled) and records it; once, from the delivery side. */
+    final void terminate(final Status status, final Metadata trailers, final boolean silent)
     {
         channel.metrics().callEnded(method, status, startNanos);
         if (context != null)
         {
             context.closed(status, trailers != null ? trailers : new Metadata());
         }
-        if (cancelled)
+        if (silent)
         {
             return; // a cancelled subscriber gets no further signal
         }

@@ -3,7 +3,7 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
@@ -26,6 +26,7 @@ final class ClientConnection extends RpcConnection
     private volatile Disposable keepAlive;
     private volatile long pingSentNanos;
     private volatile boolean pingOutstanding;
+    private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
 
     ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
     {
@@ -50,12 +51,23 @@ final class ClientConnection extends RpcConnection
     }
 
     /**
-     * Registers the call under a new stream id and writes its CALL frame, atomically, so that CALL frames leave in
-     * stream id order (the server rejects ids that do not increase).
+     * Registers the call under a new stream id and writes its CALL frame, atomically (under the connection's write
+     * lock), so that CALL frames leave in stream id order (the server rejects ids that do not increase).
      *
      * @return the stream id, or -1 if the connection takes no new calls.
      */
-    synchronized int startCall(final ClientCall<?, ?> call)
+    int startCall(final ClientCall<?, ?> call)
+    {
+        final int id = startStream(call, call);
+        if (id > 0 && id == lastStreamId)
+        {
+            channel.timer().schedule(() -> channel.connectionUnusable(this));
+        }
+        return id;
+    }
+
+    @Override
+    int assignStreamId(final RpcStream call)
     {
         if (!isUsable())
         {
@@ -80,11 +92,6 @@ final class ClientConnection extends RpcConnection
             return -1;
         }
         call.streamId = id;
-        write(call);
-        if (draining)
-        {
-            channel.timer().schedule(() -> channel.connectionUnusable(this));
-        }
         return id;
     }
 
@@ -119,21 +126,10 @@ final class ClientConnection extends RpcConnection
             }
             case STATUS:
             {
-                FrameCodec.check(end - start >= 4, "STATUS truncated");
-                final int code = buffer.getInt(start);
-                String description = null;
-                int at = start + 4;
-                if (end - at >= 4 && buffer.getInt(at) == -1)
-                {
-                    at += 4; // no description: the common case, parsed without allocating
-                }
-                else
-                {
-                    final String[] text = new String[1];
-                    at = FrameCodec.getString(buffer, at, end, text);
-                    description = text[0];
-                }
-                final Metadata trailers = readMetadataOrNull(buffer, at, end);
+                final StatusFlyweight status = inStatus.wrap(buffer, start).validate(end);
+                final int code = status.code();
+                final String description = status.description(end); // null, without allocating, when absent
+                final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {

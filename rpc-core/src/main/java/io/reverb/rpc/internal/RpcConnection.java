@@ -34,6 +34,7 @@ abstract class RpcConnection implements ConnectionHandler
 
     private final Object writeLock = new Object();
     private final WriteClaim claim = new WriteClaim();
+    private final FrameEncoder encoder = new FrameEncoder();
     private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
@@ -59,32 +60,92 @@ abstract class RpcConnection implements ConnectionHandler
      */
     final boolean write(final OutboundFrame frame)
     {
-        int result;
-        Throwable failure = null;
+        final int result;
+        final Throwable failure;
         synchronized (writeLock)
         {
             if (closed || connection == null)
             {
                 return false;
             }
-            if (!pending.isEmpty())
-            {
-                pending.addLast(frame);
-                return true;
-            }
-            result = writeNow(frame);
-            if (result == ClaimResult.BACK_PRESSURED)
-            {
-                pending.addLast(frame);
-                return true;
-            }
-            if (result == ENCODE_FAILED)
-            {
-                failure = encodeFailure;
-                encodeFailure = null;
-            }
+            result = offerLocked(frame);
+            failure = takeEncodeFailure(result);
         }
         return result == ClaimResult.OK || reportFailure(frame, result, failure);
+    }
+
+    /**
+     * Opens a stream and writes its first frame in one step under the write lock (one lock, not one per step), so
+     * that first frames leave in the order in which the starter hands out stream ids.
+     *
+     * @param stream the new stream; {@link #assignStreamId} registers it under the write lock.
+     * @param frame  the stream's first frame (its stream id is set by {@link #assignStreamId}).
+     * @return the stream id, or -1 if refused or closed (nothing written).
+     */
+    final int startStream(final RpcStream stream, final OutboundFrame frame)
+    {
+        final int id;
+        final int result;
+        final Throwable failure;
+        synchronized (writeLock)
+        {
+            if (closed || connection == null)
+            {
+                return -1;
+            }
+            id = assignStreamId(stream);
+            if (id < 0)
+            {
+                return -1;
+            }
+            result = offerLocked(frame);
+            failure = takeEncodeFailure(result);
+        }
+        if (result != ClaimResult.OK)
+        {
+            reportFailure(frame, result, failure); // outside the lock: it runs the call's failure path
+        }
+        return id;
+    }
+
+    /**
+     * Runs under the write lock for {@link #startStream}: assigns the stream its id and registers it.
+     *
+     * @param stream the new stream.
+     * @return its id, or -1 to refuse it.
+     */
+    int assignStreamId(final RpcStream stream)
+    {
+        return -1;
+    }
+
+    // guarded by writeLock; OK when written or queued behind earlier frames / back-pressure
+    private int offerLocked(final OutboundFrame frame)
+    {
+        if (!pending.isEmpty())
+        {
+            pending.addLast(frame);
+            return ClaimResult.OK;
+        }
+        final int result = writeNow(frame);
+        if (result == ClaimResult.BACK_PRESSURED)
+        {
+            pending.addLast(frame);
+            return ClaimResult.OK;
+        }
+        return result;
+    }
+
+    // guarded by writeLock
+    private Throwable takeEncodeFailure(final int result)
+    {
+        if (result != ENCODE_FAILED)
+        {
+            return null;
+        }
+        final Throwable failure = encodeFailure;
+        encodeFailure = null;
+        return failure;
     }
 
     private boolean reportFailure(final OutboundFrame frame, final int result, final Throwable failure)
@@ -115,7 +176,7 @@ abstract class RpcConnection implements ConnectionHandler
         }
         try
         {
-            frame.encode(FrameCodec.le(claim.buffer()), claim.offset());
+            frame.encode(encoder, FrameCodec.le(claim.buffer()), claim.offset());
         }
         catch (final Throwable t)
         {

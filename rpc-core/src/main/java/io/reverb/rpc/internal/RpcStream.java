@@ -5,18 +5,13 @@ import java.nio.ByteBuffer;
 
 /**
  * One call on one side of a connection: the frames for its stream id are dispatched here, on the transport's
- * thread.
+ * thread. What a call writes is separate: a call may also implement {@link OutboundFrame} for the one frame it
+ * writes exactly once (the client's CALL with its request, the server's final response with its STATUS).
  */
-abstract class RpcStream extends OutboundFrame
+abstract class RpcStream
 {
-    /**
-     * A stream is also the frame it writes exactly once (the client's CALL with its request, the server's final
-     * response with its STATUS), which saves allocating frame objects on the unary path.
-     */
-    RpcStream()
-    {
-        super(0);
-    }
+    /** The stream id; assigned when the call is registered with its connection. */
+    int streamId;
 
     /**
      * @param payload    position..limit is the message; valid only during the call.

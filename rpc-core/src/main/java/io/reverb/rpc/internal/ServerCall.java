@@ -6,52 +6,48 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
-import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.stub.ServerCalls;
-import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
 
 /**
- * The server side of one call, in one object: the stream the connection routes the client's frames to, the
- * {@link Subscription} given to whoever subscribes to the handler's request {@code Flux} (its demand becomes
- * REQUEST_N to the client), and the subscriber of the handler's response publisher (which it pulls only as far as
- * the client's REQUEST_N allow). Its Reactor context carries the {@link RpcContext}.
+ * The server side of one call, the part every kind shares: it subscribes to the handler's responses (pulling only
+ * as far as the client's REQUEST_N allow), writes them, and ends the call with STATUS, the single response of a
+ * one-response method travelling with it in one transport message (the call is its own last frame). Its Reactor
+ * context carries the {@link RpcContext}. {@link UnaryServerCall} and {@link StreamingServerCall} add how requests
+ * reach the handler.
+ *
+ * <p>State is guarded by {@code this}; no frame is written while holding it.
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
  */
-final class ServerCall<Req, Resp> extends RpcStream implements Subscription, CoreSubscriber<Resp>
+abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>
 {
     private static final LogLimiter FAILURE_LOG = new LogLimiter();
 
-    private static final AtomicIntegerFieldUpdater<ServerCall> WIP =
-        AtomicIntegerFieldUpdater.newUpdater(ServerCall.class, "wip");
-
-    private final ServerConnection connection;
-    private final ServerRuntime server;
-    private final MethodDescriptor<Req, Resp> method;
-    private final ServerCallHandler<Req, Resp> handler;
+    final ServerConnection connection;
+    final ServerRuntime server;
+    final MethodDescriptor<Req, Resp> method;
+    final ServerCallHandler<Req, Resp> handler;
     private final Metadata requestMetadata;
     private final Deadline deadline;
+    private final long timeoutNanos;
+    final Scheduler.Worker worker;
+    private final long startNanos;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
     private volatile Context reactorContext;
-    private final long timeoutNanos;
-    private final boolean oneRequest;
-    private final Scheduler.Worker worker;
-    private final long startNanos;
-    private final ServerCalls.UnaryHandler<Req, Resp> unaryHandler;
-    private boolean unaryRequestSeen;
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
     private int pendingPayloadLength;
@@ -59,25 +55,12 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private byte[] finalDescription;
     private Metadata finalTrailers;
     private int finalLength;
-
     // responses (handler output), guarded by this
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
     private boolean headersSent;
-    private boolean closed;
+    boolean closed;
     private Disposable deadlineTimer;
-
-    // requests (handler input), guarded by this
-    private CoreSubscriber<? super Req> requestSubscriber;
-    private ArrayDeque<Req> queue;
-    private long requested;
-    private long demandTotal;
-    private long granted = 1; // the client may send one message before we ask
-    private boolean halfClosed;
-    private boolean requestsDone;
-    private boolean requestsCancelled;
-    private Status requestsError;
-    private volatile int wip;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -93,14 +76,53 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
         this.requestMetadata = metadata;
-        this.oneRequest = method.type().clientSendsOneMessage();
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
-        // without interceptors a unary handler is invoked with the request itself, no request Flux
-        this.unaryHandler = server.interceptors().length == 0 && method.type() == MethodDescriptor.MethodType.UNARY &&
-            handler instanceof ServerCalls.UnaryHandler ? (ServerCalls.UnaryHandler<Req, Resp>)handler : null;
     }
+
+    /**
+     * @return the call for this method: without interceptors a unary handler is invoked with the request itself
+     * ({@link UnaryServerCall}); every other call gives the handler a request {@code Flux}.
+     */
+    static ServerCall<?, ?> create(final ServerConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        if (server.interceptors().length == 0 && definition.method().type() == MethodDescriptor.MethodType.UNARY &&
+            definition.handler() instanceof ServerCallHandler.Unary)
+        {
+            return new UnaryServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        }
+        return new StreamingServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos,
+            initialRequestN);
+    }
+
+    // ------------------------------------------------------------ what the kinds add
+
+    /** The call is registered: start the handler now, or when its request arrives. */
+    abstract void begin();
+
+    /**
+     * A request message.
+     *
+     * @param value       the request.
+     * @param endOfStream the client sends no more.
+     */
+    abstract void onRequest(Req value, boolean endOfStream);
+
+    /** The client sends no more requests. */
+    abstract void onHalfClose();
+
+    /**
+     * The call ended before the handler's responses did (cancel, deadline, failure): end the request side too.
+     */
+    abstract void requestsAborted();
+
+    /** The responses ended: no more demand for requests goes to the client. */
+    abstract void responsesEnded();
+
+    // ------------------------------------------------------------ lifecycle
 
     void start()
     {
@@ -119,39 +141,10 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 deadlineTimer = timer;
             }
         }
-        if (unaryHandler == null)
-        {
-            execute(this::invokeHandler);
-        }
+        begin();
     }
 
-    private void invokeUnary(final Req request)
-    {
-        synchronized (this)
-        {
-            if (closed)
-            {
-                return;
-            }
-        }
-        final Publisher<Resp> response;
-        try
-        {
-            response = unaryHandler.invoke(request);
-            if (response == null)
-            {
-                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
-            }
-        }
-        catch (final Throwable t)
-        {
-            onError(t);
-            return;
-        }
-        response.subscribe(this);
-    }
-
-    private void execute(final Runnable task)
+    final void execute(final Runnable task)
     {
         if (worker == null)
         {
@@ -170,33 +163,23 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
     }
 
-    private void invokeHandler()
+    final synchronized boolean isClosed()
     {
-        synchronized (this)
+        return closed;
+    }
+
+    /** Subscribes this call to the handler's responses, or ends the call if the handler failed to give any. */
+    final void subscribeTo(final Publisher<Resp> responses)
+    {
+        if (responses == null)
         {
-            if (closed)
-            {
-                return;
-            }
-        }
-        final Publisher<Resp> responses;
-        try
-        {
-            responses = intercepted().handle(new RequestFlux());
-            if (responses == null)
-            {
-                throw new NullPointerException("handler of " + method.fullMethodName() + " returned null");
-            }
-        }
-        catch (final Throwable t)
-        {
-            onError(t);
+            onError(new NullPointerException("handler of " + method.fullMethodName() + " returned null"));
             return;
         }
         responses.subscribe(this);
     }
 
-    private synchronized RpcContext context()
+    final synchronized RpcContext context()
     {
         if (rpcContext == null)
         {
@@ -209,20 +192,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     private synchronized Metadata trailersCopy()
     {
         return rpcContext != null && rpcContext.hasResponseTrailers() ? rpcContext.responseTrailers().copy() : null;
-    }
-
-    private ServerCallHandler<Req, Resp> intercepted()
-    {
-        ServerCallHandler<Req, Resp> next = handler;
-        final ServerInterceptor[] interceptors = server.interceptors();
-        final RpcContext rpcContext = interceptors.length > 0 ? context() : null;
-        for (int i = interceptors.length - 1; i >= 0; i--)
-        {
-            final ServerInterceptor interceptor = interceptors[i];
-            final ServerCallHandler<Req, Resp> inner = next;
-            next = requests -> interceptor.interceptCall(rpcContext, requests, inner);
-        }
-        return next;
     }
 
     // ------------------------------------------------------------ CoreSubscriber (handler's responses)
@@ -260,9 +229,27 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         }
     }
 
+    /**
+     * Responses arrive one at a time (Reactive Streams), so frames written after releasing the monitor keep their
+     * order; only the decision (headers first? hold the single response back?) is taken under it.
+     */
     @Override
-    public void onNext(final Resp value)
+    public void onNext(final Resp response)
     {
+        Resp value = response;
+        final int payloadLength;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
+            return;
+        }
+        final OutboundFrame headers;
+        Resp earlier = null;
+        int earlierLength = 0;
         synchronized (this)
         {
             if (closed)
@@ -270,48 +257,48 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
                 Operators.onDiscard(value, currentContext());
                 return;
             }
-            sendHeadersIfAny();
-            final int payloadLength;
-            try
-            {
-                payloadLength = method.responseMarshaller().serializedSize(value);
-            }
-            catch (final Throwable t)
-            {
-                server.timer().schedule(() -> onWriteFailed(
-                    Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t)));
-                return;
-            }
+            headers = takeHeaders();
             server.metrics().messageSent(method, payloadLength);
             if (method.type().serverSendsOneMessage() && pendingResponse == null)
             {
                 // held back to travel with the STATUS in one transport message
                 pendingResponse = value;
                 pendingPayloadLength = payloadLength;
-                return;
+                value = null;
             }
-            if (pendingResponse != null)
+            else if (pendingResponse != null)
             {
-                connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), pendingResponse,
-                    pendingPayloadLength, this));
+                earlier = pendingResponse;
+                earlierLength = pendingPayloadLength;
                 pendingResponse = null;
             }
+        }
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        if (earlier != null)
+        {
+            connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), earlier,
+                earlierLength, this));
+        }
+        if (value != null)
+        {
             connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value,
                 payloadLength, this));
         }
     }
 
-    // guarded by this
-    private void sendHeadersIfAny()
+    /** Guarded by this. @return the HEADERS frame to send before anything else, once, or null. */
+    private OutboundFrame takeHeaders()
     {
-        if (!headersSent)
+        if (headersSent)
         {
-            headersSent = true;
-            if (rpcContext != null && rpcContext.hasResponseHeaders())
-            {
-                connection.write(new OutboundFrame.Headers(streamId, rpcContext.responseHeaders().copy()));
-            }
+            return null;
         }
+        headersSent = true;
+        return rpcContext != null && rpcContext.hasResponseHeaders() ?
+            new OutboundFrame.Headers(streamId, rpcContext.responseHeaders().copy()) : null;
     }
 
     @Override
@@ -350,6 +337,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
 
     private void finish(final Status status, final Metadata trailers)
     {
+        final OutboundFrame headers;
         synchronized (this)
         {
             if (closed)
@@ -358,47 +346,51 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             }
             closed = true;
             upstream = null;
-            sendHeadersIfAny();
+            headers = takeHeaders();
             if (!status.isOk())
             {
                 pendingResponse = null;
             }
             finalCode = status.code().value();
-            finalDescription = io.reverb.rpc.wire.FrameCodec.utf8(status.description());
+            finalDescription = FrameCodec.utf8(status.description());
             finalTrailers = trailers;
-            finalLength = OutboundFrame.statusLength(finalDescription, trailers) +
+            finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
-            connection.write(this);
         }
+        responsesEnded();
+        // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        connection.write(this);
         released(status);
     }
 
     // ------------------------------------------------------------ OutboundFrame (final response + STATUS)
 
     @Override
-    int length()
+    public int length()
     {
         return finalLength;
     }
 
     @Override
-    void encode(final ByteBuffer buffer, final int offset)
+    public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
         int at = offset;
         if (pendingResponse != null)
         {
             final int limit = buffer.limit();
-            OutboundFrame.encodeMessage(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
+            at = encoder.message(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
                 pendingPayloadLength);
-            buffer.limit(limit);
-            at += HEADER + pendingPayloadLength;
+            buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
-        OutboundFrame.encodeStatus(buffer, at, OutboundFrame.statusLength(finalDescription, finalTrailers), streamId,
-            finalCode, finalDescription, finalTrailers);
+        encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
     }
 
     @Override
-    void failed(final Status status)
+    public void failed(final Status status)
     {
         // the final frame could not be written (e.g. the response is too large): tell the client what happened
         connection.write(new OutboundFrame.StatusFrame(streamId, status, null));
@@ -407,7 +399,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     // ------------------------------------------------------------ RpcStream (frames from the client)
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    final void onMessage(final ByteBuffer payload, final boolean endOfStream)
     {
         final int size = payload.remaining();
         final Req value;
@@ -421,76 +413,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             return;
         }
         server.metrics().messageReceived(method, size);
-        if (unaryHandler != null)
-        {
-            onUnaryRequest(value);
-            return;
-        }
-        synchronized (this)
-        {
-            if (closed || requestsDone || requestsCancelled)
-            {
-                return;
-            }
-            if (queue == null)
-            {
-                queue = new ArrayDeque<>(oneRequest ? 1 : 4);
-            }
-            queue.addLast(value);
-            if (endOfStream)
-            {
-                halfClosed = true;
-            }
-        }
-        drainRequests();
-    }
-
-    private void onUnaryRequest(final Req value)
-    {
-        synchronized (this)
-        {
-            if (closed)
-            {
-                return;
-            }
-            if (unaryRequestSeen)
-            {
-                // the protocol allows one message for a unary call; the client broke it
-                cancelCall(Status.INTERNAL.withDescription("Too many requests for a unary call"), null);
-                return;
-            }
-            unaryRequestSeen = true;
-        }
-        if (worker == null)
-        {
-            invokeUnary(value);
-        }
-        else
-        {
-            execute(() -> invokeUnary(value));
-        }
-    }
-
-    void onHalfClose()
-    {
-        synchronized (this)
-        {
-            halfClosed = true;
-            if (unaryHandler != null && !unaryRequestSeen && !closed)
-            {
-                unaryRequestSeen = true;
-            }
-            else if (unaryHandler != null)
-            {
-                return;
-            }
-        }
-        if (unaryHandler != null)
-        {
-            onError(Status.INTERNAL.withDescription("Half-closed without a request").asException());
-            return;
-        }
-        drainRequests();
+        onRequest(value, endOfStream);
     }
 
     void onCancel(final Status reason)
@@ -560,6 +483,7 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
     void cancelCall(final Status status, final Status reason)
     {
         final Subscription s;
+        final Metadata trailers;
         synchronized (this)
         {
             if (closed)
@@ -570,20 +494,17 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
             s = upstream;
             upstream = null;
             pendingResponse = null;
-            if (status != null)
-            {
-                connection.write(new OutboundFrame.StatusFrame(streamId, status, trailersCopy()));
-            }
-            if (!requestsDone && !requestsCancelled)
-            {
-                requestsError = Status.CANCELLED.withDescription("call cancelled");
-            }
+            trailers = status != null ? trailersCopy() : null;
+        }
+        if (status != null)
+        {
+            connection.write(new OutboundFrame.StatusFrame(streamId, status, trailers));
         }
         if (s != null)
         {
             s.cancel();
         }
-        drainRequests();
+        requestsAborted();
         released(status != null ? status : reason != null ? reason : Status.CANCELLED);
     }
 
@@ -605,150 +526,6 @@ final class ServerCall<Req, Resp> extends RpcStream implements Subscription, Cor
         {
             // let already scheduled signals run, then release the worker
             worker.schedule(worker::dispose);
-        }
-    }
-
-    // ------------------------------------------------------------ requests Flux given to the handler
-
-    private final class RequestFlux extends Flux<Req>
-    {
-        @Override
-        public void subscribe(final CoreSubscriber<? super Req> actual)
-        {
-            synchronized (ServerCall.this)
-            {
-                if (requestSubscriber != null)
-                {
-                    Operators.error(actual, new IllegalStateException("the request stream can be subscribed only once"));
-                    return;
-                }
-                requestSubscriber = actual;
-            }
-            actual.onSubscribe(ServerCall.this);
-            drainRequests();
-        }
-    }
-
-    @Override
-    public void request(final long n)
-    {
-        if (n <= 0)
-        {
-            return;
-        }
-        synchronized (this)
-        {
-            requested = addCap(requested, n);
-            demandTotal = addCap(demandTotal, n);
-            if (!oneRequest && !halfClosed && !closed && demandTotal > granted)
-            {
-                final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
-                granted = demandTotal;
-                connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
-            }
-        }
-        drainRequests();
-    }
-
-    @Override
-    public void cancel()
-    {
-        synchronized (this)
-        {
-            requestsCancelled = true;
-            if (queue != null)
-            {
-                queue.clear();
-            }
-        }
-    }
-
-    private void drainRequests()
-    {
-        if (worker != null)
-        {
-            if (WIP.getAndIncrement(this) == 0)
-            {
-                try
-                {
-                    worker.schedule(this::drainLoop);
-                }
-                catch (final RuntimeException ignored)
-                {
-                    WIP.set(this, 0);
-                }
-            }
-            return;
-        }
-        if (WIP.getAndIncrement(this) == 0)
-        {
-            drainLoop();
-        }
-    }
-
-    private void drainLoop()
-    {
-        int missed = 1;
-        while (true)
-        {
-            while (true)
-            {
-                final CoreSubscriber<? super Req> subscriber;
-                Req value = null;
-                Status error = null;
-                boolean complete = false;
-                synchronized (this)
-                {
-                    subscriber = requestSubscriber;
-                    if (subscriber == null || requestsDone || requestsCancelled)
-                    {
-                        break;
-                    }
-                    if (requestsError != null)
-                    {
-                        requestsDone = true;
-                        error = requestsError;
-                        if (queue != null)
-                        {
-                            queue.clear();
-                        }
-                    }
-                    else if (requested > 0 && queue != null && !queue.isEmpty())
-                    {
-                        value = queue.pollFirst();
-                        if (requested != Long.MAX_VALUE)
-                        {
-                            requested--;
-                        }
-                    }
-                    else if (halfClosed && (queue == null || queue.isEmpty()))
-                    {
-                        requestsDone = true;
-                        complete = true;
-                    }
-                    else
-                    {
-                        break;
-                    }
-                }
-                if (value != null)
-                {
-                    subscriber.onNext(value);
-                }
-                else if (error != null)
-                {
-                    subscriber.onError(error.asException());
-                }
-                else if (complete)
-                {
-                    subscriber.onComplete();
-                }
-            }
-            missed = WIP.addAndGet(this, -missed);
-            if (missed == 0)
-            {
-                return;
-            }
         }
     }
 }

@@ -2,7 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
@@ -16,6 +16,7 @@ final class ServerConnection extends RpcConnection
     private final ServerRuntime server;
     private volatile int lastStreamId;
     private volatile boolean draining;
+    private final CallFlyweight inCall = new CallFlyweight(); // the transport's thread only
 
     ServerConnection(final ServerRuntime server, final io.reverb.rpc.transport.Connection connection)
     {
@@ -67,14 +68,11 @@ final class ServerConnection extends RpcConnection
         {
             throw new ProtocolException("stream id " + streamId + " not above " + lastStreamId);
         }
-        FrameCodec.check(end - start >= 14, "CALL truncated");
+        final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
         lastStreamId = streamId;
-        final long timeoutNanos = buffer.getLong(start);
-        final int initialRequestN = buffer.getInt(start + 8);
-        FrameCodec.check(initialRequestN >= 0, "negative initial demand");
-        final int methodLength = buffer.getShort(start + 12) & 0xFFFF;
-        FrameCodec.check(methodLength > 0 && start + 14 + methodLength <= end, "bad method name length");
-        final Metadata metadata = readMetadataOrNull(buffer, start + 14 + methodLength, end);
+        final long timeoutNanos = call.timeoutNanos();
+        final int initialRequestN = call.initialRequestN();
+        final Metadata metadata = readMetadataOrNull(buffer, call.metadataOffset(), end);
 
         if (draining || server.isShutdown())
         {
@@ -82,10 +80,10 @@ final class ServerConnection extends RpcConnection
             return;
         }
         final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition =
-            server.methods().find(buffer, start + 14, methodLength);
+            server.methods().find(buffer, call.methodOffset(), call.methodLength());
         if (definition == null)
         {
-            final String method = FrameCodec.ascii(buffer, start + 14, methodLength);
+            final String method = call.method();
             final int slash = method.lastIndexOf('/');
             final String service = slash > 0 ? method.substring(0, slash) : method;
             final Status status = server.hasService(service) ?
@@ -94,10 +92,10 @@ final class ServerConnection extends RpcConnection
             write(new OutboundFrame.StatusFrame(streamId, status, null));
             return;
         }
-        final ServerCall<?, ?> call = new ServerCall<>(
+        final ServerCall<?, ?> serverCall = ServerCall.create(
             this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
-        streams.put(streamId, call);
-        call.start();
+        streams.put(streamId, serverCall);
+        serverCall.start();
     }
 
     void remove(final int streamId)

@@ -1,6 +1,5 @@
 package io.reverb.rpc.internal;
 
-import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -20,11 +19,12 @@ import java.util.concurrent.TimeUnit;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * The runtime behind {@link RpcServer}: method registry, listener, connections, graceful shutdown.
+ * The runtime behind {@code io.reverb.rpc.RpcServer} (which depends on it, never the reverse): method registry,
+ * listener, connections, graceful shutdown.
  */
 public final class ServerRuntime
 {
-    private final RpcServer.Builder config;
+    private final ServerConfig config;
     private final URI uri;
     private final TransportProvider provider;
     private final Map<String, ServiceDefinition.ServerMethodDefinition<?, ?>> methods = new HashMap<>();
@@ -42,7 +42,7 @@ public final class ServerRuntime
     /**
      * @param config the server's configuration.
      */
-    public ServerRuntime(final RpcServer.Builder config)
+    public ServerRuntime(final ServerConfig config)
     {
         this.config = config;
         this.uri = Transports.parse(config.uri);
@@ -56,11 +56,11 @@ public final class ServerRuntime
             }
         }
         this.registry = new MethodRegistry(methods.values());
-        this.interceptors = config.interceptors.toArray(new ServerInterceptor[0]);
+        this.interceptors = config.interceptors;
         this.metrics = CallMetrics.create(config.meterRegistry, "server");
     }
 
-    RpcServer.Builder config()
+    ServerConfig config()
     {
         return config;
     }
@@ -115,7 +115,7 @@ public final class ServerRuntime
         }
         try
         {
-            listener = provider.listen(uri, connection ->
+            listener = provider.listen(uri, config.transportOptions, connection ->
             {
                 if (shutdown)
                 {

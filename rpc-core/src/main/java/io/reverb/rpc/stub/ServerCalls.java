@@ -36,7 +36,7 @@ public final class ServerCalls
      * @param <Req>  request type.
      * @param <Resp> response type.
      */
-    public static final class UnaryHandler<Req, Resp> implements ServerCallHandler<Req, Resp>
+    public static final class UnaryHandler<Req, Resp> implements ServerCallHandler.Unary<Req, Resp>
     {
         private final Function<Req, Mono<Resp>> method;
 
@@ -45,10 +45,7 @@ public final class ServerCalls
             this.method = java.util.Objects.requireNonNull(method, "method");
         }
 
-        /**
-         * @param request the request.
-         * @return the response.
-         */
+        @Override
         public Mono<Resp> invoke(final Req request)
         {
             return method.apply(request);

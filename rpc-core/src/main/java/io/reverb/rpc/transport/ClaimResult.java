@@ -2,7 +2,8 @@ package io.reverb.rpc.transport;
 
 /**
  * Result codes of {@link Connection#tryClaim(int, WriteClaim)} and {@link WriteClaim#commit()}: the hot path
- * returns codes, not exceptions.
+ * returns codes, not exceptions. One set for every layer: the RDMA connection engine returns the same numbers
+ * (its {@code Connection.OK}, {@code BACK_PRESSURED}, ... are these constants), so a transport passes them through.
  */
 public final class ClaimResult
 {
@@ -10,10 +11,12 @@ public final class ClaimResult
     public static final int OK = 0;
     /** No space now; {@link ConnectionHandler#onWritable(Connection)} follows when there is. */
     public static final int BACK_PRESSURED = -1;
+    /** The connection failed (the peer is gone); nothing more can be sent. The RPC layer treats it as CLOSED. */
+    public static final int NOT_CONNECTED = -2;
     /** The connection is closed or closing; nothing more can be sent. */
-    public static final int CLOSED = -2;
+    public static final int CLOSED = -3;
     /** Longer than {@link Connection#maxMessageLength()}; it will never fit. */
-    public static final int TOO_LARGE = -3;
+    public static final int TOO_LARGE = -4;
 
     private ClaimResult()
     {
@@ -29,6 +32,7 @@ public final class ClaimResult
         {
             case OK: return "OK";
             case BACK_PRESSURED: return "BACK_PRESSURED";
+            case NOT_CONNECTED: return "NOT_CONNECTED";
             case CLOSED: return "CLOSED";
             case TOO_LARGE: return "TOO_LARGE";
             default: return "UNKNOWN(" + code + ")";

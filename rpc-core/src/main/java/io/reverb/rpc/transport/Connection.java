@@ -13,7 +13,8 @@ public interface Connection
      * @param length message length in bytes, at least 1.
      * @param claim  the caller's claim object, not active.
      * @return {@link ClaimResult#OK}, {@link ClaimResult#BACK_PRESSURED} (then {@link ConnectionHandler#onWritable}
-     * follows), {@link ClaimResult#CLOSED} or {@link ClaimResult#TOO_LARGE}.
+     * follows), {@link ClaimResult#CLOSED}, {@link ClaimResult#NOT_CONNECTED} (failed; treated as CLOSED) or
+     * {@link ClaimResult#TOO_LARGE}.
      */
     int tryClaim(int length, WriteClaim claim);
 

@@ -45,6 +45,20 @@ public interface TransportProvider
     CompletableFuture<Connection> connect(URI uri, ConnectionHandler handler);
 
     /**
+     * Connects with the channel's transport options. The default ignores them; a transport with settings overrides
+     * this (URI query parameters override single fields of the options, never drop the others).
+     *
+     * @param uri     the server address.
+     * @param options the channel builder's transport options, {@link TransportOptions#EMPTY} if none.
+     * @param handler receives the connection's events.
+     * @return the connection, or a future failed with an {@link IOException} saying why.
+     */
+    default CompletableFuture<Connection> connect(URI uri, TransportOptions options, ConnectionHandler handler)
+    {
+        return connect(uri, handler);
+    }
+
+    /**
      * Binds a server address.
      *
      * @param uri      the address; a port of 0 asks for an ephemeral one.
@@ -53,6 +67,20 @@ public interface TransportProvider
      * @throws IOException if the address cannot be bound.
      */
     ServerListener listen(URI uri, ServerListener.Acceptor acceptor) throws IOException;
+
+    /**
+     * Binds a server address with the server's transport options. The default ignores them.
+     *
+     * @param uri      the address; a port of 0 asks for an ephemeral one.
+     * @param options  the server builder's transport options, {@link TransportOptions#EMPTY} if none.
+     * @param acceptor receives accepted connections.
+     * @return the listener.
+     * @throws IOException if the address cannot be bound.
+     */
+    default ServerListener listen(URI uri, TransportOptions options, ServerListener.Acceptor acceptor) throws IOException
+    {
+        return listen(uri, acceptor);
+    }
 
     /**
      * @return everything this provider's connections and listeners hold now, in this JVM.

@@ -41,6 +41,7 @@ public final class WriteClaim
     private int length;
     private Committer committer;
     private long token;
+    private Object transportState;
 
     /**
      * Transport use: points this claim at claimed memory.
@@ -91,6 +92,28 @@ public final class WriteClaim
     public long token()
     {
         return token;
+    }
+
+    /**
+     * Transport use: state a transport keeps with this claim object from one claim to the next, e.g. its own
+     * claim of the memory (the RDMA engine's), so that no per-connection table maps one claim to the other. A claim
+     * object is used by one thread at a time, so is this state.
+     *
+     * @return what {@link #transportState(Object)} set, or null.
+     */
+    public Object transportState()
+    {
+        return transportState;
+    }
+
+    /**
+     * Transport use: see {@link #transportState()}.
+     *
+     * @param state the transport's state.
+     */
+    public void transportState(final Object state)
+    {
+        this.transportState = state;
     }
 
     /**

@@ -4,13 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.CallOptions;
-import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.TestService;
+import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 
 /** Stream ids running out is back-pressure, not an error: the connection drains and the channel opens another. */
 class StreamIdExhaustionTest
@@ -20,7 +21,9 @@ class StreamIdExhaustionTest
     {
         final String uri = "inproc://stream-ids-" + ProcessHandle.current().pid();
         final RpcServer server = RpcServer.builder(uri).addService(new TestService()).build().start();
-        final ChannelRuntime channel = new ChannelRuntime(RpcChannel.builder(uri));
+        final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig(uri, List.of(), null,
+            RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
+            Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
         try
         {
             channel.lastStreamId = 7; // a connection carries 7 calls, then the next one takes over

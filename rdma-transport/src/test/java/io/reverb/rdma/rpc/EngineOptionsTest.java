@@ -1,0 +1,83 @@
+package io.reverb.rdma.rpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.StringValue;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.PollingMode;
+import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.TestService;
+import io.reverb.rpc.transport.TransportOptions;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Engine settings per builder: {@link EngineOptions}, with the address's query overriding single fields only. */
+class EngineOptionsTest
+{
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    @Test
+    void shouldKeepEveryOtherSettingWhenTheAddressOverridesThePollingMode() throws Exception
+    {
+        final EngineConfig config = new EngineConfig().name("options-test").authToken("s3cret").receiveSlots(32);
+        try
+        {
+            final RdmaEngine engine = ShmTransportProvider.TRANSPORT.engineFor(
+                URI.create("shm://x?polling=event"), EngineOptions.of(config));
+            assertThat(engine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
+            assertThat(engine.config().authToken()).isEqualTo("s3cret".getBytes(StandardCharsets.UTF_8));
+            assertThat(engine.config().receiveSlots()).isEqualTo(32);
+            // the same settings share the engine; the caller's config stays unconcluded (a copy was opened)
+            assertThat(ShmTransportProvider.TRANSPORT.engineFor(URI.create("shm://y?polling=event"), EngineOptions.of(config)))
+                .isSameAs(engine);
+            assertThat(config.isConcluded()).isFalse();
+            assertThat(ShmTransportProvider.TRANSPORT.engineFor(URI.create("shm://x"), TransportOptions.EMPTY))
+                .isNotSameAs(engine);
+        }
+        finally
+        {
+            EngineTransportTestHooks.closeEngine("shm", config, PollingMode.EVENT);
+        }
+    }
+
+    @Test
+    void shouldRefuseAClientWithoutTheTokenOfAServerWhoseAddressSetsThePollingMode()
+    {
+        final EngineConfig serverConfig = new EngineConfig().name("options-server").authToken("s3cret");
+        final EngineConfig clientConfig = new EngineConfig().name("options-client").authToken("s3cret");
+        final RpcServer server = RpcServer.builder("tcp://127.0.0.1:0?polling=event")
+            .transportOptions(EngineOptions.of(serverConfig))
+            .addService(new TestService())
+            .build()
+            .start();
+        final RpcChannel withoutToken = RpcChannel.builder(server.address())
+            .reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(100)).build();
+        final RpcChannel withToken = RpcChannel.builder(server.address() + "?polling=event")
+            .transportOptions(EngineOptions.of(clientConfig)).build();
+        try
+        {
+            assertThatThrownBy(() -> withoutToken.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT,
+                StringValue.of("no token")).block(WAIT))
+                .isInstanceOfSatisfying(RpcException.class,
+                    e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+            assertThat(withToken.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("token"))
+                .block(WAIT)).isEqualTo(StringValue.of("token"));
+        }
+        finally
+        {
+            withoutToken.close();
+            withToken.close();
+            server.close();
+            EngineTransportTestHooks.closeEngine("tcp", serverConfig, PollingMode.EVENT);
+            EngineTransportTestHooks.closeEngine("tcp", clientConfig, PollingMode.EVENT);
+        }
+    }
+}

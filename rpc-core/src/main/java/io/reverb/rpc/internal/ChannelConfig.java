@@ -1,0 +1,60 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.ClientInterceptor;
+import io.reverb.rpc.transport.TransportOptions;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * A channel's configuration, frozen when the builder builds: nothing reads the builder afterwards, so reusing or
+ * changing a builder never changes a channel it built.
+ */
+public final class ChannelConfig
+{
+    final String uri;
+    final ClientInterceptor[] interceptors;
+    final Duration defaultDeadline;
+    final int maxInboundMessageSize;
+    final Object meterRegistry;
+    final Duration keepAliveTime;
+    final Duration keepAliveTimeout;
+    final Duration initialBackoff;
+    final Duration maxBackoff;
+    final Scheduler timerScheduler;
+    final TransportOptions transportOptions;
+
+    /**
+     * Copies the builder's values (the interceptor list too).
+     *
+     * @param uri                   server address.
+     * @param interceptors          interceptors, first outermost.
+     * @param defaultDeadline       deadline of calls whose options set none, or null.
+     * @param maxInboundMessageSize largest inbound payload.
+     * @param meterRegistry         a Micrometer MeterRegistry, or null.
+     * @param keepAliveTime         PING interval while calls are active.
+     * @param keepAliveTimeout      how long to wait for a PING's answer.
+     * @param initialBackoff        first reconnect delay.
+     * @param maxBackoff            largest reconnect delay.
+     * @param timerScheduler        timers for deadlines, keep-alive and backoff.
+     * @param transportOptions      the transport's settings.
+     */
+    public ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration keepAliveTime,
+        final Duration keepAliveTimeout, final Duration initialBackoff, final Duration maxBackoff,
+        final Scheduler timerScheduler, final TransportOptions transportOptions)
+    {
+        this.uri = Objects.requireNonNull(uri, "uri");
+        this.interceptors = interceptors.toArray(new ClientInterceptor[0]);
+        this.defaultDeadline = defaultDeadline;
+        this.maxInboundMessageSize = maxInboundMessageSize;
+        this.meterRegistry = meterRegistry;
+        this.keepAliveTime = Objects.requireNonNull(keepAliveTime, "keepAliveTime");
+        this.keepAliveTimeout = Objects.requireNonNull(keepAliveTimeout, "keepAliveTimeout");
+        this.initialBackoff = Objects.requireNonNull(initialBackoff, "initialBackoff");
+        this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
+        this.timerScheduler = Objects.requireNonNull(timerScheduler, "timerScheduler");
+        this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions");
+    }
+}

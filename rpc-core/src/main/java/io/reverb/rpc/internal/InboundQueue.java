@@ -1,0 +1,286 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.Status;
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * Messages from the peer on their way to one local subscriber: the part that the streaming client call (responses)
+ * and the streaming server call (requests) share. It holds the queue, the subscriber's demand, the credit already
+ * granted to the peer (what REQUEST_N has allowed it to send), and a serial drain that delivers values within
+ * demand, then exactly one end. Guarded by its own monitor, which is never held while calling out.
+ *
+ * @param <T> message type.
+ */
+final class InboundQueue<T>
+{
+    /**
+     * Where values and the end go; called by the drain one at a time, outside any lock.
+     *
+     * @param <T> message type.
+     */
+    interface Sink<T>
+    {
+        /**
+         * @param value the next value, within demand.
+         */
+        void onValue(T value);
+
+        /**
+         * @param status   how the stream ended (OK: completed).
+         * @param trailers trailers, or null.
+         * @param silent   true if the subscriber cancelled: it gets no signal (bookkeeping only).
+         */
+        void onEnd(Status status, Metadata trailers, boolean silent);
+    }
+
+    private static final AtomicIntegerFieldUpdater<InboundQueue> WIP =
+        AtomicIntegerFieldUpdater.newUpdater(InboundQueue.class, "wip");
+
+    private final Sink<T> sink;
+    private final Scheduler.Worker worker;
+    private final Runnable drainLoop = this::drainLoop;
+    // guarded by this
+    private ArrayDeque<T> queue;
+    private long requested;
+    private long demandTotal;
+    private long granted;
+    private boolean grantsOpen;
+    private boolean inputClosed;
+    private boolean ready;
+    private Status end;
+    private Metadata endTrailers;
+    private boolean silent;
+    private boolean stopped;
+    private volatile int wip;
+
+    /**
+     * @param sink    receives values and the end.
+     * @param worker  runs the drain, or null to drain on the signalling thread.
+     * @param granted credit the peer has before any REQUEST_N (what the protocol lets it send first).
+     * @param ready   false while the sink cannot take signals yet (see {@link #ready()}).
+     */
+    InboundQueue(final Sink<T> sink, final Scheduler.Worker worker, final long granted, final boolean ready)
+    {
+        this.sink = sink;
+        this.worker = worker;
+        this.granted = granted;
+        this.ready = ready;
+    }
+
+    /** The sink can take signals from now on (e.g. the request stream was subscribed). */
+    void ready()
+    {
+        synchronized (this)
+        {
+            ready = true;
+        }
+        drain();
+    }
+
+    /**
+     * Grants the peer all demand so far, e.g. as the initial demand of a CALL frame.
+     *
+     * @return the demand granted, in REQUEST_N's wire form.
+     */
+    synchronized int grantInitial()
+    {
+        granted = demandTotal;
+        return RpcStream.toWire(demandTotal);
+    }
+
+    /**
+     * From now on demand travels to the peer as REQUEST_N.
+     *
+     * @return demand to send now (added since {@link #grantInitial}), 0 for none.
+     */
+    synchronized long openGrants()
+    {
+        grantsOpen = true;
+        return takeGrant();
+    }
+
+    /**
+     * The call ended normally on this side (e.g. the server's responses completed): no more demand travels to the
+     * peer and later values are dropped; what is queued, and the end, are still delivered.
+     */
+    synchronized void closeInput()
+    {
+        grantsOpen = false;
+        inputClosed = true;
+    }
+
+    /**
+     * The subscriber asks for n more.
+     *
+     * @param n positive demand.
+     * @return REQUEST_N to send the peer now, 0 for none.
+     */
+    long request(final long n)
+    {
+        final long grant;
+        synchronized (this)
+        {
+            requested = RpcStream.addCap(requested, n);
+            demandTotal = RpcStream.addCap(demandTotal, n);
+            grant = takeGrant();
+        }
+        drain();
+        return grant;
+    }
+
+    // guarded by this
+    private long takeGrant()
+    {
+        if (!grantsOpen || end != null || stopped || demandTotal <= granted)
+        {
+            return 0;
+        }
+        final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
+        granted = demandTotal;
+        return delta;
+    }
+
+    /**
+     * @param value a value from the peer; dropped once the stream ended or stopped.
+     * @return false if dropped.
+     */
+    boolean offer(final T value)
+    {
+        synchronized (this)
+        {
+            if (end != null || stopped || inputClosed)
+            {
+                return false;
+            }
+            if (queue == null)
+            {
+                queue = new ArrayDeque<>(4);
+            }
+            queue.addLast(value);
+        }
+        drain();
+        return true;
+    }
+
+    /**
+     * Ends the stream after the values already queued (a normal end), or at once dropping them.
+     *
+     * @param status   how it ended.
+     * @param trailers trailers, or null.
+     * @param discard  drop queued values and override a normal end not yet delivered (a local failure, a cancel).
+     * @param silent   the subscriber cancelled: no signal.
+     * @return false if it had already ended (and, for a normal end, nothing changed).
+     */
+    boolean end(final Status status, final Metadata trailers, final boolean discard, final boolean silent)
+    {
+        synchronized (this)
+        {
+            if (stopped || (end != null && !discard))
+            {
+                return false;
+            }
+            end = status;
+            endTrailers = trailers;
+            this.silent = silent;
+            if (discard && queue != null)
+            {
+                queue.clear();
+            }
+        }
+        drain();
+        return true;
+    }
+
+    /** The subscriber cancelled without wanting an end: drop everything, signal nothing more. */
+    void stop()
+    {
+        synchronized (this)
+        {
+            stopped = true;
+            if (queue != null)
+            {
+                queue.clear();
+            }
+        }
+    }
+
+    void drain()
+    {
+        if (WIP.getAndIncrement(this) != 0)
+        {
+            return;
+        }
+        if (worker == null)
+        {
+            drainLoop();
+            return;
+        }
+        try
+        {
+            worker.schedule(drainLoop);
+        }
+        catch (final RuntimeException rejected)
+        {
+            WIP.set(this, 0);
+        }
+    }
+
+    private void drainLoop()
+    {
+        int missed = 1;
+        while (true)
+        {
+            while (true)
+            {
+                T value = null;
+                final Status status;
+                final Metadata trailers;
+                final boolean quiet;
+                synchronized (this)
+                {
+                    if (stopped || !ready)
+                    {
+                        break;
+                    }
+                    if (end != null && (silent || queue == null || queue.isEmpty()))
+                    {
+                        stopped = true;
+                        status = end;
+                        trailers = endTrailers;
+                        quiet = silent;
+                    }
+                    else if (requested > 0 && queue != null && !queue.isEmpty())
+                    {
+                        value = queue.pollFirst();
+                        if (requested != Long.MAX_VALUE)
+                        {
+                            requested--;
+                        }
+                        status = null;
+                        trailers = null;
+                        quiet = false;
+                    }
+                    else
+                    {
+                        break;
+                    }
+                }
+                if (value != null)
+                {
+                    sink.onValue(value);
+                    continue;
+                }
+                sink.onEnd(status, trailers, quiet);
+                return;
+            }
+            missed = WIP.addAndGet(this, -missed);
+            if (missed == 0)
+            {
+                return;
+            }
+        }
+    }
+}

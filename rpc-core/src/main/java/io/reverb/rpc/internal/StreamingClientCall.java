@@ -1,0 +1,254 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameType;
+import java.nio.ByteBuffer;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Operators;
+import reactor.util.context.Context;
+
+/**
+ * A call with a request publisher and a response {@code Flux} (server-streaming, client-streaming, bidi, and any
+ * call that goes through client interceptors). It subscribes to the requests only as far as the server's
+ * REQUEST_N allow, and the subscriber's demand travels to the server as REQUEST_N (through an
+ * {@link InboundQueue}).
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
+ */
+final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> implements CoreSubscriber<Req>
+{
+    private final Publisher<Req> requests;
+    private final InboundQueue<Resp> responses;
+    // guarded by this
+    private boolean outboundDone;
+    private Subscription upstream;
+    private long upstreamDemandBeforeSubscribe;
+
+    StreamingClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method,
+        final Publisher<Req> requests, final ClientCallContext context, final Metadata requestMetadata,
+        final Deadline deadline, final boolean waitForReady)
+    {
+        super(channel, method, context, requestMetadata, deadline, waitForReady);
+        this.requests = requests;
+        this.responses = new InboundQueue<>(new InboundQueue.Sink<>()
+        {
+            @Override
+            public void onValue(final Resp value)
+            {
+                actual.onNext(value);
+            }
+
+            @Override
+            public void onEnd(final Status status, final Metadata trailers, final boolean silent)
+            {
+                terminate(status, trailers, silent);
+            }
+        }, null, 0, true);
+    }
+
+    @Override
+    int prepareFirstMessage()
+    {
+        return 0;
+    }
+
+    @Override
+    int initialDemand()
+    {
+        return responses.grantInitial();
+    }
+
+    @Override
+    void encodeFirstMessage(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
+    {
+    }
+
+    @Override
+    void onCallSent(final ClientConnection conn, final int id)
+    {
+        final long delta = responses.openGrants(); // asked for more while CALL was on its way
+        if (delta > 0)
+        {
+            conn.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, id, toWire(delta)));
+        }
+        requests.subscribe(this);
+    }
+
+    // ------------------------------------------------------------ Subscription (responses subscriber)
+
+    @Override
+    public void request(final long n)
+    {
+        if (n <= 0)
+        {
+            failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
+            return;
+        }
+        final long delta = responses.request(n);
+        if (delta > 0)
+        {
+            // grants open only once CALL is written and the connection set (happens-before through the queue)
+            connection().write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
+        }
+    }
+
+    private synchronized ClientConnection connection()
+    {
+        return connection;
+    }
+
+    // ------------------------------------------------------------ CoreSubscriber (request publisher)
+
+    @Override
+    public Context currentContext()
+    {
+        return actual.currentContext();
+    }
+
+    @Override
+    public void onSubscribe(final Subscription s)
+    {
+        final long n;
+        synchronized (this)
+        {
+            if (upstream != null || cancelled || terminalStatus != null)
+            {
+                s.cancel();
+                return;
+            }
+            upstream = s;
+            // the server may buffer one message before it asks: saves a round trip for unary calls
+            n = addCap(1, upstreamDemandBeforeSubscribe);
+            upstreamDemandBeforeSubscribe = 0;
+        }
+        s.request(n);
+    }
+
+    @Override
+    public void onNext(final Req value)
+    {
+        final boolean last = method.type().clientSendsOneMessage();
+        final ClientConnection conn;
+        synchronized (this)
+        {
+            if (outboundDone || cancelled || terminalStatus != null)
+            {
+                Operators.onDiscard(value, actual.currentContext());
+                return;
+            }
+            if (last)
+            {
+                outboundDone = true;
+            }
+            conn = connection;
+        }
+        // requests arrive one at a time (Reactive Streams), so writing outside the monitor keeps their order
+        final OutboundFrame.Message<Req> frame;
+        try
+        {
+            frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
+        }
+        catch (final Throwable t)
+        {
+            failLocally(Status.INTERNAL.withDescription("failed to size request: " + t).withCause(t), true);
+            return;
+        }
+        channel.metrics().messageSent(method, frame.payloadLength());
+        conn.write(frame);
+    }
+
+    @Override
+    public void onError(final Throwable t)
+    {
+        final Status status = t instanceof RpcException ? ((RpcException)t).status() :
+            Status.CANCELLED.withDescription("request stream failed: " + t).withCause(t);
+        failLocally(status, true);
+    }
+
+    @Override
+    public void onComplete()
+    {
+        final ClientConnection conn;
+        synchronized (this)
+        {
+            if (outboundDone || cancelled || terminalStatus != null)
+            {
+                return;
+            }
+            outboundDone = true;
+            conn = connection;
+        }
+        conn.write(new OutboundFrame.Control(FrameType.HALF_CLOSE, 0, streamId, 0));
+    }
+
+    // ------------------------------------------------------------ frames from the server
+
+    @Override
+    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    {
+        final int size = payload.remaining();
+        final Resp value;
+        try
+        {
+            value = method.responseMarshaller().read(payload);
+        }
+        catch (final Throwable t)
+        {
+            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
+            return;
+        }
+        channel.metrics().messageReceived(method, size);
+        responses.offer(value);
+    }
+
+    @Override
+    void onRequestN(final int n)
+    {
+        final Subscription s;
+        final long demand = fromWire(n);
+        synchronized (this)
+        {
+            if (outboundDone)
+            {
+                return;
+            }
+            s = upstream;
+            if (s == null)
+            {
+                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
+                return;
+            }
+        }
+        s.request(demand);
+    }
+
+    @Override
+    void ended(final Status status, final Metadata trailers, final boolean discard, final boolean silent)
+    {
+        responses.end(status, trailers, discard, silent);
+    }
+
+    @Override
+    void cleanup()
+    {
+        super.cleanup();
+        final Subscription s;
+        synchronized (this)
+        {
+            s = upstream;
+            upstream = null;
+        }
+        if (s != null)
+        {
+            s.cancel();
+        }
+    }
+}

@@ -1,0 +1,174 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.ServerCallHandler;
+import io.reverb.rpc.ServerInterceptor;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.wire.FrameType;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Operators;
+
+/**
+ * A call whose handler gets its requests as a {@code Flux} (streaming methods, and every method behind server
+ * interceptors). The handler's demand on that Flux travels to the client as REQUEST_N, through an
+ * {@link InboundQueue}; the client may send one message before it is asked.
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
+ */
+final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> implements Subscription
+{
+    private final InboundQueue<Req> requests;
+    // set once under this, read by the drain
+    private volatile CoreSubscriber<? super Req> requestSubscriber;
+
+    StreamingServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        super(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        this.requests = new InboundQueue<>(new InboundQueue.Sink<>()
+        {
+            @Override
+            public void onValue(final Req value)
+            {
+                subscriber().onNext(value);
+            }
+
+            @Override
+            public void onEnd(final Status status, final Metadata trailers, final boolean silent)
+            {
+                if (status.isOk())
+                {
+                    subscriber().onComplete();
+                }
+                else
+                {
+                    subscriber().onError(status.asException());
+                }
+            }
+        }, worker, 1, false);
+        if (!method.type().clientSendsOneMessage())
+        {
+            requests.openGrants();
+        }
+    }
+
+    private CoreSubscriber<? super Req> subscriber()
+    {
+        return requestSubscriber;
+    }
+
+    @Override
+    void begin()
+    {
+        execute(this::invokeHandler);
+    }
+
+    private void invokeHandler()
+    {
+        if (isClosed())
+        {
+            return;
+        }
+        final Publisher<Resp> responses;
+        try
+        {
+            responses = intercepted().handle(new RequestFlux());
+        }
+        catch (final Throwable t)
+        {
+            onError(t);
+            return;
+        }
+        subscribeTo(responses);
+    }
+
+    private ServerCallHandler<Req, Resp> intercepted()
+    {
+        ServerCallHandler<Req, Resp> next = handler;
+        final ServerInterceptor[] interceptors = server.interceptors();
+        final RpcContext rpcContext = interceptors.length > 0 ? context() : null;
+        for (int i = interceptors.length - 1; i >= 0; i--)
+        {
+            final ServerInterceptor interceptor = interceptors[i];
+            final ServerCallHandler<Req, Resp> inner = next;
+            next = requests -> interceptor.interceptCall(rpcContext, requests, inner);
+        }
+        return next;
+    }
+
+    @Override
+    void onRequest(final Req value, final boolean endOfStream)
+    {
+        requests.offer(value);
+        if (endOfStream)
+        {
+            requests.end(Status.OK, null, false, false);
+        }
+    }
+
+    @Override
+    void onHalfClose()
+    {
+        requests.end(Status.OK, null, false, false);
+    }
+
+    @Override
+    void requestsAborted()
+    {
+        requests.end(Status.CANCELLED.withDescription("call cancelled"), null, true, false);
+    }
+
+    @Override
+    void responsesEnded()
+    {
+        requests.closeInput();
+    }
+
+    // ------------------------------------------------------------ requests Flux given to the handler
+
+    private final class RequestFlux extends Flux<Req>
+    {
+        @Override
+        public void subscribe(final CoreSubscriber<? super Req> actual)
+        {
+            synchronized (StreamingServerCall.this)
+            {
+                if (requestSubscriber != null)
+                {
+                    Operators.error(actual, new IllegalStateException("the request stream can be subscribed only once"));
+                    return;
+                }
+                requestSubscriber = actual;
+            }
+            actual.onSubscribe(StreamingServerCall.this);
+            requests.ready();
+        }
+    }
+
+    @Override
+    public void request(final long n)
+    {
+        if (n <= 0)
+        {
+            return;
+        }
+        final long delta = requests.request(n);
+        if (delta > 0)
+        {
+            connection.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
+        }
+    }
+
+    @Override
+    public void cancel()
+    {
+        requests.stop();
+    }
+}

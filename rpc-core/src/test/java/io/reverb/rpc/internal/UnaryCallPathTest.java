@@ -1,0 +1,225 @@
+package io.reverb.rpc.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.BytesValue;
+import com.google.protobuf.Int32Value;
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.TestService;
+import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ResourceUsage;
+import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.rpc.wire.FrameHeaderFlyweight;
+import io.reverb.rpc.wire.FrameType;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MonitorInfo;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * One unary call driven by hand through a client and a server connection over a recording transport: which frames
+ * travel in how many transport messages, and which monitors the writing thread holds when it claims (no call's
+ * monitor, no connection monitor besides the write lock). Single-threaded and counted, not timed.
+ */
+class UnaryCallPathTest
+{
+    private final RecordingConnection clientSide = new RecordingConnection();
+    private final RecordingConnection serverSide = new RecordingConnection();
+    private final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig("inproc://unused", List.of(), null,
+        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
+        Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
+    private final ServerRuntime server = new ServerRuntime(new ServerConfig("inproc://unused",
+        List.of(new TestService().bindService()), List.of(), null, Schedulers.parallel(),
+        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ZERO, TransportOptions.EMPTY));
+
+    @Test
+    void shouldCarryAUnaryCallInTwoTransportMessagesWithoutHoldingACallMonitorWhileWriting()
+    {
+        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientConnection.LAST_STREAM_ID);
+        client.attach(clientSide);
+        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final Recorder<StringValue> subscriber = new Recorder<>();
+        final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, TestService.ECHO,
+            StringValue.of("hi"), null, null, false);
+        call.actual = subscriber;
+        call.request(Long.MAX_VALUE);
+        try
+        {
+            call.onConnection(client);
+            assertThat(clientSide.messages).hasSize(1);
+            assertThat(frameTypes(clientSide.messages.get(0))).containsExactly(FrameType.CALL, FrameType.MESSAGE);
+
+            serverConnection.onMessage(serverSide, ByteBuffer.wrap(clientSide.messages.get(0)));
+            assertThat(serverSide.messages).hasSize(1);
+            assertThat(frameTypes(serverSide.messages.get(0))).containsExactly(FrameType.MESSAGE, FrameType.STATUS);
+
+            client.onMessage(clientSide, ByteBuffer.wrap(serverSide.messages.get(0)));
+            assertThat(subscriber.values).containsExactly(StringValue.of("hi"));
+            assertThat(subscriber.completed).isTrue();
+
+            assertThat(clientSide.monitorsAtClaim).containsOnly(List.of("java.lang.Object")); // the write lock alone
+            assertThat(serverSide.monitorsAtClaim).containsOnly(List.of("java.lang.Object"));
+        }
+        finally
+        {
+            client.closeWithError(Status.UNAVAILABLE);
+        }
+    }
+
+    @Test
+    void shouldWriteRequestsDemandAndCancelOfAStreamingCallWithoutHoldingItsMonitor()
+    {
+        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientConnection.LAST_STREAM_ID);
+        client.attach(clientSide);
+        final Recorder<BytesValue> subscriber = new Recorder<>();
+        final StreamingClientCall<Int32Value, BytesValue> call = new StreamingClientCall<>(channel, TestService.RANGE,
+            Mono.just(Int32Value.of(3)), null, null, null, false);
+        call.actual = subscriber;
+        try
+        {
+            call.onConnection(client);
+            call.request(5);
+            call.cancel();
+            final List<FrameType> types = new ArrayList<>();
+            for (final byte[] message : clientSide.messages)
+            {
+                types.addAll(frameTypes(message));
+            }
+            assertThat(types).containsExactly(FrameType.CALL, FrameType.MESSAGE, FrameType.REQUEST_N, FrameType.CANCEL);
+            assertThat(clientSide.monitorsAtClaim).hasSize(4).containsOnly(List.of("java.lang.Object"));
+            assertThat(subscriber.values).isEmpty();
+            assertThat(subscriber.completed).isFalse();
+            assertThat(subscriber.error).isNull(); // a cancelled subscriber gets no signal
+        }
+        finally
+        {
+            client.closeWithError(Status.UNAVAILABLE);
+        }
+    }
+
+    private static List<FrameType> frameTypes(final byte[] message)
+    {
+        final ByteBuffer buffer = ByteBuffer.wrap(message);
+        final FrameHeaderFlyweight header = new FrameHeaderFlyweight();
+        final List<FrameType> types = new ArrayList<>();
+        for (int at = 0; at < message.length; at += header.frameLength())
+        {
+            header.wrap(buffer, at);
+            types.add(FrameType.fromValue(header.type()));
+        }
+        return types;
+    }
+
+    /** A transport connection that keeps every committed message and notes the monitors held at each claim. */
+    private static final class RecordingConnection implements Connection, WriteClaim.Committer
+    {
+        final List<byte[]> messages = new ArrayList<>();
+        final List<List<String>> monitorsAtClaim = new ArrayList<>();
+
+        @Override
+        public int tryClaim(final int length, final WriteClaim claim)
+        {
+            final List<String> held = new ArrayList<>();
+            for (final MonitorInfo monitor : ManagementFactory.getThreadMXBean()
+                .getThreadInfo(new long[]{Thread.currentThread().getId()}, true, false)[0].getLockedMonitors())
+            {
+                held.add(monitor.getClassName());
+            }
+            monitorsAtClaim.add(held);
+            claim.wrap(ByteBuffer.allocate(length), 0, length, this, 0);
+            return ClaimResult.OK;
+        }
+
+        @Override
+        public int commit(final WriteClaim claim)
+        {
+            final byte[] bytes = new byte[claim.length()];
+            claim.buffer().get(claim.offset(), bytes);
+            messages.add(bytes);
+            return ClaimResult.OK;
+        }
+
+        @Override
+        public void abort(final WriteClaim claim)
+        {
+        }
+
+        @Override
+        public int maxMessageLength()
+        {
+            return 1 << 20;
+        }
+
+        @Override
+        public void close()
+        {
+        }
+
+        @Override
+        public boolean isOpen()
+        {
+            return true;
+        }
+
+        @Override
+        public String localAddress()
+        {
+            return "test://local";
+        }
+
+        @Override
+        public String remoteAddress()
+        {
+            return "test://remote";
+        }
+
+        @Override
+        public ResourceUsage resourceUsage()
+        {
+            return ResourceUsage.NONE;
+        }
+    }
+
+    private static final class Recorder<T> implements CoreSubscriber<T>
+    {
+        final List<T> values = new ArrayList<>();
+        boolean completed;
+        Throwable error;
+
+        @Override
+        public void onSubscribe(final Subscription s)
+        {
+        }
+
+        @Override
+        public void onNext(final T value)
+        {
+            values.add(value);
+        }
+
+        @Override
+        public void onError(final Throwable t)
+        {
+            error = t;
+        }
+
+        @Override
+        public void onComplete()
+        {
+            completed = true;
+        }
+    }
+}
