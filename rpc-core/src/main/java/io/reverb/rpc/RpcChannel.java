@@ -2,10 +2,16 @@ package io.reverb.rpc;
 
 import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
+import io.reverb.rpc.lb.BalancedChannel;
+import io.reverb.rpc.resolver.NameResolvers;
+import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.retry.RetryThrottle;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
@@ -14,19 +20,43 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * A client's connection to one server address, shared by all stubs and calls (thread-safe).
+ * A client's connection to a server, or to several replicas of it, shared by all stubs and calls (thread-safe).
  *
  * <p>Connects lazily on the first call. When the connection fails it reconnects with exponential backoff; calls
  * made while it cannot connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()}
  * asks them to wait (bounded by their deadline). A keep-alive PING detects a silent peer.
+ *
+ * <p>Several replicas: {@link #builder(List)} with several addresses, or {@link #builder(String)} with a resolver
+ * target such as {@code dns:///host:port}. A load-balancing policy picks a replica per call
+ * ({@link Builder#loadBalancingPolicy(String)}), optionally only among those whose health service reports SERVING
+ * ({@link Builder#healthCheck(String)}); calls the server never saw are retried on another replica, and methods
+ * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
+ * interceptors then run once per attempt).
+ *
+ * <p>A call made inside a handler inherits the handled call's remaining deadline unless its options say
+ * {@link CallOptions#withoutContextPropagation()}; composed into the handler's publisher, it is cancelled with it.
  */
 public final class RpcChannel implements AutoCloseable
 {
     private final ChannelRuntime runtime;
+    private final BalancedChannel balanced;
+    private final String target;
+    private final Duration defaultDeadline;
 
     private RpcChannel(final ChannelConfig config)
     {
         this.runtime = new ChannelRuntime(config);
+        this.balanced = null;
+        this.target = runtime.uri();
+        this.defaultDeadline = null;
+    }
+
+    private RpcChannel(final BalancedChannel balanced, final String target, final Duration defaultDeadline)
+    {
+        this.runtime = null;
+        this.balanced = balanced;
+        this.target = target;
+        this.defaultDeadline = defaultDeadline;
     }
 
     /**
@@ -35,7 +65,20 @@ public final class RpcChannel implements AutoCloseable
      */
     public static Builder builder(final String uri)
     {
-        return new Builder(uri);
+        return new Builder(uri, null);
+    }
+
+    /**
+     * @param addresses the replicas' addresses, any mix of schemes, e.g. {@code shm://a}, {@code tcp://host:7000}.
+     * @return a builder of a channel that balances calls over them ({@code pick_first} unless told otherwise).
+     */
+    public static Builder builder(final List<String> addresses)
+    {
+        if (addresses.isEmpty())
+        {
+            throw new IllegalArgumentException("a channel needs at least one address");
+        }
+        return new Builder(String.join(",", addresses), List.copyOf(addresses));
     }
 
     /**
@@ -52,7 +95,8 @@ public final class RpcChannel implements AutoCloseable
     public <Req, Resp> Flux<Resp> newCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
     {
-        return runtime.newCall(method, options, requests);
+        return balanced != null ? balanced.newCall(method, withDefaultDeadline(options), requests) :
+            runtime.newCall(method, options, requests);
     }
 
     /**
@@ -69,15 +113,31 @@ public final class RpcChannel implements AutoCloseable
     public <Req, Resp> Mono<Resp> newUnaryCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
-        return runtime.newUnaryCall(method, options, request);
+        return balanced != null ? balanced.newUnaryCall(method, withDefaultDeadline(options), request) :
+            runtime.newUnaryCall(method, options, request);
+    }
+
+    private CallOptions withDefaultDeadline(final CallOptions options)
+    {
+        return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);
     }
 
     /**
-     * @return the address this channel connects to.
+     * @return the balancing side of a channel to several replicas (policy state, subchannels), or null for a
+     * channel to one address.
+     */
+    public BalancedChannel balancer()
+    {
+        return balanced;
+    }
+
+    /**
+     * @return the address this channel connects to, or its target (a resolver target, or the addresses joined
+     * with commas).
      */
     public String uri()
     {
-        return runtime.uri();
+        return target;
     }
 
     /**
@@ -86,7 +146,14 @@ public final class RpcChannel implements AutoCloseable
     @Override
     public void close()
     {
-        runtime.close();
+        if (balanced != null)
+        {
+            balanced.close();
+        }
+        else
+        {
+            runtime.close();
+        }
     }
 
     /**
@@ -94,13 +161,13 @@ public final class RpcChannel implements AutoCloseable
      */
     public boolean isClosed()
     {
-        return runtime.isClosed();
+        return balanced != null ? balanced.isClosed() : runtime.isClosed();
     }
 
     @Override
     public String toString()
     {
-        return "RpcChannel{" + runtime.uri() + "}";
+        return "RpcChannel{" + target + "}";
     }
 
     /**
@@ -119,10 +186,72 @@ public final class RpcChannel implements AutoCloseable
         private Duration maxBackoff = Duration.ofSeconds(30);
         private Scheduler timerScheduler = Schedulers.parallel();
         private TransportOptions transportOptions = TransportOptions.EMPTY;
+        private final List<String> addresses;
+        private String loadBalancingPolicy;
+        private String healthService;
+        private final Map<String, RetryPolicy> retryPolicies = new LinkedHashMap<>();
+        private int retryMaxTokens;
+        private double retryTokenRatio;
 
-        private Builder(final String uri)
+        private Builder(final String uri, final List<String> addresses)
         {
             this.uri = Objects.requireNonNull(uri, "uri");
+            this.addresses = addresses;
+        }
+
+        /**
+         * @param policy {@code pick_first} (the default), {@code round_robin}, {@code peak_ewma} (latency-aware),
+         *               or one registered through {@code io.reverb.rpc.lb.LoadBalancerProvider}.
+         * @return this.
+         */
+        public Builder loadBalancingPolicy(final String policy)
+        {
+            this.loadBalancingPolicy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * Sends calls only to replicas whose {@code reverb.health.v1.Health} service reports SERVING for the
+         * service (replicas without a health service count as serving).
+         *
+         * @param serviceName the service to watch, or "" for the whole server.
+         * @return this.
+         */
+        public Builder healthCheck(final String serviceName)
+        {
+            this.healthService = Objects.requireNonNull(serviceName, "serviceName");
+            return this;
+        }
+
+        /**
+         * Marks a method, or every method of a service, idempotent: its unary and server-streaming calls are
+         * retried per the policy (within the retry budget, if {@link #retryThrottling} is set).
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param policy          the policy.
+         * @return this.
+         */
+        public Builder retryPolicy(final String methodOrService, final RetryPolicy policy)
+        {
+            retryPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /**
+         * A retry budget (gRPC's retry throttling): retries stop while more than half of {@code maxTokens} were
+         * spent by failures; each success gives back {@code tokenRatio}.
+         *
+         * @param maxTokens  1..1000.
+         * @param tokenRatio (0, 1].
+         * @return this.
+         */
+        public Builder retryThrottling(final int maxTokens, final double tokenRatio)
+        {
+            new RetryThrottle(maxTokens, tokenRatio); // validates now, naming the bad value
+            this.retryMaxTokens = maxTokens;
+            this.retryTokenRatio = tokenRatio;
+            return this;
         }
 
         /**
@@ -224,9 +353,44 @@ public final class RpcChannel implements AutoCloseable
          */
         public RpcChannel build()
         {
-            return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
-                meterRegistry, keepAliveTime, keepAliveTimeout, initialBackoff, maxBackoff, timerScheduler,
-                transportOptions));
+            final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
+                !retryPolicies.isEmpty() || retryMaxTokens > 0 || NameResolvers.isResolverTarget(uri);
+            if (!balancing)
+            {
+                return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
+                    meterRegistry, keepAliveTime, keepAliveTimeout, initialBackoff, maxBackoff, timerScheduler,
+                    transportOptions));
+            }
+            // one single-address channel per replica, from a copy of these settings (the builder may change later);
+            // the default deadline is applied once per call by the balancing side, not per attempt
+            final List<ClientInterceptor> chain = List.copyOf(interceptors);
+            final int maxInbound = maxInboundMessageSize;
+            final Object registry = meterRegistry;
+            final Duration pingEvery = keepAliveTime;
+            final Duration pingTimeout = keepAliveTimeout;
+            final Duration backoff = initialBackoff;
+            final Duration backoffMax = maxBackoff;
+            final Scheduler timer = timerScheduler;
+            final TransportOptions transport = transportOptions;
+            final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
+                BalancedChannel.builder(uri);
+            b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
+                registry, pingEvery, pingTimeout, backoff, backoffMax, timer, transport)));
+            b.timerScheduler(timer);
+            if (loadBalancingPolicy != null)
+            {
+                b.loadBalancingPolicy(loadBalancingPolicy);
+            }
+            if (healthService != null)
+            {
+                b.healthCheck(healthService);
+            }
+            retryPolicies.forEach(b::retryPolicy);
+            if (retryMaxTokens > 0)
+            {
+                b.retryThrottling(retryMaxTokens, retryTokenRatio);
+            }
+            return new RpcChannel(b.build(), uri, defaultDeadline);
         }
     }
 }

@@ -6,6 +6,7 @@ import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
@@ -23,6 +24,7 @@ import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.util.context.ContextView;
 
 /**
  * The runtime behind {@code io.reverb.rpc.RpcChannel} (which depends on it, never the reverse): lazy connection,
@@ -134,12 +136,21 @@ public final class ChannelRuntime
         });
     }
 
-    private Deadline deadlineOf(final CallOptions options)
+    private Deadline deadlineOf(final CallOptions options, final ContextView context)
     {
-        final Deadline deadline = options.deadline();
+        Deadline deadline = options.deadline();
         if (deadline == null && config.defaultDeadline != null)
         {
-            return Deadline.after(config.defaultDeadline);
+            deadline = Deadline.after(config.defaultDeadline);
+        }
+        if (!options.isDetached())
+        {
+            // a call made inside a handler finishes no later than the call being handled
+            final RpcContext parent = RpcContext.from(context);
+            if (parent != null && parent.deadline() != null)
+            {
+                deadline = parent.deadline().minimum(deadline);
+            }
         }
         return deadline;
     }
@@ -164,7 +175,8 @@ public final class ChannelRuntime
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new UnaryClientCall<>(channel, method, request, options.metadata(), channel.deadlineOf(options),
+            new UnaryClientCall<>(channel, method, request, options.metadata(),
+                channel.deadlineOf(options, actual.currentContext()),
                 options.isWaitForReady()).start(actual);
         }
     }
@@ -192,7 +204,8 @@ public final class ChannelRuntime
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options),
+            new StreamingClientCall<>(channel, method, requests, context, metadata,
+                channel.deadlineOf(options, actual.currentContext()),
                 options.isWaitForReady()).start(actual);
         }
     }

@@ -68,6 +68,29 @@ public final class NameResolvers
     }
 
     /**
+     * @param target a channel target.
+     * @return true if a resolver is registered for its scheme (e.g. {@code dns:///host:port}); false for a
+     * transport address or a malformed target.
+     */
+    public static boolean isResolverTarget(final String target)
+    {
+        final int colon = target.indexOf(':');
+        if (colon <= 0)
+        {
+            return false;
+        }
+        final String scheme = target.substring(0, colon);
+        for (final NameResolverProvider provider : providers())
+        {
+            if (provider.scheme().equalsIgnoreCase(scheme))
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * @param addresses transport addresses, any mix of schemes.
      * @return a static resolver of them.
      * @throws IllegalArgumentException if one has no scheme or the list is empty.

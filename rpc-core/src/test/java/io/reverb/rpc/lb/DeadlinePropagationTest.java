@@ -8,6 +8,7 @@ import com.google.protobuf.StringValue;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
@@ -30,6 +31,12 @@ import reactor.core.publisher.Mono;
  */
 class DeadlinePropagationTest
 {
+    /** How the front's handler calls back: through a balancing channel, or a plain single-address RpcChannel. */
+    protected boolean plainChannel()
+    {
+        return false;
+    }
+
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
     private static final MethodDescriptor<StringValue, Int64Value> FRONT = method("Front");
@@ -42,6 +49,7 @@ class DeadlinePropagationTest
     private RpcServer back;
     private RpcServer front;
     private BalancedChannel toBack;
+    private RpcChannel plainToBack;
     private BalancedChannel toFront;
 
     private static MethodDescriptor<StringValue, Int64Value> method(final String name)
@@ -67,7 +75,14 @@ class DeadlinePropagationTest
                 final Deadline d = ctx.deadline();
                 return Mono.just(Int64Value.of(d == null ? -1 : d.timeRemaining().toMillis()));
             }))).build()).build().start();
-        toBack = BalancedChannel.builder(List.of(backUri)).build();
+        if (plainChannel())
+        {
+            plainToBack = RpcChannel.builder(backUri).build();
+        }
+        else
+        {
+            toBack = BalancedChannel.builder(List.of(backUri)).build();
+        }
         // front forwards to back; "detached:" calls opt out of propagation
         front = RpcServer.builder(frontUri).addService(ServiceDefinition.builder("reverb.test.Prop")
             .addMethod(FRONT, ServerCalls.unary(request ->
@@ -75,7 +90,8 @@ class DeadlinePropagationTest
                 final boolean detached = request.getValue().startsWith("detached:");
                 final String forward = detached ? request.getValue().substring("detached:".length()) : request.getValue();
                 final CallOptions options = detached ? CallOptions.DEFAULT.withoutContextPropagation() : CallOptions.DEFAULT;
-                return toBack.newUnaryCall(BACK, options, StringValue.of(forward));
+                return plainToBack != null ? plainToBack.newUnaryCall(BACK, options, StringValue.of(forward)) :
+                    toBack.newUnaryCall(BACK, options, StringValue.of(forward));
             })).build()).build().start();
         toFront = BalancedChannel.builder(List.of(frontUri)).build();
     }
@@ -89,6 +105,10 @@ class DeadlinePropagationTest
             {
                 c.close();
             }
+        }
+        if (plainToBack != null)
+        {
+            plainToBack.close();
         }
         for (final RpcServer s : new RpcServer[] {front, back})
         {

@@ -1,0 +1,109 @@
+package io.reverb.rpc.lb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.stub.ClientCalls;
+import io.reverb.rpc.stub.ServerCalls;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+
+/**
+ * {@link RpcChannel} built with several addresses: the stubs' entry point balances over the replicas.
+ */
+class RpcChannelReplicasTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final MethodDescriptor<StringValue, StringValue> WHO = MethodDescriptor.<StringValue, StringValue>newBuilder()
+        .type(MethodDescriptor.MethodType.UNARY)
+        .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.Who", "Who"))
+        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .build();
+
+    private final List<RpcServer> servers = new ArrayList<>();
+    private RpcChannel channel;
+
+    @AfterEach
+    void tearDown() throws InterruptedException
+    {
+        if (channel != null)
+        {
+            channel.close();
+        }
+        for (final RpcServer server : servers)
+        {
+            server.shutdown(Duration.ZERO);
+            assertThat(server.awaitTermination(TIMEOUT)).isTrue();
+        }
+    }
+
+    private List<String> start(final int n)
+    {
+        final List<String> uris = new ArrayList<>();
+        for (int i = 0; i < n; i++)
+        {
+            final String uri = "inproc://replicas-" + IDS.incrementAndGet();
+            servers.add(RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.Who")
+                .addMethod(WHO, ServerCalls.unary(r -> Mono.just(StringValue.of(uri)))).build()).build().start());
+            uris.add(uri);
+        }
+        return uris;
+    }
+
+    @Test
+    void shouldBalanceStubCallsOverEveryAddress()
+    {
+        final List<String> uris = start(3);
+        channel = RpcChannel.builder(uris).loadBalancingPolicy("round_robin").healthCheck("").build();
+        assertThat(channel.uri()).isEqualTo(String.join(",", uris));
+        final long end = System.nanoTime() + TIMEOUT.toNanos();
+        while (channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() < 3)
+        {
+            assertThat(System.nanoTime() - end).isNegative();
+            Thread.onSpinWait();
+        }
+
+        final Map<String, Integer> counts = new HashMap<>();
+        for (int i = 0; i < 30; i++)
+        {
+            counts.merge(ClientCalls.unary(channel, WHO, CallOptions.DEFAULT, StringValue.of("x")).block(TIMEOUT).getValue(),
+                1, Integer::sum);
+        }
+        assertThat(counts).containsOnlyKeys(uris);
+        assertThat(counts.values()).containsOnly(10);
+    }
+
+    @Test
+    void shouldStayASingleConnectionChannelForOneAddress()
+    {
+        final List<String> uris = start(1);
+        channel = RpcChannel.builder(uris.get(0)).build();
+        assertThat(channel.balancer()).isNull();
+        assertThat(ClientCalls.unary(channel, WHO, CallOptions.DEFAULT, StringValue.of("x")).block(TIMEOUT).getValue())
+            .isEqualTo(uris.get(0));
+    }
+
+    @Test
+    void shouldRejectAnUnknownPolicyNamingTheKnownOnes()
+    {
+        assertThatThrownBy(() -> RpcChannel.builder(List.of("inproc://a", "inproc://b")).loadBalancingPolicy("random").build())
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("random").hasMessageContaining("round_robin").hasMessageContaining("peak_ewma");
+    }
+}
