@@ -162,6 +162,11 @@ public final class RpcServer implements AutoCloseable
         private Object meterRegistry;
         private Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
         private TransportOptions transportOptions = TransportOptions.EMPTY;
+        private int maxConcurrentCallsPerConnection = Integer.MAX_VALUE;
+        private long keepAlivePermitNanos;
+        private boolean permitKeepAliveWithoutCalls = true;
+        private long maxConnectionAgeNanos = Long.MAX_VALUE;
+        private long maxConnectionAgeGraceNanos = Long.MAX_VALUE;
 
         private Builder(final String uri)
         {
@@ -284,6 +289,61 @@ public final class RpcServer implements AutoCloseable
         }
 
         /**
+         * @param calls most calls one connection may run at once (default unlimited); a call beyond it is answered
+         *              RESOURCE_EXHAUSTED naming the limit, before any handler runs (a balancing client retries it
+         *              on another replica).
+         * @return this.
+         */
+        public Builder maxConcurrentCallsPerConnection(final int calls)
+        {
+            if (calls <= 0)
+            {
+                throw new IllegalArgumentException("maxConcurrentCallsPerConnection must be positive: " + calls);
+            }
+            this.maxConcurrentCallsPerConnection = calls;
+            return this;
+        }
+
+        /**
+         * Enforces keep-alive (off by default): a client that PINGs more often than {@code minTime}, or while it has
+         * no call when {@code permitWithoutCalls} is false, gets strikes; at the third the server sends GOAWAY
+         * (RESOURCE_EXHAUSTED, "too many pings") and closes the connection. A new call forgives the strikes.
+         *
+         * @param minTime            the shortest gap between two PINGs; keep it below the clients' keep-alive time.
+         * @param permitWithoutCalls true to accept PINGs on a connection without calls.
+         * @return this.
+         */
+        public Builder permitKeepAlive(final Duration minTime, final boolean permitWithoutCalls)
+        {
+            if (minTime.isNegative() || minTime.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive minTime must be positive: " + minTime);
+            }
+            this.keepAlivePermitNanos = minTime.toNanos();
+            this.permitKeepAliveWithoutCalls = permitWithoutCalls;
+            return this;
+        }
+
+        /**
+         * Drains each connection once it is about {@code age} old (+-10% jitter): GOAWAY, so that clients open a
+         * new connection (and rebalance over replicas), then up to {@code grace} for its calls, then close.
+         *
+         * @param age   the age, positive.
+         * @param grace how long the calls of a drained connection may still run; null for as long as they take.
+         * @return this.
+         */
+        public Builder maxConnectionAge(final Duration age, final Duration grace)
+        {
+            if (age.isNegative() || age.isZero())
+            {
+                throw new IllegalArgumentException("maxConnectionAge must be positive: " + age);
+            }
+            this.maxConnectionAgeNanos = age.toNanos();
+            this.maxConnectionAgeGraceNanos = grace == null ? Long.MAX_VALUE : grace.toNanos();
+            return this;
+        }
+
+        /**
          * Builds a server from a copy of this builder's settings: changing or reusing the builder afterwards does
          * not affect the server.
          *
@@ -292,7 +352,9 @@ public final class RpcServer implements AutoCloseable
         public RpcServer build()
         {
             return new RpcServer(new ServerConfig(uri, services, interceptors, handlerScheduler, timerScheduler,
-                maxInboundMessageSize, meterRegistry, shutdownGracePeriod, transportOptions));
+                maxInboundMessageSize, meterRegistry, shutdownGracePeriod, transportOptions,
+                maxConcurrentCallsPerConnection, keepAlivePermitNanos, permitKeepAliveWithoutCalls, maxConnectionAgeNanos,
+                maxConnectionAgeGraceNanos));
         }
     }
 }

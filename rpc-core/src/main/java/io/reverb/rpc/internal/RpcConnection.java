@@ -335,7 +335,10 @@ abstract class RpcConnection implements ConnectionHandler
                 final long payload = buffer.getLong(start);
                 if ((flags & FrameType.Flags.ACK) == 0)
                 {
-                    write(new OutboundFrame.Control(FrameType.PING, FrameType.Flags.ACK, 0, payload));
+                    if (acceptPing())
+                    {
+                        write(new OutboundFrame.Control(FrameType.PING, FrameType.Flags.ACK, 0, payload));
+                    }
                 }
                 else
                 {
@@ -380,6 +383,16 @@ abstract class RpcConnection implements ConnectionHandler
     }
 
     abstract void onGoAway(int lastStreamId, Status status);
+
+    /**
+     * A PING arrived: answer it? A server refuses clients that ping too often (and closes the connection).
+     *
+     * @return true to answer.
+     */
+    boolean acceptPing()
+    {
+        return true;
+    }
 
     /**
      * The peer broke the protocol: tell it (best effort), fail our calls, close the connection.

@@ -22,6 +22,11 @@ public final class ServerConfig
     final Object meterRegistry;
     final Duration shutdownGracePeriod;
     final TransportOptions transportOptions;
+    final int maxConcurrentCallsPerConnection;
+    final long keepAlivePermitNanos;
+    final boolean permitKeepAliveWithoutCalls;
+    final long maxConnectionAgeNanos;
+    final long maxConnectionAgeGraceNanos;
 
     /**
      * Copies the builder's values (the lists too).
@@ -41,6 +46,41 @@ public final class ServerConfig
         final int maxInboundMessageSize, final Object meterRegistry, final Duration shutdownGracePeriod,
         final TransportOptions transportOptions)
     {
+        this(uri, services, interceptors, handlerScheduler, timerScheduler, maxInboundMessageSize, meterRegistry,
+            shutdownGracePeriod, transportOptions, Integer.MAX_VALUE, 0, true, Long.MAX_VALUE, Long.MAX_VALUE);
+    }
+
+    /**
+     * Copies the builder's values, with the connection limits of issue 12.
+     *
+     * @param uri                             address to listen on.
+     * @param services                        services.
+     * @param interceptors                    interceptors, first outermost.
+     * @param handlerScheduler                runs handlers, or null for the transport's thread.
+     * @param timerScheduler                  timers for deadlines.
+     * @param maxInboundMessageSize           largest inbound payload.
+     * @param meterRegistry                   a Micrometer MeterRegistry, or null.
+     * @param shutdownGracePeriod             grace period of a graceful shutdown.
+     * @param transportOptions                the transport's settings.
+     * @param maxConcurrentCallsPerConnection calls one connection may run at once; more are refused.
+     * @param keepAlivePermitNanos            shortest gap between a client's PINGs, 0 for no enforcement.
+     * @param permitKeepAliveWithoutCalls     true to accept PINGs on a connection without calls.
+     * @param maxConnectionAgeNanos           age after which a connection is drained, Long.MAX_VALUE for never.
+     * @param maxConnectionAgeGraceNanos      time the calls of a drained old connection get, Long.MAX_VALUE for
+     *                                        as long as they take.
+     */
+    public ServerConfig(final String uri, final List<ServiceDefinition> services,
+        final List<ServerInterceptor> interceptors, final Scheduler handlerScheduler, final Scheduler timerScheduler,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration shutdownGracePeriod,
+        final TransportOptions transportOptions, final int maxConcurrentCallsPerConnection,
+        final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
+        final long maxConnectionAgeGraceNanos)
+    {
+        this.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection;
+        this.keepAlivePermitNanos = keepAlivePermitNanos;
+        this.permitKeepAliveWithoutCalls = permitKeepAliveWithoutCalls;
+        this.maxConnectionAgeNanos = maxConnectionAgeNanos;
+        this.maxConnectionAgeGraceNanos = maxConnectionAgeGraceNanos;
         this.uri = Objects.requireNonNull(uri, "uri");
         this.services = List.copyOf(services);
         this.interceptors = interceptors.toArray(new ServerInterceptor[0]);

@@ -6,6 +6,9 @@ import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import reactor.core.Disposable;
 
 /**
  * The server side of one connection: opens a {@link ServerCall} per CALL frame, routes the client's frames to it,
@@ -17,12 +20,63 @@ final class ServerConnection extends RpcConnection
     private volatile int lastStreamId;
     private volatile boolean draining;
     private final CallFlyweight inCall = new CallFlyweight(); // the transport's thread only
+    /** Start of the RESOURCE_EXHAUSTED description of a call over the limit; clients recognise it as a refusal. */
+    static final String TOO_MANY_CALLS = "too many concurrent calls on this connection: limit ";
+    private final int maxConcurrentCalls;
+    private final KeepAliveEnforcer keepAlive;
+    private volatile Disposable ageTimer;
 
     ServerConnection(final ServerRuntime server, final io.reverb.rpc.transport.Connection connection)
     {
         super(server.config().maxInboundMessageSize);
         this.server = server;
         this.connection = connection;
+        final ServerConfig config = server.config();
+        this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
+        this.keepAlive = config.keepAlivePermitNanos > 0 ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
+            TimeUnit.NANOSECONDS, config.permitKeepAliveWithoutCalls, System.nanoTime()) : null;
+        if (config.maxConnectionAgeNanos != Long.MAX_VALUE)
+        {
+            final long age = MaxConnectionAge.jitteredAgeNanos(config.maxConnectionAgeNanos,
+                ThreadLocalRandom.current().nextDouble());
+            ageTimer = server.timer().schedule(this::onMaxAge, age, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private void onMaxAge()
+    {
+        // graceful: the client's next calls go through a new connection (maybe to another replica), these finish
+        goAway(Status.OK.withDescription("max connection age reached"));
+        final long grace = server.config().maxConnectionAgeGraceNanos;
+        if (grace != Long.MAX_VALUE)
+        {
+            ageTimer = server.timer().schedule(() -> closeNow(Status.UNAVAILABLE
+                .withDescription("max connection age reached and its grace period is over")), grace, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    boolean acceptPing()
+    {
+        final KeepAliveEnforcer enforcer = keepAlive;
+        if (enforcer == null)
+        {
+            return true;
+        }
+        final boolean accepted;
+        synchronized (enforcer)
+        {
+            accepted = enforcer.onPing(System.nanoTime(), !streams.isEmpty());
+        }
+        if (!accepted)
+        {
+            LOG.debug("closing the connection from {}: {}", peer(), KeepAliveEnforcer.TOO_MANY_PINGS);
+            write(new OutboundFrame.GoAway(lastStreamIdSeen(), Status.RESOURCE_EXHAUSTED
+                .withDescription(KeepAliveEnforcer.TOO_MANY_PINGS)));
+            closeNow(Status.UNAVAILABLE.withDescription("connection closed by the server: client sent " +
+                KeepAliveEnforcer.TOO_MANY_PINGS));
+        }
+        return accepted;
     }
 
     @Override
@@ -68,6 +122,14 @@ final class ServerConnection extends RpcConnection
         {
             throw new ProtocolException("stream id " + streamId + " not above " + lastStreamId);
         }
+        final KeepAliveEnforcer enforcer = keepAlive;
+        if (enforcer != null)
+        {
+            synchronized (enforcer)
+            {
+                enforcer.onDataSent(); // an active client pings legitimately
+            }
+        }
         final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
         lastStreamId = streamId;
         final long timeoutNanos = call.timeoutNanos();
@@ -77,6 +139,13 @@ final class ServerConnection extends RpcConnection
         if (draining || server.isShutdown())
         {
             write(new OutboundFrame.StatusFrame(streamId, Status.UNAVAILABLE.withDescription("server is shutting down"), null));
+            return;
+        }
+        if (maxConcurrentCalls != Integer.MAX_VALUE && streams.size() >= maxConcurrentCalls)
+        {
+            // refused before any handler ran: a balancing client retries it on another replica
+            write(new OutboundFrame.StatusFrame(streamId, Status.RESOURCE_EXHAUSTED.withDescription(
+                TOO_MANY_CALLS + maxConcurrentCalls + " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
             return;
         }
         final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition =
@@ -112,8 +181,17 @@ final class ServerConnection extends RpcConnection
      */
     void goAway()
     {
+        goAway(Status.OK.withDescription("server shutting down"));
+    }
+
+    private void goAway(final Status status)
+    {
+        if (draining)
+        {
+            return;
+        }
         draining = true;
-        write(new OutboundFrame.GoAway(lastStreamIdSeen(), Status.OK.withDescription("server shutting down")));
+        write(new OutboundFrame.GoAway(lastStreamIdSeen(), status));
         if (streams.isEmpty())
         {
             connection.close();
@@ -154,6 +232,11 @@ final class ServerConnection extends RpcConnection
         if (cause != null)
         {
             LOG.debug("connection from {} lost: {}", peer(), cause.toString());
+        }
+        final Disposable timer = ageTimer;
+        if (timer != null)
+        {
+            timer.dispose();
         }
         server.connectionClosed(this);
     }

@@ -299,7 +299,7 @@ public final class BalancedChannel implements AutoCloseable
             {
                 sc.onUnreachable();
             }
-            else if (failure == AttemptFailure.REFUSED)
+            else if (failure == AttemptFailure.REFUSED && status.code() == StatusCode.UNAVAILABLE)
             {
                 sc.onGoAway();
             }
@@ -381,6 +381,9 @@ public final class BalancedChannel implements AutoCloseable
         }
     }
 
+    /** How a server describes a call refused by its per-connection limit (see RpcServer.Builder). */
+    static final String TOO_MANY_CALLS = "too many concurrent calls on this connection";
+
     /** Internal: the picker changed but still had nothing; pick again. */
     private static final class RetryPickSignal extends RuntimeException
     {
@@ -438,15 +441,24 @@ public final class BalancedChannel implements AutoCloseable
 
     /**
      * How far a failed attempt got, from its status. The single-address channel reports a call it could not send
-     * as "cannot connect to ...", a call refused by GOAWAY as "server going away: ...", and a call started on a
-     * subchannel closed meanwhile as "channel closed".
+     * as "cannot connect to ...", a call refused by GOAWAY as "server going away: ...", a call started on a
+     * subchannel closed meanwhile as "channel closed"; a server refuses a call over its per-connection limit with
+     * RESOURCE_EXHAUSTED "too many concurrent calls on this connection...".
      *
      * @param status the attempt's status.
      * @return the failure's kind.
      */
     static AttemptFailure classify(final Status status)
     {
-        if (status.code() != StatusCode.UNAVAILABLE || status.description() == null)
+        if (status.description() == null)
+        {
+            return AttemptFailure.PROCESSED;
+        }
+        if (status.code() == StatusCode.RESOURCE_EXHAUSTED && status.description().startsWith(TOO_MANY_CALLS))
+        {
+            return AttemptFailure.REFUSED; // the server's per-connection limit: no handler ran
+        }
+        if (status.code() != StatusCode.UNAVAILABLE)
         {
             return AttemptFailure.PROCESSED;
         }

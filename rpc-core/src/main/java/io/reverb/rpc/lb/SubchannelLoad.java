@@ -9,11 +9,13 @@ import java.util.function.LongSupplier;
  * on the subchannel and {@link #callFinished(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
  * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock.
  *
- * <p>The average rises fast towards a slower answer (at most doubling per answer: a replica that turns 10x slower is
- * avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of the gap with each faster answer (a hiccup is forgotten after a few dozen calls),
- * and, when read, decays with the time since the last answer (time constant {@code decayNanos}): a replica that was
- * slow and is no longer picked looks cheaper as time passes, gets a probe call, and is used again if it recovered. Two threads finishing calls at the same instant may lose one of the two
- * samples; the average is a heuristic and that is cheaper than a lock or CAS loop.
+ * <p>The average rises fast towards a slower answer (at most doubling per answer: a replica that turns 10x slower
+ * is avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of
+ * the gap with each faster answer (a hiccup is forgotten after a few dozen calls), and, when read, decays with the
+ * time since the last answer (time constant {@code decayNanos}): a replica that was slow and is no longer picked
+ * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Two threads finishing calls at
+ * the same instant may lose one of the two samples; the average is a heuristic and that is cheaper than a lock or
+ * CAS loop.
  */
 public final class SubchannelLoad
 {
