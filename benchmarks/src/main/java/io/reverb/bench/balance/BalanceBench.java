@@ -5,9 +5,9 @@ import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
-import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.lb.ConnectivityState;
 import io.reverb.rpc.lb.Subchannel;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
@@ -30,7 +30,7 @@ import org.HdrHistogram.Histogram;
 import reactor.core.publisher.Mono;
 
 /**
- * {@code reverb-bench balance}: several server processes behind one {@link BalancedChannel}, one of them slow
+ * {@code reverb-bench balance}: several server processes behind one {@link RpcChannel} built with their addresses, one of them slow
  * (a fixed delay per call), closed-loop unary calls, p50/p99/p99.9 per load-balancing policy side by side.
  *
  * <pre>
@@ -176,10 +176,10 @@ public final class BalanceBench
         final int warmupS, final int durationS, final PrintStream err) throws InterruptedException
     {
         final BytesValue request = BytesValue.newBuilder().setValue(ByteString.copyFrom(new byte[payload])).build();
-        try (BalancedChannel channel = BalancedChannel.builder(uris).loadBalancingPolicy(policy).build())
+        try (RpcChannel channel = RpcChannel.builder(uris).loadBalancingPolicy(policy).build())
         {
             final long readyBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count()
+            while (channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count()
                 < (policy.equals("pick_first") ? 1 : uris.size()) && System.nanoTime() < readyBy)
             {
                 Thread.sleep(10);
@@ -201,7 +201,7 @@ public final class BalanceBench
                 err.println(policy + ": " + errors.get() + " calls failed");
             }
             final StringBuilder subchannels = new StringBuilder();
-            for (final Subchannel s : channel.subchannels())
+            for (final Subchannel s : channel.balancer().subchannels())
             {
                 subchannels.append(' ').append(s.address()).append(' ').append(s.load());
             }
@@ -210,7 +210,7 @@ public final class BalanceBench
         }
     }
 
-    private static void loop(final BalancedChannel channel, final BytesValue request, final Histogram histogram,
+    private static void loop(final RpcChannel channel, final BytesValue request, final Histogram histogram,
         final AtomicLongArray perReplica, final AtomicLong errors, final long measureFrom, final long end,
         final CountDownLatch done)
     {

@@ -6,9 +6,9 @@ import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
-import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.lb.ConnectivityState;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.transport.Transports;
@@ -31,7 +31,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Three replicas in separate processes behind one {@link BalancedChannel}, a steady stream of calls from several
+ * Three replicas in separate processes behind one {@link RpcChannel} built with their three addresses, a steady stream of calls from several
  * concurrent loops, while one replica is SIGKILLed, another drained with {@code shutdown(grace)}, and both restarted
  * at the same addresses. Counted: no idempotent call fails; the only non-idempotent failures are connection losses
  * (calls in flight on the killed process), at most one per loop; every replica serves again after the restart;
@@ -45,7 +45,7 @@ abstract class AbstractFailoverTest
 
     private final Process[] replicas = new Process[3];
     private final List<String> uris = new ArrayList<>();
-    private BalancedChannel channel;
+    private RpcChannel channel;
     private final AtomicBoolean stop = new AtomicBoolean();
     private final AtomicInteger idemOk = new AtomicInteger();
     private final AtomicInteger nonIdemOk = new AtomicInteger();
@@ -167,7 +167,7 @@ abstract class AbstractFailoverTest
 
     private long ready()
     {
-        return channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count();
+        return channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count();
     }
 
     @Test
@@ -178,7 +178,7 @@ abstract class AbstractFailoverTest
             uris.add(replicaUri(i));
             replicas[i] = startReplica(i);
         }
-        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin").healthCheck("")
+        channel = RpcChannel.builder(uris).loadBalancingPolicy("round_robin").healthCheck("")
             .retryPolicy(ReplicaMain.IDEM.fullMethodName(), RetryPolicy.builder().maxAttempts(5)
                 .backoff(Duration.ofMillis(5), Duration.ofMillis(100), 2).retryableCodes(StatusCode.UNAVAILABLE).build())
             .build();
