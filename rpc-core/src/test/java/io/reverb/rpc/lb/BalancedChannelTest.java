@@ -23,8 +23,10 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -140,6 +142,17 @@ class BalancedChannelTest
             channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == n);
     }
 
+    /** The picker is published just after the state changes: wait until calls reach exactly these replicas. */
+    private void awaitPicking(final Replica... expected)
+    {
+        final Set<String> names = new HashSet<>();
+        for (final Replica replica : expected)
+        {
+            names.add(replica.name);
+        }
+        awaitTrue("calls reach exactly " + names, () -> calls(3 * expected.length).keySet().equals(names));
+    }
+
     private static void awaitTrue(final String what, final BooleanSupplier condition)
     {
         final long end = System.nanoTime() + TIMEOUT.toNanos();
@@ -166,6 +179,7 @@ class BalancedChannelTest
     {
         channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
         awaitReady(3);
+        awaitPicking(replicas.get(0), replicas.get(1), replicas.get(2));
 
         final Map<String, Integer> counts = calls(300);
 
@@ -198,10 +212,12 @@ class BalancedChannelTest
 
         sick.health(HealthProtocol.NOT_SERVING);
         awaitReady(2);
+        awaitPicking(replicas.get(0), replicas.get(2));
         assertThat(calls(100)).doesNotContainKey(sick.name).hasSize(2);
 
         sick.health(HealthProtocol.SERVING);
         awaitReady(3);
+        awaitPicking(replicas.get(0), replicas.get(1), replicas.get(2));
         assertThat(calls(99)).containsEntry(sick.name, 33);
     }
 
@@ -215,6 +231,7 @@ class BalancedChannelTest
         killed.server.shutdown(Duration.ZERO);
         InprocTransportProvider.killConnections(killed.name);
         awaitReady(2);
+        awaitPicking(replicas.get(1), replicas.get(2));
 
         final Map<String, Integer> counts = calls(200); // any failure would throw
         assertThat(counts).doesNotContainKey(killed.name);

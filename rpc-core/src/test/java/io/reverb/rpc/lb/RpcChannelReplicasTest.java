@@ -15,8 +15,10 @@ import io.reverb.rpc.stub.ServerCalls;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -77,6 +79,13 @@ class RpcChannelReplicasTest
         {
             assertThat(System.nanoTime() - end).isNegative();
             Thread.onSpinWait();
+        }
+        // the picker is published just after the states change: wait until calls reach all three
+        final Set<String> seen = new HashSet<>();
+        while (seen.size() < 3)
+        {
+            assertThat(System.nanoTime() - end).isNegative();
+            seen.add(ClientCalls.unary(channel, WHO, CallOptions.DEFAULT, StringValue.of("x")).block(TIMEOUT).getValue());
         }
 
         final Map<String, Integer> counts = new HashMap<>();
