@@ -1,11 +1,10 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.rdma.provider.AbstractQueuePair;
+import io.reverb.rdma.provider.RegionChecks;
 import io.reverb.rdma.verbs.Access;
-import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.PostResult;
-import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QpState;
-import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.ScatterGatherList;
@@ -54,7 +53,7 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code maxSendWr} bounds requests not yet answered; beyond it postSend answers QUEUE_FULL.</li>
  * </ul>
  */
-final class TcpQueuePair implements QueuePair
+final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompletionQueue>
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     private static final int STAGING_BYTES = 64 * 1024;
@@ -71,20 +70,11 @@ final class TcpQueuePair implements QueuePair
 
     private final TcpVerbsContext context;
     private final TcpNic nic;
-    private final int qpNum;
-    private final TcpProtectionDomain pd;
-    private final TcpCompletionQueue sendCq;
-    private final TcpCompletionQueue recvCq;
-    private final int maxSge;
-    private final Runnable disconnectHandler;
-    private final String remoteAddress;
-    private final ByteBuffer remotePrivateData;
     private final long peerRnrRetryNanos;
     private final SocketChannel channel;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
-    private volatile QpState state = QpState.RTS;
     private volatile boolean closed;
 
     // Send queue: posters fill at sqTail, the NIC thread transmits at sqTx and completes at sqHead.
@@ -177,16 +167,10 @@ final class TcpQueuePair implements QueuePair
         final TcpHandshake peer,
         final String remoteAddress)
     {
+        super(qpNum, attributes, remoteAddress, QpState.RTS);
         this.context = context;
         this.nic = context.nic();
-        this.qpNum = qpNum;
-        this.pd = (TcpProtectionDomain)attributes.pd();
-        this.sendCq = (TcpCompletionQueue)attributes.sendCq();
-        this.recvCq = (TcpCompletionQueue)attributes.recvCq();
-        this.maxSge = attributes.maxSge();
-        this.disconnectHandler = attributes.disconnectHandler();
-        this.remoteAddress = remoteAddress;
-        this.remotePrivateData = peer.privateDataBuffer();
+        remotePrivateData(peer.privateDataBuffer());
         this.peerRnrRetryNanos = peer.rnrRetryNanos;
         this.channel = channel;
 
@@ -220,48 +204,6 @@ final class TcpQueuePair implements QueuePair
         respValue = new int[respCapacity];
         respRegion = new TcpMemoryRegion[respCapacity];
         respOffset = new int[respCapacity];
-    }
-
-    @Override
-    public int qpNum()
-    {
-        return qpNum;
-    }
-
-    @Override
-    public QpState state()
-    {
-        return state;
-    }
-
-    @Override
-    public ProtectionDomain pd()
-    {
-        return pd;
-    }
-
-    @Override
-    public CompletionQueue sendCq()
-    {
-        return sendCq;
-    }
-
-    @Override
-    public CompletionQueue recvCq()
-    {
-        return recvCq;
-    }
-
-    @Override
-    public ByteBuffer remotePrivateData()
-    {
-        return remotePrivateData.duplicate();
-    }
-
-    @Override
-    public String remoteAddress()
-    {
-        return remoteAddress;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -325,10 +267,9 @@ final class TcpQueuePair implements QueuePair
         {
             final long address = request.sgeAddress(k);
             final int length = request.sgeLength(k);
-            final TcpMemoryRegion region = context.region(TcpMemoryRegion.indexOfAddress(address));
-            final long offset = region == null ? -1 : region.offsetOf(address, length);
-            if (region == null || offset < 0 || region.lkey() != request.sgeLkey(k) || !region.isRegistered() ||
-                region.tcpPd() != pd || (needLocalWrite && (region.access() & Access.LOCAL_WRITE) == 0))
+            final TcpMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
+            final long offset = RegionChecks.localOffset(region, pd, request.sgeLkey(k), address, length, needLocalWrite);
+            if (offset == RegionChecks.DENIED)
             {
                 valid = false;
                 sqSgeRegion[base + k] = null;
@@ -776,10 +717,9 @@ final class TcpQueuePair implements QueuePair
         {
             final long address = rqSgeAddress[base + k];
             final int length = rqSgeLength[base + k];
-            final TcpMemoryRegion region = context.region(TcpMemoryRegion.indexOfAddress(address));
-            final long offset = region == null ? -1 : region.offsetOf(address, length);
-            if (region == null || offset < 0 || region.lkey() != rqSgeLkey[base + k] || !region.isRegistered() ||
-                region.tcpPd() != pd || (region.access() & Access.LOCAL_WRITE) == 0)
+            final TcpMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
+            final long offset = RegionChecks.localOffset(region, pd, rqSgeLkey[base + k], address, length, true);
+            if (offset == RegionChecks.DENIED)
             {
                 clearDestinations();
                 completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
@@ -801,19 +741,9 @@ final class TcpQueuePair implements QueuePair
      */
     private TcpMemoryRegion resolveRemote(final int access)
     {
-        final int index = TcpMemoryRegion.indexOfKey(inRkey);
-        if (index != TcpMemoryRegion.indexOfAddress(inAddress))
-        {
-            return null;
-        }
-        final TcpMemoryRegion region = context.region(index);
-        if (region == null || region.rkey() != inRkey || !region.isRegistered() || region.tcpPd() != pd ||
-            (region.access() & access) == 0)
-        {
-            return null;
-        }
-        final long offset = region.offsetOf(inAddress, inLength);
-        if (offset < 0)
+        final TcpMemoryRegion region = context.region(RegionChecks.indexOfKey(inRkey));
+        final long offset = RegionChecks.remoteOffset(region, pd, inRkey, inAddress, inLength, access);
+        if (offset == RegionChecks.DENIED)
         {
             return null;
         }
