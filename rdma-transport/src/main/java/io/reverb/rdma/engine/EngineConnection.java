@@ -32,12 +32,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * the poller flushes what waited for credits or a CTS.
  *
  * <h2>Credits</h2>
- * {@code credits} counts receives the peer has posted that this side has not consumed; every SEND
- * and every RDMA_WRITE_WITH_IMM consumes one. Data (eager batches, RTS, rendezvous writes) needs
- * two credits, so the last one is reserved for messages that return credits: a control-only
- * batch may use it only if it carries at least one credit back. Every batch returns all owed
- * credits; a control-only batch is sent when half of this side's receive window is owed. So the
- * peer always has a receive posted when a SEND arrives, and both sides can never be stuck at zero.
+ * {@link CreditWindow} counts the receives the peer has posted that this side has not consumed and owns the
+ * reserve-one-credit rule; every SEND and every RDMA_WRITE_WITH_IMM consumes one credit, every batch returns
+ * all owed credits.
  *
  * <h2>Ordering</h2>
  * Frames leave in ring order. An eager frame behind an RTS waits until that rendezvous write is posted
@@ -73,16 +70,17 @@ final class EngineConnection implements Connection
     private final UnsafeBuffer recvBuffer;
     private final int slotLength;
     private final int receiveSlots;
-    private final MemoryRegion ringRegion;
-    private final UnsafeBuffer ring;
-    private final ByteBuffer ringByteBuffer;
-    private final int ringCapacity;
+    private final SendRing ring;
     private final MemoryRegion readyRegion;
     private final RecvRequest recvRequest = new RecvRequest();
     private final SendRequest sendRequest = new SendRequest();
     private final Object lock = new Object();
     private final ConnectionStats stats = new ConnectionStats();
-    private final int creditThreshold;
+    private final CreditWindow window;
+    private final BatchHeaderFlyweight outboundHeader = new BatchHeaderFlyweight();
+    private final BatchHeaderFlyweight inboundHeader = new BatchHeaderFlyweight();
+    private final ControlFrameFlyweight inboundControl = new ControlFrameFlyweight();
+    private final DataFrameFlyweight inboundFrame = new DataFrameFlyweight();
 
     private QueuePair qp;
     private String remoteAddress = "?";
@@ -97,11 +95,6 @@ final class EngineConnection implements Connection
     private int sendEagerLimit;
 
     // ---- sender side, guarded by lock
-    private long tail;
-    private long posted;
-    private long head;
-    private int credits;
-    private int owed;
     private long sendSeq;
     private long[] batchEnds;
     private int sendsInFlight;
@@ -123,14 +116,7 @@ final class EngineConnection implements Connection
     private long nextMessageId;
     private int outstandingClaims;
     private final Int2ObjectHashMap<BufferPool.Buffer> outbound = new Int2ObjectHashMap<>();
-    private int[] ctlType = new int[16];
-    private int[] ctlCode = new int[16];
-    private long[] ctlId = new long[16];
-    private long[] ctlAddress = new long[16];
-    private int[] ctlRkey = new int[16];
-    private int[] ctlLength = new int[16];
-    private int ctlHead;
-    private int ctlCount;
+    private final ControlQueue controlQueue = new ControlQueue(16);
     private final ArrayList<Runnable> writableWaiters = new ArrayList<>();
     private final ArrayList<Runnable> firing = new ArrayList<>();
     private long writableEpoch;
@@ -193,11 +179,8 @@ final class EngineConnection implements Connection
         this.slotLength = config.receiveSlotLength();
         this.recvRegion = pd.allocate(receiveSlots * slotLength, Access.LOCAL_WRITE);
         this.recvBuffer = recvRegion.buffer();
-        this.ringCapacity = config.sendSlots() * Wire.dataFrameLength(config.eagerLimit());
-        this.ringRegion = pd.allocate(ringCapacity, Access.LOCAL_WRITE);
-        this.ring = ringRegion.buffer();
-        this.ringByteBuffer = ringRegion.byteBuffer();
-        this.creditThreshold = Math.max(1, receiveSlots / 2);
+        this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
+        this.window = new CreditWindow(receiveSlots);
     }
 
     /**
@@ -228,17 +211,9 @@ final class EngineConnection implements Connection
         {
             postReceive(i);
         }
-        if (acceptor)
-        {
-            // Credits arrive with the connector's first batch, sent once it has seen our ready word.
-            credits = 0;
-            owed = 0;
-        }
-        else
-        {
-            credits = peerReceiveSlots;
-            owed = receiveSlots; // announced by the first batch: our receives are all posted
-        }
+        // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
+        // that batch announces the connector's receives, all posted by now.
+        window.start(acceptor, peerReceiveSlots, receiveSlots);
     }
 
     /** Acceptor: tell the connector our receives are posted (a one-sided write needs no receive). */
@@ -298,7 +273,7 @@ final class EngineConnection implements Connection
 
     ByteBuffer ringByteBuffer()
     {
-        return ringByteBuffer;
+        return ring.byteBuffer();
     }
 
     ConnectionStats statsRef()
@@ -329,19 +304,17 @@ final class EngineConnection implements Connection
                 {
                     return s == STATE_FAILED ? NOT_CONNECTED : CLOSED;
                 }
-                index = claimRing(frameLength);
+                index = ring.claim(frameLength);
                 if (index < 0)
                 {
                     backPressureEpoch = writableEpoch;
                     return BACK_PRESSURED;
                 }
                 id = nextMessageId++;
-                ring.putInt(index + Wire.FRAME_LENGTH_OFFSET, length);
-                ring.putInt(index + Wire.FRAME_TYPE_OFFSET, -Wire.FRAME_DATA);
-                ring.putLong(index + Wire.FRAME_ID_OFFSET, id);
+                ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
                 outstandingClaims++;
             }
-            claim.wrap(this, ring, index + Wire.FRAME_HEADER_LENGTH, length, id, index, null);
+            claim.wrap(this, ring.buffer(), index + Wire.FRAME_HEADER_LENGTH, length, id, index, null);
             return OK;
         }
         if (length > config.maxOutboundMessageSize())
@@ -364,7 +337,7 @@ final class EngineConnection implements Connection
                 backPressureEpoch = writableEpoch;
                 return BACK_PRESSURED;
             }
-            index = claimRing(Wire.FRAME_HEADER_LENGTH);
+            index = ring.claim(Wire.FRAME_HEADER_LENGTH);
             if (index < 0)
             {
                 backPressureEpoch = writableEpoch;
@@ -372,9 +345,7 @@ final class EngineConnection implements Connection
                 return BACK_PRESSURED;
             }
             id = nextMessageId++;
-            ring.putInt(index + Wire.FRAME_LENGTH_OFFSET, length);
-            ring.putInt(index + Wire.FRAME_TYPE_OFFSET, -Wire.FRAME_RTS);
-            ring.putLong(index + Wire.FRAME_ID_OFFSET, id);
+            ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
             buffer.id = (int)id;
             buffer.messageId = id;
             buffer.length = length;
@@ -382,28 +353,6 @@ final class EngineConnection implements Connection
         }
         claim.wrap(this, buffer.buffer, 0, length, id, index, buffer);
         return OK;
-    }
-
-    /** @return index of frameLength contiguous bytes, or -1; pads to the end of the ring if needed. */
-    private int claimRing(final int frameLength)
-    {
-        int index = (int)(tail % ringCapacity);
-        final int toEnd = ringCapacity - index;
-        final int padding = toEnd < frameLength ? toEnd : 0;
-        if (ringCapacity - (tail - head) < (long)frameLength + padding)
-        {
-            return -1;
-        }
-        if (padding > 0)
-        {
-            ring.putInt(index + Wire.FRAME_LENGTH_OFFSET, padding);
-            ring.putInt(index + Wire.FRAME_TYPE_OFFSET, Wire.FRAME_PAD);
-            ring.putLong(index + Wire.FRAME_ID_OFFSET, -1);
-            tail += padding;
-            index = 0;
-        }
-        tail += frameLength;
-        return index;
     }
 
     void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
@@ -419,19 +368,19 @@ final class EngineConnection implements Connection
             else if (rendezvous != null)
             {
                 outbound.put(rendezvous.id, rendezvous);
-                ring.putInt(frameIndex + Wire.FRAME_TYPE_OFFSET, Wire.FRAME_RTS);
+                ring.frameType(frameIndex, Wire.FRAME_RTS);
                 flushLocked();
             }
             else
             {
-                ring.putInt(frameIndex + Wire.FRAME_TYPE_OFFSET, Wire.FRAME_DATA);
+                ring.frameType(frameIndex, Wire.FRAME_DATA);
                 flushLocked();
             }
         }
         if (lost)
         {
-            final long id = ring.getLong(frameIndex + Wire.FRAME_ID_OFFSET);
-            final int length = rendezvous != null ? rendezvous.length : ring.getInt(frameIndex + Wire.FRAME_LENGTH_OFFSET);
+            final long id = ring.frameId(frameIndex);
+            final int length = rendezvous != null ? rendezvous.length : ring.frameLength(frameIndex);
             if (rendezvous != null)
             {
                 sendPool.release(rendezvous);
@@ -450,9 +399,8 @@ final class EngineConnection implements Connection
             terminal = state >= STATE_CLOSED;
             if (!terminal)
             {
-                ring.putInt(frameIndex + Wire.FRAME_LENGTH_OFFSET,
-                    rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
-                ring.putInt(frameIndex + Wire.FRAME_TYPE_OFFSET, Wire.FRAME_PAD);
+                ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
+                ring.frameType(frameIndex, Wire.FRAME_PAD);
                 flushLocked();
             }
         }
@@ -463,21 +411,6 @@ final class EngineConnection implements Connection
         if (terminal)
         {
             maybeReleaseResources();
-        }
-    }
-
-    private static int frameSize(final int type, final int length)
-    {
-        switch (type)
-        {
-            case Wire.FRAME_DATA:
-            case -Wire.FRAME_DATA:
-                return Wire.dataFrameLength(length);
-            case Wire.FRAME_RTS:
-            case -Wire.FRAME_RTS:
-                return Wire.FRAME_HEADER_LENGTH;
-            default:
-                return length; // PAD: its whole size
         }
     }
 
@@ -493,7 +426,7 @@ final class EngineConnection implements Connection
         }
         while (true)
         {
-            while (!pendingWrites.isEmpty() && credits >= 2)
+            while (!pendingWrites.isEmpty() && window.canSendData())
             {
                 if (signaledInFlight >= maxSignaledInFlight)
                 {
@@ -506,59 +439,41 @@ final class EngineConnection implements Connection
                 }
                 pendingWrites.pollFirst();
             }
-            skipPadding();
+            if (ring.skipPadding())
+            {
+                if (sendsInFlight == 0)
+                {
+                    ring.release(ring.posted());
+                    writableEpoch++;
+                }
+                else
+                {
+                    batchEnds[(int)((sendSeq - 1) % controlSlots)] = ring.posted();
+                }
+            }
             // An eager frame behind a rendezvous waits until that rendezvous is written, so that it
             // cannot overtake it; further RTS may go ahead (their writes follow in RTS order).
-            final int outstanding = awaitingCts.size() + pendingWrites.size();
-            final int controlFrames = Math.min(ctlCount, Wire.MAX_CONTROL_FRAMES_PER_BATCH);
+            final int controlFrames = Math.min(controlQueue.size(), Wire.MAX_CONTROL_FRAMES_PER_BATCH);
             int dataLength = 0;
-            if (credits >= 2)
+            if (window.canSendData())
             {
                 final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
                     controlFrames * Wire.CONTROL_FRAME_LENGTH;
-                int rtsInBatch = 0;
-                long p = posted;
-                while (p < tail)
-                {
-                    final int index = (int)(p % ringCapacity);
-                    if (index == 0 && p != posted)
-                    {
-                        break; // a batch is one contiguous range of the ring: it ends where the ring wraps
-                    }
-                    final int type = ring.getInt(index + Wire.FRAME_TYPE_OFFSET);
-                    if (type <= 0 || type == Wire.FRAME_PAD ||
-                        (type == Wire.FRAME_DATA && (outstanding > 0 || rtsInBatch > 0)) ||
-                        (type == Wire.FRAME_RTS && outstanding + rtsInBatch >= MAX_PIPELINED_RENDEZVOUS))
-                    {
-                        break;
-                    }
-                    final int size = frameSize(type, ring.getInt(index + Wire.FRAME_LENGTH_OFFSET));
-                    if (dataLength + size > budget)
-                    {
-                        break;
-                    }
-                    dataLength += size;
-                    p += size;
-                    if (type == Wire.FRAME_RTS)
-                    {
-                        rtsInBatch++;
-                    }
-                }
+                dataLength = ring.batchLength(budget, awaitingCts.size() + pendingWrites.size(), MAX_PIPELINED_RENDEZVOUS);
             }
-            else if (posted < tail && !creditStalled)
+            else if (ring.hasUnposted() && !creditStalled)
             {
                 creditStalled = true;
                 stats.creditStalls++;
             }
             if (dataLength == 0)
             {
-                final boolean creditReturnDue = owed >= creditThreshold || (!acceptor && sendSeq == 0);
+                final boolean creditReturnDue = window.creditReturnDue() || (!acceptor && sendSeq == 0);
                 if (controlFrames == 0 && !creditReturnDue)
                 {
                     return;
                 }
-                // The last credit is reserved for batches that give credits back.
-                if (!(credits >= 2 || (credits == 1 && owed >= 1)))
+                if (!window.canSendControlOnly())
                 {
                     return;
                 }
@@ -580,62 +495,25 @@ final class EngineConnection implements Connection
         }
     }
 
-    private void skipPadding()
-    {
-        final long before = posted;
-        while (posted < tail)
-        {
-            final int index = (int)(posted % ringCapacity);
-            if (ring.getInt(index + Wire.FRAME_TYPE_OFFSET) != Wire.FRAME_PAD)
-            {
-                break;
-            }
-            posted += ring.getInt(index + Wire.FRAME_LENGTH_OFFSET);
-        }
-        if (posted != before)
-        {
-            if (sendsInFlight == 0)
-            {
-                head = posted;
-                writableEpoch++;
-            }
-            else
-            {
-                batchEnds[(int)((sendSeq - 1) % controlSlots)] = posted;
-            }
-        }
-    }
-
     private boolean postBatch(final int controlFrames, final int dataLength)
     {
         final long seq = sendSeq;
         final int slot = (int)(seq % controlSlots);
         final int base = slot * Wire.CONTROL_SLOT_LENGTH;
-        control.putInt(base + Wire.BATCH_CREDITS_OFFSET, owed);
-        control.putInt(base + Wire.BATCH_CONTROL_LENGTH_OFFSET, controlFrames * Wire.CONTROL_FRAME_LENGTH);
-        control.putLong(base + Wire.BATCH_SEQUENCE_OFFSET, seq);
-        boolean carriesClose = false;
-        for (int i = 0; i < controlFrames; i++)
-        {
-            final int q = (ctlHead + i) % ctlType.length;
-            final int f = base + Wire.BATCH_HEADER_LENGTH + i * Wire.CONTROL_FRAME_LENGTH;
-            control.putInt(f + Wire.CONTROL_TYPE_OFFSET, ctlType[q]);
-            control.putInt(f + Wire.CONTROL_CODE_OFFSET, ctlCode[q]);
-            control.putLong(f + Wire.CONTROL_ID_OFFSET, ctlId[q]);
-            control.putLong(f + Wire.CONTROL_ADDRESS_OFFSET, ctlAddress[q]);
-            control.putInt(f + Wire.CONTROL_RKEY_OFFSET, ctlRkey[q]);
-            control.putInt(f + Wire.CONTROL_LENGTH_OFFSET, ctlLength[q]);
-            carriesClose |= ctlType[q] == Wire.CONTROL_CLOSE;
-        }
+        outboundHeader.wrap(control, base)
+            .credits(window.owed())
+            .controlLength(controlFrames * Wire.CONTROL_FRAME_LENGTH)
+            .sequence(seq);
+        final boolean carriesClose = controlQueue.copyTo(control, base + Wire.BATCH_HEADER_LENGTH, controlFrames);
         final SendRequest req = sendRequest;
         req.reset();
         req.wrId((TAG_SEND << TAG_SHIFT) | seq);
         req.opcode(WrOpcode.SEND);
         req.setSge(controlRegion, base, Wire.BATCH_HEADER_LENGTH + controlFrames * Wire.CONTROL_FRAME_LENGTH);
-        final int start = (int)(posted % ringCapacity);
+        final int start = ring.indexOf(ring.posted());
         if (dataLength > 0)
         {
-            req.addSge(ringRegion.address() + start, dataLength, ringRegion.lkey());
+            req.addSge(ring.region().address() + start, dataLength, ring.region().lkey());
         }
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
@@ -653,12 +531,10 @@ final class EngineConnection implements Connection
             stats.creditOnlySends++;
         }
         stats.sendsPosted++;
-        credits--;
-        owed = 0;
-        ctlHead = (ctlHead + controlFrames) % ctlType.length;
-        ctlCount -= controlFrames;
-        posted += dataLength;
-        batchEnds[slot] = posted;
+        window.onBatchPosted();
+        controlQueue.remove(controlFrames);
+        ring.markPosted(dataLength);
+        batchEnds[slot] = ring.posted();
         sendSeq++;
         sendsInFlight++;
         signaledInFlight++;
@@ -675,8 +551,8 @@ final class EngineConnection implements Connection
         final int end = start + dataLength;
         while (offset < end)
         {
-            final int type = ring.getInt(offset + Wire.FRAME_TYPE_OFFSET);
-            final int length = ring.getInt(offset + Wire.FRAME_LENGTH_OFFSET);
+            final int type = ring.frameType(offset);
+            final int length = ring.frameLength(offset);
             if (type == Wire.FRAME_DATA)
             {
                 stats.eagerMessagesSent++;
@@ -684,9 +560,9 @@ final class EngineConnection implements Connection
             }
             else if (type == Wire.FRAME_RTS)
             {
-                awaitingCts.addLast(outbound.get((int)ring.getLong(offset + Wire.FRAME_ID_OFFSET)));
+                awaitingCts.addLast(outbound.get((int)ring.frameId(offset)));
             }
-            offset += frameSize(type, length);
+            offset += Wire.frameSize(type, length);
         }
     }
 
@@ -707,7 +583,7 @@ final class EngineConnection implements Connection
                 "posting a rendezvous write to " + remoteAddress + " failed: " + PostResult.toString(rc)));
             return false;
         }
-        credits--;
+        window.onWritePosted();
         signaledInFlight++;
         return true;
     }
@@ -715,46 +591,7 @@ final class EngineConnection implements Connection
     /** Queues a control frame (lock held); it leaves with the next batch. */
     private void enqueueControl(final int type, final int code, final long id, final long address, final int rkey, final int length)
     {
-        if (ctlCount == ctlType.length)
-        {
-            growControlQueue();
-        }
-        final int q = (ctlHead + ctlCount) % ctlType.length;
-        ctlType[q] = type;
-        ctlCode[q] = code;
-        ctlId[q] = id;
-        ctlAddress[q] = address;
-        ctlRkey[q] = rkey;
-        ctlLength[q] = length;
-        ctlCount++;
-    }
-
-    private void growControlQueue()
-    {
-        final int n = ctlType.length * 2;
-        final int[] type = new int[n];
-        final int[] code = new int[n];
-        final long[] id = new long[n];
-        final long[] address = new long[n];
-        final int[] rkey = new int[n];
-        final int[] length = new int[n];
-        for (int i = 0; i < ctlCount; i++)
-        {
-            final int q = (ctlHead + i) % ctlType.length;
-            type[i] = ctlType[q];
-            code[i] = ctlCode[q];
-            id[i] = ctlId[q];
-            address[i] = ctlAddress[q];
-            rkey[i] = ctlRkey[q];
-            length[i] = ctlLength[q];
-        }
-        ctlType = type;
-        ctlCode = code;
-        ctlId = id;
-        ctlAddress = address;
-        ctlRkey = rkey;
-        ctlLength = length;
-        ctlHead = 0;
+        controlQueue.add(type, code, id, address, rkey, length);
     }
 
     @Override
@@ -917,7 +754,7 @@ final class EngineConnection implements Connection
                 final long seq = wrId & ID_MASK;
                 synchronized (lock)
                 {
-                    head = batchEnds[(int)(seq % controlSlots)];
+                    ring.release(batchEnds[(int)(seq % controlSlots)]);
                     sendsInFlight--;
                     signaledInFlight--;
                     writableEpoch++;
@@ -1010,7 +847,7 @@ final class EngineConnection implements Connection
         }
         synchronized (lock)
         {
-            owed += reposted;
+            window.onReceivesReposted(reposted);
             flushLocked();
         }
     }
@@ -1040,7 +877,7 @@ final class EngineConnection implements Connection
             {
                 synchronized (lock)
                 {
-                    owed++;
+                    window.onReceivesReposted(1);
                     flushLocked();
                 }
             }
@@ -1078,8 +915,9 @@ final class EngineConnection implements Connection
             protocolError("batch of " + byteLength + " bytes");
             return true;
         }
-        final int returned = recvBuffer.getInt(base + Wire.BATCH_CREDITS_OFFSET);
-        final int controlLength = recvBuffer.getInt(base + Wire.BATCH_CONTROL_LENGTH_OFFSET);
+        final BatchHeaderFlyweight header = inboundHeader.wrap(recvBuffer, base);
+        final int returned = header.credits();
+        final int controlLength = header.controlLength();
         if (returned < 0 || controlLength < 0 || controlLength > Wire.MAX_CONTROL_SECTION ||
             Wire.BATCH_HEADER_LENGTH + controlLength > byteLength)
         {
@@ -1090,7 +928,7 @@ final class EngineConnection implements Connection
         {
             synchronized (lock)
             {
-                credits += returned;
+                window.onCreditsReturned(returned);
             }
         }
         int offset = base + Wire.BATCH_HEADER_LENGTH;
@@ -1112,8 +950,9 @@ final class EngineConnection implements Connection
                 protocolError("truncated frame");
                 return true;
             }
-            final int length = recvBuffer.getInt(offset + Wire.FRAME_LENGTH_OFFSET);
-            final int type = recvBuffer.getInt(offset + Wire.FRAME_TYPE_OFFSET);
+            final DataFrameFlyweight frame = inboundFrame.wrap(recvBuffer, offset);
+            final int length = frame.length();
+            final int type = frame.type();
             if (type == Wire.FRAME_DATA)
             {
                 if (length < 0 || offset + Wire.FRAME_HEADER_LENGTH + length > end)
@@ -1129,12 +968,12 @@ final class EngineConnection implements Connection
                 }
                 stats.eagerMessagesReceived++;
                 stats.eagerBytesReceived += length;
-                deliver(h, recvBuffer, offset + Wire.FRAME_HEADER_LENGTH, length, null);
+                deliver(h, recvBuffer, frame.payloadOffset(), length, null);
                 offset += Wire.dataFrameLength(length);
             }
             else if (type == Wire.FRAME_RTS)
             {
-                onRequestToSend((int)recvBuffer.getLong(offset + Wire.FRAME_ID_OFFSET), length);
+                onRequestToSend((int)frame.id(), length);
                 offset += Wire.FRAME_HEADER_LENGTH;
             }
             else
@@ -1220,8 +1059,9 @@ final class EngineConnection implements Connection
 
     private void onControlFrame(final int offset)
     {
-        final int type = recvBuffer.getInt(offset + Wire.CONTROL_TYPE_OFFSET);
-        final long id = recvBuffer.getLong(offset + Wire.CONTROL_ID_OFFSET);
+        final ControlFrameFlyweight frame = inboundControl.wrap(recvBuffer, offset);
+        final int type = frame.type();
+        final long id = frame.id();
         switch (type)
         {
             case Wire.CONTROL_CTS:
@@ -1234,14 +1074,14 @@ final class EngineConnection implements Connection
                         protocolErrorLocked("CTS for rendezvous " + id + " out of order");
                         return;
                     }
-                    if (recvBuffer.getInt(offset + Wire.CONTROL_LENGTH_OFFSET) < buffer.length)
+                    if (frame.length() < buffer.length)
                     {
                         protocolErrorLocked("CTS granted fewer bytes than rendezvous " + id + " needs");
                         return;
                     }
                     awaitingCts.pollFirst();
-                    buffer.remoteAddress = recvBuffer.getLong(offset + Wire.CONTROL_ADDRESS_OFFSET);
-                    buffer.remoteRkey = recvBuffer.getInt(offset + Wire.CONTROL_RKEY_OFFSET);
+                    buffer.remoteAddress = frame.address();
+                    buffer.remoteRkey = frame.rkey();
                     pendingWrites.addLast(buffer);
                 }
                 break;
@@ -1260,7 +1100,7 @@ final class EngineConnection implements Connection
                     awaitingCts.pollFirst();
                     outbound.remove((int)id);
                 }
-                final int limit = recvBuffer.getInt(offset + Wire.CONTROL_LENGTH_OFFSET);
+                final int limit = frame.length();
                 final int length = buffer.length;
                 final long messageId = buffer.messageId;
                 sendPool.release(buffer);
@@ -1506,7 +1346,7 @@ final class EngineConnection implements Connection
             {
                 return;
             }
-            if (!closeSent && posted == tail && outstandingClaims == 0 && outbound.isEmpty())
+            if (!closeSent && ring.isFullyPosted() && outstandingClaims == 0 && outbound.isEmpty())
             {
                 enqueueControl(Wire.CONTROL_CLOSE, 0, 0, 0, 0, 0);
                 closeSent = true;
@@ -1577,23 +1417,20 @@ final class EngineConnection implements Connection
             closeCause = cause;
             writableEpoch++;
             // Frames committed but not known delivered: everything from head to tail.
-            long p = head;
-            while (p < tail)
+            for (long p = ring.head(); p < ring.tail(); )
             {
-                final int index = (int)(p % ringCapacity);
-                final int type = ring.getInt(index + Wire.FRAME_TYPE_OFFSET);
-                final int length = ring.getInt(index + Wire.FRAME_LENGTH_OFFSET);
-                if (type == Wire.FRAME_DATA)
+                final int index = ring.indexOf(p);
+                if (ring.frameType(index) == Wire.FRAME_DATA)
                 {
-                    failedFrames.add(new long[] {ring.getLong(index + Wire.FRAME_ID_OFFSET), length});
+                    failedFrames.add(new long[] {ring.frameId(index), ring.frameLength(index)});
                 }
-                p += frameSize(type, length);
+                p += ring.frameSize(index);
             }
             outbound.values().forEach(failedRendezvous::add);
             outbound.clear();
             awaitingCts.clear();
             pendingWrites.clear();
-            ctlCount = 0;
+            controlQueue.clear();
         }
         final Throwable reported = cause != null ? cause : lostCause();
         for (final long[] frame : failedFrames)
@@ -1799,7 +1636,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return credits;
+            return window.credits();
         }
     }
 
@@ -1808,7 +1645,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return owed;
+            return window.owed();
         }
     }
 
@@ -1834,7 +1671,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return state >= STATE_CLOSED ? 0 : tail - head;
+            return state >= STATE_CLOSED ? 0 : ring.bytesInFlight();
         }
     }
 
@@ -1869,7 +1706,7 @@ final class EngineConnection implements Connection
     @Override
     public String toString()
     {
-        return "Connection{" + remoteAddress + ", state=" + state + ", credits=" + credits + ", owed=" + owed +
-            ", ring=" + (tail - head) + "/" + ringCapacity + '}';
+        return "Connection{" + remoteAddress + ", state=" + state + ", credits=" + window.credits() + ", owed=" +
+            window.owed() + ", ring=" + ring.bytesInFlight() + "/" + ring.capacity() + '}';
     }
 }
