@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
-import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -43,7 +42,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * {@value #MAX_PIPELINED_RENDEZVOUS} RTS may be outstanding; the receiver answers them strictly in
  * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order.
  */
-final class EngineConnection implements Connection
+final class EngineConnection implements Connection, InboundRendezvous.Answers
 {
     static final int STATE_CONNECTED = 0;
     static final int STATE_CLOSING = 1;
@@ -108,14 +107,10 @@ final class EngineConnection implements Connection
     private int signaledInFlight;
     private int maxSignaledInFlight;
     private boolean sendCqStalled;
-    /** Rendezvous whose RTS is posted, in RTS order, waiting for CTS or REFUSE (answered in that order). */
-    private final java.util.ArrayDeque<BufferPool.Buffer> awaitingCts = new java.util.ArrayDeque<>();
-    /** Rendezvous granted, in order, waiting for a credit to post their write. */
-    private final java.util.ArrayDeque<BufferPool.Buffer> pendingWrites = new java.util.ArrayDeque<>();
+    private final OutboundRendezvous outbound = new OutboundRendezvous();
     private boolean creditStalled;
     private long nextMessageId;
     private int outstandingClaims;
-    private final Int2ObjectHashMap<BufferPool.Buffer> outbound = new Int2ObjectHashMap<>();
     private final ControlQueue controlQueue = new ControlQueue(16);
     private final ArrayList<Runnable> writableWaiters = new ArrayList<>();
     private final ArrayList<Runnable> firing = new ArrayList<>();
@@ -126,11 +121,7 @@ final class EngineConnection implements Connection
     private boolean closeSendCompleted;
 
     // ---- receiver side, poller thread only
-    private final Int2ObjectHashMap<BufferPool.Buffer> inbound = new Int2ObjectHashMap<>();
-    private int[] queuedRtsIds = new int[8];
-    private int[] queuedRtsLengths = new int[8];
-    private int queuedRtsHead;
-    private int queuedRtsCount;
+    private InboundRendezvous inbound;
     private BufferPool.Buffer deliveringRendezvous;
     private UnsafeBuffer deliveringBuffer;
     private int deliveringOffset;
@@ -207,6 +198,7 @@ final class EngineConnection implements Connection
             config.rendezvousPoolBytes(), this::onSendBufferReleased);
         this.recvPool = new BufferPool(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE, config.rendezvousMinClass(), maxClass,
             config.rendezvousPoolBytes(), this::onRecvBufferReleased);
+        this.inbound = new InboundRendezvous(recvPool, config.maxInboundMessageSize(), stats, this);
         for (int i = 0; i < receiveSlots; i++)
         {
             postReceive(i);
@@ -367,7 +359,7 @@ final class EngineConnection implements Connection
             }
             else if (rendezvous != null)
             {
-                outbound.put(rendezvous.id, rendezvous);
+                outbound.committed(rendezvous);
                 ring.frameType(frameIndex, Wire.FRAME_RTS);
                 flushLocked();
             }
@@ -426,18 +418,18 @@ final class EngineConnection implements Connection
         }
         while (true)
         {
-            while (!pendingWrites.isEmpty() && window.canSendData())
+            while (outbound.nextWrite() != null && window.canSendData())
             {
                 if (signaledInFlight >= maxSignaledInFlight)
                 {
                     sendCqStalled = true;
                     return;
                 }
-                if (!postRendezvousWrite(pendingWrites.peekFirst()))
+                if (!postRendezvousWrite(outbound.nextWrite()))
                 {
                     return;
                 }
-                pendingWrites.pollFirst();
+                outbound.writePosted();
             }
             if (ring.skipPadding())
             {
@@ -459,7 +451,7 @@ final class EngineConnection implements Connection
             {
                 final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
                     controlFrames * Wire.CONTROL_FRAME_LENGTH;
-                dataLength = ring.batchLength(budget, awaitingCts.size() + pendingWrites.size(), MAX_PIPELINED_RENDEZVOUS);
+                dataLength = ring.batchLength(budget, outbound.outstanding(), MAX_PIPELINED_RENDEZVOUS);
             }
             else if (ring.hasUnposted() && !creditStalled)
             {
@@ -560,7 +552,7 @@ final class EngineConnection implements Connection
             }
             else if (type == Wire.FRAME_RTS)
             {
-                awaitingCts.addLast(outbound.get((int)ring.frameId(offset)));
+                outbound.rtsPosted((int)ring.frameId(offset));
             }
             offset += Wire.frameSize(type, length);
         }
@@ -724,7 +716,10 @@ final class EngineConnection implements Connection
             onDisconnected();
             return 1;
         }
-        grantQueuedRendezvous();
+        if (inbound != null)
+        {
+            inbound.grantQueued();
+        }
         synchronized (lock)
         {
             flushLocked();
@@ -771,7 +766,7 @@ final class EngineConnection implements Connection
                 synchronized (lock)
                 {
                     signaledInFlight--;
-                    buffer = outbound.remove(id);
+                    buffer = outbound.onWriteCompleted(id);
                     if (buffer != null)
                     {
                         stats.rendezvousMessagesSent++;
@@ -973,7 +968,7 @@ final class EngineConnection implements Connection
             }
             else if (type == Wire.FRAME_RTS)
             {
-                onRequestToSend((int)frame.id(), length);
+                inbound.onRequestToSend((int)frame.id(), length);
                 offset += Wire.FRAME_HEADER_LENGTH;
             }
             else
@@ -1068,21 +1063,12 @@ final class EngineConnection implements Connection
             {
                 synchronized (lock)
                 {
-                    final BufferPool.Buffer buffer = awaitingCts.peekFirst();
-                    if (buffer == null || buffer.id != (int)id)
+                    final String error = outbound.onClearToSend(id, frame.length(), frame.address(), frame.rkey());
+                    if (error != null)
                     {
-                        protocolErrorLocked("CTS for rendezvous " + id + " out of order");
+                        protocolErrorLocked(error);
                         return;
                     }
-                    if (frame.length() < buffer.length)
-                    {
-                        protocolErrorLocked("CTS granted fewer bytes than rendezvous " + id + " needs");
-                        return;
-                    }
-                    awaitingCts.pollFirst();
-                    buffer.remoteAddress = frame.address();
-                    buffer.remoteRkey = frame.rkey();
-                    pendingWrites.addLast(buffer);
                 }
                 break;
             }
@@ -1091,14 +1077,12 @@ final class EngineConnection implements Connection
                 final BufferPool.Buffer buffer;
                 synchronized (lock)
                 {
-                    buffer = awaitingCts.peekFirst();
-                    if (buffer == null || buffer.id != (int)id)
+                    buffer = outbound.onRefuse(id);
+                    if (buffer == null)
                     {
                         protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
                         return;
                     }
-                    awaitingCts.pollFirst();
-                    outbound.remove((int)id);
                 }
                 final int limit = frame.length();
                 final int length = buffer.length;
@@ -1126,71 +1110,21 @@ final class EngineConnection implements Connection
         }
     }
 
-    /** RTS are answered strictly in arrival order (CTS or REFUSE), so a queued one holds later ones back. */
-    private void onRequestToSend(final int id, final int length)
+    @Override
+    public void clearToSend(final int id, final long address, final int rkey, final int length)
     {
-        if (queuedRtsCount == queuedRtsIds.length)
-        {
-            final int[] ids = new int[queuedRtsIds.length * 2];
-            final int[] lengths = new int[ids.length];
-            for (int i = 0; i < queuedRtsCount; i++)
-            {
-                ids[i] = queuedRtsIds[(queuedRtsHead + i) % queuedRtsIds.length];
-                lengths[i] = queuedRtsLengths[(queuedRtsHead + i) % queuedRtsIds.length];
-            }
-            queuedRtsIds = ids;
-            queuedRtsLengths = lengths;
-            queuedRtsHead = 0;
-        }
-        final int q = (queuedRtsHead + queuedRtsCount) % queuedRtsIds.length;
-        queuedRtsIds[q] = id;
-        queuedRtsLengths[q] = length;
-        queuedRtsCount++;
-        grantQueuedRendezvous();
-        if (queuedRtsCount > 0)
-        {
-            stats.rendezvousQueued++; // this one waits for a buffer (its own or an earlier one's)
-        }
-    }
-
-    private boolean grant(final int id, final int length)
-    {
-        final BufferPool.Buffer buffer = recvPool.acquire(length);
-        if (buffer == null)
-        {
-            return false;
-        }
-        buffer.id = id;
-        buffer.length = length;
-        inbound.put(id, buffer);
         synchronized (lock)
         {
-            enqueueControl(Wire.CONTROL_CTS, 0, id, buffer.region.address(), buffer.region.rkey(), buffer.sizeClass);
+            enqueueControl(Wire.CONTROL_CTS, 0, id, address, rkey, length);
         }
-        return true;
     }
 
-    private void grantQueuedRendezvous()
+    @Override
+    public void refuse(final int id, final int limit)
     {
-        while (queuedRtsCount > 0)
+        synchronized (lock)
         {
-            final int q = queuedRtsHead;
-            final int id = queuedRtsIds[q];
-            final int length = queuedRtsLengths[q];
-            if (length > config.maxInboundMessageSize())
-            {
-                stats.rendezvousRefused++;
-                synchronized (lock)
-                {
-                    enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, config.maxInboundMessageSize());
-                }
-            }
-            else if (!grant(id, length))
-            {
-                return;
-            }
-            queuedRtsHead = (queuedRtsHead + 1) % queuedRtsIds.length;
-            queuedRtsCount--;
+            enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, limit);
         }
     }
 
@@ -1202,7 +1136,7 @@ final class EngineConnection implements Connection
             park(slot, 0, 0, id);
             return false;
         }
-        final BufferPool.Buffer buffer = inbound.remove(id);
+        final BufferPool.Buffer buffer = inbound.take(id);
         if (buffer == null)
         {
             protocolError("rendezvous data for unknown id " + id);
@@ -1215,13 +1149,13 @@ final class EngineConnection implements Connection
         {
             recvPool.release(buffer);
         }
-        grantQueuedRendezvous();
+        inbound.grantQueued();
         return true;
     }
 
     private void onRecvBufferReleased()
     {
-        if (queuedRtsCount > 0 || state >= STATE_CLOSED)
+        if ((inbound != null && inbound.queued() > 0) || state >= STATE_CLOSED)
         {
             requestAttention();
         }
@@ -1426,10 +1360,7 @@ final class EngineConnection implements Connection
                 }
                 p += ring.frameSize(index);
             }
-            outbound.values().forEach(failedRendezvous::add);
-            outbound.clear();
-            awaitingCts.clear();
-            pendingWrites.clear();
+            outbound.drainTo(failedRendezvous);
             controlQueue.clear();
         }
         final Throwable reported = cause != null ? cause : lostCause();
@@ -1444,9 +1375,10 @@ final class EngineConnection implements Connection
             sendPool.release(buffer);
             reportFailedSend(id, length, reported);
         }
-        inbound.values().forEach(recvPool::release);
-        inbound.clear();
-        queuedRtsCount = 0;
+        if (inbound != null)
+        {
+            inbound.releaseAll();
+        }
         qpDisconnect();
         poller.remove(this);
         engine.retire(this);
@@ -1683,13 +1615,13 @@ final class EngineConnection implements Connection
         {
             out = outbound.size();
         }
-        return out + inbound.size() + queuedRtsCount;
+        return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
     }
 
     @Override
     public int queuedRendezvousRequests()
     {
-        return queuedRtsCount;
+        return inbound == null ? 0 : inbound.queued();
     }
 
     @Override
