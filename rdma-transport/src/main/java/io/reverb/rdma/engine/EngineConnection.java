@@ -6,9 +6,7 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
-import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
-import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
@@ -54,7 +52,6 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
-    private static final int NO_RENDEZVOUS = Integer.MIN_VALUE;
     /** Rendezvous announced and not yet written, at most: bounds what the peer must queue. */
     static final int MAX_PIPELINED_RENDEZVOUS = 8;
 
@@ -65,21 +62,14 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     private final ProtectionDomain pd;
     final CompletionQueue sendCq;
     final CompletionQueue recvCq;
-    private final MemoryRegion recvRegion;
-    private final UnsafeBuffer recvBuffer;
-    private final int slotLength;
-    private final int receiveSlots;
+    private final ReceiveSlots receiver;
     private final SendRing ring;
     private final MemoryRegion readyRegion;
-    private final RecvRequest recvRequest = new RecvRequest();
     private final SendRequest sendRequest = new SendRequest();
     private final Object lock = new Object();
     private final ConnectionStats stats = new ConnectionStats();
     private final CreditWindow window;
     private final BatchHeaderFlyweight outboundHeader = new BatchHeaderFlyweight();
-    private final BatchHeaderFlyweight inboundHeader = new BatchHeaderFlyweight();
-    private final ControlFrameFlyweight inboundControl = new ControlFrameFlyweight();
-    private final DataFrameFlyweight inboundFrame = new DataFrameFlyweight();
 
     private QueuePair qp;
     private String remoteAddress = "?";
@@ -122,15 +112,6 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
 
     // ---- receiver side, poller thread only
     private InboundRendezvous inbound;
-    private BufferPool.Buffer deliveringRendezvous;
-    private UnsafeBuffer deliveringBuffer;
-    private int deliveringOffset;
-    private int deliveringLength;
-    private final WorkCompletions singleCompletion = new WorkCompletions(1);
-    private int parkedSlot = -1;
-    private int parkedOffset;
-    private int parkedEnd;
-    private int parkedRendezvousId;
     private boolean closeReceived;
     private boolean disconnectRequested;
     private long closeDeadlineNanos;
@@ -140,8 +121,6 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     private volatile int state = STATE_CONNECTED;
     private volatile boolean attention;
     private volatile boolean disconnected;
-    private volatile MessageHandler handler;
-    private volatile boolean receivePaused;
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
     private boolean closeCallbacksRun;
@@ -166,12 +145,9 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.readyRegion = readyRegion;
-        this.receiveSlots = config.receiveSlots();
-        this.slotLength = config.receiveSlotLength();
-        this.recvRegion = pd.allocate(receiveSlots * slotLength, Access.LOCAL_WRITE);
-        this.recvBuffer = recvRegion.buffer();
+        this.receiver = new ReceiveSlots(this, stats, pd, recvCq, config.receiveSlots(), config.receiveSlotLength());
         this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
-        this.window = new CreditWindow(receiveSlots);
+        this.window = new CreditWindow(config.receiveSlots());
     }
 
     /**
@@ -199,13 +175,10 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         this.recvPool = new BufferPool(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE, config.rendezvousMinClass(), maxClass,
             config.rendezvousPoolBytes(), this::onRecvBufferReleased);
         this.inbound = new InboundRendezvous(recvPool, config.maxInboundMessageSize(), stats, this);
-        for (int i = 0; i < receiveSlots; i++)
-        {
-            postReceive(i);
-        }
+        receiver.attach(qp, inbound);
         // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
         // that batch announces the connector's receives, all posted by now.
-        window.start(acceptor, peerReceiveSlots, receiveSlots);
+        window.start(acceptor, peerReceiveSlots, receiver.slots());
     }
 
     /** Acceptor: tell the connector our receives are posted (a one-sided write needs no receive). */
@@ -670,7 +643,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
             work += n;
             onSendCompletions(wc, n);
         }
-        if (pollReceives(wc))
+        if (receiver.poll(wc))
         {
             work++;
         }
@@ -789,7 +762,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         }
     }
 
-    private void onErrorCompletion(final WcStatus status, final String what)
+    void onErrorCompletion(final WcStatus status, final String what)
     {
         if (status == WcStatus.WR_FLUSH_ERR)
         {
@@ -810,36 +783,9 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
             (status == WcStatus.RNR_RETRY_EXC_ERR ? " (the peer had no receive posted: an engine credit bug)" : "")));
     }
 
-    private void onReceiveCompletions(final WorkCompletions wc, final int n)
+    /** The receive side re-posted {@code reposted} slots: owe them to the peer, and send if that is due. */
+    void onReceivesReposted(final int reposted)
     {
-        int reposted = 0;
-        for (int i = 0; i < n; i++)
-        {
-            final WcStatus status = wc.status(i);
-            if (status != WcStatus.SUCCESS)
-            {
-                onErrorCompletion(status, "receive");
-                continue;
-            }
-            final int slot = (int)wc.wrId(i);
-            final boolean done;
-            if (wc.opcode(i) == WcOpcode.RECV_RDMA_WITH_IMM)
-            {
-                done = onRendezvousData(slot, wc.immData(i));
-            }
-            else
-            {
-                done = onBatch(slot, wc.byteLen(i));
-            }
-            if (state >= STATE_CLOSED)
-            {
-                return;
-            }
-            if (done && !disconnected && postReceive(slot))
-            {
-                reposted++;
-            }
-        }
         synchronized (lock)
         {
             window.onReceivesReposted(reposted);
@@ -847,214 +793,24 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         }
     }
 
-    /**
-     * Before a handler is set, receives are taken one at a time; one that holds a message is parked
-     * (not re-posted, and nothing after it is taken) until the handler arrives. Credits and control
-     * frames keep flowing until then, so a send-only user need not set a handler at all.
-     */
-    private boolean pollReceives(final WorkCompletions wc)
+    /** A batch from the peer returned credits. */
+    void onCreditsReturned(final int returned)
     {
-        if (receivePaused)
+        synchronized (lock)
         {
-            return false;
-        }
-        if (parkedSlot >= 0)
-        {
-            if (handler == null)
-            {
-                return false;
-            }
-            final int slot = parkedSlot;
-            parkedSlot = -1;
-            final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
-                onRendezvousData(slot, parkedRendezvousId) : onBatchFrames(slot, parkedOffset, parkedEnd);
-            if (done && state < STATE_CLOSED && !disconnected && postReceive(slot))
-            {
-                synchronized (lock)
-                {
-                    window.onReceivesReposted(1);
-                    flushLocked();
-                }
-            }
-            return true;
-        }
-        final WorkCompletions target = handler != null ? wc : singleCompletion;
-        final int n = recvCq.poll(target);
-        if (n > 0)
-        {
-            onReceiveCompletions(target, n);
-            return true;
-        }
-        return false;
-    }
-
-    private boolean postReceive(final int slot)
-    {
-        recvRequest.wrId(slot);
-        recvRequest.setSge(recvRegion, slot * slotLength, slotLength);
-        final int rc = qp.postRecv(recvRequest);
-        if (rc != PostResult.OK)
-        {
-            failLater(new PeerDisconnectedException("re-posting a receive failed: " + PostResult.toString(rc)));
-            return false;
-        }
-        return true;
-    }
-
-    /** @return false if parked (no handler yet): the slot is not to be re-posted now. */
-    private boolean onBatch(final int slot, final int byteLength)
-    {
-        final int base = slot * slotLength;
-        if (byteLength < Wire.BATCH_HEADER_LENGTH)
-        {
-            protocolError("batch of " + byteLength + " bytes");
-            return true;
-        }
-        final BatchHeaderFlyweight header = inboundHeader.wrap(recvBuffer, base);
-        final int returned = header.credits();
-        final int controlLength = header.controlLength();
-        if (returned < 0 || controlLength < 0 || controlLength > Wire.MAX_CONTROL_SECTION ||
-            Wire.BATCH_HEADER_LENGTH + controlLength > byteLength)
-        {
-            protocolError("bad batch header (credits " + returned + ", control " + controlLength + ")");
-            return true;
-        }
-        if (returned > 0)
-        {
-            synchronized (lock)
-            {
-                window.onCreditsReturned(returned);
-            }
-        }
-        int offset = base + Wire.BATCH_HEADER_LENGTH;
-        final int controlEnd = offset + controlLength;
-        for (; offset < controlEnd; offset += Wire.CONTROL_FRAME_LENGTH)
-        {
-            onControlFrame(offset);
-        }
-        return onBatchFrames(slot, offset, base + byteLength);
-    }
-
-    private boolean onBatchFrames(final int slot, final int start, final int end)
-    {
-        int offset = start;
-        while (offset < end)
-        {
-            if (end - offset < Wire.FRAME_HEADER_LENGTH)
-            {
-                protocolError("truncated frame");
-                return true;
-            }
-            final DataFrameFlyweight frame = inboundFrame.wrap(recvBuffer, offset);
-            final int length = frame.length();
-            final int type = frame.type();
-            if (type == Wire.FRAME_DATA)
-            {
-                if (length < 0 || offset + Wire.FRAME_HEADER_LENGTH + length > end)
-                {
-                    protocolError("data frame of " + length + " bytes overruns its batch");
-                    return true;
-                }
-                final MessageHandler h = handler;
-                if (h == null)
-                {
-                    park(slot, offset, end, NO_RENDEZVOUS);
-                    return false;
-                }
-                stats.eagerMessagesReceived++;
-                stats.eagerBytesReceived += length;
-                deliver(h, recvBuffer, frame.payloadOffset(), length, null);
-                offset += Wire.dataFrameLength(length);
-            }
-            else if (type == Wire.FRAME_RTS)
-            {
-                inbound.onRequestToSend((int)frame.id(), length);
-                offset += Wire.FRAME_HEADER_LENGTH;
-            }
-            else
-            {
-                protocolError("unknown frame type " + type);
-                return true;
-            }
-        }
-        return true;
-    }
-
-    private void park(final int slot, final int offset, final int end, final int rendezvousId)
-    {
-        parkedSlot = slot;
-        parkedOffset = offset;
-        parkedEnd = end;
-        parkedRendezvousId = rendezvousId;
-    }
-
-    private void deliver(
-        final MessageHandler h, final UnsafeBuffer buffer, final int offset, final int length, final BufferPool.Buffer rendezvous)
-    {
-        deliveringBuffer = buffer;
-        deliveringOffset = offset;
-        deliveringLength = length;
-        deliveringRendezvous = rendezvous;
-        try
-        {
-            if (h != null)
-            {
-                h.onMessage(buffer, offset, length);
-            }
-        }
-        catch (final Throwable t)
-        {
-            engine.onError(new EngineException("message handler of connection to " + remoteAddress + " threw", t));
-        }
-        finally
-        {
-            deliveringBuffer = null;
-            deliveringRendezvous = null;
+            window.onCreditsReturned(returned);
         }
     }
 
     @Override
     public RetainedMessage retain()
     {
-        if (deliveringBuffer == null || Thread.currentThread() != poller.thread())
-        {
-            throw new IllegalStateException("retain() is only valid inside MessageHandler.onMessage, on the poller thread");
-        }
-        final BufferPool.Buffer rendezvous = deliveringRendezvous;
-        if (rendezvous != null)
-        {
-            rendezvous.retained = true;
-            return rendezvous;
-        }
-        final UnsafeBuffer copy = new UnsafeBuffer(new byte[deliveringLength]);
-        copy.putBytes(0, deliveringBuffer, deliveringOffset, deliveringLength);
-        final int length = deliveringLength;
-        return new RetainedMessage()
-        {
-            public org.agrona.DirectBuffer buffer()
-            {
-                return copy;
-            }
-
-            public int offset()
-            {
-                return 0;
-            }
-
-            public int length()
-            {
-                return length;
-            }
-
-            public void release()
-            {
-            }
-        };
+        return receiver.retain();
     }
 
-    private void onControlFrame(final int offset)
+    /** A control frame arrived (poller thread). */
+    void onControlFrame(final ControlFrameFlyweight frame)
     {
-        final ControlFrameFlyweight frame = inboundControl.wrap(recvBuffer, offset);
         final int type = frame.type();
         final long id = frame.id();
         switch (type)
@@ -1128,31 +884,6 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         }
     }
 
-    private boolean onRendezvousData(final int slot, final int id)
-    {
-        final MessageHandler h = handler;
-        if (h == null)
-        {
-            park(slot, 0, 0, id);
-            return false;
-        }
-        final BufferPool.Buffer buffer = inbound.take(id);
-        if (buffer == null)
-        {
-            protocolError("rendezvous data for unknown id " + id);
-            return true;
-        }
-        stats.rendezvousMessagesReceived++;
-        stats.rendezvousBytesReceived += buffer.length;
-        deliver(h, buffer.buffer, 0, buffer.length, buffer);
-        if (!buffer.retained)
-        {
-            recvPool.release(buffer);
-        }
-        inbound.grantQueued();
-        return true;
-    }
-
     private void onRecvBufferReleased()
     {
         if ((inbound != null && inbound.queued() > 0) || state >= STATE_CLOSED)
@@ -1165,7 +896,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
         }
     }
 
-    private void protocolError(final String what)
+    void protocolError(final String what)
     {
         failLater(new PeerDisconnectedException("protocol error from " + remoteAddress + ": " + what));
     }
@@ -1183,7 +914,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     private volatile Throwable pendingFailure;
 
     /** Records a failure; the poller tears the connection down at its next attention check. */
-    private void failLater(final Throwable cause)
+    void failLater(final Throwable cause)
     {
         if (pendingFailure == null)
         {
@@ -1319,7 +1050,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
             int m = recvCq.poll(wc);
             if (m > 0)
             {
-                onReceiveCompletions(wc, m);
+                receiver.onCompletions(wc, m);
             }
             if (n == 0 && m == 0)
             {
@@ -1484,14 +1215,14 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     @Override
     public void setHandler(final MessageHandler handler)
     {
-        this.handler = java.util.Objects.requireNonNull(handler, "handler");
+        receiver.handler(java.util.Objects.requireNonNull(handler, "handler"));
         requestAttention();
     }
 
     @Override
     public void pauseReceiving(final boolean paused)
     {
-        receivePaused = paused;
+        receiver.pause(paused);
         requestAttention();
     }
 
@@ -1554,7 +1285,7 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     @Override
     public int receiveSlots()
     {
-        return receiveSlots;
+        return receiver.slots();
     }
 
     @Override
@@ -1633,6 +1364,11 @@ final class EngineConnection implements Connection, InboundRendezvous.Answers
     int state()
     {
         return state;
+    }
+
+    boolean isDisconnected()
+    {
+        return disconnected;
     }
 
     @Override

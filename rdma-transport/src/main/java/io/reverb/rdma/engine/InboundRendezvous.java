@@ -98,6 +98,12 @@ final class InboundRendezvous
         return granted.remove(id);
     }
 
+    /** Returns a delivered buffer that the handler did not retain. */
+    void release(final BufferPool.Buffer buffer)
+    {
+        pool.release(buffer);
+    }
+
     /** @return RTS waiting for a buffer. */
     int queued()
     {
