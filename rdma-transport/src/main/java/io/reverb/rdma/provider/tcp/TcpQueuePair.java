@@ -18,7 +18,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
-import org.agrona.BitUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -77,33 +76,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private final Object recvLock = new Object();
     private volatile boolean closed;
 
-    // Send queue: posters fill at sqTail, the NIC thread transmits at sqTx and completes at sqHead.
-    private final int sqMask;
-    private final long[] sqWrId;
-    private final WrOpcode[] sqOpcode;
-    private final int[] sqFlags;
-    private final int[] sqImm;
-    private final long[] sqRemoteAddress;
-    private final int[] sqRkey;
-    private final int[] sqLength;
-    private final boolean[] sqLocalError;
-    private final int[] sqSgeCount;
-    private final TcpMemoryRegion[] sqSgeRegion;
-    private final int[] sqSgeOffset;
-    private final int[] sqSgeLength;
-    private volatile long sqTail;
-    private volatile long sqHead;
-    private long sqTx;
-
-    // Receive queue: posters fill at rqTail, the NIC thread consumes at rqHead.
-    private final int rqMask;
-    private final long[] rqWrId;
-    private final int[] rqSgeCount;
-    private final long[] rqSgeAddress;
-    private final int[] rqSgeLength;
-    private final int[] rqSgeLkey;
-    private volatile long rqTail;
-    private volatile long rqHead;
+    private final TcpSendQueue sq;
+    private final TcpRecvQueue rq;
     private boolean recvFlushed;
     private boolean sendFlushed;
 
@@ -116,26 +90,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private boolean writeBlocked;
 
     // Answers owed to the peer, in request order.
-    private final int respMask;
-    private final int[] respType;
-    private final int[] respValue;
-    private final TcpMemoryRegion[] respRegion;
-    private final int[] respOffset;
-    private long respHead;
-    private long respTail;
+    private final TcpAnswerQueue answers;
 
     // Outbound staging and the payload being copied into it.
-    private final ByteBuffer txBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
-    private final UnsafeBuffer tx = new UnsafeBuffer(txBuffer);
-    private int txFill;
-    private int txSent;
-    private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[MAX_SGE];
-    private final int[] srcOffsets = new int[MAX_SGE];
-    private final int[] srcLengths = new int[MAX_SGE];
-    private int srcCount;
-    private int srcIndex;
-    private int srcPosition;
-    private long outRemaining;
+    private final TcpTransmitter transmitter;
 
     // Inbound staging and the frame being parsed out of it.
     private final ByteBuffer rxBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
@@ -174,36 +132,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.peerRnrRetryNanos = peer.rnrRetryNanos;
         this.channel = channel;
 
-        final int sqCapacity = BitUtil.findNextPositivePowerOfTwo(attributes.maxSendWr());
-        sqMask = sqCapacity - 1;
-        sqWrId = new long[sqCapacity];
-        sqOpcode = new WrOpcode[sqCapacity];
-        sqFlags = new int[sqCapacity];
-        sqImm = new int[sqCapacity];
-        sqRemoteAddress = new long[sqCapacity];
-        sqRkey = new int[sqCapacity];
-        sqLength = new int[sqCapacity];
-        sqLocalError = new boolean[sqCapacity];
-        sqSgeCount = new int[sqCapacity];
-        sqSgeRegion = new TcpMemoryRegion[sqCapacity * MAX_SGE];
-        sqSgeOffset = new int[sqCapacity * MAX_SGE];
-        sqSgeLength = new int[sqCapacity * MAX_SGE];
-
-        final int rqCapacity = BitUtil.findNextPositivePowerOfTwo(attributes.maxRecvWr());
-        rqMask = rqCapacity - 1;
-        rqWrId = new long[rqCapacity];
-        rqSgeCount = new int[rqCapacity];
-        rqSgeAddress = new long[rqCapacity * MAX_SGE];
-        rqSgeLength = new int[rqCapacity * MAX_SGE];
-        rqSgeLkey = new int[rqCapacity * MAX_SGE];
-
-        // The peer has at most maxSendWr requests unanswered, so it can never be owed more answers.
-        final int respCapacity = BitUtil.findNextPositivePowerOfTwo(peer.maxSendWr + 2);
-        respMask = respCapacity - 1;
-        respType = new int[respCapacity];
-        respValue = new int[respCapacity];
-        respRegion = new TcpMemoryRegion[respCapacity];
-        respOffset = new int[respCapacity];
+        this.sq = new TcpSendQueue(attributes.maxSendWr());
+        this.rq = new TcpRecvQueue(attributes.maxRecvWr());
+        this.answers = new TcpAnswerQueue(peer.maxSendWr);
+        this.transmitter = new TcpTransmitter(sq, answers);
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -236,24 +168,24 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return sendCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, opcode.completionOpcode(), 0, 0, 0,
                     qpNum, false) ? PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = sqTail;
-            if (tail - sqHead > sqMask)
+            final long tail = sq.tail;
+            if (tail - sq.head > sq.mask)
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & sqMask;
-            sqWrId[i] = request.wrId();
-            sqOpcode[i] = opcode;
-            sqFlags[i] = request.flags();
-            sqImm[i] = request.immData();
-            sqRemoteAddress[i] = request.remoteAddress();
-            sqRkey[i] = request.rkey();
-            sqLength[i] = (int)total;
-            sqSgeCount[i] = sges;
+            final int i = (int)tail & sq.mask;
+            sq.wrId[i] = request.wrId();
+            sq.opcode[i] = opcode;
+            sq.flags[i] = request.flags();
+            sq.imm[i] = request.immData();
+            sq.remoteAddress[i] = request.remoteAddress();
+            sq.rkey[i] = request.rkey();
+            sq.length[i] = (int)total;
+            sq.sgeCount[i] = sges;
             // A READ writes into its SGEs, so they need LOCAL_WRITE; a bad SGE fails the request with
             // LOC_PROT_ERR when its turn comes, after everything posted before it.
-            sqLocalError[i] = !resolveLocal(request, i * MAX_SGE, opcode == WrOpcode.RDMA_READ);
-            sqTail = tail + 1;
+            sq.localError[i] = !resolveLocal(request, i * MAX_SGE, opcode == WrOpcode.RDMA_READ);
+            sq.tail = tail + 1;
         }
         nic.wake();
         return PostResult.OK;
@@ -272,13 +204,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             if (offset == RegionChecks.DENIED)
             {
                 valid = false;
-                sqSgeRegion[base + k] = null;
-                sqSgeLength[base + k] = 0;
+                sq.sgeRegion[base + k] = null;
+                sq.sgeLength[base + k] = 0;
                 continue;
             }
-            sqSgeRegion[base + k] = region;
-            sqSgeOffset[base + k] = (int)offset;
-            sqSgeLength[base + k] = length;
+            sq.sgeRegion[base + k] = region;
+            sq.sgeOffset[base + k] = (int)offset;
+            sq.sgeLength[base + k] = length;
         }
         return valid;
     }
@@ -302,22 +234,22 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return recvCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false) ?
                     PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = rqTail;
-            if (tail - rqHead > rqMask)
+            final long tail = rq.tail;
+            if (tail - rq.head > rq.mask)
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & rqMask;
+            final int i = (int)tail & rq.mask;
             final int base = i * MAX_SGE;
-            rqWrId[i] = request.wrId();
-            rqSgeCount[i] = sges;
+            rq.wrId[i] = request.wrId();
+            rq.sgeCount[i] = sges;
             for (int k = 0; k < sges; k++)
             {
-                rqSgeAddress[base + k] = request.sgeAddress(k);
-                rqSgeLength[base + k] = request.sgeLength(k);
-                rqSgeLkey[base + k] = request.sgeLkey(k);
+                rq.sgeAddress[base + k] = request.sgeAddress(k);
+                rq.sgeLength[base + k] = request.sgeLength(k);
+                rq.sgeLkey[base + k] = request.sgeLkey(k);
             }
-            rqTail = tail + 1;
+            rq.tail = tail + 1;
         }
         if (rnrWaiting)
         {
@@ -387,13 +319,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         long next = Long.MAX_VALUE;
         try
         {
-            if (!down && sqHead == sqTx && sqTx != sqTail && sqLocalError[(int)sqTx & sqMask])
+            if (!down && sq.head == sq.tx && sq.tx != sq.tail && sq.localError[(int)sq.tx & sq.mask])
             {
                 goDown(WcStatus.LOC_PROT_ERR);
             }
             if (rnrWaiting)
             {
-                if (rqHead != rqTail)
+                if (rq.head != rq.tail)
                 {
                     resumeInbound();
                 }
@@ -427,7 +359,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (rnrWaiting && rqTail != rqHead)
+        if (rnrWaiting && rq.tail != rq.head)
         {
             return true;
         }
@@ -435,12 +367,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (respHead != respTail || outRemaining > 0 || txSent != txFill)
+        if (!answers.isEmpty() || transmitter.hasPending())
         {
             return true;
         }
-        final long tx = sqTx;
-        return !down && tx != sqTail && (!sqLocalError[(int)tx & sqMask] || sqHead == tx);
+        final long tx = sq.tx;
+        return !down && tx != sq.tail && (!sq.localError[(int)tx & sq.mask] || sq.head == tx);
     }
 
     void onReady(final SelectionKey selected)
@@ -564,9 +496,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 {
                     return taken == FAILED;
                 }
-                final int i = (int)rqHead & rqMask;
-                inRecvWrId = rqWrId[i];
-                rqHead = rqHead + 1;
+                final int i = (int)rq.head & rq.mask;
+                inRecvWrId = rq.wrId[i];
+                rq.head = rq.head + 1;
                 if (!resolveReceive(i))
                 {
                     return true;
@@ -600,8 +532,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     {
                         return taken == FAILED;
                     }
-                    inRecvWrId = rqWrId[(int)rqHead & rqMask];
-                    rqHead = rqHead + 1;
+                    inRecvWrId = rq.wrId[(int)rq.head & rq.mask];
+                    rq.head = rq.head + 1;
                 }
                 startPayload();
                 return true;
@@ -627,20 +559,20 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 for (int n = 0; n < inLength && !down; n++)
                 {
-                    final long head = sqHead;
-                    if (head == sqTx || sqOpcode[(int)head & sqMask] == WrOpcode.RDMA_READ)
+                    final long head = sq.head;
+                    if (head == sq.tx || sq.opcode[(int)head & sq.mask] == WrOpcode.RDMA_READ)
                     {
                         protocolError("ACK without a matching request");
                         return true;
                     }
-                    completeHead(WcStatus.SUCCESS, sqLength[(int)head & sqMask]);
+                    completeHead(WcStatus.SUCCESS, sq.length[(int)head & sq.mask]);
                 }
                 stage = STAGE_HEADER;
                 return true;
             }
             case TcpFrame.NAK:
             {
-                if (sqHead == sqTx)
+                if (sq.head == sq.tx)
                 {
                     protocolError("NAK without a matching request");
                     return true;
@@ -650,20 +582,20 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             }
             case TcpFrame.READ_RESPONSE:
             {
-                final long head = sqHead;
-                final int i = (int)head & sqMask;
-                if (head == sqTx || sqOpcode[i] != WrOpcode.RDMA_READ || sqLength[i] != inLength)
+                final long head = sq.head;
+                final int i = (int)head & sq.mask;
+                if (head == sq.tx || sq.opcode[i] != WrOpcode.RDMA_READ || sq.length[i] != inLength)
                 {
                     protocolError("READ_RESPONSE without a matching READ");
                     return true;
                 }
                 final int base = i * MAX_SGE;
-                dstCount = sqSgeCount[i];
+                dstCount = sq.sgeCount[i];
                 for (int k = 0; k < dstCount; k++)
                 {
-                    dstBuffers[k] = sqSgeRegion[base + k].data();
-                    dstOffsets[k] = sqSgeOffset[base + k];
-                    dstLengths[k] = sqSgeLength[base + k];
+                    dstBuffers[k] = sq.sgeRegion[base + k].data();
+                    dstOffsets[k] = sq.sgeOffset[base + k];
+                    dstLengths[k] = sq.sgeLength[base + k];
                 }
                 startPayload();
                 return true;
@@ -674,10 +606,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    /** @return TAKEN if a receive is at rqHead, WAIT while the RNR time runs, FAILED once it ran out. */
+    /** @return TAKEN if a receive is at rq.head, WAIT while the RNR time runs, FAILED once it ran out. */
     private int takeReceive()
     {
-        if (rqHead != rqTail)
+        if (rq.head != rq.tail)
         {
             return TAKEN;
         }
@@ -701,11 +633,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private boolean resolveReceive(final int i)
     {
         final int base = i * MAX_SGE;
-        final int count = rqSgeCount[i];
+        final int count = rq.sgeCount[i];
         long total = 0;
         for (int k = 0; k < count; k++)
         {
-            total += rqSgeLength[base + k];
+            total += rq.sgeLength[base + k];
         }
         if (inLength > total)
         {
@@ -715,10 +647,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         for (int k = 0; k < count; k++)
         {
-            final long address = rqSgeAddress[base + k];
-            final int length = rqSgeLength[base + k];
+            final long address = rq.sgeAddress[base + k];
+            final int length = rq.sgeLength[base + k];
             final TcpMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
-            final long offset = RegionChecks.localOffset(region, pd, rqSgeLkey[base + k], address, length, true);
+            final long offset = RegionChecks.localOffset(region, pd, rq.sgeLkey[base + k], address, length, true);
             if (offset == RegionChecks.DENIED)
             {
                 clearDestinations();
@@ -863,25 +795,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** Completes the oldest outstanding request (its answer arrived). */
     private void completeHead(final WcStatus status, final int byteLen)
     {
-        final long head = sqHead;
-        final int i = (int)head & sqMask;
-        final boolean signaled = (sqFlags[i] & SendRequest.FLAG_SIGNALED) != 0;
+        final long head = sq.head;
+        final int i = (int)head & sq.mask;
+        final boolean signaled = (sq.flags[i] & SendRequest.FLAG_SIGNALED) != 0;
         final boolean offered = !signaled && status == WcStatus.SUCCESS ||
-            sendCq.offer(sqWrId[i], status, sqOpcode[i].completionOpcode(), byteLen, 0, 0, qpNum, false);
-        releaseSges(i);
-        sqHead = head + 1;
+            sendCq.offer(sq.wrId[i], status, sq.opcode[i].completionOpcode(), byteLen, 0, 0, qpNum, false);
+        sq.releaseSges(i);
+        sq.head = head + 1;
         if (!offered)
         {
             goDown(null);
-        }
-    }
-
-    private void releaseSges(final int i)
-    {
-        final int base = i * MAX_SGE;
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            sqSgeRegion[base + k] = null;
         }
     }
 
@@ -909,12 +832,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     private void respondAck()
     {
-        if (respTail != respHead && respType[(int)(respTail - 1) & respMask] == TcpFrame.ACK)
+        if (!answers.mergeAck())
         {
-            respValue[(int)(respTail - 1) & respMask]++;
-            return;
+            respond(TcpFrame.ACK, 1, null, 0);
         }
-        respond(TcpFrame.ACK, 1, null, 0);
     }
 
     private void respond(final int type, final int value, final TcpMemoryRegion region, final int offset)
@@ -923,17 +844,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        if (respTail - respHead > respMask)
+        if (!answers.add(type, value, region, offset))
         {
             protocolError("more requests unanswered than the peer's send queue holds");
-            return;
         }
-        final int j = (int)respTail & respMask;
-        respType[j] = type;
-        respValue[j] = value;
-        respRegion[j] = region;
-        respOffset[j] = offset;
-        respTail++;
     }
 
     /** Moves staged frames to the socket, staging more as it drains, until it would block. */
@@ -943,174 +857,18 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        while (true)
+        if (!transmitter.write(channel, down))
         {
-            if (txSent == txFill)
-            {
-                txSent = 0;
-                txFill = 0;
-                stage();
-                if (txFill == 0)
-                {
-                    break;
-                }
-            }
-            txBuffer.limit(txFill).position(txSent);
-            txSent += channel.write(txBuffer);
-            if (txSent < txFill)
-            {
-                writeBlocked = true;
-                setInterest(SelectionKey.OP_WRITE, true);
-                return;
-            }
+            writeBlocked = true;
+            setInterest(SelectionKey.OP_WRITE, true);
+            return;
         }
         setInterest(SelectionKey.OP_WRITE, false);
-        if (down && respHead == respTail && outRemaining == 0)
+        if (down && answers.isEmpty() && transmitter.payloadDone())
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
             outputShut = true;
             channel.shutdownOutput();
-        }
-    }
-
-    /** Fills the staging buffer: the payload in progress, then answers owed, then new requests. */
-    private void stage()
-    {
-        while (true)
-        {
-            if (outRemaining > 0)
-            {
-                if (txFill == STAGING_BYTES)
-                {
-                    return;
-                }
-                copyPayloadOut();
-                continue;
-            }
-            if (STAGING_BYTES - txFill < TcpFrame.HEADER_LENGTH)
-            {
-                return;
-            }
-            if (respHead != respTail)
-            {
-                stageAnswer();
-                continue;
-            }
-            final long next = sqTx;
-            if (down || next == sqTail)
-            {
-                return;
-            }
-            final int i = (int)next & sqMask;
-            if (sqLocalError[i])
-            {
-                return;
-            }
-            stageRequest(i);
-            sqTx = next + 1;
-        }
-    }
-
-    private void stageAnswer()
-    {
-        final int j = (int)respHead & respMask;
-        final int type = respType[j];
-        switch (type)
-        {
-            case TcpFrame.ACK:
-                TcpFrame.write(tx, txFill, TcpFrame.ACK, 0, respValue[j], 0, 0, 0);
-                break;
-            case TcpFrame.NAK:
-                TcpFrame.write(tx, txFill, TcpFrame.NAK, 0, 0, respValue[j], 0, 0);
-                break;
-            default:
-                TcpFrame.write(tx, txFill, TcpFrame.READ_RESPONSE, 0, respValue[j], 0, 0, 0);
-                if (respValue[j] > 0)
-                {
-                    srcBuffers[0] = respRegion[j].data();
-                    srcOffsets[0] = respOffset[j];
-                    srcLengths[0] = respValue[j];
-                    startOutPayload(1, respValue[j]);
-                }
-                respRegion[j] = null;
-                break;
-        }
-        txFill += TcpFrame.HEADER_LENGTH;
-        respHead++;
-    }
-
-    private void stageRequest(final int i)
-    {
-        final WrOpcode opcode = sqOpcode[i];
-        final int type;
-        switch (opcode)
-        {
-            case SEND:
-                type = TcpFrame.SEND;
-                break;
-            case SEND_WITH_IMM:
-                type = TcpFrame.SEND_IMM;
-                break;
-            case RDMA_WRITE:
-                type = TcpFrame.WRITE;
-                break;
-            case RDMA_WRITE_WITH_IMM:
-                type = TcpFrame.WRITE_IMM;
-                break;
-            default:
-                type = TcpFrame.READ_REQUEST;
-                break;
-        }
-        final int flags = (sqFlags[i] & SendRequest.FLAG_SOLICITED) != 0 ? TcpFrame.FLAG_SOLICITED : 0;
-        final int length = sqLength[i];
-        TcpFrame.write(tx, txFill, type, flags, length, sqImm[i], sqRkey[i], sqRemoteAddress[i]);
-        txFill += TcpFrame.HEADER_LENGTH;
-        if (type != TcpFrame.READ_REQUEST && length > 0)
-        {
-            final int base = i * MAX_SGE;
-            final int count = sqSgeCount[i];
-            for (int k = 0; k < count; k++)
-            {
-                srcBuffers[k] = sqSgeRegion[base + k].data();
-                srcOffsets[k] = sqSgeOffset[base + k];
-                srcLengths[k] = sqSgeLength[base + k];
-            }
-            startOutPayload(count, length);
-        }
-    }
-
-    private void startOutPayload(final int count, final long length)
-    {
-        srcCount = count;
-        srcIndex = 0;
-        srcPosition = 0;
-        outRemaining = length;
-    }
-
-    private void copyPayloadOut()
-    {
-        while (outRemaining > 0 && txFill < STAGING_BYTES)
-        {
-            final int left = srcLengths[srcIndex] - srcPosition;
-            if (left == 0)
-            {
-                srcBuffers[srcIndex] = null;
-                srcIndex++;
-                srcPosition = 0;
-                continue;
-            }
-            final int n = Math.min(left, STAGING_BYTES - txFill);
-            tx.putBytes(txFill, srcBuffers[srcIndex], srcOffsets[srcIndex] + srcPosition, n);
-            txFill += n;
-            srcPosition += n;
-            outRemaining -= n;
-        }
-        if (outRemaining == 0)
-        {
-            for (int k = 0; k < MAX_SGE; k++)
-            {
-                srcBuffers[k] = null;
-            }
         }
     }
 
@@ -1149,35 +907,35 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         synchronized (sendLock)
         {
             state = QpState.ERROR;
-            long head = sqHead;
-            final long tail = sqTail;
+            long head = sq.head;
+            final long tail = sq.tail;
             if (headStatus != null && head != tail)
             {
-                final int i = (int)head & sqMask;
-                sendCq.offer(sqWrId[i], headStatus, sqOpcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
-                releaseSges(i);
+                final int i = (int)head & sq.mask;
+                sendCq.offer(sq.wrId[i], headStatus, sq.opcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
+                sq.releaseSges(i);
                 head++;
             }
             for (; head != tail; head++)
             {
-                final int i = (int)head & sqMask;
-                sendCq.offer(sqWrId[i], WcStatus.WR_FLUSH_ERR, sqOpcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
-                releaseSges(i);
+                final int i = (int)head & sq.mask;
+                sendCq.offer(sq.wrId[i], WcStatus.WR_FLUSH_ERR, sq.opcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
+                sq.releaseSges(i);
             }
-            sqHead = head;
-            sqTx = head;
+            sq.head = head;
+            sq.tx = head;
             sendFlushed = true;
         }
         synchronized (recvLock)
         {
             recvFlushed = true;
-            long head = rqHead;
-            final long tail = rqTail;
+            long head = rq.head;
+            final long tail = rq.tail;
             for (; head != tail; head++)
             {
-                recvCq.offer(rqWrId[(int)head & rqMask], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false);
+                recvCq.offer(rq.wrId[(int)head & rq.mask], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false);
             }
-            rqHead = head;
+            rq.head = head;
         }
         if (!socketClosed)
         {
@@ -1228,11 +986,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             // Closing anyway.
         }
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            srcBuffers[k] = null;
-        }
-        outRemaining = 0;
+        transmitter.clear();
         nic.removed(this);
     }
 

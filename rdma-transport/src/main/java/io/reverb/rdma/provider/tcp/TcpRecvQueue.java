@@ -1,0 +1,41 @@
+package io.reverb.rdma.provider.tcp;
+
+import io.reverb.rdma.verbs.ScatterGatherList;
+import org.agrona.BitUtil;
+
+/**
+ * The receive queue of a tcp QP: a ring of posted receives in parallel arrays, their SGEs kept as posted
+ * (checked when a SEND lands in them). Posting threads fill at {@link #tail} (under the QP's receive lock),
+ * the NIC thread consumes at {@link #head}.
+ */
+final class TcpRecvQueue
+{
+    static final int MAX_SGE = ScatterGatherList.MAX_SGE;
+
+    final int mask;
+    final long[] wrId;
+    final int[] sgeCount;
+    /** SGE k of receive i is at i * MAX_SGE + k. */
+    final long[] sgeAddress;
+    final int[] sgeLength;
+    final int[] sgeLkey;
+    volatile long tail;
+    volatile long head;
+
+    TcpRecvQueue(final int maxRecvWr)
+    {
+        final int capacity = BitUtil.findNextPositivePowerOfTwo(maxRecvWr);
+        mask = capacity - 1;
+        wrId = new long[capacity];
+        sgeCount = new int[capacity];
+        sgeAddress = new long[capacity * MAX_SGE];
+        sgeLength = new int[capacity * MAX_SGE];
+        sgeLkey = new int[capacity * MAX_SGE];
+    }
+
+    /** @return true if a posted receive is waiting. */
+    boolean hasReceive()
+    {
+        return head != tail;
+    }
+}
