@@ -7,7 +7,6 @@ import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
-import io.reverb.rdma.verbs.ScatterGatherList;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
@@ -56,7 +55,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     private static final int STAGING_BYTES = 64 * 1024;
-    private static final int MAX_SGE = ScatterGatherList.MAX_SGE;
 
     private static final int STAGE_HEADER = 0;
     private static final int STAGE_DISPATCH = 1;
@@ -105,15 +103,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private int inImm;
     private int inRkey;
     private long inAddress;
-    private long inRemaining;
     private long inRecvWrId;
     private int remoteOffset;
-    private final UnsafeBuffer[] dstBuffers = new UnsafeBuffer[MAX_SGE];
-    private final int[] dstOffsets = new int[MAX_SGE];
-    private final int[] dstLengths = new int[MAX_SGE];
-    private int dstCount;
-    private int dstIndex;
-    private int dstPosition;
+    private final TcpPayloadTarget target = new TcpPayloadTarget();
     private volatile boolean rnrWaiting;
     private long rnrDeadline;
 
@@ -151,12 +143,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return PostResult.CLOSED;
             }
-            final WrOpcode opcode = request.opcode();
-            final int sges = request.sgeCount();
-            if (opcode == null || sges > maxSge)
+            if (invalidSend(request))
             {
                 return PostResult.INVALID;
             }
+            final WrOpcode opcode = request.opcode();
             final long total = request.totalLength();
             if (total > Integer.MAX_VALUE)
             {
@@ -168,51 +159,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return sendCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, opcode.completionOpcode(), 0, 0, 0,
                     qpNum, false) ? PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = sq.tail;
-            if (tail - sq.head > sq.mask)
+            if (!sq.add(request, (int)total, context, pd))
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & sq.mask;
-            sq.wrId[i] = request.wrId();
-            sq.opcode[i] = opcode;
-            sq.flags[i] = request.flags();
-            sq.imm[i] = request.immData();
-            sq.remoteAddress[i] = request.remoteAddress();
-            sq.rkey[i] = request.rkey();
-            sq.length[i] = (int)total;
-            sq.sgeCount[i] = sges;
-            // A READ writes into its SGEs, so they need LOCAL_WRITE; a bad SGE fails the request with
-            // LOC_PROT_ERR when its turn comes, after everything posted before it.
-            sq.localError[i] = !resolveLocal(request, i * MAX_SGE, opcode == WrOpcode.RDMA_READ);
-            sq.tail = tail + 1;
         }
         nic.wake();
         return PostResult.OK;
-    }
-
-    private boolean resolveLocal(final SendRequest request, final int base, final boolean needLocalWrite)
-    {
-        final int count = request.sgeCount();
-        boolean valid = true;
-        for (int k = 0; k < count; k++)
-        {
-            final long address = request.sgeAddress(k);
-            final int length = request.sgeLength(k);
-            final TcpMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
-            final long offset = RegionChecks.localOffset(region, pd, request.sgeLkey(k), address, length, needLocalWrite);
-            if (offset == RegionChecks.DENIED)
-            {
-                valid = false;
-                sq.sgeRegion[base + k] = null;
-                sq.sgeLength[base + k] = 0;
-                continue;
-            }
-            sq.sgeRegion[base + k] = region;
-            sq.sgeOffset[base + k] = (int)offset;
-            sq.sgeLength[base + k] = length;
-        }
-        return valid;
     }
 
     @Override
@@ -224,8 +177,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return PostResult.CLOSED;
             }
-            final int sges = request.sgeCount();
-            if (sges > maxSge)
+            if (invalidRecv(request))
             {
                 return PostResult.INVALID;
             }
@@ -234,22 +186,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return recvCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false) ?
                     PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = rq.tail;
-            if (tail - rq.head > rq.mask)
+            if (!rq.add(request))
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & rq.mask;
-            final int base = i * MAX_SGE;
-            rq.wrId[i] = request.wrId();
-            rq.sgeCount[i] = sges;
-            for (int k = 0; k < sges; k++)
-            {
-                rq.sgeAddress[base + k] = request.sgeAddress(k);
-                rq.sgeLength[base + k] = request.sgeLength(k);
-                rq.sgeLkey[base + k] = request.sgeLkey(k);
-            }
-            rq.tail = tail + 1;
         }
         if (rnrWaiting)
         {
@@ -456,10 +396,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     }
                     break;
                 case STAGE_PAYLOAD:
-                    if (inRemaining > 0)
+                    if (target.remaining() > 0)
                     {
-                        placePayload();
-                        if (inRemaining > 0)
+                        if (!target.place(rxBuffer, rx))
+                        {
+                            // Cannot happen: lengths were checked against the destination before the payload.
+                            protocolError("payload longer than its destination");
+                        }
+                        if (target.remaining() > 0)
                         {
                             return;
                         }
@@ -510,7 +454,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             case TcpFrame.WRITE_IMM:
             {
                 // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
-                dstCount = 0;
+                target.clear();
                 if (inLength > 0)
                 {
                     final TcpMemoryRegion region = resolveRemote(Access.REMOTE_WRITE);
@@ -519,10 +463,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                         fail(WcStatus.REM_ACCESS_ERR);
                         return true;
                     }
-                    dstBuffers[0] = region.data();
-                    dstOffsets[0] = remoteOffset;
-                    dstLengths[0] = inLength;
-                    dstCount = 1;
+                    target.toRegion(region, remoteOffset, inLength);
                 }
                 if (inType == TcpFrame.WRITE_IMM)
                 {
@@ -589,14 +530,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     protocolError("READ_RESPONSE without a matching READ");
                     return true;
                 }
-                final int base = i * MAX_SGE;
-                dstCount = sq.sgeCount[i];
-                for (int k = 0; k < dstCount; k++)
-                {
-                    dstBuffers[k] = sq.sgeRegion[base + k].data();
-                    dstOffsets[k] = sq.sgeOffset[base + k];
-                    dstLengths[k] = sq.sgeLength[base + k];
-                }
+                target.toReadSges(sq, i);
                 startPayload();
                 return true;
             }
@@ -632,37 +566,18 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** Resolves receive {@code i}'s SGEs as the payload's destination; on failure completes it and fails. */
     private boolean resolveReceive(final int i)
     {
-        final int base = i * MAX_SGE;
-        final int count = rq.sgeCount[i];
-        long total = 0;
-        for (int k = 0; k < count; k++)
-        {
-            total += rq.sgeLength[base + k];
-        }
-        if (inLength > total)
+        if (inLength > TcpPayloadTarget.receiveLength(rq, i))
         {
             completeReceive(inRecvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0);
             fail(WcStatus.REM_INV_REQ_ERR);
             return false;
         }
-        for (int k = 0; k < count; k++)
+        if (!target.toReceive(rq, i, context, pd))
         {
-            final long address = rq.sgeAddress[base + k];
-            final int length = rq.sgeLength[base + k];
-            final TcpMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
-            final long offset = RegionChecks.localOffset(region, pd, rq.sgeLkey[base + k], address, length, true);
-            if (offset == RegionChecks.DENIED)
-            {
-                clearDestinations();
-                completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
-                fail(WcStatus.REM_OP_ERR);
-                return false;
-            }
-            dstBuffers[k] = region.data();
-            dstOffsets[k] = (int)offset;
-            dstLengths[k] = length;
+            completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
+            fail(WcStatus.REM_OP_ERR);
+            return false;
         }
-        dstCount = count;
         return true;
     }
 
@@ -685,46 +600,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     private void startPayload()
     {
-        inRemaining = inLength;
-        dstIndex = 0;
-        dstPosition = 0;
+        target.start(inLength);
         stage = STAGE_PAYLOAD;
-    }
-
-    /** Copies what the staging buffer holds of the payload into the destination spans. */
-    private void placePayload()
-    {
-        int at = rxBuffer.position();
-        int available = rxBuffer.limit() - at;
-        while (available > 0 && inRemaining > 0)
-        {
-            if (dstIndex >= dstCount)
-            {
-                // Cannot happen: lengths were checked against the destination before the payload.
-                protocolError("payload longer than its destination");
-                return;
-            }
-            final int room = dstLengths[dstIndex] - dstPosition;
-            if (room == 0)
-            {
-                dstIndex++;
-                dstPosition = 0;
-                continue;
-            }
-            final int n = (int)Math.min(Math.min(available, room), inRemaining);
-            dstBuffers[dstIndex].putBytes(dstOffsets[dstIndex] + dstPosition, rx, at, n);
-            dstPosition += n;
-            at += n;
-            available -= n;
-            inRemaining -= n;
-        }
-        rxBuffer.position(at);
     }
 
     private void finishFrame()
     {
         stage = STAGE_HEADER;
-        clearDestinations();
+        target.clear();
         final boolean solicited = (inFlags & TcpFrame.FLAG_SOLICITED) != 0;
         switch (inType)
         {
@@ -751,15 +634,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             default:
                 break;
         }
-    }
-
-    private void clearDestinations()
-    {
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            dstBuffers[k] = null;
-        }
-        dstCount = 0;
     }
 
     private void completeReceive(
@@ -903,7 +777,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         down = true;
         rnrWaiting = false;
         stage = STAGE_DISCARD;
-        clearDestinations();
+        target.clear();
         synchronized (sendLock)
         {
             state = QpState.ERROR;

@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.ScatterGatherList;
 import org.agrona.BitUtil;
 
@@ -31,6 +32,33 @@ final class TcpRecvQueue
         sgeAddress = new long[capacity * MAX_SGE];
         sgeLength = new int[capacity * MAX_SGE];
         sgeLkey = new int[capacity * MAX_SGE];
+    }
+
+    /**
+     * Queues a receive at {@link #tail} (receive lock held).
+     *
+     * @return false if the queue is full
+     */
+    boolean add(final RecvRequest request)
+    {
+        final long t = tail;
+        if (t - head > mask)
+        {
+            return false;
+        }
+        final int i = (int)t & mask;
+        final int base = i * MAX_SGE;
+        final int sges = request.sgeCount();
+        wrId[i] = request.wrId();
+        sgeCount[i] = sges;
+        for (int k = 0; k < sges; k++)
+        {
+            sgeAddress[base + k] = request.sgeAddress(k);
+            sgeLength[base + k] = request.sgeLength(k);
+            sgeLkey[base + k] = request.sgeLkey(k);
+        }
+        tail = t + 1;
+        return true;
     }
 
     /** @return true if a posted receive is waiting. */
