@@ -81,16 +81,12 @@ final class ConnectionSender implements InboundRendezvous.Answers
     private long closeBatchSeq = -1;
     private boolean closeSendCompleted;
 
-    ConnectionSender(
-        final EngineConnection connection,
-        final Object lock,
-        final ConnectionStats stats,
-        final ProtectionDomain pd,
-        final EngineConfig config) throws IOException
+    ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
     {
+        final EngineConfig config = connection.config;
         this.connection = connection;
         this.lock = lock;
-        this.stats = stats;
+        this.stats = connection.statsRef();
         this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
         this.window = new CreditWindow(config.receiveSlots());
     }
@@ -279,6 +275,20 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
     }
 
+    /** @return OK if the connection takes messages, else NOT_CONNECTED (it failed) or CLOSED (lock held). */
+    private int connectedLocked()
+    {
+        final int s = connection.state();
+        return s == EngineConnection.STATE_CONNECTED ? OK : s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
+    }
+
+    /** A claim found no room: writable callbacks wait for progress from now on (lock held). */
+    private int backPressuredLocked()
+    {
+        backPressureEpoch = writableEpoch;
+        return BACK_PRESSURED;
+    }
+
     /** @see Connection#tryClaim */
     int tryClaim(final int length, final MessageClaim claim)
     {
@@ -293,16 +303,15 @@ final class ConnectionSender implements InboundRendezvous.Answers
             final long id;
             synchronized (lock)
             {
-                final int s = connection.state();
-                if (s != EngineConnection.STATE_CONNECTED)
+                final int rc = connectedLocked();
+                if (rc != OK)
                 {
-                    return s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
+                    return rc;
                 }
                 index = ring.claim(frameLength);
                 if (index < 0)
                 {
-                    backPressureEpoch = writableEpoch;
-                    return BACK_PRESSURED;
+                    return backPressuredLocked();
                 }
                 id = nextMessageId++;
                 ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
@@ -320,23 +329,21 @@ final class ConnectionSender implements InboundRendezvous.Answers
         final long id;
         synchronized (lock)
         {
-            final int s = connection.state();
-            if (s != EngineConnection.STATE_CONNECTED)
+            final int rc = connectedLocked();
+            if (rc != OK)
             {
-                return s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
+                return rc;
             }
             buffer = sendPool.acquire(length);
             if (buffer == null)
             {
-                backPressureEpoch = writableEpoch;
-                return BACK_PRESSURED;
+                return backPressuredLocked();
             }
             index = ring.claim(Wire.FRAME_HEADER_LENGTH);
             if (index < 0)
             {
-                backPressureEpoch = writableEpoch;
                 sendPool.release(buffer);
-                return BACK_PRESSURED;
+                return backPressuredLocked();
             }
             id = nextMessageId++;
             ring.writeHeader(index, length, -Wire.FRAME_RTS, id);

@@ -114,8 +114,8 @@ final class EngineConnection implements Connection
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.readyRegion = readyRegion;
-        this.receiver = new ReceiveSlots(this, stats, pd, recvCq, config.receiveSlots(), config.receiveSlotLength());
-        this.sender = new ConnectionSender(this, lock, stats, pd, config);
+        this.receiver = new ReceiveSlots(this, pd);
+        this.sender = new ConnectionSender(this, lock, pd);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.reverb.rdma.engine;
 
 import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.collections.LongArrayQueue;
 
 /**
  * The receiver's side of rendezvous: RTS frames are answered strictly in arrival order, with CTS (a buffer
@@ -24,10 +25,8 @@ final class InboundRendezvous
     private final ConnectionStats stats;
     private final Answers answers;
     private final Int2ObjectHashMap<BufferPool.Buffer> granted = new Int2ObjectHashMap<>();
-    private int[] queuedIds = new int[8];
-    private int[] queuedLengths = new int[8];
-    private int queuedHead;
-    private int queuedCount;
+    /** RTS waiting for a buffer, in arrival order: id in the high 32 bits, length in the low 32. */
+    private final LongArrayQueue queued = new LongArrayQueue(8, Long.MIN_VALUE);
 
     InboundRendezvous(
         final BufferPool pool, final int maxInboundMessageSize, final ConnectionStats stats, final Answers answers)
@@ -41,16 +40,10 @@ final class InboundRendezvous
     /** An RTS arrived: answer it now if nothing is queued before it and a buffer is free, else queue it. */
     void onRequestToSend(final int id, final int length)
     {
-        if (queuedCount == queuedIds.length)
-        {
-            grow();
-        }
-        final int q = (queuedHead + queuedCount) % queuedIds.length;
-        queuedIds[q] = id;
-        queuedLengths[q] = length;
-        queuedCount++;
+        // A length is never 0 here (RTS announce messages over the eager limit): never the queue's null value.
+        queued.offerLong(((long)id << 32) | (length & 0xFFFF_FFFFL));
         grantQueued();
-        if (queuedCount > 0)
+        if (!queued.isEmpty())
         {
             stats.rendezvousQueued++; // this one waits for a buffer (its own or an earlier one's)
         }
@@ -59,11 +52,11 @@ final class InboundRendezvous
     /** Answers queued RTS in order for as long as buffers are free. */
     void grantQueued()
     {
-        while (queuedCount > 0)
+        while (!queued.isEmpty())
         {
-            final int q = queuedHead;
-            final int id = queuedIds[q];
-            final int length = queuedLengths[q];
+            final long next = queued.peekLong();
+            final int id = (int)(next >>> 32);
+            final int length = (int)next;
             if (length > maxInboundMessageSize)
             {
                 stats.rendezvousRefused++;
@@ -73,8 +66,7 @@ final class InboundRendezvous
             {
                 return;
             }
-            queuedHead = (queuedHead + 1) % queuedIds.length;
-            queuedCount--;
+            queued.pollLong();
         }
     }
 
@@ -107,7 +99,7 @@ final class InboundRendezvous
     /** @return RTS waiting for a buffer. */
     int queued()
     {
-        return queuedCount;
+        return queued.size();
     }
 
     /** @return buffers granted whose data has not arrived. */
@@ -126,20 +118,6 @@ final class InboundRendezvous
     {
         granted.values().forEach(pool::release);
         granted.clear();
-        queuedCount = 0;
-    }
-
-    private void grow()
-    {
-        final int[] ids = new int[queuedIds.length * 2];
-        final int[] lengths = new int[ids.length];
-        for (int i = 0; i < queuedCount; i++)
-        {
-            ids[i] = queuedIds[(queuedHead + i) % queuedIds.length];
-            lengths[i] = queuedLengths[(queuedHead + i) % queuedIds.length];
-        }
-        queuedIds = ids;
-        queuedLengths = lengths;
-        queuedHead = 0;
+        queued.clear();
     }
 }

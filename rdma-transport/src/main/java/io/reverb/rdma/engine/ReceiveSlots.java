@@ -58,19 +58,13 @@ final class ReceiveSlots
     private int parkedEnd;
     private int parkedRendezvousId;
 
-    ReceiveSlots(
-        final EngineConnection connection,
-        final ConnectionStats stats,
-        final ProtectionDomain pd,
-        final CompletionQueue recvCq,
-        final int slots,
-        final int slotLength) throws IOException
+    ReceiveSlots(final EngineConnection connection, final ProtectionDomain pd) throws IOException
     {
         this.connection = connection;
-        this.stats = stats;
-        this.recvCq = recvCq;
-        this.slots = slots;
-        this.slotLength = slotLength;
+        this.stats = connection.statsRef();
+        this.recvCq = connection.recvCq;
+        this.slots = connection.config.receiveSlots();
+        this.slotLength = connection.config.receiveSlotLength();
         this.region = pd.allocate(slots * slotLength, Access.LOCAL_WRITE);
         this.buffer = region.buffer();
     }

@@ -6,13 +6,14 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * What every provider's memory region holds the same way: PD, keys, access, length, the memory view and
- * the registered flag. Address, {@code byteBuffer()} and deregistration stay in the provider.
+ * the registered flag; {@code byteBuffer()} and deregistration stay in the provider.
  *
  * @param <P> the provider's protection domain type
  */
 public abstract class AbstractMemoryRegion<P extends ProtectionDomain> implements MemoryRegion
 {
     protected final P pd;
+    protected final long address;
     protected final int lkey;
     protected final int rkey;
     protected final int access;
@@ -21,9 +22,16 @@ public abstract class AbstractMemoryRegion<P extends ProtectionDomain> implement
     private volatile boolean registered = true;
 
     protected AbstractMemoryRegion(
-        final P pd, final int lkey, final int rkey, final int access, final int length, final UnsafeBuffer buffer)
+        final P pd,
+        final long address,
+        final int lkey,
+        final int rkey,
+        final int access,
+        final int length,
+        final UnsafeBuffer buffer)
     {
         this.pd = pd;
+        this.address = address;
         this.lkey = lkey;
         this.rkey = rkey;
         this.access = access;
@@ -50,6 +58,12 @@ public abstract class AbstractMemoryRegion<P extends ProtectionDomain> implement
     public final ProtectionDomain pd()
     {
         return pd;
+    }
+
+    @Override
+    public final long address()
+    {
+        return address;
     }
 
     @Override

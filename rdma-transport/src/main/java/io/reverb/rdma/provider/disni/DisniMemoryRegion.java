@@ -13,21 +13,13 @@ final class DisniMemoryRegion extends AbstractMemoryRegion<DisniProtectionDomain
 {
     private final IbvMr mr;
     private final ByteBuffer byteBuffer;
-    private final long address;
 
     DisniMemoryRegion(final DisniProtectionDomain pd, final IbvMr mr, final ByteBuffer buffer, final int access)
     {
-        super(pd, mr.getLkey(), mr.getRkey(), access, buffer.capacity(), new UnsafeBuffer(buffer));
+        // ibv_reg_mr registered exactly the buffer, so mr.addr is the buffer's virtual address.
+        super(pd, mr.getAddr(), mr.getLkey(), mr.getRkey(), access, buffer.capacity(), new UnsafeBuffer(buffer));
         this.mr = mr;
         this.byteBuffer = buffer;
-        // ibv_reg_mr registered exactly the buffer, so mr.addr is the buffer's virtual address.
-        this.address = mr.getAddr();
-    }
-
-    @Override
-    public long address()
-    {
-        return address;
     }
 
     @Override

@@ -54,8 +54,8 @@ final class ShmMemoryRegion extends AbstractMemoryRegion<ShmProtectionDomain>
         final Path file,
         final MappedByteBuffer mapping)
     {
-        super(pd, RegionChecks.localKey(index, tag), RegionChecks.remoteKey(index, tag), access, length,
-            new UnsafeBuffer(mapping, DATA_OFFSET, length));
+        super(pd, RegionChecks.baseAddress(index), RegionChecks.localKey(index, tag), RegionChecks.remoteKey(index, tag),
+            access, length, new UnsafeBuffer(mapping, DATA_OFFSET, length));
         this.index = index;
         this.file = file;
         this.mapping = mapping;
@@ -80,18 +80,6 @@ final class ShmMemoryRegion extends AbstractMemoryRegion<ShmProtectionDomain>
     Path file()
     {
         return file;
-    }
-
-    /** @return the data view used by the provider's own copies. */
-    UnsafeBuffer data()
-    {
-        return buffer;
-    }
-
-    @Override
-    public long address()
-    {
-        return RegionChecks.baseAddress(index);
     }
 
     @Override

@@ -497,7 +497,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 return false;
             }
-            buffers[i] = region.data();
+            buffers[i] = region.buffer();
             offsets[i] = (int)offset;
             lengths[i] = length;
         }

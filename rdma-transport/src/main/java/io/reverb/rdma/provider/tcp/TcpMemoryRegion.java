@@ -27,8 +27,8 @@ final class TcpMemoryRegion extends AbstractMemoryRegion<TcpProtectionDomain>
     private TcpMemoryRegion(
         final TcpProtectionDomain pd, final int index, final int tag, final int access, final ByteBuffer byteBuffer)
     {
-        super(pd, RegionChecks.localKey(index, tag), RegionChecks.remoteKey(index, tag), access, byteBuffer.capacity(),
-            new UnsafeBuffer(byteBuffer));
+        super(pd, RegionChecks.baseAddress(index), RegionChecks.localKey(index, tag), RegionChecks.remoteKey(index, tag),
+            access, byteBuffer.capacity(), new UnsafeBuffer(byteBuffer));
         this.index = index;
         this.byteBuffer = byteBuffer;
     }
@@ -36,18 +36,6 @@ final class TcpMemoryRegion extends AbstractMemoryRegion<TcpProtectionDomain>
     int index()
     {
         return index;
-    }
-
-    /** @return the memory, for the NIC thread's copies. */
-    UnsafeBuffer data()
-    {
-        return buffer;
-    }
-
-    @Override
-    public long address()
-    {
-        return RegionChecks.baseAddress(index);
     }
 
     @Override

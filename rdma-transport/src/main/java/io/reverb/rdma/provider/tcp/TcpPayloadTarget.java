@@ -35,7 +35,7 @@ final class TcpPayloadTarget
     /** One span: the region an RDMA WRITE targets. */
     void toRegion(final TcpMemoryRegion region, final int offset, final int length)
     {
-        buffers[0] = region.data();
+        buffers[0] = region.buffer();
         offsets[0] = offset;
         lengths[0] = length;
         count = 1;
@@ -48,7 +48,7 @@ final class TcpPayloadTarget
         count = sq.sgeCount[i];
         for (int k = 0; k < count; k++)
         {
-            buffers[k] = sq.sgeRegion[base + k].data();
+            buffers[k] = sq.sgeRegion[base + k].buffer();
             offsets[k] = sq.sgeOffset[base + k];
             lengths[k] = sq.sgeLength[base + k];
         }
@@ -86,7 +86,7 @@ final class TcpPayloadTarget
                 clear();
                 return false;
             }
-            buffers[k] = region.data();
+            buffers[k] = region.buffer();
             offsets[k] = (int)offset;
             lengths[k] = length;
         }

@@ -143,7 +143,7 @@ final class TcpTransmitter
                 TcpFrame.write(tx, txFill, TcpFrame.READ_RESPONSE, 0, answers.value[j], 0, 0, 0);
                 if (answers.value[j] > 0)
                 {
-                    srcBuffers[0] = answers.region[j].data();
+                    srcBuffers[0] = answers.region[j].buffer();
                     srcOffsets[0] = answers.offset[j];
                     srcLengths[0] = answers.value[j];
                     startOutPayload(1, answers.value[j]);
@@ -187,7 +187,7 @@ final class TcpTransmitter
             final int count = sq.sgeCount[i];
             for (int k = 0; k < count; k++)
             {
-                srcBuffers[k] = sq.sgeRegion[base + k].data();
+                srcBuffers[k] = sq.sgeRegion[base + k].buffer();
                 srcOffsets[k] = sq.sgeOffset[base + k];
                 srcLengths[k] = sq.sgeLength[base + k];
             }
