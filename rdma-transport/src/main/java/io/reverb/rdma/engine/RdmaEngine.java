@@ -401,40 +401,31 @@ public final class RdmaEngine implements AutoCloseable
     /** @return rendezvous pool buffers in use over all open connections. */
     public int poolBuffersInUse()
     {
-        int n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBuffersInUse();
-        }
-        return n;
+        return (int)sum(EngineConnection::poolBuffersInUse);
     }
 
     long poolBytesInUse()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesInUse();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesInUse);
     }
 
     long poolBytesAllocated()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesAllocated();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesAllocated);
     }
 
     long queuedRendezvousRequests()
     {
+        return sum(EngineConnection::queuedRendezvousRequests);
+    }
+
+    /** Metrics, not the data path: sums a gauge over the open connections. */
+    private long sum(final java.util.function.ToLongFunction<EngineConnection> gauge)
+    {
         long n = 0;
         for (final EngineConnection connection : connections)
         {
-            n += connection.queuedRendezvousRequests();
+            n += gauge.applyAsLong(connection);
         }
         return n;
     }

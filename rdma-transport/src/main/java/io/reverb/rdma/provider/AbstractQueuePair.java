@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider;
 
 import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePair;
@@ -57,6 +58,36 @@ public abstract class AbstractQueuePair<P extends ProtectionDomain, C extends Co
     protected final void remotePrivateData(final ByteBuffer data)
     {
         remotePrivateData = data == null ? NO_PRIVATE_DATA : data.asReadOnlyBuffer();
+    }
+
+    /**
+     * The checks every software provider makes first when a send is posted (send lock held).
+     *
+     * @param closed whether the QP is closed
+     * @return {@link PostResult#CLOSED}, {@link PostResult#INVALID} (no opcode, too many SGEs, over 2 GiB in
+     * all) or {@link PostResult#OK} to go on
+     */
+    protected final int checkSend(final SendRequest request, final boolean closed)
+    {
+        if (closed)
+        {
+            return PostResult.CLOSED;
+        }
+        return invalidSend(request) || request.totalLength() > Integer.MAX_VALUE ? PostResult.INVALID : PostResult.OK;
+    }
+
+    /**
+     * The checks every software provider makes first when a receive is posted (receive lock held).
+     *
+     * @return {@link PostResult#CLOSED}, {@link PostResult#INVALID} or {@link PostResult#OK} to go on
+     */
+    protected final int checkRecv(final RecvRequest request, final boolean closed)
+    {
+        if (closed)
+        {
+            return PostResult.CLOSED;
+        }
+        return invalidRecv(request) ? PostResult.INVALID : PostResult.OK;
     }
 
     /** @return true if the send request's shape is invalid: no opcode or more SGEs than this QP accepts. */

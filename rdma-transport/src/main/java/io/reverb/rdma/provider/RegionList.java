@@ -70,20 +70,28 @@ public final class RegionList<R extends MemoryRegion>
     }
 
     /**
-     * Marks the protection domain closed and empties the list.
+     * Marks the protection domain closed and deregisters every region still registered (outside this lock:
+     * a region's close calls {@link #remove} through its PD).
      *
-     * @return the regions still registered, for the caller to close outside this lock, or null if it was
-     * already closed
+     * @return false if it was already closed (nothing done)
      */
-    public synchronized List<R> close()
+    public boolean closeAll()
     {
-        if (closed)
+        final List<R> open;
+        synchronized (this)
         {
-            return null;
+            if (closed)
+            {
+                return false;
+            }
+            closed = true;
+            open = new ArrayList<>(regions);
+            regions.clear();
         }
-        closed = true;
-        final List<R> open = new ArrayList<>(regions);
-        regions.clear();
-        return open;
+        for (final R region : open)
+        {
+            region.close();
+        }
+        return true;
     }
 }

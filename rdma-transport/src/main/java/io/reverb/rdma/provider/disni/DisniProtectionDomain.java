@@ -93,14 +93,9 @@ final class DisniProtectionDomain implements ProtectionDomain
     @Override
     public void close()
     {
-        final List<DisniMemoryRegion> toClose = regions.close();
-        if (toClose == null)
+        if (!regions.closeAll())
         {
             return;
-        }
-        for (final DisniMemoryRegion region : toClose)
-        {
-            region.close();
         }
         DisniVerbsContext.quietly(pd::deallocPd);
         context.untrack(this);

@@ -64,14 +64,9 @@ final class ShmProtectionDomain implements ProtectionDomain
     @Override
     public void close()
     {
-        final List<ShmMemoryRegion> toClose = regions.close();
-        if (toClose == null)
+        if (!regions.closeAll())
         {
             return;
-        }
-        for (final ShmMemoryRegion region : toClose)
-        {
-            region.close();
         }
         context.removed(this);
     }

@@ -204,13 +204,10 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     {
         synchronized (recvLock)
         {
-            if (closed)
+            final int checked = checkRecv(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            if (invalidRecv(request))
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             if (state == QpState.ERROR)
             {
@@ -230,20 +227,13 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     {
         synchronized (sendLock)
         {
-            if (closed)
+            final int checked = checkSend(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            if (invalidSend(request))
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             final WrOpcode opcode = request.opcode();
             final long total = request.totalLength();
-            if (total > Integer.MAX_VALUE)
-            {
-                return PostResult.INVALID;
-            }
             if (state != QpState.RTS || peerRecvRing.state() != RecvRing.STATE_OK)
             {
                 completeSend(request, WcStatus.WR_FLUSH_ERR, 0);

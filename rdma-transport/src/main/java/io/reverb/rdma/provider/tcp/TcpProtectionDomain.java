@@ -65,14 +65,9 @@ final class TcpProtectionDomain implements ProtectionDomain
     @Override
     public void close()
     {
-        final List<TcpMemoryRegion> toClose = regions.close();
-        if (toClose == null)
+        if (!regions.closeAll())
         {
             return;
-        }
-        for (final TcpMemoryRegion region : toClose)
-        {
-            region.close();
         }
         context.removed(this);
     }

@@ -139,20 +139,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         synchronized (sendLock)
         {
-            if (closed)
+            final int checked = checkSend(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            if (invalidSend(request))
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             final WrOpcode opcode = request.opcode();
             final long total = request.totalLength();
-            if (total > Integer.MAX_VALUE)
-            {
-                return PostResult.INVALID;
-            }
             if (sendFlushed)
             {
                 // goDown() flushed the queue under sendLock; what is posted later is flushed here, in order.
@@ -173,13 +166,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         synchronized (recvLock)
         {
-            if (closed)
+            final int checked = checkRecv(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            if (invalidRecv(request))
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             if (recvFlushed)
             {
