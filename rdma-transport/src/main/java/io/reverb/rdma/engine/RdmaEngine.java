@@ -152,24 +152,8 @@ public final class RdmaEngine implements AutoCloseable
     public Connection connect(final String address) throws IOException
     {
         ensureOpen();
-        final Poller poller = leastLoadedPoller();
-        final ProtectionDomain pd = context.allocPd();
-        EngineConnection connection = null;
-        CompletionQueue sendCq = null;
-        CompletionQueue recvCq = null;
-        try
+        final EngineConnection connection = open(false, EngineConfig.MAX_RECEIVE_SLOTS, (c, attributes, ready) ->
         {
-            sendCq = context.createCq(EngineConfig.MAX_RECEIVE_SLOTS + 8, poller.channel());
-            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
-            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
-            connection = new EngineConnection(this, poller, false, pd, sendCq, recvCq, ready);
-            final EngineConnection c = connection;
-            final QueuePairAttributes attributes = new QueuePairAttributes()
-                .pd(pd).sendCq(sendCq).recvCq(recvCq)
-                .maxSendWr(EngineConfig.MAX_RECEIVE_SLOTS + 4)
-                .maxRecvWr(config.receiveSlots())
-                .maxSge(2)
-                .disconnectHandler(c::onProviderDisconnect);
             final QueuePair qp;
             try
             {
@@ -181,31 +165,92 @@ public final class RdmaEngine implements AutoCloseable
                 throw Handshake.fromReject(ex.privateData(), address);
             }
             final Handshake.Hello peer = Handshake.decode(qp.remotePrivateData());
-            if (peer == null || peer.magic != Handshake.MAGIC)
+            final HandshakeException refusal = checkAccept(peer, address);
+            if (refusal != null)
             {
                 qp.close();
-                throw new HandshakeException(HandshakeException.Reason.PROTOCOL,
-                    "connection to " + address + " answered without a Reverb accept: is a Reverb engine listening there?");
+                throw refusal;
             }
-            if (peer.version != Handshake.VERSION)
-            {
-                qp.close();
-                throw new HandshakeException(HandshakeException.Reason.VERSION, "connection to " + address +
-                    ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
-                    "; run the same Reverb version on both sides");
-            }
-            if (peer.receiveSlots < EngineConfig.MIN_RECEIVE_SLOTS || peer.receiveSlots > EngineConfig.MAX_RECEIVE_SLOTS ||
-                peer.eagerLimit < 0 || peer.eagerLimit > EngineConfig.MAX_EAGER_LIMIT)
-            {
-                qp.close();
-                throw new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
-                    ": unacceptable peer geometry (receiveSlots=" + peer.receiveSlots + ", eagerLimit=" + peer.eagerLimit + ")");
-            }
-            connection.attach(qp, peer);
-            connection.awaitReady(config.verbsConfig().connectTimeoutNanos());
+            c.attach(qp, peer);
+            c.awaitReady(config.verbsConfig().connectTimeoutNanos());
+        }, c ->
+        {
+            c.poller.add(c);
+            c.sendInitialCredits();
+        });
+        return connection;
+    }
+
+    /** @return why the acceptor's answer is unacceptable, or null if it is a Reverb accept this side can use. */
+    private static HandshakeException checkAccept(final Handshake.Hello peer, final String address)
+    {
+        if (peer == null || peer.magic != Handshake.MAGIC)
+        {
+            return new HandshakeException(HandshakeException.Reason.PROTOCOL,
+                "connection to " + address + " answered without a Reverb accept: is a Reverb engine listening there?");
+        }
+        if (peer.version != Handshake.VERSION)
+        {
+            return new HandshakeException(HandshakeException.Reason.VERSION, "connection to " + address +
+                ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
+                "; run the same Reverb version on both sides");
+        }
+        if (peer.receiveSlots < EngineConfig.MIN_RECEIVE_SLOTS || peer.receiveSlots > EngineConfig.MAX_RECEIVE_SLOTS ||
+            peer.eagerLimit < 0 || peer.eagerLimit > EngineConfig.MAX_EAGER_LIMIT)
+        {
+            return new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
+                ": unacceptable peer geometry (receiveSlots=" + peer.receiveSlots + ", eagerLimit=" + peer.eagerLimit + ")");
+        }
+        return null;
+    }
+
+    /** Creates the QP of a connection being opened and completes its handshake. */
+    @FunctionalInterface
+    private interface Handshaker
+    {
+        void handshake(EngineConnection connection, QueuePairAttributes attributes, MemoryRegion ready) throws IOException;
+    }
+
+    /** Runs once the connection is registered with the engine. */
+    @FunctionalInterface
+    private interface OnOpened
+    {
+        void opened(EngineConnection connection) throws IOException;
+    }
+
+    /**
+     * Opens one side of a connection: a PD, two CQs on the least loaded poller, the connection and its QP
+     * attributes; on any failure everything allocated is closed again.
+     *
+     * @param acceptor         which side
+     * @param peerReceiveSlots the peer's receive slots, or the most it may have (the connector does not know yet)
+     */
+    private EngineConnection open(
+        final boolean acceptor, final int peerReceiveSlots, final Handshaker handshaker, final OnOpened onOpened)
+        throws IOException
+    {
+        final Poller poller = leastLoadedPoller();
+        final ProtectionDomain pd = context.allocPd();
+        EngineConnection connection = null;
+        CompletionQueue sendCq = null;
+        CompletionQueue recvCq = null;
+        try
+        {
+            sendCq = context.createCq(peerReceiveSlots + 8, poller.channel());
+            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
+            // The connector learns that the acceptor's receives are posted from a one-sided write into this.
+            final MemoryRegion ready = acceptor ? null : pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            connection = new EngineConnection(this, poller, acceptor, pd, sendCq, recvCq, ready);
+            final EngineConnection c = connection;
+            final QueuePairAttributes attributes = new QueuePairAttributes()
+                .pd(pd).sendCq(sendCq).recvCq(recvCq)
+                .maxSendWr(peerReceiveSlots + 4)
+                .maxRecvWr(config.receiveSlots())
+                .maxSge(2)
+                .disconnectHandler(c::onProviderDisconnect);
+            handshaker.handshake(connection, attributes, ready);
             connections.add(connection);
-            poller.add(connection);
-            connection.sendInitialCredits();
+            onOpened.opened(connection);
             return connection;
         }
         catch (final IOException | RuntimeException ex)
@@ -276,49 +321,14 @@ public final class RdmaEngine implements AutoCloseable
             return null;
         }
         final Handshake.Hello peer = Handshake.decode(request.privateData());
-        final Poller poller = leastLoadedPoller();
-        final ProtectionDomain pd = context.allocPd();
-        EngineConnection connection = null;
-        CompletionQueue sendCq = null;
-        CompletionQueue recvCq = null;
-        try
+        return open(true, peer.receiveSlots, (c, attributes, ready) ->
         {
-            sendCq = context.createCq(peer.receiveSlots + 8, poller.channel());
-            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
-            connection = new EngineConnection(this, poller, true, pd, sendCq, recvCq, null);
-            final EngineConnection c = connection;
-            final QueuePairAttributes attributes = new QueuePairAttributes()
-                .pd(pd).sendCq(sendCq).recvCq(recvCq)
-                .maxSendWr(peer.receiveSlots + 4)
-                .maxRecvWr(config.receiveSlots())
-                .maxSge(2)
-                .disconnectHandler(c::onProviderDisconnect);
             final QueuePair qp = request.accept(attributes, Handshake.encodeAccept(config));
-            connection.attach(qp, peer);
-            connection.postReadyWrite(peer.readyAddress, peer.readyRkey);
-            connections.add(connection);
-            return connection;
-        }
-        catch (final IOException | RuntimeException ex)
+            c.attach(qp, peer);
+            c.postReadyWrite(peer.readyAddress, peer.readyRkey);
+        }, c ->
         {
-            if (connection != null)
-            {
-                connection.abandon();
-            }
-            else
-            {
-                if (sendCq != null)
-                {
-                    sendCq.close();
-                }
-                if (recvCq != null)
-                {
-                    recvCq.close();
-                }
-                pd.close();
-            }
-            throw ex;
-        }
+        });
     }
 
     void startPolling(final EngineConnection connection)
@@ -392,40 +402,31 @@ public final class RdmaEngine implements AutoCloseable
     /** @return rendezvous pool buffers in use over all open connections. */
     public int poolBuffersInUse()
     {
-        int n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBuffersInUse();
-        }
-        return n;
+        return (int)sum(EngineConnection::poolBuffersInUse);
     }
 
     long poolBytesInUse()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesInUse();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesInUse);
     }
 
     long poolBytesAllocated()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesAllocated();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesAllocated);
     }
 
     long queuedRendezvousRequests()
     {
+        return sum(EngineConnection::queuedRendezvousRequests);
+    }
+
+    /** Metrics, not the data path: sums a gauge over the open connections. */
+    private long sum(final java.util.function.ToLongFunction<EngineConnection> gauge)
+    {
         long n = 0;
         for (final EngineConnection connection : connections)
         {
-            n += connection.queuedRendezvousRequests();
+            n += gauge.applyAsLong(connection);
         }
         return n;
     }
