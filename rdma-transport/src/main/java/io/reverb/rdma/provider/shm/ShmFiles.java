@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFileAttributes;
@@ -147,20 +148,24 @@ final class ShmFiles
      */
     static FileChannel createLock(final Path file) throws IOException
     {
+        // Created and locked under a name no cleaner judges, then renamed: whoever sees the lock file sees it locked.
+        final Path temporary = file.resolveSibling("." + file.getFileName() + "-new");
         final FileChannel channel = FileChannel.open(
-            file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE), FILE_ATTRIBUTE);
+            temporary, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
+            FILE_ATTRIBUTE);
         try
         {
             if (channel.tryLock() == null)
             {
-                throw new IOException("cannot lock the new shm file " + file);
+                throw new IOException("cannot lock the new shm file " + temporary);
             }
+            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
             return channel;
         }
         catch (final IOException | RuntimeException ex)
         {
             channel.close();
-            deleteQuietly(file);
+            deleteQuietly(temporary);
             throw ex;
         }
     }
@@ -276,9 +281,6 @@ final class ShmFiles
         return name.substring(0, dash);
     }
 
-    /** Age under which a lock file is never judged: its owner may be between creating and locking it. */
-    static final long YOUNG_LOCK_MILLIS = 10_000;
-
     /**
      * Deletes the files of contexts whose lock nobody holds (their process died), files of ours whose
      * lock file is gone (left by a crash between deletions) once a minute old, and listen sockets nobody
@@ -338,10 +340,6 @@ final class ShmFiles
                         deleted++;
                     }
                 }
-                continue;
-            }
-            if (!isOlderThan(lock, YOUNG_LOCK_MILLIS))
-            {
                 continue;
             }
             try (FileChannel channel = FileChannel.open(lock, StandardOpenOption.READ, StandardOpenOption.WRITE);
