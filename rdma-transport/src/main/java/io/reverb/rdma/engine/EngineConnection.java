@@ -168,6 +168,8 @@ final class EngineConnection implements Connection
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
     private boolean closeCallbacksRun;
+    /** Acceptor with a token: holds the connection back until the connector's first batch proves it (AuthGate). */
+    volatile AuthGate authGate;
     private Throwable closeCause;
     private final List<Consumer<Throwable>> closeCallbacks = new ArrayList<>();
     private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
@@ -284,6 +286,15 @@ final class EngineConnection implements Connection
             {
                 Thread.onSpinWait();
             }
+        }
+    }
+
+    /** Connector with a token: its proof opens the first batch (see Handshake). Call before anything is flushed. */
+    void sendAuthProof(final long word0, final long word1)
+    {
+        synchronized (lock)
+        {
+            enqueueControl(Wire.CONTROL_AUTH, 0, word0, word1, 0, 0);
         }
     }
 
@@ -1086,6 +1097,15 @@ final class EngineConnection implements Connection
             protocolError("bad batch header (credits " + returned + ", control " + controlLength + ")");
             return true;
         }
+        final AuthGate gate = authGate;
+        if (gate != null)
+        {
+            if (!gate.admit(this, recvBuffer, base + Wire.BATCH_HEADER_LENGTH, controlLength))
+            {
+                return true; // refused: the gate's outcome aborts the connection
+            }
+            authGate = null;
+        }
         if (returned > 0)
         {
             synchronized (lock)
@@ -1281,6 +1301,8 @@ final class EngineConnection implements Connection
                     }
                 }
                 break;
+            case Wire.CONTROL_AUTH:
+                break; // checked by the AuthGate before this batch was processed
             default:
                 protocolError("unknown control frame " + type);
         }
