@@ -20,8 +20,10 @@ import java.util.concurrent.TimeUnit;
  * no peer (silent, slow, or sending garbage) can hold the listener up for anyone else.
  *
  * <ul>
- *   <li>At most {@code maxPending} handshakes are read at once, and at most as many read ones wait to be
- *       taken by {@link #poll(long)}; a socket beyond that is closed at once.</li>
+ *   <li>At most {@code maxPending} handshakes are read at once: a new socket beyond that evicts the oldest
+ *       pending one (so sockets that say nothing cannot keep a client that speaks at once from getting in;
+ *       an attacker would have to open sockets faster than a client completes its handshake). At most as
+ *       many complete ones wait to be taken by {@link #poll(long)}; beyond that a new socket is closed at once.</li>
  *   <li>A handshake not complete within {@code timeoutNanos} of its accept is dropped.</li>
  *   <li>A handshake is read in two steps, a fixed header and then a body whose length the protocol takes
  *       from the header <em>after</em> checking it against its own limit; nothing is read beyond the body,
@@ -257,12 +259,16 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 return;
             }
             final String peer = peerOf(channel);
-            if (pending + ready.size() >= maxPending)
+            if (ready.size() >= maxPending)
             {
                 closeQuietly(channel);
-                refusals.refused("busy", peer, maxPending + " handshakes are already in progress or waiting (" +
+                refusals.refused("busy", peer, maxPending + " complete handshakes wait for the engine to take them (" +
                     VerbsConfig.MAX_PENDING_HANDSHAKES_PROP + ")");
                 continue;
+            }
+            if (pending >= maxPending)
+            {
+                evictOldest();
             }
             try
             {
@@ -277,6 +283,24 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 closeQuietly(channel);
                 refusals.refused("peer", peer, ex.getMessage());
             }
+        }
+    }
+
+    private void evictOldest()
+    {
+        SelectionKey oldest = null;
+        for (final SelectionKey key : selector.keys())
+        {
+            if (key.isValid() && key.attachment() instanceof Pending &&
+                (oldest == null || ((Pending)key.attachment()).deadline - ((Pending)oldest.attachment()).deadline < 0))
+            {
+                oldest = key;
+            }
+        }
+        if (oldest != null)
+        {
+            drop(oldest, (Pending)oldest.attachment(), "evicted: " + maxPending + " handshakes pending and a new " +
+                "connection came (" + VerbsConfig.MAX_PENDING_HANDSHAKES_PROP + ")");
         }
     }
 
@@ -340,7 +364,8 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         closeQuietly(p.channel);
         if (reason != null)
         {
-            refusals.refused(reason.startsWith("no complete") ? "deadline" : "malformed", p.peer, reason);
+            refusals.refused(reason.startsWith("no complete") ? "deadline" : reason.startsWith("evicted") ? "busy" : "malformed",
+                p.peer, reason);
         }
     }
 

@@ -38,7 +38,7 @@ public final class VerbsConfig
     public static final String HANDSHAKE_TIMEOUT_MS_PROP = "reverb.verbs.handshakeTimeoutMs";
     /** Default for {@link #HANDSHAKE_TIMEOUT_MS_PROP}. */
     public static final long HANDSHAKE_TIMEOUT_MS_DEFAULT = 2_000;
-    /** Handshakes a listener reads at once; connections beyond it are closed at once (and logged, rate-limited). */
+    /** Handshakes a listener reads at once; a new connection beyond it evicts the oldest pending one (logged, rate-limited). */
     public static final String MAX_PENDING_HANDSHAKES_PROP = "reverb.verbs.maxPendingHandshakes";
     /** Default for {@link #MAX_PENDING_HANDSHAKES_PROP}. */
     public static final int MAX_PENDING_HANDSHAKES_DEFAULT = 64;
@@ -136,7 +136,7 @@ public final class VerbsConfig
         return handshakeTimeoutNanos;
     }
 
-    /** @return handshakes a listener reads at once; a connection beyond it is closed at once (and logged). */
+    /** @return handshakes a listener reads at once; a new connection beyond it evicts the oldest pending one (logged). */
     public int maxPendingHandshakes()
     {
         return maxPendingHandshakes;
