@@ -231,6 +231,17 @@ public final class EngineListener implements AutoCloseable
         {
             Thread.currentThread().interrupt();
         }
+        // Nobody checks their deadlines any more: connections still unproven are refused now.
+        for (final EngineConnection connection : authenticating)
+        {
+            final AuthGate gate = connection.authGate;
+            if (gate != null)
+            {
+                gate.refuse(connection, new HandshakeException(HandshakeException.Reason.UNAVAILABLE,
+                    "refused connection from " + connection.remoteAddress() + ": listener " + address() + " closed"));
+            }
+        }
+        authenticating.clear();
         engine.removeListener(this);
     }
 }
