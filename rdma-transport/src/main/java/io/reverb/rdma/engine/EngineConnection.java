@@ -93,6 +93,8 @@ final class EngineConnection implements Connection
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
     private boolean closeCallbacksRun;
+    /** Acceptor with a token: holds the connection back until the connector's first batch proves it (AuthGate). */
+    volatile AuthGate authGate;
     private Throwable closeCause;
     private final List<Consumer<Throwable>> closeCallbacks = new ArrayList<>();
     private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
@@ -167,6 +169,15 @@ final class EngineConnection implements Connection
     void postReadyWrite(final long remoteAddress, final int rkey) throws IOException
     {
         sender.postReadyWrite(remoteAddress, rkey);
+    }
+
+    /** Connector with a token: its proof opens the first batch (see Handshake). Call before anything is flushed. */
+    void sendAuthProof(final long word0, final long word1)
+    {
+        synchronized (lock)
+        {
+            sender.enqueueControl(Wire.CONTROL_AUTH, 0, word0, word1, 0, 0);
+        }
     }
 
     /** Connector: the first batch announces our receives. */
@@ -366,6 +377,8 @@ final class EngineConnection implements Connection
                     }
                 }
                 break;
+            case Wire.CONTROL_AUTH:
+                break; // checked by the AuthGate before this batch was processed
             default:
                 protocolError("unknown control frame " + type);
         }

@@ -12,6 +12,8 @@ import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -40,7 +42,9 @@ public final class RdmaEngine implements AutoCloseable
     private final EngineConfig config;
     private final VerbsContext context;
     private final Poller[] pollers;
-    private final byte[] tokenDigest;
+    /** The shared secret, or null; it never leaves this process (see Handshake). */
+    private final byte[] token;
+    private final SecureRandom random = new SecureRandom();
     private final CopyOnWriteArrayList<EngineConnection> connections = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
     private final ConnectionStats retiredStats = new ConnectionStats();
@@ -52,7 +56,7 @@ public final class RdmaEngine implements AutoCloseable
     {
         this.config = config.conclude();
         this.context = provider.open(config.verbsConfig());
-        this.tokenDigest = Handshake.digest(config.authToken());
+        this.token = config.authToken();
         this.pollers = new Poller[config.pollerCount()];
         try
         {
@@ -155,10 +159,11 @@ public final class RdmaEngine implements AutoCloseable
         final EngineConnection connection = open(false, EngineConfig.MAX_RECEIVE_SLOTS, (c, attributes, ready) ->
         {
             final QueuePair qp;
+            final ByteBuffer request = Handshake.encodeRequest(
+                config, token == null ? null : nonce(), ready.address(), ready.rkey(), Handshake.VERSION);
             try
             {
-                qp = context.connect(address, attributes,
-                    Handshake.encodeRequest(config, tokenDigest, ready.address(), ready.rkey(), Handshake.VERSION));
+                qp = context.connect(address, attributes, request.duplicate());
             }
             catch (final ConnectionRejectedException ex)
             {
@@ -171,7 +176,22 @@ public final class RdmaEngine implements AutoCloseable
                 qp.close();
                 throw refusal;
             }
+            if (token != null)
+            {
+                // Nothing is sent to an acceptor that has not proven it holds the token.
+                final HandshakeException unproven = Handshake.verifyAccept(token, request, qp.remotePrivateData(), address);
+                if (unproven != null)
+                {
+                    qp.close();
+                    throw unproven;
+                }
+            }
             c.attach(qp, peer);
+            if (token != null)
+            {
+                final long[] proof = Handshake.proofWords(Handshake.connectorProof(token, request, qp.remotePrivateData()));
+                c.sendAuthProof(proof[0], proof[1]);
+            }
             c.awaitReady(config.verbsConfig().connectTimeoutNanos());
         }, c ->
         {
@@ -195,11 +215,11 @@ public final class RdmaEngine implements AutoCloseable
                 ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
                 "; run the same Reverb version on both sides");
         }
-        if (peer.receiveSlots < EngineConfig.MIN_RECEIVE_SLOTS || peer.receiveSlots > EngineConfig.MAX_RECEIVE_SLOTS ||
-            peer.eagerLimit < 0 || peer.eagerLimit > EngineConfig.MAX_EAGER_LIMIT)
+        final String geometry = Handshake.checkGeometry(peer);
+        if (geometry != null)
         {
             return new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
-                ": unacceptable peer geometry (receiveSlots=" + peer.receiveSlots + ", eagerLimit=" + peer.eagerLimit + ")");
+                ": the peer announced an " + geometry);
         }
         return null;
     }
@@ -303,12 +323,17 @@ public final class RdmaEngine implements AutoCloseable
     /**
      * Acceptor side of the handshake; called on a listener thread.
      *
+     * @param request  the connection request.
+     * @param outcome  told when an authenticating connection is admitted or refused (then the connection
+     *                 has its {@link EngineConnection#authGate} set and must be polled to be decided).
      * @return the connection (not yet polled), or null if refused.
      */
-    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request) throws IOException
+    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request, final AuthGate.Outcome outcome)
+        throws IOException
     {
         final String remote = request.remoteAddress();
-        final HandshakeException refusal = Handshake.validateRequest(request.privateData(), config, tokenDigest, remote);
+        final ByteBuffer requestData = request.privateData();
+        final HandshakeException refusal = Handshake.validateRequest(requestData, config, token, remote);
         if (refusal != null)
         {
             request.reject(Handshake.encodeReject(refusal.reason(), Handshake.shortText(refusal)));
@@ -320,15 +345,39 @@ public final class RdmaEngine implements AutoCloseable
             request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE, "engine closing"));
             return null;
         }
-        final Handshake.Hello peer = Handshake.decode(request.privateData());
+        if (connections.size() >= config.maxConnections())
+        {
+            final HandshakeException full = new HandshakeException(HandshakeException.Reason.UNAVAILABLE,
+                "refused connection from " + remote + ": this engine has " + config.maxConnections() +
+                " connections open, its maxConnections");
+            request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE,
+                "connection limit reached (" + config.maxConnections() + ")"));
+            onError(full);
+            return null;
+        }
+        final Handshake.Hello peer = Handshake.decode(requestData);
         return open(true, peer.receiveSlots, (c, attributes, ready) ->
         {
-            final QueuePair qp = request.accept(attributes, Handshake.encodeAccept(config));
+            final ByteBuffer acceptData = Handshake.encodeAccept(config, requestData, token, token == null ? null : nonce());
+            if (token != null)
+            {
+                // Set before any receive is posted: the first batch meets the gate.
+                c.authGate = new AuthGate(Handshake.connectorProof(token, requestData, acceptData),
+                    System.nanoTime() + config.verbsConfig().handshakeTimeoutNanos(), remote, outcome);
+            }
+            final QueuePair qp = request.accept(attributes, acceptData);
             c.attach(qp, peer);
             c.postReadyWrite(peer.readyAddress, peer.readyRkey);
         }, c ->
         {
         });
+    }
+
+    private byte[] nonce()
+    {
+        final byte[] nonce = new byte[Handshake.NONCE_LENGTH];
+        random.nextBytes(nonce);
+        return nonce;
     }
 
     void startPolling(final EngineConnection connection)

@@ -197,6 +197,15 @@ final class ReceiveSlots
             connection.protocolError("bad batch header (credits " + returned + ", control " + controlLength + ")");
             return true;
         }
+        final AuthGate gate = connection.authGate;
+        if (gate != null)
+        {
+            if (!gate.admit(connection, buffer, base + Wire.BATCH_HEADER_LENGTH, controlLength))
+            {
+                return true; // refused: the gate's outcome aborts the connection
+            }
+            connection.authGate = null;
+        }
         if (returned > 0)
         {
             connection.onCreditsReturned(returned);

@@ -38,6 +38,11 @@ final class Wire
     static final int CONTROL_REFUSE = 2;
     /** The sender has nothing more to send: graceful close. */
     static final int CONTROL_CLOSE = 3;
+    /**
+     * The connector's proof of its token (see {@code Handshake}): the first control frame of its first batch
+     * when authenticating; the 16 proof bytes fill the id and address fields.
+     */
+    static final int CONTROL_AUTH = 4;
 
     static final int REFUSE_TOO_LARGE = 1;
 

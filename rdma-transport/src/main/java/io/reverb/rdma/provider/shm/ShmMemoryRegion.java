@@ -23,6 +23,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * deregistered before the file is removed, so a peer holding an old mapping fails with
  * REM_ACCESS_ERR. Addresses are {@code index << 32 | offset}, keys {@code index << 8 | tag}, and
  * indexes are never reused within a context, so a stale key cannot reach a newer region.
+ *
+ * <p>{@link #close()} unmaps the owner's mapping at once: like memory after {@code ibv_dereg_mr}, its
+ * buffers must not be used after close.
  */
 final class ShmMemoryRegion extends AbstractMemoryRegion<ShmProtectionDomain>
 {
@@ -101,10 +104,12 @@ final class ShmMemoryRegion extends AbstractMemoryRegion<ShmProtectionDomain>
         pd.removed(this);
         ShmFiles.deleteQuietly(file);
         pd.shmContext().fileRemoved(file);
-        // The owner's mapping is released with the buffer objects (by the GC) rather than unmapped
-        // here: an application thread may still hold buffer()/byteBuffer(), and touching an unmapped
-        // page would crash the JVM instead of raising an error. The file is gone, so tmpfs frees the
-        // pages as soon as the last mapping goes.
+        // Unmapped now, not at some GC: thousands of closed connections must not keep their mappings
+        // (vm.max_map_count) and tmpfs pages. As with ibv_dereg_mr, the memory is gone after close():
+        // the owner must not touch buffer()/byteBuffer() any more (the engine closes a region only once
+        // no claim, retained message or posted request can reach it). Local QPs find regions through the
+        // context's table, from which this one was removed above.
+        ShmFiles.unmap(mapping);
     }
 
     @Override
