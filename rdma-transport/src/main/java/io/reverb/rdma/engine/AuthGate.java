@@ -52,10 +52,10 @@ final class AuthGate
     boolean admit(final EngineConnection connection, final UnsafeBuffer buffer, final int controlOffset, final int controlLength)
     {
         final boolean framed = controlLength >= Wire.CONTROL_FRAME_LENGTH &&
-            buffer.getInt(controlOffset + Wire.CONTROL_TYPE_OFFSET) == Wire.CONTROL_AUTH;
+            buffer.getInt(controlOffset + ControlFrameFlyweight.TYPE_OFFSET) == Wire.CONTROL_AUTH;
         // Constant time: no early exit on the first differing byte.
-        final long difference = (buffer.getLong(controlOffset + Wire.CONTROL_ID_OFFSET) ^ expected0) |
-            (buffer.getLong(controlOffset + Wire.CONTROL_ADDRESS_OFFSET) ^ expected1);
+        final long difference = (buffer.getLong(controlOffset + ControlFrameFlyweight.ID_OFFSET) ^ expected0) |
+            (buffer.getLong(controlOffset + ControlFrameFlyweight.ADDRESS_OFFSET) ^ expected1);
         final boolean valid = framed && difference == 0;
         if (valid)
         {

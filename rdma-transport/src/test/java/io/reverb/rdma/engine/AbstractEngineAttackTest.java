@@ -331,11 +331,11 @@ abstract class AbstractEngineAttackTest
         void sendProof(final long word0, final long word1)
         {
             final org.agrona.concurrent.UnsafeBuffer b = source.buffer();
-            b.putInt(Wire.BATCH_CREDITS_OFFSET, 16);
-            b.putInt(Wire.BATCH_CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
-            b.putInt(Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_TYPE_OFFSET, Wire.CONTROL_AUTH);
-            b.putLong(Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_ID_OFFSET, word0);
-            b.putLong(Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_ADDRESS_OFFSET, word1);
+            b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, 16);
+            b.putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
+            b.putInt(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.TYPE_OFFSET, Wire.CONTROL_AUTH);
+            b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ID_OFFSET, word0);
+            b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ADDRESS_OFFSET, word1);
             final io.reverb.rdma.verbs.SendRequest send = new io.reverb.rdma.verbs.SendRequest()
                 .opcode(io.reverb.rdma.verbs.WrOpcode.SEND).wrId(1);
             send.setSge(source, 0, Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_FRAME_LENGTH);

@@ -126,15 +126,15 @@ class EngineAuthTest
             // The replayed first batch: the captured proof, then a data frame that must never be delivered.
             final MemoryRegion batch = pd.allocate(256, Access.LOCAL_WRITE);
             final UnsafeBuffer b = batch.buffer();
-            b.putInt(Wire.BATCH_CREDITS_OFFSET, 8);
-            b.putInt(Wire.BATCH_CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
+            b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, 8);
+            b.putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
             final int control = Wire.BATCH_HEADER_LENGTH;
-            b.putInt(control + Wire.CONTROL_TYPE_OFFSET, Wire.CONTROL_AUTH);
-            b.putLong(control + Wire.CONTROL_ID_OFFSET, capturedProof[0]);
-            b.putLong(control + Wire.CONTROL_ADDRESS_OFFSET, capturedProof[1]);
+            b.putInt(control + ControlFrameFlyweight.TYPE_OFFSET, Wire.CONTROL_AUTH);
+            b.putLong(control + ControlFrameFlyweight.ID_OFFSET, capturedProof[0]);
+            b.putLong(control + ControlFrameFlyweight.ADDRESS_OFFSET, capturedProof[1]);
             final int frame = control + Wire.CONTROL_FRAME_LENGTH;
-            b.putInt(frame + Wire.FRAME_LENGTH_OFFSET, 8);
-            b.putInt(frame + Wire.FRAME_TYPE_OFFSET, Wire.FRAME_DATA);
+            b.putInt(frame + DataFrameFlyweight.LENGTH_OFFSET, 8);
+            b.putInt(frame + DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA);
             await("ready word written", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
             final SendRequest send = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
             send.setSge(batch, 0, frame + Wire.dataFrameLength(8));

@@ -169,15 +169,15 @@ class EngineWireFuzzTest
         // Batches: credits only; a data frame; an RTS; CTS/REFUSE/CLOSE/AUTH control frames; a bad length.
         Files.write(batches.resolve("credits"), batch(8, new int[0], new byte[0]));
         final ByteBuffer data = ByteBuffer.allocate(Wire.dataFrameLength(5)).order(ByteOrder.nativeOrder());
-        data.putInt(Wire.FRAME_LENGTH_OFFSET, 5).putInt(Wire.FRAME_TYPE_OFFSET, Wire.FRAME_DATA).putLong(Wire.FRAME_ID_OFFSET, 1);
+        data.putInt(DataFrameFlyweight.LENGTH_OFFSET, 5).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA).putLong(DataFrameFlyweight.ID_OFFSET, 1);
         Files.write(batches.resolve("data"), batch(8, new int[0], data.array()));
         final ByteBuffer rts = ByteBuffer.allocate(Wire.FRAME_HEADER_LENGTH).order(ByteOrder.nativeOrder());
-        rts.putInt(Wire.FRAME_LENGTH_OFFSET, 100_000).putInt(Wire.FRAME_TYPE_OFFSET, Wire.FRAME_RTS).putLong(Wire.FRAME_ID_OFFSET, 3);
+        rts.putInt(DataFrameFlyweight.LENGTH_OFFSET, 100_000).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS).putLong(DataFrameFlyweight.ID_OFFSET, 3);
         Files.write(batches.resolve("rts"), batch(8, new int[0], rts.array()));
         Files.write(batches.resolve("control-frames"),
             batch(8, new int[] {Wire.CONTROL_CTS, Wire.CONTROL_REFUSE, Wire.CONTROL_CLOSE, Wire.CONTROL_AUTH}, new byte[0]));
         final ByteBuffer overrun = ByteBuffer.allocate(Wire.FRAME_HEADER_LENGTH).order(ByteOrder.nativeOrder());
-        overrun.putInt(Wire.FRAME_LENGTH_OFFSET, Integer.MAX_VALUE).putInt(Wire.FRAME_TYPE_OFFSET, Wire.FRAME_DATA);
+        overrun.putInt(DataFrameFlyweight.LENGTH_OFFSET, Integer.MAX_VALUE).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA);
         Files.write(batches.resolve("overrun"), batch(-1, new int[0], overrun.array()));
     }
 
@@ -185,12 +185,12 @@ class EngineWireFuzzTest
     {
         final int control = controlTypes.length * Wire.CONTROL_FRAME_LENGTH;
         final ByteBuffer b = ByteBuffer.allocate(Wire.BATCH_HEADER_LENGTH + control + frames.length).order(ByteOrder.nativeOrder());
-        b.putInt(Wire.BATCH_CREDITS_OFFSET, credits).putInt(Wire.BATCH_CONTROL_LENGTH_OFFSET, control).putLong(Wire.BATCH_SEQUENCE_OFFSET, 0);
+        b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, credits).putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, control).putLong(BatchHeaderFlyweight.SEQUENCE_OFFSET, 0);
         for (int i = 0; i < controlTypes.length; i++)
         {
             final int at = Wire.BATCH_HEADER_LENGTH + i * Wire.CONTROL_FRAME_LENGTH;
-            b.putInt(at + Wire.CONTROL_TYPE_OFFSET, controlTypes[i]).putLong(at + Wire.CONTROL_ID_OFFSET, 0)
-                .putInt(at + Wire.CONTROL_LENGTH_OFFSET, 1 << 20);
+            b.putInt(at + ControlFrameFlyweight.TYPE_OFFSET, controlTypes[i]).putLong(at + ControlFrameFlyweight.ID_OFFSET, 0)
+                .putInt(at + ControlFrameFlyweight.LENGTH_OFFSET, 1 << 20);
         }
         b.position(Wire.BATCH_HEADER_LENGTH + control);
         b.put(frames);
