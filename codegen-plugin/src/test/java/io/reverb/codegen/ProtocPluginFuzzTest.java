@@ -70,7 +70,8 @@ class ProtocPluginFuzzTest
             }
             Files.write(dir.resolve("one-" + name.replace('/', '_')), one.build().toByteArray());
         }
-        Files.write(dir.resolve("missing-file"), CodeGeneratorRequest.newBuilder().addFileToGenerate("nope.proto").build().toByteArray());
+        Files.write(dir.resolve("missing-file"),
+            CodeGeneratorRequest.newBuilder().addFileToGenerate("nope.proto").build().toByteArray());
         Files.write(dir.resolve("parameter"), CodeGeneratorRequest.newBuilder().setParameter("x=1").build().toByteArray());
     }
 }
