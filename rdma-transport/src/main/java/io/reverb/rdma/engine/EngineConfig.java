@@ -21,7 +21,8 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
  *   <tr><td>{@link #pollingMode(PollingMode)}</td><td>ADAPTIVE</td><td>see {@link PollingMode}</td></tr>
  *   <tr><td>{@link #pollerCount(int)}</td><td>1</td><td>completion poller threads</td></tr>
- *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must present</td></tr>
+ *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must prove they hold (challenge-response, see the package doc)</td></tr>
+ *   <tr><td>{@link #maxConnections(int)}</td><td>4096</td><td>open connections accepted at most; more are refused with a clear reason</td></tr>
  *   <tr><td>{@link #meterRegistry(Object)}</td><td>none</td><td>a Micrometer {@code MeterRegistry}; Micrometer is optional</td></tr>
  *   <tr><td>{@link #closeTimeoutNanos(long)}</td><td>10 s</td><td>graceful close waits this long for in-flight messages</td></tr>
  * </table>
@@ -47,6 +48,7 @@ public final class EngineConfig
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
     private int pollerCount = 1;
     private byte[] authToken;
+    private int maxConnections = 4096;
     private Object meterRegistry;
     private VerbsConfig verbsConfig;
     private Consumer<Throwable> errorHandler;
@@ -200,11 +202,37 @@ public final class EngineConfig
         return authToken(token == null ? null : token.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** @param token shared secret, or null for none. Only a digest of it travels. @return this. */
+    /**
+     * @param token shared secret, or null for none. It never travels: each side proves it holds it by an
+     *              HMAC over fresh nonces of both sides (see the package doc). Use 128 random bits or more.
+     * @return this.
+     */
     public EngineConfig authToken(final byte[] token)
     {
         checkMutable();
+        if (token != null && token.length == 0)
+        {
+            throw new IllegalArgumentException("authToken must not be empty (use null for none)");
+        }
         authToken = token == null ? null : token.clone();
+        return this;
+    }
+
+    /** @return open connections a listener of this engine accepts at most. */
+    public int maxConnections()
+    {
+        return maxConnections;
+    }
+
+    /**
+     * @param n open connections (accepted or connected) beyond which listeners refuse new ones, each with a
+     *          reject that says so (the connector's error names the limit) and one rate-limited log line.
+     * @return this.
+     */
+    public EngineConfig maxConnections(final int n)
+    {
+        checkMutable();
+        maxConnections = n;
         return this;
     }
 
@@ -389,6 +417,7 @@ public final class EngineConfig
             "rendezvousPoolBytes (" + rendezvousPoolBytes + ") must hold one buffer of the largest size class (" +
             rendezvousMaxClass() + " bytes, from the message size limits)");
         require(pollingMode != null, "pollingMode must not be null");
+        require(maxConnections >= 1, "maxConnections must be >= 1: " + maxConnections);
         require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
         require(pollerStallNanos >= 0, "pollerStallThresholdNanos must be >= 0: " + pollerStallNanos);
         require(closeTimeoutNanos > 0, "closeTimeoutNanos must be > 0");

@@ -5,52 +5,37 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.AgentTerminationException;
 
 /**
- * A completion poller: one thread running an Agrona-{@code Agent}-style duty cycle over the CQs of
- * the connections it owns. {@link #doWork()} returns the work done; what happens when it is zero
- * depends on the {@link PollingMode}:
- * <ul>
- *   <li>BUSY: {@link Thread#onSpinWait()} and poll again.</li>
- *   <li>EVENT: arm every CQ, poll once more (a completion that raced the arming raises no event),
- *       then block on the completion channel.</li>
- *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between completions caught
- *       while spinning (clamped to [min, max]), then yield briefly, then arm and block like EVENT.
- *       Spinning continues only while it catches at least half of the idle periods (judged every
- *       16); otherwise the poller sleeps at once and probes with one full-length spin per window.</li>
- * </ul>
- * Every connection of a poller has its CQs bound to the poller's single completion channel.
+ * A completion poller: an Agrona {@link Agent} whose duty cycle ({@link #doWork()}) polls the CQs of the
+ * connections it owns, run on its own thread by an {@link AgentRunner} with a {@link PollerIdleStrategy}
+ * (BUSY, EVENT or ADAPTIVE, see there) deciding what to do when a cycle found nothing. Every connection of
+ * a poller has its CQs bound to the poller's single completion channel, on which {@link #armAndAwait()}
+ * blocks.
+ *
+ * <p>A duty cycle that throws is reported to the engine's error handler and the poller carries on (the
+ * runner never sees the exception); {@link #stop()} ends the runner with an {@link AgentTerminationException}.
+ * {@link #cycleCount()} is odd while a duty cycle runs, for the {@link PollerWatchdog}.
  */
-final class Poller implements Runnable
+final class Poller implements Agent
 {
     private static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    private static final int GAP_SHIFT = 3; // mean over ~8 gaps
-    private static final int WINDOW = 16;
-    private static final int PHASE_SPIN = 0;
-    private static final int PHASE_YIELD = 1;
-    private static final int PHASE_SLEEP = 2;
 
     private final RdmaEngine engine;
     private final CompletionChannel channel;
     private final PollingMode mode;
+    private final String roleName;
     private final WorkCompletions completions = new WorkCompletions(64);
-    private final Thread thread;
+    private final PollerIdleStrategy idleStrategy;
+    private final AgentRunner runner;
     /** Duty cycles begun and ended (odd: one is running); written by the poller thread only. */
     private final AtomicLong cycle = new AtomicLong();
-    private final long minSpinNanos;
-    private final long maxSpinNanos;
-    private final long yieldNanos;
+    private volatile Thread thread;
     private volatile EngineConnection[] connections = new EngineConnection[0];
     private volatile boolean running = true;
-
-    private long lastWorkNanos;
-    private long meanGapNanos;
-    private int phase = PHASE_SPIN;
-    private boolean spinning = true;
-    private boolean idleStarted;
-    private boolean probing;
-    private int spinHits;
-    private int idlePeriods;
 
     // Counters: written by the poller thread only.
     long polls;
@@ -64,23 +49,26 @@ final class Poller implements Runnable
         this.channel = channel;
         final EngineConfig config = engine.config();
         this.mode = config.pollingMode();
-        this.minSpinNanos = config.adaptiveMinSpinNanos();
-        this.maxSpinNanos = config.adaptiveMaxSpinNanos();
-        this.yieldNanos = config.adaptiveYieldNanos();
-        this.thread = new Thread(this, config.name() + "-poller-" + index);
-        this.thread.setDaemon(true);
+        this.roleName = config.name() + "-poller-" + index;
+        this.idleStrategy = new PollerIdleStrategy(this, config);
+        this.runner = new AgentRunner(idleStrategy, this::onRunnerError, null, this);
     }
 
     void start()
     {
-        thread.start();
+        AgentRunner.startOnThread(runner, task ->
+        {
+            final Thread t = new Thread(task, roleName);
+            t.setDaemon(true);
+            thread = t;
+            return t;
+        });
     }
 
     Thread thread()
     {
         return thread;
     }
-
     CompletionChannel channel()
     {
         return channel;
@@ -140,7 +128,23 @@ final class Poller implements Runnable
 
     void join(final long millis) throws InterruptedException
     {
-        thread.join(millis);
+        final Thread t = thread;
+        if (t != null)
+        {
+            t.join(millis);
+        }
+    }
+
+    @Override
+    public String roleName()
+    {
+        return roleName;
+    }
+
+    @Override
+    public void onStart()
+    {
+        idleStrategy.reset();
     }
 
     /** Odd while a duty cycle runs; read by the {@link PollerWatchdog}. */
@@ -149,8 +153,31 @@ final class Poller implements Runnable
         return cycle.get();
     }
 
-    /** @return completions processed and events handled in one pass over every connection. */
-    int doWork()
+    /**
+     * One duty cycle: a pass over every connection.
+     *
+     * @return completions processed and events handled
+     * @throws AgentTerminationException once {@link #stop()} was called
+     */
+    @Override
+    public int doWork()
+    {
+        if (!running)
+        {
+            throw new AgentTerminationException();
+        }
+        try
+        {
+            return pollOnce();
+        }
+        catch (final Throwable t)
+        {
+            reportError(t);
+            return 1; // poll again at once, as after work
+        }
+    }
+
+    private int pollOnce()
     {
         cycle.lazySet(cycle.get() + 1);
         try
@@ -179,152 +206,61 @@ final class Poller implements Runnable
         return work;
     }
 
-    @Override
-    public void run()
+    private void reportError(final Throwable t)
     {
-        lastWorkNanos = System.nanoTime();
-        while (running)
+        if (running)
         {
-            try
-            {
-                final int work = doWork();
-                switch (mode)
-                {
-                    case BUSY:
-                        if (work == 0)
-                        {
-                            Thread.onSpinWait();
-                        }
-                        break;
-                    case EVENT:
-                        if (work == 0)
-                        {
-                            sleep();
-                        }
-                        break;
-                    default:
-                        adaptiveIdle(work);
-                }
-            }
-            catch (final Throwable t)
-            {
-                if (running)
-                {
-                    engine.onError(new EngineException("poller " + thread.getName() + " caught an error", t));
-                }
-            }
+            engine.onError(new EngineException("poller " + roleName + " caught an error", t));
         }
     }
 
-    private void adaptiveIdle(final int work)
+    /** What escapes a duty cycle or the idle strategy (the runner's error handler). */
+    private void onRunnerError(final Throwable t)
     {
-        final long now = System.nanoTime();
-        final long idle = now - lastWorkNanos;
-        if (work > 0)
+        if (!(t instanceof AgentTerminationException))
         {
-            if (phase == PHASE_SPIN && idleStarted)
-            {
-                // Caught while spinning: the gap tells how long spinning must last.
-                meanGapNanos += (idle - meanGapNanos) >> GAP_SHIFT;
-                spinHits++;
-                idlePeriods++;
-                if (probing)
-                {
-                    spinning = true; // a probe paid off: spin again
-                    probing = false;
-                }
-            }
-            phase = PHASE_SPIN;
-            idleStarted = false;
-            lastWorkNanos = now;
-            judgeWindow();
-            return;
-        }
-        idleStarted = true;
-        final long budget = probing ? maxSpinNanos :
-            spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
-        if (idle < budget)
-        {
-            Thread.onSpinWait();
-        }
-        else if (idle < budget + yieldNanos)
-        {
-            if (phase == PHASE_SPIN)
-            {
-                missed();
-            }
-            phase = PHASE_YIELD;
-            Thread.yield();
-        }
-        else
-        {
-            if (phase == PHASE_SPIN)
-            {
-                missed();
-            }
-            phase = PHASE_SLEEP;
-            sleep();
-        }
-    }
-
-    private void missed()
-    {
-        idlePeriods++;
-        probing = false;
-        judgeWindow();
-    }
-
-    /**
-     * Every {@value #WINDOW} idle periods: keep spinning only if spins caught at least half of them
-     * (on an oversubscribed machine a spinning poller steals the core its peer needs, and spins
-     * miss); when not spinning, probe once per window with a full-length spin to notice that
-     * spinning pays again.
-     */
-    private void judgeWindow()
-    {
-        if (idlePeriods >= WINDOW)
-        {
-            spinning = spinHits * 2 >= idlePeriods;
-            probing = !spinning;
-            spinHits = 0;
-            idlePeriods = 0;
+            reportError(t);
         }
     }
 
     /**
-     * Arm, re-poll, block.
+     * Arm, re-poll, block (at most {@value #MAX_SLEEP_NANOS} ns), then let closing connections check their
+     * deadline. Called by the idle strategy when it decides to sleep.
      *
-     * @return true if work or a completion event ended the sleep (not a time-out).
+     * @return true if the re-poll after arming found work (the poller did not block)
      */
-    private boolean sleep()
+    boolean armAndAwait()
     {
         final EngineConnection[] conns = connections;
         for (final EngineConnection connection : conns)
         {
             connection.arm();
         }
-        if (doWork() > 0)
+        try
         {
-            lastWorkNanos = System.nanoTime();
-            phase = PHASE_SPIN;
-            idleStarted = false;
+            if (pollOnce() > 0)
+            {
+                return true;
+            }
+        }
+        catch (final Throwable t)
+        {
+            reportError(t);
             return true;
         }
         sleeps++;
-        boolean woken = false;
         try
         {
             if (channel.await(MAX_SLEEP_NANOS) > 0)
             {
                 wakeups++;
-                woken = true;
             }
         }
         catch (final IOException ex)
         {
             if (running)
             {
-                engine.onError(new EngineException("completion channel of " + thread.getName() + " failed", ex));
+                engine.onError(new EngineException("completion channel of " + roleName + " failed", ex));
                 running = false;
             }
         }
@@ -332,6 +268,6 @@ final class Poller implements Runnable
         {
             connection.tick();
         }
-        return woken;
+        return false;
     }
 }

@@ -12,6 +12,8 @@ import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -40,7 +42,9 @@ public final class RdmaEngine implements AutoCloseable
     private final EngineConfig config;
     private final VerbsContext context;
     private final Poller[] pollers;
-    private final byte[] tokenDigest;
+    /** The shared secret, or null; it never leaves this process (see Handshake). */
+    private final byte[] token;
+    private final SecureRandom random = new SecureRandom();
     private final CopyOnWriteArrayList<EngineConnection> connections = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
     private final ConnectionStats retiredStats = new ConnectionStats();
@@ -52,7 +56,7 @@ public final class RdmaEngine implements AutoCloseable
     {
         this.config = config.conclude();
         this.context = provider.open(config.verbsConfig());
-        this.tokenDigest = Handshake.digest(config.authToken());
+        this.token = config.authToken();
         this.pollers = new Poller[config.pollerCount()];
         try
         {
@@ -152,6 +156,99 @@ public final class RdmaEngine implements AutoCloseable
     public Connection connect(final String address) throws IOException
     {
         ensureOpen();
+        final EngineConnection connection = open(false, EngineConfig.MAX_RECEIVE_SLOTS, (c, attributes, ready) ->
+        {
+            final QueuePair qp;
+            final ByteBuffer request = Handshake.encodeRequest(
+                config, token == null ? null : nonce(), ready.address(), ready.rkey(), Handshake.VERSION);
+            try
+            {
+                qp = context.connect(address, attributes, request.duplicate());
+            }
+            catch (final ConnectionRejectedException ex)
+            {
+                throw Handshake.fromReject(ex.privateData(), address);
+            }
+            final Handshake.Hello peer = Handshake.decode(qp.remotePrivateData());
+            final HandshakeException refusal = checkAccept(peer, address);
+            if (refusal != null)
+            {
+                qp.close();
+                throw refusal;
+            }
+            if (token != null)
+            {
+                // Nothing is sent to an acceptor that has not proven it holds the token.
+                final HandshakeException unproven = Handshake.verifyAccept(token, request, qp.remotePrivateData(), address);
+                if (unproven != null)
+                {
+                    qp.close();
+                    throw unproven;
+                }
+            }
+            c.attach(qp, peer);
+            if (token != null)
+            {
+                final long[] proof = Handshake.proofWords(Handshake.connectorProof(token, request, qp.remotePrivateData()));
+                c.sendAuthProof(proof[0], proof[1]);
+            }
+            c.awaitReady(config.verbsConfig().connectTimeoutNanos());
+        }, c ->
+        {
+            c.poller.add(c);
+            c.sendInitialCredits();
+        });
+        return connection;
+    }
+
+    /** @return why the acceptor's answer is unacceptable, or null if it is a Reverb accept this side can use. */
+    private static HandshakeException checkAccept(final Handshake.Hello peer, final String address)
+    {
+        if (peer == null || peer.magic != Handshake.MAGIC)
+        {
+            return new HandshakeException(HandshakeException.Reason.PROTOCOL,
+                "connection to " + address + " answered without a Reverb accept: is a Reverb engine listening there?");
+        }
+        if (peer.version != Handshake.VERSION)
+        {
+            return new HandshakeException(HandshakeException.Reason.VERSION, "connection to " + address +
+                ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
+                "; run the same Reverb version on both sides");
+        }
+        final String geometry = Handshake.checkGeometry(peer);
+        if (geometry != null)
+        {
+            return new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
+                ": the peer announced an " + geometry);
+        }
+        return null;
+    }
+
+    /** Creates the QP of a connection being opened and completes its handshake. */
+    @FunctionalInterface
+    private interface Handshaker
+    {
+        void handshake(EngineConnection connection, QueuePairAttributes attributes, MemoryRegion ready) throws IOException;
+    }
+
+    /** Runs once the connection is registered with the engine. */
+    @FunctionalInterface
+    private interface OnOpened
+    {
+        void opened(EngineConnection connection) throws IOException;
+    }
+
+    /**
+     * Opens one side of a connection: a PD, two CQs on the least loaded poller, the connection and its QP
+     * attributes; on any failure everything allocated is closed again.
+     *
+     * @param acceptor         which side
+     * @param peerReceiveSlots the peer's receive slots, or the most it may have (the connector does not know yet)
+     */
+    private EngineConnection open(
+        final boolean acceptor, final int peerReceiveSlots, final Handshaker handshaker, final OnOpened onOpened)
+        throws IOException
+    {
         final Poller poller = leastLoadedPoller();
         final ProtectionDomain pd = context.allocPd();
         EngineConnection connection = null;
@@ -159,53 +256,21 @@ public final class RdmaEngine implements AutoCloseable
         CompletionQueue recvCq = null;
         try
         {
-            sendCq = context.createCq(EngineConfig.MAX_RECEIVE_SLOTS + 8, poller.channel());
+            sendCq = context.createCq(peerReceiveSlots + 8, poller.channel());
             recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
-            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
-            connection = new EngineConnection(this, poller, false, pd, sendCq, recvCq, ready);
+            // The connector learns that the acceptor's receives are posted from a one-sided write into this.
+            final MemoryRegion ready = acceptor ? null : pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            connection = new EngineConnection(this, poller, acceptor, pd, sendCq, recvCq, ready);
             final EngineConnection c = connection;
             final QueuePairAttributes attributes = new QueuePairAttributes()
                 .pd(pd).sendCq(sendCq).recvCq(recvCq)
-                .maxSendWr(EngineConfig.MAX_RECEIVE_SLOTS + 4)
+                .maxSendWr(peerReceiveSlots + 4)
                 .maxRecvWr(config.receiveSlots())
                 .maxSge(2)
                 .disconnectHandler(c::onProviderDisconnect);
-            final QueuePair qp;
-            try
-            {
-                qp = context.connect(address, attributes,
-                    Handshake.encodeRequest(config, tokenDigest, ready.address(), ready.rkey(), Handshake.VERSION));
-            }
-            catch (final ConnectionRejectedException ex)
-            {
-                throw Handshake.fromReject(ex.privateData(), address);
-            }
-            final Handshake.Hello peer = Handshake.decode(qp.remotePrivateData());
-            if (peer == null || peer.magic != Handshake.MAGIC)
-            {
-                qp.close();
-                throw new HandshakeException(HandshakeException.Reason.PROTOCOL,
-                    "connection to " + address + " answered without a Reverb accept: is a Reverb engine listening there?");
-            }
-            if (peer.version != Handshake.VERSION)
-            {
-                qp.close();
-                throw new HandshakeException(HandshakeException.Reason.VERSION, "connection to " + address +
-                    ": the peer speaks engine protocol v" + peer.version + ", this side v" + Handshake.VERSION +
-                    "; run the same Reverb version on both sides");
-            }
-            if (peer.receiveSlots < EngineConfig.MIN_RECEIVE_SLOTS || peer.receiveSlots > EngineConfig.MAX_RECEIVE_SLOTS ||
-                peer.eagerLimit < 0 || peer.eagerLimit > EngineConfig.MAX_EAGER_LIMIT)
-            {
-                qp.close();
-                throw new HandshakeException(HandshakeException.Reason.GEOMETRY, "connection to " + address +
-                    ": unacceptable peer geometry (receiveSlots=" + peer.receiveSlots + ", eagerLimit=" + peer.eagerLimit + ")");
-            }
-            connection.attach(qp, peer);
-            connection.awaitReady(config.verbsConfig().connectTimeoutNanos());
+            handshaker.handshake(connection, attributes, ready);
             connections.add(connection);
-            poller.add(connection);
-            connection.sendInitialCredits();
+            onOpened.opened(connection);
             return connection;
         }
         catch (final IOException | RuntimeException ex)
@@ -258,12 +323,17 @@ public final class RdmaEngine implements AutoCloseable
     /**
      * Acceptor side of the handshake; called on a listener thread.
      *
+     * @param request  the connection request.
+     * @param outcome  told when an authenticating connection is admitted or refused (then the connection
+     *                 has its {@link EngineConnection#authGate} set and must be polled to be decided).
      * @return the connection (not yet polled), or null if refused.
      */
-    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request) throws IOException
+    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request, final AuthGate.Outcome outcome)
+        throws IOException
     {
         final String remote = request.remoteAddress();
-        final HandshakeException refusal = Handshake.validateRequest(request.privateData(), config, tokenDigest, remote);
+        final ByteBuffer requestData = request.privateData();
+        final HandshakeException refusal = Handshake.validateRequest(requestData, config, token, remote);
         if (refusal != null)
         {
             request.reject(Handshake.encodeReject(refusal.reason(), Handshake.shortText(refusal)));
@@ -275,50 +345,39 @@ public final class RdmaEngine implements AutoCloseable
             request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE, "engine closing"));
             return null;
         }
-        final Handshake.Hello peer = Handshake.decode(request.privateData());
-        final Poller poller = leastLoadedPoller();
-        final ProtectionDomain pd = context.allocPd();
-        EngineConnection connection = null;
-        CompletionQueue sendCq = null;
-        CompletionQueue recvCq = null;
-        try
+        if (connections.size() >= config.maxConnections())
         {
-            sendCq = context.createCq(peer.receiveSlots + 8, poller.channel());
-            recvCq = context.createCq(config.receiveSlots() + 8, poller.channel());
-            connection = new EngineConnection(this, poller, true, pd, sendCq, recvCq, null);
-            final EngineConnection c = connection;
-            final QueuePairAttributes attributes = new QueuePairAttributes()
-                .pd(pd).sendCq(sendCq).recvCq(recvCq)
-                .maxSendWr(peer.receiveSlots + 4)
-                .maxRecvWr(config.receiveSlots())
-                .maxSge(2)
-                .disconnectHandler(c::onProviderDisconnect);
-            final QueuePair qp = request.accept(attributes, Handshake.encodeAccept(config));
-            connection.attach(qp, peer);
-            connection.postReadyWrite(peer.readyAddress, peer.readyRkey);
-            connections.add(connection);
-            return connection;
+            final HandshakeException full = new HandshakeException(HandshakeException.Reason.UNAVAILABLE,
+                "refused connection from " + remote + ": this engine has " + config.maxConnections() +
+                " connections open, its maxConnections");
+            request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE,
+                "connection limit reached (" + config.maxConnections() + ")"));
+            onError(full);
+            return null;
         }
-        catch (final IOException | RuntimeException ex)
+        final Handshake.Hello peer = Handshake.decode(requestData);
+        return open(true, peer.receiveSlots, (c, attributes, ready) ->
         {
-            if (connection != null)
+            final ByteBuffer acceptData = Handshake.encodeAccept(config, requestData, token, token == null ? null : nonce());
+            if (token != null)
             {
-                connection.abandon();
+                // Set before any receive is posted: the first batch meets the gate.
+                c.authGate = new AuthGate(Handshake.connectorProof(token, requestData, acceptData),
+                    System.nanoTime() + config.verbsConfig().handshakeTimeoutNanos(), remote, outcome);
             }
-            else
-            {
-                if (sendCq != null)
-                {
-                    sendCq.close();
-                }
-                if (recvCq != null)
-                {
-                    recvCq.close();
-                }
-                pd.close();
-            }
-            throw ex;
-        }
+            final QueuePair qp = request.accept(attributes, acceptData);
+            c.attach(qp, peer);
+            c.postReadyWrite(peer.readyAddress, peer.readyRkey);
+        }, c ->
+        {
+        });
+    }
+
+    private byte[] nonce()
+    {
+        final byte[] nonce = new byte[Handshake.NONCE_LENGTH];
+        random.nextBytes(nonce);
+        return nonce;
     }
 
     void startPolling(final EngineConnection connection)
@@ -392,40 +451,31 @@ public final class RdmaEngine implements AutoCloseable
     /** @return rendezvous pool buffers in use over all open connections. */
     public int poolBuffersInUse()
     {
-        int n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBuffersInUse();
-        }
-        return n;
+        return (int)sum(EngineConnection::poolBuffersInUse);
     }
 
     long poolBytesInUse()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesInUse();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesInUse);
     }
 
     long poolBytesAllocated()
     {
-        long n = 0;
-        for (final EngineConnection connection : connections)
-        {
-            n += connection.poolBytesAllocated();
-        }
-        return n;
+        return sum(EngineConnection::poolBytesAllocated);
     }
 
     long queuedRendezvousRequests()
     {
+        return sum(EngineConnection::queuedRendezvousRequests);
+    }
+
+    /** Metrics, not the data path: sums a gauge over the open connections. */
+    private long sum(final java.util.function.ToLongFunction<EngineConnection> gauge)
+    {
         long n = 0;
         for (final EngineConnection connection : connections)
         {
-            n += connection.queuedRendezvousRequests();
+            n += gauge.applyAsLong(connection);
         }
         return n;
     }

@@ -1,32 +1,21 @@
 package io.reverb.rdma.engine;
 
 /**
- * Layout of what the engine puts on the wire. Everything is little-endian and 8-byte aligned.
+ * Sizes, types and layout rules of what the engine puts on the wire. Everything is little-endian and
+ * 8-byte aligned; the fields are read and written through {@link BatchHeaderFlyweight},
+ * {@link ControlFrameFlyweight} and {@link DataFrameFlyweight}, whose javadoc draws each layout.
  *
  * <p>Every SEND carries one <em>batch</em>: a batch header, zero or more fixed-size control frames,
  * then zero or more data frames taken as one contiguous range of the send ring (coalescing).
  * <pre>
- *   0                   1                   2                   3
- *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
- *  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
- *  |              credits returned (receives re-posted)            |  batch header
- *  |                 control section length in bytes               |
- *  |                    batch sequence number (64 bits)            |
- *  |                                                               |
  *  +---------------------------------------------------------------+
- *  |  control frames: CONTROL_FRAME_LENGTH bytes each (see below)  |
+ *  |  batch header (16 bytes)                                      |
+ *  +---------------------------------------------------------------+
+ *  |  control frames: CONTROL_FRAME_LENGTH bytes each              |
  *  +---------------------------------------------------------------+
  *  |  data frames, each: length | type | message id (64) | payload |
  *  |  (every data frame starts and ends on a 16-byte boundary)     |
  *  +---------------------------------------------------------------+
- *
- *  control frame (32 bytes):                data frame header (16 bytes):
- *  +-------------------+-------------+     +-------------------+-------------+
- *  | type (int)        | code (int)  |     | length (int)      | type (int)  |
- *  | rendezvous id (long)            |     | message id (long)               |
- *  | remote address (long)           |     +---------------------------------+
- *  | rkey (int)        | length(int) |     | payload, padded to 8 bytes ...  |
- *  +-------------------+-------------+
  * </pre>
  * A data frame of type {@link #FRAME_RTS} has no payload: its length field is the length of the
  * rendezvous message it announces and its message id is the rendezvous id (the immediate of the
@@ -34,18 +23,9 @@ package io.reverb.rdma.engine;
  */
 final class Wire
 {
-    static final int BATCH_CREDITS_OFFSET = 0;
-    static final int BATCH_CONTROL_LENGTH_OFFSET = 4;
-    static final int BATCH_SEQUENCE_OFFSET = 8;
-    static final int BATCH_HEADER_LENGTH = 16;
+    static final int BATCH_HEADER_LENGTH = BatchHeaderFlyweight.LENGTH;
 
-    static final int CONTROL_TYPE_OFFSET = 0;
-    static final int CONTROL_CODE_OFFSET = 4;
-    static final int CONTROL_ID_OFFSET = 8;
-    static final int CONTROL_ADDRESS_OFFSET = 16;
-    static final int CONTROL_RKEY_OFFSET = 24;
-    static final int CONTROL_LENGTH_OFFSET = 28;
-    static final int CONTROL_FRAME_LENGTH = 32;
+    static final int CONTROL_FRAME_LENGTH = ControlFrameFlyweight.LENGTH;
     /** Control frames carried by one batch at most; the rest wait for the next SEND. */
     static final int MAX_CONTROL_FRAMES_PER_BATCH = 4;
     static final int MAX_CONTROL_SECTION = MAX_CONTROL_FRAMES_PER_BATCH * CONTROL_FRAME_LENGTH;
@@ -58,13 +38,15 @@ final class Wire
     static final int CONTROL_REFUSE = 2;
     /** The sender has nothing more to send: graceful close. */
     static final int CONTROL_CLOSE = 3;
+    /**
+     * The connector's proof of its token (see {@code Handshake}): the first control frame of its first batch
+     * when authenticating; the 16 proof bytes fill the id and address fields.
+     */
+    static final int CONTROL_AUTH = 4;
 
     static final int REFUSE_TOO_LARGE = 1;
 
-    static final int FRAME_LENGTH_OFFSET = 0;
-    static final int FRAME_TYPE_OFFSET = 4;
-    static final int FRAME_ID_OFFSET = 8;
-    static final int FRAME_HEADER_LENGTH = 16;
+    static final int FRAME_HEADER_LENGTH = DataFrameFlyweight.HEADER_LENGTH;
 
     /* A claimed frame not yet committed carries the negated type: the flusher stops there. */
     static final int FRAME_DATA = 1;
@@ -91,6 +73,22 @@ final class Wire
     static int dataFrameLength(final int payloadLength)
     {
         return align16(FRAME_HEADER_LENGTH + payloadLength);
+    }
+
+    /** @return bytes a ring frame of this type (committed or claimed) and length field occupies. */
+    static int frameSize(final int type, final int length)
+    {
+        switch (type)
+        {
+            case FRAME_DATA:
+            case -FRAME_DATA:
+                return dataFrameLength(length);
+            case FRAME_RTS:
+            case -FRAME_RTS:
+                return FRAME_HEADER_LENGTH;
+            default:
+                return length; // PAD: its whole size
+        }
     }
 
     /**

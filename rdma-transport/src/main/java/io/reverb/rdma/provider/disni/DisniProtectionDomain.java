@@ -3,16 +3,13 @@ package io.reverb.rdma.provider.disni;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
 import com.ibm.disni.verbs.SVCRegMr;
-import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.provider.RegionList;
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * ibv_pd through DiSNi. Registered memory is a fresh direct buffer (zero-filled by the JVM) registered
@@ -22,8 +19,7 @@ final class DisniProtectionDomain implements ProtectionDomain
 {
     private final DisniVerbsContext context;
     private final IbvPd pd;
-    private final Set<DisniMemoryRegion> regions = new LinkedHashSet<>();
-    private boolean closed;
+    private final RegionList<DisniMemoryRegion> regions = new RegionList<>();
 
     DisniProtectionDomain(final DisniVerbsContext context, final IbvPd pd) throws IOException
     {
@@ -49,21 +45,8 @@ final class DisniProtectionDomain implements ProtectionDomain
     @Override
     public MemoryRegion allocate(final int length, final int access) throws IOException
     {
-        if (length <= 0)
-        {
-            throw new IllegalArgumentException("length must be > 0: " + length);
-        }
-        if ((access & ~Access.ALL) != 0)
-        {
-            throw new IllegalArgumentException("unknown access bits: " + access);
-        }
-        synchronized (regions)
-        {
-            if (closed)
-            {
-                throw new IOException("protection domain is closed");
-            }
-        }
+        RegionList.checkAllocation(length, access);
+        regions.ensureOpen();
         final ByteBuffer buffer;
         try
         {
@@ -94,43 +77,25 @@ final class DisniProtectionDomain implements ProtectionDomain
             throw new IOException("ibv_reg_mr of " + length + " bytes returned no region");
         }
         final DisniMemoryRegion region = new DisniMemoryRegion(this, mr, buffer, access);
-        synchronized (regions)
+        if (!regions.tryAdd(region))
         {
-            if (closed)
-            {
-                region.close();
-                throw new IOException("protection domain is closed");
-            }
-            regions.add(region);
+            region.close();
+            throw new IOException("protection domain is closed");
         }
         return region;
     }
 
     void released(final DisniMemoryRegion region)
     {
-        synchronized (regions)
-        {
-            regions.remove(region);
-        }
+        regions.remove(region);
     }
 
     @Override
     public void close()
     {
-        final List<DisniMemoryRegion> toClose;
-        synchronized (regions)
+        if (!regions.closeAll())
         {
-            if (closed)
-            {
-                return;
-            }
-            closed = true;
-            toClose = new ArrayList<>(regions);
-            regions.clear();
-        }
-        for (final DisniMemoryRegion region : toClose)
-        {
-            region.close();
+            return;
         }
         DisniVerbsContext.quietly(pd::deallocPd);
         context.untrack(this);

@@ -2,15 +2,12 @@ package io.reverb.rdma.provider.disni;
 
 import com.ibm.disni.verbs.IbvQP;
 import com.ibm.disni.verbs.RdmaCmId;
-import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.provider.AbstractQueuePair;
 import io.reverb.rdma.verbs.PostResult;
-import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QpState;
-import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
-import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Collections;
@@ -33,7 +30,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * are serialised on one lock, and the id is destroyed only after both, so no native call races another on
  * the same id.
  */
-final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
+final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, DisniCompletionQueue>
+    implements CmEventDispatcher.Handler
 {
     /** Calls kept per immediate, only if DiSNi's call cannot be patched (not DiSNi 2.1): see {@link PostSendCache}. */
     static final int IMM_CACHE_LIMIT = 1024;
@@ -43,14 +41,6 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     private final DisniVerbsContext context;
     private final RdmaCmId cmId;
     private final IbvQP qp;
-    private final int qpNum;
-    private final DisniProtectionDomain pd;
-    private final DisniCompletionQueue sendCq;
-    private final DisniCompletionQueue recvCq;
-    private final int maxSge;
-    private final Runnable disconnectHandler;
-    private final ByteBuffer remotePrivateData;
-    private final String remoteAddress;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
@@ -64,7 +54,6 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     private volatile boolean closeScheduled;
     private volatile long closeDeadlineNanos;
     private volatile boolean wasEstablished;
-    private volatile QpState state = QpState.INIT;
     private volatile boolean open = true;
 
     DisniQueuePair(
@@ -75,18 +64,11 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
         final ByteBuffer remotePrivateData,
         final String remoteAddress) throws IOException
     {
+        super(qp.getQp_num(), attributes, remoteAddress, QpState.INIT);
         this.context = context;
         this.cmId = cmId;
         this.qp = qp;
-        this.qpNum = qp.getQp_num();
-        this.pd = (DisniProtectionDomain)attributes.pd();
-        this.sendCq = (DisniCompletionQueue)attributes.sendCq();
-        this.recvCq = (DisniCompletionQueue)attributes.recvCq();
-        this.maxSge = attributes.maxSge();
-        this.disconnectHandler = attributes.disconnectHandler();
-        this.remotePrivateData = remotePrivateData == null ?
-            ByteBuffer.allocate(0).asReadOnlyBuffer() : remotePrivateData.asReadOnlyBuffer();
-        this.remoteAddress = remoteAddress;
+        remotePrivateData(remotePrivateData);
         this.sends = new PostSendCache(template -> qp.postSend(Collections.singletonList(template), null), IMM_CACHE_LIMIT);
         this.recvs = new PostRecvCache(
             template -> qp.postRecv(Collections.singletonList(template), null),
@@ -141,53 +123,9 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     }
 
     @Override
-    public int qpNum()
-    {
-        return qpNum;
-    }
-
-    @Override
-    public QpState state()
-    {
-        return state;
-    }
-
-    @Override
-    public ProtectionDomain pd()
-    {
-        return pd;
-    }
-
-    @Override
-    public CompletionQueue sendCq()
-    {
-        return sendCq;
-    }
-
-    @Override
-    public CompletionQueue recvCq()
-    {
-        return recvCq;
-    }
-
-    @Override
-    public ByteBuffer remotePrivateData()
-    {
-        return remotePrivateData.duplicate();
-    }
-
-    @Override
-    public String remoteAddress()
-    {
-        return remoteAddress;
-    }
-
-    @Override
     public int postSend(final SendRequest request)
     {
-        final WrOpcode opcode = request.opcode();
-        final int sges = request.sgeCount();
-        if (opcode == null || sges > maxSge)
+        if (invalidSend(request))
         {
             return PostResult.INVALID;
         }
@@ -212,7 +150,7 @@ final class DisniQueuePair implements QueuePair, CmEventDispatcher.Handler
     @Override
     public int postRecv(final RecvRequest request)
     {
-        if (request.sgeCount() > maxSge)
+        if (invalidRecv(request))
         {
             return PostResult.INVALID;
         }

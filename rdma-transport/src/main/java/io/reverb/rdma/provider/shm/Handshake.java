@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.VerbsContext;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.SocketTimeoutException;
+import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -33,7 +34,9 @@ final class Handshake
     static final int FRAME_DOORBELL = 1;
     static final int FRAME_LENGTH = 8;
 
-    private static final int MAX_FRAME = 4096;
+    static final int MAX_FRAME = 4096;
+    /** Longest file name or prefix a peer may send. */
+    static final int MAX_NAME = 200;
 
     int type;
     long pid;
@@ -85,14 +88,38 @@ final class Handshake
     {
         final ByteBuffer lengthBuffer = ByteBuffer.allocate(4);
         readFully(channel, lengthBuffer, deadlineNanos);
-        final int length = lengthBuffer.getInt(0);
-        if (length <= 0 || length > MAX_FRAME)
-        {
-            throw new IOException("malformed shm handshake (length " + length + ")");
-        }
-        final ByteBuffer buffer = ByteBuffer.allocate(length);
+        lengthBuffer.flip();
+        final ByteBuffer buffer = ByteBuffer.allocate(bodyLength(lengthBuffer));
         readFully(channel, buffer, deadlineNanos);
         buffer.flip();
+        return decode(buffer);
+    }
+
+    /**
+     * @param header the 4-byte length prefix.
+     * @return the length of the message that follows, checked against {@link #MAX_FRAME}.
+     * @throws IOException if out of bounds.
+     */
+    static int bodyLength(final ByteBuffer header) throws IOException
+    {
+        final int length = header.getInt(header.position());
+        if (length <= 0 || length > MAX_FRAME)
+        {
+            throw new IOException("malformed shm handshake (length " + length + ", at most " + MAX_FRAME + ")");
+        }
+        return length;
+    }
+
+    /**
+     * Decodes a message (after its length prefix). Every length is checked against what remains and
+     * against its own limit before anything is allocated from it; file names cannot leave the directory.
+     *
+     * @param buffer the message.
+     * @return the decoded message.
+     * @throws IOException if malformed.
+     */
+    static Handshake decode(final ByteBuffer buffer) throws IOException
+    {
         try
         {
             if (buffer.getInt() != MAGIC)
@@ -101,6 +128,10 @@ final class Handshake
             }
             final Handshake message = new Handshake();
             message.type = buffer.getInt();
+            if (message.type < REQUEST || message.type > REJECT)
+            {
+                throw new IOException("malformed shm handshake (type " + message.type + ")");
+            }
             message.pid = buffer.getLong();
             message.prefix = getName(buffer);
             message.qpNum = buffer.getInt();
@@ -109,7 +140,7 @@ final class Handshake
             message.recvQueueFile = getName(buffer);
             message.recvCqFile = getName(buffer);
             final int privateLength = buffer.getInt();
-            if (privateLength < 0 || privateLength > VerbsContext.MAX_PRIVATE_DATA)
+            if (privateLength < 0 || privateLength > VerbsContext.MAX_PRIVATE_DATA || privateLength > buffer.remaining())
             {
                 throw new IOException("malformed shm handshake (private data " + privateLength + ")");
             }
@@ -117,9 +148,9 @@ final class Handshake
             buffer.get(message.privateData);
             return message;
         }
-        catch (final RuntimeException ex)
+        catch (final BufferUnderflowException ex)
         {
-            throw new IOException("malformed shm handshake", ex);
+            throw new IOException("malformed shm handshake (truncated)", ex);
         }
     }
 
@@ -132,7 +163,11 @@ final class Handshake
     /** Reads a file name, refusing anything that could leave the shm directory. */
     private static String getName(final ByteBuffer buffer) throws IOException
     {
-        final int length = buffer.getShort();
+        final int length = buffer.getShort() & 0xFFFF;
+        if (length > MAX_NAME || length > buffer.remaining())
+        {
+            throw new IOException("malformed shm handshake (file name of " + length + " bytes)");
+        }
         final byte[] bytes = new byte[length];
         buffer.get(bytes);
         final String name = new String(bytes, StandardCharsets.UTF_8);

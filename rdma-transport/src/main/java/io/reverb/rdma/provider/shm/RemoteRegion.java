@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.rdma.provider.RegionChecks;
 import java.nio.MappedByteBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -30,7 +31,7 @@ final class RemoteRegion
         this.access = header.getInt(ShmMemoryRegion.ACCESS_OFFSET);
         this.length = header.getInt(ShmMemoryRegion.LENGTH_OFFSET);
         this.data = new UnsafeBuffer(mapping, ShmMemoryRegion.DATA_OFFSET, length);
-        this.baseAddress = ShmMemoryRegion.baseAddress(index);
+        this.baseAddress = RegionChecks.baseAddress(index);
     }
 
     /**

@@ -7,11 +7,18 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * A completion queue in a mapped file ({@link CqRing}); peers map the same file to deliver receive
  * completions. Completions of local QPs are written through this object.
+ *
+ * <p>Closing unmaps the file at once (a closed connection must not hold mappings and tmpfs pages until a
+ * GC: {@code vm.max_map_count} would cap the connections of a server). No thread can touch the mapping
+ * afterwards: every access ({@link #offer}, {@link #poll}, {@link #requestNotify}) enters a guard that
+ * {@link #close()} waits to drain after marking the CQ closed, and an access that enters after that
+ * sees it closed and does nothing.
  */
 final class ShmCompletionQueue implements CompletionQueue
 {
@@ -22,6 +29,8 @@ final class ShmCompletionQueue implements CompletionQueue
     private final CqRing ring;
     private final ShmCompletionChannel channel;
     private volatile boolean closed;
+    /** Accesses in progress; see the class comment. */
+    private final AtomicInteger users = new AtomicInteger();
 
     ShmCompletionQueue(
         final ShmVerbsContext context,
@@ -70,11 +79,19 @@ final class ShmCompletionQueue implements CompletionQueue
         final int flags,
         final int qpNum)
     {
-        if (closed)
+        if (!enter())
         {
             return false;
         }
-        final int result = ring.offer(wrId, status, opcode, byteLen, imm, flags, qpNum, false, 0);
+        final int result;
+        try
+        {
+            result = ring.offer(wrId, status, opcode, byteLen, imm, flags, qpNum, false, 0);
+        }
+        finally
+        {
+            users.decrementAndGet();
+        }
         if (result == CqRing.OFFERED_RING)
         {
             signal();
@@ -89,6 +106,18 @@ final class ShmCompletionQueue implements CompletionQueue
         {
             channel.signal();
         }
+    }
+
+    /** @return true if the mapping may be touched until {@code users.decrementAndGet()}. */
+    private boolean enter()
+    {
+        users.incrementAndGet();
+        if (closed)
+        {
+            users.decrementAndGet();
+            return false;
+        }
+        return true;
     }
 
     @Override
@@ -106,20 +135,34 @@ final class ShmCompletionQueue implements CompletionQueue
     @Override
     public int poll(final WorkCompletions completions)
     {
-        if (closed)
+        if (!enter())
         {
             completions.count(0);
             return 0;
         }
-        return ring.poll(completions);
+        try
+        {
+            return ring.poll(completions);
+        }
+        finally
+        {
+            users.decrementAndGet();
+        }
     }
 
     @Override
     public void requestNotify(final boolean solicitedOnly)
     {
-        if (!closed)
+        if (enter())
         {
-            ring.arm(solicitedOnly);
+            try
+            {
+                ring.arm(solicitedOnly);
+            }
+            finally
+            {
+                users.decrementAndGet();
+            }
         }
     }
 
@@ -137,8 +180,12 @@ final class ShmCompletionQueue implements CompletionQueue
         context.removed(this);
         ShmFiles.deleteQuietly(file);
         context.fileRemoved(file);
-        // Not unmapped: a local QP or the event thread may be completing into it right now; the
-        // mapping goes with the object. Close QPs before their CQs, as ibverbs requires.
+        // Accesses that entered before `closed` was set finish first (they are short: no waiting inside).
+        while (users.get() != 0)
+        {
+            Thread.onSpinWait();
+        }
+        ShmFiles.unmap(mapping);
     }
 
     @Override

@@ -2,27 +2,32 @@ package io.reverb.rdma.provider.shm;
 
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.ListenerHandshakes;
+import io.reverb.rdma.verbs.RefusalLog;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
+import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 
 /**
  * A listening Unix domain socket, {@code <shm dir>/<name>.sock}. A socket file nobody answers on
  * (left by a crashed process) is replaced; one that answers means the name is taken.
+ *
+ * <p>Handshakes are read concurrently by a {@link ListenerHandshakes} thread, each against the
+ * {@linkplain io.reverb.rdma.verbs.VerbsConfig#handshakeTimeoutNanos() handshake deadline}; a peer
+ * whose credentials ({@code SO_PEERCRED}) name another user is refused before a byte is read.
  */
 final class ShmConnectionListener implements ConnectionListener
 {
     private final ShmVerbsContext context;
     private final String name;
     private final Path socketPath;
-    private final ServerSocketChannel server;
-    private final Selector selector;
+    private final ListenerHandshakes<ShmConnectionRequest> handshakes;
     private volatile boolean closed;
 
     ShmConnectionListener(final ShmVerbsContext context, final String name, final Path socketPath, final int backlog)
@@ -31,7 +36,7 @@ final class ShmConnectionListener implements ConnectionListener
         this.context = context;
         this.name = name;
         this.socketPath = socketPath;
-        if (Files.exists(socketPath))
+        if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS))
         {
             if (ShmFiles.isAnswering(socketPath))
             {
@@ -43,21 +48,66 @@ final class ShmConnectionListener implements ConnectionListener
         try
         {
             channel.bind(UnixDomainSocketAddress.of(socketPath), Math.max(1, backlog));
-            channel.configureBlocking(false);
-            this.selector = Selector.open();
-            channel.register(selector, SelectionKey.OP_ACCEPT);
+            handshakes = new ListenerHandshakes<>("shm://" + name, channel, new Protocol(),
+                context.config().handshakeTimeoutNanos(), context.config().maxPendingHandshakes(),
+                new RefusalLog("shm://" + name));
         }
         catch (final IOException ex)
         {
             channel.close();
             throw new IOException("cannot listen on shm://" + name + " (" + socketPath + "): " + ex.getMessage(), ex);
         }
-        this.server = channel;
+    }
+
+    /** The shm handshake framing: a 4-byte length, then the message. */
+    private final class Protocol implements ListenerHandshakes.Protocol<ShmConnectionRequest>
+    {
+        @Override
+        public int headerLength()
+        {
+            return 4;
+        }
+
+        @Override
+        public int bodyLength(final ByteBuffer header) throws IOException
+        {
+            return Handshake.bodyLength(header);
+        }
+
+        @Override
+        public void checkPeer(final SocketChannel channel) throws IOException
+        {
+            ShmPeers.checkSameUser(channel, context.directoryOwner());
+        }
+
+        @Override
+        public ShmConnectionRequest complete(final SocketChannel channel, final ByteBuffer header, final ByteBuffer body)
+            throws IOException
+        {
+            final Handshake request = Handshake.decode(body);
+            if (request.type != Handshake.REQUEST)
+            {
+                throw new IOException("expected a connection request, got type " + request.type);
+            }
+            return new ShmConnectionRequest(context, channel, request);
+        }
+
+        @Override
+        public void discard(final ShmConnectionRequest request)
+        {
+            request.discard();
+        }
     }
 
     Path socketPath()
     {
         return socketPath;
+    }
+
+    /** @return sockets dropped before the engine saw them (malformed, silent, another user, over the cap). */
+    long refusedCount()
+    {
+        return handshakes.refusals().refused();
     }
 
     @Override
@@ -69,62 +119,11 @@ final class ShmConnectionListener implements ConnectionListener
     @Override
     public ConnectionRequest accept(final long timeoutNanos) throws IOException
     {
-        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
-        synchronized (this)
+        if (closed)
         {
-            while (true)
-            {
-                if (closed)
-                {
-                    throw new IOException("shm listener " + name + " is closed");
-                }
-                final SocketChannel socket = server.accept();
-                if (socket != null)
-                {
-                    final ShmConnectionRequest request = readRequest(socket);
-                    if (request != null)
-                    {
-                        return request;
-                    }
-                    continue;
-                }
-                final long remaining = deadline - System.nanoTime();
-                if (remaining <= 0)
-                {
-                    return null;
-                }
-                selector.select(Math.max(1, remaining / 1_000_000));
-                selector.selectedKeys().clear();
-            }
+            throw new IOException("shm listener " + name + " is closed");
         }
-    }
-
-    private ShmConnectionRequest readRequest(final SocketChannel socket)
-    {
-        try
-        {
-            socket.configureBlocking(true);
-            final Handshake request = Handshake.read(
-                socket, System.nanoTime() + context.config().connectTimeoutNanos());
-            if (request.type != Handshake.REQUEST)
-            {
-                throw new IOException("expected a connection request, got type " + request.type);
-            }
-            return new ShmConnectionRequest(context, socket, request);
-        }
-        catch (final IOException ex)
-        {
-            // A probe (see ShmFiles.isAnswering), a connector that died, or garbage: drop it and keep listening.
-            try
-            {
-                socket.close();
-            }
-            catch (final IOException ignore)
-            {
-                // Dropping anyway.
-            }
-            return null;
-        }
+        return handshakes.poll(timeoutNanos);
     }
 
     @Override
@@ -135,26 +134,7 @@ final class ShmConnectionListener implements ConnectionListener
             return;
         }
         closed = true;
-        selector.wakeup();
-        try
-        {
-            server.close();
-        }
-        catch (final IOException ignore)
-        {
-            // Closing anyway.
-        }
-        synchronized (this)
-        {
-            try
-            {
-                selector.close();
-            }
-            catch (final IOException ignore)
-            {
-                // Closing anyway.
-            }
-        }
+        handshakes.close();
         ShmFiles.deleteQuietly(socketPath);
         context.removed(this);
     }

@@ -91,6 +91,13 @@ final class ShmConnectionRequest implements ConnectionRequest
         }
     }
 
+    /** The listener closed before anyone took this request. */
+    synchronized void discard()
+    {
+        answered = true;
+        closeSocket();
+    }
+
     private synchronized void markAnswered()
     {
         if (answered)

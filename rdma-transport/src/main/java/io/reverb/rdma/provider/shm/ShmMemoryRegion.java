@@ -1,8 +1,8 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.rdma.provider.AbstractMemoryRegion;
+import io.reverb.rdma.provider.RegionChecks;
 import io.reverb.rdma.verbs.Access;
-import io.reverb.rdma.verbs.MemoryRegion;
-import io.reverb.rdma.verbs.ProtectionDomain;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
@@ -23,8 +23,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * deregistered before the file is removed, so a peer holding an old mapping fails with
  * REM_ACCESS_ERR. Addresses are {@code index << 32 | offset}, keys {@code index << 8 | tag}, and
  * indexes are never reused within a context, so a stale key cannot reach a newer region.
+ *
+ * <p>{@link #close()} unmaps the owner's mapping at once: like memory after {@code ibv_dereg_mr}, its
+ * buffers must not be used after close.
  */
-final class ShmMemoryRegion implements MemoryRegion
+final class ShmMemoryRegion extends AbstractMemoryRegion<ShmProtectionDomain>
 {
     static final int MAGIC = 0x5256_4D52; // "RVMR"
     static final int MAGIC_OFFSET = 0;
@@ -39,18 +42,11 @@ final class ShmMemoryRegion implements MemoryRegion
     static final int STATE_REGISTERED = 1;
     static final int STATE_DEREGISTERED = 2;
 
-    private final ShmProtectionDomain pd;
     private final int index;
-    private final int lkey;
-    private final int rkey;
-    private final int access;
-    private final int length;
     private final Path file;
     private final MappedByteBuffer mapping;
     private final UnsafeBuffer header;
-    private final UnsafeBuffer data;
     private final ByteBuffer byteBuffer;
-    private volatile boolean registered = true;
 
     ShmMemoryRegion(
         final ShmProtectionDomain pd,
@@ -61,16 +57,12 @@ final class ShmMemoryRegion implements MemoryRegion
         final Path file,
         final MappedByteBuffer mapping)
     {
-        this.pd = pd;
+        super(pd, RegionChecks.baseAddress(index), RegionChecks.localKey(index, tag), RegionChecks.remoteKey(index, tag),
+            access, length, new UnsafeBuffer(mapping, DATA_OFFSET, length));
         this.index = index;
-        this.lkey = (index << 8) | (tag & 0x7F);
-        this.rkey = (index << 8) | 0x80 | (tag & 0x7F);
-        this.access = access;
-        this.length = length;
         this.file = file;
         this.mapping = mapping;
         this.header = new UnsafeBuffer(mapping, 0, DATA_OFFSET);
-        this.data = new UnsafeBuffer(mapping, DATA_OFFSET, length);
         this.byteBuffer = mapping.slice(DATA_OFFSET, length);
 
         header.putInt(LKEY_OFFSET, lkey);
@@ -83,23 +75,6 @@ final class ShmMemoryRegion implements MemoryRegion
         header.putIntVolatile(STATE_OFFSET, STATE_REGISTERED);
     }
 
-    /** @return the region index encoded in an address. */
-    static int indexOfAddress(final long address)
-    {
-        return (int)(address >>> 32);
-    }
-
-    /** @return the region index encoded in a key. */
-    static int indexOfKey(final int key)
-    {
-        return key >>> 8;
-    }
-
-    static long baseAddress(final int index)
-    {
-        return ((long)index) << 32;
-    }
-
     int index()
     {
         return index;
@@ -110,53 +85,6 @@ final class ShmMemoryRegion implements MemoryRegion
         return file;
     }
 
-    ShmProtectionDomain shmPd()
-    {
-        return pd;
-    }
-
-    /** @return the data view used by the provider's own copies. */
-    UnsafeBuffer data()
-    {
-        return data;
-    }
-
-    @Override
-    public ProtectionDomain pd()
-    {
-        return pd;
-    }
-
-    @Override
-    public long address()
-    {
-        return baseAddress(index);
-    }
-
-    @Override
-    public int length()
-    {
-        return length;
-    }
-
-    @Override
-    public int lkey()
-    {
-        return lkey;
-    }
-
-    @Override
-    public int rkey()
-    {
-        return rkey;
-    }
-
-    @Override
-    public int access()
-    {
-        return access;
-    }
-
     @Override
     public ByteBuffer byteBuffer()
     {
@@ -164,27 +92,11 @@ final class ShmMemoryRegion implements MemoryRegion
     }
 
     @Override
-    public UnsafeBuffer buffer()
-    {
-        return data;
-    }
-
-    @Override
-    public boolean isRegistered()
-    {
-        return registered;
-    }
-
-    @Override
     public void close()
     {
-        synchronized (this)
+        if (!markDeregistered())
         {
-            if (!registered)
-            {
-                return;
-            }
-            registered = false;
+            return;
         }
         // Peers check this word before every access through their own mappings.
         header.putIntVolatile(STATE_OFFSET, STATE_DEREGISTERED);
@@ -192,10 +104,12 @@ final class ShmMemoryRegion implements MemoryRegion
         pd.removed(this);
         ShmFiles.deleteQuietly(file);
         pd.shmContext().fileRemoved(file);
-        // The owner's mapping is released with the buffer objects (by the GC) rather than unmapped
-        // here: an application thread may still hold buffer()/byteBuffer(), and touching an unmapped
-        // page would crash the JVM instead of raising an error. The file is gone, so tmpfs frees the
-        // pages as soon as the last mapping goes.
+        // Unmapped now, not at some GC: thousands of closed connections must not keep their mappings
+        // (vm.max_map_count) and tmpfs pages. As with ibv_dereg_mr, the memory is gone after close():
+        // the owner must not touch buffer()/byteBuffer() any more (the engine closes a region only once
+        // no claim, retained message or posted request can reach it). Local QPs find regions through the
+        // context's table, from which this one was removed above.
+        ShmFiles.unmap(mapping);
     }
 
     @Override

@@ -1,11 +1,10 @@
 package io.reverb.rdma.provider.shm;
 
-import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.provider.RegionList;
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -16,8 +15,7 @@ final class ShmProtectionDomain implements ProtectionDomain
 {
     private final ShmVerbsContext context;
     private final int id;
-    private final List<ShmMemoryRegion> regions = new ArrayList<>();
-    private boolean closed;
+    private final RegionList<ShmMemoryRegion> regions = new RegionList<>();
 
     ShmProtectionDomain(final ShmVerbsContext context, final int id)
     {
@@ -44,31 +42,21 @@ final class ShmProtectionDomain implements ProtectionDomain
     @Override
     public MemoryRegion allocate(final int length, final int access) throws IOException
     {
-        if (length <= 0)
-        {
-            throw new IllegalArgumentException("length must be > 0: " + length);
-        }
-        if ((access & ~Access.ALL) != 0)
-        {
-            throw new IllegalArgumentException("unknown access flags: " + access);
-        }
+        RegionList.checkAllocation(length, access);
         if (length > Integer.MAX_VALUE - ShmMemoryRegion.DATA_OFFSET)
         {
             throw new IllegalArgumentException("length too large for one mapping: " + length);
         }
-        synchronized (this)
+        synchronized (regions)
         {
-            if (closed)
-            {
-                throw new IOException("protection domain is closed");
-            }
+            regions.ensureOpen();
             final ShmMemoryRegion region = context.createRegion(this, length, access);
-            regions.add(region);
+            regions.tryAdd(region);
             return region;
         }
     }
 
-    synchronized void removed(final ShmMemoryRegion region)
+    void removed(final ShmMemoryRegion region)
     {
         regions.remove(region);
     }
@@ -76,19 +64,9 @@ final class ShmProtectionDomain implements ProtectionDomain
     @Override
     public void close()
     {
-        final List<ShmMemoryRegion> toClose;
-        synchronized (this)
+        if (!regions.closeAll())
         {
-            if (closed)
-            {
-                return;
-            }
-            closed = true;
-            toClose = new ArrayList<>(regions);
-        }
-        for (final ShmMemoryRegion region : toClose)
-        {
-            region.close();
+            return;
         }
         context.removed(this);
     }

@@ -1,11 +1,10 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.rdma.provider.AbstractQueuePair;
+import io.reverb.rdma.provider.RegionChecks;
 import io.reverb.rdma.verbs.Access;
-import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.PostResult;
-import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QpState;
-import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.ScatterGatherList;
@@ -56,18 +55,11 @@ import org.slf4j.LoggerFactory;
  *       nor flushed.</li>
  * </ul>
  */
-final class ShmQueuePair implements QueuePair
+final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompletionQueue>
 {
     private static final Logger LOG = LoggerFactory.getLogger(ShmQueuePair.class);
 
     private final ShmVerbsContext context;
-    private final int qpNum;
-    private final ShmProtectionDomain pd;
-    private final ShmCompletionQueue sendCq;
-    private final ShmCompletionQueue recvCq;
-    private final int maxSge;
-    private final Runnable disconnectHandler;
-    private final String remoteAddress;
     private final long rnrRetryNanos;
 
     private final Path recvQueueFile;
@@ -78,7 +70,6 @@ final class ShmQueuePair implements QueuePair
     private final Object recvLock = new Object();
     private final Object writeLock = new Object();
     private final AtomicBoolean down = new AtomicBoolean();
-    private volatile QpState state = QpState.INIT;
     private volatile boolean closed;
     private boolean established;
 
@@ -91,7 +82,6 @@ final class ShmQueuePair implements QueuePair
     private MappedByteBuffer peerRecvCqMapping;
     private RecvRing peerRecvRing;
     private CqRing peerRecvCq;
-    private ByteBuffer peerPrivateData = ByteBuffer.allocate(0).asReadOnlyBuffer();
     private volatile SocketChannel socket;
 
     // Scratch state of the send path, reused under sendLock so posting allocates nothing.
@@ -125,14 +115,8 @@ final class ShmQueuePair implements QueuePair
         final int recvQueueEntries,
         final String remoteAddress)
     {
+        super(qpNum, attributes, remoteAddress, QpState.INIT);
         this.context = context;
-        this.qpNum = qpNum;
-        this.pd = (ShmProtectionDomain)attributes.pd();
-        this.sendCq = (ShmCompletionQueue)attributes.sendCq();
-        this.recvCq = (ShmCompletionQueue)attributes.recvCq();
-        this.maxSge = attributes.maxSge();
-        this.disconnectHandler = attributes.disconnectHandler();
-        this.remoteAddress = remoteAddress;
         this.rnrRetryNanos = context.config().rnrRetryNanos();
         this.recvQueueFile = recvQueueFile;
         this.recvQueueMapping = recvQueueMapping;
@@ -168,7 +152,7 @@ final class ShmQueuePair implements QueuePair
         peerPdId = peer.pdId;
         peerQpNum = peer.qpNum;
         peerRecvCqId = peer.recvCqId;
-        peerPrivateData = ByteBuffer.wrap(peer.privateData).asReadOnlyBuffer();
+        remotePrivateData(ByteBuffer.wrap(peer.privateData));
 
         peerRecvQueueMapping = ShmFiles.mapExisting(context.peerFile(peer.recvQueueFile));
         peerRecvCqMapping = ShmFiles.mapExisting(context.peerFile(peer.recvCqFile));
@@ -217,59 +201,14 @@ final class ShmQueuePair implements QueuePair
     }
 
     @Override
-    public int qpNum()
-    {
-        return qpNum;
-    }
-
-    @Override
-    public QpState state()
-    {
-        return state;
-    }
-
-    @Override
-    public ProtectionDomain pd()
-    {
-        return pd;
-    }
-
-    @Override
-    public CompletionQueue sendCq()
-    {
-        return sendCq;
-    }
-
-    @Override
-    public CompletionQueue recvCq()
-    {
-        return recvCq;
-    }
-
-    @Override
-    public ByteBuffer remotePrivateData()
-    {
-        return peerPrivateData.duplicate();
-    }
-
-    @Override
-    public String remoteAddress()
-    {
-        return remoteAddress;
-    }
-
-    @Override
     public int postRecv(final RecvRequest request)
     {
         synchronized (recvLock)
         {
-            if (closed)
+            final int checked = checkRecv(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            if (request.sgeCount() > maxSge)
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             if (state == QpState.ERROR)
             {
@@ -289,20 +228,13 @@ final class ShmQueuePair implements QueuePair
     {
         synchronized (sendLock)
         {
-            if (closed)
+            final int checked = checkSend(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
+                return checked;
             }
             final WrOpcode opcode = request.opcode();
-            if (opcode == null || request.sgeCount() > maxSge)
-            {
-                return PostResult.INVALID;
-            }
             final long total = request.totalLength();
-            if (total > Integer.MAX_VALUE)
-            {
-                return PostResult.INVALID;
-            }
             if (state != QpState.RTS || peerRecvRing.state() != RecvRing.STATE_OK)
             {
                 completeSend(request, WcStatus.WR_FLUSH_ERR, 0);
@@ -558,18 +490,13 @@ final class ShmQueuePair implements QueuePair
         {
             final long address = sges.sgeAddress(i);
             final int length = sges.sgeLength(i);
-            final ShmMemoryRegion region = context.region(ShmMemoryRegion.indexOfAddress(address));
-            if (region == null || region.lkey() != sges.sgeLkey(i) || !region.isRegistered() ||
-                region.shmPd() != pd || (needLocalWrite && (region.access() & Access.LOCAL_WRITE) == 0))
+            final ShmMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
+            final long offset = RegionChecks.localOffset(region, pd, sges.sgeLkey(i), address, length, needLocalWrite);
+            if (offset == RegionChecks.DENIED)
             {
                 return false;
             }
-            final long offset = address - region.address();
-            if (offset < 0 || offset + length > region.length())
-            {
-                return false;
-            }
-            buffers[i] = region.data();
+            buffers[i] = region.buffer();
             offsets[i] = (int)offset;
             lengths[i] = length;
         }
@@ -593,14 +520,14 @@ final class ShmQueuePair implements QueuePair
         {
             final long address = sges.sgeAddress(i);
             final int length = sges.sgeLength(i);
-            final RemoteRegion region = remoteRegion(ShmMemoryRegion.indexOfAddress(address));
+            final RemoteRegion region = remoteRegion(RegionChecks.indexOfAddress(address));
             if (region == null || region.lkey != sges.sgeLkey(i) || region.pdId != peerPdId ||
                 (region.access & Access.LOCAL_WRITE) == 0)
             {
                 return false;
             }
-            final long offset = address - region.baseAddress;
-            if (offset < 0 || offset + length > region.length)
+            final long offset = RegionChecks.offsetIn(region.baseAddress, region.length, address, length);
+            if (offset == RegionChecks.DENIED)
             {
                 return false;
             }
@@ -616,8 +543,8 @@ final class ShmQueuePair implements QueuePair
     private boolean resolveRemote(
         final int rkey, final long address, final int length, final int access, final boolean asSource)
     {
-        final int index = ShmMemoryRegion.indexOfKey(rkey);
-        if (index != ShmMemoryRegion.indexOfAddress(address))
+        final int index = RegionChecks.indexOfKey(rkey);
+        if (index != RegionChecks.indexOfAddress(address))
         {
             return false;
         }
@@ -626,8 +553,8 @@ final class ShmQueuePair implements QueuePair
         {
             return false;
         }
-        final long offset = address - region.baseAddress;
-        if (offset < 0 || offset + length > region.length)
+        final long offset = RegionChecks.offsetIn(region.baseAddress, region.length, address, length);
+        if (offset == RegionChecks.DENIED)
         {
             return false;
         }

@@ -15,10 +15,14 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
+import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,9 +38,10 @@ import org.slf4j.LoggerFactory;
  * <h2>How the fabric works</h2>
  * <ul>
  *   <li>Every region, CQ and receive queue is a file in {@link VerbsConfig#shmDirectory()} named
- *       {@code r<pid>-<n>-mr<index>}, {@code -cq<id>}, {@code -rq<qpNum>} (mode 0600, directory 0700).
- *       Files of dead pids are deleted when a context opens or closes; a JVM shutdown hook removes the
- *       files of contexts still open at a clean exit.</li>
+ *       {@code r<random hex>-mr<index>}, {@code -cq<id>}, {@code -rq<qpNum>} (mode 0600, directory 0700,
+ *       owned by this user: checked). The context holds an advisory lock on {@code r<random hex>-lock}
+ *       while open; files whose lock nobody holds are deleted when a context opens or closes (see
+ *       {@link ShmFiles}); a JVM shutdown hook removes the files of contexts still open at a clean exit.</li>
  *   <li>A QP executes its work requests synchronously inside {@code postSend}, on the caller's thread:
  *       it maps the peer's files and copies straight into (or out of) the peer's memory, after checking
  *       the peer region's header (key, bounds, access, PD) — the peer's CPU does nothing.</li>
@@ -51,6 +56,7 @@ final class ShmVerbsContext implements VerbsContext
     private static final AtomicInteger CONTEXT_IDS = new AtomicInteger();
     private static final AtomicInteger QP_NUMS = new AtomicInteger(0x100);
     private static final Set<ShmVerbsContext> OPEN_CONTEXTS = ConcurrentHashMap.newKeySet();
+    private static final SecureRandom RANDOM = new SecureRandom();
 
     static
     {
@@ -68,6 +74,8 @@ final class ShmVerbsContext implements VerbsContext
     private final VerbsConfig config;
     private final Path directory;
     private final String prefix;
+    private final UserPrincipal user;
+    private final FileChannel lock;
     private final ShmEventLoop eventLoop;
     private final AtomicInteger nextRegionIndex = new AtomicInteger(1);
     private final AtomicInteger nextPdId = new AtomicInteger(1);
@@ -87,12 +95,25 @@ final class ShmVerbsContext implements VerbsContext
         this.provider = provider;
         this.config = config;
         this.directory = config.shmDirectory().toAbsolutePath();
-        ShmFiles.ensureDirectory(directory);
-        ShmFiles.deleteStaleFiles(directory);
+        this.user = ShmFiles.ensureDirectory(directory);
         final int id = CONTEXT_IDS.incrementAndGet();
-        this.prefix = ShmFiles.FILE_PREFIX + ProcessHandle.current().pid() + "-" + id;
-        this.eventLoop = new ShmEventLoop(this, "reverb-shm-cm-" + id);
+        // 64 random bits: unique across processes, PID namespaces and restarts, without asking anyone.
+        this.prefix = ShmFiles.FILE_PREFIX + String.format("%016x", RANDOM.nextLong());
+        final Path lockFile = directory.resolve(prefix + ShmFiles.LOCK_SUFFIX);
+        this.lock = ShmFiles.createLock(lockFile);
+        files.add(lockFile);
         OPEN_CONTEXTS.add(this);
+        ShmFiles.deleteStaleFiles(directory, ownPrefixes());
+        try
+        {
+            this.eventLoop = new ShmEventLoop(this, "reverb-shm-cm-" + id);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            OPEN_CONTEXTS.remove(this);
+            closeLock();
+            throw ex;
+        }
     }
 
     VerbsConfig config()
@@ -108,6 +129,35 @@ final class ShmVerbsContext implements VerbsContext
     String prefix()
     {
         return prefix;
+    }
+
+    /** @return this process's user, owner of the shm directory: the only peer shm:// accepts. */
+    UserPrincipal directoryOwner()
+    {
+        return user;
+    }
+
+    private static Set<String> ownPrefixes()
+    {
+        final Set<String> prefixes = new HashSet<>();
+        for (final ShmVerbsContext context : OPEN_CONTEXTS)
+        {
+            prefixes.add(context.prefix);
+        }
+        return prefixes;
+    }
+
+    private void closeLock()
+    {
+        try
+        {
+            lock.close();
+        }
+        catch (final IOException ignore)
+        {
+            // The lock goes with the channel in any case.
+        }
+        ShmFiles.deleteQuietly(directory.resolve(prefix + ShmFiles.LOCK_SUFFIX));
     }
 
     ShmEventLoop eventLoop()
@@ -216,6 +266,8 @@ final class ShmVerbsContext implements VerbsContext
             {
                 throw new IOException("cannot connect to shm://" + name + " (" + socketPath + "): " + ex.getMessage(), ex);
             }
+            // Not a byte to a listener of another user (one that took over a socket name would see our files).
+            ShmPeers.checkSameUser(socket, user);
             final Handshake request = qp.describe(Handshake.REQUEST, ourPrivateData);
             request.write(socket);
             final Handshake reply = Handshake.read(socket, deadline);
@@ -434,10 +486,13 @@ final class ShmVerbsContext implements VerbsContext
         channelsToClose.forEach(ShmCompletionChannel::close);
         pdsToClose.forEach(ShmProtectionDomain::close);
         eventLoop.close();
+        OPEN_CONTEXTS.remove(this);
+        // Data files first; the lock file last, so that no one judges our files stale before they are gone.
+        files.remove(directory.resolve(prefix + ShmFiles.LOCK_SUFFIX));
         deleteFiles();
         files.clear();
-        OPEN_CONTEXTS.remove(this);
-        ShmFiles.deleteStaleFiles(directory);
+        closeLock();
+        ShmFiles.deleteStaleFiles(directory, ownPrefixes());
     }
 
     @Override

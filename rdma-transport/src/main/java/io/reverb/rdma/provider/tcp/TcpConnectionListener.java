@@ -2,22 +2,26 @@ package io.reverb.rdma.provider.tcp;
 
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.ListenerHandshakes;
+import io.reverb.rdma.verbs.RefusalLog;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.concurrent.TimeUnit;
 
 /**
- * A listening socket. {@link #accept(long)} waits for a TCP connection and reads its CONNECT
- * message; a connection that does not speak the handshake is dropped and the wait goes on.
+ * A listening socket. Handshakes of accepted sockets are read concurrently, each against the
+ * {@linkplain io.reverb.rdma.verbs.VerbsConfig#handshakeTimeoutNanos() handshake deadline}, by a
+ * {@link ListenerHandshakes} thread; {@link #accept(long)} takes the next complete CONNECT. A socket that
+ * does not speak the handshake, is silent, or comes when too many handshakes are pending is dropped and
+ * reported (one line, rate-limited) and the listener goes on.
  */
 final class TcpConnectionListener implements ConnectionListener
 {
     private final TcpVerbsContext context;
-    private final ServerSocketChannel server;
+    private final ListenerHandshakes<TcpConnectionRequest> handshakes;
     private final String localAddress;
     private volatile boolean closed;
 
@@ -29,18 +33,60 @@ final class TcpConnectionListener implements ConnectionListener
         {
             throw new IOException("cannot resolve host of tcp address " + address);
         }
-        server = ServerSocketChannel.open();
+        final ServerSocketChannel server = ServerSocketChannel.open();
         try
         {
             server.bind(requested, Math.max(1, backlog));
+            final InetSocketAddress bound = (InetSocketAddress)server.getLocalAddress();
+            localAddress = TcpAddress.format(requested.getHostString(), bound.getPort());
+            handshakes = new ListenerHandshakes<>("tcp://" + localAddress, server, new Protocol(),
+                context.config().handshakeTimeoutNanos(), context.config().maxPendingHandshakes(),
+                new RefusalLog("tcp://" + localAddress));
         }
         catch (final IOException ex)
         {
             TcpVerbsContext.closeQuietly(server);
             throw new IOException("cannot listen on tcp://" + address + ": " + ex.getMessage(), ex);
         }
-        final InetSocketAddress bound = (InetSocketAddress)server.getLocalAddress();
-        localAddress = TcpAddress.format(requested.getHostString(), bound.getPort());
+    }
+
+    /** The tcp:// handshake framing: a 20-byte header, then the private data it announces. */
+    private final class Protocol implements ListenerHandshakes.Protocol<TcpConnectionRequest>
+    {
+        @Override
+        public int headerLength()
+        {
+            return TcpHandshake.HEADER_LENGTH;
+        }
+
+        @Override
+        public int bodyLength(final ByteBuffer header) throws IOException
+        {
+            final TcpHandshake message = TcpHandshake.decodeHeader(header);
+            if (message.type != TcpHandshake.CONNECT)
+            {
+                throw new IOException("expected CONNECT, got message type " + message.type);
+            }
+            return message.privateData.length;
+        }
+
+        @Override
+        public TcpConnectionRequest complete(final SocketChannel channel, final ByteBuffer header, final ByteBuffer body)
+            throws IOException
+        {
+            final TcpHandshake message = TcpHandshake.decodeHeader(header);
+            body.get(message.privateData);
+            TcpVerbsContext.configure(channel);
+            final Socket socket = channel.socket();
+            return new TcpConnectionRequest(context, channel, message,
+                socket.getInetAddress().getHostAddress() + ":" + socket.getPort());
+        }
+
+        @Override
+        public void discard(final TcpConnectionRequest request)
+        {
+            request.discard();
+        }
     }
 
     @Override
@@ -49,59 +95,20 @@ final class TcpConnectionListener implements ConnectionListener
         return localAddress;
     }
 
+    /** @return sockets dropped before the engine saw them (malformed, silent, over the pending cap). */
+    long refusedCount()
+    {
+        return handshakes.refusals().refused();
+    }
+
     @Override
     public ConnectionRequest accept(final long timeoutNanos) throws IOException
     {
-        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
-        while (true)
+        if (closed)
         {
-            if (closed)
-            {
-                throw new IOException("listener on tcp://" + localAddress + " is closed");
-            }
-            final long remainingMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (remainingMillis <= 0)
-            {
-                return null;
-            }
-            final Socket socket;
-            try
-            {
-                server.socket().setSoTimeout((int)Math.min(Integer.MAX_VALUE, remainingMillis));
-                socket = server.socket().accept();
-            }
-            catch (final SocketTimeoutException ex)
-            {
-                return null;
-            }
-            catch (final IOException ex)
-            {
-                if (closed)
-                {
-                    throw new IOException("listener on tcp://" + localAddress + " is closed", ex);
-                }
-                throw ex;
-            }
-            final SocketChannel channel = socket.getChannel();
-            try
-            {
-                TcpVerbsContext.configure(channel);
-                // The connector writes CONNECT at once; a silent or foreign peer does not hold us long.
-                socket.setSoTimeout((int)Math.min(Integer.MAX_VALUE,
-                    TimeUnit.NANOSECONDS.toMillis(context.config().connectTimeoutNanos())));
-                final TcpHandshake request = TcpHandshake.read(socket.getInputStream());
-                if (request.type == TcpHandshake.CONNECT)
-                {
-                    return new TcpConnectionRequest(context, channel, request,
-                        socket.getInetAddress().getHostAddress() + ":" + socket.getPort());
-                }
-            }
-            catch (final IOException ex)
-            {
-                // Not a verbs peer, or it went away: drop it and keep waiting.
-            }
-            TcpVerbsContext.closeQuietly(channel);
+            throw new IOException("listener on tcp://" + localAddress + " is closed");
         }
+        return handshakes.poll(timeoutNanos);
     }
 
     @Override
@@ -112,7 +119,7 @@ final class TcpConnectionListener implements ConnectionListener
             return;
         }
         closed = true;
-        TcpVerbsContext.closeQuietly(server);
+        handshakes.close();
         context.removed(this);
     }
 

@@ -77,6 +77,13 @@ final class TcpConnectionRequest implements ConnectionRequest
         }
     }
 
+    /** The listener closed before anyone took this request. */
+    synchronized void discard()
+    {
+        answered = true;
+        TcpVerbsContext.closeQuietly(channel);
+    }
+
     private void answer()
     {
         if (answered)

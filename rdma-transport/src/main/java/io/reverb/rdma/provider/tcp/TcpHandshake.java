@@ -24,6 +24,10 @@ import java.nio.ByteBuffer;
  * time (how long the peer's NIC holds an inbound SEND waiting for a receive, as the requester's
  * rnr_retry does in InfiniBand). The acceptor reads nothing after CONNECT and the connector nothing
  * after the answer, so frames that follow stay in the socket for the NIC thread.
+ *
+ * <p>Every field is checked against a local limit before anything is sized from it: a peer's send
+ * queue depth sizes this side's response ring, so it is at most {@link #MAX_PEER_SEND_WR}; its RNR
+ * retry time holds this side's NIC, so it is at most {@link #MAX_PEER_RNR_RETRY_NANOS}.
  */
 final class TcpHandshake
 {
@@ -32,6 +36,12 @@ final class TcpHandshake
     static final int CONNECT = 1;
     static final int ACCEPT = 2;
     static final int REJECT = 3;
+    /** Bytes before the private data. */
+    static final int HEADER_LENGTH = 20;
+    /** Largest send queue depth a peer may announce (sizes the ring of answers owed to it). */
+    static final int MAX_PEER_SEND_WR = 1 << 16;
+    /** Longest RNR retry time a peer may ask this side's NIC to hold its SENDs for. */
+    static final long MAX_PEER_RNR_RETRY_NANOS = 60_000_000_000L;
 
     int type;
     int maxSendWr;
@@ -74,27 +84,62 @@ final class TcpHandshake
     static TcpHandshake read(final InputStream stream) throws IOException
     {
         final DataInputStream in = new DataInputStream(stream);
-        if (in.readInt() != MAGIC)
+        final byte[] header = new byte[HEADER_LENGTH];
+        in.readFully(header);
+        final TcpHandshake message = decodeHeader(ByteBuffer.wrap(header));
+        in.readFully(message.privateData);
+        return message;
+    }
+
+    /**
+     * Decodes and validates the fixed header; the private data array is allocated at the announced
+     * length (at most {@link VerbsContext#MAX_PRIVATE_DATA}) for the caller to fill.
+     *
+     * @param header {@link #HEADER_LENGTH} bytes from its position (big-endian).
+     * @return the message, private data not yet read.
+     * @throws IOException naming the field a peer got wrong.
+     */
+    static TcpHandshake decodeHeader(final ByteBuffer header) throws IOException
+    {
+        final int base = header.position();
+        if (header.remaining() < HEADER_LENGTH)
+        {
+            throw new IOException("truncated tcp:// handshake");
+        }
+        if (header.getInt(base) != MAGIC)
         {
             throw new IOException("not a tcp:// verbs peer (bad magic)");
         }
-        final int version = in.readUnsignedByte();
+        final int version = header.get(base + 4) & 0xFF;
         if (version != VERSION)
         {
             throw new IOException("tcp:// verbs peer speaks version " + version + ", this side " + VERSION);
         }
         final TcpHandshake message = new TcpHandshake();
-        message.type = in.readUnsignedByte();
-        final int length = in.readUnsignedShort();
-        message.maxSendWr = in.readInt();
-        message.rnrRetryNanos = in.readLong();
-        if (length > VerbsContext.MAX_PRIVATE_DATA || message.maxSendWr <= 0 || message.rnrRetryNanos < 0 ||
-            message.type < CONNECT || message.type > REJECT)
+        message.type = header.get(base + 5) & 0xFF;
+        final int length = header.getShort(base + 6) & 0xFFFF;
+        message.maxSendWr = header.getInt(base + 8);
+        message.rnrRetryNanos = header.getLong(base + 12);
+        if (message.type < CONNECT || message.type > REJECT)
         {
-            throw new IOException("malformed tcp:// handshake");
+            throw new IOException("malformed tcp:// handshake: message type " + message.type);
+        }
+        if (length > VerbsContext.MAX_PRIVATE_DATA)
+        {
+            throw new IOException("malformed tcp:// handshake: private data of " + length + " bytes (at most " +
+                VerbsContext.MAX_PRIVATE_DATA + ")");
+        }
+        if (message.maxSendWr <= 0 || message.maxSendWr > MAX_PEER_SEND_WR)
+        {
+            throw new IOException("refused tcp:// handshake: peer send queue depth " + message.maxSendWr +
+                " is outside 1.." + MAX_PEER_SEND_WR);
+        }
+        if (message.rnrRetryNanos < 0 || message.rnrRetryNanos > MAX_PEER_RNR_RETRY_NANOS)
+        {
+            throw new IOException("refused tcp:// handshake: peer RNR retry time " + message.rnrRetryNanos +
+                " ns is outside 0.." + MAX_PEER_RNR_RETRY_NANOS);
         }
         message.privateData = new byte[length];
-        in.readFully(message.privateData);
         return message;
     }
 

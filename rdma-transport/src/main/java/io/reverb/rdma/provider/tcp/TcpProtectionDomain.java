@@ -1,11 +1,10 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.provider.RegionList;
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -15,8 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 final class TcpProtectionDomain implements ProtectionDomain
 {
     private final TcpVerbsContext context;
-    private final List<TcpMemoryRegion> regions = new ArrayList<>();
-    private boolean closed;
+    private final RegionList<TcpMemoryRegion> regions = new RegionList<>();
 
     TcpProtectionDomain(final TcpVerbsContext context)
     {
@@ -37,20 +35,10 @@ final class TcpProtectionDomain implements ProtectionDomain
     @Override
     public MemoryRegion allocate(final int length, final int access) throws IOException
     {
-        if (length <= 0)
+        RegionList.checkAllocation(length, access);
+        synchronized (regions)
         {
-            throw new IllegalArgumentException("length must be > 0: " + length);
-        }
-        if ((access & ~Access.ALL) != 0)
-        {
-            throw new IllegalArgumentException("unknown access flags: " + access);
-        }
-        synchronized (this)
-        {
-            if (closed)
-            {
-                throw new IOException("protection domain is closed");
-            }
+            regions.ensureOpen();
             final TcpMemoryRegion region;
             try
             {
@@ -62,7 +50,7 @@ final class TcpProtectionDomain implements ProtectionDomain
                 throw new IOException("cannot allocate " + length + " bytes of direct memory " +
                     "(raise -XX:MaxDirectMemorySize)", ex);
             }
-            regions.add(region);
+            regions.tryAdd(region);
             context.registered(region);
             return region;
         }
@@ -70,29 +58,16 @@ final class TcpProtectionDomain implements ProtectionDomain
 
     void removed(final TcpMemoryRegion region)
     {
-        synchronized (this)
-        {
-            regions.remove(region);
-        }
+        regions.remove(region);
         context.deregistered(region);
     }
 
     @Override
     public void close()
     {
-        final List<TcpMemoryRegion> open;
-        synchronized (this)
+        if (!regions.closeAll())
         {
-            if (closed)
-            {
-                return;
-            }
-            closed = true;
-            open = new ArrayList<>(regions);
-        }
-        for (final TcpMemoryRegion region : open)
-        {
-            region.close();
+            return;
         }
         context.removed(this);
     }

@@ -1,14 +1,12 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.rdma.provider.AbstractQueuePair;
+import io.reverb.rdma.provider.RegionChecks;
 import io.reverb.rdma.verbs.Access;
-import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.PostResult;
-import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QpState;
-import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
-import io.reverb.rdma.verbs.ScatterGatherList;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
@@ -19,7 +17,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
-import org.agrona.BitUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,11 +51,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code maxSendWr} bounds requests not yet answered; beyond it postSend answers QUEUE_FULL.</li>
  * </ul>
  */
-final class TcpQueuePair implements QueuePair
+final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompletionQueue>
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     private static final int STAGING_BYTES = 64 * 1024;
-    private static final int MAX_SGE = ScatterGatherList.MAX_SGE;
 
     private static final int STAGE_HEADER = 0;
     private static final int STAGE_DISPATCH = 1;
@@ -71,49 +67,15 @@ final class TcpQueuePair implements QueuePair
 
     private final TcpVerbsContext context;
     private final TcpNic nic;
-    private final int qpNum;
-    private final TcpProtectionDomain pd;
-    private final TcpCompletionQueue sendCq;
-    private final TcpCompletionQueue recvCq;
-    private final int maxSge;
-    private final Runnable disconnectHandler;
-    private final String remoteAddress;
-    private final ByteBuffer remotePrivateData;
     private final long peerRnrRetryNanos;
     private final SocketChannel channel;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
-    private volatile QpState state = QpState.RTS;
     private volatile boolean closed;
 
-    // Send queue: posters fill at sqTail, the NIC thread transmits at sqTx and completes at sqHead.
-    private final int sqMask;
-    private final long[] sqWrId;
-    private final WrOpcode[] sqOpcode;
-    private final int[] sqFlags;
-    private final int[] sqImm;
-    private final long[] sqRemoteAddress;
-    private final int[] sqRkey;
-    private final int[] sqLength;
-    private final boolean[] sqLocalError;
-    private final int[] sqSgeCount;
-    private final TcpMemoryRegion[] sqSgeRegion;
-    private final int[] sqSgeOffset;
-    private final int[] sqSgeLength;
-    private volatile long sqTail;
-    private volatile long sqHead;
-    private long sqTx;
-
-    // Receive queue: posters fill at rqTail, the NIC thread consumes at rqHead.
-    private final int rqMask;
-    private final long[] rqWrId;
-    private final int[] rqSgeCount;
-    private final long[] rqSgeAddress;
-    private final int[] rqSgeLength;
-    private final int[] rqSgeLkey;
-    private volatile long rqTail;
-    private volatile long rqHead;
+    private final TcpSendQueue sq;
+    private final TcpRecvQueue rq;
     private boolean recvFlushed;
     private boolean sendFlushed;
 
@@ -126,26 +88,10 @@ final class TcpQueuePair implements QueuePair
     private boolean writeBlocked;
 
     // Answers owed to the peer, in request order.
-    private final int respMask;
-    private final int[] respType;
-    private final int[] respValue;
-    private final TcpMemoryRegion[] respRegion;
-    private final int[] respOffset;
-    private long respHead;
-    private long respTail;
+    private final TcpAnswerQueue answers;
 
     // Outbound staging and the payload being copied into it.
-    private final ByteBuffer txBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
-    private final UnsafeBuffer tx = new UnsafeBuffer(txBuffer);
-    private int txFill;
-    private int txSent;
-    private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[MAX_SGE];
-    private final int[] srcOffsets = new int[MAX_SGE];
-    private final int[] srcLengths = new int[MAX_SGE];
-    private int srcCount;
-    private int srcIndex;
-    private int srcPosition;
-    private long outRemaining;
+    private final TcpTransmitter transmitter;
 
     // Inbound staging and the frame being parsed out of it.
     private final ByteBuffer rxBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
@@ -157,15 +103,9 @@ final class TcpQueuePair implements QueuePair
     private int inImm;
     private int inRkey;
     private long inAddress;
-    private long inRemaining;
     private long inRecvWrId;
     private int remoteOffset;
-    private final UnsafeBuffer[] dstBuffers = new UnsafeBuffer[MAX_SGE];
-    private final int[] dstOffsets = new int[MAX_SGE];
-    private final int[] dstLengths = new int[MAX_SGE];
-    private int dstCount;
-    private int dstIndex;
-    private int dstPosition;
+    private final TcpPayloadTarget target = new TcpPayloadTarget();
     private volatile boolean rnrWaiting;
     private long rnrDeadline;
 
@@ -177,91 +117,17 @@ final class TcpQueuePair implements QueuePair
         final TcpHandshake peer,
         final String remoteAddress)
     {
+        super(qpNum, attributes, remoteAddress, QpState.RTS);
         this.context = context;
         this.nic = context.nic();
-        this.qpNum = qpNum;
-        this.pd = (TcpProtectionDomain)attributes.pd();
-        this.sendCq = (TcpCompletionQueue)attributes.sendCq();
-        this.recvCq = (TcpCompletionQueue)attributes.recvCq();
-        this.maxSge = attributes.maxSge();
-        this.disconnectHandler = attributes.disconnectHandler();
-        this.remoteAddress = remoteAddress;
-        this.remotePrivateData = peer.privateDataBuffer();
+        remotePrivateData(peer.privateDataBuffer());
         this.peerRnrRetryNanos = peer.rnrRetryNanos;
         this.channel = channel;
 
-        final int sqCapacity = BitUtil.findNextPositivePowerOfTwo(attributes.maxSendWr());
-        sqMask = sqCapacity - 1;
-        sqWrId = new long[sqCapacity];
-        sqOpcode = new WrOpcode[sqCapacity];
-        sqFlags = new int[sqCapacity];
-        sqImm = new int[sqCapacity];
-        sqRemoteAddress = new long[sqCapacity];
-        sqRkey = new int[sqCapacity];
-        sqLength = new int[sqCapacity];
-        sqLocalError = new boolean[sqCapacity];
-        sqSgeCount = new int[sqCapacity];
-        sqSgeRegion = new TcpMemoryRegion[sqCapacity * MAX_SGE];
-        sqSgeOffset = new int[sqCapacity * MAX_SGE];
-        sqSgeLength = new int[sqCapacity * MAX_SGE];
-
-        final int rqCapacity = BitUtil.findNextPositivePowerOfTwo(attributes.maxRecvWr());
-        rqMask = rqCapacity - 1;
-        rqWrId = new long[rqCapacity];
-        rqSgeCount = new int[rqCapacity];
-        rqSgeAddress = new long[rqCapacity * MAX_SGE];
-        rqSgeLength = new int[rqCapacity * MAX_SGE];
-        rqSgeLkey = new int[rqCapacity * MAX_SGE];
-
-        // The peer has at most maxSendWr requests unanswered, so it can never be owed more answers.
-        final int respCapacity = BitUtil.findNextPositivePowerOfTwo(peer.maxSendWr + 2);
-        respMask = respCapacity - 1;
-        respType = new int[respCapacity];
-        respValue = new int[respCapacity];
-        respRegion = new TcpMemoryRegion[respCapacity];
-        respOffset = new int[respCapacity];
-    }
-
-    @Override
-    public int qpNum()
-    {
-        return qpNum;
-    }
-
-    @Override
-    public QpState state()
-    {
-        return state;
-    }
-
-    @Override
-    public ProtectionDomain pd()
-    {
-        return pd;
-    }
-
-    @Override
-    public CompletionQueue sendCq()
-    {
-        return sendCq;
-    }
-
-    @Override
-    public CompletionQueue recvCq()
-    {
-        return recvCq;
-    }
-
-    @Override
-    public ByteBuffer remotePrivateData()
-    {
-        return remotePrivateData.duplicate();
-    }
-
-    @Override
-    public String remoteAddress()
-    {
-        return remoteAddress;
+        this.sq = new TcpSendQueue(attributes.maxSendWr());
+        this.rq = new TcpRecvQueue(attributes.maxRecvWr());
+        this.answers = new TcpAnswerQueue(peer.maxSendWr);
+        this.transmitter = new TcpTransmitter(sq, answers);
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -273,73 +139,26 @@ final class TcpQueuePair implements QueuePair
     {
         synchronized (sendLock)
         {
-            if (closed)
+            final int checked = checkSend(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
+                return checked;
             }
             final WrOpcode opcode = request.opcode();
-            final int sges = request.sgeCount();
-            if (opcode == null || sges > maxSge)
-            {
-                return PostResult.INVALID;
-            }
             final long total = request.totalLength();
-            if (total > Integer.MAX_VALUE)
-            {
-                return PostResult.INVALID;
-            }
             if (sendFlushed)
             {
                 // goDown() flushed the queue under sendLock; what is posted later is flushed here, in order.
                 return sendCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, opcode.completionOpcode(), 0, 0, 0,
                     qpNum, false) ? PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = sqTail;
-            if (tail - sqHead > sqMask)
+            if (!sq.add(request, (int)total, context, pd))
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & sqMask;
-            sqWrId[i] = request.wrId();
-            sqOpcode[i] = opcode;
-            sqFlags[i] = request.flags();
-            sqImm[i] = request.immData();
-            sqRemoteAddress[i] = request.remoteAddress();
-            sqRkey[i] = request.rkey();
-            sqLength[i] = (int)total;
-            sqSgeCount[i] = sges;
-            // A READ writes into its SGEs, so they need LOCAL_WRITE; a bad SGE fails the request with
-            // LOC_PROT_ERR when its turn comes, after everything posted before it.
-            sqLocalError[i] = !resolveLocal(request, i * MAX_SGE, opcode == WrOpcode.RDMA_READ);
-            sqTail = tail + 1;
         }
         nic.wake();
         return PostResult.OK;
-    }
-
-    private boolean resolveLocal(final SendRequest request, final int base, final boolean needLocalWrite)
-    {
-        final int count = request.sgeCount();
-        boolean valid = true;
-        for (int k = 0; k < count; k++)
-        {
-            final long address = request.sgeAddress(k);
-            final int length = request.sgeLength(k);
-            final TcpMemoryRegion region = context.region(TcpMemoryRegion.indexOfAddress(address));
-            final long offset = region == null ? -1 : region.offsetOf(address, length);
-            if (region == null || offset < 0 || region.lkey() != request.sgeLkey(k) || !region.isRegistered() ||
-                region.tcpPd() != pd || (needLocalWrite && (region.access() & Access.LOCAL_WRITE) == 0))
-            {
-                valid = false;
-                sqSgeRegion[base + k] = null;
-                sqSgeLength[base + k] = 0;
-                continue;
-            }
-            sqSgeRegion[base + k] = region;
-            sqSgeOffset[base + k] = (int)offset;
-            sqSgeLength[base + k] = length;
-        }
-        return valid;
     }
 
     @Override
@@ -347,36 +166,20 @@ final class TcpQueuePair implements QueuePair
     {
         synchronized (recvLock)
         {
-            if (closed)
+            final int checked = checkRecv(request, closed);
+            if (checked != PostResult.OK)
             {
-                return PostResult.CLOSED;
-            }
-            final int sges = request.sgeCount();
-            if (sges > maxSge)
-            {
-                return PostResult.INVALID;
+                return checked;
             }
             if (recvFlushed)
             {
                 return recvCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false) ?
                     PostResult.OK : PostResult.QUEUE_FULL;
             }
-            final long tail = rqTail;
-            if (tail - rqHead > rqMask)
+            if (!rq.add(request))
             {
                 return PostResult.QUEUE_FULL;
             }
-            final int i = (int)tail & rqMask;
-            final int base = i * MAX_SGE;
-            rqWrId[i] = request.wrId();
-            rqSgeCount[i] = sges;
-            for (int k = 0; k < sges; k++)
-            {
-                rqSgeAddress[base + k] = request.sgeAddress(k);
-                rqSgeLength[base + k] = request.sgeLength(k);
-                rqSgeLkey[base + k] = request.sgeLkey(k);
-            }
-            rqTail = tail + 1;
         }
         if (rnrWaiting)
         {
@@ -446,13 +249,13 @@ final class TcpQueuePair implements QueuePair
         long next = Long.MAX_VALUE;
         try
         {
-            if (!down && sqHead == sqTx && sqTx != sqTail && sqLocalError[(int)sqTx & sqMask])
+            if (!down && sq.head == sq.tx && sq.tx != sq.tail && sq.localError[(int)sq.tx & sq.mask])
             {
                 goDown(WcStatus.LOC_PROT_ERR);
             }
             if (rnrWaiting)
             {
-                if (rqHead != rqTail)
+                if (rq.head != rq.tail)
                 {
                     resumeInbound();
                 }
@@ -486,7 +289,7 @@ final class TcpQueuePair implements QueuePair
         {
             return false;
         }
-        if (rnrWaiting && rqTail != rqHead)
+        if (rnrWaiting && rq.tail != rq.head)
         {
             return true;
         }
@@ -494,12 +297,12 @@ final class TcpQueuePair implements QueuePair
         {
             return false;
         }
-        if (respHead != respTail || outRemaining > 0 || txSent != txFill)
+        if (!answers.isEmpty() || transmitter.hasPending())
         {
             return true;
         }
-        final long tx = sqTx;
-        return !down && tx != sqTail && (!sqLocalError[(int)tx & sqMask] || sqHead == tx);
+        final long tx = sq.tx;
+        return !down && tx != sq.tail && (!sq.localError[(int)tx & sq.mask] || sq.head == tx);
     }
 
     void onReady(final SelectionKey selected)
@@ -583,10 +386,14 @@ final class TcpQueuePair implements QueuePair
                     }
                     break;
                 case STAGE_PAYLOAD:
-                    if (inRemaining > 0)
+                    if (target.remaining() > 0)
                     {
-                        placePayload();
-                        if (inRemaining > 0)
+                        if (!target.place(rxBuffer, rx))
+                        {
+                            // Cannot happen: lengths were checked against the destination before the payload.
+                            protocolError("payload longer than its destination");
+                        }
+                        if (target.remaining() > 0)
                         {
                             return;
                         }
@@ -623,9 +430,9 @@ final class TcpQueuePair implements QueuePair
                 {
                     return taken == FAILED;
                 }
-                final int i = (int)rqHead & rqMask;
-                inRecvWrId = rqWrId[i];
-                rqHead = rqHead + 1;
+                final int i = (int)rq.head & rq.mask;
+                inRecvWrId = rq.wrId[i];
+                rq.head = rq.head + 1;
                 if (!resolveReceive(i))
                 {
                     return true;
@@ -637,7 +444,7 @@ final class TcpQueuePair implements QueuePair
             case TcpFrame.WRITE_IMM:
             {
                 // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
-                dstCount = 0;
+                target.clear();
                 if (inLength > 0)
                 {
                     final TcpMemoryRegion region = resolveRemote(Access.REMOTE_WRITE);
@@ -646,10 +453,7 @@ final class TcpQueuePair implements QueuePair
                         fail(WcStatus.REM_ACCESS_ERR);
                         return true;
                     }
-                    dstBuffers[0] = region.data();
-                    dstOffsets[0] = remoteOffset;
-                    dstLengths[0] = inLength;
-                    dstCount = 1;
+                    target.toRegion(region, remoteOffset, inLength);
                 }
                 if (inType == TcpFrame.WRITE_IMM)
                 {
@@ -659,8 +463,8 @@ final class TcpQueuePair implements QueuePair
                     {
                         return taken == FAILED;
                     }
-                    inRecvWrId = rqWrId[(int)rqHead & rqMask];
-                    rqHead = rqHead + 1;
+                    inRecvWrId = rq.wrId[(int)rq.head & rq.mask];
+                    rq.head = rq.head + 1;
                 }
                 startPayload();
                 return true;
@@ -686,20 +490,20 @@ final class TcpQueuePair implements QueuePair
             {
                 for (int n = 0; n < inLength && !down; n++)
                 {
-                    final long head = sqHead;
-                    if (head == sqTx || sqOpcode[(int)head & sqMask] == WrOpcode.RDMA_READ)
+                    final long head = sq.head;
+                    if (head == sq.tx || sq.opcode[(int)head & sq.mask] == WrOpcode.RDMA_READ)
                     {
                         protocolError("ACK without a matching request");
                         return true;
                     }
-                    completeHead(WcStatus.SUCCESS, sqLength[(int)head & sqMask]);
+                    completeHead(WcStatus.SUCCESS, sq.length[(int)head & sq.mask]);
                 }
                 stage = STAGE_HEADER;
                 return true;
             }
             case TcpFrame.NAK:
             {
-                if (sqHead == sqTx)
+                if (sq.head == sq.tx)
                 {
                     protocolError("NAK without a matching request");
                     return true;
@@ -709,21 +513,14 @@ final class TcpQueuePair implements QueuePair
             }
             case TcpFrame.READ_RESPONSE:
             {
-                final long head = sqHead;
-                final int i = (int)head & sqMask;
-                if (head == sqTx || sqOpcode[i] != WrOpcode.RDMA_READ || sqLength[i] != inLength)
+                final long head = sq.head;
+                final int i = (int)head & sq.mask;
+                if (head == sq.tx || sq.opcode[i] != WrOpcode.RDMA_READ || sq.length[i] != inLength)
                 {
                     protocolError("READ_RESPONSE without a matching READ");
                     return true;
                 }
-                final int base = i * MAX_SGE;
-                dstCount = sqSgeCount[i];
-                for (int k = 0; k < dstCount; k++)
-                {
-                    dstBuffers[k] = sqSgeRegion[base + k].data();
-                    dstOffsets[k] = sqSgeOffset[base + k];
-                    dstLengths[k] = sqSgeLength[base + k];
-                }
+                target.toReadSges(sq, i);
                 startPayload();
                 return true;
             }
@@ -733,10 +530,10 @@ final class TcpQueuePair implements QueuePair
         }
     }
 
-    /** @return TAKEN if a receive is at rqHead, WAIT while the RNR time runs, FAILED once it ran out. */
+    /** @return TAKEN if a receive is at rq.head, WAIT while the RNR time runs, FAILED once it ran out. */
     private int takeReceive()
     {
-        if (rqHead != rqTail)
+        if (rq.head != rq.tail)
         {
             return TAKEN;
         }
@@ -759,38 +556,18 @@ final class TcpQueuePair implements QueuePair
     /** Resolves receive {@code i}'s SGEs as the payload's destination; on failure completes it and fails. */
     private boolean resolveReceive(final int i)
     {
-        final int base = i * MAX_SGE;
-        final int count = rqSgeCount[i];
-        long total = 0;
-        for (int k = 0; k < count; k++)
-        {
-            total += rqSgeLength[base + k];
-        }
-        if (inLength > total)
+        if (inLength > TcpPayloadTarget.receiveLength(rq, i))
         {
             completeReceive(inRecvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0);
             fail(WcStatus.REM_INV_REQ_ERR);
             return false;
         }
-        for (int k = 0; k < count; k++)
+        if (!target.toReceive(rq, i, context, pd))
         {
-            final long address = rqSgeAddress[base + k];
-            final int length = rqSgeLength[base + k];
-            final TcpMemoryRegion region = context.region(TcpMemoryRegion.indexOfAddress(address));
-            final long offset = region == null ? -1 : region.offsetOf(address, length);
-            if (region == null || offset < 0 || region.lkey() != rqSgeLkey[base + k] || !region.isRegistered() ||
-                region.tcpPd() != pd || (region.access() & Access.LOCAL_WRITE) == 0)
-            {
-                clearDestinations();
-                completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
-                fail(WcStatus.REM_OP_ERR);
-                return false;
-            }
-            dstBuffers[k] = region.data();
-            dstOffsets[k] = (int)offset;
-            dstLengths[k] = length;
+            completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
+            fail(WcStatus.REM_OP_ERR);
+            return false;
         }
-        dstCount = count;
         return true;
     }
 
@@ -801,19 +578,9 @@ final class TcpQueuePair implements QueuePair
      */
     private TcpMemoryRegion resolveRemote(final int access)
     {
-        final int index = TcpMemoryRegion.indexOfKey(inRkey);
-        if (index != TcpMemoryRegion.indexOfAddress(inAddress))
-        {
-            return null;
-        }
-        final TcpMemoryRegion region = context.region(index);
-        if (region == null || region.rkey() != inRkey || !region.isRegistered() || region.tcpPd() != pd ||
-            (region.access() & access) == 0)
-        {
-            return null;
-        }
-        final long offset = region.offsetOf(inAddress, inLength);
-        if (offset < 0)
+        final TcpMemoryRegion region = context.region(RegionChecks.indexOfKey(inRkey));
+        final long offset = RegionChecks.remoteOffset(region, pd, inRkey, inAddress, inLength, access);
+        if (offset == RegionChecks.DENIED)
         {
             return null;
         }
@@ -823,46 +590,14 @@ final class TcpQueuePair implements QueuePair
 
     private void startPayload()
     {
-        inRemaining = inLength;
-        dstIndex = 0;
-        dstPosition = 0;
+        target.start(inLength);
         stage = STAGE_PAYLOAD;
-    }
-
-    /** Copies what the staging buffer holds of the payload into the destination spans. */
-    private void placePayload()
-    {
-        int at = rxBuffer.position();
-        int available = rxBuffer.limit() - at;
-        while (available > 0 && inRemaining > 0)
-        {
-            if (dstIndex >= dstCount)
-            {
-                // Cannot happen: lengths were checked against the destination before the payload.
-                protocolError("payload longer than its destination");
-                return;
-            }
-            final int room = dstLengths[dstIndex] - dstPosition;
-            if (room == 0)
-            {
-                dstIndex++;
-                dstPosition = 0;
-                continue;
-            }
-            final int n = (int)Math.min(Math.min(available, room), inRemaining);
-            dstBuffers[dstIndex].putBytes(dstOffsets[dstIndex] + dstPosition, rx, at, n);
-            dstPosition += n;
-            at += n;
-            available -= n;
-            inRemaining -= n;
-        }
-        rxBuffer.position(at);
     }
 
     private void finishFrame()
     {
         stage = STAGE_HEADER;
-        clearDestinations();
+        target.clear();
         final boolean solicited = (inFlags & TcpFrame.FLAG_SOLICITED) != 0;
         switch (inType)
         {
@@ -889,15 +624,6 @@ final class TcpQueuePair implements QueuePair
             default:
                 break;
         }
-    }
-
-    private void clearDestinations()
-    {
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            dstBuffers[k] = null;
-        }
-        dstCount = 0;
     }
 
     private void completeReceive(
@@ -933,25 +659,16 @@ final class TcpQueuePair implements QueuePair
     /** Completes the oldest outstanding request (its answer arrived). */
     private void completeHead(final WcStatus status, final int byteLen)
     {
-        final long head = sqHead;
-        final int i = (int)head & sqMask;
-        final boolean signaled = (sqFlags[i] & SendRequest.FLAG_SIGNALED) != 0;
+        final long head = sq.head;
+        final int i = (int)head & sq.mask;
+        final boolean signaled = (sq.flags[i] & SendRequest.FLAG_SIGNALED) != 0;
         final boolean offered = !signaled && status == WcStatus.SUCCESS ||
-            sendCq.offer(sqWrId[i], status, sqOpcode[i].completionOpcode(), byteLen, 0, 0, qpNum, false);
-        releaseSges(i);
-        sqHead = head + 1;
+            sendCq.offer(sq.wrId[i], status, sq.opcode[i].completionOpcode(), byteLen, 0, 0, qpNum, false);
+        sq.releaseSges(i);
+        sq.head = head + 1;
         if (!offered)
         {
             goDown(null);
-        }
-    }
-
-    private void releaseSges(final int i)
-    {
-        final int base = i * MAX_SGE;
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            sqSgeRegion[base + k] = null;
         }
     }
 
@@ -979,12 +696,10 @@ final class TcpQueuePair implements QueuePair
 
     private void respondAck()
     {
-        if (respTail != respHead && respType[(int)(respTail - 1) & respMask] == TcpFrame.ACK)
+        if (!answers.mergeAck())
         {
-            respValue[(int)(respTail - 1) & respMask]++;
-            return;
+            respond(TcpFrame.ACK, 1, null, 0);
         }
-        respond(TcpFrame.ACK, 1, null, 0);
     }
 
     private void respond(final int type, final int value, final TcpMemoryRegion region, final int offset)
@@ -993,17 +708,10 @@ final class TcpQueuePair implements QueuePair
         {
             return;
         }
-        if (respTail - respHead > respMask)
+        if (!answers.add(type, value, region, offset))
         {
             protocolError("more requests unanswered than the peer's send queue holds");
-            return;
         }
-        final int j = (int)respTail & respMask;
-        respType[j] = type;
-        respValue[j] = value;
-        respRegion[j] = region;
-        respOffset[j] = offset;
-        respTail++;
     }
 
     /** Moves staged frames to the socket, staging more as it drains, until it would block. */
@@ -1013,174 +721,18 @@ final class TcpQueuePair implements QueuePair
         {
             return;
         }
-        while (true)
+        if (!transmitter.write(channel, down))
         {
-            if (txSent == txFill)
-            {
-                txSent = 0;
-                txFill = 0;
-                stage();
-                if (txFill == 0)
-                {
-                    break;
-                }
-            }
-            txBuffer.limit(txFill).position(txSent);
-            txSent += channel.write(txBuffer);
-            if (txSent < txFill)
-            {
-                writeBlocked = true;
-                setInterest(SelectionKey.OP_WRITE, true);
-                return;
-            }
+            writeBlocked = true;
+            setInterest(SelectionKey.OP_WRITE, true);
+            return;
         }
         setInterest(SelectionKey.OP_WRITE, false);
-        if (down && respHead == respTail && outRemaining == 0)
+        if (down && answers.isEmpty() && transmitter.payloadDone())
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
             outputShut = true;
             channel.shutdownOutput();
-        }
-    }
-
-    /** Fills the staging buffer: the payload in progress, then answers owed, then new requests. */
-    private void stage()
-    {
-        while (true)
-        {
-            if (outRemaining > 0)
-            {
-                if (txFill == STAGING_BYTES)
-                {
-                    return;
-                }
-                copyPayloadOut();
-                continue;
-            }
-            if (STAGING_BYTES - txFill < TcpFrame.HEADER_LENGTH)
-            {
-                return;
-            }
-            if (respHead != respTail)
-            {
-                stageAnswer();
-                continue;
-            }
-            final long next = sqTx;
-            if (down || next == sqTail)
-            {
-                return;
-            }
-            final int i = (int)next & sqMask;
-            if (sqLocalError[i])
-            {
-                return;
-            }
-            stageRequest(i);
-            sqTx = next + 1;
-        }
-    }
-
-    private void stageAnswer()
-    {
-        final int j = (int)respHead & respMask;
-        final int type = respType[j];
-        switch (type)
-        {
-            case TcpFrame.ACK:
-                TcpFrame.write(tx, txFill, TcpFrame.ACK, 0, respValue[j], 0, 0, 0);
-                break;
-            case TcpFrame.NAK:
-                TcpFrame.write(tx, txFill, TcpFrame.NAK, 0, 0, respValue[j], 0, 0);
-                break;
-            default:
-                TcpFrame.write(tx, txFill, TcpFrame.READ_RESPONSE, 0, respValue[j], 0, 0, 0);
-                if (respValue[j] > 0)
-                {
-                    srcBuffers[0] = respRegion[j].data();
-                    srcOffsets[0] = respOffset[j];
-                    srcLengths[0] = respValue[j];
-                    startOutPayload(1, respValue[j]);
-                }
-                respRegion[j] = null;
-                break;
-        }
-        txFill += TcpFrame.HEADER_LENGTH;
-        respHead++;
-    }
-
-    private void stageRequest(final int i)
-    {
-        final WrOpcode opcode = sqOpcode[i];
-        final int type;
-        switch (opcode)
-        {
-            case SEND:
-                type = TcpFrame.SEND;
-                break;
-            case SEND_WITH_IMM:
-                type = TcpFrame.SEND_IMM;
-                break;
-            case RDMA_WRITE:
-                type = TcpFrame.WRITE;
-                break;
-            case RDMA_WRITE_WITH_IMM:
-                type = TcpFrame.WRITE_IMM;
-                break;
-            default:
-                type = TcpFrame.READ_REQUEST;
-                break;
-        }
-        final int flags = (sqFlags[i] & SendRequest.FLAG_SOLICITED) != 0 ? TcpFrame.FLAG_SOLICITED : 0;
-        final int length = sqLength[i];
-        TcpFrame.write(tx, txFill, type, flags, length, sqImm[i], sqRkey[i], sqRemoteAddress[i]);
-        txFill += TcpFrame.HEADER_LENGTH;
-        if (type != TcpFrame.READ_REQUEST && length > 0)
-        {
-            final int base = i * MAX_SGE;
-            final int count = sqSgeCount[i];
-            for (int k = 0; k < count; k++)
-            {
-                srcBuffers[k] = sqSgeRegion[base + k].data();
-                srcOffsets[k] = sqSgeOffset[base + k];
-                srcLengths[k] = sqSgeLength[base + k];
-            }
-            startOutPayload(count, length);
-        }
-    }
-
-    private void startOutPayload(final int count, final long length)
-    {
-        srcCount = count;
-        srcIndex = 0;
-        srcPosition = 0;
-        outRemaining = length;
-    }
-
-    private void copyPayloadOut()
-    {
-        while (outRemaining > 0 && txFill < STAGING_BYTES)
-        {
-            final int left = srcLengths[srcIndex] - srcPosition;
-            if (left == 0)
-            {
-                srcBuffers[srcIndex] = null;
-                srcIndex++;
-                srcPosition = 0;
-                continue;
-            }
-            final int n = Math.min(left, STAGING_BYTES - txFill);
-            tx.putBytes(txFill, srcBuffers[srcIndex], srcOffsets[srcIndex] + srcPosition, n);
-            txFill += n;
-            srcPosition += n;
-            outRemaining -= n;
-        }
-        if (outRemaining == 0)
-        {
-            for (int k = 0; k < MAX_SGE; k++)
-            {
-                srcBuffers[k] = null;
-            }
         }
     }
 
@@ -1215,39 +767,39 @@ final class TcpQueuePair implements QueuePair
         down = true;
         rnrWaiting = false;
         stage = STAGE_DISCARD;
-        clearDestinations();
+        target.clear();
         synchronized (sendLock)
         {
             state = QpState.ERROR;
-            long head = sqHead;
-            final long tail = sqTail;
+            long head = sq.head;
+            final long tail = sq.tail;
             if (headStatus != null && head != tail)
             {
-                final int i = (int)head & sqMask;
-                sendCq.offer(sqWrId[i], headStatus, sqOpcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
-                releaseSges(i);
+                final int i = (int)head & sq.mask;
+                sendCq.offer(sq.wrId[i], headStatus, sq.opcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
+                sq.releaseSges(i);
                 head++;
             }
             for (; head != tail; head++)
             {
-                final int i = (int)head & sqMask;
-                sendCq.offer(sqWrId[i], WcStatus.WR_FLUSH_ERR, sqOpcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
-                releaseSges(i);
+                final int i = (int)head & sq.mask;
+                sendCq.offer(sq.wrId[i], WcStatus.WR_FLUSH_ERR, sq.opcode[i].completionOpcode(), 0, 0, 0, qpNum, false);
+                sq.releaseSges(i);
             }
-            sqHead = head;
-            sqTx = head;
+            sq.head = head;
+            sq.tx = head;
             sendFlushed = true;
         }
         synchronized (recvLock)
         {
             recvFlushed = true;
-            long head = rqHead;
-            final long tail = rqTail;
+            long head = rq.head;
+            final long tail = rq.tail;
             for (; head != tail; head++)
             {
-                recvCq.offer(rqWrId[(int)head & rqMask], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false);
+                recvCq.offer(rq.wrId[(int)head & rq.mask], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum, false);
             }
-            rqHead = head;
+            rq.head = head;
         }
         if (!socketClosed)
         {
@@ -1298,11 +850,7 @@ final class TcpQueuePair implements QueuePair
         {
             // Closing anyway.
         }
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            srcBuffers[k] = null;
-        }
-        outRemaining = 0;
+        transmitter.clear();
         nic.removed(this);
     }
 

@@ -36,6 +36,8 @@ final class TcpVerbsContext implements VerbsContext
 {
     private static final AtomicInteger CONTEXTS = new AtomicInteger();
     private static final int MAX_REGION_INDEX = (1 << 23) - 1;
+    /** Largest receive queue a QP may have (its ring is sized from it). */
+    static final int MAX_RECV_WR = 1 << 20;
 
     private final TcpVerbsProvider provider;
     private final VerbsConfig config;
@@ -257,6 +259,12 @@ final class TcpVerbsContext implements VerbsContext
     void checkAttributes(final QueuePairAttributes attributes)
     {
         attributes.validate();
+        if (attributes.maxSendWr() > TcpHandshake.MAX_PEER_SEND_WR || attributes.maxRecvWr() > MAX_RECV_WR)
+        {
+            throw new IllegalArgumentException("tcp:// queue depths are limited to maxSendWr <= " +
+                TcpHandshake.MAX_PEER_SEND_WR + " and maxRecvWr <= " + MAX_RECV_WR + ": " + attributes.maxSendWr() +
+                ", " + attributes.maxRecvWr());
+        }
         if (!(attributes.pd() instanceof TcpProtectionDomain) || ((TcpProtectionDomain)attributes.pd()).tcpContext() != this)
         {
             throw new IllegalArgumentException("PD does not belong to this tcp:// context");

@@ -97,11 +97,13 @@ class ShmProviderTest
     @Test
     void shouldDeleteFilesOfDeadProcessesWhenAContextOpens() throws Exception
     {
-        final long deadPid = deadPid();
-        final Path stale = directory.resolve("r" + deadPid + "-1-mr1");
-        final Path staleCq = directory.resolve("r" + deadPid + "-1-cq1");
+        // A dead context: its lock file exists, and nobody holds the lock.
+        final Path stale = directory.resolve("r0123456789abcdef-mr1");
+        final Path staleCq = directory.resolve("r0123456789abcdef-cq1");
+        final Path staleLock = directory.resolve("r0123456789abcdef" + ShmFiles.LOCK_SUFFIX);
         Files.write(stale, new byte[128]);
         Files.write(staleCq, new byte[128]);
+        Files.write(staleLock, new byte[0]);
         final Path foreign = directory.resolve("not-ours.txt");
         Files.write(foreign, new byte[1]);
 
@@ -109,6 +111,7 @@ class ShmProviderTest
         {
             assertThat(stale).doesNotExist();
             assertThat(staleCq).doesNotExist();
+            assertThat(staleLock).doesNotExist();
             assertThat(foreign).as("files that are not ours are left alone").exists();
             context.allocPd().allocate(64, Access.LOCAL_WRITE);
         }
@@ -349,21 +352,6 @@ class ShmProviderTest
             final QueuePair qp = client.connect(name, new QueuePairAttributes().pd(client.allocPd()).sendCq(cq).recvCq(cq)
                 .maxRecvWr(maxRecvWr), null);
             return new QueuePair[] {accepted.get(20, TimeUnit.SECONDS), qp};
-        }
-    }
-
-    private static long deadPid()
-    {
-        // A short-lived process that has exited: its pid is not alive (reuse within the test is improbable).
-        try
-        {
-            final Process process = new ProcessBuilder("true").start();
-            process.waitFor();
-            return process.pid();
-        }
-        catch (final Exception ex)
-        {
-            return Integer.MAX_VALUE - 7;
         }
     }
 

@@ -1,0 +1,748 @@
+package io.reverb.rdma.engine;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rdma.verbs.WrOpcode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import static io.reverb.rdma.engine.Connection.BACK_PRESSURED;
+import static io.reverb.rdma.engine.Connection.CLOSED;
+import static io.reverb.rdma.engine.Connection.NOT_CONNECTED;
+import static io.reverb.rdma.engine.Connection.OK;
+import static io.reverb.rdma.engine.Connection.TOO_LARGE;
+
+/**
+ * The send direction of a connection (as Aeron's {@code NetworkPublication} is to its
+ * {@code PublicationImage}): claims in the {@link SendRing}, commits, and the flush that posts batches
+ * (control frames from the {@link ControlQueue}, then committed frames) and rendezvous writes as the
+ * {@link CreditWindow} allows; send completions; writable callbacks.
+ *
+ * <h2>Threads</h2>
+ * Everything here is guarded by the connection's lock and touched by producers and the poller. Whoever
+ * commits a message posts it right away if credits allow ("flush"), so the poller is not on the send path;
+ * the poller flushes what waited for credits, a CTS or the send CQ.
+ *
+ * <h2>Signaled work requests in flight</h2>
+ * SENDs and rendezvous writes posted and not yet reaped from the send CQ are bounded by
+ * {@code maxSignaledInFlight}: a CQ holds only so many completions, the send queue only so many requests,
+ * and {@code batchEnds}/control slots are reused by sequence, so posting stops at the bound (back-pressure,
+ * {@code sendQueueStalls}) and resumes when the poller reaps (as ibverbs users count signaled sends). Credits
+ * alone do not bound this: the peer returns credits before this side reaps its completions. A poller sending
+ * from a completion never waits on a CQ only it drains.
+ */
+final class ConnectionSender implements InboundRendezvous.Answers
+{
+    private static final long TAG_SHIFT = 60;
+    private static final long TAG_SEND = 0;
+    private static final long TAG_WRITE = 1;
+    private static final long TAG_READY = 2;
+    private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
+
+    private final EngineConnection connection;
+    private final Object lock;
+    private final ConnectionStats stats;
+    private final SendRing ring;
+    private final CreditWindow window;
+    private final SendRequest sendRequest = new SendRequest();
+    private final BatchHeaderFlyweight outboundHeader = new BatchHeaderFlyweight();
+    private final OutboundRendezvous outbound = new OutboundRendezvous();
+    private final ControlQueue controlQueue = new ControlQueue(16);
+    private final ArrayList<Runnable> writableWaiters = new ArrayList<>();
+    private final ArrayList<Runnable> firing = new ArrayList<>();
+
+    private QueuePair qp;
+    private MemoryRegion controlRegion;
+    private UnsafeBuffer control;
+    private int controlSlots;
+    private BufferPool sendPool;
+    private int peerEagerLimit;
+    private int sendEagerLimit;
+
+    private long sendSeq;
+    private long[] batchEnds;
+    private int sendsInFlight;
+    private int signaledInFlight;
+    private int maxSignaledInFlight;
+    private boolean sendCqStalled;
+    private boolean creditStalled;
+    private long nextMessageId;
+    private int outstandingClaims;
+    private long writableEpoch;
+    private long backPressureEpoch = -1;
+    private long closeBatchSeq = -1;
+    private boolean closeSendCompleted;
+
+    ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
+    {
+        final EngineConfig config = connection.config;
+        this.connection = connection;
+        this.lock = lock;
+        this.stats = connection.statsRef();
+        this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
+        this.window = new CreditWindow(config.receiveSlots());
+    }
+
+    /** Completes set-up once the QP exists: peer geometry, control slots, the rendezvous send pool, credits. */
+    void attach(
+        final QueuePair qp,
+        final ProtectionDomain pd,
+        final Handshake.Hello peer,
+        final int sendCqCapacity,
+        final int localReceiveSlots) throws IOException
+    {
+        final EngineConfig config = connection.config;
+        this.qp = qp;
+        this.peerEagerLimit = peer.eagerLimit;
+        this.sendEagerLimit = Math.min(config.eagerLimit(), peerEagerLimit);
+        this.controlSlots = peer.receiveSlots + 1;
+        // One extra 16 bytes at the end: the source of the acceptor's ready write.
+        this.controlRegion = pd.allocate(controlSlots * Wire.CONTROL_SLOT_LENGTH + 16, Access.LOCAL_WRITE);
+        this.control = controlRegion.buffer();
+        this.batchEnds = new long[controlSlots];
+        // Also within the send CQ (created for at least the peer's receive slots + 8, the ready write
+        // included) and the QP's maxSendWr (peer receive slots + 4).
+        this.maxSignaledInFlight = Math.min(peer.receiveSlots, sendCqCapacity - 8);
+        this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), config.rendezvousMaxClass(),
+            config.rendezvousPoolBytes(), this::onSendBufferReleased);
+        // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
+        // that batch announces the connector's receives, all posted by now.
+        window.start(connection.acceptor, peer.receiveSlots, localReceiveSlots);
+    }
+
+    SendRing ring()
+    {
+        return ring;
+    }
+
+    BufferPool pool()
+    {
+        return sendPool;
+    }
+
+    int eagerLimit()
+    {
+        return sendEagerLimit;
+    }
+
+    /** Posts what may go now (poller, on attention). */
+    void flush()
+    {
+        synchronized (lock)
+        {
+            flushLocked();
+        }
+    }
+
+    /** The connection's state changed (lock held): writable callbacks must see it. */
+    void stateChangedLocked()
+    {
+        writableEpoch++;
+    }
+
+    boolean hasWritableWaiters()
+    {
+        return !writableWaiters.isEmpty();
+    }
+
+    /** @return true (lock held) once nothing claimed, committed or announced is left to post. */
+    boolean isDrainedLocked()
+    {
+        return ring.isFullyPosted() && outstandingClaims == 0 && outbound.isEmpty();
+    }
+
+    /** Queues CLOSE and posts it (lock held); its SEND's completion sets {@link #closeSendCompleted()}. */
+    void sendCloseLocked()
+    {
+        enqueueControl(Wire.CONTROL_CLOSE, 0, 0, 0, 0, 0);
+        flushLocked();
+    }
+
+    boolean closeSendCompleted()
+    {
+        return closeSendCompleted;
+    }
+
+    /** @return claims not yet committed or aborted (lock held). */
+    int outstandingClaimsLocked()
+    {
+        return outstandingClaims;
+    }
+
+    int creditsLocked()
+    {
+        return window.credits();
+    }
+
+    int owedLocked()
+    {
+        return window.owed();
+    }
+
+    int outboundRendezvousLocked()
+    {
+        return outbound.size();
+    }
+
+    /**
+     * Teardown (lock held): collects every committed eager frame not known delivered as {messageId, length}
+     * and every rendezvous not done, and forgets queued control frames.
+     */
+    void drainLocked(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
+    {
+        writableEpoch++;
+        for (long p = ring.head(); p < ring.tail(); )
+        {
+            final int index = ring.indexOf(p);
+            if (ring.frameType(index) == Wire.FRAME_DATA)
+            {
+                failedFrames.add(new long[] {ring.frameId(index), ring.frameLength(index)});
+            }
+            p += ring.frameSize(index);
+        }
+        outbound.drainTo(failedRendezvous);
+        controlQueue.clear();
+    }
+
+    /** A CTS arrived (poller thread). */
+    void onClearToSend(final ControlFrameFlyweight frame)
+    {
+        synchronized (lock)
+        {
+            final String error = outbound.onClearToSend(frame.id(), frame.length(), frame.address(), frame.rkey());
+            if (error != null)
+            {
+                connection.protocolErrorLocked(error);
+            }
+        }
+    }
+
+    /** A REFUSE arrived (poller thread): the message fails, the connection stays usable. */
+    void onRefuse(final ControlFrameFlyweight frame)
+    {
+        final long id = frame.id();
+        final BufferPool.Buffer buffer;
+        synchronized (lock)
+        {
+            buffer = outbound.onRefuse(id);
+            if (buffer == null)
+            {
+                connection.protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
+                return;
+            }
+        }
+        final int limit = frame.length();
+        final int length = buffer.length;
+        final long messageId = buffer.messageId;
+        sendPool.release(buffer);
+        connection.reportFailedSend(messageId, length, new MessageRefusedException("message " + messageId + " of " +
+            length + " bytes refused by " + connection.remoteAddress() + ": larger than its maxInboundMessageSize of " +
+            limit + " bytes (the connection stays usable)", limit));
+    }
+
+    /** Acceptor: tell the connector our receives are posted (a one-sided write needs no receive). */
+    void postReadyWrite(final long remoteAddress, final int rkey) throws IOException
+    {
+        final int readyOffset = controlSlots * Wire.CONTROL_SLOT_LENGTH;
+        control.putLong(readyOffset, Handshake.MAGIC);
+        synchronized (lock)
+        {
+            sendRequest.reset();
+            sendRequest.opcode(WrOpcode.RDMA_WRITE).wrId(TAG_READY << TAG_SHIFT).remoteAddress(remoteAddress).rkey(rkey);
+            sendRequest.setSge(controlRegion, readyOffset, 8);
+            final int rc = qp.postSend(sendRequest);
+            if (rc != PostResult.OK)
+            {
+                throw new IOException("could not post the handshake's ready write: " + PostResult.toString(rc));
+            }
+        }
+    }
+
+    /** Connector: the first batch announces our receives. */
+    void sendInitialCredits()
+    {
+        synchronized (lock)
+        {
+            flushLocked();
+        }
+    }
+
+    /** @return OK if the connection takes messages, else NOT_CONNECTED (it failed) or CLOSED (lock held). */
+    private int connectedLocked()
+    {
+        final int s = connection.state();
+        return s == EngineConnection.STATE_CONNECTED ? OK : s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
+    }
+
+    /** A claim found no room: writable callbacks wait for progress from now on (lock held). */
+    private int backPressuredLocked()
+    {
+        backPressureEpoch = writableEpoch;
+        return BACK_PRESSURED;
+    }
+
+    /** @see Connection#tryClaim */
+    int tryClaim(final int length, final MessageClaim claim)
+    {
+        if (length < 0)
+        {
+            throw new IllegalArgumentException("negative length " + length);
+        }
+        if (length <= sendEagerLimit)
+        {
+            final int frameLength = Wire.dataFrameLength(length);
+            final int index;
+            final long id;
+            synchronized (lock)
+            {
+                final int rc = connectedLocked();
+                if (rc != OK)
+                {
+                    return rc;
+                }
+                index = ring.claim(frameLength);
+                if (index < 0)
+                {
+                    return backPressuredLocked();
+                }
+                id = nextMessageId++;
+                ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
+                outstandingClaims++;
+            }
+            claim.wrap(connection, ring.buffer(), index + Wire.FRAME_HEADER_LENGTH, length, id, index, null);
+            return OK;
+        }
+        if (length > connection.config.maxOutboundMessageSize())
+        {
+            return TOO_LARGE;
+        }
+        final BufferPool.Buffer buffer;
+        final int index;
+        final long id;
+        synchronized (lock)
+        {
+            final int rc = connectedLocked();
+            if (rc != OK)
+            {
+                return rc;
+            }
+            buffer = sendPool.acquire(length);
+            if (buffer == null)
+            {
+                return backPressuredLocked();
+            }
+            index = ring.claim(Wire.FRAME_HEADER_LENGTH);
+            if (index < 0)
+            {
+                sendPool.release(buffer);
+                return backPressuredLocked();
+            }
+            id = nextMessageId++;
+            ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
+            buffer.id = (int)id;
+            buffer.messageId = id;
+            buffer.length = length;
+            outstandingClaims++;
+        }
+        claim.wrap(connection, buffer.buffer, 0, length, id, index, buffer);
+        return OK;
+    }
+
+    void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
+    {
+        boolean lost = false;
+        synchronized (lock)
+        {
+            outstandingClaims--;
+            if (connection.state() >= EngineConnection.STATE_CLOSED)
+            {
+                lost = true;
+            }
+            else if (rendezvous != null)
+            {
+                outbound.committed(rendezvous);
+                ring.frameType(frameIndex, Wire.FRAME_RTS);
+                flushLocked();
+            }
+            else
+            {
+                ring.frameType(frameIndex, Wire.FRAME_DATA);
+                flushLocked();
+            }
+        }
+        if (lost)
+        {
+            final long id = ring.frameId(frameIndex);
+            final int length = rendezvous != null ? rendezvous.length : ring.frameLength(frameIndex);
+            if (rendezvous != null)
+            {
+                sendPool.release(rendezvous);
+            }
+            connection.reportFailedSend(id, length, connection.lostCause());
+            connection.maybeReleaseResources();
+        }
+    }
+
+    void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
+    {
+        boolean terminal;
+        synchronized (lock)
+        {
+            outstandingClaims--;
+            terminal = connection.state() >= EngineConnection.STATE_CLOSED;
+            if (!terminal)
+            {
+                ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
+                ring.frameType(frameIndex, Wire.FRAME_PAD);
+                flushLocked();
+            }
+        }
+        if (rendezvous != null)
+        {
+            sendPool.release(rendezvous);
+        }
+        if (terminal)
+        {
+            connection.maybeReleaseResources();
+        }
+    }
+
+    /**
+     * Posts everything that may go now: a pending rendezvous write, then batches of control frames
+     * and committed data frames, as credits allow. Called with {@code lock} held.
+     */
+    void flushLocked()
+    {
+        if (connection.state() >= EngineConnection.STATE_CLOSED || qp == null || connection.isDisconnected())
+        {
+            return;
+        }
+        while (true)
+        {
+            while (outbound.nextWrite() != null && window.canSendData())
+            {
+                if (signaledInFlight >= maxSignaledInFlight)
+                {
+                    sendCqStalled = true;
+                    return;
+                }
+                if (!postRendezvousWrite(outbound.nextWrite()))
+                {
+                    return;
+                }
+                outbound.writePosted();
+            }
+            if (ring.skipPadding())
+            {
+                if (sendsInFlight == 0)
+                {
+                    ring.release(ring.posted());
+                    writableEpoch++;
+                }
+                else
+                {
+                    batchEnds[(int)((sendSeq - 1) % controlSlots)] = ring.posted();
+                }
+            }
+            // An eager frame behind a rendezvous waits until that rendezvous is written, so that it
+            // cannot overtake it; further RTS may go ahead (their writes follow in RTS order).
+            final int controlFrames = Math.min(controlQueue.size(), Wire.MAX_CONTROL_FRAMES_PER_BATCH);
+            int dataLength = 0;
+            if (window.canSendData())
+            {
+                final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
+                    controlFrames * Wire.CONTROL_FRAME_LENGTH;
+                dataLength = ring.batchLength(budget, outbound.outstanding(), EngineConnection.MAX_PIPELINED_RENDEZVOUS);
+            }
+            else if (ring.hasUnposted() && !creditStalled)
+            {
+                creditStalled = true;
+                stats.creditStalls++;
+            }
+            if (dataLength == 0)
+            {
+                final boolean creditReturnDue = window.creditReturnDue() || (!connection.acceptor && sendSeq == 0);
+                if (controlFrames == 0 && !creditReturnDue)
+                {
+                    return;
+                }
+                if (!window.canSendControlOnly())
+                {
+                    return;
+                }
+            }
+            if (signaledInFlight >= maxSignaledInFlight)
+            {
+                // Reaping the send CQ (poller) resumes the flush.
+                if (!sendCqStalled)
+                {
+                    sendCqStalled = true;
+                    stats.sendQueueStalls++;
+                }
+                return;
+            }
+            if (!postBatch(controlFrames, dataLength))
+            {
+                return;
+            }
+        }
+    }
+
+    private boolean postBatch(final int controlFrames, final int dataLength)
+    {
+        final long seq = sendSeq;
+        final int slot = (int)(seq % controlSlots);
+        final int base = slot * Wire.CONTROL_SLOT_LENGTH;
+        outboundHeader.wrap(control, base)
+            .credits(window.owed())
+            .controlLength(controlFrames * Wire.CONTROL_FRAME_LENGTH)
+            .sequence(seq);
+        final boolean carriesClose = controlQueue.copyTo(control, base + Wire.BATCH_HEADER_LENGTH, controlFrames);
+        final SendRequest req = sendRequest;
+        req.reset();
+        req.wrId((TAG_SEND << TAG_SHIFT) | seq);
+        req.opcode(WrOpcode.SEND);
+        req.setSge(controlRegion, base, Wire.BATCH_HEADER_LENGTH + controlFrames * Wire.CONTROL_FRAME_LENGTH);
+        final int start = ring.indexOf(ring.posted());
+        if (dataLength > 0)
+        {
+            req.addSge(ring.region().address() + start, dataLength, ring.region().lkey());
+        }
+        final int rc = qp.postSend(req);
+        if (rc != PostResult.OK)
+        {
+            connection.failLater(new PeerDisconnectedException("posting a SEND to " + connection.remoteAddress() + " failed: " + PostResult.toString(rc)));
+            return false;
+        }
+        if (dataLength > 0)
+        {
+            countEagerFrames(start, dataLength);
+            creditStalled = false;
+        }
+        else
+        {
+            stats.creditOnlySends++;
+        }
+        stats.sendsPosted++;
+        window.onBatchPosted();
+        controlQueue.remove(controlFrames);
+        ring.markPosted(dataLength);
+        batchEnds[slot] = ring.posted();
+        sendSeq++;
+        sendsInFlight++;
+        signaledInFlight++;
+        if (carriesClose)
+        {
+            closeBatchSeq = seq;
+        }
+        return true;
+    }
+
+    private void countEagerFrames(final int start, final int dataLength)
+    {
+        int offset = start;
+        final int end = start + dataLength;
+        while (offset < end)
+        {
+            final int type = ring.frameType(offset);
+            final int length = ring.frameLength(offset);
+            if (type == Wire.FRAME_DATA)
+            {
+                stats.eagerMessagesSent++;
+                stats.eagerBytesSent += length;
+            }
+            else if (type == Wire.FRAME_RTS)
+            {
+                outbound.rtsPosted((int)ring.frameId(offset));
+            }
+            offset += Wire.frameSize(type, length);
+        }
+    }
+
+    private boolean postRendezvousWrite(final BufferPool.Buffer buffer)
+    {
+        final SendRequest req = sendRequest;
+        req.reset();
+        req.opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+            .immData(buffer.id)
+            .remoteAddress(buffer.remoteAddress)
+            .rkey(buffer.remoteRkey)
+            .wrId((TAG_WRITE << TAG_SHIFT) | (buffer.id & 0xFFFF_FFFFL));
+        req.setSge(buffer.region, 0, buffer.length);
+        final int rc = qp.postSend(req);
+        if (rc != PostResult.OK)
+        {
+            connection.failLater(new PeerDisconnectedException(
+                "posting a rendezvous write to " + connection.remoteAddress() + " failed: " + PostResult.toString(rc)));
+            return false;
+        }
+        window.onWritePosted();
+        signaledInFlight++;
+        return true;
+    }
+
+    /** Queues a control frame (lock held); it leaves with the next batch. */
+    void enqueueControl(final int type, final int code, final long id, final long address, final int rkey, final int length)
+    {
+        controlQueue.add(type, code, id, address, rkey, length);
+    }
+
+    /** @see Connection#onWritable */
+    void onWritable(Runnable callback)
+    {
+        synchronized (lock)
+        {
+            if (!connection.closeCallbacksRun())
+            {
+                writableWaiters.add(callback);
+                callback = null;
+            }
+        }
+        if (callback != null)
+        {
+            callback.run(); // closed: no poller will look at this connection again; the retry sees CLOSED
+            return;
+        }
+        connection.requestAttention();
+    }
+
+    void onSendBufferReleased()
+    {
+        synchronized (lock)
+        {
+            writableEpoch++;
+        }
+        if (!writableWaiters.isEmpty())
+        {
+            connection.requestAttention();
+        }
+    }
+
+    /** Runs writable callbacks if anything progressed since the last back-pressure. Poller thread. */
+    void fireWritable()
+    {
+        synchronized (lock)
+        {
+            if (writableWaiters.isEmpty() || (backPressureEpoch == writableEpoch && connection.state() == EngineConnection.STATE_CONNECTED))
+            {
+                return;
+            }
+            firing.addAll(writableWaiters);
+            writableWaiters.clear();
+        }
+        for (int i = 0; i < firing.size(); i++)
+        {
+            try
+            {
+                firing.get(i).run();
+            }
+            catch (final Throwable t)
+            {
+                connection.engine.onError(t);
+            }
+        }
+        firing.clear();
+    }
+
+    void onSendCompletions(final WorkCompletions wc, final int n)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            final WcStatus status = wc.status(i);
+            final long wrId = wc.wrId(i);
+            final long tag = wrId >>> TAG_SHIFT;
+            if (status != WcStatus.SUCCESS)
+            {
+                connection.onErrorCompletion(status, tag == TAG_WRITE ? "rendezvous write" : tag == TAG_READY ? "ready write" : "SEND");
+                continue;
+            }
+            if (tag == TAG_SEND)
+            {
+                final long seq = wrId & ID_MASK;
+                synchronized (lock)
+                {
+                    ring.release(batchEnds[(int)(seq % controlSlots)]);
+                    sendsInFlight--;
+                    signaledInFlight--;
+                    writableEpoch++;
+                    if (seq == closeBatchSeq)
+                    {
+                        closeSendCompleted = true;
+                    }
+                }
+            }
+            else if (tag == TAG_WRITE)
+            {
+                final int id = (int)(wrId & 0xFFFF_FFFFL);
+                final BufferPool.Buffer buffer;
+                synchronized (lock)
+                {
+                    signaledInFlight--;
+                    buffer = outbound.onWriteCompleted(id);
+                    if (buffer != null)
+                    {
+                        stats.rendezvousMessagesSent++;
+                        stats.rendezvousBytesSent += buffer.length;
+                    }
+                }
+                if (buffer != null)
+                {
+                    sendPool.release(buffer);
+                }
+            }
+        }
+        synchronized (lock)
+        {
+            if (sendCqStalled)
+            {
+                sendCqStalled = false;
+                flushLocked();
+            }
+        }
+    }
+
+    /** The receive side re-posted {@code reposted} slots: owe them to the peer, and send if that is due. */
+    void onReceivesReposted(final int reposted)
+    {
+        synchronized (lock)
+        {
+            window.onReceivesReposted(reposted);
+            flushLocked();
+        }
+    }
+
+    /** A batch from the peer returned credits. */
+    void onCreditsReturned(final int returned)
+    {
+        synchronized (lock)
+        {
+            window.onCreditsReturned(returned);
+        }
+    }
+
+    @Override
+    public void clearToSend(final int id, final long address, final int rkey, final int length)
+    {
+        synchronized (lock)
+        {
+            enqueueControl(Wire.CONTROL_CTS, 0, id, address, rkey, length);
+        }
+    }
+
+    @Override
+    public void refuse(final int id, final int limit)
+    {
+        synchronized (lock)
+        {
+            enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, limit);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package io.reverb.rdma.engine;
+
+import java.util.ArrayDeque;
+import java.util.List;
+import org.agrona.collections.Int2ObjectHashMap;
+
+/**
+ * The sender's side of rendezvous: messages too large for an eager frame, announced by an RTS frame and
+ * written with RDMA_WRITE_WITH_IMM into the buffer the receiver grants with CTS.
+ * <pre>
+ *   commit ──► registered ──(RTS posted)──► awaiting CTS ──(CTS)──► pending write ──(posted)──► writing
+ *                                                  └──(REFUSE)──► failed to the sender     (completion)──► released
+ * </pre>
+ * The receiver answers RTS strictly in order, so CTS and REFUSE must name the oldest RTS awaiting an answer;
+ * anything else is a protocol error. Writes are posted in CTS order.
+ *
+ * <p>Not thread-safe: the connection guards it with its send lock.
+ */
+final class OutboundRendezvous
+{
+    /** Rendezvous whose RTS is posted, in RTS order, waiting for CTS or REFUSE. */
+    private final ArrayDeque<BufferPool.Buffer> awaitingCts = new ArrayDeque<>();
+    /** Rendezvous granted, in order, waiting for a credit to post their write. */
+    private final ArrayDeque<BufferPool.Buffer> pendingWrites = new ArrayDeque<>();
+    /** Every rendezvous committed and not yet written (or refused), by id. */
+    private final Int2ObjectHashMap<BufferPool.Buffer> byId = new Int2ObjectHashMap<>();
+
+    /** A rendezvous message was committed: its RTS frame is in the ring. */
+    void committed(final BufferPool.Buffer buffer)
+    {
+        byId.put(buffer.id, buffer);
+    }
+
+    /** The RTS of rendezvous {@code id} was posted: it now waits for the receiver's answer. */
+    void rtsPosted(final int id)
+    {
+        awaitingCts.addLast(byId.get(id));
+    }
+
+    /** @return rendezvous announced and not yet written: an eager frame must not overtake them. */
+    int outstanding()
+    {
+        return awaitingCts.size() + pendingWrites.size();
+    }
+
+    /** @return the next granted rendezvous to write, or null. */
+    BufferPool.Buffer nextWrite()
+    {
+        return pendingWrites.peekFirst();
+    }
+
+    /** The write of {@link #nextWrite()} was posted. */
+    void writePosted()
+    {
+        pendingWrites.pollFirst();
+    }
+
+    /**
+     * The receiver granted a buffer for rendezvous {@code id}.
+     *
+     * @return null if accepted, else what is wrong with it (a protocol error)
+     */
+    String onClearToSend(final long id, final int grantedLength, final long remoteAddress, final int remoteRkey)
+    {
+        final BufferPool.Buffer buffer = awaitingCts.peekFirst();
+        if (buffer == null || buffer.id != (int)id)
+        {
+            return "CTS for rendezvous " + id + " out of order";
+        }
+        if (grantedLength < buffer.length)
+        {
+            return "CTS granted fewer bytes than rendezvous " + id + " needs";
+        }
+        awaitingCts.pollFirst();
+        buffer.remoteAddress = remoteAddress;
+        buffer.remoteRkey = remoteRkey;
+        pendingWrites.addLast(buffer);
+        return null;
+    }
+
+    /**
+     * The receiver refused rendezvous {@code id}.
+     *
+     * @return its buffer, for the caller to release and report, or null if the REFUSE is out of order
+     */
+    BufferPool.Buffer onRefuse(final long id)
+    {
+        final BufferPool.Buffer buffer = awaitingCts.peekFirst();
+        if (buffer == null || buffer.id != (int)id)
+        {
+            return null;
+        }
+        awaitingCts.pollFirst();
+        byId.remove((int)id);
+        return buffer;
+    }
+
+    /** @return the buffer whose write completed, or null if it is no longer known. */
+    BufferPool.Buffer onWriteCompleted(final int id)
+    {
+        return byId.remove(id);
+    }
+
+    /** @return rendezvous committed and not yet done. */
+    int size()
+    {
+        return byId.size();
+    }
+
+    boolean isEmpty()
+    {
+        return byId.isEmpty();
+    }
+
+    /** Teardown: hands every rendezvous not yet done to {@code failed} and forgets them all. */
+    void drainTo(final List<BufferPool.Buffer> failed)
+    {
+        failed.addAll(byId.values());
+        byId.clear();
+        awaitingCts.clear();
+        pendingWrites.clear();
+    }
+}

@@ -1,0 +1,175 @@
+package io.reverb.rdma.engine;
+
+import org.agrona.concurrent.IdleStrategy;
+
+/**
+ * What a {@link Poller} does after a duty cycle, given the work it did ({@link PollingMode}):
+ * <ul>
+ *   <li>BUSY: {@link Thread#onSpinWait()} and poll again.</li>
+ *   <li>EVENT: arm every CQ, poll once more (a completion that raced the arming raises no event), then
+ *       block on the completion channel ({@link Poller#armAndAwait()}).</li>
+ *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between completions caught while
+ *       spinning (clamped to [min, max]), then yield briefly, then arm and block like EVENT. Spinning
+ *       continues only while it catches at least half of the idle periods (judged every {@value #WINDOW});
+ *       otherwise the poller sleeps at once and probes with one full-length spin per window.</li>
+ * </ul>
+ * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
+ * completion channel or learn the gap between completions, hence this one. Poller thread only.
+ */
+final class PollerIdleStrategy implements IdleStrategy
+{
+    private static final int GAP_SHIFT = 3; // mean over ~8 gaps
+    static final int WINDOW = 16;
+    private static final int PHASE_SPIN = 0;
+    private static final int PHASE_YIELD = 1;
+    private static final int PHASE_SLEEP = 2;
+
+    private final Poller poller;
+    private final PollingMode mode;
+    private final long minSpinNanos;
+    private final long maxSpinNanos;
+    private final long yieldNanos;
+
+    private long lastWorkNanos;
+    private long meanGapNanos;
+    private int phase = PHASE_SPIN;
+    private boolean spinning = true;
+    private boolean idleStarted;
+    private boolean probing;
+    private int spinHits;
+    private int idlePeriods;
+
+    PollerIdleStrategy(final Poller poller, final EngineConfig config)
+    {
+        this.poller = poller;
+        this.mode = config.pollingMode();
+        this.minSpinNanos = config.adaptiveMinSpinNanos();
+        this.maxSpinNanos = config.adaptiveMaxSpinNanos();
+        this.yieldNanos = config.adaptiveYieldNanos();
+    }
+
+    @Override
+    public void idle(final int workCount)
+    {
+        switch (mode)
+        {
+            case BUSY:
+                if (workCount == 0)
+                {
+                    Thread.onSpinWait();
+                }
+                break;
+            case EVENT:
+                if (workCount == 0)
+                {
+                    sleep();
+                }
+                break;
+            default:
+                adaptiveIdle(workCount);
+        }
+    }
+
+    @Override
+    public void idle()
+    {
+        idle(0);
+    }
+
+    /** Starts afresh: as if work had just been done. */
+    @Override
+    public void reset()
+    {
+        lastWorkNanos = System.nanoTime();
+        phase = PHASE_SPIN;
+        idleStarted = false;
+    }
+
+    @Override
+    public String alias()
+    {
+        return "reverb-" + mode.name().toLowerCase();
+    }
+
+    private void adaptiveIdle(final int work)
+    {
+        final long now = System.nanoTime();
+        final long idle = now - lastWorkNanos;
+        if (work > 0)
+        {
+            if (phase == PHASE_SPIN && idleStarted)
+            {
+                // Caught while spinning: the gap tells how long spinning must last.
+                meanGapNanos += (idle - meanGapNanos) >> GAP_SHIFT;
+                spinHits++;
+                idlePeriods++;
+                if (probing)
+                {
+                    spinning = true; // a probe paid off: spin again
+                    probing = false;
+                }
+            }
+            phase = PHASE_SPIN;
+            idleStarted = false;
+            lastWorkNanos = now;
+            judgeWindow();
+            return;
+        }
+        idleStarted = true;
+        final long budget = probing ? maxSpinNanos :
+            spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+        if (idle < budget)
+        {
+            Thread.onSpinWait();
+        }
+        else if (idle < budget + yieldNanos)
+        {
+            if (phase == PHASE_SPIN)
+            {
+                missed();
+            }
+            phase = PHASE_YIELD;
+            Thread.yield();
+        }
+        else
+        {
+            if (phase == PHASE_SPIN)
+            {
+                missed();
+            }
+            phase = PHASE_SLEEP;
+            sleep();
+        }
+    }
+
+    private void missed()
+    {
+        idlePeriods++;
+        probing = false;
+        judgeWindow();
+    }
+
+    /**
+     * Every {@value #WINDOW} idle periods: keep spinning only if spins caught at least half of them (on an
+     * oversubscribed machine a spinning poller steals the core its peer needs, and spins miss); when not
+     * spinning, probe once per window with a full-length spin to notice that spinning pays again.
+     */
+    private void judgeWindow()
+    {
+        if (idlePeriods >= WINDOW)
+        {
+            spinning = spinHits * 2 >= idlePeriods;
+            probing = !spinning;
+            spinHits = 0;
+            idlePeriods = 0;
+        }
+    }
+
+    private void sleep()
+    {
+        if (poller.armAndAwait())
+        {
+            reset(); // the re-poll after arming found work
+        }
+    }
+}

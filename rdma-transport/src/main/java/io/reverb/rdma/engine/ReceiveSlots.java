@@ -1,0 +1,361 @@
+package io.reverb.rdma.engine;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.RecvRequest;
+import io.reverb.rdma.verbs.WcOpcode;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WorkCompletions;
+import java.io.IOException;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The receive direction of a connection (as Aeron's {@code PublicationImage} is to its
+ * {@code NetworkPublication}): the registered receive slots, kept posted; polling the receive CQ; decoding
+ * each batch (header, control frames, data frames, {@link BatchHeaderFlyweight}...); and delivering eager
+ * and rendezvous messages to the handler.
+ *
+ * <p>Before a handler is set, receives are taken one at a time; one that holds a message is parked (not
+ * re-posted, and nothing after it is taken) until the handler arrives. Credits and control frames keep
+ * flowing until then, so a send-only user need not set a handler at all.
+ *
+ * <p>Poller thread only, except {@link #handler(MessageHandler)} and {@link #pause(boolean)}.
+ */
+final class ReceiveSlots
+{
+    private static final int NO_RENDEZVOUS = Integer.MIN_VALUE;
+
+    private final EngineConnection connection;
+    private final ConnectionStats stats;
+    private final CompletionQueue recvCq;
+    private final MemoryRegion region;
+    private final UnsafeBuffer buffer;
+    private final int slotLength;
+    private final int slots;
+    private final RecvRequest recvRequest = new RecvRequest();
+    private final BatchHeaderFlyweight header = new BatchHeaderFlyweight();
+    private final ControlFrameFlyweight controlFrame = new ControlFrameFlyweight();
+    private final DataFrameFlyweight dataFrame = new DataFrameFlyweight();
+    private final WorkCompletions singleCompletion = new WorkCompletions(1);
+    private QueuePair qp;
+    private InboundRendezvous rendezvous;
+
+    private volatile MessageHandler handler;
+    private volatile boolean paused;
+
+    private BufferPool.Buffer deliveringRendezvous;
+    private UnsafeBuffer deliveringBuffer;
+    private int deliveringOffset;
+    private int deliveringLength;
+
+    private int parkedSlot = -1;
+    private int parkedOffset;
+    private int parkedEnd;
+    private int parkedRendezvousId;
+
+    ReceiveSlots(final EngineConnection connection, final ProtectionDomain pd) throws IOException
+    {
+        this.connection = connection;
+        this.stats = connection.statsRef();
+        this.recvCq = connection.recvCq;
+        this.slots = connection.config.receiveSlots();
+        this.slotLength = connection.config.receiveSlotLength();
+        this.region = pd.allocate(slots * slotLength, Access.LOCAL_WRITE);
+        this.buffer = region.buffer();
+    }
+
+    /** Posts every slot once the QP exists. */
+    void attach(final QueuePair qp, final InboundRendezvous rendezvous)
+    {
+        this.qp = qp;
+        this.rendezvous = rendezvous;
+        for (int i = 0; i < slots; i++)
+        {
+            post(i);
+        }
+    }
+
+    int slots()
+    {
+        return slots;
+    }
+
+    void handler(final MessageHandler handler)
+    {
+        this.handler = handler;
+    }
+
+    void pause(final boolean paused)
+    {
+        this.paused = paused;
+    }
+
+    /**
+     * Takes what arrived: a parked receive once a handler is set, else the receive CQ.
+     *
+     * @return true if anything was processed
+     */
+    boolean poll(final WorkCompletions wc)
+    {
+        if (paused)
+        {
+            return false;
+        }
+        if (parkedSlot >= 0)
+        {
+            if (handler == null)
+            {
+                return false;
+            }
+            final int slot = parkedSlot;
+            parkedSlot = -1;
+            final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
+                onRendezvousData(slot, parkedRendezvousId) : onDataFrames(slot, parkedOffset, parkedEnd);
+            if (done && connection.state() < EngineConnection.STATE_CLOSED && !connection.isDisconnected() && post(slot))
+            {
+                connection.onReceivesReposted(1);
+            }
+            return true;
+        }
+        final WorkCompletions target = handler != null ? wc : singleCompletion;
+        final int n = recvCq.poll(target);
+        if (n > 0)
+        {
+            onCompletions(target, n);
+            return true;
+        }
+        return false;
+    }
+
+    /** Processes {@code n} receive completions, re-posting each slot that is done with. */
+    void onCompletions(final WorkCompletions wc, final int n)
+    {
+        int reposted = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final WcStatus status = wc.status(i);
+            if (status != WcStatus.SUCCESS)
+            {
+                connection.onErrorCompletion(status, "receive");
+                continue;
+            }
+            final int slot = (int)wc.wrId(i);
+            final boolean done;
+            if (wc.opcode(i) == WcOpcode.RECV_RDMA_WITH_IMM)
+            {
+                done = onRendezvousData(slot, wc.immData(i));
+            }
+            else
+            {
+                done = onBatch(slot, wc.byteLen(i));
+            }
+            if (connection.state() >= EngineConnection.STATE_CLOSED)
+            {
+                return;
+            }
+            if (done && !connection.isDisconnected() && post(slot))
+            {
+                reposted++;
+            }
+        }
+        connection.onReceivesReposted(reposted);
+    }
+
+    private boolean post(final int slot)
+    {
+        recvRequest.wrId(slot);
+        recvRequest.setSge(region, slot * slotLength, slotLength);
+        final int rc = qp.postRecv(recvRequest);
+        if (rc != PostResult.OK)
+        {
+            connection.failLater(new PeerDisconnectedException("re-posting a receive failed: " + PostResult.toString(rc)));
+            return false;
+        }
+        return true;
+    }
+
+    /** @return false if parked (no handler yet): the slot is not to be re-posted now. */
+    private boolean onBatch(final int slot, final int byteLength)
+    {
+        final int base = slot * slotLength;
+        if (byteLength < Wire.BATCH_HEADER_LENGTH)
+        {
+            connection.protocolError("batch of " + byteLength + " bytes");
+            return true;
+        }
+        header.wrap(buffer, base);
+        final int returned = header.credits();
+        final int controlLength = header.controlLength();
+        if (returned < 0 || controlLength < 0 || controlLength > Wire.MAX_CONTROL_SECTION ||
+            Wire.BATCH_HEADER_LENGTH + controlLength > byteLength)
+        {
+            connection.protocolError("bad batch header (credits " + returned + ", control " + controlLength + ")");
+            return true;
+        }
+        final AuthGate gate = connection.authGate;
+        if (gate != null)
+        {
+            if (!gate.admit(connection, buffer, base + Wire.BATCH_HEADER_LENGTH, controlLength))
+            {
+                return true; // refused: the gate's outcome aborts the connection
+            }
+            connection.authGate = null;
+        }
+        if (returned > 0)
+        {
+            connection.onCreditsReturned(returned);
+        }
+        int offset = base + Wire.BATCH_HEADER_LENGTH;
+        final int controlEnd = offset + controlLength;
+        for (; offset < controlEnd; offset += Wire.CONTROL_FRAME_LENGTH)
+        {
+            connection.onControlFrame(controlFrame.wrap(buffer, offset));
+        }
+        return onDataFrames(slot, offset, base + byteLength);
+    }
+
+    private boolean onDataFrames(final int slot, final int start, final int end)
+    {
+        int offset = start;
+        while (offset < end)
+        {
+            if (end - offset < Wire.FRAME_HEADER_LENGTH)
+            {
+                connection.protocolError("truncated frame");
+                return true;
+            }
+            final DataFrameFlyweight frame = dataFrame.wrap(buffer, offset);
+            final int length = frame.length();
+            final int type = frame.type();
+            if (type == Wire.FRAME_DATA)
+            {
+                if (length < 0 || offset + Wire.FRAME_HEADER_LENGTH + length > end)
+                {
+                    connection.protocolError("data frame of " + length + " bytes overruns its batch");
+                    return true;
+                }
+                final MessageHandler h = handler;
+                if (h == null)
+                {
+                    park(slot, offset, end, NO_RENDEZVOUS);
+                    return false;
+                }
+                stats.eagerMessagesReceived++;
+                stats.eagerBytesReceived += length;
+                deliver(h, buffer, frame.payloadOffset(), length, null);
+                offset += Wire.dataFrameLength(length);
+            }
+            else if (type == Wire.FRAME_RTS)
+            {
+                rendezvous.onRequestToSend((int)frame.id(), length);
+                offset += Wire.FRAME_HEADER_LENGTH;
+            }
+            else
+            {
+                connection.protocolError("unknown frame type " + type);
+                return true;
+            }
+        }
+        return true;
+    }
+
+    private boolean onRendezvousData(final int slot, final int id)
+    {
+        final MessageHandler h = handler;
+        if (h == null)
+        {
+            park(slot, 0, 0, id);
+            return false;
+        }
+        final BufferPool.Buffer granted = rendezvous.take(id);
+        if (granted == null)
+        {
+            connection.protocolError("rendezvous data for unknown id " + id);
+            return true;
+        }
+        stats.rendezvousMessagesReceived++;
+        stats.rendezvousBytesReceived += granted.length;
+        deliver(h, granted.buffer, 0, granted.length, granted);
+        if (!granted.retained)
+        {
+            rendezvous.release(granted);
+        }
+        rendezvous.grantQueued();
+        return true;
+    }
+
+    private void park(final int slot, final int offset, final int end, final int rendezvousId)
+    {
+        parkedSlot = slot;
+        parkedOffset = offset;
+        parkedEnd = end;
+        parkedRendezvousId = rendezvousId;
+    }
+
+    private void deliver(
+        final MessageHandler h, final UnsafeBuffer buffer, final int offset, final int length, final BufferPool.Buffer rendezvous)
+    {
+        deliveringBuffer = buffer;
+        deliveringOffset = offset;
+        deliveringLength = length;
+        deliveringRendezvous = rendezvous;
+        try
+        {
+            h.onMessage(buffer, offset, length);
+        }
+        catch (final Throwable t)
+        {
+            connection.engine.onError(
+                new EngineException("message handler of connection to " + connection.remoteAddress() + " threw", t));
+        }
+        finally
+        {
+            deliveringBuffer = null;
+            deliveringRendezvous = null;
+        }
+    }
+
+    /** @see Connection#retain() */
+    RetainedMessage retain()
+    {
+        if (deliveringBuffer == null || Thread.currentThread() != connection.poller.thread())
+        {
+            throw new IllegalStateException("retain() is only valid inside MessageHandler.onMessage, on the poller thread");
+        }
+        final BufferPool.Buffer rendezvous = deliveringRendezvous;
+        if (rendezvous != null)
+        {
+            rendezvous.retained = true;
+            return rendezvous;
+        }
+        final UnsafeBuffer copy = new UnsafeBuffer(new byte[deliveringLength]);
+        copy.putBytes(0, deliveringBuffer, deliveringOffset, deliveringLength);
+        final int length = deliveringLength;
+        return new RetainedMessage()
+        {
+            public DirectBuffer buffer()
+            {
+                return copy;
+            }
+
+            public int offset()
+            {
+                return 0;
+            }
+
+            public int length()
+            {
+                return length;
+            }
+
+            public void release()
+            {
+            }
+        };
+    }
+}

@@ -1,0 +1,393 @@
+package io.reverb.rdma.engine;
+
+import static io.reverb.rdma.engine.EngineTestSupport.await;
+import static io.reverb.rdma.engine.EngineTestSupport.send;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.ConnectionRejectedException;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProviders;
+import java.io.ByteArrayOutputStream;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Issue 13 replayed against a live server, one subclass per transport: hostile handshakes (item 1), idle
+ * sockets and connection storms (item 2), replayed and forged authentication (item 5). After each attack
+ * the server must still serve a well-behaved client (a connection made before the attack, and one made
+ * after it), hold no connection of the attacker, stay within bounded memory, and have logged a bounded
+ * number of lines however many attempts there were.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+abstract class AbstractEngineAttackTest
+{
+    protected static final byte[] TOKEN = "attack-test-token-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    /** Lines the whole server side may log during one attack, however many attempts it makes. */
+    protected static final int MAX_LOG_LINES = 40;
+
+    protected RdmaEngine server;
+    protected RdmaEngine client;
+    protected EngineListener listener;
+    protected Connection established;
+    protected final AtomicLong delivered = new AtomicLong();
+    private PrintStream originalErr;
+    private LineCounter lines;
+
+    /** @return the verbs provider scheme. */
+    protected abstract String scheme();
+
+    /** @return an address the server may listen on. */
+    protected abstract String listenAddress();
+
+    /** @return verbs settings of both sides. */
+    protected abstract VerbsConfig verbsConfig();
+
+    /**
+     * Opens sockets to the listener that never complete a handshake.
+     *
+     * @param address the listener.
+     * @param n       how many.
+     * @return them, to close.
+     */
+    protected abstract List<Closeable> idleSockets(String address, int n) throws IOException;
+
+    /**
+     * Sends provider handshakes whose values would size something absurd (item 1), each on its own socket.
+     *
+     * @param address the listener.
+     * @return how many were sent.
+     */
+    protected abstract int sendOversizeProviderHandshakes(String address) throws IOException;
+
+    private static final class LineCounter extends OutputStream
+    {
+        final AtomicLong count = new AtomicLong();
+        final OutputStream target;
+
+        LineCounter(final OutputStream target)
+        {
+            this.target = target;
+        }
+
+        @Override
+        public void write(final int b) throws IOException
+        {
+            if (b == '\n')
+            {
+                count.incrementAndGet();
+            }
+            target.write(b);
+        }
+
+        @Override
+        public void write(final byte[] b, final int off, final int len) throws IOException
+        {
+            for (int i = off; i < off + len; i++)
+            {
+                if (b[i] == '\n')
+                {
+                    count.incrementAndGet();
+                }
+            }
+            target.write(b, off, len);
+        }
+    }
+
+    protected EngineConfig engineConfig(final String name)
+    {
+        return EngineTestSupport.config(PollingMode.EVENT).verbsConfig(verbsConfig()).name(name);
+    }
+
+    @BeforeEach
+    void startServer() throws IOException
+    {
+        originalErr = System.err;
+        lines = new LineCounter(originalErr);
+        System.setErr(new PrintStream(lines, true));
+        // The default error handler (ErrorLog: rate-limited, one line per refusal) logs to System.err here.
+        server = RdmaEngine.open(scheme(), engineConfig("attacked").authToken(TOKEN).maxConnections(6));
+        client = RdmaEngine.open(scheme(), engineConfig("good").authToken(TOKEN));
+        listener = server.listen(listenAddress(), c -> c.setHandler((buffer, offset, length) -> delivered.incrementAndGet()));
+        established = client.connect(listener.address());
+        assertServes(established);
+    }
+
+    @AfterEach
+    void stopServer()
+    {
+        try
+        {
+            client.close();
+            server.close();
+        }
+        finally
+        {
+            System.setErr(originalErr);
+        }
+    }
+
+    /** One message over the connection, delivered to the server. */
+    protected void assertServes(final Connection connection)
+    {
+        final long expected = delivered.get() + 1;
+        send(connection, new MessageClaim(), 64, expected);
+        await("message delivered through " + connection.remoteAddress(), () -> delivered.get() >= expected);
+    }
+
+    /** The server serves the connection made before the attack and a new one, and holds nothing else. */
+    protected void assertStillServing() throws IOException
+    {
+        assertServes(established);
+        final Connection fresh = client.connect(listener.address());
+        assertServes(fresh);
+        fresh.close();
+        await("only the well-behaved connection left", () -> server.connections().size() == 1);
+        assertThat(lines.count.get()).as("lines logged during the attack").isLessThanOrEqualTo(MAX_LOG_LINES);
+    }
+
+    private static long usedHeapAfterGc()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            System.gc();
+        }
+        final Runtime runtime = Runtime.getRuntime();
+        return runtime.totalMemory() - runtime.freeMemory();
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // Item 1: values from a peer are checked before anything is sized from them
+    // ------------------------------------------------------------------------------------------------
+
+    @Test
+    void shouldRefuseProviderHandshakesThatWouldSizeAbsurdQueues() throws Exception
+    {
+        final long heapBefore = usedHeapAfterGc();
+        int sent = 0;
+        for (int round = 0; round < 10; round++)
+        {
+            sent += sendOversizeProviderHandshakes(listener.address());
+        }
+        assertThat(sent).isGreaterThanOrEqualTo(10);
+        assertStillServing();
+        // One 2^27-deep queue was 2 GiB of heap (OutOfMemoryError on the accept thread).
+        assertThat(usedHeapAfterGc() - heapBefore).as("heap kept by the attack").isLessThan(64L << 20);
+    }
+
+    @Test
+    void shouldRefuseEnginePrivateDataOutsideTheLimits() throws Exception
+    {
+        final int[][] geometries = {
+            {1 << 30, 1024, 1 << 20}, {EngineConfig.MAX_RECEIVE_SLOTS + 1, 1024, 1 << 20}, {3, 1024, 1 << 20},
+            {16, -1, 1 << 20}, {16, Integer.MAX_VALUE, 1 << 20}, {16, 1024, -1}, {16, 1024, Integer.MAX_VALUE}};
+        try (VerbsContext raw = VerbsProviders.forScheme(scheme()).open(verbsConfig()))
+        {
+            for (final int[] g : geometries)
+            {
+                final ByteBuffer request = rawRequest(raw, new byte[Handshake.NONCE_LENGTH]);
+                request.putInt(8, g[0]).putInt(12, g[1]).putInt(16, g[2]);
+                assertThatThrownBy(() -> rawConnect(raw, request))
+                    .isInstanceOf(ConnectionRejectedException.class)
+                    .satisfies(t -> assertThat(Handshake.fromReject(((ConnectionRejectedException)t).privateData(), "x").reason())
+                        .isEqualTo(HandshakeException.Reason.GEOMETRY));
+            }
+        }
+        assertThat(listener.refusedCount()).isEqualTo(geometries.length);
+        assertStillServing();
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // Item 2: idle sockets cannot stall the listener; a connection storm meets a cap and a clear error
+    // ------------------------------------------------------------------------------------------------
+
+    @Test
+    void shouldServeNewClientsWhileIdleSocketsAreOpen() throws Exception
+    {
+        final List<Closeable> idle = idleSockets(listener.address(), 20);
+        try
+        {
+            // Three idle sockets once stopped every new client for good; here 20 are open (more than the
+            // pending-handshake cap of 8: the extra ones are closed at once) and a new client gets through.
+            assertStillServing();
+        }
+        finally
+        {
+            for (final Closeable c : idle)
+            {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldRefuseConnectionsBeyondTheCapWithAClearError() throws Exception
+    {
+        final List<Connection> storm = new ArrayList<>();
+        HandshakeException refused = null;
+        for (int i = 0; i < 10 && refused == null; i++)
+        {
+            try
+            {
+                storm.add(client.connect(listener.address()));
+            }
+            catch (final HandshakeException ex)
+            {
+                refused = ex;
+            }
+        }
+        assertThat(storm).hasSize(5); // with the established one: the cap of 6
+        assertThat(refused).isNotNull();
+        assertThat(refused.reason()).isEqualTo(HandshakeException.Reason.UNAVAILABLE);
+        assertThat(refused.getMessage()).contains("connection limit reached (6)");
+        for (final Connection c : storm)
+        {
+            c.close();
+        }
+        assertStillServing();
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // Item 5: a captured handshake is useless; a wrong token gets nowhere
+    // ------------------------------------------------------------------------------------------------
+
+    @Test
+    void shouldRefuseReplayedAndForgedProofs() throws Exception
+    {
+        final int attempts = 30;
+        try (VerbsContext raw = VerbsProviders.forScheme(scheme()).open(verbsConfig()))
+        {
+            // What an eavesdropper kept from an earlier good handshake: its request bytes and the proof that followed.
+            final ByteBuffer captured = Handshake.encodeRequest(server.config(), new byte[Handshake.NONCE_LENGTH], 0, 0,
+                Handshake.VERSION);
+            final ByteBuffer capturedAccept = Handshake.encodeAccept(server.config(), captured, TOKEN, new byte[16]);
+            final long[] proof = Handshake.proofWords(Handshake.connectorProof(TOKEN, captured, capturedAccept));
+            for (int i = 0; i < attempts; i++)
+            {
+                final ByteBuffer request = rawRequest(raw, new byte[Handshake.NONCE_LENGTH]);
+                final Raw attacker = rawConnect(raw, request);
+                attacker.sendProof(proof[0], proof[1]);
+                final long refusedBefore = i;
+                await("replay " + i + " refused", () -> listener.refusedCount() > refusedBefore);
+                attacker.close();
+            }
+        }
+        try (RdmaEngine wrong = RdmaEngine.open(scheme(), engineConfig("wrong").authToken("guess")))
+        {
+            assertThatThrownBy(() -> wrong.connect(listener.address())).isInstanceOf(HandshakeException.class)
+                .hasMessageContaining("authentication token mismatch");
+        }
+        try (RdmaEngine none = RdmaEngine.open(scheme(), engineConfig("none")))
+        {
+            assertThatThrownBy(() -> none.connect(listener.address())).isInstanceOf(HandshakeException.class)
+                .hasMessageContaining("authentication token required");
+        }
+        assertThat(listener.acceptedCount()).as("only well-behaved connections admitted").isEqualTo(1);
+        assertStillServing();
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // A raw peer that speaks the verbs provider and crafts the engine handshake by hand
+    // ------------------------------------------------------------------------------------------------
+
+    private final List<Object> rawResources = new ArrayList<>();
+
+    /** A raw connection whose ready region and QP the attacker controls. */
+    protected static final class Raw implements AutoCloseable
+    {
+        final QueuePair qp;
+        final ProtectionDomain pd;
+        final CompletionQueue cq;
+        final MemoryRegion source;
+
+        Raw(final QueuePair qp, final ProtectionDomain pd, final CompletionQueue cq, final MemoryRegion source)
+        {
+            this.qp = qp;
+            this.pd = pd;
+            this.cq = cq;
+            this.source = source;
+        }
+
+        void sendProof(final long word0, final long word1)
+        {
+            final org.agrona.concurrent.UnsafeBuffer b = source.buffer();
+            b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, 16);
+            b.putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
+            b.putInt(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.TYPE_OFFSET, Wire.CONTROL_AUTH);
+            b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ID_OFFSET, word0);
+            b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ADDRESS_OFFSET, word1);
+            final io.reverb.rdma.verbs.SendRequest send = new io.reverb.rdma.verbs.SendRequest()
+                .opcode(io.reverb.rdma.verbs.WrOpcode.SEND).wrId(1);
+            send.setSge(source, 0, Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_FRAME_LENGTH);
+            qp.postSend(send);
+        }
+
+        @Override
+        public void close()
+        {
+            qp.close();
+            cq.close();
+            pd.close();
+        }
+    }
+
+    private MemoryRegion lastReady;
+    private ProtectionDomain lastPd;
+    private CompletionQueue lastCq;
+
+    private ByteBuffer rawRequest(final VerbsContext raw, final byte[] nonce) throws IOException
+    {
+        lastPd = raw.allocPd();
+        lastCq = raw.createCq(64, null);
+        lastReady = lastPd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        final ByteBuffer request = Handshake.encodeRequest(server.config(), nonce, lastReady.address(), lastReady.rkey(),
+            Handshake.VERSION).order(ByteOrder.LITTLE_ENDIAN);
+        return request;
+    }
+
+    private Raw rawConnect(final VerbsContext raw, final ByteBuffer request) throws IOException
+    {
+        final ProtectionDomain pd = lastPd;
+        final CompletionQueue cq = lastCq;
+        final MemoryRegion ready = lastReady;
+        try
+        {
+            final QueuePair qp = raw.connect(listener.address(), new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq)
+                .maxSendWr(8).maxRecvWr(8), request);
+            await("ready word", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
+            return new Raw(qp, pd, cq, pd.allocate(256, Access.LOCAL_WRITE));
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            cq.close();
+            pd.close();
+            throw ex;
+        }
+    }
+
+    /** @return bytes of a stream as a string (for child process output). */
+    protected static String text(final ByteArrayOutputStream out)
+    {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,83 @@
+package io.reverb.rdma.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class CreditWindowTest
+{
+    @Test
+    void connectorStartsWithThePeersReceivesAndOwesAllItsOwn()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(false, 16, 8);
+        assertThat(window.credits()).isEqualTo(16);
+        assertThat(window.owed()).isEqualTo(8);
+        assertThat(window.canSendData()).isTrue();
+    }
+
+    @Test
+    void acceptorWaitsForTheConnectorsFirstBatch()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(true, 16, 8);
+        assertThat(window.credits()).isZero();
+        assertThat(window.owed()).isZero();
+        assertThat(window.canSendData()).isFalse();
+        assertThat(window.canSendControlOnly()).isFalse();
+        window.onCreditsReturned(16);
+        assertThat(window.canSendData()).isTrue();
+    }
+
+    @Test
+    void shouldReserveTheLastCreditForBatchesThatReturnCredits()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(true, 0, 8);
+        window.onCreditsReturned(1);
+        assertThat(window.canSendData()).as("data never takes the last credit").isFalse();
+        assertThat(window.canSendControlOnly()).as("nothing owed: the last credit stays").isFalse();
+        window.onReceivesReposted(1);
+        assertThat(window.canSendControlOnly()).as("a batch returning a credit may take it").isTrue();
+        window.onBatchPosted();
+        assertThat(window.credits()).isZero();
+        assertThat(window.owed()).isZero();
+    }
+
+    @Test
+    void dataNeedsTwoCredits()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(true, 0, 8);
+        window.onCreditsReturned(2);
+        assertThat(window.canSendData()).isTrue();
+        window.onWritePosted();
+        assertThat(window.canSendData()).isFalse();
+        assertThat(window.credits()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldDueACreditReturnOnceHalfTheReceiveWindowIsOwed()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(true, 4, 8);
+        window.onCreditsReturned(4);
+        window.onReceivesReposted(3);
+        assertThat(window.creditReturnDue()).isFalse();
+        window.onReceivesReposted(1);
+        assertThat(window.creditReturnDue()).isTrue();
+        window.onBatchPosted();
+        assertThat(window.creditReturnDue()).isFalse();
+        assertThat(window.credits()).isEqualTo(3);
+    }
+
+    @Test
+    void aSingleSlotWindowReturnsEveryCredit()
+    {
+        final CreditWindow window = new CreditWindow(1);
+        window.start(true, 1, 1);
+        assertThat(window.creditReturnDue()).isFalse();
+        window.onReceivesReposted(1);
+        assertThat(window.creditReturnDue()).isTrue();
+    }
+}
