@@ -7,6 +7,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -14,19 +16,23 @@ import java.util.function.ToDoubleFunction;
  * when {@link EngineConfig#meterRegistry(Object)} was given, so the engine runs without Micrometer.
  * Meters read the engine's plain counters when scraped; nothing is recorded on the hot path.
  */
-final class EngineMetrics implements AutoCloseable
+final class EngineMetrics implements MetricsBinding
 {
     private final MeterRegistry registry;
     private final List<Meter> meters = new ArrayList<>();
+    private final Map<Connection, List<Meter>> perConnection = new ConcurrentHashMap<>();
 
-    private EngineMetrics(final MeterRegistry registry)
+    private final String engineName;
+
+    private EngineMetrics(final MeterRegistry registry, final String engineName)
     {
         this.registry = registry;
+        this.engineName = engineName;
     }
 
-    static AutoCloseable bind(final Object registryObject, final RdmaEngine engine)
+    static EngineMetrics bind(final Object registryObject, final RdmaEngine engine)
     {
-        final EngineMetrics metrics = new EngineMetrics((MeterRegistry)registryObject);
+        final EngineMetrics metrics = new EngineMetrics((MeterRegistry)registryObject, engine.config().name());
         final Tags tags = Tags.of("engine", engine.config().name());
         metrics.counter("reverb.engine.messages.sent", tags.and("path", "eager"), engine, e -> e.stats().eagerMessagesSent());
         metrics.counter("reverb.engine.messages.sent", tags.and("path", "rendezvous"), engine,
@@ -52,6 +58,10 @@ final class EngineMetrics implements AutoCloseable
         metrics.gauge("reverb.engine.pool.bytes.used", tags, engine, e -> e.poolBytesInUse());
         metrics.gauge("reverb.engine.pool.bytes.registered", tags, engine, e -> e.poolBytesAllocated());
         metrics.gauge("reverb.engine.connections", tags, engine, e -> e.connections().size());
+        // Internals under load, totalled over open connections (per connection: bindConnection).
+        metrics.gauge("reverb.engine.credits.available", tags, engine, e -> sum(e, Connection::creditsAvailable));
+        metrics.gauge("reverb.engine.send.ring.bytes.used", tags, engine, e -> sum(e, Connection::sendBytesInFlight));
+        metrics.gauge("reverb.engine.rendezvous.buffers.used", tags, engine, e -> sum(e, Connection::poolBuffersInUse));
         for (int i = 0; i < engine.pollerCount(); i++)
         {
             final int poller = i;
@@ -60,8 +70,52 @@ final class EngineMetrics implements AutoCloseable
             metrics.counter("reverb.engine.poller.empty.polls", pollerTags, engine, e -> e.pollerEmptyPolls(poller));
             metrics.counter("reverb.engine.poller.wakeups", pollerTags, engine, e -> e.pollerWakeups(poller));
             metrics.counter("reverb.engine.poller.sleeps", pollerTags, engine, e -> e.pollerSleeps(poller));
+            // Of all duty cycles so far, the share that ended in a sleep (near 0: spinning; near 1: idle).
+            metrics.gauge("reverb.engine.poller.sleep.ratio", pollerTags, engine,
+                e -> e.pollerPolls(poller) == 0 ? 0 : (double)e.pollerSleeps(poller) / e.pollerPolls(poller));
         }
         return metrics;
+    }
+
+    private static double sum(final RdmaEngine engine, final ToDoubleFunction<Connection> f)
+    {
+        double total = 0;
+        for (final Connection connection : engine.connections())
+        {
+            total += f.applyAsDouble(connection);
+        }
+        return total;
+    }
+
+    /**
+     * Gauges of one connection, tagged with its peer and a number unique in this engine; removed by
+     * {@link #unbindConnection}.
+     */
+    @Override
+    public void bindConnection(final Connection connection, final long number)
+    {
+        final Tags tags = Tags.of("engine", engineName, "connection", number + "/" + connection.remoteAddress());
+        final List<Meter> own = new ArrayList<>(3);
+        own.add(Gauge.builder("reverb.engine.connection.credits.available", connection, Connection::creditsAvailable)
+            .tags(tags).register(registry));
+        own.add(Gauge.builder("reverb.engine.connection.send.ring.bytes.used", connection, Connection::sendBytesInFlight)
+            .tags(tags).register(registry));
+        own.add(Gauge.builder("reverb.engine.connection.rendezvous.buffers.used", connection, Connection::poolBuffersInUse)
+            .tags(tags).register(registry));
+        perConnection.put(connection, own);
+    }
+
+    @Override
+    public void unbindConnection(final Connection connection)
+    {
+        final List<Meter> own = perConnection.remove(connection);
+        if (own != null)
+        {
+            for (final Meter meter : own)
+            {
+                registry.remove(meter);
+            }
+        }
     }
 
     private void counter(final String name, final Tags tags, final RdmaEngine engine, final ToDoubleFunction<RdmaEngine> f)
@@ -80,6 +134,10 @@ final class EngineMetrics implements AutoCloseable
         for (final Meter meter : meters)
         {
             registry.remove(meter);
+        }
+        for (final Connection connection : perConnection.keySet())
+        {
+            unbindConnection(connection);
         }
     }
 }

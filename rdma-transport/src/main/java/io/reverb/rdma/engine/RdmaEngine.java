@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
@@ -49,7 +50,8 @@ public final class RdmaEngine implements AutoCloseable
     private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
     private final ConnectionStats retiredStats = new ConnectionStats();
     private volatile boolean closed;
-    private AutoCloseable metricsBinding;
+    private MetricsBinding metricsBinding;
+    private final AtomicLong connectionNumbers = new AtomicLong();
     private final PollerWatchdog watchdog;
 
     private RdmaEngine(final VerbsProvider provider, final EngineConfig config) throws IOException
@@ -270,6 +272,11 @@ public final class RdmaEngine implements AutoCloseable
                 .disconnectHandler(c::onProviderDisconnect);
             handshaker.handshake(connection, attributes, ready);
             connections.add(connection);
+            final MetricsBinding metrics = metricsBinding;
+            if (metrics != null)
+            {
+                metrics.bindConnection(connection, connectionNumbers.incrementAndGet());
+            }
             onOpened.opened(connection);
             return connection;
         }
@@ -403,6 +410,11 @@ public final class RdmaEngine implements AutoCloseable
     {
         if (connections.remove(connection))
         {
+            final MetricsBinding metrics = metricsBinding;
+            if (metrics != null)
+            {
+                metrics.unbindConnection(connection);
+            }
             synchronized (retiredStats)
             {
                 retiredStats.add(connection.statsRef());

@@ -138,6 +138,20 @@ abstract class AbstractEngineHandshakeTest
             assertThat(registry.get("reverb.engine.poller.polls").tag("poller", "0").functionCounter().count()).isPositive();
             assertThat(registry.get("reverb.engine.rnr.errors").functionCounter().count()).isZero();
             assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isPositive();
+            // Internals, totalled and per connection (the client engine has one connection).
+            assertQuiescent(pair.client, pair.server);
+            assertThat(registry.get("reverb.engine.credits.available").gauge().value())
+                .isEqualTo(pair.client.creditsAvailable()).isPositive();
+            assertThat(registry.get("reverb.engine.send.ring.bytes.used").gauge().value()).isZero();
+            assertThat(registry.get("reverb.engine.rendezvous.buffers.used").gauge().value()).isZero();
+            assertThat(registry.get("reverb.engine.poller.sleep.ratio").tag("poller", "0").gauge().value())
+                .isBetween(0.0, 1.0);
+            assertThat(registry.find("reverb.engine.connection.credits.available").gauges()).hasSize(1);
+            assertThat(registry.get("reverb.engine.connection.credits.available").gauge().value())
+                .isEqualTo(pair.client.creditsAvailable());
+            pair.client.close();
+            await("the closed connection's gauges removed",
+                () -> registry.find("reverb.engine.connection.credits.available").gauges().isEmpty());
         }
     }
 }
