@@ -116,7 +116,10 @@ public final class ReverbTarget implements Target
             .build()
             .start();
         final String address = server.address();
-        return new ReverbServer(server, address == null ? uri.toString() : address, uri);
+        // clients connect to the reported address: it keeps asking for aliasing, which only this target reads
+        final String reported = address == null ? uri.toString() :
+            isAliasing(uri) ? address + (address.contains("?") ? "&" : "?") + ALIASING : address;
+        return new ReverbServer(server, reported, uri);
     }
 
     @Override
