@@ -15,7 +15,8 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -48,13 +49,20 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private static final int SMALL_MESSAGE = 1024;
     /** In {@link #aliasing(MessageLite)} mode, messages of at least this many bytes are parsed from a lent array. */
     public static final int LEND_THRESHOLD = 64 * 1024;
+    /** Lent arrays one marshaller remembers for their release; beyond that the oldest are forgotten. */
+    static final long MAX_LENT_BYTES = 128L << 20;
     private static final ThreadLocal<Encoder> ENCODERS = ThreadLocal.withInitial(Encoder::new);
 
     private final T defaultInstance;
     private final Parser<T> parser;
     private final boolean aliasing;
-    /** Aliasing mode: each message read from a lent array, and that array, until released. */
-    private final Map<Object, byte[]> lent;
+    /**
+     * Aliasing mode: each message read from a lent array, and that array, until released, oldest first; at most
+     * {@link #MAX_LENT_BYTES} of arrays are remembered (a message never released, e.g. of a cancelled call, is
+     * forgotten: its array is left to the collector, never reused).
+     */
+    private final LinkedHashMap<Lease, byte[]> lent;
+    private long lentBytes;
 
     @SuppressWarnings("unchecked")
     private ProtoMarshaller(final T defaultInstance, final boolean aliasing)
@@ -62,7 +70,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         this.defaultInstance = Objects.requireNonNull(defaultInstance, "defaultInstance");
         this.parser = (Parser<T>)defaultInstance.getParserForType();
         this.aliasing = aliasing;
-        this.lent = aliasing ? new IdentityHashMap<>() : null;
+        this.lent = aliasing ? new LinkedHashMap<>() : null;
     }
 
     /**
@@ -200,7 +208,11 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         final byte[] array;
         synchronized (lent)
         {
-            array = lent.remove(message);
+            array = lent.remove(new Lease(message));
+            if (array != null)
+            {
+                lentBytes -= array.length;
+            }
         }
         if (array != null)
         {
@@ -244,7 +256,15 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         }
         synchronized (lent)
         {
-            lent.put(message, array);
+            lent.put(new Lease(message), array);
+            lentBytes += array.length;
+            final Iterator<byte[]> oldest = lent.values().iterator();
+            while (lentBytes > MAX_LENT_BYTES && oldest.hasNext())
+            {
+                // forgotten, not given back: its message may still be in use
+                lentBytes -= oldest.next().length;
+                oldest.remove();
+            }
         }
         return message;
     }
@@ -296,6 +316,29 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         {
             throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
                 .withCause(e).asException();
+        }
+    }
+
+    /** A message as a key by identity (protobuf's equals and hashCode read the whole message). */
+    private static final class Lease
+    {
+        private final Object message;
+
+        Lease(final Object message)
+        {
+            this.message = message;
+        }
+
+        @Override
+        public boolean equals(final Object other)
+        {
+            return other instanceof Lease && ((Lease)other).message == message;
+        }
+
+        @Override
+        public int hashCode()
+        {
+            return System.identityHashCode(message);
         }
     }
 
