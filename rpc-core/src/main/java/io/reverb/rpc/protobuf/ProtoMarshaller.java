@@ -205,18 +205,15 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         {
             return;
         }
-        final byte[] array;
         synchronized (lent)
         {
-            array = lent.remove(new Lease(message));
+            final byte[] array = lent.remove(new Lease(message));
             if (array != null)
             {
                 lentBytes -= array.length;
+                // under the lock, so that lentArrays() counts an array until it is back (and poisoned, in tests)
+                LendingPool.SHARED.giveBack(array);
             }
-        }
-        if (array != null)
-        {
-            LendingPool.SHARED.giveBack(array);
         }
     }
 
