@@ -8,6 +8,7 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
@@ -33,6 +34,10 @@ import reactor.util.context.ContextView;
  */
 public final class ChannelRuntime
 {
+    /** A call failed because this channel (or the subchannel that owns it) was closed before it was sent. */
+    private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
+        .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
+
     private final ChannelConfig config;
     private final URI uri;
     private final TransportProvider provider;
@@ -236,7 +241,7 @@ public final class ChannelRuntime
             }
             if (closed)
             {
-                failure = Status.UNAVAILABLE.withDescription("channel closed");
+                failure = CHANNEL_CLOSED;
             }
             else if ((current = ready) != null && current.isUsable())
             {
@@ -324,7 +329,7 @@ public final class ChannelRuntime
                 {
                     closeNow = true;
                     fail.addAll(waiters);
-                    failure = Status.UNAVAILABLE.withDescription("channel closed");
+                    failure = CHANNEL_CLOSED;
                 }
                 else
                 {
@@ -345,7 +350,7 @@ public final class ChannelRuntime
                 nextAttemptNanos = System.nanoTime() + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
                 lastFailure = Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " +
-                    cause.getMessage()).withCause(cause);
+                    cause.getMessage()).withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
                 failure = lastFailure;
                 for (final ClientCall<?, ?> call : waiters)
                 {
@@ -435,7 +440,7 @@ public final class ChannelRuntime
             fail = new ArrayList<>(waiters);
             waiters.clear();
         }
-        final Status status = Status.UNAVAILABLE.withDescription("channel closed");
+        final Status status = CHANNEL_CLOSED;
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(status);

@@ -9,6 +9,7 @@ import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.retry.RetryDecision;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryState;
@@ -299,7 +300,7 @@ public final class BalancedChannel implements AutoCloseable
             {
                 sc.onUnreachable();
             }
-            else if (failure == AttemptFailure.REFUSED && status.code() == StatusCode.UNAVAILABLE)
+            else if (isGoAway(status))
             {
                 sc.onGoAway();
             }
@@ -381,9 +382,6 @@ public final class BalancedChannel implements AutoCloseable
         }
     }
 
-    /** How a server describes a call refused by its per-connection limit (see RpcServer.Builder). */
-    static final String TOO_MANY_CALLS = "too many concurrent calls on this connection";
-
     /** Internal: the picker changed but still had nothing; pick again. */
     private static final class RetryPickSignal extends RuntimeException
     {
@@ -440,45 +438,30 @@ public final class BalancedChannel implements AutoCloseable
     }
 
     /**
-     * How far a failed attempt got, from its status. The single-address channel reports a call it could not send
-     * as "cannot connect to ...", a call refused by GOAWAY as "server going away: ...", a call started on a
-     * subchannel closed meanwhile as "channel closed"; a server refuses a call over its per-connection limit with
-     * RESOURCE_EXHAUSTED "too many concurrent calls on this connection...".
+     * How far a failed attempt got: read from the {@link CallFailureCause} the runtime attached to the status (the
+     * call could not be sent, was refused by GOAWAY, or the server flagged it refused before any handler ran),
+     * never from the status description; a status without one was processed.
      *
      * @param status the attempt's status.
      * @return the failure's kind.
      */
     static AttemptFailure classify(final Status status)
     {
-        if (status.description() == null)
-        {
-            return AttemptFailure.PROCESSED;
-        }
-        if (status.code() == StatusCode.RESOURCE_EXHAUSTED && status.description().startsWith(TOO_MANY_CALLS))
-        {
-            return AttemptFailure.REFUSED; // the server's per-connection limit: no handler ran
-        }
-        if (status.code() != StatusCode.UNAVAILABLE)
-        {
-            return AttemptFailure.PROCESSED;
-        }
-        final String description = status.description();
-        if (description.startsWith("cannot connect to") || description.startsWith("channel closed"))
-        {
-            return AttemptFailure.NOT_SENT;
-        }
-        if (description.startsWith("server going away"))
-        {
-            return AttemptFailure.REFUSED;
-        }
-        return AttemptFailure.PROCESSED;
+        return CallFailureCause.attemptFailure(status);
+    }
+
+    private static boolean isGoAway(final Status status)
+    {
+        final CallFailureCause cause = CallFailureCause.find(status);
+        // a server shutting down refuses calls (flagged REFUSED, UNAVAILABLE) as it sends GOAWAY: treat both alike
+        return cause != null && (cause.reason() == CallFailureCause.Reason.GOAWAY ||
+            cause.reason() == CallFailureCause.Reason.REFUSED_BY_SERVER && status.code() == StatusCode.UNAVAILABLE);
     }
 
     private static boolean isConnectionLoss(final Status status)
     {
-        final String description = status.description();
-        return status.code() == StatusCode.UNAVAILABLE && description != null
-            && (description.startsWith("connection lost") || description.startsWith("connection closed"));
+        final CallFailureCause cause = CallFailureCause.find(status);
+        return cause != null && cause.reason() == CallFailureCause.Reason.CONNECTION_LOST;
     }
 
     /**
