@@ -13,7 +13,9 @@ import java.util.function.LongSupplier;
  * is avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of
  * the gap with each faster answer (a hiccup is forgotten after a few dozen calls), and, when read, decays with the
  * time since the last answer (time constant {@code decayNanos}): a replica that was slow and is no longer picked
- * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Two threads finishing calls at
+ * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Each probe that finds the
+ * replica still slow doubles that time constant (up to {@link #MAX_DECAY_BACKOFF} times), so a replica that stays
+ * slow is probed ever more rarely; a fast answer resets it. Two threads finishing calls at
  * the same instant may lose one of the two samples; the average is a heuristic and that is cheaper than a lock or
  * CAS loop.
  */
@@ -25,12 +27,17 @@ public final class SubchannelLoad
     static final double PEAK_GROWTH = 2.0;
     /** Share of the gap a faster answer closes. */
     static final double DOWN_WEIGHT = 0.1;
+    /** Most the decay's time constant grows for a replica whose probes keep finding it slow (50 ms -> 1.6 s). */
+    static final int MAX_DECAY_BACKOFF = 32;
+    /** A probe "finds the replica slow" when its answer is this much slower than the decayed average predicted. */
+    static final double PROBE_CONFIRMS = 1.5;
 
     private final AtomicInteger outstanding = new AtomicInteger();
     private final LongSupplier nanoClock;
     private final double decayNanos;
     private volatile double ewmaNanos;
     private volatile long stampNanos;
+    private volatile int decayBackoff = 1;
 
     /**
      * @param nanoClock  monotonic nanoseconds, e.g. {@code System::nanoTime}.
@@ -104,7 +111,7 @@ public final class SubchannelLoad
             return 0.0;
         }
         final long elapsed = nowNanos - stampNanos;
-        return elapsed <= 0 ? ewma : ewma * Math.exp(-elapsed / decayNanos);
+        return elapsed <= 0 ? ewma : ewma * Math.exp(-elapsed / (decayNanos * decayBackoff));
     }
 
     /**
@@ -142,6 +149,19 @@ public final class SubchannelLoad
         // avoided after 4 answers, while one hiccup (a GC pause, a preempted poller) cannot make a fast replica look
         // slower than a truly slow one. Down by a fixed share of each faster answer: a replica back from a hiccup
         // looks fast again after a few dozen answers, whatever the call rate.
+        final double previous = ewmaNanos;
+        // Probe backoff: an answer from a replica whose average had decayed (it was avoided) that is still much
+        // slower than the decay predicted says the replica is still slow: decay its average more slowly, so that it
+        // is probed half as often (each probe of a 10x slower replica is a tail-latency sample). A fast answer ends
+        // the backoff at once, so a replica that recovered is back after one probe.
+        if (base != 0.0 && base < previous * 0.9 && sample > base * PROBE_CONFIRMS)
+        {
+            decayBackoff = Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2);
+        }
+        else if (sample <= base)
+        {
+            decayBackoff = 1;
+        }
         final double next;
         if (base == 0.0)
         {
@@ -150,7 +170,7 @@ public final class SubchannelLoad
         else if (sample >= base)
         {
             // the cap is relative to the average before idle decay: after a pause an answer is believed again
-            next = Math.min(sample, Math.max(base, ewmaNanos) * PEAK_GROWTH);
+            next = Math.min(sample, Math.max(base, previous) * PEAK_GROWTH);
         }
         else
         {
@@ -160,9 +180,19 @@ public final class SubchannelLoad
         stampNanos = now;
     }
 
+    /**
+     * @return how many times the base decay time constant the average decays with now (1 unless probes keep
+     * finding the replica slow).
+     */
+    public int decayBackoff()
+    {
+        return decayBackoff;
+    }
+
     @Override
     public String toString()
     {
-        return "SubchannelLoad{outstanding=" + outstanding.get() + ", latencyNanos=" + (long)ewmaNanos + "}";
+        return "SubchannelLoad{outstanding=" + outstanding.get() + ", latencyNanos=" + (long)ewmaNanos +
+            (decayBackoff > 1 ? ", decayBackoff=" + decayBackoff : "") + "}";
     }
 }

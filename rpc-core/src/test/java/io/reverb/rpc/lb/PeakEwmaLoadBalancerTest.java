@@ -1,6 +1,7 @@
 package io.reverb.rpc.lb;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -99,6 +100,59 @@ class PeakEwmaLoadBalancerTest
         }
         assertThat(load.latencyNanos(0)).isBetween(30_000.0, 33_000.0);
         assertThat(load.outstanding()).isZero();
+    }
+
+    @Test
+    void shouldProbeAReplicaThatStaysSlowEverMoreRarelyAndForgetItAtItsFirstFastAnswer()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        load.callStarted();
+        load.callFinished(4_000_000); // a 4 ms replica
+        final double afterOneConstant = load.latencyNanos(50_000_000L);
+        assertThat(afterOneConstant).isCloseTo(4_000_000 / Math.E, offset(1.0));
+
+        // three probes, each after the average decayed by one (current) time constant, each finding it still slow
+        for (int probe = 1; probe <= 3; probe++)
+        {
+            clock[0] += 50_000_000L * load.decayBackoff();
+            load.callStarted();
+            load.callFinished(4_000_000);
+            assertThat(load.decayBackoff()).isEqualTo(1 << probe);
+        }
+        // it now takes 8 time constants to decay as far as one did at first
+        assertThat(load.latencyNanos(clock[0] + 50_000_000L)).isGreaterThan(3_000_000.0);
+        assertThat(load.latencyNanos(clock[0] + 8 * 50_000_000L)).isCloseTo(afterOneConstant,
+            offset(1.0));
+
+        // capped
+        for (int probe = 0; probe < 10; probe++)
+        {
+            clock[0] += 50_000_000L * load.decayBackoff();
+            load.callStarted();
+            load.callFinished(4_000_000);
+        }
+        assertThat(load.decayBackoff()).isEqualTo(SubchannelLoad.MAX_DECAY_BACKOFF);
+
+        // it recovered: the first fast answer ends the backoff
+        clock[0] += 50_000_000L * load.decayBackoff();
+        load.callStarted();
+        load.callFinished(400_000);
+        assertThat(load.decayBackoff()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldNotBackOffProbingForAReplicaInSteadyUse()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        for (int i = 0; i < 100; i++)
+        {
+            clock[0] += 100_000L; // answers every 100 us: its average never decays much between them
+            load.callStarted();
+            load.callFinished(i % 10 == 0 ? 2_000_000 : 300_000); // with hiccups
+        }
+        assertThat(load.decayBackoff()).isEqualTo(1);
     }
 
     @Test
