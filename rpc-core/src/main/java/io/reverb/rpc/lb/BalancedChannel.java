@@ -10,6 +10,7 @@ import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
 import io.reverb.rpc.retry.CallFailureCause;
+import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryDecision;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryState;
@@ -22,14 +23,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.util.context.ContextView;
 
 /**
  * A channel to several replicas: a {@link NameResolver} gives their addresses, a {@link LoadBalancer} policy keeps
@@ -57,6 +62,7 @@ public final class BalancedChannel implements AutoCloseable
     private final SerializingExecutor serializer = new SerializingExecutor();
     private final Scheduler timer;
     private final Map<String, RetryPolicy> retryPolicies;
+    private final Map<String, HedgingPolicy> hedgingPolicies;
     private final RetryThrottle throttle;
     private final int maxTransparentRetries;
     private final List<Runnable> waiters = new ArrayList<>();
@@ -70,6 +76,7 @@ public final class BalancedChannel implements AutoCloseable
         this.target = builder.target;
         this.timer = builder.timer;
         this.retryPolicies = Map.copyOf(builder.retryPolicies);
+        this.hedgingPolicies = Map.copyOf(builder.hedgingPolicies);
         this.throttle = builder.throttle;
         this.maxTransparentRetries = builder.maxTransparentRetries;
         final Function<URI, RpcChannel> factory = builder.channelFactory;
@@ -179,11 +186,21 @@ public final class BalancedChannel implements AutoCloseable
     public <Req, Resp> Mono<Resp> newUnaryCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
-        final RetryPolicy policy = policyFor(method);
+        final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
+        if (hedging != null)
+        {
+            return Mono.deferContextual(context ->
+            {
+                final CallOptions effective = options.propagatedFrom(context);
+                return Mono.<Resp>create(sink -> new Hedge<>(hedging, effective, context, sink,
+                    sc -> sc.channel().newUnaryCall(method, effective, request).flux()).start());
+            });
+        }
+        final RetryPolicy policy = policyFor(retryPolicies, method);
         return Mono.deferContextual(context ->
         {
             final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, true)
+            return new Attempts<Resp>(effective, policy, true, true)
                 .run(sc -> sc.channel().newUnaryCall(method, effective, request).flux()).next();
         });
     }
@@ -204,23 +221,23 @@ public final class BalancedChannel implements AutoCloseable
         final MethodDescriptor.MethodType type = method.type();
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
-        final RetryPolicy policy = replayable ? policyFor(method) : null;
+        final RetryPolicy policy = replayable ? policyFor(retryPolicies, method) : null;
         return Flux.deferContextual(context ->
         {
             final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, replayable)
+            return new Attempts<Resp>(effective, policy, replayable, false)
                 .run(sc -> sc.channel().newCall(method, effective, requests));
         });
     }
 
-    private RetryPolicy policyFor(final MethodDescriptor<?, ?> method)
+    private static <P> P policyFor(final Map<String, P> policies, final MethodDescriptor<?, ?> method)
     {
-        if (retryPolicies.isEmpty())
+        if (policies.isEmpty())
         {
             return null;
         }
-        final RetryPolicy exact = retryPolicies.get(method.fullMethodName());
-        return exact != null ? exact : retryPolicies.get(method.serviceName());
+        final P exact = policies.get(method.fullMethodName());
+        return exact != null ? exact : policies.get(method.serviceName());
     }
 
     /**
@@ -231,14 +248,20 @@ public final class BalancedChannel implements AutoCloseable
         private final CallOptions options;
         private final RetryPolicy policy;
         private final boolean replayable;
+        private final boolean unary;
         private RetryState retry;
-        private boolean responded;
+        private volatile boolean responded;
+        /** Set when this is one attempt of a hedged call: picks avoid the replicas its other attempts use. */
+        private Hedge<Resp> hedge;
+        /** Set by the hedge before it cancels this attempt because another one won. */
+        private volatile boolean lostHedge;
 
-        Attempts(final CallOptions options, final RetryPolicy policy, final boolean replayable)
+        Attempts(final CallOptions options, final RetryPolicy policy, final boolean replayable, final boolean unary)
         {
             this.options = options;
             this.policy = policy;
             this.replayable = replayable;
+            this.unary = unary;
         }
 
         Flux<Resp> run(final Function<ChannelSubchannel, Flux<Resp>> call)
@@ -253,14 +276,24 @@ public final class BalancedChannel implements AutoCloseable
             final boolean[] ended = {false};
             load.callStarted();
             return call.apply(sc)
-                .doOnNext(r -> responded = true)
+                .doOnNext(r ->
+                {
+                    final boolean first = !responded;
+                    responded = true;
+                    // a unary call succeeded with its response (next() cancels before the completion would come)
+                    if (first && unary)
+                    {
+                        onSuccess();
+                    }
+                })
                 .doFinally(signal ->
                 {
                     if (!ended[0])
                     {
                         ended[0] = true;
-                        // a unary call's response is followed by a cancel from next(): that is an answer, not an abandon
-                        if (signal == SignalType.CANCEL && !responded)
+                        // a unary call's response is followed by a cancel from next(): that is an answer, not an
+                        // abandon; a hedge that lost took at least this long here: worth recording for peak_ewma
+                        if (signal == SignalType.CANCEL && !responded && !lostHedge)
                         {
                             load.callAbandoned();
                         }
@@ -273,16 +306,28 @@ public final class BalancedChannel implements AutoCloseable
                 })
                 .doOnComplete(() ->
                 {
-                    if (retry != null)
+                    if (!unary)
                     {
-                        retry.onSuccess();
-                    }
-                    else if (throttle != null)
-                    {
-                        throttle.onSuccess();
+                        onSuccess();
                     }
                 })
                 .onErrorResume(error -> onFailure(sc, error, load, ended, call));
+        }
+
+        private void onSuccess()
+        {
+            if (hedge != null)
+            {
+                return; // the hedge accounts for the call as a whole
+            }
+            if (retry != null)
+            {
+                retry.onSuccess();
+            }
+            else if (throttle != null)
+            {
+                throttle.onSuccess();
+            }
         }
 
         private Flux<Resp> onFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
@@ -330,7 +375,7 @@ public final class BalancedChannel implements AutoCloseable
 
         private Mono<ChannelSubchannel> pick()
         {
-            final Subchannel picked = picker.pick();
+            final Subchannel picked = hedge == null ? picker.pick() : hedge.pickAvoidingOthers(picker);
             if (picked != null)
             {
                 return Mono.just((ChannelSubchannel)picked);
@@ -349,7 +394,7 @@ public final class BalancedChannel implements AutoCloseable
             {
                 final Runnable waiter = () ->
                 {
-                    final Subchannel again = picker.pick();
+                    final Subchannel again = hedge == null ? picker.pick() : hedge.pickAvoidingOthers(picker);
                     if (again != null)
                     {
                         sink.success((ChannelSubchannel)again);
@@ -379,6 +424,251 @@ public final class BalancedChannel implements AutoCloseable
                             picker.noneReadyStatus().description()).asException());
             }
             return wait;
+        }
+    }
+
+    /**
+     * One hedged unary call (see {@link HedgingPolicy}): attempts sent one hedging delay apart, or at once after a
+     * non-fatal failure, each an {@link Attempts} of its own (so an attempt the server never saw is still retried
+     * transparently) that picks a replica no other attempt of this call uses when it can. The first answer wins;
+     * the losers are cancelled, which sends CANCEL to their servers.
+     */
+    private final class Hedge<Resp>
+    {
+        /** How many picks an attempt draws to find a replica the others do not use before it takes a used one. */
+        private static final int PICKS_TO_AVOID = 8;
+
+        private final HedgingPolicy policy;
+        private final CallOptions options;
+        private final ContextView context;
+        private final MonoSink<Resp> sink;
+        private final Function<ChannelSubchannel, Flux<Resp>> call;
+        // guarded by this
+        private final Attempts<?>[] attempts;
+        private final Disposable[] running;
+        private final Subchannel[] used;
+        private int usedCount;
+        private int started;
+        private int inFlight;
+        private boolean done;
+        private boolean won;
+        private Disposable hedgeTimer;
+
+        Hedge(final HedgingPolicy policy, final CallOptions options, final ContextView context, final MonoSink<Resp> sink,
+            final Function<ChannelSubchannel, Flux<Resp>> call)
+        {
+            this.policy = policy;
+            this.options = options;
+            this.context = context;
+            this.sink = sink;
+            this.call = call;
+            final int max = policy.maxAttempts();
+            this.attempts = new Attempts<?>[max];
+            this.running = new Disposable[max];
+            // an attempt may retry transparently on other replicas: room for those picks too
+            this.used = new Subchannel[max * (maxTransparentRetries + 1)];
+        }
+
+        void start()
+        {
+            sink.onDispose(this::cancelAll);
+            if (policy.hedgingDelayNanos() == 0)
+            {
+                for (int i = 0; i < policy.maxAttempts(); i++)
+                {
+                    if (i > 0 && !hedgePermitted())
+                    {
+                        break;
+                    }
+                    launch();
+                }
+            }
+            else
+            {
+                launch();
+            }
+        }
+
+        private boolean hedgePermitted()
+        {
+            return throttle == null || throttle.isRetryPermitted();
+        }
+
+        /** Sends the next attempt and, when more may follow, arms the timer for the one after it. */
+        private void launch()
+        {
+            final Attempts<Resp> attempt = new Attempts<>(options, null, true, true);
+            attempt.hedge = this;
+            final int index;
+            synchronized (this)
+            {
+                if (done || started >= attempts.length)
+                {
+                    return;
+                }
+                index = started++;
+                inFlight++;
+                attempts[index] = attempt;
+                if (hedgeTimer != null)
+                {
+                    hedgeTimer.dispose();
+                    hedgeTimer = null;
+                }
+                if (started < attempts.length && policy.hedgingDelayNanos() > 0)
+                {
+                    hedgeTimer = timer.schedule(this::onHedgingDelay, policy.hedgingDelayNanos(), TimeUnit.NANOSECONDS);
+                }
+            }
+            final Disposable subscription = attempt.run(call).next().contextWrite(context)
+                .subscribe(this::onAnswer, this::onAttemptFailed, () -> onAttemptFailed(Status.INTERNAL
+                    .withDescription("a hedged unary call's attempt ended without a response").asException()));
+            final boolean cancel;
+            synchronized (this)
+            {
+                running[index] = subscription;
+                cancel = done;
+            }
+            if (cancel)
+            {
+                subscription.dispose();
+            }
+        }
+
+        private void onHedgingDelay()
+        {
+            synchronized (this)
+            {
+                hedgeTimer = null;
+                if (done)
+                {
+                    return;
+                }
+            }
+            if (hedgePermitted())
+            {
+                launch();
+            }
+        }
+
+        /** Picks a ready replica that no attempt of this call uses yet, if the picker offers one. */
+        Subchannel pickAvoidingOthers(final Picker from)
+        {
+            Subchannel picked = null;
+            for (int i = 0; i < PICKS_TO_AVOID; i++)
+            {
+                picked = from.pick();
+                if (picked == null || !isUsed(picked))
+                {
+                    break;
+                }
+            }
+            if (picked != null)
+            {
+                synchronized (this)
+                {
+                    if (usedCount < used.length)
+                    {
+                        used[usedCount++] = picked;
+                    }
+                }
+            }
+            return picked;
+        }
+
+        private synchronized boolean isUsed(final Subchannel subchannel)
+        {
+            for (int i = 0; i < usedCount; i++)
+            {
+                if (used[i] == subchannel)
+                {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private void onAnswer(final Resp value)
+        {
+            synchronized (this)
+            {
+                if (done)
+                {
+                    return;
+                }
+                done = true;
+                won = true;
+            }
+            if (throttle != null)
+            {
+                throttle.onSuccess();
+            }
+            sink.success(value); // disposes the sink: cancelAll cancels the losers
+        }
+
+        private void onAttemptFailed(final Throwable error)
+        {
+            final Status status = Status.fromThrowable(error);
+            final boolean nonFatal = policy.isNonFatal(status.code());
+            if (nonFatal && throttle != null)
+            {
+                throttle.onFailure();
+            }
+            final boolean fail;
+            final boolean next;
+            synchronized (this)
+            {
+                if (done)
+                {
+                    return;
+                }
+                inFlight--;
+                next = nonFatal && started < attempts.length && hedgePermitted();
+                // a fatal code ends the call; so does the last running attempt failing when no other may follow
+                fail = !nonFatal || !next && inFlight == 0;
+                if (fail)
+                {
+                    done = true;
+                }
+            }
+            if (fail)
+            {
+                sink.error(error);
+            }
+            else if (next)
+            {
+                launch(); // a non-fatal failure: the next hedge goes now, not after the delay
+            }
+        }
+
+        private void cancelAll()
+        {
+            final Disposable[] toCancel;
+            final Disposable timerToCancel;
+            synchronized (this)
+            {
+                done = true;
+                timerToCancel = hedgeTimer;
+                hedgeTimer = null;
+                toCancel = running.clone();
+                for (final Attempts<?> attempt : attempts)
+                {
+                    if (attempt != null && won)
+                    {
+                        attempt.lostHedge = true; // slower than the winner: its time so far is worth recording
+                    }
+                }
+            }
+            if (timerToCancel != null)
+            {
+                timerToCancel.dispose();
+            }
+            for (final Disposable d : toCancel)
+            {
+                if (d != null)
+                {
+                    d.dispose();
+                }
+            }
         }
     }
 
@@ -514,6 +804,7 @@ public final class BalancedChannel implements AutoCloseable
         private Function<URI, RpcChannel> channelFactory = uri -> RpcChannel.builder(uri.toString()).build();
         private String healthService;
         private final Map<String, RetryPolicy> retryPolicies = new HashMap<>();
+        private final Map<String, HedgingPolicy> hedgingPolicies = new HashMap<>();
         private RetryThrottle throttle;
         private int maxTransparentRetries = 5;
         private NameResolver.Args resolverArgs = NameResolver.Args.defaults();
@@ -574,6 +865,21 @@ public final class BalancedChannel implements AutoCloseable
         }
 
         /**
+         * Marks a method, or every method of a service, idempotent and hedges its unary calls per the policy (its
+         * streaming calls are neither hedged nor retried). A method has a retry policy or a hedging policy, not both.
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param hedgingPolicy   the policy.
+         * @return this.
+         */
+        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy hedgingPolicy)
+        {
+            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(hedgingPolicy, "hedgingPolicy"));
+            return this;
+        }
+
+        /**
          * @param maxTokens  budget size (1..1000).
          * @param tokenRatio tokens a success gives back (0..1].
          * @return this.
@@ -623,6 +929,13 @@ public final class BalancedChannel implements AutoCloseable
          */
         public BalancedChannel build()
         {
+            for (final String name : hedgingPolicies.keySet())
+            {
+                if (retryPolicies.containsKey(name))
+                {
+                    throw new IllegalArgumentException(name + " has both a retry policy and a hedging policy: choose one");
+                }
+            }
             return new BalancedChannel(this);
         }
     }
