@@ -34,8 +34,9 @@ import reactor.core.scheduler.Schedulers;
  * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
  * interceptors then run once per attempt).
  *
- * <p>A call made inside a handler inherits the handled call's remaining deadline unless its options say
- * {@link CallOptions#withoutContextPropagation()}; composed into the handler's publisher, it is cancelled with it.
+ * <p>A call made inside a handler inherits the handled call's remaining deadline and is cancelled when the handled
+ * call ends early, whether it is composed into the handler's publisher or subscribed on its own (see
+ * {@link RpcContext}), unless its options say {@link CallOptions#withoutContextPropagation()}.
  */
 public final class RpcChannel implements AutoCloseable
 {
@@ -373,7 +374,8 @@ public final class RpcChannel implements AutoCloseable
         public RpcChannel build()
         {
             final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
-                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 || NameResolvers.isResolverTarget(uri);
+                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 ||
+                NameResolvers.isResolverTarget(uri);
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,

@@ -141,23 +141,29 @@ public final class ChannelRuntime
         });
     }
 
-    private Deadline deadlineOf(final CallOptions options, final ContextView context)
+    private Deadline deadlineOf(final CallOptions options, final RpcContext parent)
     {
         Deadline deadline = options.deadline();
         if (deadline == null && config.defaultDeadline != null)
         {
             deadline = Deadline.after(config.defaultDeadline);
         }
-        if (!options.isDetached())
+        // a call made inside a handler finishes no later than the call being handled
+        if (parent != null && parent.deadline() != null)
         {
-            // a call made inside a handler finishes no later than the call being handled
-            final RpcContext parent = RpcContext.from(context);
-            if (parent != null && parent.deadline() != null)
-            {
-                deadline = parent.deadline().minimum(deadline);
-            }
+            deadline = parent.deadline().minimum(deadline);
         }
         return deadline;
+    }
+
+    private static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
+    {
+        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+    }
+
+    private static RpcContext assembledParent(final CallOptions options)
+    {
+        return options.isDetached() ? null : ServerCallScope.current();
     }
 
     /** A unary call as a Mono: each subscription is a new call. */
@@ -167,6 +173,7 @@ public final class ChannelRuntime
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Req request;
+        private final RpcContext assembled;
 
         UnaryMono(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Req request)
@@ -175,14 +182,15 @@ public final class ChannelRuntime
             this.method = method;
             this.options = options;
             this.request = request;
+            this.assembled = assembledParent(options);
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new UnaryClientCall<>(channel, method, request, options.metadata(),
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            new UnaryClientCall<>(channel, method, request, options.metadata(), channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 
@@ -194,6 +202,7 @@ public final class ChannelRuntime
         private final CallOptions options;
         private final Publisher<Req> requests;
         private final ClientCallContext context;
+        private final RpcContext assembled;
 
         CallFlux(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context)
@@ -203,15 +212,16 @@ public final class ChannelRuntime
             this.options = options;
             this.requests = requests;
             this.context = context;
+            this.assembled = assembledParent(options);
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new StreamingClientCall<>(channel, method, requests, context, metadata,
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 

@@ -4,7 +4,9 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.internal.ServerCallScope;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
@@ -34,6 +36,7 @@ import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.util.context.Context;
 import reactor.util.context.ContextView;
 
 /**
@@ -48,7 +51,9 @@ import reactor.util.context.ContextView;
  * the caller.
  *
  * <p>A call made inside a handler inherits the handled call's remaining deadline (see
- * {@link CallOptions#propagatedFrom}); composed into the handler's publisher, it is cancelled with the handled call.
+ * {@link CallOptions#propagatedFrom}) and is cancelled when the handled call ends early, also when it is subscribed
+ * on its own rather than composed into the handler's publisher (see {@link RpcContext}); a call still waiting for a
+ * ready replica then ends at its deadline. Hedged unary calls: see {@link HedgingPolicy}.
  *
  * <p>Calls wait while the channel is still connecting (or with {@link CallOptions#withWaitForReady()}, also while
  * every replica is failing), bounded by their deadline; otherwise they fail fast with UNAVAILABLE naming the last
@@ -187,21 +192,27 @@ public final class BalancedChannel implements AutoCloseable
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
         final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
+        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
         if (hedging != null)
         {
             return Mono.deferContextual(context ->
             {
-                final CallOptions effective = options.propagatedFrom(context);
-                return Mono.<Resp>create(sink -> new Hedge<>(hedging, effective, context, sink,
+                final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+                final CallOptions effective = options.propagatedFrom(parent);
+                final ContextView attemptContext = withParent(context, parent);
+                return Mono.<Resp>create(sink -> new Hedge<>(hedging, effective, attemptContext, sink,
                     sc -> sc.channel().newUnaryCall(method, effective, request).flux()).start());
             });
         }
         final RetryPolicy policy = policyFor(retryPolicies, method);
         return Mono.deferContextual(context ->
         {
-            final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, true, true)
+            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+            final CallOptions effective = options.propagatedFrom(parent);
+            final Mono<Resp> call = new Attempts<Resp>(effective, policy, true, true)
                 .run(sc -> sc.channel().newUnaryCall(method, effective, request).flux()).next();
+            return parent == null || RpcContext.from(context) == parent ? call :
+                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
         });
     }
 
@@ -222,12 +233,26 @@ public final class BalancedChannel implements AutoCloseable
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
         final RetryPolicy policy = replayable ? policyFor(retryPolicies, method) : null;
+        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
         return Flux.deferContextual(context ->
         {
-            final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, replayable, false)
+            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+            final CallOptions effective = options.propagatedFrom(parent);
+            final Flux<Resp> call = new Attempts<Resp>(effective, policy, replayable, false)
                 .run(sc -> sc.channel().newCall(method, effective, requests));
+            return parent == null || RpcContext.from(context) == parent ? call :
+                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
         });
+    }
+
+    /**
+     * The attempts of a call made while handling {@code parent} carry it in their Reactor context, so that each
+     * attempt's single-address call is cancelled with the handled call even when the caller subscribed on its own.
+     */
+    private static ContextView withParent(final ContextView context, final RpcContext parent)
+    {
+        return parent == null || RpcContext.from(context) == parent ? context :
+            Context.of(context).put(RpcContext.CONTEXT_KEY, parent);
     }
 
     private static <P> P policyFor(final Map<String, P> policies, final MethodDescriptor<?, ?> method)
