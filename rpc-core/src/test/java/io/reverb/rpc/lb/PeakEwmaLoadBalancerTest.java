@@ -142,6 +142,43 @@ class PeakEwmaLoadBalancerTest
     }
 
     @Test
+    void shouldProbeAReplicaThatStaysTenTimesSlowerOnlyAFewTimesInTenSeconds()
+    {
+        // simulated time: a pick every 100 us for 10 s; fast replicas answer in 0.4 ms, the slow one in 4 ms
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1", "tcp://c:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel slow = helper.get("tcp://c:1");
+        slow.load().callStarted();
+        slow.load().callFinished(4_000_000);
+        long slowAnswerAt = -1;
+        int probes = 0;
+        for (int step = 0; step < 100_000; step++)
+        {
+            helper.clock[0] += 100_000L;
+            if (slowAnswerAt >= 0 && helper.clock[0] >= slowAnswerAt)
+            {
+                slow.load().callFinished(4_000_000);
+                slowAnswerAt = -1;
+            }
+            final Subchannel picked = helper.picker.pick();
+            picked.load().callStarted();
+            if (picked == slow)
+            {
+                probes++;
+                slowAnswerAt = helper.clock[0] + 4_000_000L;
+            }
+            else
+            {
+                picked.load().callFinished(400_000);
+            }
+        }
+        // with a fixed 200 ms decay it would be probed every ~460 ms (about 21 times); each probe that finds it
+        // still slow doubles the wait: 0.46, 0.92, 1.8, 3.7, 7.4 s
+        assertThat(probes).isBetween(2, 8);
+        assertThat(slow.load().decayBackoff()).isGreaterThan(1);
+    }
+
+    @Test
     void shouldNotBackOffProbingForAReplicaInSteadyUse()
     {
         final long[] clock = {0};
