@@ -150,17 +150,21 @@ public final class SubchannelLoad
         // slower than a truly slow one. Down by a fixed share of each faster answer: a replica back from a hiccup
         // looks fast again after a few dozen answers, whatever the call rate.
         final double previous = ewmaNanos;
-        // Probe backoff: an answer from a replica whose average had decayed (it was avoided) that is still much
-        // slower than the decay predicted says the replica is still slow: decay its average more slowly, so that it
-        // is probed half as often (each probe of a 10x slower replica is a tail-latency sample). A fast answer ends
-        // the backoff at once, so a replica that recovered is back after one probe.
-        if (base != 0.0 && base < previous * 0.9 && sample > base * PROBE_CONFIRMS)
+        // Probe backoff, decided on probes only (answers of a replica whose average had decayed: it was avoided).
+        // A probe much slower than the decay predicted says the replica is still slow: decay its average more
+        // slowly, so that it is probed half as often (each probe of a 10x slower replica is a tail-latency sample).
+        // A probe faster than predicted ends the backoff, so a replica that recovered is back after one probe.
+        // Answers of a replica in steady use leave it alone: there the average hardly decays between answers.
+        if (base != 0.0 && base < previous * 0.9)
         {
-            decayBackoff = Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2);
-        }
-        else if (sample <= base)
-        {
-            decayBackoff = 1;
+            if (sample > base * PROBE_CONFIRMS)
+            {
+                decayBackoff = Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2);
+            }
+            else if (sample <= base)
+            {
+                decayBackoff = 1;
+            }
         }
         final double next;
         if (base == 0.0)
