@@ -23,9 +23,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.context.ContextView;
 
 /**
@@ -74,6 +76,16 @@ public final class ChannelRuntime
     ChannelConfig config()
     {
         return config;
+    }
+
+    /**
+     * A call's deadline: on the shared {@link DeadlineTimer} unless the user gave the channel a timer scheduler of
+     * their own (e.g. a virtual-time one in tests), which then keeps all of the channel's timers.
+     */
+    Disposable scheduleDeadline(final Runnable task, final long delayNanos)
+    {
+        return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
+            config.timerScheduler.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     Scheduler timer()

@@ -9,7 +9,6 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
-import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -88,7 +87,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call started"), false);
                 return;
             }
-            final Disposable timer = channel.timer().schedule(this::onDeadline, remaining, TimeUnit.NANOSECONDS);
+            final Disposable timer = channel.scheduleDeadline(this::onDeadline, remaining);
             synchronized (this)
             {
                 if (terminalStatus == null && !cancelled)

@@ -131,9 +131,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         if (timeoutNanos >= 0)
         {
-            final Disposable timer = server.timer().schedule(
+            final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
-                timeoutNanos, TimeUnit.NANOSECONDS);
+                timeoutNanos);
             synchronized (this)
             {
                 if (closed)
