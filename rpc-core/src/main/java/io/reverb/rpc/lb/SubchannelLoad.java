@@ -9,8 +9,9 @@ import java.util.function.LongSupplier;
  * on the subchannel and {@link #callFinished(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
  * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock.
  *
- * <p>The average rises fast towards a slower answer (at most doubling per answer: a replica that turns 10x slower
- * is avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of
+ * <p>The average rises fast towards a slower answer (at most doubling per answer, and per millisecond: a replica
+ * that turns 10x slower is avoided after four answers, one hiccup of a fast replica, even one that delayed all of
+ * its calls at once, does not make it look slow), comes down by a tenth of
  * the gap with each faster answer (a hiccup is forgotten after a few dozen calls), and, when read, decays with the
  * time since the last answer (time constant {@code decayNanos}): a replica that was slow and is no longer picked
  * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Each probe that finds the
@@ -25,6 +26,8 @@ public final class SubchannelLoad
     static final double UNKNOWN_BUSY_COST = 1.0e15;
     /** Most the average grows with one slower answer. */
     static final double PEAK_GROWTH = 2.0;
+    /** The average compounds its growth at most once per this window: answers arriving together are one peak. */
+    static final long GROWTH_WINDOW_NANOS = 1_000_000L;
     /** Share of the gap a faster answer closes. */
     static final double DOWN_WEIGHT = 0.1;
     /** Most the decay's time constant grows for a replica whose probes keep finding it slow (50 ms -> 1.6 s). */
@@ -38,6 +41,9 @@ public final class SubchannelLoad
     private volatile double ewmaNanos;
     private volatile long stampNanos;
     private volatile int decayBackoff = 1;
+    // the most the average may reach until the next growth window (see observe)
+    private volatile double growthCeiling;
+    private volatile long growthStampNanos;
 
     /**
      * @param nanoClock  monotonic nanoseconds, e.g. {@code System::nanoTime}.
@@ -52,6 +58,7 @@ public final class SubchannelLoad
         this.nanoClock = nanoClock;
         this.decayNanos = decayNanos;
         this.stampNanos = nanoClock.getAsLong();
+        this.growthStampNanos = stampNanos - GROWTH_WINDOW_NANOS;
     }
 
     /**
@@ -173,8 +180,17 @@ public final class SubchannelLoad
         }
         else if (sample >= base)
         {
-            // the cap is relative to the average before idle decay: after a pause an answer is believed again
-            next = Math.min(sample, Math.max(base, previous) * PEAK_GROWTH);
+            // The cap is relative to the average before idle decay: after a pause an answer is believed again. It
+            // compounds at most once per GROWTH_WINDOW_NANOS: a stall of the replica (its process preempted, a GC)
+            // delays every call it has outstanding, and their answers arrive together; counted as one peak, not as
+            // one per call (four calls out would make it look 16x slower), it does not send calls to a replica that
+            // is slower all the time. A replica that really turned slower answers spread over time, and doubles again.
+            if (now - growthStampNanos >= GROWTH_WINDOW_NANOS || growthCeiling < base)
+            {
+                growthCeiling = Math.max(base, previous) * PEAK_GROWTH;
+                growthStampNanos = now;
+            }
+            next = Math.min(sample, growthCeiling);
         }
         else
         {

@@ -84,21 +84,23 @@ class PeakEwmaLoadBalancerTest
     @Test
     void shouldForgetAHiccupAfterAFewDozenFastAnswers()
     {
-        final SubchannelLoad load = new SubchannelLoad(() -> 0L, 50_000_000L);
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
         load.callStarted();
         load.callFinished(30_000);
         load.callStarted();
         load.callFinished(1_000_000); // a 1 ms hiccup: the average at most doubles
         assertThat(load.latencyNanos(0)).isEqualTo(60_000.0);
+        clock[0] = SubchannelLoad.GROWTH_WINDOW_NANOS; // a second slow answer later (the decay is negligible)
         load.callStarted();
         load.callFinished(1_000_000);
-        assertThat(load.latencyNanos(0)).isEqualTo(120_000.0);
+        assertThat(load.latencyNanos(clock[0])).isCloseTo(120_000.0, offset(10.0));
         for (int i = 0; i < 40; i++)
         {
             load.callStarted();
             load.callFinished(30_000);
         }
-        assertThat(load.latencyNanos(0)).isBetween(30_000.0, 33_000.0);
+        assertThat(load.latencyNanos(clock[0])).isBetween(30_000.0, 33_000.0);
         assertThat(load.outstanding()).isZero();
     }
 
@@ -190,6 +192,36 @@ class PeakEwmaLoadBalancerTest
             load.callFinished(i % 10 == 0 ? 2_000_000 : 300_000); // with hiccups
         }
         assertThat(load.decayBackoff()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldCountAStallThatDelayedEveryOutstandingCallAsOnePeak()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        load.callStarted();
+        load.callFinished(300_000);
+        for (int i = 0; i < 4; i++)
+        {
+            load.callStarted();
+        }
+        clock[0] += 20_000_000L; // the replica's process stalls for 20 ms: its four calls answer together
+        for (int i = 0; i < 4; i++)
+        {
+            load.callFinished(20_000_000);
+            clock[0] += 10_000L;
+        }
+        // one peak: doubled once (less the decay of 20 ms), not 16-fold
+        assertThat(load.latencyNanos(clock[0])).isLessThan(600_000.0).isGreaterThan(300_000.0);
+
+        // a replica that really turned slow keeps doubling, once per answer spread over time
+        for (int i = 0; i < 4; i++)
+        {
+            clock[0] += 20_000_000L;
+            load.callStarted();
+            load.callFinished(20_000_000);
+        }
+        assertThat(load.latencyNanos(clock[0])).isGreaterThan(5_000_000.0);
     }
 
     @Test
