@@ -4,6 +4,7 @@ import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
 import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.resolver.NameResolvers;
+import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryThrottle;
 import io.reverb.rpc.transport.TransportOptions;
@@ -33,8 +34,9 @@ import reactor.core.scheduler.Schedulers;
  * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
  * interceptors then run once per attempt).
  *
- * <p>A call made inside a handler inherits the handled call's remaining deadline unless its options say
- * {@link CallOptions#withoutContextPropagation()}; composed into the handler's publisher, it is cancelled with it.
+ * <p>A call made inside a handler inherits the handled call's remaining deadline and is cancelled when the handled
+ * call ends early, whether it is composed into the handler's publisher or subscribed on its own (see
+ * {@link RpcContext}), unless its options say {@link CallOptions#withoutContextPropagation()}.
  */
 public final class RpcChannel implements AutoCloseable
 {
@@ -190,6 +192,7 @@ public final class RpcChannel implements AutoCloseable
         private String loadBalancingPolicy;
         private String healthService;
         private final Map<String, RetryPolicy> retryPolicies = new LinkedHashMap<>();
+        private final Map<String, HedgingPolicy> hedgingPolicies = new LinkedHashMap<>();
         private int retryMaxTokens;
         private double retryTokenRatio;
 
@@ -234,6 +237,23 @@ public final class RpcChannel implements AutoCloseable
         public Builder retryPolicy(final String methodOrService, final RetryPolicy policy)
         {
             retryPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /**
+         * Marks a method, or every method of a service, idempotent and hedges its unary calls: another attempt to
+         * another replica every hedging delay until one answers, the first answer wins and the others are cancelled
+         * (see {@link HedgingPolicy}). Hedges share the retry budget of {@link #retryThrottling}. A method has a
+         * retry policy or a hedging policy, not both.
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param policy          the policy.
+         * @return this.
+         */
+        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy policy)
+        {
+            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
                 Objects.requireNonNull(policy, "policy"));
             return this;
         }
@@ -354,7 +374,8 @@ public final class RpcChannel implements AutoCloseable
         public RpcChannel build()
         {
             final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
-                !retryPolicies.isEmpty() || retryMaxTokens > 0 || NameResolvers.isResolverTarget(uri);
+                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 ||
+                NameResolvers.isResolverTarget(uri);
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
@@ -386,6 +407,7 @@ public final class RpcChannel implements AutoCloseable
                 b.healthCheck(healthService);
             }
             retryPolicies.forEach(b::retryPolicy);
+            hedgingPolicies.forEach(b::hedgingPolicy);
             if (retryMaxTokens > 0)
             {
                 b.retryThrottling(retryMaxTokens, retryTokenRatio);
