@@ -13,10 +13,10 @@ import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.RpcChannel;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.util.context.Context;
 
 import java.io.InputStream;
 import java.util.concurrent.TimeUnit;
@@ -29,31 +29,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>, OutboundMessages.Events
 {
-    /** Reactor context key under which the stream finds its {@link ClientCallContext} (see {@link #CAPTURE}). */
-    private static final Object STREAM_KEY = ReverbClientStream.class;
-
-    /**
-     * Innermost Reverb interceptor of every channel: hands the call's context (response headers, trailers) to the
-     * stream that started the call.
-     */
-    static final io.reverb.rpc.ClientInterceptor CAPTURE = new io.reverb.rpc.ClientInterceptor()
-    {
-        @Override
-        public <Req, Resp> reactor.core.publisher.Flux<Resp> interceptCall(
-            final ClientCallContext call, final reactor.core.publisher.Flux<Req> requests, final Next<Req, Resp> next)
-        {
-            return reactor.core.publisher.Flux.deferContextual(ctx ->
-            {
-                final Object stream = ctx.getOrDefault(STREAM_KEY, null);
-                if (stream instanceof ReverbClientStream)
-                {
-                    ((ReverbClientStream)stream).callContext = call;
-                }
-                return next.call(requests);
-            });
-        }
-    };
-
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
@@ -61,8 +36,12 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private final CallbackSerializer serializer = new CallbackSerializer();
     private final OutboundMessages requests = new OutboundMessages(this);
     private final boolean waitForReady;
-    private final Context reactorContext;
+    private final boolean unary;
     private volatile ClientCallContext callContext;
+    /** A unary call's request, held until halfClose sends it with the CALL frame (rpc-core's unary fast path). */
+    private Payload unaryRequest;
+    /** A unary call whose messages went to the request publisher instead (more than one written). */
+    private boolean requestsUsed;
     private Deadline deadline;
     private CallOptions options;
     private boolean callStarted;
@@ -82,7 +61,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         this.statsTraceContext = statsTraceContext;
         this.waitForReady = callOptions.isWaitForReady();
         this.deadline = callOptions.getDeadline();
-        this.reactorContext = Context.of(STREAM_KEY, this);
+        this.unary = method.type() == MethodType.UNARY;
     }
 
     @Override
@@ -114,6 +93,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
 
     private void startCall()
     {
+        final Payload single;
         synchronized (this)
         {
             if (callStarted)
@@ -121,8 +101,20 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
                 return;
             }
             callStarted = true;
+            single = unaryRequest;
+            unaryRequest = null;
         }
-        transport.channel().newCall(method, options, requests).subscribe(this);
+        final ClientCallContext context = new ClientCallContext(method, options);
+        callContext = context;
+        if (single != null)
+        {
+            // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
+            transport.channel().newUnaryCall(method, options, single, context).subscribe(this);
+        }
+        else
+        {
+            transport.channel().newCall(method, options, requests, context).subscribe(this);
+        }
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb
@@ -150,6 +142,26 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         statsTraceContext.outboundMessage(0);
         statsTraceContext.outboundWireSize(payload.length());
         statsTraceContext.outboundUncompressedSize(payload.length());
+        if (unary)
+        {
+            final Payload earlier;
+            synchronized (this)
+            {
+                if (!callStarted && unaryRequest == null && !requestsUsed)
+                {
+                    unaryRequest = payload; // sent by halfClose
+                    return;
+                }
+                // a second message on a unary method (grpc-java's stubs never do that): the server refuses it
+                earlier = unaryRequest;
+                unaryRequest = null;
+                requestsUsed = true;
+            }
+            if (earlier != null)
+            {
+                requests.offer(earlier);
+            }
+        }
         requests.offer(payload);
         startCall();
     }
@@ -163,6 +175,16 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     @Override
     public boolean isReady()
     {
+        if (unary)
+        {
+            synchronized (this)
+            {
+                if (!callStarted && unaryRequest == null && !requestsUsed)
+                {
+                    return true; // the one message waits for halfClose, nothing to hold it back
+                }
+            }
+        }
         return requests.isReady();
     }
 
@@ -179,6 +201,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         synchronized (this)
         {
             callStarted = true; // a call not sent yet never will be
+            unaryRequest = null;
         }
         final Subscription s = responses;
         if (s != null)
@@ -250,12 +273,6 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     }
 
     // ---------------------------------------------------------------- Reverb -> grpc-java (responses)
-
-    @Override
-    public Context currentContext()
-    {
-        return reactorContext;
-    }
 
     @Override
     public void onSubscribe(final Subscription s)

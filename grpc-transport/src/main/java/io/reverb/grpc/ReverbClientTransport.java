@@ -49,7 +49,14 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
-        this.channel = configure.apply(RpcChannel.builder(address.uri())).intercept(ReverbClientStream.CAPTURE).build();
+        this.channel = configure.apply(RpcChannel.builder(address.uri())).build();
+        if (channel.balancer() != null)
+        {
+            channel.close();
+            // grpc-java's channel balances over its subchannels; each of them is one Reverb connection
+            throw new IllegalArgumentException("reverbChannel(...) must not configure load balancing, health checking" +
+                " or retries (grpc-java's channel does that, per its service config): " + address);
+        }
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))

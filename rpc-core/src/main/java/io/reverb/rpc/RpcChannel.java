@@ -117,6 +117,57 @@ public final class RpcChannel implements AutoCloseable
             runtime.newUnaryCall(method, options, request);
     }
 
+    /**
+     * {@link #newCall(MethodDescriptor, CallOptions, Publisher)} for a bridge that reports the server's response
+     * headers, trailers and status itself (reverb-grpc's grpc-java transport): they are recorded into
+     * {@code context} before the returned Flux signals. The channel's interceptors run with that context; without
+     * interceptors the call takes the same direct path as an unintercepted call. The request metadata sent is
+     * {@link ClientCallContext#requestMetadata()}.
+     *
+     * @param method   the method.
+     * @param options  call options.
+     * @param requests the requests.
+     * @param context  receives what the server answered; one call per context.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newCall(method, options, requests, context);
+    }
+
+    /**
+     * {@link #newUnaryCall(MethodDescriptor, CallOptions, Object)} recording the server's response headers,
+     * trailers and status into {@code context} (see {@link #newCall(MethodDescriptor, CallOptions, Publisher,
+     * ClientCallContext)}); without interceptors it is the unary fast path (request with the CALL frame).
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param context receives what the server answered; one call per context.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newUnaryCall(method, options, request, context);
+    }
+
+    private ChannelRuntime singleAddressRuntime()
+    {
+        if (runtime == null)
+        {
+            throw new UnsupportedOperationException("calls with a ClientCallContext need a single-address channel: " + target);
+        }
+        return runtime;
+    }
+
     private CallOptions withDefaultDeadline(final CallOptions options)
     {
         return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);

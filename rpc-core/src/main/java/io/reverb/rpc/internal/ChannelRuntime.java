@@ -98,7 +98,38 @@ public final class ChannelRuntime
         {
             return new CallFlux<>(this, method, options, requests, null);
         }
-        return intercepted(method, options, requests);
+        return intercepted(method, options, requests, null);
+    }
+
+    /**
+     * See {@code RpcChannel#newCall(MethodDescriptor, CallOptions, Publisher, ClientCallContext)}: the call records
+     * what the server answered into {@code context}, and takes the direct path when there are no interceptors.
+     */
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new CallFlux<>(this, method, options, requests, context);
+        }
+        return intercepted(method, options, requests, context);
+    }
+
+    /**
+     * See {@code RpcChannel#newUnaryCall(MethodDescriptor, CallOptions, Object, ClientCallContext)}: the call records
+     * what the server answered into {@code context}, and takes the unary fast path when there are no interceptors.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext context)
+    {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new UnaryMono<>(this, method, options, request, context);
+        }
+        return unaryResult(method, intercepted(method, options, Mono.just(request), context));
     }
 
     /**
@@ -111,20 +142,25 @@ public final class ChannelRuntime
         Objects.requireNonNull(request, "request");
         if (interceptors.length == 0)
         {
-            return new UnaryMono<>(this, method, options, request);
+            return new UnaryMono<>(this, method, options, request, null);
         }
-        return intercepted(method, options, Mono.just(request))
+        return unaryResult(method, intercepted(method, options, Mono.just(request), null));
+    }
+
+    private static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
+    {
+        return responses
             .singleOrEmpty()
             .switchIfEmpty(Mono.error(() -> Status.INTERNAL
                 .withDescription("No value received for " + method.fullMethodName()).asException()));
     }
 
-    private <Req, Resp> Flux<Resp> intercepted(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
+    private <Req, Resp> Flux<Resp> intercepted(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext given)
     {
         return Flux.defer(() ->
         {
-            final ClientCallContext context = new ClientCallContext(method, options);
+            final ClientCallContext context = given != null ? given : new ClientCallContext(method, options);
             ClientInterceptor.Next<Req, Resp> next = r -> new CallFlux<>(this, method, options, r, context);
             for (int i = interceptors.length - 1; i >= 0; i--)
             {
@@ -162,20 +198,23 @@ public final class ChannelRuntime
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Req request;
+        private final ClientCallContext context;
 
         UnaryMono(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
-            final Req request)
+            final Req request, final ClientCallContext context)
         {
             this.channel = channel;
             this.method = method;
             this.options = options;
             this.request = request;
+            this.context = context;
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new UnaryClientCall<>(channel, method, request, options.metadata(),
+            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            new UnaryClientCall<>(channel, method, request, context, metadata,
                 channel.deadlineOf(options, actual.currentContext()),
                 options.isWaitForReady()).start(actual);
         }
