@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -157,6 +158,28 @@ public final class RpcChannel implements AutoCloseable
         final Req request, final ClientCallContext context)
     {
         return singleAddressRuntime().newUnaryCall(method, options, request, context);
+    }
+
+    /**
+     * Connects now rather than on the first call (a single-address channel).
+     *
+     * @return completes when a connection is usable; fails with an {@link RpcException} (UNAVAILABLE) when this
+     * attempt cannot connect or the channel is closed.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public CompletableFuture<Void> connect()
+    {
+        return singleAddressRuntime().connectNow();
+    }
+
+    /**
+     * @param listener runs each time the usable connection of this single-address channel stops taking new calls
+     *                 (GOAWAY, failure, close), on a transport or timer thread; replaces the previous one.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public void onConnectionLost(final Runnable listener)
+    {
+        singleAddressRuntime().onConnectionLost(Objects.requireNonNull(listener, "listener"));
     }
 
     private ChannelRuntime singleAddressRuntime()

@@ -7,6 +7,9 @@ import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -69,6 +72,31 @@ class ContextCallTest
             final ClientCallContext context = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT);
             assertThatThrownBy(() -> channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("x"), context))
                 .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("single-address");
+        }
+    }
+
+    @Test
+    void shouldConnectOnRequestAndReportTheConnectionLost() throws Exception
+    {
+        final String uri = "inproc://context-connect-" + NAMES.incrementAndGet();
+        try (RpcChannel channel = RpcChannel.builder(uri).build())
+        {
+            assertThatThrownBy(() -> channel.connect().get(20, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class).cause().isInstanceOfSatisfying(RpcException.class,
+                    e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+            final CountDownLatch lost = new CountDownLatch(1);
+            channel.onConnectionLost(lost::countDown);
+            final RpcServer server = server(uri);
+            try
+            {
+                channel.connect().get(20, TimeUnit.SECONDS);
+                assertThat(channel.connect()).as("already connected").isCompleted();
+            }
+            finally
+            {
+                server.close();
+            }
+            assertThat(lost.await(20, TimeUnit.SECONDS)).as("connection lost reported").isTrue();
         }
     }
 

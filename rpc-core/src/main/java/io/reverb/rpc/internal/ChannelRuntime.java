@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -48,6 +49,8 @@ public final class ChannelRuntime
     private boolean connecting;
     private boolean reconnectScheduled;
     private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
+    private final List<CompletableFuture<Void>> connectWaiters = new ArrayList<>();
+    private volatile Runnable connectionLostListener;
     private Status lastFailure;
     private long nextAttemptNanos;
     private long backoffNanos;
@@ -251,6 +254,57 @@ public final class ChannelRuntime
 
     // ------------------------------------------------------------------ connection management
 
+    /**
+     * Connects now unless a connection is usable (for bridges that report connectivity, such as reverb-grpc).
+     *
+     * @return completes when a connection is usable; fails with an {@code RpcException} (UNAVAILABLE) if this
+     * attempt could not connect or the channel is closed. A failure does not schedule a reconnect by itself.
+     */
+    public CompletableFuture<Void> connectNow()
+    {
+        final CompletableFuture<Void> result = new CompletableFuture<>();
+        final ClientConnection current = ready;
+        if (current != null && current.isUsable())
+        {
+            result.complete(null);
+            return result;
+        }
+        boolean start = false;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                result.completeExceptionally(Status.UNAVAILABLE.withDescription("channel closed").asException());
+                return result;
+            }
+            if (ready != null && ready.isUsable())
+            {
+                result.complete(null);
+                return result;
+            }
+            connectWaiters.add(result);
+            if (!connecting)
+            {
+                connecting = true;
+                start = true;
+            }
+        }
+        if (start)
+        {
+            connect();
+        }
+        return result;
+    }
+
+    /**
+     * @param listener runs (on a transport or timer thread) each time the usable connection stops taking new calls
+     *                 (GOAWAY, failure, close); replaces the previous one.
+     */
+    public void onConnectionLost(final Runnable listener)
+    {
+        this.connectionLostListener = listener;
+    }
+
     void acquire(final ClientCall<?, ?> call)
     {
         final ClientConnection current = ready;
@@ -351,11 +405,14 @@ public final class ChannelRuntime
     {
         final List<ClientCall<?, ?>> run = new ArrayList<>();
         final List<ClientCall<?, ?>> fail = new ArrayList<>();
+        final List<CompletableFuture<Void>> connectResults;
         Status failure = null;
         boolean closeNow = false;
         synchronized (this)
         {
             connecting = false;
+            connectResults = connectWaiters.isEmpty() ? List.of() : new ArrayList<>(connectWaiters);
+            connectWaiters.clear();
             if (error == null)
             {
                 connection.attach(transport);
@@ -403,6 +460,18 @@ public final class ChannelRuntime
         {
             transport.close();
         }
+        for (final CompletableFuture<Void> result : connectResults)
+        {
+            if (error == null && !closeNow)
+            {
+                result.complete(null);
+            }
+            else
+            {
+                result.completeExceptionally((failure != null ? failure : lastFailure != null ? lastFailure :
+                    Status.UNAVAILABLE.withDescription("channel closed")).asException());
+            }
+        }
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(failure);
@@ -443,12 +512,19 @@ public final class ChannelRuntime
 
     void connectionUnusable(final ClientConnection connection)
     {
+        final boolean lost;
         synchronized (this)
         {
-            if (ready == connection)
+            lost = ready == connection;
+            if (lost)
             {
                 ready = null;
             }
+        }
+        final Runnable listener = connectionLostListener;
+        if (lost && listener != null)
+        {
+            listener.run();
         }
     }
 
@@ -463,6 +539,7 @@ public final class ChannelRuntime
     public void close()
     {
         final List<ClientCall<?, ?>> fail;
+        final List<CompletableFuture<Void>> connectResults;
         synchronized (this)
         {
             if (closed)
@@ -473,6 +550,12 @@ public final class ChannelRuntime
             ready = null;
             fail = new ArrayList<>(waiters);
             waiters.clear();
+            connectResults = new ArrayList<>(connectWaiters);
+            connectWaiters.clear();
+        }
+        for (final CompletableFuture<Void> result : connectResults)
+        {
+            result.completeExceptionally(Status.UNAVAILABLE.withDescription("channel closed").asException());
         }
         final Status status = Status.UNAVAILABLE.withDescription("channel closed");
         for (final ClientCall<?, ?> call : fail)
