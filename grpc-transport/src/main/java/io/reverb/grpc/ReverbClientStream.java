@@ -34,7 +34,8 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private final Metadata headers;
     private final StatsTraceContext statsTraceContext;
     private final CallbackSerializer serializer = new CallbackSerializer();
-    private final OutboundMessages requests = new OutboundMessages(this);
+    /** What grpc-java writes, as the call's request publisher; never created for a unary call's fast path. */
+    private volatile OutboundMessages requests;
     private final boolean waitForReady;
     private final boolean unary;
     private volatile ClientCallContext callContext;
@@ -113,7 +114,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         }
         else
         {
-            transport.channel().newCall(method, options, requests, context).subscribe(this);
+            transport.channel().newCall(method, options, requests(), context).subscribe(this);
         }
     }
 
@@ -159,10 +160,10 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
             }
             if (earlier != null)
             {
-                requests.offer(earlier);
+                requests().offer(earlier);
             }
         }
-        requests.offer(payload);
+        requests().offer(payload);
         startCall();
     }
 
@@ -185,13 +186,21 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
                 }
             }
         }
-        return requests.isReady();
+        return requests().isReady();
     }
 
     @Override
     public void halfClose()
     {
-        requests.complete();
+        final boolean fastPath;
+        synchronized (this)
+        {
+            fastPath = unaryRequest != null && !callStarted;
+        }
+        if (!fastPath)
+        {
+            requests().complete();
+        }
         startCall();
     }
 
@@ -208,7 +217,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         {
             s.cancel(); // rpc-core sends CANCEL
         }
-        requests.cancel();
+        cancelRequests();
         close(reason, new Metadata());
     }
 
@@ -357,6 +366,32 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
 
     // ---------------------------------------------------------------- internals
 
+    private OutboundMessages requests()
+    {
+        OutboundMessages r = requests;
+        if (r == null)
+        {
+            synchronized (this)
+            {
+                r = requests;
+                if (r == null)
+                {
+                    requests = r = new OutboundMessages(this);
+                }
+            }
+        }
+        return r;
+    }
+
+    private void cancelRequests()
+    {
+        final OutboundMessages r = requests;
+        if (r != null)
+        {
+            r.cancel();
+        }
+    }
+
     // on the serializer
     private void deliverHeadersOnce()
     {
@@ -381,7 +416,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
             closed = true;
             try
             {
-                requests.cancel();
+                cancelRequests();
                 statsTraceContext.clientInboundTrailers(trailers);
                 statsTraceContext.streamClosed(status);
                 if (listener != null)
