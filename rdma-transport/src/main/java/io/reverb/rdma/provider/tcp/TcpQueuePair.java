@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +67,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private final TcpVerbsContext context;
     private final TcpNic nic;
     private final long peerRnrRetryNanos;
-    private final SocketChannel channel;
+    private final TcpStream channel;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
@@ -113,7 +112,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         final TcpVerbsContext context,
         final int qpNum,
         final QueuePairAttributes attributes,
-        final SocketChannel channel,
+        final TcpStream channel,
         final TcpHandshake peer,
         final String remoteAddress)
     {
@@ -226,7 +225,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     void register(final Selector selector) throws IOException
     {
         interestOps = SelectionKey.OP_READ;
-        key = channel.register(selector, interestOps, this);
+        key = channel.channel().register(selector, interestOps, this);
     }
 
     boolean isSocketClosed()
@@ -274,6 +273,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 pumpTx();
             }
+            pumpStream();
         }
         catch (final IOException ex)
         {
@@ -289,7 +289,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (rnrWaiting && rq.tail != rq.head)
+        if (rnrWaiting ? rq.tail != rq.head : channel.hasBufferedInput())
         {
             return true;
         }
@@ -297,7 +297,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (!answers.isEmpty() || transmitter.hasPending())
+        if (!answers.isEmpty() || transmitter.hasPending() || channel.wantsWrite())
         {
             return true;
         }
@@ -322,6 +322,27 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         catch (final IOException ex)
         {
             peerGone();
+        }
+    }
+
+    /**
+     * A TLS stream may hold decrypted bytes the socket will not signal, or bytes of its own to write (a post-handshake
+     * message); a plain socket never does.
+     */
+    private void pumpStream() throws IOException
+    {
+        if (socketClosed)
+        {
+            return;
+        }
+        if (channel.wantsWrite() && !channel.flush() && !writeBlocked)
+        {
+            writeBlocked = true;
+            setInterest(SelectionKey.OP_WRITE, true);
+        }
+        if (!rnrWaiting && channel.hasBufferedInput())
+        {
+            onReadable();
         }
     }
 
@@ -842,14 +863,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             key.cancel();
         }
-        try
-        {
-            channel.close();
-        }
-        catch (final IOException ignore)
-        {
-            // Closing anyway.
-        }
+        channel.close();
         transmitter.clear();
         nic.removed(this);
     }

@@ -4,7 +4,6 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -44,7 +43,7 @@ final class TcpTransmitter
      * @param down whether the QP is down: then only answers (the NAK last) are staged, no new request
      * @return true if everything is written, false if the socket would block
      */
-    boolean write(final SocketChannel channel, final boolean down) throws IOException
+    boolean write(final TcpStream channel, final boolean down) throws IOException
     {
         while (true)
         {
