@@ -67,7 +67,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private final TcpVerbsContext context;
     private final TcpNic nic;
     private final long peerRnrRetryNanos;
-    private final TcpStream channel;
+    private final TcpLink link;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
@@ -112,7 +112,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         final TcpVerbsContext context,
         final int qpNum,
         final QueuePairAttributes attributes,
-        final TcpStream channel,
+        final TcpLink link,
         final TcpHandshake peer,
         final String remoteAddress)
     {
@@ -121,7 +121,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.nic = context.nic();
         remotePrivateData(peer.privateDataBuffer());
         this.peerRnrRetryNanos = peer.rnrRetryNanos;
-        this.channel = channel;
+        this.link = link;
 
         this.sq = new TcpSendQueue(attributes.maxSendWr());
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
@@ -225,7 +225,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     void register(final Selector selector) throws IOException
     {
         interestOps = SelectionKey.OP_READ;
-        key = channel.channel().register(selector, interestOps, this);
+        key = link.selectable().register(selector, interestOps, this);
     }
 
     boolean isSocketClosed()
@@ -269,11 +269,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     next = rnrDeadline - now;
                 }
             }
+            if (!rnrWaiting && !socketClosed && link.hasBufferedInput())
+            {
+                onReadable();
+            }
             if (!writeBlocked && !socketClosed)
             {
                 pumpTx();
             }
-            pumpStream();
         }
         catch (final IOException ex)
         {
@@ -289,7 +292,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (rnrWaiting ? rq.tail != rq.head : channel.hasBufferedInput())
+        if (rnrWaiting ? rq.tail != rq.head : link.hasBufferedInput())
         {
             return true;
         }
@@ -297,7 +300,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (!answers.isEmpty() || transmitter.hasPending() || channel.wantsWrite())
+        if (!answers.isEmpty() || transmitter.hasPending())
         {
             return true;
         }
@@ -325,30 +328,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    /**
-     * A TLS stream may hold decrypted bytes the socket will not signal, or bytes of its own to write (a post-handshake
-     * message); a plain socket never does.
-     */
-    private void pumpStream() throws IOException
-    {
-        if (socketClosed)
-        {
-            return;
-        }
-        if (channel.wantsWrite() && !channel.flush() && !writeBlocked)
-        {
-            writeBlocked = true;
-            setInterest(SelectionKey.OP_WRITE, true);
-        }
-        if (!rnrWaiting && channel.hasBufferedInput())
-        {
-            onReadable();
-        }
-    }
-
     private void onReadable() throws IOException
     {
-        final int n = channel.read(rxBuffer);
+        final int n = link.read(rxBuffer);
         if (n < 0)
         {
             peerGone();
@@ -742,7 +724,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        if (!transmitter.write(channel, down))
+        if (!transmitter.write(link, down) || !link.flush())
         {
             writeBlocked = true;
             setInterest(SelectionKey.OP_WRITE, true);
@@ -753,7 +735,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
             outputShut = true;
-            channel.shutdownOutput();
+            link.shutdownOutput();
         }
     }
 
@@ -863,7 +845,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             key.cancel();
         }
-        channel.close();
+        try
+        {
+            link.close();
+        }
+        catch (final IOException ignore)
+        {
+            // Closing anyway.
+        }
         transmitter.clear();
         nic.removed(this);
     }

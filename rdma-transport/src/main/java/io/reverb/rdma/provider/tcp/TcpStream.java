@@ -10,18 +10,16 @@ import java.nio.channels.SocketChannel;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The byte stream of one tcp QP: every read and write of its socket goes through here, so that TLS
- * ({@link TlsTcpStream}) can sit between the QP and the socket. Non-blocking; NIC thread only once the QP runs.
- *
- * <p>Writes report only bytes that reached the socket: a short write must be retried with the same remaining bytes
- * (the QP's staging buffer does), because a TLS record already sealed around them may still be waiting to go out.
+ * The byte stream of a tcp connection while its connection handshake (CONNECT, ACCEPT/REJECT/REFUSE) is written and
+ * read, against a deadline: the plain socket, or a TLS session ({@link TlsTcpStream}) that then becomes the QP's
+ * {@link TcpLink}. Non-blocking.
  */
 interface TcpStream extends HandshakeStream, AutoCloseable
 {
     /**
      * @param src bytes to write from its position.
-     * @return bytes of {@code src} written (its position advanced by as many); fewer than remaining if the socket
-     *         would block.
+     * @return bytes of {@code src} taken (its position advanced by as many); a TLS session may hold some of them
+     *         until {@link #flush()}.
      * @throws IOException on a socket error.
      */
     int write(ByteBuffer src) throws IOException;

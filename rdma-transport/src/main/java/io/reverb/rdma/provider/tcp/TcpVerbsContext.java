@@ -270,7 +270,9 @@ final class TcpVerbsContext implements VerbsContext
         final String remoteAddress) throws IOException
     {
         channel.channel().configureBlocking(false);
-        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, channel, peer, remoteAddress);
+        // A TLS session is its own link (it keeps bytes read ahead during the handshake); plain sockets get the plain link.
+        final TcpLink link = channel instanceof TlsTcpStream ? (TlsTcpStream)channel : new TcpSocketLink(channel.channel());
+        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, link, peer, remoteAddress);
         track(qp);
         nic.register(qp);
         return qp;

@@ -5,6 +5,7 @@ import io.reverb.rdma.verbs.PeerAuthenticationException;
 import io.reverb.rdma.verbs.TlsConfig;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectableChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
@@ -21,14 +22,15 @@ import javax.net.ssl.SSLException;
  *
  * <p>Reads decrypt into the caller's buffer (or, when it has less room than a record, into a buffer of this
  * stream's, reported by {@link #hasBufferedInput()} since the socket will not signal it). Writes seal records into
- * an outbound buffer and report bytes as written only once their records are on the socket (see {@link TcpStream}).
+ * an outbound buffer that {@link #flush()} moves to the socket (the {@link TcpLink} contract). It is the handshake's
+ * stream ({@link TcpStream}) and then, the same object with whatever it read ahead, the QP's link.
  *
  * <p>A peer that speaks plaintext where TLS is expected is told so in plaintext (a {@link TcpHandshake#REFUSE}), and
  * a plaintext refusal received by a TLS client becomes a clear {@link PeerAuthenticationException}; a TLS failure
  * (certificate not trusted, host name not in it, no client certificate where one is required) sends the TLS alert
  * to the peer and fails with the JDK's reason and a hint.
  */
-final class TlsTcpStream implements TcpStream
+final class TlsTcpStream implements TcpStream, TcpLink
 {
     private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
     /** TLS record content types (change_cipher_spec 20 ... application_data 23). */
@@ -46,8 +48,7 @@ final class TlsTcpStream implements TcpStream
     private final ByteBuffer netIn;
     private final ByteBuffer netOut;
     private ByteBuffer appIn;
-    /** Plaintext sealed into records that were not all on the socket when the write returned. */
-    private int ahead;
+    private final ByteBuffer[] single = new ByteBuffer[1];
     private boolean firstBytesChecked;
     private boolean inboundClosed;
 
@@ -379,35 +380,37 @@ final class TlsTcpStream implements TcpStream
     @Override
     public int write(final ByteBuffer src) throws IOException
     {
-        if (!flush())
+        single[0] = src;
+        try
         {
-            return 0;
+            return (int)write(single, 0, 1);
         }
-        int written = 0;
-        if (ahead > 0)
+        finally
         {
-            // Sealed by an earlier call, on the socket now: the caller offers the same bytes again.
-            final int skip = Math.min(ahead, src.remaining());
-            src.position(src.position() + skip);
-            ahead -= skip;
-            written += skip;
+            single[0] = null;
         }
-        int sealed = 0;
-        while (src.hasRemaining())
+    }
+
+    /**
+     * Seals as much of {@code srcs} into records as fits, writing records to the socket as the outbound buffer fills;
+     * records the socket does not take now stay here until {@link #flush()}.
+     *
+     * @return plaintext bytes taken.
+     */
+    @Override
+    public long write(final ByteBuffer[] srcs, final int offset, final int length) throws IOException
+    {
+        long taken = 0;
+        while (remaining(srcs, offset, length))
         {
-            if (netOut.remaining() < packetSize)
+            if (netOut.remaining() < packetSize && !flush())
             {
-                if (!flush())
-                {
-                    break;
-                }
-                written += sealed;
-                sealed = 0;
+                break;
             }
             final SSLEngineResult result;
             try
             {
-                result = engine.wrap(src, netOut);
+                result = engine.wrap(srcs, offset, length, netOut);
             }
             catch (final SSLException ex)
             {
@@ -417,22 +420,56 @@ final class TlsTcpStream implements TcpStream
             {
                 throw new IOException("the TLS session with " + peer + " is closed");
             }
-            sealed += result.bytesConsumed();
+            taken += result.bytesConsumed();
             if (result.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK && !handshakeWork())
             {
                 break;
             }
         }
-        if (flush())
+        flush();
+        return taken;
+    }
+
+    private static boolean remaining(final ByteBuffer[] buffers, final int offset, final int length)
+    {
+        for (int i = offset; i < offset + length; i++)
         {
-            written += sealed;
+            if (buffers[i].hasRemaining())
+            {
+                return true;
+            }
         }
-        else
+        return false;
+    }
+
+    @Override
+    public long read(final ByteBuffer[] dsts, final int offset, final int length) throws IOException
+    {
+        long total = 0;
+        for (int i = offset; i < offset + length; i++)
         {
-            src.position(src.position() - sealed);
-            ahead += sealed;
+            if (!dsts[i].hasRemaining())
+            {
+                continue;
+            }
+            final int n = read(dsts[i]);
+            if (n < 0)
+            {
+                return total > 0 ? total : -1;
+            }
+            total += n;
+            if (dsts[i].hasRemaining())
+            {
+                break; // nothing more available now
+            }
         }
-        return written;
+        return total;
+    }
+
+    @Override
+    public SelectableChannel selectable()
+    {
+        return channel;
     }
 
     @Override
