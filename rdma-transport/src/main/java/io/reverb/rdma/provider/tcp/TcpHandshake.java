@@ -20,8 +20,8 @@ import java.nio.charset.StandardCharsets;
  *  +--------+----+----+---------+-------------+-------------------------+--------------------+
  * </pre>
  *
- * The connector sends CONNECT, the acceptor answers ACCEPT or REJECT (or, from the provider itself, REFUSE). Each side tells the other its
- * send queue depth (which bounds the responses the peer may have to queue for it) and its RNR retry
+ * The connector sends CONNECT, the acceptor answers ACCEPT or REJECT (or, from the provider itself, REFUSE).
+ * Each side tells the other its send queue depth (which bounds the responses the peer may have to queue for it) and its RNR retry
  * time (how long the peer's NIC holds an inbound SEND waiting for a receive, as the requester's
  * rnr_retry does in InfiniBand). The acceptor reads nothing after CONNECT and the connector nothing
  * after the answer, so frames that follow stay in the socket for the NIC thread.
