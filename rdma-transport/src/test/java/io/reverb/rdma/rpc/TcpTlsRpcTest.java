@@ -136,8 +136,9 @@ class TcpTlsRpcTest
     @Test
     void shouldCarryUnaryStreamingAndLargeCallsInsideTls()
     {
-        final String address = server(engine("tls-server", serverTls(TlsConfig.ClientAuth.NONE)));
-        final RpcChannel channel = channel(address, engine("tls-client", clientTls(null, serverCert)));
+        // the auth token's challenge-response inside TLS too
+        final String address = server(engine("tls-server", serverTls(TlsConfig.ClientAuth.NONE)).authToken("s3cret"));
+        final RpcChannel channel = channel(address, engine("tls-client", clientTls(null, serverCert)).authToken("s3cret"));
 
         assertThat(echo(channel, "over TLS")).isEqualTo("over TLS");
         // 1 MiB each way: rendezvous (RDMA WRITE) frames, many TLS records per message
