@@ -1,6 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.provider.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.HandshakeStream;
 import io.reverb.rdma.verbs.ListenerHandshakes;
@@ -22,7 +22,7 @@ import java.nio.channels.SocketChannel;
  * through a {@link TlsTcpStream} on that same thread, so a TLS handshake never holds the listener either; a plaintext
  * client of a TLS listener, or a TLS client of a plaintext one, is told so in a plaintext {@link TcpHandshake#REFUSE}.
  */
-final class TcpConnectionListener implements ConnectionListener
+final class TcpConnectionListener extends AbstractConnectionListener
 {
     /** A TLS record's first bytes: handshake content type, major version 3. */
     private static final byte TLS_HANDSHAKE_RECORD = 0x16;
@@ -31,7 +31,6 @@ final class TcpConnectionListener implements ConnectionListener
     private final TcpVerbsContext context;
     private final ListenerHandshakes<TcpConnectionRequest> handshakes;
     private final String localAddress;
-    private volatile boolean closed;
 
     TcpConnectionListener(final TcpVerbsContext context, final String address, final int backlog) throws IOException
     {
@@ -138,23 +137,14 @@ final class TcpConnectionListener implements ConnectionListener
     }
 
     @Override
-    public ConnectionRequest accept(final long timeoutNanos) throws IOException
+    protected ConnectionRequest take(final long timeoutNanos) throws IOException
     {
-        if (closed)
-        {
-            throw new IOException("listener on tcp://" + localAddress + " is closed");
-        }
         return handshakes.poll(timeoutNanos);
     }
 
     @Override
-    public void close()
+    protected void release()
     {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
         handshakes.close();
         context.removed(this);
     }
@@ -162,6 +152,6 @@ final class TcpConnectionListener implements ConnectionListener
     @Override
     public String toString()
     {
-        return "TcpConnectionListener{" + localAddress + '}';
+        return "tcp://" + localAddress;
     }
 }
