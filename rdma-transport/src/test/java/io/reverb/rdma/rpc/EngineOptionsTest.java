@@ -17,6 +17,7 @@ import io.reverb.rpc.transport.TransportOptions;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -102,9 +103,13 @@ class EngineOptionsTest
             .reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(100)).build();
         final RpcChannel right = RpcChannel.builder(server.address()).transportOptions(EngineOptions.of(rightConfig))
             .build();
+        // several addresses: the load-balanced channel reports the replica's refusal as is
+        final RpcChannel balanced = RpcChannel.builder(List.of(server.address(), server.address()))
+            .transportOptions(EngineOptions.of(wrongConfig)).reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(100))
+            .build();
         try
         {
-            for (final RpcChannel refused : new RpcChannel[] {wrong, none})
+            for (final RpcChannel refused : new RpcChannel[] {wrong, none, balanced})
             {
                 // a wait-for-ready call too: a refused credential is no transient failure to wait out
                 for (final CallOptions options : new CallOptions[] {CallOptions.DEFAULT, CallOptions.DEFAULT.withWaitForReady()})
@@ -126,6 +131,7 @@ class EngineOptionsTest
             wrong.close();
             none.close();
             right.close();
+            balanced.close();
             server.close();
             for (final EngineConfig config : new EngineConfig[] {serverConfig, wrongConfig, noneConfig, rightConfig})
             {
