@@ -26,7 +26,9 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Connects lazily on the first call. When the connection fails it reconnects with exponential backoff; calls
  * made while it cannot connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()}
- * asks them to wait (bounded by their deadline). A keep-alive PING detects a silent peer.
+ * asks them to wait (bounded by their deadline). When the server refuses this side's credentials, or this side the
+ * server's (an auth token, a TLS certificate, TLS on one side only), calls fail with UNAUTHENTICATED instead, wait
+ * for ready or not: that does not heal by waiting. A keep-alive PING detects a silent peer.
  *
  * <p>Several replicas: {@link #builder(List)} with several addresses, or {@link #builder(String)} with a resolver
  * target such as {@code dns:///host:port}. A load-balancing policy picks a replica per call

@@ -1,5 +1,6 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +22,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
  *   <tr><td>{@link #pollingMode(PollingMode)}</td><td>ADAPTIVE</td><td>see {@link PollingMode}</td></tr>
  *   <tr><td>{@link #pollerCount(int)}</td><td>1</td><td>completion poller threads</td></tr>
+ *   <tr><td>{@link #tls(TlsConfig)}</td><td>none</td><td>TLS for {@code tcp://} (JDK SSLEngine, TLS 1.3; optional mutual TLS)</td></tr>
  *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must prove they hold (challenge-response, see the package doc)</td></tr>
  *   <tr><td>{@link #maxConnections(int)}</td><td>4096</td><td>open connections accepted at most; more are refused with a clear reason</td></tr>
  *   <tr><td>{@link #meterRegistry(Object)}</td><td>none</td><td>a Micrometer {@code MeterRegistry}; Micrometer is optional</td></tr>
@@ -51,6 +53,7 @@ public final class EngineConfig
     private int maxConnections = 4096;
     private Object meterRegistry;
     private VerbsConfig verbsConfig;
+    private TlsConfig tls;
     private Consumer<Throwable> errorHandler;
     private long closeTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(20);
@@ -271,6 +274,25 @@ public final class EngineConfig
         return this;
     }
 
+    /** @return TLS for {@code tcp://} set by {@link #tls(TlsConfig)}, else the verbs config's, or null for none. */
+    public TlsConfig tls()
+    {
+        return tls != null ? tls : verbsConfig == null ? null : verbsConfig.tls();
+    }
+
+    /**
+     * @param config TLS for {@code tcp://} connections of this engine, in both roles (its listeners and its
+     *               connects); overrides the {@linkplain #verbsConfig(VerbsConfig) verbs config}'s. Other schemes
+     *               ignore it. Null: plaintext (unless the verbs config has TLS).
+     * @return this.
+     */
+    public EngineConfig tls(final TlsConfig config)
+    {
+        checkMutable();
+        tls = config;
+        return this;
+    }
+
     /** @return handler for errors that cannot be returned to a caller (refused handshakes, callback failures). */
     public Consumer<Throwable> errorHandler()
     {
@@ -436,6 +458,10 @@ public final class EngineConfig
         {
             verbsConfig = VerbsConfig.defaults();
         }
+        if (tls != null)
+        {
+            verbsConfig = verbsConfig.withTls(tls);
+        }
         if (errorHandler == null)
         {
             errorHandler = new ErrorLog();
@@ -505,6 +531,7 @@ public final class EngineConfig
         copy.authToken = authToken == null ? null : authToken.clone();
         copy.meterRegistry = meterRegistry;
         copy.verbsConfig = verbsConfig;
+        copy.tls = tls;
         copy.errorHandler = errorHandler;
         copy.closeTimeoutNanos = closeTimeoutNanos;
         copy.adaptiveMinSpinNanos = adaptiveMinSpinNanos;
@@ -524,6 +551,6 @@ public final class EngineConfig
             ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
             ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +
             ", meterRegistry=" + (meterRegistry == null ? "none" : meterRegistry.getClass().getSimpleName()) +
-            ", verbsConfig=" + verbsConfig + '}';
+            ", tls=" + (tls == null ? "none" : tls) + ", verbsConfig=" + verbsConfig + '}';
     }
 }

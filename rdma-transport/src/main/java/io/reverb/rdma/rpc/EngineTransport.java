@@ -2,8 +2,10 @@ package io.reverb.rdma.rpc;
 
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.EngineListener;
+import io.reverb.rdma.engine.HandshakeException;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rdma.verbs.PeerAuthenticationException;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rpc.transport.Connection;
@@ -11,6 +13,7 @@ import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.UnauthenticatedException;
 import java.io.IOException;
 import java.net.URI;
 import java.util.HashMap;
@@ -220,7 +223,8 @@ final class EngineTransport
             if (failure != null)
             {
                 final Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
-                throw new CompletionException(cause instanceof IOException ? cause :
+                throw new CompletionException(isAuthenticationFailure(cause) ?
+                    new UnauthenticatedException(cause.getMessage(), cause) : cause instanceof IOException ? cause :
                     new IOException("cannot connect to " + uri + ": " + cause.getMessage(), cause));
             }
             final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
@@ -230,6 +234,17 @@ final class EngineTransport
             connection.bind(handler);
             return connection;
         });
+    }
+
+    /**
+     * @param failure why a connect failed.
+     * @return true if it was refused for want of trust (token, TLS certificate, TLS on one side only), not for the
+     *         network: the RPC layer then fails calls UNAUTHENTICATED rather than UNAVAILABLE.
+     */
+    static boolean isAuthenticationFailure(final Throwable failure)
+    {
+        return failure instanceof PeerAuthenticationException || (failure instanceof HandshakeException &&
+            ((HandshakeException)failure).reason() == HandshakeException.Reason.AUTHENTICATION);
     }
 
     ServerListener listen(final URI uri, final TransportOptions options, final ServerListener.Acceptor acceptor)

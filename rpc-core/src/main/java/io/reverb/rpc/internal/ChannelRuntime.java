@@ -12,6 +12,7 @@ import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.UnauthenticatedException;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -469,12 +470,17 @@ public final class ChannelRuntime
                 final long jittered = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));
                 nextAttemptNanos = System.nanoTime() + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
-                lastFailure = Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " +
-                    cause.getMessage()).withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
+                // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
+                final boolean refused = cause instanceof UnauthenticatedException;
+                lastFailure = refused
+                    ? Status.UNAUTHENTICATED.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(cause)
+                    : Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
                 failure = lastFailure;
                 for (final ClientCall<?, ?> call : waiters)
                 {
-                    (call.waitForReady ? run : fail).add(call);
+                    (call.waitForReady && !refused ? run : fail).add(call);
                 }
                 waiters.clear();
                 waiters.addAll(run);
