@@ -130,10 +130,10 @@ final class EngineConnection implements Connection
         this.peerReceiveSlots = peer.receiveSlots;
         this.peerMaxInbound = peer.maxInbound;
         sender.attach(qp, pd, peer, sendCq.capacity(), receiver.slots());
-        this.recvPool = new BufferPool(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE, config.rendezvousMinClass(),
-            config.rendezvousMaxClass(),
-            config.rendezvousPoolBytes(), this::onRecvBufferReleased);
-        this.inbound = new InboundRendezvous(recvPool, config.maxInboundMessageSize(), stats, sender);
+        this.recvPool = new BufferPool(pd, engine.rendezvousBudget(), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
+            config.rendezvousMinClass(), config.rendezvousMaxClass(), config.rendezvousPoolBytes(), this::onRecvBufferReleased);
+        this.inbound = new InboundRendezvous(recvPool, engine.rendezvousBudget(), engine.rendezvousAllocator(), this,
+            config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS, stats, sender);
         receiver.attach(qp, inbound);
     }
 
@@ -643,7 +643,8 @@ final class EngineConnection implements Connection
         {
             final BufferPool sendPool = sender.pool();
             if (resourcesReleased || state < STATE_CLOSED || sender.outstandingClaimsLocked() > 0 ||
-                (recvPool != null && recvPool.buffersInUse() > 0) || (sendPool != null && sendPool.buffersInUse() > 0))
+                (recvPool != null && (recvPool.buffersInUse() > 0 || recvPool.allocationsPending() > 0)) ||
+                (sendPool != null && sendPool.buffersInUse() > 0))
             {
                 return;
             }
