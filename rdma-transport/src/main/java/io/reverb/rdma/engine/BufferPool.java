@@ -44,6 +44,8 @@ final class BufferPool
         /** Sender side: granted remote address and key, once CTS arrived. */
         long remoteAddress;
         int remoteRkey;
+        /** Sender side: what the claimant attached, handed back if the peer refuses the message. */
+        Object attachment;
         boolean inUse;
         boolean retained;
 
@@ -394,6 +396,7 @@ final class BufferPool
             }
             buffer.inUse = false;
             buffer.retained = false;
+            buffer.attachment = null;
             bytesInUse -= buffer.sizeClass;
             buffersInUse--;
             if (closed || (budget != null && budget.hasWaiters()))

@@ -242,8 +242,9 @@ final class ConnectionSender implements InboundRendezvous.Answers
         final int limit = frame.length();
         final int length = buffer.length;
         final long messageId = buffer.messageId;
+        final Object attachment = buffer.attachment;
         sendPool.release(buffer);
-        connection.reportFailedSend(messageId, length, new MessageRefusedException("message " + messageId + " of " +
+        connection.reportFailedSend(messageId, length, attachment, new MessageRefusedException("message " + messageId + " of " +
             length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(frame.code(), limit) +
             " (the connection stays usable)", limit));
     }

@@ -683,13 +683,18 @@ final class EngineConnection implements Connection
 
     void reportFailedSend(final long messageId, final int length, final Throwable cause)
     {
+        reportFailedSend(messageId, length, null, cause);
+    }
+
+    void reportFailedSend(final long messageId, final int length, final Object attachment, final Throwable cause)
+    {
         stats.failedSends++;
         final SendErrorHandler h = sendErrorHandler;
         if (h != null)
         {
             try
             {
-                h.onSendFailed(messageId, length, cause);
+                h.onSendFailed(messageId, length, attachment, cause);
             }
             catch (final Throwable t)
             {
