@@ -46,7 +46,8 @@ final class InboundRendezvous
     private final BufferPool pool;
     private final RendezvousBudget budget;
     private final Executor allocator;
-    private final EngineConnection connection;
+    /** The connection's wake-up: its poller grants queued RTS at its next attention check. */
+    private final Runnable wakeUp;
     private final int maxInboundMessageSize;
     private final int maxOutstanding;
     private final ConnectionStats stats;
@@ -63,7 +64,7 @@ final class InboundRendezvous
         final BufferPool pool,
         final RendezvousBudget budget,
         final Executor allocator,
-        final EngineConnection connection,
+        final Runnable wakeUp,
         final int maxInboundMessageSize,
         final int maxOutstanding,
         final ConnectionStats stats,
@@ -72,7 +73,7 @@ final class InboundRendezvous
         this.pool = pool;
         this.budget = budget;
         this.allocator = allocator;
-        this.connection = connection;
+        this.wakeUp = wakeUp;
         this.maxInboundMessageSize = maxInboundMessageSize;
         this.maxOutstanding = maxOutstanding;
         this.stats = stats;
@@ -161,12 +162,12 @@ final class InboundRendezvous
         if (result == BufferPool.BUDGET_FULL)
         {
             // Wait for a release anywhere; look once more, since a release may have come just before the wait.
-            budget.await(connection);
+            budget.await(wakeUp);
             stats.rendezvousBudgetWaits++;
             result = pool.reserve(length);
             if (result == BufferPool.RESERVED)
             {
-                budget.cancel(connection);
+                budget.cancel(wakeUp);
             }
         }
         if (result != BufferPool.RESERVED)
@@ -198,7 +199,7 @@ final class InboundRendezvous
         finally
         {
             allocating = false;
-            connection.requestAttention();
+            wakeUp.run();
         }
     }
 
@@ -234,7 +235,7 @@ final class InboundRendezvous
     /** Teardown: returns every granted buffer, forgets queued RTS and stops waiting for the budget. */
     void releaseAll()
     {
-        budget.cancel(connection);
+        budget.cancel(wakeUp);
         granted.values().forEach(pool::release);
         granted.clear();
         queued.clear();

@@ -22,7 +22,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 final class RendezvousBudget
 {
     private final long maxBytes;
-    private final Set<EngineConnection> waiters = new LinkedHashSet<>();
+    /** Wake-ups of the connections waiting (each connection's {@code requestAttention}). */
+    private final Set<Runnable> waiters = new LinkedHashSet<>();
     private final CopyOnWriteArrayList<BufferPool> pools = new CopyOnWriteArrayList<>();
     private long reserved;
     private long peak;
@@ -103,24 +104,28 @@ final class RendezvousBudget
         return freed;
     }
 
-    /** The connection's RTS waits for bytes: it is woken by the next release. */
-    synchronized void await(final EngineConnection connection)
+    /**
+     * A connection's RTS waits for bytes: it is woken by the next release.
+     *
+     * @param wakeUp the connection's wake-up (the same object each time).
+     */
+    synchronized void await(final Runnable wakeUp)
     {
-        waiters.add(connection);
+        waiters.add(wakeUp);
         hasWaiters = true;
     }
 
     /** The connection is gone (or no longer waits). */
-    synchronized void cancel(final EngineConnection connection)
+    synchronized void cancel(final Runnable wakeUp)
     {
-        waiters.remove(connection);
+        waiters.remove(wakeUp);
         hasWaiters = !waiters.isEmpty();
     }
 
     /** Bytes freed: every waiting connection is woken to try again. */
     void release(final long bytes)
     {
-        final List<EngineConnection> wake;
+        final List<Runnable> wake;
         synchronized (this)
         {
             reserved -= bytes;
@@ -132,9 +137,9 @@ final class RendezvousBudget
             waiters.clear();
             hasWaiters = false;
         }
-        for (final EngineConnection connection : wake)
+        for (final Runnable wakeUp : wake)
         {
-            connection.requestAttention();
+            wakeUp.run();
         }
     }
 }
