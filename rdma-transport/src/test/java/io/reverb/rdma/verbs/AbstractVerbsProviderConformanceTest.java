@@ -421,7 +421,8 @@ public abstract class AbstractVerbsProviderConformanceTest
     void shouldRdmaWriteWriteWithImmAndReadFromOneByteToSixteenMiB() throws Exception
     {
         connect();
-        final MemoryRegion target = server.pd.allocate(SIXTEEN_MIB, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final MemoryRegion target = server.pd.allocate(SIXTEEN_MIB,
+            Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ);
         final MemoryRegion local = client.pd.allocate(SIXTEEN_MIB, Access.LOCAL_WRITE);
         final MemoryRegion notify = server.pd.allocate(64, Access.LOCAL_WRITE);
         final int[] sizes = {1, 7, 4096, 65_537, 1024 * 1024, SIXTEEN_MIB};

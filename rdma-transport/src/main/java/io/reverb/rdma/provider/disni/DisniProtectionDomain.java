@@ -9,7 +9,6 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.List;
 
 /**
  * ibv_pd through DiSNi. Registered memory is a fresh direct buffer (zero-filled by the JVM) registered

@@ -5,7 +5,6 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
-import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**

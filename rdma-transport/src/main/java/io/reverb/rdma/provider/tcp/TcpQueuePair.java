@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +67,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private final TcpVerbsContext context;
     private final TcpNic nic;
     private final long peerRnrRetryNanos;
-    private final SocketChannel channel;
+    private final TcpLink link;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
@@ -113,7 +112,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         final TcpVerbsContext context,
         final int qpNum,
         final QueuePairAttributes attributes,
-        final SocketChannel channel,
+        final TcpLink link,
         final TcpHandshake peer,
         final String remoteAddress)
     {
@@ -122,7 +121,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.nic = context.nic();
         remotePrivateData(peer.privateDataBuffer());
         this.peerRnrRetryNanos = peer.rnrRetryNanos;
-        this.channel = channel;
+        this.link = link;
 
         this.sq = new TcpSendQueue(attributes.maxSendWr());
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
@@ -226,7 +225,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     void register(final Selector selector) throws IOException
     {
         interestOps = SelectionKey.OP_READ;
-        key = channel.register(selector, interestOps, this);
+        key = link.selectable().register(selector, interestOps, this);
     }
 
     boolean isSocketClosed()
@@ -270,6 +269,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     next = rnrDeadline - now;
                 }
             }
+            if (!rnrWaiting && !socketClosed && link.hasBufferedInput())
+            {
+                onReadable();
+            }
             if (!writeBlocked && !socketClosed)
             {
                 pumpTx();
@@ -289,7 +292,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (rnrWaiting && rq.tail != rq.head)
+        if (rnrWaiting ? rq.tail != rq.head : link.hasBufferedInput())
         {
             return true;
         }
@@ -327,7 +330,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     private void onReadable() throws IOException
     {
-        final int n = channel.read(rxBuffer);
+        final int n = link.read(rxBuffer);
         if (n < 0)
         {
             peerGone();
@@ -721,7 +724,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        if (!transmitter.write(channel, down))
+        if (!transmitter.write(link, down) || !link.flush())
         {
             writeBlocked = true;
             setInterest(SelectionKey.OP_WRITE, true);
@@ -732,7 +735,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
             outputShut = true;
-            channel.shutdownOutput();
+            link.shutdownOutput();
         }
     }
 
@@ -844,7 +847,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         try
         {
-            channel.close();
+            link.close();
         }
         catch (final IOException ignore)
         {

@@ -4,7 +4,6 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -22,6 +21,7 @@ final class TcpTransmitter
     private final TcpAnswerQueue answers;
     private final ByteBuffer txBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
     private final UnsafeBuffer tx = new UnsafeBuffer(txBuffer);
+    private final ByteBuffer[] txBuffers = {txBuffer};
     private int txFill;
     private int txSent;
     private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[MAX_SGE];
@@ -44,7 +44,7 @@ final class TcpTransmitter
      * @param down whether the QP is down: then only answers (the NAK last) are staged, no new request
      * @return true if everything is written, false if the socket would block
      */
-    boolean write(final SocketChannel channel, final boolean down) throws IOException
+    boolean write(final TcpLink link, final boolean down) throws IOException
     {
         while (true)
         {
@@ -59,7 +59,7 @@ final class TcpTransmitter
                 }
             }
             txBuffer.limit(txFill).position(txSent);
-            txSent += channel.write(txBuffer);
+            txSent += (int)link.write(txBuffers, 0, 1);
             if (txSent < txFill)
             {
                 return false;

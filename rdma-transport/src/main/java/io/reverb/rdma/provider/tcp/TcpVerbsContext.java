@@ -250,7 +250,8 @@ final class TcpVerbsContext implements VerbsContext
     {
         channel.socket().setSoTimeout(0);
         channel.configureBlocking(false);
-        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, channel, peer, remoteAddress);
+        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, new TcpSocketLink(channel), peer,
+            remoteAddress);
         track(qp);
         nic.register(qp);
         return qp;
