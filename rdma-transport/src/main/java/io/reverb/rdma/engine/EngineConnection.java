@@ -135,8 +135,8 @@ final class EngineConnection implements Connection
         sender.attach(qp, pd, peer, sendCq.capacity(), receiver.slots());
         this.recvPool = new BufferPool(pd, engine.rendezvousBudget(), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
             config.rendezvousMinClass(), config.rendezvousMaxClass(), config.rendezvousPoolBytes(), this::onRecvBufferReleased);
-        this.inbound = new InboundRendezvous(recvPool, engine.rendezvousBudget(), engine.rendezvousAllocator(), this::requestAttention,
-            config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS, stats, sender);
+        this.inbound = new InboundRendezvous(recvPool, engine.rendezvousBudget(), engine.rendezvousAllocator(),
+            this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS, stats, sender);
         receiver.attach(qp, inbound);
     }
 

@@ -491,7 +491,7 @@ abstract class AbstractEngineAttackTest
                 final int length = Wire.BATCH_HEADER_LENGTH + announced * Wire.FRAME_HEADER_LENGTH;
                 assertThat(length).isLessThanOrEqualTo(rvServer.config().receiveSlotLength());
                 final MemoryRegion source = pd.allocate(length, Access.LOCAL_WRITE);
-                final org.agrona.concurrent.UnsafeBuffer b = source.buffer();
+                final UnsafeBuffer b = source.buffer();
                 for (int i = 0; i < announced; i++)
                 {
                     final int at = Wire.BATCH_HEADER_LENGTH + i * Wire.FRAME_HEADER_LENGTH;
@@ -499,8 +499,7 @@ abstract class AbstractEngineAttackTest
                     b.putInt(at + DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS);
                     b.putLong(at + DataFrameFlyweight.ID_OFFSET, i);
                 }
-                final io.reverb.rdma.verbs.SendRequest request = new io.reverb.rdma.verbs.SendRequest()
-                    .opcode(io.reverb.rdma.verbs.WrOpcode.SEND).wrId(1);
+                final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
                 request.setSge(source, 0, length);
                 qp.postSend(request);
                 // The ninth RTS breaks the protocol: the connection goes, with what it was granted.
