@@ -37,6 +37,8 @@ final class BufferPool
 
         /** Rendezvous id this buffer currently serves. */
         int id;
+        /** Receiver side: when its CTS was queued, for the write timeout. */
+        long grantedAtNanos;
         /** Message length it holds. */
         int length;
         /** Sender side: the claimant's message id. */

@@ -17,6 +17,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #sendSlots(int)}</td><td>128</td><td>send ring capacity, in maximal eager frames</td></tr>
  *   <tr><td>{@link #rendezvousMinClass(int)}</td><td>64 KiB</td><td>smallest rendezvous buffer (size classes are powers of two)</td></tr>
  *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
+ *   <tr><td>{@link #rendezvousWriteTimeoutNanos(long)}</td><td>30 s</td><td>a peer holding a granted buffer unwritten this long is dropped</td></tr>
  *   <tr><td>{@link #rendezvousMemoryBytes(long)}</td><td>half the heap limit, 64 MiB..1 GiB</td><td>registered rendezvous receive memory of all connections together</td></tr>
  *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
@@ -45,6 +46,7 @@ public final class EngineConfig
     private int rendezvousMinClass = 64 * 1024;
     private long rendezvousPoolBytes = 128L * 1024 * 1024;
     private long rendezvousMemoryBytes;
+    private long rendezvousWriteTimeoutNanos = TimeUnit.SECONDS.toNanos(30);
     private int maxInboundMessageSize = 64 * 1024 * 1024;
     private int maxOutboundMessageSize = 64 * 1024 * 1024;
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
@@ -160,6 +162,28 @@ public final class EngineConfig
     {
         checkMutable();
         rendezvousMemoryBytes = bytes;
+        return this;
+    }
+
+    /** @return how long a peer may hold a granted rendezvous buffer without writing it; 0: no limit. */
+    public long rendezvousWriteTimeoutNanos()
+    {
+        return rendezvousWriteTimeoutNanos;
+    }
+
+    /**
+     * A peer granted a rendezvous buffer (CTS) that has not written it this long is dropped (a protocol error): the
+     * buffer and every other it holds return to the budget. A well-behaved sender writes at once, so the timeout
+     * only has to cover the transfer of one message on a slow path. Checked whenever the connection's poller wakes
+     * from a sleep (ADAPTIVE and EVENT polling; a BUSY poller never sleeps and does not check). Default 30 s.
+     *
+     * @param nanos the timeout, or 0 for none.
+     * @return this.
+     */
+    public EngineConfig rendezvousWriteTimeoutNanos(final long nanos)
+    {
+        checkMutable();
+        rendezvousWriteTimeoutNanos = nanos;
         return this;
     }
 
@@ -445,6 +469,7 @@ public final class EngineConfig
         require(rendezvousPoolBytes >= rendezvousMaxClass(),
             "rendezvousPoolBytes (" + rendezvousPoolBytes + ") must hold one buffer of the largest size class (" +
             rendezvousMaxClass() + " bytes, from the message size limits)");
+        require(rendezvousWriteTimeoutNanos >= 0, "rendezvousWriteTimeoutNanos must be >= 0: " + rendezvousWriteTimeoutNanos);
         require(rendezvousMemoryBytes >= 0, "rendezvousMemoryBytes must be >= 0 (0: the default): " + rendezvousMemoryBytes);
         if (rendezvousMemoryBytes == 0)
         {
@@ -533,6 +558,7 @@ public final class EngineConfig
         copy.rendezvousMinClass = rendezvousMinClass;
         copy.rendezvousPoolBytes = rendezvousPoolBytes;
         copy.rendezvousMemoryBytes = rendezvousMemoryBytes;
+        copy.rendezvousWriteTimeoutNanos = rendezvousWriteTimeoutNanos;
         copy.maxInboundMessageSize = maxInboundMessageSize;
         copy.maxOutboundMessageSize = maxOutboundMessageSize;
         copy.pollingMode = pollingMode;

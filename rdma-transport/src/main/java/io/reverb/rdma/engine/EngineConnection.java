@@ -136,7 +136,8 @@ final class EngineConnection implements Connection
         this.recvPool = new BufferPool(pd, engine.rendezvousBudget(), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
             config.rendezvousMinClass(), config.rendezvousMaxClass(), config.rendezvousPoolBytes(), this::onRecvBufferReleased);
         this.inbound = new InboundRendezvous(recvPool, engine.rendezvousBudget(), engine.rendezvousAllocator(),
-            this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS, stats, sender);
+            this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS,
+            config.rendezvousWriteTimeoutNanos(), stats, sender);
         receiver.attach(qp, inbound);
     }
 
@@ -455,12 +456,24 @@ final class EngineConnection implements Connection
         requestAttention();
     }
 
-    /** Poller thread, now and then: lets a graceful close notice its deadline. */
+    /**
+     * Poller thread, now and then (whenever it wakes from a sleep): lets a graceful close notice its deadline,
+     * and drops a peer that holds granted rendezvous memory without writing.
+     */
     void tick()
     {
         if (state == STATE_CLOSING)
         {
             attention = true;
+        }
+        final InboundRendezvous in = inbound;
+        if (in != null && state < STATE_CLOSED && in.granted() > 0)
+        {
+            final String overdue = in.overdue(System.nanoTime());
+            if (overdue != null)
+            {
+                protocolError(overdue);
+            }
         }
     }
 

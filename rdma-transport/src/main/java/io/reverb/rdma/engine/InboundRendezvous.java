@@ -24,6 +24,8 @@ import org.agrona.collections.LongArrayQueue;
  *   <li>else it waits: for this connection's own buffers to come back (its cap is taken), or for any connection
  *       to free bytes (the engine-wide budget is taken: {@link RendezvousBudget} wakes every waiter).</li>
  * </ol>
+ * A granted buffer whose data does not arrive within {@link EngineConfig#rendezvousWriteTimeoutNanos()} is
+ * {@link #overdue overdue}: the peer is dropped, so that no one holds memory by announcing and never writing.
  * A sender never has more than {@link EngineConnection#MAX_PIPELINED_RENDEZVOUS} RTS unanswered or unwritten;
  * a peer that announces more breaks the protocol ({@link #onRequestToSend} says so), so the queue is bounded.
  *
@@ -50,6 +52,7 @@ final class InboundRendezvous
     private final Runnable wakeUp;
     private final int maxInboundMessageSize;
     private final int maxOutstanding;
+    private final long writeTimeoutNanos;
     private final ConnectionStats stats;
     private final Answers answers;
     private final Int2ObjectHashMap<BufferPool.Buffer> granted = new Int2ObjectHashMap<>();
@@ -67,6 +70,7 @@ final class InboundRendezvous
         final Runnable wakeUp,
         final int maxInboundMessageSize,
         final int maxOutstanding,
+        final long writeTimeoutNanos,
         final ConnectionStats stats,
         final Answers answers)
     {
@@ -76,6 +80,7 @@ final class InboundRendezvous
         this.wakeUp = wakeUp;
         this.maxInboundMessageSize = maxInboundMessageSize;
         this.maxOutstanding = maxOutstanding;
+        this.writeTimeoutNanos = writeTimeoutNanos;
         this.stats = stats;
         this.answers = answers;
     }
@@ -150,6 +155,7 @@ final class InboundRendezvous
         }
         buffer.id = id;
         buffer.length = length;
+        buffer.grantedAtNanos = System.nanoTime();
         granted.put(id, buffer);
         answers.clearToSend(id, buffer.region.address(), buffer.region.rkey(), buffer.sizeClass);
         return true;
@@ -201,6 +207,30 @@ final class InboundRendezvous
             allocating = false;
             wakeUp.run();
         }
+    }
+
+    /**
+     * A peer that is granted memory and never writes holds it: after the write timeout, that is a protocol error
+     * (the connection goes, and its memory with it).
+     *
+     * @param nowNanos {@code System.nanoTime()}.
+     * @return null, or what is overdue.
+     */
+    String overdue(final long nowNanos)
+    {
+        if (writeTimeoutNanos <= 0 || granted.isEmpty())
+        {
+            return null;
+        }
+        for (final BufferPool.Buffer buffer : granted.values())
+        {
+            if (nowNanos - buffer.grantedAtNanos > writeTimeoutNanos)
+            {
+                return "rendezvous " + buffer.id + " (" + buffer.length + " bytes) granted and not written within " +
+                    writeTimeoutNanos / 1_000_000 + " ms (rendezvousWriteTimeout)";
+            }
+        }
+        return null;
     }
 
     /** @return the buffer the data of rendezvous {@code id} was written into, or null if none was granted. */

@@ -432,6 +432,52 @@ abstract class AbstractEngineAttackTest
     }
 
     @Test
+    void shouldDropPeersThatHoldGrantedMemoryWithoutWriting() throws Exception
+    {
+        final long budget = 4L * MIB;
+        final AtomicLong rvDelivered = new AtomicLong();
+        // Attackers that never leave: the write timeout drops them (counted by the connections left, not timed).
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget)
+                .rendezvousWriteTimeoutNanos(TimeUnit.SECONDS.toNanos(3)));
+             RdmaEngine attackers = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-attackers"));
+             RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good")))
+        {
+            final EngineListener rvListener = rvServer.listen(listenAddress(),
+                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+            final Connection goodConnection = good.connect(rvListener.address());
+            final List<Connection> hostile = new ArrayList<>();
+            for (int i = 0; i < 3; i++)
+            {
+                hostile.add(attackers.connect(rvListener.address()));
+            }
+            final CountDownLatch thaw = freezePoller(hostile.get(0));
+            try
+            {
+                final MessageClaim claim = new MessageClaim();
+                for (final Connection c : hostile)
+                {
+                    for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
+                    {
+                        send(c, claim, MIB, i);
+                    }
+                }
+                await("the budget held by the attackers", () -> rvServer.rendezvousMemoryReserved() == budget);
+                // Every attacker holding a grant is dropped in turn; the others then get grants and are dropped too.
+                await("the attackers dropped", () -> rvServer.connections().size() == 1);
+                await("their memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
+                send(goodConnection, claim, MIB, 9);
+                await("a large message of the good connection delivered", () -> rvDelivered.get() == 1);
+            }
+            finally
+            {
+                thaw.countDown();
+            }
+            assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+        }
+        assertStillServing();
+    }
+
+    @Test
     void shouldRefuseAnAnnouncementLargerThanTheBudgetAndKeepTheConnection() throws Exception
     {
         final long budget = MIB / 2;

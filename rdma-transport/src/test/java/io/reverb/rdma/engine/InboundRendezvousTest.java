@@ -132,7 +132,7 @@ class InboundRendezvousTest
             {
                 wakeUps.incrementAndGet();
                 inbound().grantQueued(); // what the poller does at its next attention check
-            }, 4 * CLASS, EngineConnection.MAX_PIPELINED_RENDEZVOUS, new ConnectionStats(), this);
+            }, 4 * CLASS, EngineConnection.MAX_PIPELINED_RENDEZVOUS, 1_000_000_000L, new ConnectionStats(), this);
         }
 
         InboundRendezvous inbound()
@@ -183,6 +183,27 @@ class InboundRendezvousTest
         side.pool.close();
         assertThat(budget.reservedBytes()).isZero();
         assertThat(side.pd.live).isZero();
+    }
+
+    @Test
+    void shouldReportAGrantNotWrittenWithinTheWriteTimeout()
+    {
+        final ArrayDeque<Runnable> allocator = new ArrayDeque<>();
+        final RendezvousBudget budget = new RendezvousBudget(8 * CLASS);
+        final Side side = new Side(budget, allocator, 4 * CLASS);
+        final long before = System.nanoTime();
+        side.inbound.onRequestToSend(1, CLASS);
+        runAll(allocator);
+        final long after = System.nanoTime();
+        assertThat(side.inbound.overdue(before)).isNull();
+        assertThat(side.inbound.overdue(after + 999_000_000L)).as("within the timeout of 1 s").isNull();
+        assertThat(side.inbound.overdue(after + 1_000_000_001L)).contains("rendezvous 1 (" + CLASS + " bytes)")
+            .contains("not written within 1000 ms");
+        side.inbound.release(side.inbound.take(1));
+        assertThat(side.inbound.overdue(after + 5_000_000_000L)).as("written: nothing overdue").isNull();
+        side.inbound.releaseAll();
+        side.pool.close();
+        assertThat(budget.reservedBytes()).isZero();
     }
 
     @Test
