@@ -116,6 +116,12 @@ final class BufferPool
     private boolean closed;
     private long allocationFailures;
     private int allocationsPending;
+    /**
+     * Receive side: the buffer just registered for the RTS that booked it, not yet handed out. Kept apart from
+     * the idle buffers so that no trim frees it before its RTS is granted (two connections could otherwise free
+     * each other's fresh buffers in turn).
+     */
+    private Buffer fresh;
 
     BufferPool(
         final ProtectionDomain pd,
@@ -191,7 +197,21 @@ final class BufferPool
         {
             return null;
         }
-        final Buffer buffer = free[classIndex(sizeClassFor(length))].pollFirst();
+        final int index = classIndex(sizeClassFor(length));
+        Buffer buffer = fresh;
+        if (buffer != null)
+        {
+            fresh = null;
+            if (classIndex(buffer.sizeClass) != index)
+            {
+                free[classIndex(buffer.sizeClass)].addFirst(buffer); // booked for another length: an idle buffer now
+                buffer = null;
+            }
+        }
+        if (buffer == null)
+        {
+            buffer = free[index].pollFirst();
+        }
         if (buffer != null)
         {
             handOut(buffer, length);
@@ -279,7 +299,11 @@ final class BufferPool
             }
             else
             {
-                free[classIndex(sizeClass)].addFirst(new Buffer(this, region, sizeClass));
+                if (fresh != null)
+                {
+                    free[classIndex(fresh.sizeClass)].addFirst(fresh);
+                }
+                fresh = new Buffer(this, region, sizeClass);
             }
         }
         if (closeRegion)
@@ -459,6 +483,11 @@ final class BufferPool
         {
             closed = true;
             trimIdle();
+            if (fresh != null)
+            {
+                freeLocked(fresh);
+                fresh = null;
+            }
         }
         if (budget != null)
         {

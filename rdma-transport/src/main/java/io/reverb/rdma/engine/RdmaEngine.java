@@ -648,6 +648,15 @@ public final class RdmaEngine implements AutoCloseable
             poller.channel().close();
         }
         rendezvousAllocator.shutdown();
+        try
+        {
+            // An allocation under way registers memory in the context: let it finish (its pool frees it).
+            rendezvousAllocator.awaitTermination(5, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
         context.close();
     }
 }
