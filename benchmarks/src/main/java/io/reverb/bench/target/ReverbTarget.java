@@ -21,7 +21,8 @@ import java.util.function.Consumer;
 
 /**
  * Reverb over any of its transports ({@code shm://}, {@code tcp://}, {@code rdma://},
- * {@code inproc://}), through rpc-core's public API with hand-built descriptors.
+ * {@code inproc://}), through rpc-core's public API with hand-built descriptors; {@code tcps://} is {@code tcp://}
+ * inside TLS ({@link BenchTls}).
  *
  * <p>A polling mode from {@link TargetSettings} is passed as the URI query parameter
  * {@code polling=MODE} to transports that poll completions (not {@code inproc://}), unless the
@@ -109,7 +110,13 @@ public final class ReverbTarget implements Target
     @Override
     public BenchServer startServer(final URI uri, final TargetSettings settings)
     {
-        final RpcServer server = RpcServer.builder(withPolling(withoutAliasing(uri), settings).toString())
+        final RpcServer.Builder builder =
+            RpcServer.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        if (BenchTls.isTls(uri))
+        {
+            builder.transportOptions(BenchTls.serverOptions());
+        }
+        final RpcServer server = builder
             .addService(serviceDefinition(isAliasing(uri)))
             .maxInboundMessageSize(MAX_MESSAGE)
             .shutdownGracePeriod(Duration.ofSeconds(1))
@@ -117,15 +124,22 @@ public final class ReverbTarget implements Target
             .start();
         final String address = server.address();
         // clients connect to the reported address: it keeps asking for aliasing, which only this target reads
-        final String reported = address == null ? uri.toString() :
-            isAliasing(uri) ? address + (address.contains("?") ? "&" : "?") + ALIASING : address;
-        return new ReverbServer(server, reported, uri);
+        final String plain = address == null ? uri.toString() : BenchTls.isTls(uri) ? BenchTls.asTls(address) : address;
+        final String reported = address != null && isAliasing(uri) ?
+            plain + (plain.contains("?") ? "&" : "?") + ALIASING : plain;
+        return new ReverbServer(server, reported, BenchTls.asTcp(uri));
     }
 
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings)
     {
-        final RpcChannel channel = RpcChannel.builder(withPolling(withoutAliasing(uri), settings).toString())
+        final RpcChannel.Builder builder =
+            RpcChannel.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        if (BenchTls.isTls(uri))
+        {
+            builder.transportOptions(BenchTls.clientOptions());
+        }
+        final RpcChannel channel = builder
             .maxInboundMessageSize(MAX_MESSAGE)
             .build();
         return new ReverbClient(channel, settings.deadline(), isAliasing(uri));
