@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -25,7 +26,9 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Connects lazily on the first call. When the connection fails it reconnects with exponential backoff; calls
  * made while it cannot connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()}
- * asks them to wait (bounded by their deadline). A keep-alive PING detects a silent peer.
+ * asks them to wait (bounded by their deadline). When the server refuses this side's credentials, or this side the
+ * server's (an auth token, a TLS certificate, TLS on one side only), calls fail with UNAUTHENTICATED instead, wait
+ * for ready or not: that does not heal by waiting. A keep-alive PING detects a silent peer.
  *
  * <p>Several replicas: {@link #builder(List)} with several addresses, or {@link #builder(String)} with a resolver
  * target such as {@code dns:///host:port}. A load-balancing policy picks a replica per call
@@ -117,6 +120,79 @@ public final class RpcChannel implements AutoCloseable
     {
         return balanced != null ? balanced.newUnaryCall(method, withDefaultDeadline(options), request) :
             runtime.newUnaryCall(method, options, request);
+    }
+
+    /**
+     * {@link #newCall(MethodDescriptor, CallOptions, Publisher)} for a bridge that reports the server's response
+     * headers, trailers and status itself (reverb-grpc's grpc-java transport): they are recorded into
+     * {@code context} before the returned Flux signals. The channel's interceptors run with that context; without
+     * interceptors the call takes the same direct path as an unintercepted call. The request metadata sent is
+     * {@link ClientCallContext#requestMetadata()}.
+     *
+     * @param method   the method.
+     * @param options  call options.
+     * @param requests the requests.
+     * @param context  receives what the server answered; one call per context.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newCall(method, options, requests, context);
+    }
+
+    /**
+     * {@link #newUnaryCall(MethodDescriptor, CallOptions, Object)} recording the server's response headers,
+     * trailers and status into {@code context} (see {@link #newCall(MethodDescriptor, CallOptions, Publisher,
+     * ClientCallContext)}); without interceptors it is the unary fast path (request with the CALL frame).
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param context receives what the server answered; one call per context.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newUnaryCall(method, options, request, context);
+    }
+
+    /**
+     * Connects now rather than on the first call (a single-address channel).
+     *
+     * @return completes when a connection is usable; fails with an {@link RpcException} (UNAVAILABLE) when this
+     * attempt cannot connect or the channel is closed.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public CompletableFuture<Void> connect()
+    {
+        return singleAddressRuntime().connectNow();
+    }
+
+    /**
+     * @param listener runs each time the usable connection of this single-address channel stops taking new calls
+     *                 (GOAWAY, failure, close), on a transport or timer thread; replaces the previous one.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public void onConnectionLost(final Runnable listener)
+    {
+        singleAddressRuntime().onConnectionLost(Objects.requireNonNull(listener, "listener"));
+    }
+
+    private ChannelRuntime singleAddressRuntime()
+    {
+        if (runtime == null)
+        {
+            throw new UnsupportedOperationException("calls with a ClientCallContext need a single-address channel: " + target);
+        }
+        return runtime;
     }
 
     private CallOptions withDefaultDeadline(final CallOptions options)

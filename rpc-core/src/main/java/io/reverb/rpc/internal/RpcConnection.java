@@ -188,7 +188,19 @@ abstract class RpcConnection implements ConnectionHandler
             encodeFailure = t;
             return ENCODE_FAILED;
         }
-        return claim.commit();
+        claim.attachment(frame); // handed back by onMessageRefused
+        final int committed = claim.commit();
+        claim.attachment(null);
+        return committed;
+    }
+
+    @Override
+    public void onMessageRefused(final Connection connection, final Object attachment, final String reason)
+    {
+        if (attachment instanceof OutboundFrame)
+        {
+            ((OutboundFrame)attachment).failed(Status.RESOURCE_EXHAUSTED.withDescription(reason));
+        }
     }
 
     @Override
