@@ -25,14 +25,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
-import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -200,8 +197,9 @@ public final class BalancedChannel implements AutoCloseable
                 final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
                 final CallOptions effective = options.propagatedFrom(parent);
                 final ContextView attemptContext = withParent(context, parent);
-                return Mono.<Resp>create(sink -> new Hedge<>(hedging, effective, attemptContext, sink,
-                    sc -> sc.channel().newUnaryCall(method, effective, request).flux()).start());
+                return Mono.<Resp>create(sink -> new HedgedUnaryCall<>(hedging, attemptContext, sink,
+                    sc -> sc.channel().newUnaryCall(method, effective, request).flux(),
+                    hedge -> newHedgeAttempt(effective, hedge), throttle, timer, maxTransparentRetries).start());
             });
         }
         final RetryPolicy policy = policyFor(retryPolicies, method);
@@ -265,10 +263,24 @@ public final class BalancedChannel implements AutoCloseable
         return exact != null ? exact : policies.get(method.serviceName());
     }
 
+    /** One attempt of a hedged unary call: its picks avoid the replicas the call's other attempts use. */
+    private <Resp> Attempts<Resp> newHedgeAttempt(final CallOptions options, final HedgedUnaryCall<Resp> hedge)
+    {
+        final Attempts<Resp> attempt = new Attempts<>(options, null, true, true);
+        attempt.hedge = hedge;
+        return attempt;
+    }
+
+    /** Marks an attempt as one that lost its hedge: it is cancelled because another attempt answered first. */
+    static void lostHedge(final Attempts<?> attempt)
+    {
+        attempt.lostHedge = true;
+    }
+
     /**
      * The retry loop of one call.
      */
-    private final class Attempts<Resp>
+    final class Attempts<Resp>
     {
         private final CallOptions options;
         private final RetryPolicy policy;
@@ -277,7 +289,7 @@ public final class BalancedChannel implements AutoCloseable
         private RetryState retry;
         private volatile boolean responded;
         /** Set when this is one attempt of a hedged call: picks avoid the replicas its other attempts use. */
-        private Hedge<Resp> hedge;
+        private HedgedUnaryCall<Resp> hedge;
         /** Set by the hedge before it cancels this attempt because another one won. */
         private volatile boolean lostHedge;
 
@@ -449,251 +461,6 @@ public final class BalancedChannel implements AutoCloseable
                             picker.noneReadyStatus().description()).asException());
             }
             return wait;
-        }
-    }
-
-    /**
-     * One hedged unary call (see {@link HedgingPolicy}): attempts sent one hedging delay apart, or at once after a
-     * non-fatal failure, each an {@link Attempts} of its own (so an attempt the server never saw is still retried
-     * transparently) that picks a replica no other attempt of this call uses when it can. The first answer wins;
-     * the losers are cancelled, which sends CANCEL to their servers.
-     */
-    private final class Hedge<Resp>
-    {
-        /** How many picks an attempt draws to find a replica the others do not use before it takes a used one. */
-        private static final int PICKS_TO_AVOID = 8;
-
-        private final HedgingPolicy policy;
-        private final CallOptions options;
-        private final ContextView context;
-        private final MonoSink<Resp> sink;
-        private final Function<ChannelSubchannel, Flux<Resp>> call;
-        // guarded by this
-        private final Attempts<?>[] attempts;
-        private final Disposable[] running;
-        private final Subchannel[] used;
-        private int usedCount;
-        private int started;
-        private int inFlight;
-        private boolean done;
-        private boolean won;
-        private Disposable hedgeTimer;
-
-        Hedge(final HedgingPolicy policy, final CallOptions options, final ContextView context, final MonoSink<Resp> sink,
-            final Function<ChannelSubchannel, Flux<Resp>> call)
-        {
-            this.policy = policy;
-            this.options = options;
-            this.context = context;
-            this.sink = sink;
-            this.call = call;
-            final int max = policy.maxAttempts();
-            this.attempts = new Attempts<?>[max];
-            this.running = new Disposable[max];
-            // an attempt may retry transparently on other replicas: room for those picks too
-            this.used = new Subchannel[max * (maxTransparentRetries + 1)];
-        }
-
-        void start()
-        {
-            sink.onDispose(this::cancelAll);
-            if (policy.hedgingDelayNanos() == 0)
-            {
-                for (int i = 0; i < policy.maxAttempts(); i++)
-                {
-                    if (i > 0 && !hedgePermitted())
-                    {
-                        break;
-                    }
-                    launch();
-                }
-            }
-            else
-            {
-                launch();
-            }
-        }
-
-        private boolean hedgePermitted()
-        {
-            return throttle == null || throttle.isRetryPermitted();
-        }
-
-        /** Sends the next attempt and, when more may follow, arms the timer for the one after it. */
-        private void launch()
-        {
-            final Attempts<Resp> attempt = new Attempts<>(options, null, true, true);
-            attempt.hedge = this;
-            final int index;
-            synchronized (this)
-            {
-                if (done || started >= attempts.length)
-                {
-                    return;
-                }
-                index = started++;
-                inFlight++;
-                attempts[index] = attempt;
-                if (hedgeTimer != null)
-                {
-                    hedgeTimer.dispose();
-                    hedgeTimer = null;
-                }
-                if (started < attempts.length && policy.hedgingDelayNanos() > 0)
-                {
-                    hedgeTimer = timer.schedule(this::onHedgingDelay, policy.hedgingDelayNanos(), TimeUnit.NANOSECONDS);
-                }
-            }
-            final Disposable subscription = attempt.run(call).next().contextWrite(context)
-                .subscribe(this::onAnswer, this::onAttemptFailed, () -> onAttemptFailed(Status.INTERNAL
-                    .withDescription("a hedged unary call's attempt ended without a response").asException()));
-            final boolean cancel;
-            synchronized (this)
-            {
-                running[index] = subscription;
-                cancel = done;
-            }
-            if (cancel)
-            {
-                subscription.dispose();
-            }
-        }
-
-        private void onHedgingDelay()
-        {
-            synchronized (this)
-            {
-                hedgeTimer = null;
-                if (done)
-                {
-                    return;
-                }
-            }
-            if (hedgePermitted())
-            {
-                launch();
-            }
-        }
-
-        /** Picks a ready replica that no attempt of this call uses yet, if the picker offers one. */
-        Subchannel pickAvoidingOthers(final Picker from)
-        {
-            Subchannel picked = null;
-            for (int i = 0; i < PICKS_TO_AVOID; i++)
-            {
-                picked = from.pick();
-                if (picked == null || !isUsed(picked))
-                {
-                    break;
-                }
-            }
-            if (picked != null)
-            {
-                synchronized (this)
-                {
-                    if (usedCount < used.length)
-                    {
-                        used[usedCount++] = picked;
-                    }
-                }
-            }
-            return picked;
-        }
-
-        private synchronized boolean isUsed(final Subchannel subchannel)
-        {
-            for (int i = 0; i < usedCount; i++)
-            {
-                if (used[i] == subchannel)
-                {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        private void onAnswer(final Resp value)
-        {
-            synchronized (this)
-            {
-                if (done)
-                {
-                    return;
-                }
-                done = true;
-                won = true;
-            }
-            if (throttle != null)
-            {
-                throttle.onSuccess();
-            }
-            sink.success(value); // disposes the sink: cancelAll cancels the losers
-        }
-
-        private void onAttemptFailed(final Throwable error)
-        {
-            final Status status = Status.fromThrowable(error);
-            final boolean nonFatal = policy.isNonFatal(status.code());
-            if (nonFatal && throttle != null)
-            {
-                throttle.onFailure();
-            }
-            final boolean fail;
-            final boolean next;
-            synchronized (this)
-            {
-                if (done)
-                {
-                    return;
-                }
-                inFlight--;
-                next = nonFatal && started < attempts.length && hedgePermitted();
-                // a fatal code ends the call; so does the last running attempt failing when no other may follow
-                fail = !nonFatal || !next && inFlight == 0;
-                if (fail)
-                {
-                    done = true;
-                }
-            }
-            if (fail)
-            {
-                sink.error(error);
-            }
-            else if (next)
-            {
-                launch(); // a non-fatal failure: the next hedge goes now, not after the delay
-            }
-        }
-
-        private void cancelAll()
-        {
-            final Disposable[] toCancel;
-            final Disposable timerToCancel;
-            synchronized (this)
-            {
-                done = true;
-                timerToCancel = hedgeTimer;
-                hedgeTimer = null;
-                toCancel = running.clone();
-                for (final Attempts<?> attempt : attempts)
-                {
-                    if (attempt != null && won)
-                    {
-                        attempt.lostHedge = true; // slower than the winner: its time so far is worth recording
-                    }
-                }
-            }
-            if (timerToCancel != null)
-            {
-                timerToCancel.dispose();
-            }
-            for (final Disposable d : toCancel)
-            {
-                if (d != null)
-                {
-                    d.dispose();
-                }
-            }
         }
     }
 
