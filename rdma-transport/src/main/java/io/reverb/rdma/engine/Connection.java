@@ -126,6 +126,17 @@ public interface Connection extends AutoCloseable
     /** @return the peer's maxInboundMessageSize, from the handshake. */
     int peerMaxInboundMessageSize();
 
+    /**
+     * Lowers the largest message this side accepts on this connection below the engine's
+     * {@link EngineConfig#maxInboundMessageSize()} (it never raises it): a larger announced message is refused
+     * before any memory is reserved for it, and fails at the sender with {@link MessageRefusedException}. Call it
+     * before messages flow: in the listener's accept callback (which runs before the connection is polled), or
+     * right after connecting. The RPC layer passes its own {@code maxInboundMessageSize} this way.
+     *
+     * @param bytes the limit, &gt;= 0.
+     */
+    void limitInboundMessageSize(int bytes);
+
     /** @return receives this side keeps posted (the peer's credit window). */
     int receiveSlots();
 

@@ -788,6 +788,16 @@ final class EngineConnection implements Connection
     }
 
     @Override
+    public void limitInboundMessageSize(final int bytes)
+    {
+        if (bytes < 0)
+        {
+            throw new IllegalArgumentException("inbound message size limit must be >= 0: " + bytes);
+        }
+        inbound.limitTo(bytes);
+    }
+
+    @Override
     public int peerMaxInboundMessageSize()
     {
         return peerMaxInbound;

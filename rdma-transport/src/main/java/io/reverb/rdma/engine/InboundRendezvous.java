@@ -50,7 +50,8 @@ final class InboundRendezvous
     private final Executor allocator;
     /** The connection's wake-up: its poller grants queued RTS at its next attention check. */
     private final Runnable wakeUp;
-    private final int maxInboundMessageSize;
+    /** The engine's limit, lowered per connection by {@link #limitTo(int)} (set by another thread before polling). */
+    private volatile int maxInboundMessageSize;
     private final int maxOutstanding;
     private final long writeTimeoutNanos;
     private final ConnectionStats stats;
@@ -117,10 +118,11 @@ final class InboundRendezvous
             final long next = queued.peekLong();
             final int id = (int)(next >>> 32);
             final int length = (int)next;
-            if (length > maxInboundMessageSize)
+            final int limit = maxInboundMessageSize;
+            if (length > limit)
             {
                 stats.rendezvousRefused++;
-                answers.refuse(id, Wire.REFUSE_TOO_LARGE, maxInboundMessageSize);
+                answers.refuse(id, Wire.REFUSE_TOO_LARGE, limit);
             }
             else if (pool.sizeClassFor(length) > Math.min(pool.maxBytes(), budget.maxBytes()))
             {
@@ -231,6 +233,15 @@ final class InboundRendezvous
             }
         }
         return null;
+    }
+
+    /** Lowers the inbound limit of this connection (never raises it). */
+    void limitTo(final int bytes)
+    {
+        if (bytes < maxInboundMessageSize)
+        {
+            maxInboundMessageSize = bytes;
+        }
     }
 
     /** @return the buffer the data of rendezvous {@code id} was written into, or null if none was granted. */

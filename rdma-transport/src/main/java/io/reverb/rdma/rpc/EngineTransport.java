@@ -8,7 +8,6 @@ import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.verbs.PeerAuthenticationException;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
-import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
@@ -39,9 +38,9 @@ import java.util.function.ToLongFunction;
  * compared by identity), or the scheme's default when there are none; the override is the address's
  * {@code ?polling=MODE}, which changes only that field of a copy of the settings. The RPC layer's
  * {@link TransportOptions#MAX_INBOUND_MESSAGE_SIZE} (its {@code maxInboundMessageSize}, plus
- * {@value #RPC_FRAMING_HEADROOM} bytes for the frames around a message) lowers the engine's
- * {@link EngineConfig#maxInboundMessageSize()} the same way, so that the engine refuses a message the RPC layer
- * would reject before it reserves any memory for it, and advertises that limit to peers in the handshake.
+ * {@value #RPC_FRAMING_HEADROOM} bytes for the frames around a message) lowers the inbound limit of each of its
+ * connections ({@code Connection.limitInboundMessageSize}), so that the engine refuses a message the RPC layer
+ * would reject before it reserves any memory for it (the sender's call fails with RESOURCE_EXHAUSTED).
  */
 final class EngineTransport
 {
@@ -54,23 +53,19 @@ final class EngineTransport
     private final Map<EngineKey, RdmaEngine> engines = new HashMap<>();
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
 
-    /**
-     * What an engine was opened from: the options' config (null: the scheme's default), a polling override and an
-     * inbound limit override (0: none).
-     */
-    private record EngineKey(EngineConfig base, PollingMode polling, int maxInbound)
+    /** What an engine was opened from: the options' config (null: the scheme's default) and a polling override. */
+    private record EngineKey(EngineConfig base, PollingMode polling)
     {
         @Override
         public boolean equals(final Object other)
         {
-            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling &&
-                ((EngineKey)other).maxInbound == maxInbound;
+            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling;
         }
 
         @Override
         public int hashCode()
         {
-            return 31 * (31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode())) + maxInbound;
+            return 31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode());
         }
     }
 
@@ -105,14 +100,10 @@ final class EngineTransport
         defaultConfig = engineConfig.conclude();
     }
 
-    /**
-     * @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use:
-     * the one a server or channel built with default options uses (RPC inbound limit
-     * {@link RpcServer#DEFAULT_MAX_INBOUND_MESSAGE_SIZE}).
-     */
+    /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
     RdmaEngine defaultEngine() throws IOException
     {
-        return engine(null, null, engineLimitFor(RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE));
+        return engine(null, null);
     }
 
     /**
@@ -123,34 +114,29 @@ final class EngineTransport
      */
     RdmaEngine engineFor(final URI uri, final TransportOptions options) throws IOException
     {
+        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri));
+    }
+
+    /**
+     * @param options the builder's options.
+     * @return the RPC layer's inbound limit plus {@value #RPC_FRAMING_HEADROOM} bytes, or -1 if it set none.
+     */
+    static int inboundLimit(final TransportOptions options)
+    {
         final Integer rpcLimit = options.get(TransportOptions.MAX_INBOUND_MESSAGE_SIZE);
-        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri),
-            engineLimitFor(rpcLimit == null ? RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE : rpcLimit));
+        return rpcLimit == null || rpcLimit <= 0 ? -1 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM);
     }
 
-    private static int engineLimitFor(final int rpcLimit)
+    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling) throws IOException
     {
-        return rpcLimit <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM);
-    }
-
-    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling, final int inboundLimit)
-        throws IOException
-    {
-        final EngineConfig settings = base != null ? base : defaultConfig();
-        // An override only lowers the engine's own limit; one that changes nothing shares the engine without it.
-        final int maxInbound = inboundLimit > 0 && inboundLimit < settings.maxInboundMessageSize() ? inboundLimit : 0;
-        final EngineKey key = new EngineKey(base, polling, maxInbound);
+        final EngineKey key = new EngineKey(base, polling);
         RdmaEngine engine = engines.get(key);
         if (engine == null)
         {
-            final EngineConfig config = settings.copy();
+            final EngineConfig config = (base != null ? base : defaultConfig()).copy();
             if (polling != null)
             {
                 config.pollingMode(polling).name(config.name() + "-" + polling.name().toLowerCase(Locale.ROOT));
-            }
-            if (maxInbound > 0)
-            {
-                config.maxInboundMessageSize(maxInbound);
             }
             engine = RdmaEngine.open(scheme, config);
             engines.put(key, engine);
@@ -169,8 +155,7 @@ final class EngineTransport
     }
 
     /**
-     * Closes the engines opened for these settings, whatever their inbound limit, if any (tests: a BUSY engine
-     * spins a core until closed).
+     * Closes the engine opened for these settings, if any (tests: a BUSY engine spins a core until closed).
      *
      * @param base    the options' config, or null for the default.
      * @param polling the polling override, or null.
@@ -253,6 +238,7 @@ final class EngineTransport
     {
         final String address;
         final RdmaEngine e;
+        final int limit = inboundLimit(options);
         try
         {
             address = address(uri);
@@ -270,6 +256,10 @@ final class EngineTransport
                 throw new CompletionException(isAuthenticationFailure(cause) ?
                     new UnauthenticatedException(cause.getMessage(), cause) : cause instanceof IOException ? cause :
                     new IOException("cannot connect to " + uri + ": " + cause.getMessage(), cause));
+            }
+            if (limit >= 0)
+            {
+                engineConnection.limitInboundMessageSize(limit);
             }
             final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
                 scheme + "://pid:" + ProcessHandle.current().pid(), scheme + "://" + address,
@@ -295,9 +285,14 @@ final class EngineTransport
         throws IOException
     {
         final RdmaEngine e = engineFor(uri, options);
+        final int limit = inboundLimit(options);
         final AtomicReference<EngineListener> bound = new AtomicReference<>();
         final EngineListener listener = e.listen(address(uri), engineConnection ->
         {
+            if (limit >= 0)
+            {
+                engineConnection.limitInboundMessageSize(limit); // before the connection is polled
+            }
             EngineListener self;
             while ((self = bound.get()) == null)
             {

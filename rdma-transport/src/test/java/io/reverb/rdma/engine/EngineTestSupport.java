@@ -8,6 +8,7 @@ import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
@@ -62,12 +63,18 @@ final class EngineTestSupport
 
     static void await(final String what, final BooleanSupplier condition)
     {
+        await(() -> what, condition);
+    }
+
+    /** As {@link #await(String, BooleanSupplier)}; the description is built at the timeout (it shows that state). */
+    static void await(final Supplier<String> what, final BooleanSupplier condition)
+    {
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
         while (!condition.getAsBoolean())
         {
             if (System.nanoTime() - deadline > 0)
             {
-                throw new AssertionError("timed out waiting for: " + what);
+                throw new AssertionError("timed out waiting for: " + what.get());
             }
             try
             {
@@ -155,7 +162,11 @@ final class EngineTestSupport
      */
     static void assertQuiescent(final Connection a, final Connection b)
     {
-        await("credits and buffers back on " + a + " / " + b, () ->
+        // Described at the timeout: a description built now would show the state before the wait (a receive still
+        // being processed looks like a lost credit).
+        await(() -> "credits and buffers back on " + a + " (buffers " + a.poolBuffersInUse() + ", rendezvous " +
+            a.pendingRendezvous() + ") / " + b + " (buffers " + b.poolBuffersInUse() + ", rendezvous " +
+            b.pendingRendezvous() + ")", () ->
             a.poolBuffersInUse() == 0 && b.poolBuffersInUse() == 0 &&
             a.pendingRendezvous() == 0 && b.pendingRendezvous() == 0 &&
             a.sendBytesInFlight() == 0 && b.sendBytesInFlight() == 0 &&

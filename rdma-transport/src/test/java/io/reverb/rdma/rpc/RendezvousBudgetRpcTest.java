@@ -19,8 +19,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Issue 13, item 3, through the RPC layer: the server's {@code maxInboundMessageSize} reaches its engine (which
- * advertises it and refuses larger messages before reserving memory), and a request the server's rendezvous memory
+ * Issue 13, item 3, through the RPC layer: the server's {@code maxInboundMessageSize} reaches its engine connections
+ * (which refuse larger messages before reserving memory), and a request the server's rendezvous memory
  * budget can never hold fails with RESOURCE_EXHAUSTED while the channel stays usable.
  */
 class RendezvousBudgetRpcTest
@@ -83,16 +83,20 @@ class RendezvousBudgetRpcTest
         try
         {
             final RdmaEngine serverEngine = (scheme.equals("shm") ? ShmTransportProvider.TRANSPORT :
-                TcpTransportProvider.TRANSPORT).engineFor(URI.create(server.address()),
-                options.with(TransportOptions.MAX_INBOUND_MESSAGE_SIZE, MIB));
-            // The engine took the RPC limit (64 MiB before), plus the headroom for frame headers and metadata.
-            assertThat(serverEngine.config().maxInboundMessageSize()).isEqualTo(MIB + EngineTransport.RPC_FRAMING_HEADROOM);
-            assertThat(serverEngine.connections()).isEmpty();
+                TcpTransportProvider.TRANSPORT).engineFor(URI.create(server.address()), options);
+            // The engine's own limit stays (64 MiB: engines are shared); each connection of this server takes the
+            // RPC limit, plus the headroom for frame headers and metadata.
+            assertThat(serverEngine.config().maxInboundMessageSize()).isEqualTo(64 * MIB);
             assertThatThrownBy(() -> channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, text(2 * MIB))
                 .block(WAIT))
-                .isInstanceOfSatisfying(RpcException.class,
-                    e -> assertThat(e.status().code()).isEqualTo(StatusCode.RESOURCE_EXHAUSTED));
+                .isInstanceOfSatisfying(RpcException.class, e ->
+                {
+                    assertThat(e.status().code()).isEqualTo(StatusCode.RESOURCE_EXHAUSTED);
+                    assertThat(e.status().description())
+                        .contains("larger than its maxInboundMessageSize of " + (MIB + EngineTransport.RPC_FRAMING_HEADROOM));
+                });
             assertThat(serverEngine.connections()).hasSize(1);
+            assertThat(serverEngine.stats().rendezvousRefused()).isEqualTo(1);
             assertThat(serverEngine.rendezvousMemoryPeak()).as("nothing reserved for the refused message").isZero();
             assertThat(channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, text(MIB / 2)).block(WAIT))
                 .isEqualTo(text(MIB / 2));
