@@ -49,6 +49,12 @@ final class TcpNic implements Runnable
         }
     }
 
+    /** Wakes the NIC now, asleep or not (cold path: a posting thread hands it a blocked socket). */
+    void wakeNow()
+    {
+        selector.wakeup();
+    }
+
     /** Runs a task on the NIC thread (cold path). */
     void execute(final Runnable task)
     {

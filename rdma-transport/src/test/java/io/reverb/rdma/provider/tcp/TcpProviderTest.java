@@ -337,8 +337,8 @@ class TcpProviderTest
                     }
                     final org.agrona.concurrent.UnsafeBuffer frames =
                         new org.agrona.concurrent.UnsafeBuffer(new byte[2 * TcpFrame.HEADER_LENGTH]);
-                    TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 5, 0, 0, 0);
-                    TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 3, 0, 0, 0);
+                    TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 0, 5, 0, 0, 0);
+                    TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 0, 3, 0, 0, 0);
                     peer.getOutputStream().write(frames.byteArray());
                     peer.getOutputStream().flush();
                     final long deadline = System.nanoTime() + TIMEOUT_NANOS;
