@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 
@@ -391,7 +392,7 @@ public final class Metadata
         private static String validateName(final String name)
         {
             Objects.requireNonNull(name, "name");
-            final String lower = name.toLowerCase(java.util.Locale.ROOT);
+            final String lower = name.toLowerCase(Locale.ROOT);
             if (lower.isEmpty() || lower.startsWith(":"))
             {
                 throw new IllegalArgumentException("invalid metadata key name: '" + name + "'");

@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.stub.ClientCalls;
+import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -16,12 +18,15 @@ import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.WriteClaim;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -29,6 +34,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -38,7 +44,9 @@ import org.reactivestreams.Subscription;
 import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Hooks;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
 /**
@@ -131,14 +139,14 @@ public abstract class AbstractRpcTransportTest
         channel = newChannel(serverUri, b -> b);
     }
 
-    protected RpcServer startServer(final String uri, final java.util.function.UnaryOperator<RpcServer.Builder> extra)
+    protected RpcServer startServer(final String uri, final UnaryOperator<RpcServer.Builder> extra)
     {
         final RpcServer s = extra.apply(configureServer(RpcServer.builder(uri).addService(service))).build().start();
         closeables.add(s);
         return s;
     }
 
-    protected RpcChannel newChannel(final String uri, final java.util.function.UnaryOperator<RpcChannel.Builder> extra)
+    protected RpcChannel newChannel(final String uri, final UnaryOperator<RpcChannel.Builder> extra)
     {
         final RpcChannel c = extra.apply(configureChannel(RpcChannel.builder(uri))).build();
         closeables.add(c);
@@ -257,7 +265,7 @@ public abstract class AbstractRpcTransportTest
     void shouldFailAUnaryCallThroughItsSubscriberWhenTheChannelClosesBetweenResponseAndStatus() throws Exception
     {
         final AtomicInteger dropped = new AtomicInteger();
-        reactor.core.publisher.Hooks.onErrorDropped(e -> dropped.incrementAndGet());
+        Hooks.onErrorDropped(e -> dropped.incrementAndGet());
         try
         {
             final AtomicInteger values = new AtomicInteger();
@@ -287,7 +295,7 @@ public abstract class AbstractRpcTransportTest
         }
         finally
         {
-            reactor.core.publisher.Hooks.resetOnErrorDropped();
+            Hooks.resetOnErrorDropped();
         }
     }
 
@@ -379,7 +387,8 @@ public abstract class AbstractRpcTransportTest
         startServer(uri, b -> b.intercept(new ServerInterceptor()
         {
             @Override
-            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                final ServerCallHandler<Q, R> next)
             {
                 peer.set(ctx.peer());
                 return next.handle(requests);
@@ -538,7 +547,7 @@ public abstract class AbstractRpcTransportTest
         final TestService failing = new TestService();
         final String uri = newServerUri();
         startServer(uri, b -> RpcServer.builder(uri).addService(ServiceDefinition.builder(TestService.SERVICE)
-            .addMethod(TestService.BIDI, io.reverb.rpc.stub.ServerCalls.bidiStreaming(reqs -> reqs.map(v ->
+            .addMethod(TestService.BIDI, ServerCalls.bidiStreaming(reqs -> reqs.map(v ->
             {
                 if (v.getValue() == 3)
                 {
@@ -674,11 +683,11 @@ public abstract class AbstractRpcTransportTest
         final String uri = newServerUri();
         startServer(uri, b -> b.maxInboundMessageSize(1024));
         final RpcChannel c = newChannel(uri, b -> b);
-        final BytesValue big = BytesValue.of(com.google.protobuf.ByteString.copyFrom(new byte[4096]));
+        final BytesValue big = BytesValue.of(ByteString.copyFrom(new byte[4096]));
         StepVerifier.create(ClientCalls.unary(c, TestService.SIZE, CallOptions.DEFAULT, big))
             .expectErrorSatisfies(t -> assertStatus(t, StatusCode.RESOURCE_EXHAUSTED))
             .verify(TIMEOUT);
-        final BytesValue small = BytesValue.of(com.google.protobuf.ByteString.copyFrom(new byte[100]));
+        final BytesValue small = BytesValue.of(ByteString.copyFrom(new byte[100]));
         StepVerifier.create(ClientCalls.unary(c, TestService.SIZE, CallOptions.DEFAULT, small))
             .expectNext(i32(100)).expectComplete().verify(TIMEOUT);
     }
@@ -711,7 +720,8 @@ public abstract class AbstractRpcTransportTest
         startServer(uri, b -> b.intercept(new ServerInterceptor()
         {
             @Override
-            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                final ServerCallHandler<Q, R> next)
             {
                 final String token = ctx.metadata().get(TOKEN);
                 if (!"secret".equals(token))
@@ -719,7 +729,8 @@ public abstract class AbstractRpcTransportTest
                     return Flux.error(Status.UNAUTHENTICATED.withDescription("bad token").asException());
                 }
                 ctx.responseHeaders().put(ECHO_HEADER, "header:" + token);
-                return Flux.from(next.handle(requests)).doOnComplete(() -> ctx.responseTrailers().put(ECHO_TRAILER, "trailer:" + token));
+                return Flux.from(next.handle(requests))
+                    .doOnComplete(() -> ctx.responseTrailers().put(ECHO_TRAILER, "trailer:" + token));
             }
         }));
         final AtomicReference<ClientCallContext> seen = new AtomicReference<>();
@@ -755,7 +766,8 @@ public abstract class AbstractRpcTransportTest
         startServer(uri, b -> b.intercept(new ServerInterceptor()
         {
             @Override
-            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                final ServerCallHandler<Q, R> next)
             {
                 received.set(ctx.metadata().get(TOKEN));
                 return next.handle(requests);
@@ -914,7 +926,7 @@ public abstract class AbstractRpcTransportTest
     void shouldSurviveRandomFramesOnOtherConnections() throws Exception
     {
         final TransportProvider provider = Transports.providerFor(Transports.parse(serverUri));
-        final java.util.Random random = new java.util.Random(42);
+        final Random random = new Random(42);
         final List<Connection> raws = new ArrayList<>();
         for (int c = 0; c < 20; c++)
         {
@@ -945,7 +957,7 @@ public abstract class AbstractRpcTransportTest
                 {
                     break;
                 }
-                final ByteBuffer b = claim.buffer().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                final ByteBuffer b = claim.buffer().order(ByteOrder.LITTLE_ENDIAN);
                 final int o = claim.offset();
                 for (int i = 0; i < length; i++)
                 {
@@ -991,7 +1003,8 @@ public abstract class AbstractRpcTransportTest
         final String uri = newServerUri();
         final RpcChannel c = newChannel(uri, b -> b.reconnectBackoff(Duration.ofMillis(20), Duration.ofMillis(50)));
         final AtomicReference<Throwable> signalled = new AtomicReference<>();
-        final Disposable waiting = ClientCalls.unary(c, TestService.ECHO, CallOptions.DEFAULT.withWaitForReady(), str("cancelled"))
+        final Disposable waiting = ClientCalls.unary(c, TestService.ECHO, CallOptions.DEFAULT
+                .withWaitForReady(), str("cancelled"))
             .subscribe(v -> signalled.set(new AssertionError("value")), signalled::set);
         Thread.sleep(100); // a few failed connection attempts
         waiting.dispose();
@@ -1018,9 +1031,9 @@ public abstract class AbstractRpcTransportTest
         final CountDownLatch release = new CountDownLatch(1);
         final String uri = newServerUri();
         final RpcServer s = startServer(uri, b -> RpcServer.builder(uri).addService(ServiceDefinition.builder(TestService.SERVICE)
-            .addMethod(TestService.ECHO, io.reverb.rpc.stub.ServerCalls.unary(req ->
+            .addMethod(TestService.ECHO, ServerCalls.unary(req ->
                 Mono.fromCallable(() -> release.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).map(x -> req)
-                    .subscribeOn(reactor.core.scheduler.Schedulers.boundedElastic())))
+                    .subscribeOn(Schedulers.boundedElastic())))
             .build()));
         final RpcChannel c = newChannel(uri, b -> b);
         final CompletableFuture<StringValue> inFlight =
@@ -1033,7 +1046,7 @@ public abstract class AbstractRpcTransportTest
         {
             assertThat(inFlight.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(str("in-flight"));
         }
-        catch (final java.util.concurrent.ExecutionException e)
+        catch (final ExecutionException e)
         {
             // only acceptable if the call had not reached the server before shutdown
             assertStatus(e.getCause(), StatusCode.UNAVAILABLE);

@@ -4,7 +4,9 @@ import com.google.protobuf.Int32Value;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
@@ -37,12 +39,12 @@ class InprocRpcTest extends AbstractRpcTransportTest
                 CallOptions.DEFAULT.withDeadlineAfter(Duration.ofHours(1)), Int32Value.of(1)))
             .then(() -> awaitCallsStartedUnchecked(1))
             .then(() -> time.advanceTimeBy(Duration.ofHours(1)))
-            .expectErrorSatisfies(t -> org.assertj.core.api.Assertions.assertThat(((RpcException)t).status().code())
+            .expectErrorSatisfies(t -> Assertions.assertThat(((RpcException)t).status().code())
                 .isEqualTo(StatusCode.DEADLINE_EXCEEDED))
             .verify(TIMEOUT);
         // the client's CANCEL carries the reason: the server's handler is cancelled long before its own hour is up
-        org.assertj.core.api.Assertions.assertThat(service.cancelled.await(TIMEOUT.toSeconds(),
-            java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        Assertions.assertThat(service.cancelled.await(TIMEOUT.toSeconds(),
+            TimeUnit.SECONDS)).isTrue();
     }
 
     private void awaitCallsStartedUnchecked(final int n)

@@ -3,7 +3,10 @@ package io.reverb.rpc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.stub.ServerCalls;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 class StatusAndMetadataTest
@@ -91,15 +94,15 @@ class StatusAndMetadataTest
     @Test
     void shouldBuildMethodDescriptor()
     {
-        final MethodDescriptor<com.google.protobuf.StringValue, com.google.protobuf.StringValue> m = TestService.ECHO;
+        final MethodDescriptor<StringValue, StringValue> m = TestService.ECHO;
         assertThat(MethodDescriptor.generateFullMethodName("pkg.Svc", "M")).isEqualTo("pkg.Svc/M");
         assertThat(m.serviceName()).isEqualTo(TestService.SERVICE);
         assertThat(m.methodName()).isEqualTo("Echo");
         assertThat(m.type()).isEqualTo(MethodDescriptor.MethodType.UNARY);
         assertThatThrownBy(() -> m.toBuilder().fullMethodName("NoSlash").build()).isInstanceOf(IllegalArgumentException.class);
-        assertThat(io.reverb.rpc.stub.ServerCalls.unimplemented(m).status().description())
+        assertThat(ServerCalls.unimplemented(m).status().description())
             .isEqualTo("Method reverb.test.TestService/Echo is unimplemented");
-        assertThat(io.reverb.rpc.stub.ServerCalls.unimplemented(m).status().code()).isEqualTo(StatusCode.UNIMPLEMENTED);
+        assertThat(ServerCalls.unimplemented(m).status().code()).isEqualTo(StatusCode.UNIMPLEMENTED);
     }
 
     @Test
@@ -124,7 +127,7 @@ class StatusAndMetadataTest
     void shouldUseInjectedTickerForDeadlines()
     {
         final long[] now = {1_000};
-        final Deadline deadline = Deadline.after(100, java.util.concurrent.TimeUnit.NANOSECONDS, () -> now[0]);
+        final Deadline deadline = Deadline.after(100, TimeUnit.NANOSECONDS, () -> now[0]);
         assertThat(deadline.isExpired()).isFalse();
         now[0] += 100;
         assertThat(deadline.isExpired()).isTrue();

@@ -1,7 +1,9 @@
 package io.reverb.rpc;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
+import com.google.protobuf.MessageLite;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
@@ -62,7 +64,7 @@ public final class TestService implements RpcService
     public final AtomicLong rangeMaxOutstanding = new AtomicLong();
 
     static <Q, R> MethodDescriptor<Q, R> method(final String name, final MethodDescriptor.MethodType type,
-        final com.google.protobuf.MessageLite request, final com.google.protobuf.MessageLite response)
+        final MessageLite request, final MessageLite response)
     {
         @SuppressWarnings("unchecked")
         final Marshaller<Q> q = (Marshaller<Q>)ProtoMarshaller.of(request);
@@ -88,7 +90,7 @@ public final class TestService implements RpcService
         return ServiceDefinition.builder(SERVICE)
             .addMethod(ECHO, ServerCalls.unary(this::echo))
             .addMethod(BLOB, ServerCalls.unary(n -> Mono.just(BytesValue.newBuilder()
-                .setValue(com.google.protobuf.ByteString.copyFrom(new byte[n.getValue()])).build())))
+                .setValue(ByteString.copyFrom(new byte[n.getValue()])).build())))
             .addMethod(SIZE, ServerCalls.unary(b -> Mono.just(Int32Value.of(b.getValue().size()))))
             .addMethod(RANGE, ServerCalls.serverStreaming(this::range))
             .addMethod(NEVER, ServerCalls.serverStreaming(n ->
@@ -110,7 +112,8 @@ public final class TestService implements RpcService
             {
                 callsStarted.incrementAndGet();
                 return requests
-                    .concatMap(v -> v.getValue() % 1000 == 999 ? Mono.just(v).delayElement(Duration.ofMillis(20)) : Mono.just(v), 1)
+                    .concatMap(v -> v.getValue() % 1000 == 999 ? Mono.just(v).delayElement(Duration.ofMillis(20))
+                        : Mono.just(v), 1)
                     .reduce(0, (a, b) -> a + b.getValue()).map(Int32Value::of).doOnCancel(this::onCancel);
             }))
             .addMethod(BIDI, ServerCalls.bidiStreaming(requests ->
@@ -152,10 +155,10 @@ public final class TestService implements RpcService
     {
         callsStarted.incrementAndGet();
         final AtomicLong outstanding = new AtomicLong();
-        final com.google.protobuf.ByteString padding = com.google.protobuf.ByteString.copyFrom(new byte[1024]);
+        final ByteString padding = ByteString.copyFrom(new byte[1024]);
         return Flux.range(0, count.getValue())
             .map(i -> BytesValue.newBuilder().setValue(padding.concat(
-                com.google.protobuf.ByteString.copyFromUtf8(Integer.toString(i)))).build())
+                ByteString.copyFromUtf8(Integer.toString(i)))).build())
             .doOnRequest(n ->
             {
                 final long now = outstanding.addAndGet(n);

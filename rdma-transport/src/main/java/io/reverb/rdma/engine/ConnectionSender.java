@@ -519,7 +519,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
-            connection.failLater(new PeerDisconnectedException("posting a SEND to " + connection.remoteAddress() + " failed: " + PostResult.toString(rc)));
+            connection.failLater(new PeerDisconnectedException("posting a SEND to " + connection.remoteAddress() +
+                " failed: " + PostResult.toString(rc)));
             return false;
         }
         if (dataLength > 0)
@@ -631,7 +632,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
     {
         synchronized (lock)
         {
-            if (writableWaiters.isEmpty() || (backPressureEpoch == writableEpoch && connection.state() == EngineConnection.STATE_CONNECTED))
+            if (writableWaiters.isEmpty() ||
+                (backPressureEpoch == writableEpoch && connection.state() == EngineConnection.STATE_CONNECTED))
             {
                 return;
             }
@@ -661,7 +663,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
             final long tag = wrId >>> TAG_SHIFT;
             if (status != WcStatus.SUCCESS)
             {
-                connection.onErrorCompletion(status, tag == TAG_WRITE ? "rendezvous write" : tag == TAG_READY ? "ready write" : "SEND");
+                connection.onErrorCompletion(status,
+                    tag == TAG_WRITE ? "rendezvous write" : tag == TAG_READY ? "ready write" : "SEND");
                 continue;
             }
             if (tag == TAG_SEND)

@@ -146,7 +146,7 @@ public class ConnectionStats
         return "ConnectionStats{eagerSent=" + eagerMessagesSent + "/" + eagerBytesSent + "B, rdvSent=" + rendezvousMessagesSent +
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
-            creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" + rendezvousQueued + ", rdvRefused=" +
-            rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends + '}';
+            creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
+            rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends + '}';
     }
 }

@@ -80,7 +80,10 @@ public final class EngineConfig
         return eagerLimit;
     }
 
-    /** @param bytes largest payload sent eagerly (receive slots are sized from it), 0..{@value #MAX_EAGER_LIMIT}. @return this. */
+    /**
+     * @param bytes largest payload sent eagerly (receive slots are sized from it), 0..{@value #MAX_EAGER_LIMIT}.
+     * @return this.
+     */
     public EngineConfig eagerLimit(final int bytes)
     {
         checkMutable();

@@ -11,7 +11,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -156,7 +159,7 @@ final class EngineConnection implements Connection
             }
             if (++spins > 1000)
             {
-                java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+                LockSupport.parkNanos(20_000);
             }
             else
             {
@@ -493,7 +496,7 @@ final class EngineConnection implements Connection
         }
         try
         {
-            f.get(config.closeTimeoutNanos() + 1_000_000_000L, java.util.concurrent.TimeUnit.NANOSECONDS);
+            f.get(config.closeTimeoutNanos() + 1_000_000_000L, TimeUnit.NANOSECONDS);
         }
         catch (final Exception ignore)
         {
@@ -704,7 +707,7 @@ final class EngineConnection implements Connection
     @Override
     public void setHandler(final MessageHandler handler)
     {
-        receiver.handler(java.util.Objects.requireNonNull(handler, "handler"));
+        receiver.handler(Objects.requireNonNull(handler, "handler"));
         requestAttention();
     }
 

@@ -1,7 +1,6 @@
 package io.reverb.rdma.engine;
 
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
+import io.reverb.rpc.util.LogLimiter;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -12,18 +11,17 @@ import org.slf4j.LoggerFactory;
  * The engine's default error handler: logs what cannot be returned to a caller, and never without bound.
  * Errors are grouped by kind (exception class, and the refusal reason of a handshake); of each kind the first
  * {@value #BURST} are logged at once, then at most one per {@link #INTERVAL_NANOS}, saying how many were left
- * out. A refused handshake is one line without a stack trace (it is the peer's doing, not a bug here);
+ * out (rpc-core's {@link LogLimiter}). A refused handshake is one line without a stack trace (it is the peer's doing, not a bug here);
  * anything else carries its stack trace.
  */
 final class ErrorLog implements Consumer<Throwable>
 {
-    static final int BURST = 5;
-    static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+    static final int BURST = LogLimiter.BURST;
+    static final long INTERVAL_NANOS = LogLimiter.INTERVAL_NANOS;
     private static final Logger LOG = LoggerFactory.getLogger(RdmaEngine.class);
 
-    private final ConcurrentHashMap<String, Kind> kinds = new ConcurrentHashMap<>();
+    private final LogLimiter limiter;
     private final BiConsumer<String, Throwable> sink;
-    private final LongSupplier clock;
 
     ErrorLog()
     {
@@ -37,45 +35,18 @@ final class ErrorLog implements Consumer<Throwable>
     ErrorLog(final BiConsumer<String, Throwable> sink, final LongSupplier clock)
     {
         this.sink = sink;
-        this.clock = clock;
-    }
-
-    private static final class Kind
-    {
-        int logged;
-        long windowStart;
-        long suppressed;
+        this.limiter = new LogLimiter(clock);
     }
 
     @Override
     public void accept(final Throwable t)
     {
-        final String key = key(t);
-        final Kind kind = kinds.computeIfAbsent(key, k -> new Kind());
-        final long suppressed;
-        synchronized (kind)
+        final long leftOut = limiter.admit(key(t));
+        if (leftOut == LogLimiter.SUPPRESS)
         {
-            final long now = clock.getAsLong();
-            if (kind.logged < BURST)
-            {
-                kind.logged++;
-                kind.windowStart = now;
-                suppressed = 0;
-            }
-            else if (now - kind.windowStart >= INTERVAL_NANOS)
-            {
-                kind.windowStart = now;
-                suppressed = kind.suppressed;
-                kind.suppressed = 0;
-            }
-            else
-            {
-                kind.suppressed++;
-                return;
-            }
+            return;
         }
-        final String more = suppressed > 0 ? " (" + suppressed + " more like this in the last " +
-            TimeUnit.NANOSECONDS.toSeconds(INTERVAL_NANOS) + " s were not logged)" : "";
+        final String more = LogLimiter.leftOutSuffix(leftOut);
         if (t instanceof HandshakeException)
         {
             sink.accept(t.getMessage() + more, null);

@@ -5,6 +5,7 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.agrona.collections.ArrayUtil;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.AgentTerminationException;
@@ -91,28 +92,13 @@ final class Poller implements Agent
 
     synchronized void add(final EngineConnection connection)
     {
-        final EngineConnection[] old = connections;
-        final EngineConnection[] grown = new EngineConnection[old.length + 1];
-        System.arraycopy(old, 0, grown, 0, old.length);
-        grown[old.length] = connection;
-        connections = grown;
+        connections = ArrayUtil.add(connections, connection);
         wakeup();
     }
 
     synchronized void remove(final EngineConnection connection)
     {
-        final EngineConnection[] old = connections;
-        for (int i = 0; i < old.length; i++)
-        {
-            if (old[i] == connection)
-            {
-                final EngineConnection[] shrunk = new EngineConnection[old.length - 1];
-                System.arraycopy(old, 0, shrunk, 0, i);
-                System.arraycopy(old, i + 1, shrunk, i, old.length - i - 1);
-                connections = shrunk;
-                return;
-            }
-        }
+        connections = ArrayUtil.remove(connections, connection);
     }
 
     void wakeup()

@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionRejectedException;
+import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
@@ -19,8 +20,10 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.ToLongFunction;
 
 /**
  * The connection engine: one verbs context, a group of completion pollers, listeners and
@@ -335,7 +338,7 @@ public final class RdmaEngine implements AutoCloseable
      *                 has its {@link EngineConnection#authGate} set and must be polled to be decided).
      * @return the connection (not yet polled), or null if refused.
      */
-    EngineConnection accept(final io.reverb.rdma.verbs.ConnectionRequest request, final AuthGate.Outcome outcome)
+    EngineConnection accept(final ConnectionRequest request, final AuthGate.Outcome outcome)
         throws IOException
     {
         final String remote = request.remoteAddress();
@@ -482,7 +485,7 @@ public final class RdmaEngine implements AutoCloseable
     }
 
     /** Metrics, not the data path: sums a gauge over the open connections. */
-    private long sum(final java.util.function.ToLongFunction<EngineConnection> gauge)
+    private long sum(final ToLongFunction<EngineConnection> gauge)
     {
         long n = 0;
         for (final EngineConnection connection : connections)
@@ -566,7 +569,7 @@ public final class RdmaEngine implements AutoCloseable
         try
         {
             CompletableFuture.allOf(closing.toArray(new CompletableFuture[0]))
-                .get(config.closeTimeoutNanos() + 1_000_000_000L, java.util.concurrent.TimeUnit.NANOSECONDS);
+                .get(config.closeTimeoutNanos() + 1_000_000_000L, TimeUnit.NANOSECONDS);
         }
         catch (final Exception ignore)
         {

@@ -21,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.ToLongFunction;
 
 /**
  * What the transport providers of one verbs scheme share: the engines of this JVM, the live connections, and the
@@ -309,24 +310,19 @@ final class EngineTransport
             @Override
             public long buffersInUse()
             {
-                long n = 0;
-                for (final EngineTransportConnection connection : connections)
-                {
-                    n += connection.buffersInUse();
-                }
-                return n;
+                return sum(EngineTransportConnection::buffersInUse);
             }
 
             @Override
             public long bytesInUse()
             {
-                long n = 0;
-                for (final EngineTransportConnection connection : connections)
-                {
-                    n += connection.bytesInUse();
-                }
-                return n;
+                return sum(EngineTransportConnection::bytesInUse);
             }
         };
+    }
+
+    private long sum(final ToLongFunction<EngineTransportConnection> usage)
+    {
+        return connections.stream().mapToLong(usage).sum();
     }
 }

@@ -8,6 +8,7 @@ import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.WriteClaim;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.agrona.DirectBuffer;
 
@@ -18,7 +19,9 @@ import org.agrona.DirectBuffer;
  */
 final class EngineTransportConnection implements Connection, WriteClaim.Committer, MessageHandler, ResourceUsage
 {
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
     private final io.reverb.rdma.engine.Connection engine;
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     private final String localAddress;
     private final String remoteAddress;
     private final int maxOutboundMessageSize;
@@ -28,6 +31,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     private DirectBuffer viewSource;
     private ByteBuffer view;
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - the engine's Connection (see the field)
     EngineTransportConnection(
         final io.reverb.rdma.engine.Connection engine,
         final String localAddress,
@@ -39,6 +43,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
         this.remoteAddress = remoteAddress;
         this.maxOutboundMessageSize = maxOutboundMessageSize;
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     /** Starts delivery to the handler (before any event of this connection). */
     void bind(final ConnectionHandler handler)
@@ -48,7 +53,9 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
         engine.setHandler(this);
     }
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - the engine's Connection (see the field)
     io.reverb.rdma.engine.Connection engineConnection()
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         return engine;
     }
@@ -132,7 +139,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
             final int start = buffer.wrapAdjustment() + offset;
             view.clear();
             view.limit(start + length).position(start);
-            view.order(java.nio.ByteOrder.BIG_ENDIAN);
+            view.order(ByteOrder.BIG_ENDIAN);
             message = view;
         }
         else

@@ -1,7 +1,6 @@
 package io.reverb.rdma.verbs;
 
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
+import io.reverb.rpc.util.LogLimiter;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
@@ -13,29 +12,21 @@ import org.slf4j.LoggerFactory;
  * malformed handshake, a handshake that missed its deadline, too many handshakes at once, a peer of
  * another user). A refusal is the peer's doing, not a bug here, so it is one line with the reason and
  * the peer, never a stack trace, and never without bound: of each kind the first {@value #BURST} are
- * logged, then at most one per {@link #INTERVAL_NANOS}, saying how many were left out. Every refusal is
- * counted ({@link #refused()}), logged or not. Thread-safe.
+ * logged, then at most one per {@link #INTERVAL_NANOS}, saying how many were left out (rpc-core's
+ * {@link LogLimiter}). Every refusal is counted ({@link #refused()}), logged or not. Thread-safe.
  */
 public final class RefusalLog
 {
     /** Refusals of one kind logged at once before rate limiting starts. */
-    public static final int BURST = 5;
+    public static final int BURST = LogLimiter.BURST;
     /** At most one line per kind per interval after the burst. */
-    public static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+    public static final long INTERVAL_NANOS = LogLimiter.INTERVAL_NANOS;
     private static final Logger LOG = LoggerFactory.getLogger(RefusalLog.class);
 
     private final String where;
     private final BiConsumer<String, String> sink;
-    private final LongSupplier clock;
-    private final ConcurrentHashMap<String, Kind> kinds = new ConcurrentHashMap<>();
+    private final LogLimiter limiter;
     private final AtomicLong refused = new AtomicLong();
-
-    private static final class Kind
-    {
-        int logged;
-        long windowStart;
-        long suppressed;
-    }
 
     /** @param where the listener, named in every line (e.g. {@code "tcp://0.0.0.0:7000"}). */
     public RefusalLog(final String where)
@@ -52,7 +43,7 @@ public final class RefusalLog
     {
         this.where = where;
         this.sink = sink;
-        this.clock = clock;
+        this.limiter = new LogLimiter(clock);
     }
 
     /**
@@ -65,32 +56,13 @@ public final class RefusalLog
     public void refused(final String kind, final String peer, final String reason)
     {
         refused.incrementAndGet();
-        final Kind k = kinds.computeIfAbsent(kind, x -> new Kind());
-        final long suppressed;
-        synchronized (k)
+        final long leftOut = limiter.admit(kind);
+        if (leftOut == LogLimiter.SUPPRESS)
         {
-            final long now = clock.getAsLong();
-            if (k.logged < BURST)
-            {
-                k.logged++;
-                k.windowStart = now;
-                suppressed = 0;
-            }
-            else if (now - k.windowStart >= INTERVAL_NANOS)
-            {
-                k.windowStart = now;
-                suppressed = k.suppressed;
-                k.suppressed = 0;
-            }
-            else
-            {
-                k.suppressed++;
-                return;
-            }
+            return;
         }
-        final String more = suppressed > 0 ? " (" + suppressed + " more like this in the last " +
-            TimeUnit.NANOSECONDS.toSeconds(INTERVAL_NANOS) + " s were not logged)" : "";
-        sink.accept(kind, where + " refused a connection" + (peer == null ? "" : " from " + peer) + ": " + reason + more);
+        sink.accept(kind, where + " refused a connection" + (peer == null ? "" : " from " + peer) + ": " + reason +
+            LogLimiter.leftOutSuffix(leftOut));
     }
 
     /** @return connection attempts refused so far. */

@@ -17,9 +17,13 @@ public interface VerbsProvider
     String name();
 
     /**
-     * @return the URI scheme this provider serves, e.g. {@code "shm"}, {@code "tcp"}, {@code "rdma"}.
+     * @return the URI scheme this provider serves, e.g. {@code "shm"}, {@code "tcp"}, {@code "rdma"}; by default
+     *         the {@link #name()}.
      */
-    String scheme();
+    default String scheme()
+    {
+        return name();
+    }
 
     /**
      * @return higher wins when two providers serve one scheme.
@@ -30,9 +34,13 @@ public interface VerbsProvider
     }
 
     /**
-     * @return true when {@link #open(VerbsConfig)} can succeed on this machine.
+     * @return true when {@link #open(VerbsConfig)} can succeed on this machine: by default, when there is no
+     *         {@link #unavailabilityCause()}.
      */
-    boolean isAvailable();
+    default boolean isAvailable()
+    {
+        return unavailabilityCause() == null;
+    }
 
     /**
      * @return null when available, otherwise a sentence saying what is missing and how to fix it.

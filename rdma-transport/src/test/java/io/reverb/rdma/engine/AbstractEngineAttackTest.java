@@ -12,9 +12,11 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rdma.verbs.WrOpcode;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
@@ -27,6 +29,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -331,14 +334,14 @@ abstract class AbstractEngineAttackTest
 
         void sendProof(final long word0, final long word1)
         {
-            final org.agrona.concurrent.UnsafeBuffer b = source.buffer();
+            final UnsafeBuffer b = source.buffer();
             b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, 16);
             b.putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, Wire.CONTROL_FRAME_LENGTH);
             b.putInt(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.TYPE_OFFSET, Wire.CONTROL_AUTH);
             b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ID_OFFSET, word0);
             b.putLong(Wire.BATCH_HEADER_LENGTH + ControlFrameFlyweight.ADDRESS_OFFSET, word1);
-            final io.reverb.rdma.verbs.SendRequest send = new io.reverb.rdma.verbs.SendRequest()
-                .opcode(io.reverb.rdma.verbs.WrOpcode.SEND).wrId(1);
+            final SendRequest send = new SendRequest()
+                .opcode(WrOpcode.SEND).wrId(1);
             send.setSge(source, 0, Wire.BATCH_HEADER_LENGTH + Wire.CONTROL_FRAME_LENGTH);
             qp.postSend(send);
         }

@@ -308,7 +308,8 @@ abstract class AbstractEngineMessagingTest
         final AtomicReference<Connection> serverSide = new AtomicReference<>();
         final Recorder recorder = new Recorder();
         // The server does not set a handler at first, so nothing is received and no credits return.
-        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), c -> serverSide.set(c)))
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT),
+            c -> serverSide.set(c)))
         {
             final MessageClaim claim = new MessageClaim();
             int sent = 0;

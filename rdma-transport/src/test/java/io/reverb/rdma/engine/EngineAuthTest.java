@@ -101,7 +101,8 @@ class EngineAuthTest
     {
         final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
         final AtomicInteger delivered = new AtomicInteger();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken(TOKEN).errorHandler(serverErrors::add));
+        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken(TOKEN)
+            .errorHandler(serverErrors::add));
             RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken(TOKEN));
             VerbsContext raw = VerbsProviders.forScheme("shm").open(verbsConfig()))
         {
@@ -172,7 +173,8 @@ class EngineAuthTest
                 .maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(server.config(), nonce(5), ready.address(),
                 ready.rkey(), Handshake.VERSION));
             await("silent connector refused", () -> listener.refusedCount() == 1);
-            assertThat(serverErrors).anySatisfy(t -> assertThat(t).hasMessageContaining("no proof of the authentication token within 300 ms"));
+            assertThat(serverErrors).anySatisfy(t -> assertThat(t)
+                .hasMessageContaining("no proof of the authentication token within 300 ms"));
             await("its resources released", () -> server.connections().isEmpty());
             qp.close();
         }
@@ -182,7 +184,8 @@ class EngineAuthTest
     void shouldRefuseConnectionsBeyondTheCapWithAClearReason() throws Exception
     {
         final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
-        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).maxConnections(1).errorHandler(serverErrors::add));
+        try (RdmaEngine server = RdmaEngine.open("shm", config(PollingMode.EVENT).maxConnections(1)
+            .errorHandler(serverErrors::add));
             RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT)))
         {
             final String name = uniqueName("cap");

@@ -38,7 +38,8 @@ public final class EngineChild
         }
         final boolean hoard = "hoard".equals(mode);
         final EngineConfig config = EngineTestSupport.config(fabric, PollingMode.ADAPTIVE).name("child")
-            .maxInboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024).maxOutboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024)
+            .maxInboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024)
+            .maxOutboundMessageSize(hoard ? 256 * 1024 : 64 * 1024 * 1024)
             .rendezvousPoolBytes(hoard ? 512 * 1024 : 128L * 1024 * 1024);
         final CountDownLatch closed = new CountDownLatch(1);
         final List<RetainedMessage> hoarded = new ArrayList<>();

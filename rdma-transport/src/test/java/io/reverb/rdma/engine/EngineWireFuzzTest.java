@@ -21,6 +21,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 
@@ -84,7 +85,7 @@ class EngineWireFuzzTest
         raw = VerbsProviders.forScheme("shm").open(verbsConfig());
         name = uniqueName("fuzz");
         // Only the first connection (the good one) counts its deliveries; hostile ones may deliver what they like.
-        final java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        final AtomicBoolean first = new AtomicBoolean(true);
         server.listen(name, c ->
         {
             final boolean counted = first.getAndSet(false);
@@ -126,7 +127,8 @@ class EngineWireFuzzTest
             final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
             final MemoryRegion source = pd.allocate(Math.max(1, batch.length), Access.LOCAL_WRITE);
             final QueuePair qp = raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq)
-                .maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(CONFIG, null, ready.address(), ready.rkey(), Handshake.VERSION));
+                .maxSendWr(8).maxRecvWr(8),
+                    Handshake.encodeRequest(CONFIG, null, ready.address(), ready.rkey(), Handshake.VERSION));
             await("ready word", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
             if (batch.length > 0)
             {
@@ -163,29 +165,35 @@ class EngineWireFuzzTest
         final Path batches = Files.createDirectories(root.resolve("batchesFromAPeer"));
         final ByteBuffer request = Handshake.encodeRequest(CONFIG, new byte[Handshake.NONCE_LENGTH], 4096, 9, Handshake.VERSION);
         Files.write(pd.resolve("request"), request.array());
-        Files.write(pd.resolve("accept"), Handshake.encodeAccept(CONFIG, request, TOKEN, new byte[Handshake.NONCE_LENGTH]).array());
+        Files.write(pd.resolve("accept"),
+            Handshake.encodeAccept(CONFIG, request, TOKEN, new byte[Handshake.NONCE_LENGTH]).array());
         Files.write(pd.resolve("reject"), Handshake.encodeReject(HandshakeException.Reason.AUTHENTICATION, "no").array());
 
         // Batches: credits only; a data frame; an RTS; CTS/REFUSE/CLOSE/AUTH control frames; a bad length.
         Files.write(batches.resolve("credits"), batch(8, new int[0], new byte[0]));
         final ByteBuffer data = ByteBuffer.allocate(Wire.dataFrameLength(5)).order(ByteOrder.nativeOrder());
-        data.putInt(DataFrameFlyweight.LENGTH_OFFSET, 5).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA).putLong(DataFrameFlyweight.ID_OFFSET, 1);
+        data.putInt(DataFrameFlyweight.LENGTH_OFFSET, 5).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA)
+            .putLong(DataFrameFlyweight.ID_OFFSET, 1);
         Files.write(batches.resolve("data"), batch(8, new int[0], data.array()));
         final ByteBuffer rts = ByteBuffer.allocate(Wire.FRAME_HEADER_LENGTH).order(ByteOrder.nativeOrder());
-        rts.putInt(DataFrameFlyweight.LENGTH_OFFSET, 100_000).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS).putLong(DataFrameFlyweight.ID_OFFSET, 3);
+        rts.putInt(DataFrameFlyweight.LENGTH_OFFSET, 100_000).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS)
+            .putLong(DataFrameFlyweight.ID_OFFSET, 3);
         Files.write(batches.resolve("rts"), batch(8, new int[0], rts.array()));
         Files.write(batches.resolve("control-frames"),
             batch(8, new int[] {Wire.CONTROL_CTS, Wire.CONTROL_REFUSE, Wire.CONTROL_CLOSE, Wire.CONTROL_AUTH}, new byte[0]));
         final ByteBuffer overrun = ByteBuffer.allocate(Wire.FRAME_HEADER_LENGTH).order(ByteOrder.nativeOrder());
-        overrun.putInt(DataFrameFlyweight.LENGTH_OFFSET, Integer.MAX_VALUE).putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA);
+        overrun.putInt(DataFrameFlyweight.LENGTH_OFFSET, Integer.MAX_VALUE)
+            .putInt(DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_DATA);
         Files.write(batches.resolve("overrun"), batch(-1, new int[0], overrun.array()));
     }
 
     private static byte[] batch(final int credits, final int[] controlTypes, final byte[] frames)
     {
         final int control = controlTypes.length * Wire.CONTROL_FRAME_LENGTH;
-        final ByteBuffer b = ByteBuffer.allocate(Wire.BATCH_HEADER_LENGTH + control + frames.length).order(ByteOrder.nativeOrder());
-        b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, credits).putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, control).putLong(BatchHeaderFlyweight.SEQUENCE_OFFSET, 0);
+        final ByteBuffer b = ByteBuffer.allocate(Wire.BATCH_HEADER_LENGTH + control + frames.length)
+            .order(ByteOrder.nativeOrder());
+        b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, credits)
+            .putInt(BatchHeaderFlyweight.CONTROL_LENGTH_OFFSET, control).putLong(BatchHeaderFlyweight.SEQUENCE_OFFSET, 0);
         for (int i = 0; i < controlTypes.length; i++)
         {
             final int at = Wire.BATCH_HEADER_LENGTH + i * Wire.CONTROL_FRAME_LENGTH;

@@ -1,6 +1,8 @@
 package io.reverb.rdma.engine;
 
 import io.reverb.rpc.RpcServer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.function.Supplier;
 
 /**
@@ -25,9 +27,9 @@ public final class JvmAccessCheckChild
                 {
                     return engine;
                 }
-                catch (final java.io.IOException ex)
+                catch (final IOException ex)
                 {
-                    throw new java.io.UncheckedIOException(ex);
+                    throw new UncheckedIOException(ex);
                 }
             });
             report("server", () ->

@@ -7,7 +7,6 @@ import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.Closeable;
 import java.io.IOException;
 import java.lang.reflect.Method;
-import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;

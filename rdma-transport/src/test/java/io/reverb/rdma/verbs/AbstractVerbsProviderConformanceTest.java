@@ -171,6 +171,20 @@ public abstract class AbstractVerbsProviderConformanceTest
     }
 
     @Test
+    void shouldDeregisterEveryRegionAndRefuseAllocationOnceThePdIsClosed() throws Exception
+    {
+        final ProtectionDomain pd = server.context.allocPd();
+        final MemoryRegion a = pd.allocate(4096, Access.LOCAL_WRITE);
+        final MemoryRegion b = pd.allocate(100, Access.ALL);
+        pd.close();
+        assertThat(a.isRegistered()).isFalse();
+        assertThat(b.isRegistered()).isFalse();
+        assertThatThrownBy(() -> pd.allocate(64, Access.LOCAL_WRITE)).isInstanceOf(IOException.class)
+            .hasMessageContaining("closed");
+        pd.close(); // idempotent
+    }
+
+    @Test
     void shouldFailSendWithLocalProtectionErrorWhenLkeyIsWrong() throws Exception
     {
         connect();
@@ -421,7 +435,8 @@ public abstract class AbstractVerbsProviderConformanceTest
     void shouldRdmaWriteWriteWithImmAndReadFromOneByteToSixteenMiB() throws Exception
     {
         connect();
-        final MemoryRegion target = server.pd.allocate(SIXTEEN_MIB, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final MemoryRegion target = server.pd.allocate(SIXTEEN_MIB,
+            Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ);
         final MemoryRegion local = client.pd.allocate(SIXTEEN_MIB, Access.LOCAL_WRITE);
         final MemoryRegion notify = server.pd.allocate(64, Access.LOCAL_WRITE);
         final int[] sizes = {1, 7, 4096, 65_537, 1024 * 1024, SIXTEEN_MIB};
@@ -765,6 +780,16 @@ public abstract class AbstractVerbsProviderConformanceTest
         {
             assertThat(listener.accept(TimeUnit.MILLISECONDS.toNanos(20))).isNull();
         }
+    }
+
+    @Test
+    void shouldRefuseAcceptOnceTheListenerIsClosed() throws Exception
+    {
+        final ConnectionListener listener = server.context.listen(newAddress(), 4);
+        listener.close();
+        assertThatThrownBy(() -> listener.accept(TimeUnit.MILLISECONDS.toNanos(20))).isInstanceOf(IOException.class)
+            .hasMessageContaining("closed");
+        listener.close(); // idempotent
     }
 
     @Test

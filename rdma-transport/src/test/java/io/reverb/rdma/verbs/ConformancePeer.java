@@ -2,8 +2,10 @@ package io.reverb.rdma.verbs;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The far side of the conformance suite's cross-process tests, run in a child JVM:
@@ -101,7 +103,7 @@ public final class ConformancePeer
         final CompletionQueue cq = context.createCq(1024, null);
         final MemoryRegion slots = pd.allocate(ECHO_SLOTS * ECHO_SLOT_SIZE, Access.LOCAL_WRITE);
         final MemoryRegion open = pd.allocate(ECHO_REGION_SIZE, Access.ALL);
-        final java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean();
+        final AtomicBoolean down = new AtomicBoolean();
         final QueuePair qp;
         try (ConnectionListener listener = context.listen(address, 4))
         {
@@ -112,7 +114,7 @@ public final class ConformancePeer
             {
                 throw new IllegalStateException("nobody connected");
             }
-            final java.nio.ByteBuffer privateData = java.nio.ByteBuffer.allocate(12);
+            final ByteBuffer privateData = ByteBuffer.allocate(12);
             privateData.putLong(0, open.address()).putInt(8, open.rkey());
             qp = request.accept(new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq)
                 .maxRecvWr(ECHO_SLOTS).maxSendWr(ECHO_SLOTS).disconnectHandler(() -> down.set(true)), privateData);

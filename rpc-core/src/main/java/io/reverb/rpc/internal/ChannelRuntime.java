@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -300,7 +301,8 @@ public final class ChannelRuntime
         final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
-            provider.connect(uri, config.transportOptions, connection).whenComplete((c, error) -> onConnectResult(connection, c, error));
+            provider.connect(uri, config.transportOptions, connection)
+                .whenComplete((c, error) -> onConnectResult(connection, c, error));
         }
         catch (final RuntimeException e)
         {
@@ -338,7 +340,7 @@ public final class ChannelRuntime
             }
             else
             {
-                final Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null ?
+                final Throwable cause = error instanceof CompletionException && error.getCause() != null ?
                     error.getCause() : error;
                 // jitter of +-20% as gRPC, so that many clients do not reconnect in lockstep
                 final long jittered = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));

@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
@@ -168,7 +169,7 @@ final class ClientConnection extends RpcConnection
                 }
             }
         }
-        if (status.code() != io.reverb.rpc.StatusCode.OK)
+        if (status.code() != StatusCode.OK)
         {
             LOG.debug("GOAWAY from {}: {}", peer(), status);
         }

@@ -5,6 +5,7 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.Status;
 
 import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Lets a native handler end its call with grpc-java's {@code io.grpc.StatusRuntimeException} or
@@ -115,7 +116,7 @@ final class GrpcStatusExceptions
                     final byte[][] pairs = (byte[][])serializeMetadata.invoke(null, grpcTrailers);
                     for (int i = 0; i + 1 < pairs.length; i += 2)
                     {
-                        final String name = new String(pairs[i], java.nio.charset.StandardCharsets.US_ASCII);
+                        final String name = new String(pairs[i], StandardCharsets.US_ASCII);
                         if (!name.startsWith("grpc-"))
                         {
                             trailers.putRaw(name, pairs[i + 1]);

@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -158,7 +159,7 @@ abstract class RpcConnection implements ConnectionHandler
         }
         if (result == ENCODE_FAILED)
         {
-            frame.failed(Status.fromThrowable(failure).code() == io.reverb.rpc.StatusCode.UNKNOWN ?
+            frame.failed(Status.fromThrowable(failure).code() == StatusCode.UNKNOWN ?
                 Status.INTERNAL.withDescription("failed to serialize message: " + failure).withCause(failure) :
                 Status.fromThrowable(failure));
             return true;

@@ -1,7 +1,9 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Metadata;
+import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
@@ -26,7 +28,7 @@ final class ServerConnection extends RpcConnection
     private final KeepAliveEnforcer keepAlive;
     private volatile Disposable ageTimer;
 
-    ServerConnection(final ServerRuntime server, final io.reverb.rpc.transport.Connection connection)
+    ServerConnection(final ServerRuntime server, final Connection connection)
     {
         super(server.config().maxInboundMessageSize);
         this.server = server;
@@ -148,7 +150,7 @@ final class ServerConnection extends RpcConnection
                 TOO_MANY_CALLS + maxConcurrentCalls + " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
             return;
         }
-        final io.reverb.rpc.ServiceDefinition.ServerMethodDefinition<?, ?> definition =
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition =
             server.methods().find(buffer, call.methodOffset(), call.methodLength());
         if (definition == null)
         {

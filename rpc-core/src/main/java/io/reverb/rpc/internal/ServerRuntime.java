@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -37,7 +38,7 @@ public final class ServerRuntime
     private volatile ServerListener listener;
     private volatile boolean started;
     private volatile boolean shutdown;
-    private volatile reactor.core.Disposable graceTimer;
+    private volatile Disposable graceTimer;
 
     /**
      * @param config the server's configuration.
@@ -227,7 +228,7 @@ public final class ServerRuntime
     {
         if (shutdown && connections.isEmpty())
         {
-            final reactor.core.Disposable timer = graceTimer;
+            final Disposable timer = graceTimer;
             if (timer != null)
             {
                 timer.dispose();

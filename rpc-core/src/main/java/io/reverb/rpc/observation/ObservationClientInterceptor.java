@@ -51,7 +51,8 @@ public final class ObservationClientInterceptor implements ClientInterceptor
     }
 
     @Override
-    public <Req, Resp> Flux<Resp> interceptCall(final ClientCallContext call, final Flux<Req> requests, final Next<Req, Resp> next)
+    public <Req, Resp> Flux<Resp> interceptCall(final ClientCallContext call, final Flux<Req> requests,
+        final Next<Req, Resp> next)
     {
         if (registry.isNoop())
         {

@@ -4,6 +4,7 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.Status;
+import java.util.Objects;
 import java.util.function.Function;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -42,7 +43,7 @@ public final class ServerCalls
 
         UnaryHandler(final Function<Req, Mono<Resp>> method)
         {
-            this.method = java.util.Objects.requireNonNull(method, "method");
+            this.method = Objects.requireNonNull(method, "method");
         }
 
         @Override

@@ -3,6 +3,7 @@ package io.reverb.rpc.transport;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.ServiceLoader;
 import java.util.TreeSet;
 
@@ -73,7 +74,7 @@ public final class Transports
      */
     public static TransportProvider providerFor(final URI uri)
     {
-        final String scheme = uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+        final String scheme = uri.getScheme().toLowerCase(Locale.ROOT);
         TransportProvider best = null;
         for (final TransportProvider provider : providers())
         {

@@ -4,6 +4,7 @@ import io.reverb.rpc.Metadata;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
  * Encodes and decodes frame bodies laid out as in {@link FrameType}, with absolute little-endian accesses.
@@ -142,7 +143,7 @@ public final class FrameCodec
         {
             end--;
         }
-        return java.util.Arrays.copyOf(bytes, end);
+        return Arrays.copyOf(bytes, end);
     }
 
     /**

@@ -2,6 +2,7 @@ package io.reverb.rpc.measure;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
+import com.sun.management.ThreadMXBean;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
@@ -41,7 +42,8 @@ public final class UnaryAllocationProbe
         final int calls = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
         final BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[62]));
         try (RpcServer server = RpcServer.builder(uri)
-                .addService(ServiceDefinition.builder("reverb.measure.Ping").addMethod(PING, ServerCalls.unary(Mono::just)).build())
+                .addService(ServiceDefinition.builder("reverb.measure.Ping")
+                    .addMethod(PING, ServerCalls.unary(Mono::just)).build())
                 .build().start();
             RpcChannel channel = RpcChannel.builder(uri).build())
         {
@@ -74,7 +76,7 @@ public final class UnaryAllocationProbe
 
     private static long allocatedBytes()
     {
-        final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final ThreadMXBean mx = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         final long[] ids = mx.getAllThreadIds();
         return Arrays.stream(mx.getThreadAllocatedBytes(ids)).filter(b -> b > 0).sum();
     }

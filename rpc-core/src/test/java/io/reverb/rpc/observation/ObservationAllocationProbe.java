@@ -2,6 +2,7 @@ package io.reverb.rpc.observation;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
+import com.sun.management.ThreadMXBean;
 import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -71,7 +72,8 @@ public final class ObservationAllocationProbe
             serverBuilder.intercept(new ServerInterceptor()
             {
                 @Override
-                public <Q, R> Publisher<R> interceptCall(final RpcContext c, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+                public <Q, R> Publisher<R> interceptCall(final RpcContext c, final Flux<Q> requests,
+                    final ServerCallHandler<Q, R> next)
                 {
                     return next.handle(requests);
                 }
@@ -106,7 +108,7 @@ public final class ObservationAllocationProbe
 
     private static long allocatedBytes()
     {
-        final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final ThreadMXBean mx = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         return Arrays.stream(mx.getThreadAllocatedBytes(mx.getAllThreadIds())).filter(b -> b > 0).sum();
     }
 }

@@ -18,6 +18,7 @@ import io.micrometer.tracing.otel.bridge.OtelCurrentTraceContext;
 import io.micrometer.tracing.otel.bridge.OtelPropagator;
 import io.micrometer.tracing.otel.bridge.OtelTracer;
 import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.propagation.ContextPropagators;
 import io.opentelemetry.sdk.common.CompletableResultCode;
@@ -47,6 +48,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Publisher;
 import reactor.core.Disposable;
@@ -67,11 +69,13 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(new TestService())
                 .intercept(new ObservationServerInterceptor(registry(serverSide))).build().start();
-            RpcChannel channel = RpcChannel.builder(uri).intercept(new ObservationClientInterceptor(registry(clientSide))).build())
+            RpcChannel channel = RpcChannel.builder(uri)
+                .intercept(new ObservationClientInterceptor(registry(clientSide))).build())
         {
             StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("a")))
                 .expectNext(StringValue.of("a")).expectComplete().verify(TIMEOUT);
-            StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("status:NOT_FOUND:no")))
+            StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT,
+                StringValue.of("status:NOT_FOUND:no")))
                 .expectError(RpcException.class).verify(TIMEOUT);
             await("two server observations stopped", () -> serverSide.stopped.size() == 2);
 
@@ -89,7 +93,8 @@ class ObservationInterceptorsTest
             final List<Observation.Context> serverContexts = new ArrayList<>(serverSide.stopped);
             assertThat(serverSide.started.get()).isEqualTo(2);
             assertThat(serverContexts).extracting(Observation.Context::getName).containsOnly("rpc.server.duration");
-            assertThat(serverContexts).extracting(Observation.Context::getContextualName).containsOnly("reverb.test.TestService/Echo");
+            assertThat(serverContexts).extracting(Observation.Context::getContextualName)
+                .containsOnly("reverb.test.TestService/Echo");
             assertThat(lowCardinality(serverContexts.get(0))).isEqualTo(Map.of("rpc.system", "reverb",
                 "rpc.service", "reverb.test.TestService", "rpc.method", "Echo", "rpc.reverb.status_code", "0"));
             assertThat(lowCardinality(serverContexts.get(1))).containsEntry("rpc.reverb.status_code", "5");
@@ -105,7 +110,8 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(service)
                 .intercept(new ObservationServerInterceptor(registry(serverSide))).build().start();
-            RpcChannel channel = RpcChannel.builder(uri).intercept(new ObservationClientInterceptor(registry(clientSide))).build())
+            RpcChannel channel = RpcChannel.builder(uri)
+                .intercept(new ObservationClientInterceptor(registry(clientSide))).build())
         {
             final Disposable call = ClientCalls.serverStreaming(channel, TestService.NEVER, CallOptions.DEFAULT,
                 Int32Value.of(1)).subscribe();
@@ -137,7 +143,8 @@ class ObservationInterceptorsTest
             await("three server timings", () -> count(meters, "rpc.server.duration") == 3);
             assertThat(count(meters, "rpc.client.duration")).isEqualTo(3);
             final Timer client = meters.get("rpc.client.duration").tag("rpc.system", "reverb")
-                .tag("rpc.service", "reverb.test.TestService").tag("rpc.method", "Echo").tag("rpc.reverb.status_code", "0").timer();
+                .tag("rpc.service", "reverb.test.TestService").tag("rpc.method", "Echo")
+                .tag("rpc.reverb.status_code", "0").timer();
             assertThat(client.count()).isEqualTo(3);
         }
     }
@@ -156,7 +163,8 @@ class ObservationInterceptorsTest
                 .intercept(new ServerInterceptor()
                 {
                     @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                        final ServerCallHandler<Q, R> next)
                     {
                         traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
                         return next.handle(requests);
@@ -191,14 +199,16 @@ class ObservationInterceptorsTest
                 .intercept(new ServerInterceptor()
                 {
                     @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests, final ServerCallHandler<Q, R> next)
+                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                        final ServerCallHandler<Q, R> next)
                     {
                         traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
                         return next.handle(requests);
                     }
                 })
                 .build().start();
-            RpcChannel channel = RpcChannel.builder(uri).intercept(new ObservationClientInterceptor(ObservationRegistry.NOOP)).build())
+            RpcChannel channel = RpcChannel.builder(uri)
+                .intercept(new ObservationClientInterceptor(ObservationRegistry.NOOP)).build())
         {
             StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("n")))
                 .expectNext(StringValue.of("n")).expectComplete().verify(TIMEOUT);
@@ -224,7 +234,7 @@ class ObservationInterceptorsTest
     {
         final SdkTracerProvider provider = SdkTracerProvider.builder().setSampler(Sampler.alwaysOn())
             .addSpanProcessor(SimpleSpanProcessor.create(spans)).build();
-        final io.opentelemetry.api.trace.Tracer otelTracer = provider.get("reverb-test");
+        final Tracer otelTracer = provider.get("reverb-test");
         final OtelTracer tracer = new OtelTracer(otelTracer, new OtelCurrentTraceContext(), event -> { });
         final OtelPropagator propagator = new OtelPropagator(
             ContextPropagators.create(W3CTraceContextPropagator.getInstance()), otelTracer);
@@ -292,7 +302,7 @@ class ObservationInterceptorsTest
 
         SpanData ofKind(final SpanKind kind)
         {
-            final List<SpanData> ofKind = ended.stream().filter(s -> s.getKind() == kind).collect(java.util.stream.Collectors.toList());
+            final List<SpanData> ofKind = ended.stream().filter(s -> s.getKind() == kind).collect(Collectors.toList());
             assertThat(ofKind).as("spans of kind " + kind + " in " + ended).hasSize(1);
             return ofKind.get(0);
         }

@@ -10,6 +10,7 @@ import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.StatusCode;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 class ProtoMarshallerTest
@@ -100,7 +101,7 @@ class ProtoMarshallerTest
         m.write(value, buffer);
         buffer.flip().position(3);
         final BytesValue parsed = m.read(buffer);
-        java.util.Arrays.fill(buffer.array(), (byte)7);
+        Arrays.fill(buffer.array(), (byte)7);
         assertThat(parsed).isEqualTo(value);
     }
 

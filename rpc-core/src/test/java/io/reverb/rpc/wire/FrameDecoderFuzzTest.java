@@ -23,6 +23,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -195,7 +196,8 @@ class FrameDecoderFuzzTest
 
     /**
      * Writes the seed corpus (run once by hand; the files are checked in):
-     * {@code java -cp ... io.reverb.rpc.wire.FrameDecoderFuzzTest rpc-core/src/test/resources/io/reverb/rpc/wire/FrameDecoderFuzzTestInputs}.
+     * {@code java -cp ... io.reverb.rpc.wire.FrameDecoderFuzzTest
+     * rpc-core/src/test/resources/io/reverb/rpc/wire/FrameDecoderFuzzTestInputs}.
      *
      * @param args the corpus directory.
      * @throws IOException if writing fails.
@@ -213,10 +215,10 @@ class FrameDecoderFuzzTest
         final byte[] message = StringValue.of("seed").toByteArray();
 
         // Server side: one seed per frame type a client may send, and a whole call.
-        final java.nio.ByteBuffer call = frame(FrameType.CALL, 0, 1, body(b ->
+        final ByteBuffer call = frame(FrameType.CALL, 0, 1, body(b ->
         {
             b.putLong(TimeUnit.SECONDS.toNanos(5)).putInt(Integer.MAX_VALUE).putShort((short)method.length());
-            b.put(method.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            b.put(method.getBytes(StandardCharsets.US_ASCII));
             final ByteBuffer m = ByteBuffer.allocate(FrameCodec.metadataLength(md)).order(ByteOrder.LITTLE_ENDIAN);
             FrameCodec.putMetadata(m, 0, md);
             b.put(m);
@@ -227,7 +229,8 @@ class FrameDecoderFuzzTest
         write(server, "request-n", oneMessage(concat(call, frame(FrameType.REQUEST_N, 0, 1, body(b -> b.putInt(3))))));
         write(server, "cancel", oneMessage(concat(call, frame(FrameType.CANCEL, 0, 1, body(b -> b.putInt(1))))));
         write(server, "ping", oneMessage(frame(FrameType.PING, 0, 0, body(b -> b.putLong(42)))));
-        write(server, "goaway", oneMessage(frame(FrameType.GOAWAY, 0, 0, body(b -> b.putInt(0).putInt(0).putInt(2).put(new byte[] {'b', 'y'})))));
+        write(server, "goaway", oneMessage(frame(FrameType.GOAWAY, 0, 0,
+            body(b -> b.putInt(0).putInt(0).putInt(2).put(new byte[] {'b', 'y'})))));
         write(server, "bad-length", oneMessage(frame(FrameType.MESSAGE, 0, 1, body(b -> b.putInt(0, -5)))));
 
         // Client side: answers to one call (stream id 1).
@@ -237,7 +240,8 @@ class FrameDecoderFuzzTest
             FrameCodec.putMetadata(m, 0, md);
             b.put(m);
         }));
-        final ByteBuffer status = frame(FrameType.STATUS, 0, 1, body(b -> b.putInt(0).putInt(2).put(new byte[] {'o', 'k'}).putShort((short)0)));
+        final ByteBuffer status = frame(FrameType.STATUS, 0, 1, body(b -> b.putInt(0).putInt(2)
+            .put(new byte[] {'o', 'k'}).putShort((short)0)));
         write(client, "headers-message-status", concat(concat(headers, msg), status).array());
         write(client, "status-only", status.array());
         write(client, "request-n", frame(FrameType.REQUEST_N, 0, 1, body(b -> b.putInt(1))).array());

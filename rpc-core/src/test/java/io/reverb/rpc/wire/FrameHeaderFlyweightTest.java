@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rpc.Metadata;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class FrameHeaderFlyweightTest
@@ -53,6 +54,6 @@ class FrameHeaderFlyweightTest
         final String text = "\u00e9".repeat(FrameCodec.MAX_DESCRIPTION_BYTES);
         final byte[] utf8 = FrameCodec.utf8(text);
         assertThat(utf8.length).isLessThanOrEqualTo(FrameCodec.MAX_DESCRIPTION_BYTES);
-        assertThat(new String(utf8, java.nio.charset.StandardCharsets.UTF_8)).doesNotContain("\ufffd");
+        assertThat(new String(utf8, StandardCharsets.UTF_8)).doesNotContain("\ufffd");
     }
 }

@@ -4,6 +4,7 @@ import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
+import io.reverb.rdma.provider.Tasks;
 import java.io.IOException;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -368,18 +369,8 @@ final class CmEventDispatcher implements Runnable
 
     private void runTasks()
     {
-        Runnable task;
-        while ((task = tasks.poll()) != null)
-        {
-            try
-            {
-                task.run();
-            }
-            catch (final RuntimeException ex)
-            {
-                // A user's disconnect handler threw; connection management goes on.
-            }
-        }
+        // A user's disconnect handler that throws is ignored: connection management goes on.
+        Tasks.runAll(tasks, Tasks::rethrowError);
     }
 
     private void dispatch(final RdmaCmEvent event)

@@ -1,7 +1,10 @@
 package io.reverb.rdma.provider.disni;
 
+import com.ibm.disni.verbs.RdmaEventChannel;
+import com.ibm.disni.verbs.RdmaProvider;
 import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -231,7 +234,7 @@ final class DisniAvailability
         {
             final Module disni = Class.forName(
                 "com.ibm.disni.util.MemoryUtils", false, DisniAvailability.class.getClassLoader()).getModule();
-            return java.nio.ByteBuffer.class.getModule().isExported("sun.nio.ch", disni);
+            return ByteBuffer.class.getModule().isExported("sun.nio.ch", disni);
         }
         catch (final ClassNotFoundException | LinkageError ex)
         {
@@ -255,8 +258,8 @@ final class DisniAvailability
     static void loadDisniAndOpenRdmaCm() throws IOException
     {
         // Loads libdisni (System.loadLibrary in NativeDispatcher) and checks its JNI version.
-        com.ibm.disni.verbs.RdmaProvider.provider();
-        final com.ibm.disni.verbs.RdmaEventChannel channel = com.ibm.disni.verbs.RdmaEventChannel.createEventChannel();
+        RdmaProvider.provider();
+        final RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         if (channel == null)
         {
             throw new IOException("rdma_create_event_channel failed");

@@ -5,8 +5,7 @@ import com.ibm.disni.verbs.IbvCompChannel;
 import com.ibm.disni.verbs.IbvWC;
 import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCReqNotify;
-import io.reverb.rdma.verbs.CompletionChannel;
-import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.provider.AbstractCompletionQueue;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -27,13 +26,10 @@ import java.util.List;
  * <p>Polling and tear-down are serialised on one lock so that a poll never touches a destroyed CQ
  * (that would be a native use-after-free); uncontended, as the SPI has one poller per CQ.
  */
-final class DisniCompletionQueue implements CompletionQueue
+final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsContext, DisniCompletionChannel>
 {
     private static final int PUMP_POLL_MS = 50;
 
-    private final DisniVerbsContext context;
-    private final int capacity;
-    private final DisniCompletionChannel channel;
     private final IbvCompChannel compChannel;
     private final IbvCQ cq;
     private final Object lock = new Object();
@@ -53,9 +49,7 @@ final class DisniCompletionQueue implements CompletionQueue
         final IbvCompChannel compChannel,
         final IbvCQ cq) throws IOException
     {
-        this.context = context;
-        this.capacity = capacity;
-        this.channel = channel;
+        super(context, capacity, channel);
         this.compChannel = compChannel;
         this.cq = cq;
         this.notifyAny = cq.reqNotification(false);
@@ -135,18 +129,6 @@ final class DisniCompletionQueue implements CompletionQueue
     boolean pumpStarted()
     {
         return pump != null;
-    }
-
-    @Override
-    public int capacity()
-    {
-        return capacity;
-    }
-
-    @Override
-    public CompletionChannel channel()
-    {
-        return channel;
     }
 
     @Override

@@ -1,7 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
 import com.ibm.disni.verbs.RdmaCmId;
-import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.provider.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -19,7 +19,7 @@ import java.net.SocketAddress;
  * them ({@link ParkedRequests}); requests nobody claims within the connect timeout are destroyed by the
  * dispatcher's ticker, which rejects them.
  */
-final class DisniConnectionListener implements ConnectionListener, CmEventDispatcher.Handler
+final class DisniConnectionListener extends AbstractConnectionListener implements CmEventDispatcher.Handler
 {
     private final DisniVerbsContext context;
     private final HandshakeAcceptor acceptor;
@@ -28,7 +28,6 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
     private final String localAddress;
     private final ParkedRequests<RdmaCmId> parked;
     private final Runnable expiry;
-    private volatile boolean closed;
 
     private DisniConnectionListener(
         final DisniVerbsContext context,
@@ -115,12 +114,8 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
     }
 
     @Override
-    public ConnectionRequest accept(final long timeoutNanos) throws IOException
+    protected ConnectionRequest take(final long timeoutNanos) throws IOException
     {
-        if (closed)
-        {
-            throw new IOException("listener " + localAddress + " is closed");
-        }
         final HandshakeAcceptor.Pending pending;
         try
         {
@@ -152,7 +147,7 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
             context.dispatcher().destroyId(connId);
             return;
         }
-        if (closed || key == null)
+        if (isClosed() || key == null)
         {
             // Destroying an unanswered request id makes the kernel reject it.
             context.dispatcher().destroyId(connId);
@@ -182,13 +177,8 @@ final class DisniConnectionListener implements ConnectionListener, CmEventDispat
     }
 
     @Override
-    public void close()
+    protected void release()
     {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
         acceptor.close();
         final CmEventDispatcher dispatcher = context.dispatcher();
         dispatcher.removeTicker(expiry);

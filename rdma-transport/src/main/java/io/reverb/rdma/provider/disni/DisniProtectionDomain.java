@@ -3,31 +3,26 @@ package io.reverb.rdma.provider.disni;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
 import com.ibm.disni.verbs.SVCRegMr;
-import io.reverb.rdma.provider.RegionList;
+import io.reverb.rdma.provider.AbstractProtectionDomain;
 import io.reverb.rdma.verbs.MemoryRegion;
-import io.reverb.rdma.verbs.ProtectionDomain;
-import io.reverb.rdma.verbs.VerbsContext;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.List;
 
 /**
  * ibv_pd through DiSNi. Registered memory is a fresh direct buffer (zero-filled by the JVM) registered
  * with {@code ibv_reg_mr}; its virtual address is the region's {@link MemoryRegion#address()}.
  */
-final class DisniProtectionDomain implements ProtectionDomain
+final class DisniProtectionDomain extends AbstractProtectionDomain<DisniVerbsContext, DisniMemoryRegion>
 {
-    private final DisniVerbsContext context;
     private final IbvPd pd;
-    private final RegionList<DisniMemoryRegion> regions = new RegionList<>();
 
     DisniProtectionDomain(final DisniVerbsContext context, final IbvPd pd) throws IOException
     {
+        super(context);
         if (pd == null)
         {
             throw new IOException("ibv_alloc_pd failed");
         }
-        this.context = context;
         this.pd = pd;
     }
 
@@ -37,16 +32,8 @@ final class DisniProtectionDomain implements ProtectionDomain
     }
 
     @Override
-    public VerbsContext context()
+    protected DisniMemoryRegion register(final int length, final int access) throws IOException
     {
-        return context;
-    }
-
-    @Override
-    public MemoryRegion allocate(final int length, final int access) throws IOException
-    {
-        RegionList.checkAllocation(length, access);
-        regions.ensureOpen();
         final ByteBuffer buffer;
         try
         {
@@ -76,27 +63,17 @@ final class DisniProtectionDomain implements ProtectionDomain
         {
             throw new IOException("ibv_reg_mr of " + length + " bytes returned no region");
         }
-        final DisniMemoryRegion region = new DisniMemoryRegion(this, mr, buffer, access);
-        if (!regions.tryAdd(region))
-        {
-            region.close();
-            throw new IOException("protection domain is closed");
-        }
-        return region;
+        return new DisniMemoryRegion(this, mr, buffer, access);
     }
 
     void released(final DisniMemoryRegion region)
     {
-        regions.remove(region);
+        forget(region);
     }
 
     @Override
-    public void close()
+    protected void closed()
     {
-        if (!regions.closeAll())
-        {
-            return;
-        }
         DisniVerbsContext.quietly(pd::deallocPd);
         context.untrack(this);
     }

@@ -24,6 +24,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -357,7 +358,7 @@ final class DisniVerbsContext implements VerbsContext
                 throw ex;
             }
         }
-        catch (final java.net.SocketTimeoutException ex)
+        catch (final SocketTimeoutException ex)
         {
             throw new IOException("connecting to rdma://" + address + " timed out after " +
                 TimeUnit.NANOSECONDS.toMillis(config.connectTimeoutNanos()) + " ms", ex);

@@ -54,12 +54,6 @@ public final class DisniVerbsProvider implements VerbsProvider
     }
 
     @Override
-    public boolean isAvailable()
-    {
-        return unavailabilityCause() == null;
-    }
-
-    @Override
     public String unavailabilityCause()
     {
         if (!probed)

@@ -65,24 +65,7 @@ final class WorkRequestTranslator
      */
     static int toDisniSendFlags(final int flags)
     {
-        int result = 0;
-        if ((flags & SendRequest.FLAG_FENCE) != 0)
-        {
-            result |= IbvSendWR.IBV_SEND_FENCE;
-        }
-        if ((flags & SendRequest.FLAG_SIGNALED) != 0)
-        {
-            result |= IbvSendWR.IBV_SEND_SIGNALED;
-        }
-        if ((flags & SendRequest.FLAG_SOLICITED) != 0)
-        {
-            result |= IbvSendWR.IBV_SEND_SOLICITED;
-        }
-        if ((flags & SendRequest.FLAG_INLINE) != 0)
-        {
-            result |= IbvSendWR.IBV_SEND_INLINE;
-        }
-        return result;
+        return translateBits(flags, SEND_FLAGS);
     }
 
     /**
@@ -91,18 +74,31 @@ final class WorkRequestTranslator
      */
     static int toDisniAccess(final int access)
     {
+        return translateBits(access, ACCESS_FLAGS);
+    }
+
+    /** Pairs of (SPI bit, DiSNi bit). */
+    private static final int[] SEND_FLAGS = {
+        SendRequest.FLAG_FENCE, IbvSendWR.IBV_SEND_FENCE,
+        SendRequest.FLAG_SIGNALED, IbvSendWR.IBV_SEND_SIGNALED,
+        SendRequest.FLAG_SOLICITED, IbvSendWR.IBV_SEND_SOLICITED,
+        SendRequest.FLAG_INLINE, IbvSendWR.IBV_SEND_INLINE,
+    };
+    private static final int[] ACCESS_FLAGS = {
+        Access.LOCAL_WRITE, IbvMr.IBV_ACCESS_LOCAL_WRITE,
+        Access.REMOTE_WRITE, IbvMr.IBV_ACCESS_REMOTE_WRITE,
+        Access.REMOTE_READ, IbvMr.IBV_ACCESS_REMOTE_READ,
+    };
+
+    private static int translateBits(final int bits, final int[] pairs)
+    {
         int result = 0;
-        if ((access & Access.LOCAL_WRITE) != 0)
+        for (int i = 0; i < pairs.length; i += 2)
         {
-            result |= IbvMr.IBV_ACCESS_LOCAL_WRITE;
-        }
-        if ((access & Access.REMOTE_WRITE) != 0)
-        {
-            result |= IbvMr.IBV_ACCESS_REMOTE_WRITE;
-        }
-        if ((access & Access.REMOTE_READ) != 0)
-        {
-            result |= IbvMr.IBV_ACCESS_REMOTE_READ;
+            if ((bits & pairs[i]) != 0)
+            {
+                result |= pairs[i + 1];
+            }
         }
         return result;
     }
@@ -148,11 +144,7 @@ final class WorkRequestTranslator
     static IbvSendWR newSendWr(final SendRequest request)
     {
         final IbvSendWR wr = new IbvSendWR();
-        final LinkedList<IbvSge> sges = new LinkedList<>();
-        for (int i = 0; i < request.sgeCount(); i++)
-        {
-            sges.add(toSge(request, i));
-        }
+        final LinkedList<IbvSge> sges = toSges(request);
         wr.setSg_list(sges);
         wr.setNum_sge(sges.size());
         wr.setWr_id(request.wrId());
@@ -176,15 +168,21 @@ final class WorkRequestTranslator
     static IbvRecvWR newRecvWr(final RecvRequest request)
     {
         final IbvRecvWR wr = new IbvRecvWR();
-        final LinkedList<IbvSge> sges = new LinkedList<>();
-        for (int i = 0; i < request.sgeCount(); i++)
-        {
-            sges.add(toSge(request, i));
-        }
+        final LinkedList<IbvSge> sges = toSges(request);
         wr.setSg_list(sges);
         wr.setNum_sge(sges.size());
         wr.setWr_id(request.wrId());
         return wr;
+    }
+
+    private static LinkedList<IbvSge> toSges(final ScatterGatherList list)
+    {
+        final LinkedList<IbvSge> sges = new LinkedList<>();
+        for (int i = 0; i < list.sgeCount(); i++)
+        {
+            sges.add(toSge(list, i));
+        }
+        return sges;
     }
 
     /**

@@ -38,6 +38,8 @@ final class CqRing
     static final int OVERFLOW_OFFSET = 200;
     static final int ENTRIES_OFFSET = 256;
     static final int ENTRY_LENGTH = 32;
+    /** The header: magic, capacity, where the entries start (files are checked against it). */
+    static final RingLayout LAYOUT = new RingLayout(MAGIC, MAGIC_OFFSET, CAPACITY_OFFSET, ENTRIES_OFFSET, ENTRY_LENGTH);
 
     static final int SEQ = 0;
     static final int WR_ID = 8;
@@ -79,27 +81,8 @@ final class CqRing
     CqRing(final UnsafeBuffer buffer)
     {
         this.buffer = buffer;
-        this.capacity = buffer.getInt(CAPACITY_OFFSET);
+        this.capacity = LAYOUT.capacity(buffer);
         this.mask = capacity - 1;
-    }
-
-    /** @return bytes needed for a ring of {@code capacity} (a power of two) entries. */
-    static int fileLength(final int capacity)
-    {
-        return ENTRIES_OFFSET + capacity * ENTRY_LENGTH;
-    }
-
-    /** Writes the header of a fresh (zeroed) ring. */
-    static void initialise(final UnsafeBuffer buffer, final int capacity)
-    {
-        buffer.putInt(CAPACITY_OFFSET, capacity);
-        buffer.putIntVolatile(MAGIC_OFFSET, MAGIC);
-    }
-
-    static boolean isValid(final UnsafeBuffer buffer)
-    {
-        return buffer.capacity() >= ENTRIES_OFFSET && buffer.getIntVolatile(MAGIC_OFFSET) == MAGIC &&
-            buffer.capacity() >= fileLength(buffer.getInt(CAPACITY_OFFSET));
     }
 
     int capacity()
@@ -115,15 +98,8 @@ final class CqRing
      * @return {@link #OFFERED}, {@link #OFFERED_RING} or {@link #OVERFLOWED}.
      */
     int offer(
-        final long wrId,
-        final WcStatus status,
-        final WcOpcode opcode,
-        final int byteLen,
-        final int imm,
-        final int flags,
-        final int qpNum,
-        final boolean solicited,
-        final long fullWaitNanos)
+        final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags,
+        final int qpNum, final boolean solicited, final long fullWaitNanos)
     {
         final UnsafeBuffer buffer = this.buffer;
         long deadline = 0;

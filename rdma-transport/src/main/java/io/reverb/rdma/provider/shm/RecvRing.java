@@ -32,6 +32,8 @@ final class RecvRing
     static final int ENTRIES_OFFSET = 192;
     /** 128 rather than 80: an entry with one SGE then sits in a single cache line. */
     static final int ENTRY_LENGTH = 128;
+    /** The header: magic, capacity, where the entries start (files are checked against it). */
+    static final RingLayout LAYOUT = new RingLayout(MAGIC, MAGIC_OFFSET, CAPACITY_OFFSET, ENTRIES_OFFSET, ENTRY_LENGTH);
 
     static final int WR_ID = 0;
     static final int SGE_COUNT = 8;
@@ -54,25 +56,8 @@ final class RecvRing
     RecvRing(final UnsafeBuffer buffer)
     {
         this.buffer = buffer;
-        this.capacity = buffer.getInt(CAPACITY_OFFSET);
+        this.capacity = LAYOUT.capacity(buffer);
         this.mask = capacity - 1;
-    }
-
-    static int fileLength(final int capacity)
-    {
-        return ENTRIES_OFFSET + capacity * ENTRY_LENGTH;
-    }
-
-    static void initialise(final UnsafeBuffer buffer, final int capacity)
-    {
-        buffer.putInt(CAPACITY_OFFSET, capacity);
-        buffer.putIntVolatile(MAGIC_OFFSET, MAGIC);
-    }
-
-    static boolean isValid(final UnsafeBuffer buffer)
-    {
-        return buffer.capacity() >= ENTRIES_OFFSET && buffer.getIntVolatile(MAGIC_OFFSET) == MAGIC &&
-            buffer.capacity() >= fileLength(buffer.getInt(CAPACITY_OFFSET));
     }
 
     int state()

@@ -1,7 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
-import io.reverb.rdma.verbs.CompletionChannel;
-import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.provider.AbstractCompletionQueue;
 import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
@@ -20,14 +19,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  * {@link #close()} waits to drain after marking the CQ closed, and an access that enters after that
  * sees it closed and does nothing.
  */
-final class ShmCompletionQueue implements CompletionQueue
+final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, ShmCompletionChannel>
 {
-    private final ShmVerbsContext context;
     private final int id;
     private final Path file;
     private final MappedByteBuffer mapping;
     private final CqRing ring;
-    private final ShmCompletionChannel channel;
     private volatile boolean closed;
     /** Accesses in progress; see the class comment. */
     private final AtomicInteger users = new AtomicInteger();
@@ -40,14 +37,13 @@ final class ShmCompletionQueue implements CompletionQueue
         final int capacity,
         final ShmCompletionChannel channel)
     {
-        this.context = context;
+        super(context, capacity, channel);
         this.id = id;
         this.file = file;
         this.mapping = mapping;
         final UnsafeBuffer buffer = new UnsafeBuffer(mapping);
-        CqRing.initialise(buffer, capacity);
+        CqRing.LAYOUT.initialise(buffer, capacity);
         this.ring = new CqRing(buffer);
-        this.channel = channel;
     }
 
     int id()
@@ -71,12 +67,7 @@ final class ShmCompletionQueue implements CompletionQueue
      * @return false if the CQ overflowed (the completion is lost; the caller's QP must go to ERROR).
      */
     boolean offer(
-        final long wrId,
-        final WcStatus status,
-        final WcOpcode opcode,
-        final int byteLen,
-        final int imm,
-        final int flags,
+        final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags,
         final int qpNum)
     {
         if (!enter())
@@ -118,18 +109,6 @@ final class ShmCompletionQueue implements CompletionQueue
             return false;
         }
         return true;
-    }
-
-    @Override
-    public int capacity()
-    {
-        return ring.capacity();
-    }
-
-    @Override
-    public CompletionChannel channel()
-    {
-        return channel;
     }
 
     @Override

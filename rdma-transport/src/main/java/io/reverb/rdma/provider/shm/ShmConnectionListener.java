@@ -1,6 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
-import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.provider.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.ListenerHandshakes;
 import io.reverb.rdma.verbs.RefusalLog;
@@ -22,13 +22,12 @@ import java.nio.file.Path;
  * {@linkplain io.reverb.rdma.verbs.VerbsConfig#handshakeTimeoutNanos() handshake deadline}; a peer
  * whose credentials ({@code SO_PEERCRED}) name another user is refused before a byte is read.
  */
-final class ShmConnectionListener implements ConnectionListener
+final class ShmConnectionListener extends AbstractConnectionListener
 {
     private final ShmVerbsContext context;
     private final String name;
     private final Path socketPath;
     private final ListenerHandshakes<ShmConnectionRequest> handshakes;
-    private volatile boolean closed;
 
     ShmConnectionListener(final ShmVerbsContext context, final String name, final Path socketPath, final int backlog)
         throws IOException
@@ -117,23 +116,14 @@ final class ShmConnectionListener implements ConnectionListener
     }
 
     @Override
-    public ConnectionRequest accept(final long timeoutNanos) throws IOException
+    protected ConnectionRequest take(final long timeoutNanos) throws IOException
     {
-        if (closed)
-        {
-            throw new IOException("shm listener " + name + " is closed");
-        }
         return handshakes.poll(timeoutNanos);
     }
 
     @Override
-    public void close()
+    protected void release()
     {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
         handshakes.close();
         ShmFiles.deleteQuietly(socketPath);
         context.removed(this);
@@ -142,6 +132,6 @@ final class ShmConnectionListener implements ConnectionListener
     @Override
     public String toString()
     {
-        return "ShmConnectionListener{" + name + '}';
+        return "shm://" + name;
     }
 }

@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.rdma.provider.Tasks;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
@@ -152,18 +153,7 @@ final class ShmEventLoop implements Runnable
 
     private void runTasks()
     {
-        Runnable task;
-        while ((task = tasks.poll()) != null)
-        {
-            try
-            {
-                task.run();
-            }
-            catch (final Throwable ex)
-            {
-                context.errorHandler(ex);
-            }
-        }
+        Tasks.runAll(tasks, context::errorHandler);
     }
 
     void close()

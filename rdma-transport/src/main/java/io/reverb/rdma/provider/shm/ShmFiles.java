@@ -1,8 +1,10 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -86,7 +88,7 @@ final class ShmFiles
                 // Another process won the race; checked below like any existing directory.
             }
         }
-        final String fix = "; remove it, or set -D" + io.reverb.rdma.verbs.VerbsConfig.SHM_DIR_PROP +
+        final String fix = "; remove it, or set -D" + VerbsConfig.SHM_DIR_PROP +
             " to a directory of your own with mode 0700";
         final PosixFileAttributes attributes;
         try
@@ -183,7 +185,7 @@ final class ShmFiles
             if (channel.size() != size)
             {
                 // truncate() only shrinks: grow by writing the last byte.
-                channel.write(java.nio.ByteBuffer.allocate(1), size - 1);
+                channel.write(ByteBuffer.allocate(1), size - 1);
             }
             return channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
         }

@@ -1,25 +1,19 @@
 package io.reverb.rdma.provider.shm;
 
-import io.reverb.rdma.provider.RegionList;
-import io.reverb.rdma.verbs.MemoryRegion;
-import io.reverb.rdma.verbs.ProtectionDomain;
-import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.provider.AbstractProtectionDomain;
 import java.io.IOException;
-import java.util.List;
 
 /**
  * A protection domain: a number, unique within its context, stamped into the header of every region
  * it allocates. A peer reaching a region through a QP checks that number against the PD of that QP.
  */
-final class ShmProtectionDomain implements ProtectionDomain
+final class ShmProtectionDomain extends AbstractProtectionDomain<ShmVerbsContext, ShmMemoryRegion>
 {
-    private final ShmVerbsContext context;
     private final int id;
-    private final RegionList<ShmMemoryRegion> regions = new RegionList<>();
 
     ShmProtectionDomain(final ShmVerbsContext context, final int id)
     {
-        this.context = context;
+        super(context);
         this.id = id;
     }
 
@@ -34,40 +28,23 @@ final class ShmProtectionDomain implements ProtectionDomain
     }
 
     @Override
-    public VerbsContext context()
+    protected ShmMemoryRegion register(final int length, final int access) throws IOException
     {
-        return context;
-    }
-
-    @Override
-    public MemoryRegion allocate(final int length, final int access) throws IOException
-    {
-        RegionList.checkAllocation(length, access);
         if (length > Integer.MAX_VALUE - ShmMemoryRegion.DATA_OFFSET)
         {
             throw new IllegalArgumentException("length too large for one mapping: " + length);
         }
-        synchronized (regions)
-        {
-            regions.ensureOpen();
-            final ShmMemoryRegion region = context.createRegion(this, length, access);
-            regions.tryAdd(region);
-            return region;
-        }
+        return context.createRegion(this, length, access);
     }
 
     void removed(final ShmMemoryRegion region)
     {
-        regions.remove(region);
+        forget(region);
     }
 
     @Override
-    public void close()
+    protected void closed()
     {
-        if (!regions.closeAll())
-        {
-            return;
-        }
         context.removed(this);
     }
 

@@ -121,7 +121,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         this.recvQueueFile = recvQueueFile;
         this.recvQueueMapping = recvQueueMapping;
         final UnsafeBuffer buffer = new UnsafeBuffer(recvQueueMapping);
-        RecvRing.initialise(buffer, recvQueueEntries);
+        RecvRing.LAYOUT.initialise(buffer, recvQueueEntries);
         this.recvRing = new RecvRing(buffer);
     }
 
@@ -163,7 +163,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         }
         final UnsafeBuffer rq = new UnsafeBuffer(peerRecvQueueMapping);
         final UnsafeBuffer cq = new UnsafeBuffer(peerRecvCqMapping);
-        if (!RecvRing.isValid(rq) || !CqRing.isValid(cq))
+        if (!RecvRing.LAYOUT.isValid(rq) || !CqRing.LAYOUT.isValid(cq))
         {
             throw new IOException("shm peer's queue files are malformed");
         }
@@ -376,12 +376,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     /** Writes a completion into the peer's receive CQ and rings its doorbell if it was armed. */
     private boolean deliverToPeer(
-        final long wrId,
-        final WcStatus status,
-        final WcOpcode opcode,
-        final int byteLen,
-        final int imm,
-        final int flags,
+        final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags,
         final boolean solicited)
     {
         final int result = peerRecvCq.offer(wrId, status, opcode, byteLen, imm, flags, peerQpNum, solicited,

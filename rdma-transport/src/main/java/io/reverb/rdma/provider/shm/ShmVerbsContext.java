@@ -217,7 +217,7 @@ final class ShmVerbsContext implements VerbsContext
             final int id = nextCqId.getAndIncrement();
             final int entries = BitUtil.findNextPositivePowerOfTwo(capacity);
             final Path file = newFile("cq" + id);
-            final MappedByteBuffer mapping = ShmFiles.createAndMap(file, CqRing.fileLength(entries));
+            final MappedByteBuffer mapping = ShmFiles.createAndMap(file, CqRing.LAYOUT.fileLength(entries));
             final ShmCompletionQueue cq = new ShmCompletionQueue(
                 this, id, file, mapping, entries, (ShmCompletionChannel)channel);
             cqsById.put(id, cq);
@@ -320,7 +320,7 @@ final class ShmVerbsContext implements VerbsContext
             final int qpNum = QP_NUMS.incrementAndGet();
             final int entries = BitUtil.findNextPositivePowerOfTwo(attributes.maxRecvWr());
             final Path file = newFile("rq" + qpNum);
-            final MappedByteBuffer mapping = ShmFiles.createAndMap(file, RecvRing.fileLength(entries));
+            final MappedByteBuffer mapping = ShmFiles.createAndMap(file, RecvRing.LAYOUT.fileLength(entries));
             final ShmQueuePair qp = new ShmQueuePair(this, qpNum, attributes, file, mapping, entries, remoteAddress);
             qps.add(qp);
             return qp;

@@ -23,18 +23,6 @@ public final class ShmVerbsProvider implements VerbsProvider
     }
 
     @Override
-    public String scheme()
-    {
-        return NAME;
-    }
-
-    @Override
-    public boolean isAvailable()
-    {
-        return unavailabilityCause() == null;
-    }
-
-    @Override
     public String unavailabilityCause()
     {
         if (System.getProperty("os.name", "").toLowerCase().startsWith("windows"))

@@ -1,7 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.verbs.CompletionChannel;
-import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.provider.AbstractCompletionQueue;
 import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
@@ -20,7 +19,7 @@ import org.agrona.BitUtil;
  * entries after its own. The publish and the arming flag are both volatile, so a poller that arms
  * and then re-polls cannot miss a completion that raised no event (the ibverbs contract).
  */
-final class TcpCompletionQueue implements CompletionQueue
+final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, TcpCompletionChannel>
 {
     private static final int DISARMED = 0;
     private static final int ARMED_ANY = 1;
@@ -28,9 +27,6 @@ final class TcpCompletionQueue implements CompletionQueue
     private static final WcStatus[] STATUSES = WcStatus.values();
     private static final WcOpcode[] OPCODES = WcOpcode.values();
 
-    private final TcpVerbsContext context;
-    private final TcpCompletionChannel channel;
-    private final int capacity;
     private final int mask;
     private final long[] wrIds;
     private final byte[] statuses;
@@ -47,13 +43,7 @@ final class TcpCompletionQueue implements CompletionQueue
 
     TcpCompletionQueue(final TcpVerbsContext context, final int capacity, final TcpCompletionChannel channel)
     {
-        if (capacity <= 0)
-        {
-            throw new IllegalArgumentException("CQ capacity must be > 0: " + capacity);
-        }
-        this.context = context;
-        this.channel = channel;
-        this.capacity = BitUtil.findNextPositivePowerOfTwo(capacity);
+        super(context, entries(capacity), channel);
         this.mask = this.capacity - 1;
         wrIds = new long[this.capacity];
         statuses = new byte[this.capacity];
@@ -63,6 +53,15 @@ final class TcpCompletionQueue implements CompletionQueue
         flags = new int[this.capacity];
         qpNums = new int[this.capacity];
         sequences = new AtomicLongArray(this.capacity);
+    }
+
+    private static int entries(final int capacity)
+    {
+        if (capacity <= 0)
+        {
+            throw new IllegalArgumentException("CQ capacity must be > 0: " + capacity);
+        }
+        return BitUtil.findNextPositivePowerOfTwo(capacity);
     }
 
     TcpVerbsContext tcpContext()
@@ -119,18 +118,6 @@ final class TcpCompletionQueue implements CompletionQueue
             channel.signal();
         }
         return true;
-    }
-
-    @Override
-    public int capacity()
-    {
-        return capacity;
-    }
-
-    @Override
-    public CompletionChannel channel()
-    {
-        return channel;
     }
 
     @Override

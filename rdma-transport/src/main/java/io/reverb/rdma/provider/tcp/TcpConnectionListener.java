@@ -1,6 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.provider.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.ListenerHandshakes;
 import io.reverb.rdma.verbs.RefusalLog;
@@ -18,12 +18,11 @@ import java.nio.channels.SocketChannel;
  * does not speak the handshake, is silent, or comes when too many handshakes are pending is dropped and
  * reported (one line, rate-limited) and the listener goes on.
  */
-final class TcpConnectionListener implements ConnectionListener
+final class TcpConnectionListener extends AbstractConnectionListener
 {
     private final TcpVerbsContext context;
     private final ListenerHandshakes<TcpConnectionRequest> handshakes;
     private final String localAddress;
-    private volatile boolean closed;
 
     TcpConnectionListener(final TcpVerbsContext context, final String address, final int backlog) throws IOException
     {
@@ -102,23 +101,14 @@ final class TcpConnectionListener implements ConnectionListener
     }
 
     @Override
-    public ConnectionRequest accept(final long timeoutNanos) throws IOException
+    protected ConnectionRequest take(final long timeoutNanos) throws IOException
     {
-        if (closed)
-        {
-            throw new IOException("listener on tcp://" + localAddress + " is closed");
-        }
         return handshakes.poll(timeoutNanos);
     }
 
     @Override
-    public void close()
+    protected void release()
     {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
         handshakes.close();
         context.removed(this);
     }
@@ -126,6 +116,6 @@ final class TcpConnectionListener implements ConnectionListener
     @Override
     public String toString()
     {
-        return "TcpConnectionListener{" + localAddress + '}';
+        return "tcp://" + localAddress;
     }
 }

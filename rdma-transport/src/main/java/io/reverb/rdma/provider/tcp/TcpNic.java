@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.rdma.provider.Tasks;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -8,6 +9,7 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.agrona.collections.ArrayUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -119,18 +121,7 @@ final class TcpNic implements Runnable
     /** A QP closed its socket (NIC thread). */
     void removed(final TcpQueuePair qp)
     {
-        final TcpQueuePair[] current = queuePairs;
-        for (int i = 0; i < current.length; i++)
-        {
-            if (current[i] == qp)
-            {
-                final TcpQueuePair[] shrunk = new TcpQueuePair[current.length - 1];
-                System.arraycopy(current, 0, shrunk, 0, i);
-                System.arraycopy(current, i + 1, shrunk, i, current.length - i - 1);
-                queuePairs = shrunk;
-                return;
-            }
-        }
+        queuePairs = ArrayUtil.remove(queuePairs, qp);
     }
 
     @Override
@@ -229,18 +220,7 @@ final class TcpNic implements Runnable
 
     private void runTasks()
     {
-        Runnable task;
-        while ((task = tasks.poll()) != null)
-        {
-            try
-            {
-                task.run();
-            }
-            catch (final RuntimeException ex)
-            {
-                LOG.error("tcp:// NIC task failed", ex);
-            }
-        }
+        Tasks.runAll(tasks, ex -> LOG.error("tcp:// NIC task failed", Tasks.rethrowError(ex)));
     }
 
     /** Stops the thread after taking every remaining QP down. Idempotent. */

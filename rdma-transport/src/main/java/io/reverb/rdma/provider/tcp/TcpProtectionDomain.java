@@ -1,24 +1,17 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.provider.RegionList;
-import io.reverb.rdma.verbs.MemoryRegion;
-import io.reverb.rdma.verbs.ProtectionDomain;
-import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.provider.AbstractProtectionDomain;
 import java.io.IOException;
-import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A protection domain: owns its regions; the NIC thread lets a QP reach only regions of the QP's PD.
  */
-final class TcpProtectionDomain implements ProtectionDomain
+final class TcpProtectionDomain extends AbstractProtectionDomain<TcpVerbsContext, TcpMemoryRegion>
 {
-    private final TcpVerbsContext context;
-    private final RegionList<TcpMemoryRegion> regions = new RegionList<>();
-
     TcpProtectionDomain(final TcpVerbsContext context)
     {
-        this.context = context;
+        super(context);
     }
 
     TcpVerbsContext tcpContext()
@@ -27,48 +20,34 @@ final class TcpProtectionDomain implements ProtectionDomain
     }
 
     @Override
-    public VerbsContext context()
+    protected TcpMemoryRegion register(final int length, final int access) throws IOException
     {
-        return context;
+        try
+        {
+            return new TcpMemoryRegion(this, context.nextRegionIndex(), ThreadLocalRandom.current().nextInt(), access, length);
+        }
+        catch (final OutOfMemoryError ex)
+        {
+            throw new IOException("cannot allocate " + length + " bytes of direct memory " +
+                "(raise -XX:MaxDirectMemorySize)", ex);
+        }
     }
 
     @Override
-    public MemoryRegion allocate(final int length, final int access) throws IOException
+    protected void added(final TcpMemoryRegion region)
     {
-        RegionList.checkAllocation(length, access);
-        synchronized (regions)
-        {
-            regions.ensureOpen();
-            final TcpMemoryRegion region;
-            try
-            {
-                region = new TcpMemoryRegion(this, context.nextRegionIndex(),
-                    ThreadLocalRandom.current().nextInt(), access, length);
-            }
-            catch (final OutOfMemoryError ex)
-            {
-                throw new IOException("cannot allocate " + length + " bytes of direct memory " +
-                    "(raise -XX:MaxDirectMemorySize)", ex);
-            }
-            regions.tryAdd(region);
-            context.registered(region);
-            return region;
-        }
+        context.registered(region);
     }
 
     void removed(final TcpMemoryRegion region)
     {
-        regions.remove(region);
+        forget(region);
         context.deregistered(region);
     }
 
     @Override
-    public void close()
+    protected void closed()
     {
-        if (!regions.closeAll())
-        {
-            return;
-        }
         context.removed(this);
     }
 

@@ -21,18 +21,6 @@ public final class TcpVerbsProvider implements VerbsProvider
     }
 
     @Override
-    public String scheme()
-    {
-        return NAME;
-    }
-
-    @Override
-    public boolean isAvailable()
-    {
-        return true;
-    }
-
-    @Override
     public String unavailabilityCause()
     {
         return null;

@@ -6,6 +6,7 @@ import com.ibm.disni.verbs.impl.NatCmaIdPrivate;
 import com.ibm.disni.verbs.impl.NatRdmaEventChannel;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -130,7 +131,7 @@ class DisniCmIdTableTest
         // What the constructor does besides RdmaCm.open(): a plain HashMap.
         final Field idMap = NatRdmaEventChannel.class.getDeclaredField("idMap");
         idMap.setAccessible(true);
-        idMap.set(channel, new java.util.HashMap<Long, NatCmaIdPrivate>());
+        idMap.set(channel, new HashMap<Long, NatCmaIdPrivate>());
         return channel;
     }
 
@@ -143,10 +144,12 @@ class DisniCmIdTableTest
         return id;
     }
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - sun.misc may not be imported (IllegalImport)
     private static sun.misc.Unsafe unsafe() throws Exception
     {
         final Field field = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
         field.setAccessible(true);
         return (sun.misc.Unsafe)field.get(null);
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 }

@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.ibm.disni.verbs.RdmaCmEvent;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +26,7 @@ class DisniCmWaiterTest
     @Test
     void shouldNameTheEventThatArrivedInstead()
     {
-        final int rejected = com.ibm.disni.verbs.RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal();
+        final int rejected = RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal();
         waiter.onCmEvent(rejected, null);
 
         assertThatThrownBy(() -> waiter.await(CmEventDispatcher.ESTABLISHED, TimeUnit.SECONDS.toNanos(1), "connecting to x"))

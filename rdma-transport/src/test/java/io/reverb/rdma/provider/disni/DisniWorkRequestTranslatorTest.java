@@ -34,7 +34,8 @@ class DisniWorkRequestTranslatorTest
         assertThat(WorkRequestTranslator.toDisniOpcode(WrOpcode.RDMA_WRITE_WITH_IMM))
             .isEqualTo(1).isEqualTo(IbvSendWR.IBV_WR_RDMA_WRITE_WITH_IMM);
         assertThat(WorkRequestTranslator.toDisniOpcode(WrOpcode.SEND)).isEqualTo(2).isEqualTo(IbvSendWR.IBV_WR_SEND);
-        assertThat(WorkRequestTranslator.toDisniOpcode(WrOpcode.SEND_WITH_IMM)).isEqualTo(3).isEqualTo(IbvSendWR.IBV_WR_SEND_WITH_IMM);
+        assertThat(WorkRequestTranslator.toDisniOpcode(WrOpcode.SEND_WITH_IMM))
+            .isEqualTo(3).isEqualTo(IbvSendWR.IBV_WR_SEND_WITH_IMM);
         assertThat(WorkRequestTranslator.toDisniOpcode(WrOpcode.RDMA_READ)).isEqualTo(4).isEqualTo(IbvSendWR.IBV_WR_RDMA_READ);
     }
 
@@ -48,12 +49,14 @@ class DisniWorkRequestTranslatorTest
     @Test
     void shouldMapEachSendFlagToItsIbverbsBit()
     {
-        assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_FENCE)).isEqualTo(IbvSendWR.IBV_SEND_FENCE).isEqualTo(1);
+        assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_FENCE))
+            .isEqualTo(IbvSendWR.IBV_SEND_FENCE).isEqualTo(1);
         assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_SIGNALED))
             .isEqualTo(IbvSendWR.IBV_SEND_SIGNALED).isEqualTo(2);
         assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_SOLICITED))
             .isEqualTo(IbvSendWR.IBV_SEND_SOLICITED).isEqualTo(4);
-        assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_INLINE)).isEqualTo(IbvSendWR.IBV_SEND_INLINE).isEqualTo(8);
+        assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_INLINE))
+            .isEqualTo(IbvSendWR.IBV_SEND_INLINE).isEqualTo(8);
         assertThat(WorkRequestTranslator.toDisniSendFlags(0)).isZero();
         assertThat(WorkRequestTranslator.toDisniSendFlags(SendRequest.FLAG_SIGNALED | SendRequest.FLAG_SOLICITED))
             .isEqualTo(IbvSendWR.IBV_SEND_SIGNALED | IbvSendWR.IBV_SEND_SOLICITED);

@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.shm;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
@@ -242,7 +243,7 @@ class ShmProviderTest
     @Test
     void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
     {
-        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         try (VerbsContext server = new ShmVerbsProvider().open(config);
             VerbsContext client = new ShmVerbsProvider().open(config))
         {

@@ -25,6 +25,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -215,8 +217,8 @@ class ShmTrustTest
         }
     }
 
-    private final java.util.Map<QueuePair, QueuePairAttributes> attributes = new java.util.HashMap<>();
-    private final java.util.Map<QueuePair, MemoryRegion> region = new java.util.HashMap<>();
+    private final Map<QueuePair, QueuePairAttributes> attributes = new HashMap<>();
+    private final Map<QueuePair, MemoryRegion> region = new HashMap<>();
 
     private QueuePairAttributes attributesOf(final QueuePair qp)
     {

@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -187,7 +188,7 @@ class ShmWireFuzzTest
     {
         final Path socketDir = Files.createTempDirectory("rvb-seed");
         final Path socket = socketDir.resolve("s.sock");
-        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(StandardProtocolFamily.UNIX))
+        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX))
         {
             server.bind(UnixDomainSocketAddress.of(socket));
             try (SocketChannel out = SocketChannel.open(UnixDomainSocketAddress.of(socket));

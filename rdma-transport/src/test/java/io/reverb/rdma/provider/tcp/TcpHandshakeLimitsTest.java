@@ -91,7 +91,8 @@ class TcpHandshakeLimitsTest
             final QueuePairAttributes attributes = new QueuePairAttributes().pd(context.allocPd()).sendCq(cq).recvCq(cq)
                 .maxSendWr(TcpHandshake.MAX_PEER_SEND_WR + 1).maxRecvWr(4);
             assertThatThrownBy(() -> context.connect("127.0.0.1:1", attributes, null))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxSendWr <= " + TcpHandshake.MAX_PEER_SEND_WR);
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("maxSendWr <= " + TcpHandshake.MAX_PEER_SEND_WR);
         }
     }
 

@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.tcp;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
@@ -20,10 +21,15 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import io.reverb.rdma.verbs.QpState;
+import java.io.DataInputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -31,6 +37,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -221,7 +228,7 @@ class TcpProviderTest
         }
         catch (final IOException ex)
         {
-            assertThat(ex).as("hung up").isInstanceOf(java.net.SocketException.class).hasMessageContaining("reset");
+            assertThat(ex).as("hung up").isInstanceOf(SocketException.class).hasMessageContaining("reset");
             return;
         }
         assertThat(read).as("hung up").isEqualTo(-1);
@@ -292,7 +299,7 @@ class TcpProviderTest
     @Test
     void shouldDiscardAcksThatArriveAfterACqOverflowTookTheQpDown() throws Exception
     {
-        try (java.net.ServerSocket responder = new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress()))
+        try (ServerSocket responder = new ServerSocket(0, 4, InetAddress.getLoopbackAddress()))
         {
             final String address = "127.0.0.1:" + responder.getLocalPort();
             Thread nic;
@@ -308,7 +315,7 @@ class TcpProviderTest
                     }
                     catch (final IOException ex)
                     {
-                        throw new java.io.UncheckedIOException(ex);
+                        throw new UncheckedIOException(ex);
                     }
                 });
                 try (Socket peer = responder.accept())
@@ -333,10 +340,10 @@ class TcpProviderTest
                     final byte[] request = new byte[TcpFrame.HEADER_LENGTH + 8];
                     for (int i = 0; i < 8; i++)
                     {
-                        new java.io.DataInputStream(peer.getInputStream()).readFully(request);
+                        new DataInputStream(peer.getInputStream()).readFully(request);
                     }
-                    final org.agrona.concurrent.UnsafeBuffer frames =
-                        new org.agrona.concurrent.UnsafeBuffer(new byte[2 * TcpFrame.HEADER_LENGTH]);
+                    final UnsafeBuffer frames =
+                        new UnsafeBuffer(new byte[2 * TcpFrame.HEADER_LENGTH]);
                     TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 0, 5, 0, 0, 0);
                     TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 0, 3, 0, 0, 0);
                     peer.getOutputStream().write(frames.byteArray());
@@ -359,7 +366,7 @@ class TcpProviderTest
     @Test
     void shouldAllocateNothingWhenPostingAndPollingInSteadyState() throws Exception
     {
-        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
             VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
         {
@@ -441,7 +448,7 @@ class TcpProviderTest
             .filter(t -> t.getName().startsWith("reverb-tcp-nic-")).mapToLong(Thread::getId).toArray();
     }
 
-    private static long allocatedBy(final com.sun.management.ThreadMXBean threads, final long[] ids)
+    private static long allocatedBy(final ThreadMXBean threads, final long[] ids)
     {
         long total = 0;
         for (final long bytes : threads.getThreadAllocatedBytes(ids))

@@ -1,0 +1,59 @@
+package io.reverb.rpc.util;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class LogLimiterTest
+{
+    private long now = 7;
+    private final LogLimiter limiter = new LogLimiter(() -> now);
+
+    @Test
+    void shouldPassABurstThenOneLinePerIntervalCountingTheLeftOut()
+    {
+        int passed = 0;
+        for (int i = 0; i < 1_000; i++)
+        {
+            if (limiter.admit("m") != LogLimiter.SUPPRESS)
+            {
+                passed++;
+            }
+        }
+        assertThat(passed).isEqualTo(LogLimiter.BURST);
+        assertThat(limiter.admit("other")).as("keys are limited apart").isZero();
+        now += LogLimiter.INTERVAL_NANOS - 1;
+        assertThat(limiter.admit("m")).as("one nanosecond before the interval ends").isEqualTo(LogLimiter.SUPPRESS);
+        now += 1;
+        assertThat(limiter.admit("m")).isEqualTo(1_000 - LogLimiter.BURST + 1);
+        assertThat(limiter.admit("m")).isEqualTo(LogLimiter.SUPPRESS);
+        now += LogLimiter.INTERVAL_NANOS;
+        assertThat(limiter.admit("m")).as("the count starts again after each line that passes").isEqualTo(1);
+    }
+
+    @Test
+    void shouldShareOneBudgetAmongKeysBeyondTheLimitSoThatThePeerCannotGrowTheTable()
+    {
+        for (int i = 0; i < LogLimiter.MAX_KEYS; i++)
+        {
+            assertThat(limiter.admit("key" + i)).isZero();
+        }
+        int passed = 0;
+        for (int i = 0; i < 1_000; i++)
+        {
+            if (limiter.admit("new" + i) != LogLimiter.SUPPRESS)
+            {
+                passed++;
+            }
+        }
+        assertThat(passed).as("keys beyond the table share the overflow key's burst").isEqualTo(LogLimiter.BURST);
+        assertThat(limiter.admit("key0")).as("keys already tracked keep their own budget").isZero();
+    }
+
+    @Test
+    void shouldSayHowManyWereLeftOutOnlyWhenSomeWere()
+    {
+        assertThat(LogLimiter.leftOutSuffix(0)).isEmpty();
+        assertThat(LogLimiter.leftOutSuffix(3)).isEqualTo(" (3 more like this in the last 10 s were not logged)");
+    }
+}
