@@ -5,7 +5,8 @@ import java.nio.ByteBuffer;
 /**
  * ByteBuffer views of registered memory, one slot per entry of a gather or scatter list, so that a socket can read
  * or write registered memory directly. A slot keeps its view while it is used for the same region (the send ring,
- * the same rendezvous buffer): in steady state nothing is allocated. Used under the QP's wire lock.
+ * the same rendezvous buffer): in steady state nothing is allocated. A slot may keep a deregistered region's memory
+ * reachable until the slot is used for another region or the QP's socket closes. Used under the QP's wire lock.
  */
 final class TcpRegionViews
 {
