@@ -48,6 +48,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final long startNanos;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
+    // why the call ended early (guarded by this), for a context created after that
+    private Status earlyEnd;
     private volatile Context reactorContext;
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
@@ -62,6 +64,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private boolean headersSent;
     boolean closed;
     private Disposable deadlineTimer;
+    // the single request of a unary or server-streaming call: its marshaller may lend it memory, given back once the
+    // final frame is written (responses written before it may reference the request)
+    private volatile Req singleRequest;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -129,9 +134,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         if (timeoutNanos >= 0)
         {
-            final Disposable timer = server.timer().schedule(
+            final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
-                timeoutNanos, TimeUnit.NANOSECONDS);
+                timeoutNanos);
             synchronized (this)
             {
                 if (closed)
@@ -186,6 +191,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
                 connection.peer());
+            if (earlyEnd != null)
+            {
+                rpcContext.cancel(earlyEnd); // no listener yet: nothing runs under this lock
+            }
         }
         return rpcContext;
     }
@@ -388,6 +397,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
         encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
+        final Req request = singleRequest;
+        if (request != null)
+        {
+            // every response is written by now (frames go in order): the request's lifetime ends here
+            singleRequest = null;
+            method.requestMarshaller().release(request);
+        }
     }
 
     @Override
@@ -414,6 +430,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             return;
         }
         server.metrics().messageReceived(method, size);
+        if (method.type().clientSendsOneMessage() && singleRequest == null)
+        {
+            singleRequest = value;
+        }
         onRequest(value, endOfStream);
     }
 
@@ -485,6 +505,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         final Subscription s;
         final Metadata trailers;
+        final RpcContext cancelContext;
+        final Status why = reason != null ? reason : status != null ? status : Status.CANCELLED;
         synchronized (this)
         {
             if (closed)
@@ -496,6 +518,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             upstream = null;
             pendingResponse = null;
             trailers = status != null ? trailersCopy() : null;
+            earlyEnd = why;
+            cancelContext = rpcContext;
+        }
+        if (cancelContext != null)
+        {
+            // client calls made while handling this one end with it, even those subscribed on their own
+            cancelContext.cancel(why);
         }
         if (status != null)
         {

@@ -21,8 +21,14 @@
  * {@code postSend} returned (as with a real NIC: reuse it after its completion); a send completion can come up to
  * about 2 ms after the peer received the request when the peer holds its ACK for a request that does not come
  * ({@code -Dreverb.tcp.ackHoldMicros=0} sends every ACK at once); a peer that
- * vanishes without FIN or RST is noticed only when TCP gives up on it; nothing is encrypted or
- * authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and learns
- * an rkey of that connection's PD can reach that memory.
+ * vanishes without FIN or RST is noticed only when TCP gives up on it; without TLS nothing is
+ * encrypted or authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and
+ * learns an rkey of that connection's PD can reach that memory.
+ *
+ * <p>TLS ({@link io.reverb.rdma.verbs.VerbsConfig#tls()}): every QP's bytes go through a
+ * {@link io.reverb.rdma.provider.tcp.TcpLink}; with TLS that is a
+ * {@link io.reverb.rdma.provider.tcp.TlsTcpStream} (JDK {@code SSLEngine}), which carries the connection
+ * handshake too. Listeners drive TLS handshakes on their non-blocking handshake thread, against the handshake
+ * deadline.
  */
 package io.reverb.rdma.provider.tcp;
