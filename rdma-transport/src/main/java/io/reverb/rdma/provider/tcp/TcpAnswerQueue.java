@@ -49,6 +49,12 @@ final class TcpAnswerQueue
         return true;
     }
 
+    /** @return the number of requests a lone queued ACK answers, or 0 if the queue holds anything else. */
+    int loneAcks()
+    {
+        return tail - head == 1 && type[(int)head & mask] == TcpFrame.ACK ? value[(int)head & mask] : 0;
+    }
+
     /** @return true if the last queued answer is an ACK, which then counts one more request. */
     boolean mergeAck()
     {

@@ -33,7 +33,8 @@ import java.nio.charset.StandardCharsets;
 final class TcpHandshake
 {
     static final int MAGIC = 0x5256_5443; // "RVTC"
-    static final int VERSION = 1;
+    /** 2: the frame header carries piggybacked ACKs ({@link TcpFrame}); a version-1 peer would never see them. */
+    static final int VERSION = 2;
     static final int CONNECT = 1;
     static final int ACCEPT = 2;
     static final int REJECT = 3;

@@ -16,14 +16,22 @@ import org.slf4j.LoggerFactory;
 /**
  * The context's "NIC": one thread with an NIO selector over the sockets of all the context's QPs.
  * Each duty cycle it runs set-up tasks, lets every QP move staged work to its socket (and expire RNR
- * waits), then selects, sleeping only when no QP has work: posting threads publish their request,
- * then wake the selector if (and only if) the NIC said it was about to sleep, so a busy NIC costs
- * posters no system call.
+ * waits), then selects, sleeping only when no QP has work: posting threads publish their request
+ * (writing it themselves when the QP's wire is free), then wake the selector if (and only if) the NIC said
+ * it was about to sleep, so a busy NIC costs posters no system call.
+ *
+ * <p>Busy polling (off by default): with {@code -Dreverb.tcp.busyPollMicros=N} the NIC keeps polling its sockets
+ * without sleeping for N µs after the last event, so that a reply arriving within that time is read without a
+ * wake-up. It costs a core while it spins: on a machine with fewer free cores than busy threads it makes latency
+ * worse, not better.
  */
 final class TcpNic implements Runnable
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpNic.class);
     private static final long IDLE_SELECT_MS = 100;
+    /** System property: how long (µs) the NIC busy-polls after the last event before it sleeps; 0 (default) never. */
+    static final String BUSY_POLL_MICROS_PROP = "reverb.tcp.busyPollMicros";
+    private static final long MAX_BUSY_POLL_MICROS = 1_000_000;
     private static final TcpQueuePair[] NONE = new TcpQueuePair[0];
 
     private final Selector selector;
@@ -33,6 +41,9 @@ final class TcpNic implements Runnable
     private volatile boolean running = true;
     private volatile boolean asleep;
     private TcpQueuePair[] queuePairs = NONE;
+    private final long busyPollNanos =
+        Math.max(0, Math.min(MAX_BUSY_POLL_MICROS, Long.getLong(BUSY_POLL_MICROS_PROP, 0))) * 1000;
+    private long lastEventNanos;
 
     TcpNic(final String name) throws IOException
     {
@@ -49,6 +60,12 @@ final class TcpNic implements Runnable
         {
             selector.wakeup();
         }
+    }
+
+    /** Wakes the NIC now, asleep or not (cold path: a posting thread hands it a blocked socket). */
+    void wakeNow()
+    {
+        selector.wakeup();
     }
 
     /** Runs a task on the NIC thread (cold path). */
@@ -122,6 +139,15 @@ final class TcpNic implements Runnable
                 {
                     nextDeadline = Math.min(nextDeadline, qp.doWork(now));
                 }
+                if (busyPollNanos > 0 && now - lastEventNanos < busyPollNanos)
+                {
+                    // Busy polling: no sleep, so posters need not wake the NIC (asleep stays false).
+                    if (selector.selectNow(onKey) > 0)
+                    {
+                        lastEventNanos = System.nanoTime();
+                    }
+                    continue;
+                }
                 asleep = true;
                 if (!tasks.isEmpty() || anyPendingWork())
                 {
@@ -131,7 +157,10 @@ final class TcpNic implements Runnable
                 {
                     final long millis = nextDeadline == Long.MAX_VALUE ? IDLE_SELECT_MS :
                         Math.max(1, Math.min(IDLE_SELECT_MS, TimeUnit.NANOSECONDS.toMillis(nextDeadline) + 1));
-                    selector.select(onKey, millis);
+                    if (selector.select(onKey, millis) > 0)
+                    {
+                        lastEventNanos = System.nanoTime();
+                    }
                 }
                 asleep = false;
             }

@@ -14,7 +14,10 @@ final class TcpPayloadTarget
 {
     private static final int MAX_SGE = TcpSendQueue.MAX_SGE;
 
+    private final TcpMemoryRegion[] regions = new TcpMemoryRegion[MAX_SGE];
     private final UnsafeBuffer[] buffers = new UnsafeBuffer[MAX_SGE];
+    private final TcpRegionViews views = new TcpRegionViews(MAX_SGE);
+    private int spanStart;
     private final int[] offsets = new int[MAX_SGE];
     private final int[] lengths = new int[MAX_SGE];
     private int count;
@@ -27,14 +30,23 @@ final class TcpPayloadTarget
     {
         for (int k = 0; k < MAX_SGE; k++)
         {
+            regions[k] = null;
             buffers[k] = null;
         }
         count = 0;
     }
 
+    /** Forgets the cached views too (the socket closed), so that deregistered regions can be collected. */
+    void forget()
+    {
+        clear();
+        views.clear();
+    }
+
     /** One span: the region an RDMA WRITE targets. */
     void toRegion(final TcpMemoryRegion region, final int offset, final int length)
     {
+        regions[0] = region;
         buffers[0] = region.buffer();
         offsets[0] = offset;
         lengths[0] = length;
@@ -48,7 +60,8 @@ final class TcpPayloadTarget
         count = sq.sgeCount[i];
         for (int k = 0; k < count; k++)
         {
-            buffers[k] = sq.sgeRegion[base + k].buffer();
+            regions[k] = sq.sgeRegion[base + k];
+            buffers[k] = regions[k].buffer();
             offsets[k] = sq.sgeOffset[base + k];
             lengths[k] = sq.sgeLength[base + k];
         }
@@ -86,6 +99,7 @@ final class TcpPayloadTarget
                 clear();
                 return false;
             }
+            regions[k] = region;
             buffers[k] = region.buffer();
             offsets[k] = (int)offset;
             lengths[k] = length;
@@ -106,6 +120,34 @@ final class TcpPayloadTarget
     long remaining()
     {
         return remaining;
+    }
+
+    /**
+     * A view of the rest of the current span (at most what is still to come), for the socket to read into directly;
+     * hand it back to {@link #advance(ByteBuffer)} after the read.
+     */
+    ByteBuffer nextSpan()
+    {
+        while (index < count && lengths[index] == position)
+        {
+            index++;
+            position = 0;
+        }
+        if (index >= count)
+        {
+            return null;
+        }
+        final int length = (int)Math.min(lengths[index] - position, remaining);
+        spanStart = offsets[index] + position;
+        return views.view(index, regions[index], spanStart, length);
+    }
+
+    /** Counts what a read placed into the view {@link #nextSpan()} gave. */
+    void advance(final ByteBuffer span)
+    {
+        final int n = span.position() - spanStart;
+        position += n;
+        remaining -= n;
     }
 
     /**

@@ -24,15 +24,17 @@ import org.slf4j.LoggerFactory;
  * An RC queue pair of the tcp fabric: one TCP socket, driven by the context's NIC thread
  * ({@link TcpNic}).
  *
- * <p>Posting threads only fill rings: the send queue (work requests with their local SGEs checked
- * and resolved at post time) and the receive queue, then nudge the NIC thread if it sleeps. The NIC
- * thread frames requests into a staging buffer ({@link TcpFrame}), copying payloads out of
- * registered memory, and writes it to the socket; on the target side it parses frames out of
- * another staging buffer, checks rkey, bounds, access and PD before touching memory, places SEND
- * data into the next posted receive, and answers every request in order (ACK, NAK or the data of a
- * READ). The requester completes its oldest outstanding request on each answer. Completions are
- * produced on the NIC thread, except that requests posted to a QP in ERROR are flushed by the
- * posting thread at once.
+ * <p>Posting threads fill rings: the send queue (work requests with their local SGEs checked and resolved at
+ * post time) and the receive queue. A thread that posts a request and finds the QP's wire lock
+ * ({@link TcpWireLock}) free writes it to the socket itself, at once; otherwise it nudges the NIC thread, which
+ * holds the lock and writes it before it sleeps. Either way the {@link TcpTransmitter} frames requests
+ * ({@link TcpFrame}) and writes them with one gathering write, large payloads straight from registered memory.
+ * On the target side the NIC thread parses frames out of a staging buffer (a large payload is read from the
+ * socket straight into its destination), checks rkey, bounds, access and PD before touching memory, places SEND
+ * data into the next posted receive, and answers every request in order (ACK, NAK or the data of a READ); a
+ * lone ACK waits briefly for a request of this side to ride on. The requester completes its oldest outstanding
+ * request on each answer. Completions are produced on the NIC thread, except that requests posted to a QP in
+ * ERROR are flushed by the posting thread at once. All socket I/O goes through a {@link TcpLink}.
  *
  * <p>Semantics are the shm provider's:
  * <ul>
@@ -54,6 +56,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     private static final int STAGING_BYTES = 64 * 1024;
+    /** Payload bytes still to come from which the socket is read straight into the destination memory. */
+    static final int DIRECT_READ_MIN_BYTES = 4096;
+    /**
+     * System property: how long (µs) a lone ACK may wait to ride on a request; 0 sends every ACK at once. The NIC's
+     * timer has millisecond granularity, so a held ACK that no request picks up leaves 1-2 ms later.
+     */
+    static final String ACK_HOLD_MICROS_PROP = "reverb.tcp.ackHoldMicros";
+    static final long ACK_HOLD_MICROS_DEFAULT = 500;
+    /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
+    static final int ACK_HOLD_BACKOFF = 256;
 
     private static final int STAGE_HEADER = 0;
     private static final int STAGE_DISPATCH = 1;
@@ -78,7 +90,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private boolean recvFlushed;
     private boolean sendFlushed;
 
-    // NIC thread only from here on.
+    /**
+     * Guards everything below: the NIC thread holds it for its work on this QP, and a posting thread that finds
+     * it free writes its request to the socket itself (no hand-over to the NIC thread).
+     */
+    private final TcpWireLock wire = new TcpWireLock();
     private SelectionKey key;
     private int interestOps;
     private boolean down;
@@ -98,6 +114,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private int stage = STAGE_HEADER;
     private int inType;
     private int inFlags;
+    private int inAcks;
     private int inLength;
     private int inImm;
     private int inRkey;
@@ -105,6 +122,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private long inRecvWrId;
     private int remoteOffset;
     private final TcpPayloadTarget target = new TcpPayloadTarget();
+    private final ByteBuffer[] directReads = new ByteBuffer[2];
+    private boolean inputEnded;
+
+    // Holding a lone ACK for a request to ride on.
+    private final int ackHoldMax;
+    private final long ackHoldNanos;
+    private long ackQueuedAt;
+    private int ackHoldBackoff;
     private volatile boolean rnrWaiting;
     private long rnrDeadline;
 
@@ -127,6 +152,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
         this.answers = new TcpAnswerQueue(peer.maxSendWr);
         this.transmitter = new TcpTransmitter(sq, answers);
+        this.ackHoldMax = Math.max(1, Math.min(TcpFrame.MAX_PIGGYBACK_ACKS, peer.maxSendWr / 4));
+        this.ackHoldNanos = Math.max(0, Math.min(1_000_000, Long.getLong(ACK_HOLD_MICROS_PROP, ACK_HOLD_MICROS_DEFAULT))) * 1000;
+        directReads[1] = rxBuffer;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -156,8 +184,53 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return PostResult.QUEUE_FULL;
             }
         }
-        nic.wake();
+        if (wire.tryLock())
+        {
+            // The wire is free: write the request now, on this thread.
+            boolean handOver;
+            try
+            {
+                handOver = writeInline();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+            if (handOver)
+            {
+                nic.wakeNow();
+            }
+        }
+        else
+        {
+            // Whoever holds the wire (the NIC thread) sees the request before it sleeps.
+            nic.wake();
+        }
         return PostResult.OK;
+    }
+
+    /**
+     * A posting thread's write (wire lock held).
+     *
+     * @return true if the NIC thread must take over now: the socket would block, or it failed
+     */
+    private boolean writeInline()
+    {
+        if (socketClosed || writeBlocked || down)
+        {
+            return false;
+        }
+        try
+        {
+            pumpTx(System.nanoTime());
+            return writeBlocked;
+        }
+        catch (final IOException ex)
+        {
+            // Going down involves the NIC's bookkeeping: it does that on its own thread.
+            nic.execute(this::peerGone);
+            return true;
+        }
     }
 
     @Override
@@ -190,7 +263,18 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     @Override
     public void disconnect()
     {
-        nic.execute(() -> goDown(null));
+        nic.execute(() ->
+        {
+            wire.lock();
+            try
+            {
+                goDown(null);
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        });
     }
 
     @Override
@@ -211,8 +295,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         // Posting already answers CLOSED; the NIC flushes, runs the handler and closes the socket.
         nic.execute(() ->
         {
-            goDown(null);
-            closeSocket();
+            wire.lock();
+            try
+            {
+                goDown(null);
+                closeSocket();
+            }
+            finally
+            {
+                wire.unlock();
+            }
         });
         context.removed(this);
     }
@@ -224,13 +316,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** Registers the socket with the NIC's selector. */
     void register(final Selector selector) throws IOException
     {
-        interestOps = SelectionKey.OP_READ;
-        key = link.selectable().register(selector, interestOps, this);
-    }
-
-    boolean isSocketClosed()
-    {
-        return socketClosed;
+        wire.lock();
+        try
+        {
+            interestOps = SelectionKey.OP_READ;
+            key = link.selectable().register(selector, interestOps, this);
+        }
+        finally
+        {
+            wire.unlock();
+        }
     }
 
     /**
@@ -240,6 +335,19 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * @return nanoseconds until this QP needs the NIC again without an event, or Long.MAX_VALUE.
      */
     long doWork(final long now)
+    {
+        wire.lock();
+        try
+        {
+            return doWorkLocked(now);
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    private long doWorkLocked(final long now)
     {
         if (socketClosed)
         {
@@ -275,7 +383,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             }
             if (!writeBlocked && !socketClosed)
             {
-                pumpTx();
+                pumpTx(now);
+                if (ackQueuedAt != 0 && !down)
+                {
+                    next = Math.min(next, Math.max(1, ackQueuedAt + ackHoldNanos - now));
+                }
             }
         }
         catch (final IOException ex)
@@ -287,6 +399,19 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     /** @return true if {@link #doWork(long)} has something to do now. */
     boolean hasPendingWork()
+    {
+        wire.lock();
+        try
+        {
+            return hasPendingWorkLocked();
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    private boolean hasPendingWorkLocked()
     {
         if (socketClosed)
         {
@@ -300,7 +425,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (!answers.isEmpty() || transmitter.hasPending())
+        if (transmitter.hasPending() || !answers.isEmpty() && ackQueuedAt == 0)
         {
             return true;
         }
@@ -310,6 +435,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     void onReady(final SelectionKey selected)
     {
+        wire.lock();
         try
         {
             if (selected.isReadable())
@@ -319,12 +445,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             if (!socketClosed && selected.isValid() && selected.isWritable())
             {
                 writeBlocked = false;
-                pumpTx();
+                pumpTx(System.nanoTime());
             }
         }
         catch (final IOException ex)
         {
             peerGone();
+        }
+        finally
+        {
+            wire.unlock();
         }
     }
 
@@ -341,6 +471,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             rxBuffer.flip();
             parse();
             rxBuffer.compact();
+            if (inputEnded)
+            {
+                peerGone();
+            }
         }
     }
 
@@ -351,6 +485,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         rxBuffer.flip();
         parse();
         rxBuffer.compact();
+        if (inputEnded)
+        {
+            peerGone();
+        }
     }
 
     private void parse() throws IOException
@@ -374,12 +512,25 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     final int at = rxBuffer.position();
                     inType = TcpFrame.type(rx, at);
                     inFlags = TcpFrame.flags(rx, at);
+                    inAcks = TcpFrame.acks(rx, at);
                     inLength = TcpFrame.length(rx, at);
                     inImm = TcpFrame.imm(rx, at);
                     inRkey = TcpFrame.rkey(rx, at);
                     inAddress = TcpFrame.address(rx, at);
                     rxBuffer.position(at + TcpFrame.HEADER_LENGTH);
                     stage = STAGE_DISPATCH;
+                    if (inAcks > 0)
+                    {
+                        // ACKs riding on a request answer this side's oldest requests before the request is acted on.
+                        if (inType >= TcpFrame.SEND && inType <= TcpFrame.READ_REQUEST)
+                        {
+                            onAcks(inAcks);
+                        }
+                        else
+                        {
+                            protocolError("ACKs carried by a frame of type " + inType);
+                        }
+                    }
                     break;
                 }
                 case STAGE_DISPATCH:
@@ -395,10 +546,15 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                         {
                             // Cannot happen: lengths were checked against the destination before the payload.
                             protocolError("payload longer than its destination");
+                            break;
+                        }
+                        if (target.remaining() > 0 && (target.remaining() < DIRECT_READ_MIN_BYTES || !readDirect()))
+                        {
+                            return;
                         }
                         if (target.remaining() > 0)
                         {
-                            return;
+                            break;
                         }
                     }
                     finishFrame();
@@ -491,17 +647,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             }
             case TcpFrame.ACK:
             {
-                for (int n = 0; n < inLength && !down; n++)
-                {
-                    final long head = sq.head;
-                    if (head == sq.tx || sq.opcode[(int)head & sq.mask] == WrOpcode.RDMA_READ)
-                    {
-                        protocolError("ACK without a matching request");
-                        return true;
-                    }
-                    completeHead(WcStatus.SUCCESS, sq.length[(int)head & sq.mask]);
-                }
                 stage = STAGE_HEADER;
+                onAcks(inLength);
                 return true;
             }
             case TcpFrame.NAK:
@@ -531,6 +678,55 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 protocolError("unknown frame type " + inType);
                 return true;
         }
+    }
+
+    /** Completes the oldest {@code count} outstanding requests, each of which must be one an ACK answers. */
+    private void onAcks(final int count)
+    {
+        for (int n = 0; n < count && !down; n++)
+        {
+            final long head = sq.head;
+            if (head == sq.tx || sq.opcode[(int)head & sq.mask] == WrOpcode.RDMA_READ)
+            {
+                protocolError("ACK without a matching request");
+                return;
+            }
+            completeHead(WcStatus.SUCCESS, sq.length[(int)head & sq.mask]);
+        }
+    }
+
+    /**
+     * The staging buffer is drained and much of the payload is still to come: reads it from the socket straight
+     * into its destination (and what follows it into the empty staging buffer), without a copy.
+     *
+     * @return true if bytes were read (parse on), false if none is available now or the stream ended
+     */
+    private boolean readDirect() throws IOException
+    {
+        if (rxBuffer.hasRemaining())
+        {
+            return false;
+        }
+        directReads[0] = target.nextSpan();
+        if (directReads[0] == null)
+        {
+            // Cannot happen (lengths were checked first); place() reports it.
+            return false;
+        }
+        rxBuffer.clear();
+        final long n = link.read(directReads, 0, 2);
+        final ByteBuffer span = directReads[0];
+        directReads[0] = null;
+        if (n > 0)
+        {
+            target.advance(span);
+        }
+        rxBuffer.flip();
+        if (n < 0)
+        {
+            inputEnded = true;
+        }
+        return n > 0;
     }
 
     /** @return TAKEN if a receive is at rq.head, WAIT while the RNR time runs, FAILED once it ran out. */
@@ -699,10 +895,57 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     private void respondAck()
     {
+        final boolean first = answers.isEmpty();
         if (!answers.mergeAck())
         {
             respond(TcpFrame.ACK, 1, null, 0);
         }
+        if (first && !down)
+        {
+            ackQueuedAt = System.nanoTime();
+        }
+    }
+
+    /**
+     * Whether a lone ACK may wait for a request to carry it: not when down, not when it answers a quarter of the
+     * peer's send queue, not past the hold time, and not for a while after a held ACK had to go alone
+     * (the traffic is one-way: holding only delays the peer's completions).
+     */
+    private boolean holdAck(final long now)
+    {
+        if (ackQueuedAt == 0)
+        {
+            return false;
+        }
+        if (ackHoldNanos == 0)
+        {
+            ackQueuedAt = 0;
+            return false;
+        }
+        final int acks = answers.loneAcks();
+        if (down || acks == 0)
+        {
+            ackQueuedAt = 0;
+            return false;
+        }
+        if (ackHoldBackoff > 0)
+        {
+            ackHoldBackoff--;
+            ackQueuedAt = 0;
+            return false;
+        }
+        if (acks >= ackHoldMax)
+        {
+            ackQueuedAt = 0;
+            return false;
+        }
+        if (now - ackQueuedAt >= ackHoldNanos)
+        {
+            ackHoldBackoff = ACK_HOLD_BACKOFF;
+            ackQueuedAt = 0;
+            return false;
+        }
+        return true;
     }
 
     private void respond(final int type, final int value, final TcpMemoryRegion region, final int offset)
@@ -718,20 +961,25 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     }
 
     /** Moves staged frames to the socket, staging more as it drains, until it would block. */
-    private void pumpTx() throws IOException
+    private void pumpTx(final long now) throws IOException
     {
         if (outputShut || socketClosed)
         {
             return;
         }
-        if (!transmitter.write(link, down) || !link.flush())
+        final boolean hold = holdAck(now);
+        if (!transmitter.write(link, down, hold) || !link.flush())
         {
             writeBlocked = true;
             setInterest(SelectionKey.OP_WRITE, true);
             return;
         }
         setInterest(SelectionKey.OP_WRITE, false);
-        if (down && answers.isEmpty() && transmitter.payloadDone())
+        if (!hold || answers.isEmpty())
+        {
+            ackQueuedAt = 0;
+        }
+        if (down && answers.isEmpty())
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
             outputShut = true;
@@ -752,8 +1000,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** EOF or an error on the socket: the peer is gone. */
     void peerGone()
     {
-        goDown(null);
-        closeSocket();
+        wire.lock();
+        try
+        {
+            goDown(null);
+            closeSocket();
+        }
+        finally
+        {
+            wire.unlock();
+        }
     }
 
     /**
@@ -809,7 +1065,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             setInterest(SelectionKey.OP_READ, true);
             try
             {
-                pumpTx();
+                pumpTx(System.nanoTime());
             }
             catch (final IOException ex)
             {
@@ -854,6 +1110,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             // Closing anyway.
         }
         transmitter.clear();
+        target.forget();
         nic.removed(this);
     }
 

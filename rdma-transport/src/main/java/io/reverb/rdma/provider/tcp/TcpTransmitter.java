@@ -7,155 +7,189 @@ import java.nio.ByteBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * The outbound half of a tcp QP's NIC work: fills a staging buffer with frames ({@link TcpFrame}) — first the
- * rest of the payload in progress, then the answers owed to the peer ({@link TcpAnswerQueue}), then this
- * side's requests from the send queue ({@link TcpSendQueue}, at {@code tx}) — copying payloads out of
- * registered memory, and writes it to the socket. NIC thread only.
+ * The outbound half of a tcp QP's NIC work: stages frames ({@link TcpFrame}) — first the answers owed to the peer
+ * ({@link TcpAnswerQueue}), then this side's requests from the send queue ({@link TcpSendQueue}, at {@code tx}) —
+ * and writes them to the link with one gathering write.
+ *
+ * <p>Headers and small payloads (below {@link #GATHER_MIN_BYTES}) are copied into a staging buffer, so that many
+ * small frames leave in one system call; a larger payload is not copied at all: the write gathers it straight from
+ * the registered memory it was posted from (or, for a READ_RESPONSE, the region it reads). A lone ACK at the end of
+ * the answers can ride on the next request instead ({@link TcpFrame}'s {@code acks}); whether it may wait for one is
+ * the QP's decision ({@code holdAck}). Called by whoever holds the QP's wire lock.
  */
 final class TcpTransmitter
 {
     static final int STAGING_BYTES = 64 * 1024;
+    /** Payloads from this size on are written from registered memory rather than copied. */
+    static final int GATHER_MIN_BYTES = 4096;
     private static final int MAX_SGE = TcpSendQueue.MAX_SGE;
+    private static final int MAX_IOV = 64;
 
     private final TcpSendQueue sq;
     private final TcpAnswerQueue answers;
     private final ByteBuffer txBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
     private final UnsafeBuffer tx = new UnsafeBuffer(txBuffer);
-    private final ByteBuffer[] txBuffers = {txBuffer};
     private int txFill;
-    private int txSent;
-    private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[MAX_SGE];
-    private final int[] srcOffsets = new int[MAX_SGE];
-    private final int[] srcLengths = new int[MAX_SGE];
-    private int srcCount;
-    private int srcIndex;
-    private int srcPosition;
-    private long outRemaining;
+    private int segmentStart;
+
+    // The gather list: slices of the staging buffer and views of registered memory, written in order.
+    private final ByteBuffer[] iov = new ByteBuffer[MAX_IOV];
+    private final ByteBuffer[] stagingSlices = new ByteBuffer[MAX_IOV];
+    private final TcpRegionViews views = new TcpRegionViews(MAX_IOV);
+    private int iovCount;
+    private int iovIndex;
 
     TcpTransmitter(final TcpSendQueue sq, final TcpAnswerQueue answers)
     {
         this.sq = sq;
         this.answers = answers;
+        for (int k = 0; k < MAX_IOV; k++)
+        {
+            stagingSlices[k] = txBuffer.duplicate();
+        }
     }
 
     /**
-     * Writes staged frames to the socket, staging more as it drains.
+     * Writes staged frames to the link, staging more as it drains.
      *
      * @param down whether the QP is down: then only answers (the NAK last) are staged, no new request
-     * @return true if everything is written, false if the socket would block
+     * @param holdAck whether a lone ACK at the end of the answers may wait to ride on a later request
+     * @return true if everything staged is written, false if the link would block
      */
-    boolean write(final TcpLink link, final boolean down) throws IOException
+    boolean write(final TcpLink link, final boolean down, final boolean holdAck) throws IOException
     {
         while (true)
         {
-            if (txSent == txFill)
+            if (iovIndex == iovCount)
             {
-                txSent = 0;
+                releaseViews();
                 txFill = 0;
-                stage(down);
-                if (txFill == 0)
+                segmentStart = 0;
+                iovCount = 0;
+                iovIndex = 0;
+                stage(down, holdAck);
+                closeSegment();
+                if (iovCount == 0)
                 {
                     return true;
                 }
             }
-            txBuffer.limit(txFill).position(txSent);
-            txSent += (int)link.write(txBuffers, 0, 1);
-            if (txSent < txFill)
+            link.write(iov, iovIndex, iovCount - iovIndex);
+            while (iovIndex < iovCount && !iov[iovIndex].hasRemaining())
+            {
+                iovIndex++;
+            }
+            if (iovIndex < iovCount)
             {
                 return false;
             }
         }
     }
 
-    /** @return true if bytes are staged but not written, or a payload is only partly staged. */
+    /** @return true if bytes are staged but not written. */
     boolean hasPending()
     {
-        return outRemaining > 0 || txSent != txFill;
-    }
-
-    /** @return true if no payload is in progress. */
-    boolean payloadDone()
-    {
-        return outRemaining == 0;
+        return iovIndex != iovCount;
     }
 
     /** The socket is closed: drop references to registered memory. */
     void clear()
     {
-        for (int k = 0; k < MAX_SGE; k++)
-        {
-            srcBuffers[k] = null;
-        }
-        outRemaining = 0;
+        iovIndex = 0;
+        iovCount = 0;
+        releaseViews();
+        views.clear();
     }
 
-    /** Fills the staging buffer: the payload in progress, then answers owed, then new requests. */
-    private void stage(final boolean down)
+    private void releaseViews()
     {
-        while (true)
+        for (int k = 0; k < iovCount; k++)
         {
-            if (outRemaining > 0)
-            {
-                if (txFill == STAGING_BYTES)
-                {
-                    return;
-                }
-                copyPayloadOut();
-                continue;
-            }
-            if (STAGING_BYTES - txFill < TcpFrame.HEADER_LENGTH)
-            {
-                return;
-            }
+            iov[k] = null;
+        }
+    }
+
+    /** Stages answers owed, then new requests, while the staging buffer and the gather list have room. */
+    private void stage(final boolean down, final boolean holdAck)
+    {
+        while (iovCount <= MAX_IOV - 2 * MAX_SGE - 2 && STAGING_BYTES - txFill >= TcpFrame.HEADER_LENGTH)
+        {
+            final long next = sq.tx;
+            final int i = (int)next & sq.mask;
+            final boolean requestReady = !down && next != sq.tail && !sq.localError[i];
+            int acks = 0;
             if (answers.head != answers.tail)
             {
-                stageAnswer();
-                continue;
+                if (down || answers.tail - answers.head > 1 || answers.type[(int)answers.head & answers.mask] != TcpFrame.ACK)
+                {
+                    if (!stageAnswer())
+                    {
+                        return;
+                    }
+                    continue;
+                }
+                // A lone ACK: it rides on the next request, waits for one, or goes alone.
+                final int j = (int)answers.head & answers.mask;
+                if (requestReady && answers.value[j] <= TcpFrame.MAX_PIGGYBACK_ACKS)
+                {
+                    acks = answers.value[j];
+                }
+                else if (requestReady || !holdAck)
+                {
+                    stageAnswer();
+                    continue;
+                }
             }
-            final long next = sq.tx;
-            if (down || next == sq.tail)
+            if (!requestReady || !stageRequest(i, acks))
             {
                 return;
             }
-            final int i = (int)next & sq.mask;
-            if (sq.localError[i])
+            if (acks > 0)
             {
-                return;
+                answers.head++;
             }
-            stageRequest(i);
             sq.tx = next + 1;
         }
     }
 
-    private void stageAnswer()
+    /** @return false if the staging buffer has no room for it now */
+    private boolean stageAnswer()
     {
         final int j = (int)answers.head & answers.mask;
         final int type = answers.type[j];
         switch (type)
         {
             case TcpFrame.ACK:
-                TcpFrame.write(tx, txFill, TcpFrame.ACK, 0, answers.value[j], 0, 0, 0);
+                TcpFrame.write(tx, txFill, TcpFrame.ACK, 0, 0, answers.value[j], 0, 0, 0);
+                txFill += TcpFrame.HEADER_LENGTH;
                 break;
             case TcpFrame.NAK:
-                TcpFrame.write(tx, txFill, TcpFrame.NAK, 0, 0, answers.value[j], 0, 0);
+                TcpFrame.write(tx, txFill, TcpFrame.NAK, 0, 0, 0, answers.value[j], 0, 0);
+                txFill += TcpFrame.HEADER_LENGTH;
                 break;
             default:
-                TcpFrame.write(tx, txFill, TcpFrame.READ_RESPONSE, 0, answers.value[j], 0, 0, 0);
-                if (answers.value[j] > 0)
+            {
+                final int length = answers.value[j];
+                if (!roomFor(length))
                 {
-                    srcBuffers[0] = answers.region[j].buffer();
-                    srcOffsets[0] = answers.offset[j];
-                    srcLengths[0] = answers.value[j];
-                    startOutPayload(1, answers.value[j]);
+                    return false;
+                }
+                TcpFrame.write(tx, txFill, TcpFrame.READ_RESPONSE, 0, 0, length, 0, 0, 0);
+                txFill += TcpFrame.HEADER_LENGTH;
+                if (length > 0)
+                {
+                    addPayload(answers.region[j], answers.offset[j], length);
                 }
                 answers.region[j] = null;
                 break;
+            }
         }
-        txFill += TcpFrame.HEADER_LENGTH;
         answers.head++;
+        return true;
     }
 
-    private void stageRequest(final int i)
+    /** @return false if the staging buffer has no room for it now */
+    private boolean stageRequest(final int i, final int acks)
     {
         final WrOpcode opcode = sq.opcode[i];
         final int type;
@@ -177,56 +211,61 @@ final class TcpTransmitter
                 type = TcpFrame.READ_REQUEST;
                 break;
         }
-        final int flags = (sq.flags[i] & SendRequest.FLAG_SOLICITED) != 0 ? TcpFrame.FLAG_SOLICITED : 0;
         final int length = sq.length[i];
-        TcpFrame.write(tx, txFill, type, flags, length, sq.imm[i], sq.rkey[i], sq.remoteAddress[i]);
+        final boolean hasPayload = type != TcpFrame.READ_REQUEST && length > 0;
+        if (!roomFor(hasPayload ? length : 0))
+        {
+            return false;
+        }
+        final int flags = (sq.flags[i] & SendRequest.FLAG_SOLICITED) != 0 ? TcpFrame.FLAG_SOLICITED : 0;
+        TcpFrame.write(tx, txFill, type, flags, acks, length, sq.imm[i], sq.rkey[i], sq.remoteAddress[i]);
         txFill += TcpFrame.HEADER_LENGTH;
-        if (type != TcpFrame.READ_REQUEST && length > 0)
+        if (hasPayload)
         {
             final int base = i * MAX_SGE;
             final int count = sq.sgeCount[i];
             for (int k = 0; k < count; k++)
             {
-                srcBuffers[k] = sq.sgeRegion[base + k].buffer();
-                srcOffsets[k] = sq.sgeOffset[base + k];
-                srcLengths[k] = sq.sgeLength[base + k];
+                addPayload(sq.sgeRegion[base + k], sq.sgeOffset[base + k], sq.sgeLength[base + k]);
             }
-            startOutPayload(count, length);
         }
+        return true;
     }
 
-    private void startOutPayload(final int count, final long length)
+    /** @return true if a header and a payload of {@code length} bytes fit now (a gathered payload takes no room) */
+    private boolean roomFor(final int length)
     {
-        srcCount = count;
-        srcIndex = 0;
-        srcPosition = 0;
-        outRemaining = length;
+        final int copied = length >= GATHER_MIN_BYTES ? 0 : length;
+        return STAGING_BYTES - txFill >= TcpFrame.HEADER_LENGTH + copied;
     }
 
-    private void copyPayloadOut()
+    private void addPayload(final TcpMemoryRegion region, final int offset, final int length)
     {
-        while (outRemaining > 0 && txFill < STAGING_BYTES)
+        if (length == 0)
         {
-            final int left = srcLengths[srcIndex] - srcPosition;
-            if (left == 0)
-            {
-                srcBuffers[srcIndex] = null;
-                srcIndex++;
-                srcPosition = 0;
-                continue;
-            }
-            final int n = Math.min(left, STAGING_BYTES - txFill);
-            tx.putBytes(txFill, srcBuffers[srcIndex], srcOffsets[srcIndex] + srcPosition, n);
-            txFill += n;
-            srcPosition += n;
-            outRemaining -= n;
+            return;
         }
-        if (outRemaining == 0)
+        if (length < GATHER_MIN_BYTES)
         {
-            for (int k = 0; k < MAX_SGE; k++)
-            {
-                srcBuffers[k] = null;
-            }
+            tx.putBytes(txFill, region.buffer(), offset, length);
+            txFill += length;
+            return;
+        }
+        closeSegment();
+        iov[iovCount] = views.view(iovCount, region, offset, length);
+        iovCount++;
+    }
+
+    /** Ends the staging bytes since the last gathered payload as one entry of the gather list. */
+    private void closeSegment()
+    {
+        if (txFill > segmentStart)
+        {
+            final ByteBuffer slice = stagingSlices[iovCount];
+            slice.limit(txFill).position(segmentStart);
+            iov[iovCount] = slice;
+            iovCount++;
+            segmentStart = txFill;
         }
     }
 }

@@ -4,8 +4,10 @@
  *
  * <p>Each context runs one "NIC" thread ({@link io.reverb.rdma.provider.tcp.TcpNic}) with an NIO
  * selector; each queue pair is one TCP socket. Registered memory is direct memory allocated by the
- * protection domain. Posting threads only fill the QP's rings; the NIC thread frames requests
- * ({@link io.reverb.rdma.provider.tcp.TcpFrame}), and on the target side checks rkey, bounds,
+ * protection domain. A posting thread writes its request to the socket itself when no other thread is
+ * at work on that QP, else the NIC thread does; requests are framed
+ * ({@link io.reverb.rdma.provider.tcp.TcpFrame}) and large payloads go from registered memory to the socket and
+ * from the socket into registered memory without a copy. On the target side the NIC thread checks rkey, bounds,
  * access and PD before placing data, places SEND data into the next posted receive, answers every
  * request in order, and produces completions into lock-free multi-producer CQs. The semantics
  * (errors, RNR, flush on disconnect) are those of the shm provider, pinned by the conformance suite;
@@ -15,8 +17,10 @@
  * {@link io.reverb.rdma.verbs.ConnectionListener#localAddress()} reports. Measure with
  * {@code io.reverb.bench.pingpong.TcpPingPong} (benchmarks module).
  *
- * <p>Known limits: a send buffer is read when the NIC thread stages it, not inside {@code postSend}
- * (as with a real NIC: reuse it after its completion or once the peer has received it); a peer that
+ * <p>Known limits: a send buffer is read when its request is written to the socket, possibly after
+ * {@code postSend} returned (as with a real NIC: reuse it after its completion); a send completion can come up to
+ * about 2 ms after the peer received the request when the peer holds its ACK for a request that does not come
+ * ({@code -Dreverb.tcp.ackHoldMicros=0} sends every ACK at once); a peer that
  * vanishes without FIN or RST is noticed only when TCP gives up on it; without TLS nothing is
  * encrypted or authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and
  * learns an rkey of that connection's PD can reach that memory.

@@ -53,6 +53,16 @@ class TcpHandshakeLimitsTest
     }
 
     @Test
+    void shouldRefuseAVersionOnePeerWhoseFramesCannotCarryAcks()
+    {
+        final byte[] v1 = connect(8, 0, 0);
+        v1[4] = 1;
+        assertThatThrownBy(() -> TcpHandshake.read(new ByteArrayInputStream(v1)))
+            .isInstanceOf(IOException.class)
+            .hasMessageContaining("peer speaks version 1, this side 2");
+    }
+
+    @Test
     void shouldRefuseRnrRetryTimesBeyondTheLimit()
     {
         for (final long nanos : new long[] {-1, TcpHandshake.MAX_PEER_RNR_RETRY_NANOS + 1, Long.MAX_VALUE})

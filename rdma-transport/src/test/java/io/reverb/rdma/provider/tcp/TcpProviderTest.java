@@ -344,8 +344,8 @@ class TcpProviderTest
                     }
                     final UnsafeBuffer frames =
                         new UnsafeBuffer(new byte[2 * TcpFrame.HEADER_LENGTH]);
-                    TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 5, 0, 0, 0);
-                    TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 3, 0, 0, 0);
+                    TcpFrame.write(frames, 0, TcpFrame.ACK, 0, 0, 5, 0, 0, 0);
+                    TcpFrame.write(frames, TcpFrame.HEADER_LENGTH, TcpFrame.ACK, 0, 0, 3, 0, 0, 0);
                     peer.getOutputStream().write(frames.byteArray());
                     peer.getOutputStream().flush();
                     final long deadline = System.nanoTime() + TIMEOUT_NANOS;
@@ -406,6 +406,39 @@ class TcpProviderTest
             // so the bound is one byte per round, far below a single allocation per message.
             assertThat(nics).as("NIC threads of both contexts").hasSize(2);
             assertThat(nicAllocated).as("bytes allocated by the NIC threads meanwhile").isLessThan(rounds);
+        }
+    }
+
+    @Test
+    void shouldDeliverEveryRequestWhenTheNicBusyPolls() throws Exception
+    {
+        // The NIC reads the property when its context opens.
+        System.setProperty(TcpNic.BUSY_POLL_MICROS_PROP, "200");
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+        {
+            System.clearProperty(TcpNic.BUSY_POLL_MICROS_PROP);
+            final QueuePair[] pair = connectPair(server, client, 16);
+            final QueuePair receiver = pair[0];
+            final QueuePair sender = pair[1];
+            final MemoryRegion recvRegion = receiver.pd().allocate(64 * 16, Access.LOCAL_WRITE);
+            final MemoryRegion target = receiver.pd().allocate(4096, Access.ALL);
+            final MemoryRegion sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
+            final RecvRequest recv = new RecvRequest();
+            for (int i = 0; i < 16; i++)
+            {
+                recv.wrId(i).setSge(recvRegion, i * 64, 64);
+                receiver.postRecv(recv);
+            }
+            final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, new SendRequest(),
+                new SendRequest(), new WorkCompletions(16), 1_000);
+            assertThat(failures).isZero();
+            assertThat(sender.state()).isEqualTo(QpState.RTS);
+            assertThat(receiver.state()).isEqualTo(QpState.RTS);
+        }
+        finally
+        {
+            System.clearProperty(TcpNic.BUSY_POLL_MICROS_PROP);
         }
     }
 

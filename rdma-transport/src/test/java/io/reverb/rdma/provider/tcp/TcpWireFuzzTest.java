@@ -219,5 +219,17 @@ class TcpWireFuzzTest
         final ByteBuffer absurd = ByteBuffer.allocate(TcpFrame.HEADER_LENGTH);
         absurd.put(TcpFrame.TYPE_OFFSET, (byte)TcpFrame.SEND).putInt(TcpFrame.LENGTH_OFFSET, Integer.MAX_VALUE);
         Files.write(frames.resolve("send-length-max"), absurd.array());
+        // ACKs riding on frames: on a request (for requests that do not exist), on an answer, the most there can be.
+        for (final int type : new int[] {TcpFrame.SEND, TcpFrame.WRITE, TcpFrame.ACK})
+        {
+            final ByteBuffer carrying = ByteBuffer.allocate(TcpFrame.HEADER_LENGTH + 16);
+            carrying.put(TcpFrame.TYPE_OFFSET, (byte)type).putShort(TcpFrame.ACKS_OFFSET, (short)1)
+                .putInt(TcpFrame.LENGTH_OFFSET, 16).putInt(TcpFrame.RKEY_OFFSET, 0x180)
+                .putLong(TcpFrame.ADDRESS_OFFSET, 1L << 32);
+            Files.write(frames.resolve("acks-on-type-" + type), carrying.array());
+        }
+        final ByteBuffer most = ByteBuffer.allocate(TcpFrame.HEADER_LENGTH);
+        most.put(TcpFrame.TYPE_OFFSET, (byte)TcpFrame.READ_REQUEST).putShort(TcpFrame.ACKS_OFFSET, (short)0xFFFF);
+        Files.write(frames.resolve("acks-max"), most.array());
     }
 }

@@ -1,0 +1,75 @@
+package io.reverb.rdma.provider.tcp;
+
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The lock over one QP's socket and NIC-side state. Posting threads only ever {@link #tryLock()} (they hand their
+ * request to the NIC thread when it is taken); the NIC thread waits for it in {@link #lock()} by parking, so that a
+ * poster preempted while writing gets the core back instead of losing it to a NIC thread spinning on the lock (two
+ * cores, loaded). Reentrant. Nothing is allocated, contended or not (a {@code ReentrantLock} allocates a queue node
+ * per contended acquire).
+ */
+final class TcpWireLock
+{
+    private final AtomicReference<Thread> owner = new AtomicReference<>();
+    private volatile Thread waiter;
+    private int holds;
+
+    /** @return true if the calling thread now holds the lock (or already did) */
+    boolean tryLock()
+    {
+        final Thread me = Thread.currentThread();
+        if (owner.get() == me)
+        {
+            holds++;
+            return true;
+        }
+        if (owner.compareAndSet(null, me))
+        {
+            holds = 1;
+            return true;
+        }
+        return false;
+    }
+
+    /** Waits for the lock. One thread at a time parks (the NIC thread); any other waiting thread yields. */
+    void lock()
+    {
+        if (tryLock())
+        {
+            return;
+        }
+        final Thread me = Thread.currentThread();
+        if (waiter != null)
+        {
+            while (!tryLock())
+            {
+                Thread.yield();
+            }
+            return;
+        }
+        waiter = me;
+        // Dekker with unlock(): the waiter is published before the lock is tried again, and unlock() frees the lock
+        // before it reads the waiter; so either this try succeeds or unlock() unparks.
+        while (!tryLock())
+        {
+            LockSupport.park(this);
+        }
+        waiter = null;
+    }
+
+    void unlock()
+    {
+        if (--holds > 0)
+        {
+            return;
+        }
+        owner.set(null);
+        final Thread parked = waiter;
+        if (parked != null)
+        {
+            LockSupport.unpark(parked);
+        }
+    }
+}
