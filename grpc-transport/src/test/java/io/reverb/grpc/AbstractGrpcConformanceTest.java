@@ -445,10 +445,21 @@ abstract class AbstractGrpcConformanceTest
     }
 
     @Test
-    void shouldReportChannelReadyOnceItCarriedACall()
+    void shouldReportChannelReadyOnceItCarriedACall() throws Exception
     {
         blocking().unary(payload(1));
-        assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
+        // READY; on a machine loaded enough to lose the connection meanwhile, READY again once reconnected
+        final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+        final CountDownLatch ready = new CountDownLatch(1);
+        final io.grpc.ConnectivityState now = channel.getState(true);
+        if (now == io.grpc.ConnectivityState.READY)
+        {
+            ready.countDown();
+        }
+        watchStates(channel, now, seen, ready);
+        assertThat(ready.await(30, TimeUnit.SECONDS)).as("READY, saw %s after %s", seen, now).isTrue();
+        assertThat(now == io.grpc.ConnectivityState.READY || seen.contains(io.grpc.ConnectivityState.READY))
+            .as("READY, saw %s after %s", seen, now).isTrue();
         channel.shutdown();
         assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.SHUTDOWN);
     }
@@ -494,6 +505,19 @@ abstract class AbstractGrpcConformanceTest
             fresh.shutdownNow();
             assertThat(fresh.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
         }
+    }
+
+    @Test
+    void shouldLeaveReadyWhenTheServerGoesAway() throws Exception
+    {
+        blocking().unary(payload(1));
+        assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
+        final CountDownLatch left = new CountDownLatch(1);
+        channel.notifyWhenStateChanged(io.grpc.ConnectivityState.READY, left::countDown);
+        server.shutdownNow();
+        assertThat(server.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(left.await(30, TimeUnit.SECONDS)).as("state left READY").isTrue();
+        assertThat(channel.getState(false)).isNotEqualTo(io.grpc.ConnectivityState.READY);
     }
 
     @Test
