@@ -75,6 +75,7 @@ public final class ReverbBench
 
         Targets:
           --uri URI             repeatable; Reverb: shm://name, tcp://host:port, rdma://host:port, inproc://name
+                                tcps://host:port (tcp:// inside TLS 1.3, self-signed; benchmark only)
                                 grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
                                 grpc-java on Reverb: grpc+shm://name, grpc+tcp://host:port, grpc+inproc://name
                                 (add ?direct=true to a grpc URI for directExecutor on both sides)

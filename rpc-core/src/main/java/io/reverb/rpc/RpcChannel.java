@@ -4,6 +4,7 @@ import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
 import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.resolver.NameResolvers;
+import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryThrottle;
 import io.reverb.rpc.transport.TransportOptions;
@@ -25,7 +26,9 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Connects lazily on the first call. When the connection fails it reconnects with exponential backoff; calls
  * made while it cannot connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()}
- * asks them to wait (bounded by their deadline). A keep-alive PING detects a silent peer.
+ * asks them to wait (bounded by their deadline). When the server refuses this side's credentials, or this side the
+ * server's (an auth token, a TLS certificate, TLS on one side only), calls fail with UNAUTHENTICATED instead, wait
+ * for ready or not: that does not heal by waiting. A keep-alive PING detects a silent peer.
  *
  * <p>Several replicas: {@link #builder(List)} with several addresses, or {@link #builder(String)} with a resolver
  * target such as {@code dns:///host:port}. A load-balancing policy picks a replica per call
@@ -34,8 +37,9 @@ import reactor.core.scheduler.Schedulers;
  * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
  * interceptors then run once per attempt).
  *
- * <p>A call made inside a handler inherits the handled call's remaining deadline unless its options say
- * {@link CallOptions#withoutContextPropagation()}; composed into the handler's publisher, it is cancelled with it.
+ * <p>A call made inside a handler inherits the handled call's remaining deadline and is cancelled when the handled
+ * call ends early, whether it is composed into the handler's publisher or subscribed on its own (see
+ * {@link RpcContext}), unless its options say {@link CallOptions#withoutContextPropagation()}.
  */
 public final class RpcChannel implements AutoCloseable
 {
@@ -264,6 +268,7 @@ public final class RpcChannel implements AutoCloseable
         private String loadBalancingPolicy;
         private String healthService;
         private final Map<String, RetryPolicy> retryPolicies = new LinkedHashMap<>();
+        private final Map<String, HedgingPolicy> hedgingPolicies = new LinkedHashMap<>();
         private int retryMaxTokens;
         private double retryTokenRatio;
 
@@ -308,6 +313,23 @@ public final class RpcChannel implements AutoCloseable
         public Builder retryPolicy(final String methodOrService, final RetryPolicy policy)
         {
             retryPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /**
+         * Marks a method, or every method of a service, idempotent and hedges its unary calls: another attempt to
+         * another replica every hedging delay until one answers, the first answer wins and the others are cancelled
+         * (see {@link HedgingPolicy}). Hedges share the retry budget of {@link #retryThrottling}. A method has a
+         * retry policy or a hedging policy, not both.
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param policy          the policy.
+         * @return this.
+         */
+        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy policy)
+        {
+            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
                 Objects.requireNonNull(policy, "policy"));
             return this;
         }
@@ -428,7 +450,8 @@ public final class RpcChannel implements AutoCloseable
         public RpcChannel build()
         {
             final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
-                !retryPolicies.isEmpty() || retryMaxTokens > 0 || NameResolvers.isResolverTarget(uri);
+                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 ||
+                NameResolvers.isResolverTarget(uri);
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
@@ -460,6 +483,7 @@ public final class RpcChannel implements AutoCloseable
                 b.healthCheck(healthService);
             }
             retryPolicies.forEach(b::retryPolicy);
+            hedgingPolicies.forEach(b::hedgingPolicy);
             if (retryMaxTokens > 0)
             {
                 b.retryThrottling(retryMaxTokens, retryTokenRatio);

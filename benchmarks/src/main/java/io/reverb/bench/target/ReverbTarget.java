@@ -21,7 +21,8 @@ import java.util.function.Consumer;
 
 /**
  * Reverb over any of its transports ({@code shm://}, {@code tcp://}, {@code rdma://},
- * {@code inproc://}), through rpc-core's public API with hand-built descriptors.
+ * {@code inproc://}), through rpc-core's public API with hand-built descriptors; {@code tcps://} is {@code tcp://}
+ * inside TLS ({@link BenchTls}).
  *
  * <p>A polling mode from {@link TargetSettings} is passed as the URI query parameter
  * {@code polling=MODE} to transports that poll completions (not {@code inproc://}), unless the
@@ -84,20 +85,31 @@ public final class ReverbTarget implements Target
     @Override
     public BenchServer startServer(final URI uri, final TargetSettings settings)
     {
-        final RpcServer server = RpcServer.builder(withPolling(uri, settings).toString())
+        final RpcServer.Builder builder = RpcServer.builder(withPolling(BenchTls.asTcp(uri), settings).toString());
+        if (BenchTls.isTls(uri))
+        {
+            builder.transportOptions(BenchTls.serverOptions());
+        }
+        final RpcServer server = builder
             .addService(serviceDefinition())
             .maxInboundMessageSize(MAX_MESSAGE)
             .shutdownGracePeriod(Duration.ofSeconds(1))
             .build()
             .start();
         final String address = server.address();
-        return new ReverbServer(server, address == null ? uri.toString() : address, uri);
+        return new ReverbServer(server, address == null ? uri.toString() :
+            BenchTls.isTls(uri) ? BenchTls.asTls(address) : address, BenchTls.asTcp(uri));
     }
 
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings)
     {
-        final RpcChannel channel = RpcChannel.builder(withPolling(uri, settings).toString())
+        final RpcChannel.Builder builder = RpcChannel.builder(withPolling(BenchTls.asTcp(uri), settings).toString());
+        if (BenchTls.isTls(uri))
+        {
+            builder.transportOptions(BenchTls.clientOptions());
+        }
+        final RpcChannel channel = builder
             .maxInboundMessageSize(MAX_MESSAGE)
             .build();
         return new ReverbClient(channel, settings.deadline());

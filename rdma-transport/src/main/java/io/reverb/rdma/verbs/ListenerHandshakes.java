@@ -64,6 +64,30 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         }
 
         /**
+         * Called on accept, after {@link #checkPeer}: what the handshake is read through (e.g. a TLS session).
+         *
+         * @param channel the accepted socket, non-blocking.
+         * @return the stream; by default the socket itself.
+         * @throws IOException to refuse the peer; the message is logged.
+         */
+        default HandshakeStream open(final SocketChannel channel) throws IOException
+        {
+            return HandshakeStream.of(channel);
+        }
+
+        /**
+         * @param stream what {@link #open} returned; its socket is in blocking mode and no longer registered.
+         * @param header the header (position 0).
+         * @param body   the body (position 0).
+         * @return the connection request; by default {@link #complete(SocketChannel, ByteBuffer, ByteBuffer)}.
+         * @throws IOException if the handshake is malformed; the socket is closed.
+         */
+        default T complete(final HandshakeStream stream, final ByteBuffer header, final ByteBuffer body) throws IOException
+        {
+            return complete(stream.channel(), header, body);
+        }
+
+        /**
          * @param channel the socket, now in blocking mode and no longer registered with the selector.
          * @param header  the header (position 0).
          * @param body    the body (position 0).
@@ -76,22 +100,57 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         void discard(T request);
     }
 
+    /**
+     * A peer refused by the protocol with an answer to send it first (e.g. "this listener requires TLS"), so that
+     * the peer's error says why rather than "connection closed".
+     */
+    public static final class Refusal extends IOException
+    {
+        private static final long serialVersionUID = 1L;
+
+        private final String kind;
+        private final transient ByteBuffer answer;
+
+        /**
+         * @param kind    the refusal's kind for the rate limit of {@link RefusalLog}.
+         * @param message why, one line (logged).
+         * @param answer  bytes written to the peer (best effort, without blocking) before the socket closes, or null.
+         */
+        public Refusal(final String kind, final String message, final ByteBuffer answer)
+        {
+            super(message);
+            this.kind = kind;
+            this.answer = answer;
+        }
+
+        /** @return the kind. */
+        public String kind()
+        {
+            return kind;
+        }
+    }
+
     private static final class Pending
     {
         final SocketChannel channel;
+        final HandshakeStream stream;
         final String peer;
         final long deadline;
         final ByteBuffer header;
         ByteBuffer body;
 
-        Pending(final SocketChannel channel, final String peer, final long deadline, final int headerLength)
+        Pending(final HandshakeStream stream, final String peer, final long deadline, final int headerLength)
         {
-            this.channel = channel;
+            this.channel = stream.channel();
+            this.stream = stream;
             this.peer = peer;
             this.deadline = deadline;
             this.header = ByteBuffer.allocate(headerLength);
         }
     }
+
+    /** What a refusal with an answer reads of the peer's bytes before closing. */
+    private static final int DRAIN_BYTES = 16 * 1024;
 
     private final String name;
     private final ServerSocketChannel server;
@@ -208,7 +267,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                     {
                         acceptAll(now);
                     }
-                    else if (key.isReadable())
+                    else if (key.isReadable() || key.isWritable())
                     {
                         read(key, completed);
                     }
@@ -275,7 +334,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 protocol.checkPeer(channel);
                 channel.configureBlocking(false);
                 channel.register(selector, SelectionKey.OP_READ,
-                    new Pending(channel, peer, now + timeoutNanos, protocol.headerLength()));
+                    new Pending(protocol.open(channel), peer, now + timeoutNanos, protocol.headerLength()));
                 pending++;
             }
             catch (final IOException ex)
@@ -311,19 +370,20 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         {
             if (p.body == null)
             {
-                if (p.channel.read(p.header) < 0)
+                if (p.stream.read(p.header) < 0)
                 {
                     drop(key, p, p.header.position() == 0 ? null : "closed during the handshake");
                     return;
                 }
                 if (p.header.hasRemaining())
                 {
+                    waitFor(key, p);
                     return;
                 }
                 p.header.flip();
                 p.body = ByteBuffer.allocate(protocol.bodyLength(p.header.asReadOnlyBuffer()));
             }
-            if (p.body.hasRemaining() && p.channel.read(p.body) < 0)
+            if (p.body.hasRemaining() && p.stream.read(p.body) < 0)
             {
                 drop(key, p, "closed during the handshake");
                 return;
@@ -334,11 +394,43 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 pending--;
                 completed.add(p);
             }
+            else
+            {
+                waitFor(key, p);
+            }
+        }
+        catch (final Refusal ex)
+        {
+            if (ex.answer != null)
+            {
+                try
+                {
+                    p.channel.write(ex.answer.duplicate());
+                    // Closing with unread bytes would reset the connection and could destroy the answer: read
+                    // what the peer has sent (one buffer, no waiting), end the output, then close.
+                    p.channel.read(ByteBuffer.allocate(DRAIN_BYTES));
+                    p.channel.shutdownOutput();
+                }
+                catch (final IOException ignore)
+                {
+                    // Best effort: the peer may be gone already.
+                }
+            }
+            key.cancel();
+            pending--;
+            closeQuietly(p.channel);
+            refusals.refused(ex.kind(), p.peer, ex.getMessage());
         }
         catch (final IOException | RuntimeException ex)
         {
             drop(key, p, "malformed handshake: " + ex.getMessage());
         }
+    }
+
+    /** A session with bytes of its own to write (TLS handshake messages) waits for writability too. */
+    private static void waitFor(final SelectionKey key, final Pending p)
+    {
+        key.interestOps(p.stream.wantsWrite() ? SelectionKey.OP_READ | SelectionKey.OP_WRITE : SelectionKey.OP_READ);
     }
 
     private void expire(final long now)
@@ -377,7 +469,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             p.channel.configureBlocking(true);
             p.header.rewind();
             p.body.flip();
-            request = protocol.complete(p.channel, p.header.asReadOnlyBuffer(), p.body.asReadOnlyBuffer());
+            request = protocol.complete(p.stream, p.header.asReadOnlyBuffer(), p.body.asReadOnlyBuffer());
         }
         catch (final IOException | RuntimeException ex)
         {

@@ -15,6 +15,7 @@ import java.util.Objects;
  *   <tr><td>{@link #connectTimeoutNanos()}</td><td>{@code reverb.verbs.connectTimeoutMs}</td><td>5 s</td></tr>
  *   <tr><td>{@link #handshakeTimeoutNanos()}</td><td>{@code reverb.verbs.handshakeTimeoutMs}</td><td>2 s</td></tr>
  *   <tr><td>{@link #maxPendingHandshakes()}</td><td>{@code reverb.verbs.maxPendingHandshakes}</td><td>64</td></tr>
+ *   <tr><td>{@link #tls()}</td><td>none</td><td>none (plaintext {@code tcp://})</td></tr>
  * </table>
  */
 public final class VerbsConfig
@@ -48,13 +49,15 @@ public final class VerbsConfig
     private final long connectTimeoutNanos;
     private final long handshakeTimeoutNanos;
     private final int maxPendingHandshakes;
+    private final TlsConfig tls;
 
     private VerbsConfig(
         final Path shmDirectory,
         final long rnrRetryNanos,
         final long connectTimeoutNanos,
         final long handshakeTimeoutNanos,
-        final int maxPendingHandshakes)
+        final int maxPendingHandshakes,
+        final TlsConfig tls)
     {
         this.shmDirectory = Objects.requireNonNull(shmDirectory, "shmDirectory");
         if (rnrRetryNanos < 0)
@@ -77,6 +80,7 @@ public final class VerbsConfig
         this.connectTimeoutNanos = connectTimeoutNanos;
         this.handshakeTimeoutNanos = handshakeTimeoutNanos;
         this.maxPendingHandshakes = maxPendingHandshakes;
+        this.tls = tls;
     }
 
     private static String safeUserName()
@@ -101,7 +105,7 @@ public final class VerbsConfig
             Long.getLong(RNR_RETRY_MS_PROP, RNR_RETRY_MS_DEFAULT) * 1_000_000L,
             Long.getLong(CONNECT_TIMEOUT_MS_PROP, CONNECT_TIMEOUT_MS_DEFAULT) * 1_000_000L,
             Long.getLong(HANDSHAKE_TIMEOUT_MS_PROP, HANDSHAKE_TIMEOUT_MS_DEFAULT) * 1_000_000L,
-            Integer.getInteger(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT));
+            Integer.getInteger(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT), null);
     }
 
     /** @return directory for the shm provider's files (mode 0700, files 0600). */
@@ -145,31 +149,47 @@ public final class VerbsConfig
     /** @param dir new shm directory. @return a copy with it. */
     public VerbsConfig withShmDirectory(final Path dir)
     {
-        return new VerbsConfig(dir, rnrRetryNanos, connectTimeoutNanos, handshakeTimeoutNanos, maxPendingHandshakes);
+        return new VerbsConfig(dir, rnrRetryNanos, connectTimeoutNanos, handshakeTimeoutNanos, maxPendingHandshakes, tls);
     }
 
     /** @param nanos new RNR retry time. @return a copy with it. */
     public VerbsConfig withRnrRetryNanos(final long nanos)
     {
-        return new VerbsConfig(shmDirectory, nanos, connectTimeoutNanos, handshakeTimeoutNanos, maxPendingHandshakes);
+        return new VerbsConfig(shmDirectory, nanos, connectTimeoutNanos, handshakeTimeoutNanos, maxPendingHandshakes, tls);
     }
 
     /** @param nanos new connect timeout. @return a copy with it. */
     public VerbsConfig withConnectTimeoutNanos(final long nanos)
     {
-        return new VerbsConfig(shmDirectory, rnrRetryNanos, nanos, handshakeTimeoutNanos, maxPendingHandshakes);
+        return new VerbsConfig(shmDirectory, rnrRetryNanos, nanos, handshakeTimeoutNanos, maxPendingHandshakes, tls);
     }
 
     /** @param nanos new handshake deadline of listeners. @return a copy with it. */
     public VerbsConfig withHandshakeTimeoutNanos(final long nanos)
     {
-        return new VerbsConfig(shmDirectory, rnrRetryNanos, connectTimeoutNanos, nanos, maxPendingHandshakes);
+        return new VerbsConfig(shmDirectory, rnrRetryNanos, connectTimeoutNanos, nanos, maxPendingHandshakes, tls);
     }
 
     /** @param n new cap on handshakes a listener reads at once. @return a copy with it. */
     public VerbsConfig withMaxPendingHandshakes(final int n)
     {
-        return new VerbsConfig(shmDirectory, rnrRetryNanos, connectTimeoutNanos, handshakeTimeoutNanos, n);
+        return new VerbsConfig(shmDirectory, rnrRetryNanos, connectTimeoutNanos, handshakeTimeoutNanos, n, tls);
+    }
+
+    /**
+     * @return TLS for {@code tcp://} connections (both roles: listeners and connects), or null for plaintext.
+     *         Other providers ignore it.
+     */
+    public TlsConfig tls()
+    {
+        return tls;
+    }
+
+    /** @param config TLS for {@code tcp://}, or null for none. @return a copy with it. */
+    public VerbsConfig withTls(final TlsConfig config)
+    {
+        return new VerbsConfig(shmDirectory, rnrRetryNanos, connectTimeoutNanos, handshakeTimeoutNanos,
+            maxPendingHandshakes, config);
     }
 
     @Override
@@ -177,6 +197,6 @@ public final class VerbsConfig
     {
         return "VerbsConfig{shmDirectory=" + shmDirectory + ", rnrRetryNanos=" + rnrRetryNanos +
             ", connectTimeoutNanos=" + connectTimeoutNanos + ", handshakeTimeoutNanos=" + handshakeTimeoutNanos +
-            ", maxPendingHandshakes=" + maxPendingHandshakes + '}';
+            ", maxPendingHandshakes=" + maxPendingHandshakes + ", tls=" + (tls == null ? "none" : tls) + '}';
     }
 }

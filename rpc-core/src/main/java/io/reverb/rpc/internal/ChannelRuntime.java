@@ -8,9 +8,11 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.UnauthenticatedException;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,9 +25,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.context.ContextView;
 
 /**
@@ -35,6 +39,10 @@ import reactor.util.context.ContextView;
  */
 public final class ChannelRuntime
 {
+    /** A call failed because this channel (or the subchannel that owns it) was closed before it was sent. */
+    private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
+        .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
+
     private final ChannelConfig config;
     private final URI uri;
     private final TransportProvider provider;
@@ -72,6 +80,16 @@ public final class ChannelRuntime
     ChannelConfig config()
     {
         return config;
+    }
+
+    /**
+     * A call's deadline: on the shared {@link DeadlineTimer} unless the user gave the channel a timer scheduler of
+     * their own (e.g. a virtual-time one in tests), which then keeps all of the channel's timers.
+     */
+    Disposable scheduleDeadline(final Runnable task, final long delayNanos)
+    {
+        return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
+            config.timerScheduler.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     Scheduler timer()
@@ -176,23 +194,29 @@ public final class ChannelRuntime
         });
     }
 
-    private Deadline deadlineOf(final CallOptions options, final ContextView context)
+    private Deadline deadlineOf(final CallOptions options, final RpcContext parent)
     {
         Deadline deadline = options.deadline();
         if (deadline == null && config.defaultDeadline != null)
         {
             deadline = Deadline.after(config.defaultDeadline);
         }
-        if (!options.isDetached())
+        // a call made inside a handler finishes no later than the call being handled
+        if (parent != null && parent.deadline() != null)
         {
-            // a call made inside a handler finishes no later than the call being handled
-            final RpcContext parent = RpcContext.from(context);
-            if (parent != null && parent.deadline() != null)
-            {
-                deadline = parent.deadline().minimum(deadline);
-            }
+            deadline = parent.deadline().minimum(deadline);
         }
         return deadline;
+    }
+
+    private static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
+    {
+        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+    }
+
+    private static RpcContext assembledParent(final CallOptions options)
+    {
+        return options.isDetached() ? null : ServerCallScope.current();
     }
 
     /** A unary call as a Mono: each subscription is a new call. */
@@ -202,6 +226,7 @@ public final class ChannelRuntime
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Req request;
+        private final RpcContext assembled;
         private final ClientCallContext context;
 
         UnaryMono(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
@@ -211,16 +236,17 @@ public final class ChannelRuntime
             this.method = method;
             this.options = options;
             this.request = request;
+            this.assembled = assembledParent(options);
             this.context = context;
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new UnaryClientCall<>(channel, method, request, context, metadata,
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            new UnaryClientCall<>(channel, method, request, context, metadata, channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 
@@ -232,6 +258,7 @@ public final class ChannelRuntime
         private final CallOptions options;
         private final Publisher<Req> requests;
         private final ClientCallContext context;
+        private final RpcContext assembled;
 
         CallFlux(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context)
@@ -241,15 +268,16 @@ public final class ChannelRuntime
             this.options = options;
             this.requests = requests;
             this.context = context;
+            this.assembled = assembledParent(options);
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new StreamingClientCall<>(channel, method, requests, context, metadata,
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 
@@ -330,7 +358,7 @@ public final class ChannelRuntime
             }
             if (closed)
             {
-                failure = Status.UNAVAILABLE.withDescription("channel closed");
+                failure = CHANNEL_CLOSED;
             }
             else if ((current = ready) != null && current.isUsable())
             {
@@ -422,7 +450,7 @@ public final class ChannelRuntime
                 {
                     closeNow = true;
                     fail.addAll(waiters);
-                    failure = Status.UNAVAILABLE.withDescription("channel closed");
+                    failure = CHANNEL_CLOSED;
                 }
                 else
                 {
@@ -442,12 +470,17 @@ public final class ChannelRuntime
                 final long jittered = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));
                 nextAttemptNanos = System.nanoTime() + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
-                lastFailure = Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " +
-                    cause.getMessage()).withCause(cause);
+                // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
+                final boolean refused = cause instanceof UnauthenticatedException;
+                lastFailure = refused
+                    ? Status.UNAUTHENTICATED.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(cause)
+                    : Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
                 failure = lastFailure;
                 for (final ClientCall<?, ?> call : waiters)
                 {
-                    (call.waitForReady ? run : fail).add(call);
+                    (call.waitForReady && !refused ? run : fail).add(call);
                 }
                 waiters.clear();
                 waiters.addAll(run);
@@ -559,7 +592,7 @@ public final class ChannelRuntime
         {
             result.completeExceptionally(Status.UNAVAILABLE.withDescription("channel closed").asException());
         }
-        final Status status = Status.UNAVAILABLE.withDescription("channel closed");
+        final Status status = CHANNEL_CLOSED;
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(status);

@@ -5,7 +5,6 @@ import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * A CONNECT received by a listener, answered once with ACCEPT (the socket becomes the QP's) or
@@ -14,14 +13,14 @@ import java.nio.channels.SocketChannel;
 final class TcpConnectionRequest implements ConnectionRequest
 {
     private final TcpVerbsContext context;
-    private final SocketChannel channel;
+    private final TcpStream channel;
     private final TcpHandshake request;
     private final String remoteAddress;
     private boolean answered;
 
     TcpConnectionRequest(
         final TcpVerbsContext context,
-        final SocketChannel channel,
+        final TcpStream channel,
         final TcpHandshake request,
         final String remoteAddress)
     {
@@ -53,7 +52,7 @@ final class TcpConnectionRequest implements ConnectionRequest
             context.checkAttributes(attributes);
             final TcpHandshake accept = TcpHandshake.of(
                 TcpHandshake.ACCEPT, attributes.maxSendWr(), context.config().rnrRetryNanos(), privateData);
-            accept.write(channel.socket().getOutputStream());
+            TcpStream.writeFully(channel, accept.encode(), deadline());
             return context.start(attributes, channel, request, remoteAddress);
         }
         catch (final IOException | RuntimeException ex)
@@ -69,12 +68,18 @@ final class TcpConnectionRequest implements ConnectionRequest
         answer();
         try
         {
-            TcpHandshake.of(TcpHandshake.REJECT, 1, 0, privateData).write(channel.socket().getOutputStream());
+            TcpStream.writeFully(channel, TcpHandshake.of(TcpHandshake.REJECT, 1, 0, privateData).encode(), deadline());
         }
         finally
         {
             TcpVerbsContext.closeQuietly(channel);
         }
+    }
+
+    /** @return when an answer must be on its way: a peer that does not read it costs at most the handshake deadline. */
+    private long deadline()
+    {
+        return System.nanoTime() + context.config().handshakeTimeoutNanos();
     }
 
     /** The listener closed before anyone took this request. */

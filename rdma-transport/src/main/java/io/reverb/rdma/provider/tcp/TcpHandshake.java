@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Connection management messages, exchanged with blocking reads and writes before a socket is
@@ -19,8 +20,8 @@ import java.nio.ByteBuffer;
  *  +--------+----+----+---------+-------------+-------------------------+--------------------+
  * </pre>
  *
- * The connector sends CONNECT, the acceptor answers ACCEPT or REJECT. Each side tells the other its
- * send queue depth (which bounds the responses the peer may have to queue for it) and its RNR retry
+ * The connector sends CONNECT, the acceptor answers ACCEPT or REJECT (or, from the provider itself, REFUSE).
+ * Each side tells the other its send queue depth (which bounds the responses the peer may have to queue for it) and its RNR retry
  * time (how long the peer's NIC holds an inbound SEND waiting for a receive, as the requester's
  * rnr_retry does in InfiniBand). The acceptor reads nothing after CONNECT and the connector nothing
  * after the answer, so frames that follow stay in the socket for the NIC thread.
@@ -36,6 +37,11 @@ final class TcpHandshake
     static final int CONNECT = 1;
     static final int ACCEPT = 2;
     static final int REJECT = 3;
+    /**
+     * The provider refused before the engine saw the request (one side uses TLS, the other not); the private data is
+     * the reason in US-ASCII. Sent in plaintext.
+     */
+    static final int REFUSE = 4;
     /** Bytes before the private data. */
     static final int HEADER_LENGTH = 20;
     /** Largest send queue depth a peer may announce (sizes the ring of answers owed to it). */
@@ -64,6 +70,42 @@ final class TcpHandshake
             message.privateData = new byte[privateData.remaining()];
             privateData.duplicate().get(message.privateData);
         }
+        return message;
+    }
+
+    /**
+     * @param reason why, US-ASCII, at most {@link VerbsContext#MAX_PRIVATE_DATA} bytes kept.
+     * @return a REFUSE message, encoded.
+     */
+    static ByteBuffer refuse(final String reason)
+    {
+        final byte[] text = reason.getBytes(StandardCharsets.US_ASCII);
+        return of(REFUSE, 1, 0, ByteBuffer.wrap(text, 0, Math.min(text.length, VerbsContext.MAX_PRIVATE_DATA))).encode();
+    }
+
+    /** @return the message, encoded (position 0). */
+    ByteBuffer encode()
+    {
+        final ByteBuffer b = ByteBuffer.allocate(HEADER_LENGTH + privateData.length);
+        b.putInt(MAGIC).put((byte)VERSION).put((byte)type).putShort((short)privateData.length).putInt(maxSendWr)
+            .putLong(rnrRetryNanos).put(privateData);
+        return b.flip();
+    }
+
+    /**
+     * Reads exactly one message (nothing beyond it) through a stream, waiting until the deadline.
+     *
+     * @param stream   the stream, its socket non-blocking.
+     * @param deadline {@link System#nanoTime()} deadline.
+     * @return the message.
+     * @throws IOException if it is malformed, the stream ends, or the deadline passes.
+     */
+    static TcpHandshake read(final TcpStream stream, final long deadline) throws IOException
+    {
+        final ByteBuffer header = ByteBuffer.allocate(HEADER_LENGTH);
+        TcpStream.readFully(stream, header, deadline);
+        final TcpHandshake message = decodeHeader(header.flip());
+        TcpStream.readFully(stream, ByteBuffer.wrap(message.privateData), deadline);
         return message;
     }
 
@@ -120,7 +162,7 @@ final class TcpHandshake
         final int length = header.getShort(base + 6) & 0xFFFF;
         message.maxSendWr = header.getInt(base + 8);
         message.rnrRetryNanos = header.getLong(base + 12);
-        if (message.type < CONNECT || message.type > REJECT)
+        if (message.type < CONNECT || message.type > REFUSE)
         {
             throw new IOException("malformed tcp:// handshake: message type " + message.type);
         }

@@ -4,9 +4,11 @@ import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRejectedException;
+import io.reverb.rdma.verbs.PeerAuthenticationException;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProvider;
@@ -16,6 +18,7 @@ import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -28,7 +31,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A tcp fabric "device": a NIC thread ({@link TcpNic}) with the sockets of this context's QPs, and
  * the table through which it finds registered memory ({@link #region(int)}).
  *
- * <p>Connection management runs on the caller's thread with blocking sockets ({@link TcpHandshake});
+ * <p>Connection management runs on the caller's thread against a deadline ({@link TcpHandshake}), inside TLS when
+ * the config has {@link VerbsConfig#tls()} ({@link TlsTcpStream});
  * once both sides agree, the socket is handed to the NIC thread. One socket per QP, so connections
  * to any host work, and one listener per {@link #listen} (port 0 picks a free port).
  */
@@ -210,23 +214,40 @@ final class TcpVerbsContext implements VerbsContext
             TcpHandshake.CONNECT, attributes.maxSendWr(), config.rnrRetryNanos(), privateData);
         final long deadline = System.nanoTime() + config.connectTimeoutNanos();
         final SocketChannel channel = SocketChannel.open();
+        final TcpStream stream;
         try
         {
             channel.socket().connect(peer, timeoutMillis(deadline));
             configure(channel);
-            channel.socket().setSoTimeout(timeoutMillis(deadline));
-            request.write(channel.socket().getOutputStream());
-            final TcpHandshake answer = TcpHandshake.read(channel.socket().getInputStream());
+            channel.configureBlocking(false);
+            final TlsConfig tls = config.tls();
+            if (tls == null)
+            {
+                stream = TcpStream.plain(channel);
+            }
+            else
+            {
+                final TlsTcpStream session = TlsTcpStream.client(channel, tls, peer.getHostString(), peer.getPort());
+                session.handshake(deadline);
+                stream = session;
+            }
+            TcpStream.writeFully(stream, request.encode(), deadline);
+            final TcpHandshake answer = TcpHandshake.read(stream, deadline);
             if (answer.type == TcpHandshake.REJECT)
             {
                 throw new ConnectionRejectedException("tcp://" + address + " rejected the connection",
                     answer.privateDataBuffer());
             }
+            if (answer.type == TcpHandshake.REFUSE)
+            {
+                throw new PeerAuthenticationException("tcp://" + address + " refused the connection: " +
+                    new String(answer.privateData, StandardCharsets.US_ASCII), null);
+            }
             if (answer.type != TcpHandshake.ACCEPT)
             {
                 throw new IOException("tcp://" + address + " answered a connect with message type " + answer.type);
             }
-            return start(attributes, channel, answer, address);
+            return start(attributes, stream, answer, address);
         }
         catch (final SocketTimeoutException ex)
         {
@@ -244,14 +265,14 @@ final class TcpVerbsContext implements VerbsContext
     /** Hands a connected, agreed socket to the NIC thread as a new QP in RTS. */
     TcpQueuePair start(
         final QueuePairAttributes attributes,
-        final SocketChannel channel,
+        final TcpStream channel,
         final TcpHandshake peer,
         final String remoteAddress) throws IOException
     {
-        channel.socket().setSoTimeout(0);
-        channel.configureBlocking(false);
-        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, new TcpSocketLink(channel), peer,
-            remoteAddress);
+        channel.channel().configureBlocking(false);
+        // A TLS session is its own link (it keeps bytes read ahead during the handshake); plain sockets get the plain link.
+        final TcpLink link = channel instanceof TlsTcpStream ? (TlsTcpStream)channel : new TcpSocketLink(channel.channel());
+        final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, link, peer, remoteAddress);
         track(qp);
         nic.register(qp);
         return qp;

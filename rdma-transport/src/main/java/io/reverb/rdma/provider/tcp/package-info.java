@@ -17,8 +17,14 @@
  *
  * <p>Known limits: a send buffer is read when the NIC thread stages it, not inside {@code postSend}
  * (as with a real NIC: reuse it after its completion or once the peer has received it); a peer that
- * vanishes without FIN or RST is noticed only when TCP gives up on it; nothing is encrypted or
- * authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and learns
- * an rkey of that connection's PD can reach that memory.
+ * vanishes without FIN or RST is noticed only when TCP gives up on it; without TLS nothing is
+ * encrypted or authenticated below the engine's handshake, so, as with RDMA, anyone who can connect and
+ * learns an rkey of that connection's PD can reach that memory.
+ *
+ * <p>TLS ({@link io.reverb.rdma.verbs.VerbsConfig#tls()}): every QP's bytes go through a
+ * {@link io.reverb.rdma.provider.tcp.TcpLink}; with TLS that is a
+ * {@link io.reverb.rdma.provider.tcp.TlsTcpStream} (JDK {@code SSLEngine}), which carries the connection
+ * handshake too. Listeners drive TLS handshakes on their non-blocking handshake thread, against the handshake
+ * deadline.
  */
 package io.reverb.rdma.provider.tcp;
