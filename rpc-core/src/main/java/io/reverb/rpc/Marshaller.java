@@ -35,4 +35,23 @@ public interface Marshaller<T>
      * @return the message.
      */
     T read(ByteBuffer source);
+
+    /**
+     * rpc-core says that the message's lifetime as it defines it has ended: for a marshaller that lends memory to the
+     * messages it reads (as {@code ProtoMarshaller.aliasing(...)} does), the memory may be reused from now on.
+     * Called at most once per message, from any thread; never called for a message whose lifetime rpc-core cannot
+     * bound (then the memory is simply left to the garbage collector). The lifetimes:
+     * <ul>
+     *   <li>a response, on the client: until the subscriber's {@code onNext} that delivers it returns;</li>
+     *   <li>the request of a unary or server-streaming call, on the server: until the call's last frame (its
+     *   STATUS, after every response) has been written, so that responses may reference the request;</li>
+     *   <li>requests of client-streaming and bidi calls: not bounded (never released).</li>
+     * </ul>
+     * The default does nothing: a marshaller whose messages own their bytes needs no notice.
+     *
+     * @param message a message this marshaller's {@link #read(ByteBuffer)} returned.
+     */
+    default void release(final T message)
+    {
+    }
 }

@@ -574,10 +574,15 @@ public abstract class AbstractRpcTransportTest
     void shouldEndCallOnBothSidesWhenDeadlineExpiresOnSleepingServer() throws Exception
     {
         StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO,
-                CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)), str("sleep")))
+                CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(1)), str("sleep")))
             .expectErrorSatisfies(t -> assertStatus(t, StatusCode.DEADLINE_EXCEEDED))
             .verify(TIMEOUT);
-        assertThat(service.cancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("server handler cancelled").isTrue();
+        // The deadline normally passes while the handler sleeps: then the handler must be cancelled. On a loaded
+        // machine it can pass before the server dispatched the call: then the server ends the call without ever
+        // starting the handler (nothing to cancel), which is right too.
+        final boolean cancelled = service.cancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(cancelled || service.callsStarted.get() == 0)
+            .as("server handler cancelled (handlers started: %d)", service.callsStarted.get()).isTrue();
     }
 
     @Test

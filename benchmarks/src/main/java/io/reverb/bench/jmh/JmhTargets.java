@@ -14,7 +14,7 @@ public final class JmhTargets
     public static final String[] ALL =
     {
         "reverb-shm-adaptive", "reverb-shm-busy", "reverb-shm-event", "reverb-inproc", "grpc-netty", "grpc-inproc",
-        "grpc-netty-direct", "grpc-reverb-shm", "grpc-reverb-shm-direct"
+        "grpc-netty-direct", "grpc-reverb-shm", "grpc-reverb-shm-direct", "reverb-shm-aliasing"
     };
 
     private JmhTargets()
@@ -37,6 +37,7 @@ public final class JmhTargets
             case "grpc-inproc" -> "grpc-inproc://" + unique;
             // not in the default @Param lists (they would lengthen every suite run): select with -p target=...
             case "grpc-netty-direct" -> "grpc://127.0.0.1:0?direct=true";
+            case "reverb-shm-aliasing" -> "shm://" + unique + "?aliasing=true";
             case "grpc-reverb-shm" -> "grpc+shm://" + unique;
             case "grpc-reverb-shm-direct" -> "grpc+shm://" + unique + "?direct=true";
             default -> throw new IllegalArgumentException("unknown target " + name + "; known: " + String.join(", ", ALL));

@@ -54,6 +54,23 @@ public final class Formats
     }
 
     /**
+     * @param bytes a size.
+     * @return e.g. {@code "64 B"}, {@code "4 KiB"}, {@code "16 MiB"} (binary units, as payload sizes are given).
+     */
+    public static String bytes(final long bytes)
+    {
+        if (bytes >= (1 << 20) && bytes % (1 << 20) == 0)
+        {
+            return (bytes >> 20) + " MiB";
+        }
+        if (bytes >= 1024 && bytes % 1024 == 0)
+        {
+            return (bytes >> 10) + " KiB";
+        }
+        return bytes + " B";
+    }
+
+    /**
      * @param text a size such as {@code 64}, {@code 4k}, {@code 4KiB}, {@code 1MiB}, {@code 1m}.
      * @return bytes (binary multiples).
      * @throws IllegalArgumentException if the size is not understood.

@@ -50,7 +50,9 @@ import picocli.CommandLine.Option;
 public final class EnginePingPong
 {
     private static final int PING = 64;
-    private static final int LARGE = 1 << 20;
+    private static final String LARGE_PROPERTY = "reverb.pingpong.large";
+    /** Size of the one-way throughput phase's messages (1 MiB, or --large-size; the child gets it as a property). */
+    private static int large = Integer.getInteger(LARGE_PROPERTY, 1 << 20);
     private static final int STATS = 3;
 
     private EnginePingPong()
@@ -84,6 +86,10 @@ public final class EnginePingPong
         @Option(names = "--throughput", paramLabel = "N", description = "1 MiB messages sent one way (default: ${DEFAULT-VALUE})")
         int throughput = 2_000;
 
+        @Option(names = "--large-size", paramLabel = "BYTES",
+            description = "size of the one-way throughput messages (default: 1048576, e.g. 67108864 for 64 MiB)")
+        int largeSize = 1 << 20;
+
         @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
         String scheme = "shm";
 
@@ -99,14 +105,19 @@ public final class EnginePingPong
         @Override
         public Integer call() throws Exception
         {
+            if (serve == null)
+            {
+                large = largeSize;
+            }
             if (serve != null)
             {
                 serve(serve.get(0), PollingMode.valueOf(serve.get(1)), serve.get(2));
                 return 0;
             }
             System.out.printf(Locale.ROOT,
-                "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); %d cores, %s%n",
-                scheme, PING, messages, warmup, Runtime.getRuntime().availableProcessors(),
+                "Reverb engine ping-pong over %s, two processes, %d B, %d round trips (+%d warm-up); one-way messages of %d B;" +
+                    " %d cores, %s%n",
+                scheme, PING, messages, warmup, large, Runtime.getRuntime().availableProcessors(),
                 System.getProperty("java.vm.version"));
             System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
                 "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
@@ -122,7 +133,7 @@ public final class EnginePingPong
     static EngineConfig config(final PollingMode mode, final String name)
     {
         return new EngineConfig().pollingMode(mode).name(name)
-            .maxInboundMessageSize(LARGE).maxOutboundMessageSize(LARGE).rendezvousPoolBytes(8L * LARGE);
+            .maxInboundMessageSize(large).maxOutboundMessageSize(large).rendezvousPoolBytes(8L * large);
     }
 
     private static void run(
@@ -140,6 +151,7 @@ public final class EnginePingPong
         {
             command.add("-Dreverb.disni.localAddress=" + disniLocal);
         }
+        command.add("-D" + LARGE_PROPERTY + "=" + large);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
             EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -182,7 +194,7 @@ public final class EnginePingPong
             client.throughputPhase(Math.min(200, throughput), null); // warm-up
             final long[] sendAlloc = new long[1];
             final long elapsed = client.throughputPhase(throughput, sendAlloc);
-            final double gbPerSecond = (double)throughput * LARGE / elapsed;
+            final double gbPerSecond = (double)throughput * large / elapsed;
 
             final Histogram h = client.histogram;
             System.out.printf(Locale.ROOT, "%-9s %8.2f %8.2f %9.2f %9.2f %12.2f %14.1f %14.1f %10.2f %10.2f %12.1f%n",
@@ -239,7 +251,7 @@ public final class EnginePingPong
             for (int i = 0; i < count; i++)
             {
                 int rc;
-                while ((rc = connection.tryClaim(LARGE, mainClaim)) == Connection.BACK_PRESSURED)
+                while ((rc = connection.tryClaim(large, mainClaim)) == Connection.BACK_PRESSURED)
                 {
                     Thread.yield(); // two cores: leave them to the pollers
                 }

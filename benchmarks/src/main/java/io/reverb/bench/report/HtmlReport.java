@@ -6,15 +6,18 @@ import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeSet;
 
 /**
  * A self-contained HTML page (inline SVG and CSS, no script, nothing fetched) comparing runs:
  * latency by percentile on a log-scale percentile axis, as HdrHistogram plots are drawn
  * (x = log10(1 / (1 - p)), so 90%, 99%, 99.9%... are evenly spaced), with latency on a log
- * axis too because Reverb and grpc-java differ by orders of magnitude; then the figures.
+ * axis too because Reverb and grpc-java differ by orders of magnitude; when the runs cover several payload sizes,
+ * a payload sweep (calls/s and payload MB/s by payload size, one line per target); then the figures.
  */
 public final class HtmlReport
 {
@@ -61,6 +64,7 @@ public final class HtmlReport
         plot(out, runs);
         out.append("<p>Both axes are logarithmic. Open-loop runs are measured from each call's intended send time ")
             .append("(coordinated-omission corrected).</p>\n");
+        sweep(out, runs);
         figures(out, runs);
         comparisons(out, runs);
         out.append("<h2>Runs</h2>\n<table>\n<tr><th class=\"l\">run</th><th class=\"l\">address</th>")
@@ -244,6 +248,141 @@ public final class HtmlReport
                 .append("\" width=\"18\" height=\"4\" fill=\"")
                 .append(colour(i)).append("\"/>\n<text x=\"").append(LEFT + 26).append("\" y=\"").append(fmt(y)).append("\">")
                 .append(escape(runs.get(i).label + " — " + runs.get(i).describe())).append("</text>\n");
+        }
+        out.append("</svg>\n");
+    }
+
+    /**
+     * Payload sweep: for each target (runs grouped by label), calls/s and payload MB/s against payload size, both
+     * axes logarithmic. Drawn only when the runs cover at least two payload sizes.
+     */
+    private static void sweep(final StringBuilder out, final List<RunResult> runs)
+    {
+        final TreeSet<Integer> sizes = new TreeSet<>();
+        final Map<String, List<RunResult>> byTarget = new LinkedHashMap<>();
+        for (final RunResult r : runs)
+        {
+            if (r.count > 0 && r.payloadSize > 0)
+            {
+                sizes.add(r.payloadSize);
+                byTarget.computeIfAbsent(r.label, k -> new ArrayList<>()).add(r);
+            }
+        }
+        if (sizes.size() < 2)
+        {
+            return;
+        }
+        out.append("<h2>Payload sweep</h2>\n");
+        sweepPlot(out, byTarget, sizes, "calls/s", false);
+        sweepPlot(out, byTarget, sizes, "payload MB/s (responses)", true);
+        out.append("<table>\n<tr><th class=\"l\">run</th>");
+        for (final int size : sizes)
+        {
+            out.append("<th>").append(escape(Formats.bytes(size))).append("</th>");
+        }
+        out.append("</tr>\n");
+        for (final Map.Entry<String, List<RunResult>> e : byTarget.entrySet())
+        {
+            out.append("<tr><td class=\"l\">").append(escape(e.getKey())).append(" calls/s</td>");
+            for (final int size : sizes)
+            {
+                final RunResult r = find(e.getValue(), size);
+                out.append(td(r == null ? "" : String.format(Locale.ROOT, "%,.0f", r.throughput())));
+            }
+            out.append("</tr>\n");
+        }
+        out.append("</table>\n<p>Both axes are logarithmic; one closed-loop run per target and payload size.</p>\n");
+    }
+
+    private static RunResult find(final List<RunResult> runs, final int size)
+    {
+        for (final RunResult r : runs)
+        {
+            if (r.payloadSize == size)
+            {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    private static void sweepPlot(final StringBuilder out, final Map<String, List<RunResult>> byTarget,
+        final TreeSet<Integer> sizes, final String what, final boolean bytes)
+    {
+        double lo = Double.MAX_VALUE;
+        double hi = 0;
+        for (final List<RunResult> list : byTarget.values())
+        {
+            for (final RunResult r : list)
+            {
+                final double v = bytes ? r.bytesPerSecond() / 1e6 : r.throughput();
+                if (v > 0)
+                {
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                }
+            }
+        }
+        if (hi <= 0)
+        {
+            return;
+        }
+        final double yLo = Math.floor(Math.log10(lo));
+        final double yHi = Math.max(yLo + 1, Math.ceil(Math.log10(hi)));
+        final double xLo = Math.log(sizes.first()) / Math.log(2);
+        final double xHi = Math.max(xLo + 1, Math.log(sizes.last()) / Math.log(2));
+        final int height = 360;
+        final double plotWidth = WIDTH - LEFT - RIGHT;
+        final double plotHeight = height - TOP - BOTTOM;
+        final int svgHeight = height + 8 + byTarget.size() * LEGEND_LINE;
+        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(WIDTH).append("\" height=\"")
+            .append(svgHeight).append("\" viewBox=\"0 0 ").append(WIDTH).append(' ').append(svgHeight)
+            .append("\" role=\"img\">\n<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"")
+            .append(fmt(plotWidth)).append("\" height=\"").append(fmt(plotHeight)).append("\" fill=\"#fff\" stroke=\"#999\"/>\n");
+        for (int decade = (int)yLo; decade <= (int)yHi; decade++)
+        {
+            final double y = TOP + plotHeight * (1 - (decade - yLo) / (yHi - yLo));
+            out.append("<line x1=\"").append(LEFT).append("\" x2=\"").append(fmt(LEFT + plotWidth)).append("\" y1=\"")
+                .append(fmt(y)).append("\" y2=\"").append(fmt(y)).append("\" stroke=\"#ccc\"/>\n<text x=\"")
+                .append(LEFT - 6).append("\" y=\"").append(fmt(y + 4)).append("\" text-anchor=\"end\">")
+                .append(escape(String.format(Locale.ROOT, "%,.0f", Math.pow(10, decade)))).append("</text>\n");
+        }
+        for (final int size : sizes)
+        {
+            final double x = LEFT + plotWidth * (Math.log(size) / Math.log(2) - xLo) / (xHi - xLo);
+            out.append("<line x1=\"").append(fmt(x)).append("\" x2=\"").append(fmt(x)).append("\" y1=\"").append(TOP)
+                .append("\" y2=\"").append(fmt(TOP + plotHeight)).append("\" stroke=\"#eee\"/>\n<text x=\"").append(fmt(x))
+                .append("\" y=\"").append(fmt(TOP + plotHeight + 18)).append("\" text-anchor=\"middle\">")
+                .append(escape(Formats.bytes(size))).append("</text>\n");
+        }
+        out.append("<text x=\"").append(fmt(LEFT + plotWidth / 2)).append("\" y=\"").append(height - 12)
+            .append("\" text-anchor=\"middle\">payload</text>\n<text transform=\"rotate(-90)\" x=\"")
+            .append(fmt(-(TOP + plotHeight / 2))).append("\" y=\"16\" text-anchor=\"middle\">").append(escape(what))
+            .append("</text>\n");
+        int i = 0;
+        for (final Map.Entry<String, List<RunResult>> e : byTarget.entrySet())
+        {
+            final StringBuilder path = new StringBuilder();
+            for (final int size : sizes)
+            {
+                final RunResult r = find(e.getValue(), size);
+                final double v = r == null ? 0 : bytes ? r.bytesPerSecond() / 1e6 : r.throughput();
+                if (v <= 0)
+                {
+                    continue;
+                }
+                final double x = LEFT + plotWidth * (Math.log(size) / Math.log(2) - xLo) / (xHi - xLo);
+                final double y = TOP + plotHeight * (1 - (Math.log10(v) - yLo) / (yHi - yLo));
+                path.append(path.length() == 0 ? "M" : " L").append(fmt(x)).append(',').append(fmt(y));
+            }
+            out.append("<path d=\"").append(path).append("\" fill=\"none\" stroke=\"").append(colour(i))
+                .append("\" stroke-width=\"2\"><title>").append(escape(e.getKey())).append("</title></path>\n");
+            final double ly = height + 8 + i * LEGEND_LINE;
+            out.append("<rect x=\"").append(LEFT).append("\" y=\"").append(fmt(ly - 6))
+                .append("\" width=\"18\" height=\"4\" fill=\"")
+                .append(colour(i)).append("\"/>\n<text x=\"").append(LEFT + 26).append("\" y=\"").append(fmt(ly)).append("\">")
+                .append(escape(e.getKey())).append("</text>\n");
+            i++;
         }
         out.append("</svg>\n");
     }

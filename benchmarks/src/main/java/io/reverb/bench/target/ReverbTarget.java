@@ -28,6 +28,9 @@ import java.util.function.Consumer;
  * {@code polling=MODE} to transports that poll completions (not {@code inproc://}), unless the
  * URI already names one; for {@code shm://}, whose transport does not read it yet, it is also
  * installed in the JVM's engine configuration ({@link ShmPolling}).
+ *
+ * <p>The query parameter {@code aliasing=true} (read here, not passed to the transport) marshals with
+ * {@link ProtoMarshaller#aliasing}: large messages are parsed from pooled arrays, on both sides.
  */
 public final class ReverbTarget implements Target
 {
@@ -49,6 +52,19 @@ public final class ReverbTarget implements Target
             .responseMarshaller(ProtoMarshaller.of(BytesValue.getDefaultInstance()))
             .build();
 
+    /** {@code Echo}, marshalled with {@link ProtoMarshaller#aliasing} (the URI's {@code aliasing=true}). */
+    public static final MethodDescriptor<BytesValue, BytesValue> ECHO_METHOD_ALIASING = ECHO_METHOD.toBuilder()
+        .requestMarshaller(ProtoMarshaller.aliasing(BytesValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.aliasing(BytesValue.getDefaultInstance()))
+        .build();
+
+    /** {@code Stream}, marshalled with {@link ProtoMarshaller#aliasing} (the URI's {@code aliasing=true}). */
+    public static final MethodDescriptor<BytesValue, BytesValue> STREAM_METHOD_ALIASING = STREAM_METHOD.toBuilder()
+        .requestMarshaller(ProtoMarshaller.aliasing(BytesValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.aliasing(BytesValue.getDefaultInstance()))
+        .build();
+
+    private static final String ALIASING = "aliasing=true";
     private static final int MAX_MESSAGE = 64 * 1024 * 1024;
 
     @Override
@@ -70,10 +86,19 @@ public final class ReverbTarget implements Target
      */
     public static ServiceDefinition serviceDefinition()
     {
+        return serviceDefinition(false);
+    }
+
+    /**
+     * @param aliasing true to marshal with {@link ProtoMarshaller#aliasing}.
+     * @return the echo service as a Reverb service definition.
+     */
+    public static ServiceDefinition serviceDefinition(final boolean aliasing)
+    {
         final EchoService.StreamReplies replies = new EchoService.StreamReplies();
         return ServiceDefinition.builder(EchoService.SERVICE_NAME)
-            .addMethod(ECHO_METHOD, ServerCalls.unary(Mono::just))
-            .addMethod(STREAM_METHOD, ServerCalls.serverStreaming(request ->
+            .addMethod(aliasing ? ECHO_METHOD_ALIASING : ECHO_METHOD, ServerCalls.unary(Mono::just))
+            .addMethod(aliasing ? STREAM_METHOD_ALIASING : STREAM_METHOD, ServerCalls.serverStreaming(request ->
             {
                 final EchoService.StreamRequest ask = EchoService.StreamRequest.decode(request);
                 final BytesValue message = replies.ofSize(ask.size());
@@ -85,26 +110,31 @@ public final class ReverbTarget implements Target
     @Override
     public BenchServer startServer(final URI uri, final TargetSettings settings)
     {
-        final RpcServer.Builder builder = RpcServer.builder(withPolling(BenchTls.asTcp(uri), settings).toString());
+        final RpcServer.Builder builder =
+            RpcServer.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.serverOptions());
         }
         final RpcServer server = builder
-            .addService(serviceDefinition())
+            .addService(serviceDefinition(isAliasing(uri)))
             .maxInboundMessageSize(MAX_MESSAGE)
             .shutdownGracePeriod(Duration.ofSeconds(1))
             .build()
             .start();
         final String address = server.address();
-        return new ReverbServer(server, address == null ? uri.toString() :
-            BenchTls.isTls(uri) ? BenchTls.asTls(address) : address, BenchTls.asTcp(uri));
+        // clients connect to the reported address: it keeps asking for aliasing, which only this target reads
+        final String plain = address == null ? uri.toString() : BenchTls.isTls(uri) ? BenchTls.asTls(address) : address;
+        final String reported = address != null && isAliasing(uri) ?
+            plain + (plain.contains("?") ? "&" : "?") + ALIASING : plain;
+        return new ReverbServer(server, reported, BenchTls.asTcp(uri));
     }
 
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings)
     {
-        final RpcChannel.Builder builder = RpcChannel.builder(withPolling(BenchTls.asTcp(uri), settings).toString());
+        final RpcChannel.Builder builder =
+            RpcChannel.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.clientOptions());
@@ -112,7 +142,39 @@ public final class ReverbTarget implements Target
         final RpcChannel channel = builder
             .maxInboundMessageSize(MAX_MESSAGE)
             .build();
-        return new ReverbClient(channel, settings.deadline());
+        return new ReverbClient(channel, settings.deadline(), isAliasing(uri));
+    }
+
+    /**
+     * @param uri a Reverb address.
+     * @return true if it asks for {@link ProtoMarshaller#aliasing} ({@code aliasing=true}).
+     */
+    public static boolean isAliasing(final URI uri)
+    {
+        return uri.getRawQuery() != null && ("&" + uri.getRawQuery() + "&").contains("&" + ALIASING + "&");
+    }
+
+    /**
+     * @param uri a Reverb address.
+     * @return the address without {@code aliasing=true}, which only this target reads.
+     */
+    public static URI withoutAliasing(final URI uri)
+    {
+        if (!isAliasing(uri))
+        {
+            return uri;
+        }
+        final StringBuilder query = new StringBuilder();
+        for (final String part : uri.getRawQuery().split("&"))
+        {
+            if (!part.equals(ALIASING) && !part.isEmpty())
+            {
+                query.append(query.length() == 0 ? "" : "&").append(part);
+            }
+        }
+        final String text = uri.toString();
+        final String base = text.substring(0, text.indexOf('?'));
+        return URI.create(query.length() == 0 ? base : base + "?" + query);
     }
 
     /**
@@ -140,7 +202,7 @@ public final class ReverbTarget implements Target
         @Override
         public String resourceUsage()
         {
-            return Transports.providerFor(listenUri).resourceUsage().describe();
+            return Transports.providerFor(withoutAliasing(listenUri)).resourceUsage().describe();
         }
 
         @Override
@@ -162,23 +224,33 @@ public final class ReverbTarget implements Target
     {
         private final RpcChannel channel;
         private final Duration deadline;
+        private final MethodDescriptor<BytesValue, BytesValue> echo;
+        private final MethodDescriptor<BytesValue, BytesValue> stream;
 
-        ReverbClient(final RpcChannel channel, final Duration deadline)
+        ReverbClient(final RpcChannel channel, final Duration deadline, final boolean aliasing)
         {
             this.channel = channel;
             this.deadline = deadline;
+            this.echo = aliasing ? ECHO_METHOD_ALIASING : ECHO_METHOD;
+            this.stream = aliasing ? STREAM_METHOD_ALIASING : STREAM_METHOD;
         }
 
         @Override
         public BytesValue blockingEcho(final BytesValue request)
         {
-            return ClientCalls.unary(channel, ECHO_METHOD, CallOptions.DEFAULT, request).block();
+            // aliasing: the response is valid only inside onNext, so none is returned (the caller only consumes it)
+            if (echo == ECHO_METHOD)
+            {
+                return ClientCalls.unary(channel, echo, CallOptions.DEFAULT, request).block();
+            }
+            return ClientCalls.unary(channel, echo, CallOptions.DEFAULT, request)
+                .map(r -> BytesValue.getDefaultInstance()).block();
         }
 
         @Override
         public long blockingStream(final BytesValue request)
         {
-            final Long count = ClientCalls.serverStreaming(channel, STREAM_METHOD, CallOptions.DEFAULT, request)
+            final Long count = ClientCalls.serverStreaming(channel, stream, CallOptions.DEFAULT, request)
                 .count().block();
             return count == null ? 0 : count;
         }
@@ -186,7 +258,7 @@ public final class ReverbTarget implements Target
         @Override
         public Caller newCaller(final CallObserver observer)
         {
-            return new ReverbCaller(channel, observer, deadline);
+            return new ReverbCaller(channel, observer, deadline, echo, stream);
         }
 
         @Override
@@ -205,9 +277,14 @@ public final class ReverbTarget implements Target
         private final Consumer<BytesValue> onMessage = this::onMessage;
         private final Consumer<Throwable> onError = this::onError;
         private final Runnable onComplete = this::onComplete;
+        private final MethodDescriptor<BytesValue, BytesValue> echo;
+        private final MethodDescriptor<BytesValue, BytesValue> stream;
 
-        ReverbCaller(final RpcChannel channel, final CallObserver observer, final Duration deadline)
+        ReverbCaller(final RpcChannel channel, final CallObserver observer, final Duration deadline,
+            final MethodDescriptor<BytesValue, BytesValue> echo, final MethodDescriptor<BytesValue, BytesValue> stream)
         {
+            this.echo = echo;
+            this.stream = stream;
             this.channel = channel;
             this.observer = observer;
             this.deadline = deadline;
@@ -222,14 +299,14 @@ public final class ReverbTarget implements Target
         @Override
         public void echo(final BytesValue request)
         {
-            ClientCalls.unary(channel, ECHO_METHOD, options(), request)
+            ClientCalls.unary(channel, echo, options(), request)
                 .subscribe(onMessage, onError, onComplete);
         }
 
         @Override
         public void stream(final BytesValue request)
         {
-            ClientCalls.serverStreaming(channel, STREAM_METHOD, options(), request)
+            ClientCalls.serverStreaming(channel, stream, options(), request)
                 .subscribe(onMessage, onError, onComplete);
         }
 

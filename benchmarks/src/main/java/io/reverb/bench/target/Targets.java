@@ -74,7 +74,7 @@ public final class Targets
             default -> GrpcTarget.isOverReverb(uri) ?
                 "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
                     (isDirect(uri) ? " direct" : "") :
-                "reverb " + uri.getScheme();
+                "reverb " + uri.getScheme() + (ReverbTarget.isAliasing(uri) ? " aliasing" : "");
         };
     }
 

@@ -4,6 +4,7 @@ import io.reverb.bench.load.RunResult;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -78,6 +79,29 @@ class ReportsTest
         assertThat(html).contains("<svg", "99.9%", "reverb shm", "grpc-java &lt;netty&gt;", "lower by");
         assertThat(html.split("<path d=", -1)).hasSize(3);
         assertThat(html).doesNotContain("src=", "href=", "<script", "<link");
+    }
+
+    @Test
+    void shouldPlotAPayloadSweepWithOneLinePerTargetWhenRunsCoverSeveralSizes()
+    {
+        final List<RunResult> runs = new ArrayList<>();
+        for (final int size : new int[]{64, 1024, 1 << 20})
+        {
+            final RunResult reverb = run("reverb shm", "reverb", "shm://x", 1_000);
+            reverb.payloadSize = size;
+            final RunResult grpc = run("grpc-java netty", "grpc-java", "grpc://127.0.0.1:1", 100_000);
+            grpc.payloadSize = size;
+            runs.add(reverb);
+            runs.add(grpc);
+        }
+
+        final String html = HtmlReport.write(runs, "t", "reverb-bench");
+        final String single = HtmlReport.write(runs.subList(0, 2), "t", "reverb-bench");
+
+        assertThat(html).contains("Payload sweep", "1 MiB", "1 KiB", "64 B", "payload MB/s");
+        // 6 percentile lines, then 2 sweep plots of one line per target
+        assertThat(html.split("<path d=", -1)).hasSize(1 + 6 + 2 * 2);
+        assertThat(single).doesNotContain("Payload sweep");
     }
 
     @Test

@@ -8,6 +8,7 @@ import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.verbs.PeerAuthenticationException;
 import io.reverb.rdma.verbs.VerbsProvider;
 import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
@@ -104,10 +105,14 @@ final class EngineTransport
         defaultConfig = engineConfig.conclude();
     }
 
-    /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
+    /**
+     * @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use:
+     * the one a server or channel built with default options uses (RPC inbound limit
+     * {@link RpcServer#DEFAULT_MAX_INBOUND_MESSAGE_SIZE}).
+     */
     RdmaEngine defaultEngine() throws IOException
     {
-        return engine(null, null, 0);
+        return engine(null, null, engineLimitFor(RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE));
     }
 
     /**
@@ -120,7 +125,12 @@ final class EngineTransport
     {
         final Integer rpcLimit = options.get(TransportOptions.MAX_INBOUND_MESSAGE_SIZE);
         return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri),
-            rpcLimit == null || rpcLimit <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM));
+            engineLimitFor(rpcLimit == null ? RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE : rpcLimit));
+    }
+
+    private static int engineLimitFor(final int rpcLimit)
+    {
+        return rpcLimit <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM);
     }
 
     private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling, final int inboundLimit)

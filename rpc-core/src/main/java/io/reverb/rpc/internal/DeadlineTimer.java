@@ -38,9 +38,9 @@ public final class DeadlineTimer
     private final long startNanos = System.nanoTime();
     private volatile Thread thread;
     private volatile boolean sleeping;
-    // timer thread only
+    // timer thread only (bucketed is volatile only so that tests can read it)
     private long tick;
-    private long bucketed;
+    private volatile long bucketed;
 
     DeadlineTimer(final String threadName)
     {
@@ -251,7 +251,7 @@ public final class DeadlineTimer
     }
 
     /**
-     * @return entries in the wheel (timer thread's view; for tests).
+     * @return entries in the wheel (for tests).
      */
     long bucketed()
     {

@@ -64,6 +64,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private boolean headersSent;
     boolean closed;
     private Disposable deadlineTimer;
+    // the single request of a unary or server-streaming call: its marshaller may lend it memory, given back once the
+    // final frame is written (responses written before it may reference the request)
+    private volatile Req singleRequest;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -394,6 +397,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
         encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
+        final Req request = singleRequest;
+        if (request != null)
+        {
+            // every response is written by now (frames go in order): the request's lifetime ends here
+            singleRequest = null;
+            method.requestMarshaller().release(request);
+        }
     }
 
     @Override
@@ -420,6 +430,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             return;
         }
         server.metrics().messageReceived(method, size);
+        if (method.type().clientSendsOneMessage() && singleRequest == null)
+        {
+            singleRequest = value;
+        }
         onRequest(value, endOfStream);
     }
 

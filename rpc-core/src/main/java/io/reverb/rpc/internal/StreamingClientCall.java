@@ -43,7 +43,15 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             @Override
             public void onValue(final Resp value)
             {
-                actual.onNext(value);
+                try
+                {
+                    actual.onNext(value);
+                }
+                finally
+                {
+                    // the response's lifetime (Marshaller#release): memory its marshaller lent may be reused now
+                    method.responseMarshaller().release(value);
+                }
             }
 
             @Override

@@ -186,7 +186,15 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
             {
                 if (value != null && !silent)
                 {
-                    actual.onNext(value);
+                    try
+                    {
+                        actual.onNext(value);
+                    }
+                    finally
+                    {
+                        // the response's lifetime (Marshaller#release): memory its marshaller lent may be reused now
+                        method.responseMarshaller().release(value);
+                    }
                 }
                 terminate(status, trailers, silent);
                 return;

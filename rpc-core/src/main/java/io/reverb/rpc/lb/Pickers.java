@@ -44,7 +44,8 @@ public final class Pickers
 
     /**
      * @param ready the ready subchannels, not empty (not copied).
-     * @return a picker that draws two at random and takes the one of lower {@link SubchannelLoad#cost(long)}.
+     * @return a picker that takes the ready subchannel of lowest {@link SubchannelLoad#cost(long)}: of all of them
+     * when there are at most four, else of two drawn at random (power of two choices).
      */
     public static Picker peakEwma(final Subchannel[] ready)
     {
@@ -144,6 +145,9 @@ public final class Pickers
 
     private static final class PeakEwmaPicker implements Picker
     {
+        /** Up to this many ready replicas, every pick compares them all; beyond, two drawn at random. */
+        static final int FULL_SCAN_MAX = 4;
+
         private final Subchannel[] ready;
 
         PeakEwmaPicker(final Subchannel[] ready)
@@ -163,6 +167,10 @@ public final class Pickers
             {
                 return ready[0];
             }
+            if (n <= FULL_SCAN_MAX)
+            {
+                return cheapest();
+            }
             final ThreadLocalRandom random = ThreadLocalRandom.current();
             final int i = random.nextInt(n);
             // a second index, different from the first
@@ -177,6 +185,39 @@ public final class Pickers
                 return a.load().outstanding() <= b.load().outstanding() ? a : b;
             }
             return costA < costB ? a : b;
+        }
+
+        /**
+         * The cheapest of all, ties broken at random. With two choices, a pair holding the slow replica and a fast
+         * one that just stalled (its average peaked) picks the slow one; with few replicas, scanning them all finds
+         * the other fast one instead, for a handful of reads.
+         */
+        private Subchannel cheapest()
+        {
+            final long now = ready[0].load().clock().getAsLong();
+            Subchannel best = null;
+            double bestCost = 0;
+            int bestOutstanding = 0;
+            int ties = 0;
+            for (final Subchannel candidate : ready)
+            {
+                final SubchannelLoad load = candidate.load();
+                final double cost = load.cost(now);
+                final int outstanding = load.outstanding();
+                if (best == null || cost < bestCost || cost == bestCost && outstanding < bestOutstanding)
+                {
+                    best = candidate;
+                    bestCost = cost;
+                    bestOutstanding = outstanding;
+                    ties = 1;
+                }
+                else if (cost == bestCost && outstanding == bestOutstanding &&
+                    ThreadLocalRandom.current().nextInt(++ties) == 0)
+                {
+                    best = candidate; // each of k equal candidates kept with probability 1/k
+                }
+            }
+            return best;
         }
 
         @Override

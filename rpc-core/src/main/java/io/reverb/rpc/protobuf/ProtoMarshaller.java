@@ -12,38 +12,108 @@ import io.reverb.rpc.Status;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 
 /**
  * {@link Marshaller} for protobuf messages that writes with {@link CodedOutputStream} straight into the transport's
- * buffer (registered memory for RDMA) and parses straight from it: no intermediate {@code byte[]} for direct
- * buffers.
+ * buffer (registered memory for RDMA): no intermediate {@code byte[]} on the send side.
+ *
+ * <h2>Reading large messages: two modes</h2>
+ * protobuf-java 4.36 has no decoder over direct memory and no {@code ByteString} over a {@code ByteBuffer} (the
+ * {@code UnsafeDirectNioDecoder} and {@code NioByteString} of the 3.x and early 4.x releases are gone): a message in
+ * registered memory is copied into a heap array once, and its {@code bytes} fields alias that array.
+ * <ul>
+ *   <li>{@link #of(MessageLite)}, the default: a new array per large message, owned by the message (safe whatever
+ *   the application does with it; a 1 MiB message is then a 1 MiB allocation, a G1 humongous object).</li>
+ *   <li>{@link #aliasing(MessageLite)}, opt-in: messages of {@value #LEND_THRESHOLD} bytes and more are parsed from
+ *   an array lent from a shared pool, and their {@code bytes} fields alias it. rpc-core gives the array back when
+ *   the message's lifetime ends ({@link Marshaller#release(Object)}: on the client, when the {@code onNext} that
+ *   delivered the response returns; on the server, when a unary or server-streaming call's last frame has been
+ *   written); the next large message may then overwrite it. Keep nothing of such a message beyond that lifetime
+ *   (copy what you keep: {@code ByteString.copyFrom(...)}), and do not hand it to another call from the client's
+ *   {@code onNext}. No garbage per large message, so the heap's size and the collector no longer matter. An array
+ *   whose lifetime cannot be bounded (a request of a client-streaming call) is never reused.
+ *   {@link #poisonReleasedArrays(boolean)} makes a use after release visible in tests.</li>
+ * </ul>
  *
  * @param <T> message type.
  */
 public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<T>
 {
     private static final int SMALL_MESSAGE = 1024;
+    /** In {@link #aliasing(MessageLite)} mode, messages of at least this many bytes are parsed from a lent array. */
+    public static final int LEND_THRESHOLD = 64 * 1024;
+    /** Lent arrays one marshaller remembers for their release; beyond that the oldest are forgotten. */
+    static final long MAX_LENT_BYTES = 128L << 20;
     private static final ThreadLocal<Encoder> ENCODERS = ThreadLocal.withInitial(Encoder::new);
 
     private final T defaultInstance;
     private final Parser<T> parser;
+    private final boolean aliasing;
+    /**
+     * Aliasing mode: each message read from a lent array, and that array, until released, oldest first; at most
+     * {@link #MAX_LENT_BYTES} of arrays are remembered (a message never released, e.g. of a cancelled call, is
+     * forgotten: its array is left to the collector, never reused).
+     */
+    private final LinkedHashMap<Lease, byte[]> lent;
+    private long lentBytes;
 
     @SuppressWarnings("unchecked")
-    private ProtoMarshaller(final T defaultInstance)
+    private ProtoMarshaller(final T defaultInstance, final boolean aliasing)
     {
         this.defaultInstance = Objects.requireNonNull(defaultInstance, "defaultInstance");
         this.parser = (Parser<T>)defaultInstance.getParserForType();
+        this.aliasing = aliasing;
+        this.lent = aliasing ? new LinkedHashMap<>() : null;
     }
 
     /**
      * @param defaultInstance the message type's default instance, e.g. {@code HelloRequest.getDefaultInstance()}.
      * @param <T>             message type.
-     * @return a marshaller.
+     * @return a marshaller whose messages own their bytes.
      */
     public static <T extends MessageLite> Marshaller<T> of(final T defaultInstance)
     {
-        return new ProtoMarshaller<>(defaultInstance);
+        return new ProtoMarshaller<>(defaultInstance, false);
+    }
+
+    /**
+     * A marshaller whose large messages ({@value #LEND_THRESHOLD} bytes and more) are parsed from a pooled array that
+     * their {@code bytes} fields alias, valid only for the lifetime described in the class documentation.
+     *
+     * @param defaultInstance the message type's default instance.
+     * @param <T>             message type.
+     * @return a marshaller in aliasing mode.
+     */
+    public static <T extends MessageLite> Marshaller<T> aliasing(final T defaultInstance)
+    {
+        return new ProtoMarshaller<>(defaultInstance, true);
+    }
+
+    /**
+     * Debugging aid: from now on, arrays given back by aliasing marshallers are filled with {@code 0xDB} before they
+     * are reused, so that a message kept beyond its lifetime shows as garbage at once instead of as another message's
+     * bytes later. Costs a fill per large message; off by default.
+     *
+     * @param poison true to fill released arrays.
+     */
+    public static void poisonReleasedArrays(final boolean poison)
+    {
+        LendingPool.SHARED.poison = poison;
+    }
+
+    /**
+     * @return true if this marshaller lends pooled arrays to large messages.
+     */
+    public boolean isAliasing()
+    {
+        return aliasing;
     }
 
     /**
@@ -129,8 +199,80 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     }
 
     @Override
+    public void release(final T message)
+    {
+        if (lent == null || message == null)
+        {
+            return;
+        }
+        synchronized (lent)
+        {
+            final byte[] array = lent.remove(new Lease(message));
+            if (array != null)
+            {
+                lentBytes -= array.length;
+                // under the lock, so that lentArrays() counts an array until it is back (and poisoned, in tests)
+                LendingPool.SHARED.giveBack(array);
+            }
+        }
+    }
+
+    /**
+     * @return arrays lent to messages not yet released (tests, leak checks).
+     */
+    public int lentArrays()
+    {
+        if (lent == null)
+        {
+            return 0;
+        }
+        synchronized (lent)
+        {
+            return lent.size();
+        }
+    }
+
+    private T readLent(final ByteBuffer source)
+    {
+        final int length = source.remaining();
+        final byte[] array = LendingPool.SHARED.take(length);
+        source.get(source.position(), array, 0, length);
+        final T message;
+        try
+        {
+            final CodedInputStream input = UnsafeByteOperations.unsafeWrap(array, 0, length).newCodedInput();
+            input.enableAliasing(true);
+            message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
+            input.checkLastTagWas(0);
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            LendingPool.SHARED.giveBack(array);
+            throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
+                .withCause(e).asException();
+        }
+        synchronized (lent)
+        {
+            lent.put(new Lease(message), array);
+            lentBytes += array.length;
+            final Iterator<byte[]> oldest = lent.values().iterator();
+            while (lentBytes > MAX_LENT_BYTES && oldest.hasNext())
+            {
+                // forgotten, not given back: its message may still be in use
+                lentBytes -= oldest.next().length;
+                oldest.remove();
+            }
+        }
+        return message;
+    }
+
+    @Override
     public T read(final ByteBuffer source)
     {
+        if (aliasing && source.remaining() >= LEND_THRESHOLD)
+        {
+            return readLent(source);
+        }
         try
         {
             final CodedInputStream input;
@@ -171,6 +313,95 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         {
             throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
                 .withCause(e).asException();
+        }
+    }
+
+    /** A message as a key by identity (protobuf's equals and hashCode read the whole message). */
+    private static final class Lease
+    {
+        private final Object message;
+
+        Lease(final Object message)
+        {
+            this.message = message;
+        }
+
+        @Override
+        public boolean equals(final Object other)
+        {
+            return other instanceof Lease && ((Lease)other).message == message;
+        }
+
+        @Override
+        public int hashCode()
+        {
+            return System.identityHashCode(message);
+        }
+    }
+
+    /**
+     * Heap arrays lent to large messages by aliasing marshallers, shared by all of them: size classes in quarter steps
+     * of a power of two (a 1 MiB message takes a 1.25 MiB array), at most {@link #MAX_IDLE_BYTES} kept idle; beyond
+     * that a given-back array is left to the collector. Never blocks: an empty class allocates.
+     */
+    static final class LendingPool
+    {
+        static final LendingPool SHARED = new LendingPool();
+        static final long MAX_IDLE_BYTES = 64L << 20;
+        private static final byte POISON = (byte)0xDB;
+
+        private final Map<Integer, ArrayDeque<byte[]>> idle = new HashMap<>();
+        private long idleBytes;
+        volatile boolean poison;
+
+        static int sizeClass(final int length)
+        {
+            if (length <= 4096)
+            {
+                return 4096;
+            }
+            final int shift = 31 - Integer.numberOfLeadingZeros(length - 1) - 2;
+            final long step = 1L << shift;
+            final long size = (length + step - 1) / step * step;
+            return (int)Math.min(size, Integer.MAX_VALUE - 8);
+        }
+
+        byte[] take(final int length)
+        {
+            final int size = sizeClass(length);
+            synchronized (this)
+            {
+                final ArrayDeque<byte[]> free = idle.get(size);
+                final byte[] array = free != null ? free.pollFirst() : null;
+                if (array != null)
+                {
+                    idleBytes -= array.length;
+                    return array;
+                }
+            }
+            return new byte[size];
+        }
+
+        void giveBack(final byte[] array)
+        {
+            if (poison)
+            {
+                Arrays.fill(array, POISON);
+            }
+            synchronized (this)
+            {
+                if (idleBytes + array.length > MAX_IDLE_BYTES)
+                {
+                    return;
+                }
+                idle.computeIfAbsent(array.length, k -> new ArrayDeque<>()).addFirst(array);
+                idleBytes += array.length;
+            }
+        }
+
+        synchronized long idleBytes()
+        {
+            return idleBytes;
         }
     }
 }

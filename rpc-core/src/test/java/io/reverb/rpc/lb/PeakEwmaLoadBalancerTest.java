@@ -225,6 +225,30 @@ class PeakEwmaLoadBalancerTest
     }
 
     @Test
+    void shouldNotPickTheSlowReplicaWhileOneFastReplicaStalledAndTheOtherIsFine()
+    {
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1", "tcp://c:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel fine = helper.get("tcp://a:1");
+        final FakeHelper.FakeSubchannel stalled = helper.get("tcp://b:1");
+        final FakeHelper.FakeSubchannel slow = helper.get("tcp://c:1");
+        fine.load().callStarted();
+        fine.load().callFinished(300_000);
+        stalled.load().callStarted();
+        stalled.load().callFinished(3_000_000); // its last answers peaked
+        slow.load().callStarted();
+        slow.load().callFinished(4_000_000);
+        for (int i = 0; i < 4; i++)
+        {
+            fine.load().callStarted();
+            stalled.load().callStarted();
+        }
+        // costs: fine 0.3 ms x 5, stalled 3 ms x 5, slow 4 ms x 1. Two random choices would take the slow one
+        // whenever it drew the pair (stalled, slow); three replicas are all compared
+        assertThat(count(1000)).containsOnlyKeys(fine);
+    }
+
+    @Test
     void shouldTakeTheOnlyReadyOneWithoutDrawing()
     {
         lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1"));

@@ -113,4 +113,31 @@ class ProtoMarshallerTest
             .isInstanceOf(RpcException.class)
             .satisfies(t -> assertThat(((RpcException)t).status().code()).isEqualTo(StatusCode.INTERNAL));
     }
+
+    @Test
+    void shouldForgetTheOldestLentArraysBeyondItsBoundInsteadOfKeepingUnreleasedMessagesForever()
+    {
+        final ProtoMarshaller<BytesValue> m =
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance());
+        final BytesValue value = BytesValue.of(ByteString.copyFrom(new byte[256 * 1024 - 16]));
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(m.serializedSize(value));
+        m.write(value, buffer);
+        final int perArray = ProtoMarshaller.LendingPool.sizeClass(buffer.capacity());
+        final long bound = ProtoMarshaller.MAX_LENT_BYTES / perArray;
+        BytesValue first = null;
+        BytesValue last = null;
+        for (int i = 0; i < bound + 50; i++)
+        {
+            buffer.clear();
+            last = m.read(buffer);
+            first = first == null ? last : first;
+        }
+        // never released (a cancelled call): remembered only up to the bound, the oldest forgotten
+        assertThat((long)m.lentArrays()).isEqualTo(bound);
+        m.release(first);
+        assertThat((long)m.lentArrays()).isEqualTo(bound);
+        m.release(last);
+        assertThat((long)m.lentArrays()).isEqualTo(bound - 1);
+        assertThat(first).isEqualTo(value);
+    }
 }
