@@ -29,6 +29,13 @@ import java.util.concurrent.TimeUnit;
  */
 final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>, OutboundMessages.Events
 {
+    /**
+     * grpc-java's {@code io.grpc.Context} already carries a handled call's deadline and cancellation to the calls made
+     * while handling it (the deadline arrives here as the call's own): rpc-core must not add its own inheritance on
+     * top, or a call forked off grpc-java's Context would still end with the handled call.
+     */
+    private static final CallOptions DETACHED = CallOptions.DEFAULT.withoutContextPropagation();
+
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
@@ -71,7 +78,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         this.listener = listener;
         final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
-        CallOptions options = metadata.isEmpty() ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
+        CallOptions options = metadata.isEmpty() ? DETACHED : DETACHED.withMetadata(metadata);
         if (deadline != null)
         {
             options = options.withDeadline(io.reverb.rpc.Deadline.after(

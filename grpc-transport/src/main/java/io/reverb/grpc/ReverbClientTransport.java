@@ -81,20 +81,34 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.listener = listener;
         // grpc-java's subchannel is CONNECTING until transportReady: READY only once the Reverb connection is up,
         // TRANSIENT_FAILURE (transportShutdown before ready) when it cannot connect, then grpc-java's own backoff
-        return () -> channel.connect().whenComplete((ignored, error) ->
+        return () ->
         {
-            if (error == null)
-            {
-                // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
-                channel.onConnectionLost(() -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
-                    " lost"), SimpleDisconnectError.CONNECTION_RESET));
-                listener.transportReady();
-            }
-            else
-            {
-                shutdown(GrpcBridge.statusOf(error), SimpleDisconnectError.SOCKET_ERROR);
-            }
-        });
+            // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
+            channel.onConnectionLost(() -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
+                " lost"), SimpleDisconnectError.CONNECTION_RESET));
+            channel.connect().whenComplete(this::connected);
+        };
+    }
+
+    private void connected(final Void ignored, final Throwable error)
+    {
+        final boolean alreadyShutdown;
+        synchronized (this)
+        {
+            alreadyShutdown = shutdown;
+        }
+        if (alreadyShutdown)
+        {
+            return; // grpc-java gave up on this transport while it connected; terminate() closed the channel
+        }
+        if (error == null)
+        {
+            listener.transportReady();
+        }
+        else
+        {
+            shutdown(GrpcBridge.statusOf(error), SimpleDisconnectError.SOCKET_ERROR);
+        }
     }
 
     @Override
