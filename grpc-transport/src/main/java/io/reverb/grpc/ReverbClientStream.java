@@ -13,10 +13,10 @@ import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.RpcChannel;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.util.context.Context;
 
 import java.io.InputStream;
 import java.util.concurrent.TimeUnit;
@@ -29,40 +29,20 @@ import java.util.concurrent.TimeUnit;
  */
 final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>, OutboundMessages.Events
 {
-    /** Reactor context key under which the stream finds its {@link ClientCallContext} (see {@link #CAPTURE}). */
-    private static final Object STREAM_KEY = ReverbClientStream.class;
-
-    /**
-     * Innermost Reverb interceptor of every channel: hands the call's context (response headers, trailers) to the
-     * stream that started the call.
-     */
-    static final io.reverb.rpc.ClientInterceptor CAPTURE = new io.reverb.rpc.ClientInterceptor()
-    {
-        @Override
-        public <Req, Resp> reactor.core.publisher.Flux<Resp> interceptCall(
-            final ClientCallContext call, final reactor.core.publisher.Flux<Req> requests, final Next<Req, Resp> next)
-        {
-            return reactor.core.publisher.Flux.deferContextual(ctx ->
-            {
-                final Object stream = ctx.getOrDefault(STREAM_KEY, null);
-                if (stream instanceof ReverbClientStream)
-                {
-                    ((ReverbClientStream)stream).callContext = call;
-                }
-                return next.call(requests);
-            });
-        }
-    };
-
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
     private final StatsTraceContext statsTraceContext;
     private final CallbackSerializer serializer = new CallbackSerializer();
-    private final OutboundMessages requests = new OutboundMessages(this);
+    /** What grpc-java writes, as the call's request publisher; never created for a unary call's fast path. */
+    private volatile OutboundMessages requests;
     private final boolean waitForReady;
-    private final Context reactorContext;
+    private final boolean unary;
     private volatile ClientCallContext callContext;
+    /** A unary call's request, held until halfClose sends it with the CALL frame (rpc-core's unary fast path). */
+    private Payload unaryRequest;
+    /** A unary call whose messages went to the request publisher instead (more than one written). */
+    private boolean requestsUsed;
     private Deadline deadline;
     private CallOptions options;
     private boolean callStarted;
@@ -82,7 +62,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         this.statsTraceContext = statsTraceContext;
         this.waitForReady = callOptions.isWaitForReady();
         this.deadline = callOptions.getDeadline();
-        this.reactorContext = Context.of(STREAM_KEY, this);
+        this.unary = method.type() == MethodType.UNARY;
     }
 
     @Override
@@ -114,6 +94,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
 
     private void startCall()
     {
+        final Payload single;
         synchronized (this)
         {
             if (callStarted)
@@ -121,8 +102,20 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
                 return;
             }
             callStarted = true;
+            single = unaryRequest;
+            unaryRequest = null;
         }
-        transport.channel().newCall(method, options, requests).subscribe(this);
+        final ClientCallContext context = new ClientCallContext(method, options);
+        callContext = context;
+        if (single != null)
+        {
+            // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
+            transport.channel().newUnaryCall(method, options, single, context).subscribe(this);
+        }
+        else
+        {
+            transport.channel().newCall(method, options, requests(), context).subscribe(this);
+        }
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb
@@ -150,7 +143,27 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         statsTraceContext.outboundMessage(0);
         statsTraceContext.outboundWireSize(payload.length());
         statsTraceContext.outboundUncompressedSize(payload.length());
-        requests.offer(payload);
+        if (unary)
+        {
+            final Payload earlier;
+            synchronized (this)
+            {
+                if (!callStarted && unaryRequest == null && !requestsUsed)
+                {
+                    unaryRequest = payload; // sent by halfClose
+                    return;
+                }
+                // a second message on a unary method (grpc-java's stubs never do that): the server refuses it
+                earlier = unaryRequest;
+                unaryRequest = null;
+                requestsUsed = true;
+            }
+            if (earlier != null)
+            {
+                requests().offer(earlier);
+            }
+        }
+        requests().offer(payload);
         startCall();
     }
 
@@ -163,13 +176,31 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     @Override
     public boolean isReady()
     {
-        return requests.isReady();
+        if (unary)
+        {
+            synchronized (this)
+            {
+                if (!callStarted && unaryRequest == null && !requestsUsed)
+                {
+                    return true; // the one message waits for halfClose, nothing to hold it back
+                }
+            }
+        }
+        return requests().isReady();
     }
 
     @Override
     public void halfClose()
     {
-        requests.complete();
+        final boolean fastPath;
+        synchronized (this)
+        {
+            fastPath = unaryRequest != null && !callStarted;
+        }
+        if (!fastPath)
+        {
+            requests().complete();
+        }
         startCall();
     }
 
@@ -179,13 +210,14 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
         synchronized (this)
         {
             callStarted = true; // a call not sent yet never will be
+            unaryRequest = null;
         }
         final Subscription s = responses;
         if (s != null)
         {
             s.cancel(); // rpc-core sends CANCEL
         }
-        requests.cancel();
+        cancelRequests();
         close(reason, new Metadata());
     }
 
@@ -250,12 +282,6 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     }
 
     // ---------------------------------------------------------------- Reverb -> grpc-java (responses)
-
-    @Override
-    public Context currentContext()
-    {
-        return reactorContext;
-    }
 
     @Override
     public void onSubscribe(final Subscription s)
@@ -340,6 +366,32 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
 
     // ---------------------------------------------------------------- internals
 
+    private OutboundMessages requests()
+    {
+        OutboundMessages r = requests;
+        if (r == null)
+        {
+            synchronized (this)
+            {
+                r = requests;
+                if (r == null)
+                {
+                    requests = r = new OutboundMessages(this);
+                }
+            }
+        }
+        return r;
+    }
+
+    private void cancelRequests()
+    {
+        final OutboundMessages r = requests;
+        if (r != null)
+        {
+            r.cancel();
+        }
+    }
+
     // on the serializer
     private void deliverHeadersOnce()
     {
@@ -364,7 +416,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
             closed = true;
             try
             {
-                requests.cancel();
+                cancelRequests();
                 statsTraceContext.clientInboundTrailers(trailers);
                 statsTraceContext.streamClosed(status);
                 if (listener != null)

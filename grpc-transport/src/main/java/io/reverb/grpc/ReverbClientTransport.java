@@ -49,7 +49,14 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
-        this.channel = configure.apply(RpcChannel.builder(address.uri())).intercept(ReverbClientStream.CAPTURE).build();
+        this.channel = configure.apply(RpcChannel.builder(address.uri())).build();
+        if (channel.balancer() != null)
+        {
+            channel.close();
+            // grpc-java's channel balances over its subchannels; each of them is one Reverb connection
+            throw new IllegalArgumentException("reverbChannel(...) must not configure load balancing, health checking" +
+                " or retries (grpc-java's channel does that, per its service config): " + address);
+        }
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))
@@ -72,8 +79,22 @@ final class ReverbClientTransport implements ConnectionClientTransport
     public synchronized Runnable start(final Listener listener)
     {
         this.listener = listener;
-        // rpc-core connects on the first call and reconnects by itself; grpc-java may send calls at once
-        return listener::transportReady;
+        // grpc-java's subchannel is CONNECTING until transportReady: READY only once the Reverb connection is up,
+        // TRANSIENT_FAILURE (transportShutdown before ready) when it cannot connect, then grpc-java's own backoff
+        return () -> channel.connect().whenComplete((ignored, error) ->
+        {
+            if (error == null)
+            {
+                // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
+                channel.onConnectionLost(() -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
+                    " lost"), SimpleDisconnectError.CONNECTION_RESET));
+                listener.transportReady();
+            }
+            else
+            {
+                shutdown(GrpcBridge.statusOf(error), SimpleDisconnectError.SOCKET_ERROR);
+            }
+        });
     }
 
     @Override
@@ -137,6 +158,11 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public void shutdown(final Status reason)
     {
+        shutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
+    }
+
+    private void shutdown(final Status reason, final SimpleDisconnectError why)
+    {
         synchronized (this)
         {
             if (shutdown)
@@ -146,7 +172,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             shutdown = true;
             shutdownStatus = reason;
         }
-        listener.transportShutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
+        listener.transportShutdown(reason, why);
         final boolean terminate;
         synchronized (this)
         {

@@ -30,7 +30,7 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     private final RpcContext context;
     private final StatsTraceContext statsTraceContext;
     private final Attributes attributes;
-    private final Context reactorContext;
+    private Context reactorContext;
     private final OutboundMessages responses = new OutboundMessages(this);
     private final CallbackSerializer serializer = new CallbackSerializer();
     private final int id = IDS.incrementAndGet();
@@ -46,7 +46,6 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
         this.context = context;
         this.statsTraceContext = statsTraceContext;
         this.attributes = transport.attributesFor(context.peer());
-        this.reactorContext = Context.of(RpcContext.CONTEXT_KEY, context);
     }
 
     OutboundMessages responses()
@@ -197,7 +196,13 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     @Override
     public Context currentContext()
     {
-        return reactorContext;
+        // asked for by the request Flux of streaming calls only (unary calls hand over their request directly)
+        Context c = reactorContext;
+        if (c == null)
+        {
+            reactorContext = c = Context.of(RpcContext.CONTEXT_KEY, context);
+        }
+        return c;
     }
 
     @Override

@@ -8,6 +8,7 @@ import io.grpc.InternalChannelz;
 import io.grpc.InternalInstrumented;
 import io.grpc.InternalLogId;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor.MethodType;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerStreamTracer;
@@ -25,8 +26,11 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServiceDefinition;
 import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscriber;
+import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Operators;
 
 import java.io.IOException;
 import java.net.SocketAddress;
@@ -37,6 +41,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.UnaryOperator;
 
 /**
@@ -84,7 +89,8 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
                 final io.grpc.MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
                 definition.addMethod(
                     GrpcBridge.descriptor(grpcMethod.getFullMethodName(), grpcMethod.getType()),
-                    new Handler(grpcMethod.getFullMethodName()));
+                    grpcMethod.getType() == MethodType.UNARY ?
+                        new UnaryHandler(grpcMethod.getFullMethodName()) : new Handler(grpcMethod.getFullMethodName()));
             }
         }
         byService.values().forEach(b -> builder.addService(b.build()));
@@ -249,7 +255,7 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
     }
 
     /** Turns each Reverb call of one method into a grpc-java stream. */
-    private final class Handler implements ServerCallHandler<Payload, Payload>
+    private class Handler implements ServerCallHandler<Payload, Payload>
     {
         private final String fullMethodName;
 
@@ -263,29 +269,102 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
         {
             return subscriber ->
             {
-                final RpcContext context = subscriber instanceof CoreSubscriber ?
-                    RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
-                if (context == null)
+                final ReverbServerStream stream = open(subscriber);
+                if (stream != null)
                 {
-                    // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
-                    reactor.core.publisher.Operators.error(subscriber, io.reverb.rpc.Status.INTERNAL
-                        .withDescription("no call context for " + fullMethodName).asException());
-                    return;
+                    requests.subscribe(stream);
                 }
-                final Metadata headers = GrpcBridge.toGrpc(context.metadata());
-                // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
-                headers.discardAll(GrpcUtil.TIMEOUT_KEY);
-                final Deadline deadline = context.deadline();
-                if (deadline != null)
-                {
-                    headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
-                }
-                final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
-                final ReverbServerStream stream = new ReverbServerStream(ReverbServerTransport.this, context, stats);
-                transportListener.streamCreated(stream, fullMethodName, headers);
-                stream.responses().subscribe(subscriber);
-                requests.subscribe(stream);
             };
+        }
+
+        /**
+         * Creates the grpc-java stream of a call and subscribes rpc-core's subscriber to its responses.
+         *
+         * @return the stream, or null if the call could not start (the subscriber got the error).
+         */
+        final ReverbServerStream open(final Subscriber<? super Payload> subscriber)
+        {
+            final RpcContext context = subscriber instanceof CoreSubscriber ?
+                RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
+            if (context == null)
+            {
+                // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
+                Operators.error(subscriber, io.reverb.rpc.Status.INTERNAL
+                    .withDescription("no call context for " + fullMethodName).asException());
+                return null;
+            }
+            final Metadata headers = GrpcBridge.toGrpc(context.metadata());
+            // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
+            headers.discardAll(GrpcUtil.TIMEOUT_KEY);
+            final Deadline deadline = context.deadline();
+            if (deadline != null)
+            {
+                headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
+            }
+            final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
+            final ReverbServerStream stream = new ReverbServerStream(ReverbServerTransport.this, context, stats);
+            transportListener.streamCreated(stream, fullMethodName, headers);
+            stream.responses().subscribe(subscriber);
+            return stream;
+        }
+    }
+
+    /**
+     * A unary method: rpc-core invokes it with the request itself (its unary fast path, no request Flux), and the
+     * stream gets that one message when grpc-java asks for it.
+     */
+    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<Payload, Payload>
+    {
+        UnaryHandler(final String fullMethodName)
+        {
+            super(fullMethodName);
+        }
+
+        @Override
+        public Publisher<Payload> invoke(final Payload request)
+        {
+            return subscriber ->
+            {
+                final ReverbServerStream stream = open(subscriber);
+                if (stream != null)
+                {
+                    stream.onSubscribe(new SingleRequest(stream, request));
+                }
+            };
+        }
+    }
+
+    /** The one request of a unary call, given to the stream on its first demand, then the end of requests. */
+    private static final class SingleRequest implements Subscription
+    {
+        private static final AtomicIntegerFieldUpdater<SingleRequest> STATE =
+            AtomicIntegerFieldUpdater.newUpdater(SingleRequest.class, "state");
+
+        private final ReverbServerStream stream;
+        private final Payload request;
+        /** 0 waiting, 1 delivered or cancelled. */
+        private volatile int state;
+
+        SingleRequest(final ReverbServerStream stream, final Payload request)
+        {
+            this.stream = stream;
+            this.request = request;
+        }
+
+        @Override
+        public void request(final long n)
+        {
+            if (n > 0 && STATE.compareAndSet(this, 0, 1))
+            {
+                stream.onNext(request);
+                stream.onComplete();
+            }
+        }
+
+        @Override
+        public void cancel()
+        {
+            state = 1;
         }
     }
 }

@@ -102,6 +102,11 @@ abstract class AbstractGrpcConformanceTest
     protected abstract void assertTransportResourcesReleased() throws Exception;
 
     /**
+     * @return a channel builder for an address of this transport where nothing listens.
+     */
+    protected abstract ManagedChannelBuilder<?> newUnreachableChannelBuilder();
+
+    /**
      * @param total     messages the server wants to send.
      * @param requested messages the client asked for.
      * @return how many the transport may let the server write before it reports not ready: HTTP/2 lets a window's
@@ -446,6 +451,100 @@ abstract class AbstractGrpcConformanceTest
         assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
         channel.shutdown();
         assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.SHUTDOWN);
+    }
+
+    @Test
+    void shouldCarryCallsThatAskForCompression()
+    {
+        // Netty compresses; Reverb ignores the request and sends the bytes as they are: either way the call works
+        final EchoRequest request = payload(10_000);
+        assertThat(blocking().withCompression("gzip").unary(request).getPayload()).isEqualTo(request.getPayload());
+        final Iterator<EchoReply> replies = blocking().withCompression("gzip")
+            .serverStream(EchoRequest.newBuilder().setCount(5).setSize(1000).build());
+        int count = 0;
+        while (replies.hasNext())
+        {
+            assertThat(replies.next().getPayload().size()).isEqualTo(1000);
+            count++;
+        }
+        assertThat(count).isEqualTo(5);
+    }
+
+    @Test
+    void shouldGoFromIdleThroughConnectingToReadyOnlyWhenAskedToConnect() throws Exception
+    {
+        final ManagedChannel fresh = newChannelBuilder(server).build();
+        try
+        {
+            final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+            final CountDownLatch ready = new CountDownLatch(1);
+            assertThat(fresh.getState(false)).as("a new channel is idle").isEqualTo(io.grpc.ConnectivityState.IDLE);
+            watchStates(fresh, io.grpc.ConnectivityState.IDLE, seen, ready);
+            fresh.getState(true);
+            assertThat(ready.await(30, TimeUnit.SECONDS)).as("READY after getState(true), saw %s", seen).isTrue();
+            // a callback reads the state when it runs: a connection made at once (inproc) may show READY first
+            assertThat(seen.get(0)).as("first state after IDLE, of %s", seen)
+                .isIn(io.grpc.ConnectivityState.CONNECTING, io.grpc.ConnectivityState.READY);
+            assertThat(seen).contains(io.grpc.ConnectivityState.READY)
+                .doesNotContain(io.grpc.ConnectivityState.TRANSIENT_FAILURE);
+            assertThat(EchoGrpc.newBlockingStub(fresh).unary(payload(3)).getPayload()).isEqualTo(payload(3).getPayload());
+        }
+        finally
+        {
+            fresh.shutdownNow();
+            assertThat(fresh.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
+    void shouldReportTransientFailureWhenNothingListensAndFailFastCalls() throws Exception
+    {
+        final ManagedChannel nowhere = newUnreachableChannelBuilder().build();
+        try
+        {
+            final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+            final CountDownLatch failed = new CountDownLatch(1);
+            assertThat(nowhere.getState(true)).isNotEqualTo(io.grpc.ConnectivityState.READY);
+            final io.grpc.ConnectivityState now = nowhere.getState(false);
+            seen.add(now); // a refusal may come back before getState(true) returns (inproc, tcp to a closed port)
+            if (now == io.grpc.ConnectivityState.TRANSIENT_FAILURE)
+            {
+                failed.countDown();
+            }
+            watchStates(nowhere, now, seen, failed);
+            assertThat(failed.await(30, TimeUnit.SECONDS)).as("TRANSIENT_FAILURE, saw %s", seen).isTrue();
+            assertThat(seen).doesNotContain(io.grpc.ConnectivityState.READY);
+            assertThatThrownBy(() -> EchoGrpc.newBlockingStub(nowhere).unary(payload(1)))
+                .isInstanceOfSatisfying(StatusRuntimeException.class,
+                    e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
+        }
+        finally
+        {
+            nowhere.shutdownNow();
+            assertThat(nowhere.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    /**
+     * Follows the channel's states with notifyWhenStateChanged from {@code from}, recording each, and counts down
+     * {@code reached} at the first READY (a healthy target) or TRANSIENT_FAILURE (an unreachable one).
+     */
+    private static void watchStates(final ManagedChannel channel, final io.grpc.ConnectivityState from,
+        final List<io.grpc.ConnectivityState> seen, final CountDownLatch reached)
+    {
+        channel.notifyWhenStateChanged(from, () ->
+        {
+            final io.grpc.ConnectivityState now = channel.getState(false);
+            seen.add(now);
+            if (now == io.grpc.ConnectivityState.READY || now == io.grpc.ConnectivityState.TRANSIENT_FAILURE)
+            {
+                reached.countDown();
+            }
+            if (now != io.grpc.ConnectivityState.SHUTDOWN)
+            {
+                watchStates(channel, now, seen, reached);
+            }
+        });
     }
 
     // ------------------------------------------------------------------------------------------------ retries

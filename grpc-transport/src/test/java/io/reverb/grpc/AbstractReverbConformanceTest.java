@@ -38,6 +38,17 @@ abstract class AbstractReverbConformanceTest extends AbstractGrpcConformanceTest
         return ReverbChannelBuilder.forTarget(server.getListenSockets().get(0).toString());
     }
 
+    /**
+     * @return an address of this transport where nothing listens.
+     */
+    protected abstract String unreachableAddress();
+
+    @Override
+    protected ManagedChannelBuilder<?> newUnreachableChannelBuilder()
+    {
+        return ReverbChannelBuilder.forTarget(unreachableAddress());
+    }
+
     @Override
     protected int maxSentAheadOfReader(final int total, final int requested)
     {

@@ -12,4 +12,10 @@ class InprocConformanceTest extends AbstractReverbConformanceTest
     {
         return "inproc://grpc-conformance-" + IDS.incrementAndGet();
     }
+
+    @Override
+    protected String unreachableAddress()
+    {
+        return "inproc://grpc-nobody";
+    }
 }

@@ -24,6 +24,12 @@ class NettyConformanceTest extends AbstractGrpcConformanceTest
     }
 
     @Override
+    protected ManagedChannelBuilder<?> newUnreachableChannelBuilder()
+    {
+        return NettyChannelBuilder.forAddress(new InetSocketAddress("127.0.0.1", 1)).usePlaintext();
+    }
+
+    @Override
     protected void assertTransportResourcesReleased()
     {
         // Netty's buffers are its own business; the Reverb subclasses check theirs

@@ -12,4 +12,10 @@ class ShmConformanceTest extends AbstractReverbConformanceTest
     {
         return "shm://grpc-conformance-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
     }
+
+    @Override
+    protected String unreachableAddress()
+    {
+        return "shm://grpc-nobody-" + ProcessHandle.current().pid();
+    }
 }

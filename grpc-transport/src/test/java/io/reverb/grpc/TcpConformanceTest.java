@@ -12,4 +12,10 @@ class TcpConformanceTest extends AbstractReverbConformanceTest
     {
         return "tcp://127.0.0.1:0";
     }
+
+    @Override
+    protected String unreachableAddress()
+    {
+        return "tcp://127.0.0.1:1";
+    }
 }

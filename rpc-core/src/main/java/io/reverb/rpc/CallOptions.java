@@ -31,10 +31,11 @@ public final class CallOptions
     }
 
     /**
-     * A call made inside a handler inherits the handled call's remaining deadline (when earlier than its own); this
-     * copy opts out: the call keeps only its own deadline, e.g. a background write that must outlive the request.
+     * A call made inside a handler inherits the handled call's remaining deadline (when earlier than its own) and is
+     * cancelled when the handled call ends early (see {@link RpcContext}); this copy opts out of both: the call keeps
+     * only its own deadline and lives on, e.g. a background write that must outlive the request.
      *
-     * @return a copy that does not inherit the handled call's deadline.
+     * @return a copy that inherits neither the handled call's deadline nor its cancellation.
      */
     public CallOptions withoutContextPropagation()
     {
@@ -42,7 +43,8 @@ public final class CallOptions
     }
 
     /**
-     * @return true if the call does not inherit the handled call's deadline ({@link #withoutContextPropagation()}).
+     * @return true if the call inherits neither the handled call's deadline nor its cancellation
+     * ({@link #withoutContextPropagation()}).
      */
     public boolean isDetached()
     {
@@ -52,19 +54,29 @@ public final class CallOptions
     /**
      * The options a call started with this Reactor context should use: inside a handler (an {@link RpcContext} in
      * the context) the deadline becomes the earlier of this one and the handled call's, unless
-     * {@link #withoutContextPropagation()}. Cancellation needs no help: a call composed into the handler's
-     * publisher is cancelled with it.
+     * {@link #withoutContextPropagation()}. (Cancellation is inherited by the channel, from the same context.)
      *
      * @param context the subscriber's context.
      * @return this, or a copy with the inherited deadline.
      */
     public CallOptions propagatedFrom(final ContextView context)
     {
+        return detached ? this : propagatedFrom(RpcContext.from(context));
+    }
+
+    /**
+     * The options a call made while handling {@code parent} should use: the deadline becomes the earlier of this
+     * one and the handled call's, unless {@link #withoutContextPropagation()}.
+     *
+     * @param parent the handled call's context, or null.
+     * @return this, or a copy with the inherited deadline.
+     */
+    public CallOptions propagatedFrom(final RpcContext parent)
+    {
         if (detached)
         {
             return this;
         }
-        final RpcContext parent = RpcContext.from(context);
         final Deadline inherited = parent == null ? null : parent.deadline();
         if (inherited == null || (deadline != null && deadline.compareTo(inherited) <= 0))
         {

@@ -4,6 +4,7 @@ import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
 import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.resolver.NameResolvers;
+import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryThrottle;
 import io.reverb.rpc.transport.TransportOptions;
@@ -13,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -35,8 +37,9 @@ import reactor.core.scheduler.Schedulers;
  * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
  * interceptors then run once per attempt).
  *
- * <p>A call made inside a handler inherits the handled call's remaining deadline unless its options say
- * {@link CallOptions#withoutContextPropagation()}; composed into the handler's publisher, it is cancelled with it.
+ * <p>A call made inside a handler inherits the handled call's remaining deadline and is cancelled when the handled
+ * call ends early, whether it is composed into the handler's publisher or subscribed on its own (see
+ * {@link RpcContext}), unless its options say {@link CallOptions#withoutContextPropagation()}.
  */
 public final class RpcChannel implements AutoCloseable
 {
@@ -119,6 +122,79 @@ public final class RpcChannel implements AutoCloseable
             runtime.newUnaryCall(method, options, request);
     }
 
+    /**
+     * {@link #newCall(MethodDescriptor, CallOptions, Publisher)} for a bridge that reports the server's response
+     * headers, trailers and status itself (reverb-grpc's grpc-java transport): they are recorded into
+     * {@code context} before the returned Flux signals. The channel's interceptors run with that context; without
+     * interceptors the call takes the same direct path as an unintercepted call. The request metadata sent is
+     * {@link ClientCallContext#requestMetadata()}.
+     *
+     * @param method   the method.
+     * @param options  call options.
+     * @param requests the requests.
+     * @param context  receives what the server answered; one call per context.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newCall(method, options, requests, context);
+    }
+
+    /**
+     * {@link #newUnaryCall(MethodDescriptor, CallOptions, Object)} recording the server's response headers,
+     * trailers and status into {@code context} (see {@link #newCall(MethodDescriptor, CallOptions, Publisher,
+     * ClientCallContext)}); without interceptors it is the unary fast path (request with the CALL frame).
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param context receives what the server answered; one call per context.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext context)
+    {
+        return singleAddressRuntime().newUnaryCall(method, options, request, context);
+    }
+
+    /**
+     * Connects now rather than on the first call (a single-address channel).
+     *
+     * @return completes when a connection is usable; fails with an {@link RpcException} (UNAVAILABLE) when this
+     * attempt cannot connect or the channel is closed.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public CompletableFuture<Void> connect()
+    {
+        return singleAddressRuntime().connectNow();
+    }
+
+    /**
+     * @param listener runs each time the usable connection of this single-address channel stops taking new calls
+     *                 (GOAWAY, failure, close), on a transport or timer thread; replaces the previous one.
+     * @throws UnsupportedOperationException on a channel to several replicas.
+     */
+    public void onConnectionLost(final Runnable listener)
+    {
+        singleAddressRuntime().onConnectionLost(Objects.requireNonNull(listener, "listener"));
+    }
+
+    private ChannelRuntime singleAddressRuntime()
+    {
+        if (runtime == null)
+        {
+            throw new UnsupportedOperationException("calls with a ClientCallContext need a single-address channel: " + target);
+        }
+        return runtime;
+    }
+
     private CallOptions withDefaultDeadline(final CallOptions options)
     {
         return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);
@@ -192,6 +268,7 @@ public final class RpcChannel implements AutoCloseable
         private String loadBalancingPolicy;
         private String healthService;
         private final Map<String, RetryPolicy> retryPolicies = new LinkedHashMap<>();
+        private final Map<String, HedgingPolicy> hedgingPolicies = new LinkedHashMap<>();
         private int retryMaxTokens;
         private double retryTokenRatio;
 
@@ -236,6 +313,23 @@ public final class RpcChannel implements AutoCloseable
         public Builder retryPolicy(final String methodOrService, final RetryPolicy policy)
         {
             retryPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /**
+         * Marks a method, or every method of a service, idempotent and hedges its unary calls: another attempt to
+         * another replica every hedging delay until one answers, the first answer wins and the others are cancelled
+         * (see {@link HedgingPolicy}). Hedges share the retry budget of {@link #retryThrottling}. A method has a
+         * retry policy or a hedging policy, not both.
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param policy          the policy.
+         * @return this.
+         */
+        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy policy)
+        {
+            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
                 Objects.requireNonNull(policy, "policy"));
             return this;
         }
@@ -356,7 +450,8 @@ public final class RpcChannel implements AutoCloseable
         public RpcChannel build()
         {
             final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
-                !retryPolicies.isEmpty() || retryMaxTokens > 0 || NameResolvers.isResolverTarget(uri);
+                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 ||
+                NameResolvers.isResolverTarget(uri);
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
@@ -388,6 +483,7 @@ public final class RpcChannel implements AutoCloseable
                 b.healthCheck(healthService);
             }
             retryPolicies.forEach(b::retryPolicy);
+            hedgingPolicies.forEach(b::hedgingPolicy);
             if (retryMaxTokens > 0)
             {
                 b.retryThrottling(retryMaxTokens, retryTokenRatio);

@@ -1,5 +1,12 @@
 package io.reverb.rpc;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.util.context.ContextView;
 
@@ -11,9 +18,19 @@ import reactor.util.context.ContextView;
  * Response headers are sent with the first response message (or with the status if there is none), so add to
  * them before emitting; trailers are sent with the status, so they can be added until the handler's publisher
  * terminates.
+ *
+ * <p>Cancellation, as grpc-java's {@code Context}: when the call ends early (the client cancelled, its deadline
+ * passed, the connection was lost) the runtime {@link #cancel(Status) cancels} this context, and every client call
+ * made while handling it is cancelled too, even one not composed into the handler's publisher (subscribed on its
+ * own, fire-and-forget): such calls find the context in the Reactor context, or, when made on the handler's thread
+ * while the runtime runs the handler, in a thread-local. A call opts out with
+ * {@link CallOptions#withoutContextPropagation()}. A call that ends normally does not cancel its context, so
+ * background calls may outlive a successful answer.
  */
 public final class RpcContext
 {
+    private static final Logger LOG = LoggerFactory.getLogger(RpcContext.class);
+
     /** Key under which the context is stored in the Reactor context. */
     public static final Class<RpcContext> CONTEXT_KEY = RpcContext.class;
 
@@ -24,6 +41,9 @@ public final class RpcContext
     // created on first use: most calls add none
     private Metadata responseHeaders;
     private Metadata responseTrailers;
+    private volatile Status cancellation;
+    // guarded by this; created on first use
+    private List<Runnable> cancellationListeners;
 
     /**
      * Created by the runtime for each call.
@@ -129,6 +149,94 @@ public final class RpcContext
             responseTrailers = new Metadata();
         }
         return responseTrailers;
+    }
+
+    /**
+     * @return true once the call ended early (see {@link #cancel(Status)}).
+     */
+    public boolean isCancelled()
+    {
+        return cancellation != null;
+    }
+
+    /**
+     * @return why the call ended early (CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE...), or null while it has not.
+     */
+    public Status cancellationStatus()
+    {
+        return cancellation;
+    }
+
+    /**
+     * Runs the listener when the call ends early, at once if it already has. Client calls made while handling this
+     * call register here to be cancelled with it.
+     *
+     * @param listener runs once, on the thread that cancels (keep it short, do not block).
+     * @return disposes the registration (call it when the listener is no longer needed).
+     */
+    public Disposable onCancel(final Runnable listener)
+    {
+        Objects.requireNonNull(listener, "listener");
+        synchronized (this)
+        {
+            if (cancellation == null)
+            {
+                if (cancellationListeners == null)
+                {
+                    cancellationListeners = new ArrayList<>(2);
+                }
+                cancellationListeners.add(listener);
+                return () -> removeListener(listener);
+            }
+        }
+        listener.run();
+        return Disposables.disposed();
+    }
+
+    private synchronized void removeListener(final Runnable listener)
+    {
+        if (cancellationListeners != null)
+        {
+            cancellationListeners.remove(listener);
+        }
+    }
+
+    /**
+     * Cancels this context: the runtime calls it when the handled call ends early. Listeners run once, here; later
+     * calls do nothing.
+     *
+     * @param reason why, not OK.
+     * @return true if this call cancelled the context, false if it was already cancelled.
+     */
+    public boolean cancel(final Status reason)
+    {
+        Objects.requireNonNull(reason, "reason");
+        final List<Runnable> run;
+        synchronized (this)
+        {
+            if (cancellation != null)
+            {
+                return false;
+            }
+            cancellation = reason;
+            run = cancellationListeners;
+            cancellationListeners = null;
+        }
+        if (run != null)
+        {
+            for (final Runnable listener : run)
+            {
+                try
+                {
+                    listener.run();
+                }
+                catch (final RuntimeException e)
+                {
+                    LOG.warn("a cancellation listener of {} threw", this, e);
+                }
+            }
+        }
+        return true;
     }
 
     @Override

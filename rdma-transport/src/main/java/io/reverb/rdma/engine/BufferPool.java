@@ -17,6 +17,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  * cap is reached, idle buffers of other classes are freed to make room, and if that is not enough
  * {@link #acquire(int)} returns null: the caller queues (receiver) or back-pressures (sender)
  * instead of allocating without bound. Thread-safe (the rendezvous path is not the per-message hot path).
+ *
+ * <p><b>Receive pools</b> (built with a {@link RendezvousBudget}) never allocate in the caller's thread, which is
+ * the poller: {@link #acquireIdle(int)} only hands out idle buffers; {@link #reserve(int)} books a buffer's bytes
+ * against this pool's cap and the engine-wide budget, and {@link #allocateReserved(int)} (the engine's allocator
+ * thread) registers it and adds it to the idle buffers. While any connection waits for the engine-wide budget,
+ * buffers coming back are freed rather than kept (trim), and so are idle buffers when a reservation fails.
  */
 final class BufferPool
 {
@@ -31,6 +37,8 @@ final class BufferPool
 
         /** Rendezvous id this buffer currently serves. */
         int id;
+        /** Receiver side: when its CTS was queued, for the write timeout. */
+        long grantedAtNanos;
         /** Message length it holds. */
         int length;
         /** Sender side: the claimant's message id. */
@@ -38,6 +46,8 @@ final class BufferPool
         /** Sender side: granted remote address and key, once CTS arrived. */
         long remoteAddress;
         int remoteRkey;
+        /** Sender side: what the claimant attached, handed back if the peer refuses the message. */
+        Object attachment;
         boolean inUse;
         boolean retained;
 
@@ -83,7 +93,17 @@ final class BufferPool
         }
     }
 
+    /** {@link #reserve(int)}: bytes booked; call {@link #allocateReserved(int)} off the poller. */
+    static final int RESERVED = 0;
+    /** {@link #reserve(int)}: this pool's cap is taken by buffers in use; a release here frees room. */
+    static final int POOL_FULL = 1;
+    /** {@link #reserve(int)}: the engine-wide budget is taken; a release anywhere frees room. */
+    static final int BUDGET_FULL = 2;
+    /** {@link #reserve(int)}: the pool is closed. */
+    static final int POOL_CLOSED = 3;
+
     private final ProtectionDomain pd;
+    private final RendezvousBudget budget;
     private final int access;
     private final int minClass;
     private final int maxClass;
@@ -95,8 +115,14 @@ final class BufferPool
     private int buffersInUse;
     private boolean closed;
     private long allocationFailures;
+    private int allocationsPending;
+    /**
+     * Receive side: the buffer just registered for the RTS that booked it, not yet handed out. Kept apart from
+     * the idle buffers so that no trim frees it before its RTS is granted (two connections could otherwise free
+     * each other's fresh buffers in turn).
+     */
+    private Buffer fresh;
 
-    @SuppressWarnings("unchecked")
     BufferPool(
         final ProtectionDomain pd,
         final int access,
@@ -105,7 +131,25 @@ final class BufferPool
         final long maxBytes,
         final Runnable onRelease)
     {
+        this(pd, null, access, minClass, maxClass, maxBytes, onRelease);
+    }
+
+    /**
+     * @param budget the engine-wide receive budget for a receive pool (which then never allocates in
+     *               {@link #acquire}), or null for a send pool.
+     */
+    @SuppressWarnings("unchecked")
+    BufferPool(
+        final ProtectionDomain pd,
+        final RendezvousBudget budget,
+        final int access,
+        final int minClass,
+        final int maxClass,
+        final long maxBytes,
+        final Runnable onRelease)
+    {
         this.pd = pd;
+        this.budget = budget;
         this.access = access;
         this.minClass = minClass;
         this.maxClass = maxClass;
@@ -117,6 +161,10 @@ final class BufferPool
         {
             free[i] = new ArrayDeque<>();
         }
+        if (budget != null)
+        {
+            budget.register(this);
+        }
     }
 
     /** @return the largest message a buffer can hold. */
@@ -125,12 +173,193 @@ final class BufferPool
         return maxClass;
     }
 
+    /** @return the cap on this pool's registered bytes. */
+    long maxBytes()
+    {
+        return maxBytes;
+    }
+
+    /** @return the size class that holds {@code length} bytes. */
+    int sizeClassFor(final int length)
+    {
+        return Math.max(minClass, EngineConfig.sizeClassFor(length));
+    }
+
+    /**
+     * Receive side (poller): an idle buffer of the class for {@code length}, without allocating.
+     *
+     * @param length message length, at most {@link #maxClass()}.
+     * @return the buffer, or null if none is idle.
+     */
+    synchronized Buffer acquireIdle(final int length)
+    {
+        if (closed || length > maxClass)
+        {
+            return null;
+        }
+        final int index = classIndex(sizeClassFor(length));
+        Buffer buffer = fresh;
+        if (buffer != null)
+        {
+            fresh = null;
+            if (classIndex(buffer.sizeClass) != index)
+            {
+                free[classIndex(buffer.sizeClass)].addFirst(buffer); // booked for another length: an idle buffer now
+                buffer = null;
+            }
+        }
+        if (buffer == null)
+        {
+            buffer = free[index].pollFirst();
+        }
+        if (buffer != null)
+        {
+            handOut(buffer, length);
+        }
+        return buffer;
+    }
+
+    /**
+     * Receive side (poller): books the bytes of a buffer for {@code length} against this pool's cap (freeing
+     * idle buffers of other classes if needed) and the engine-wide budget (trimming every pool's idle buffers
+     * if needed). Nothing is allocated here.
+     *
+     * @param length message length, at most {@link #maxClass()}.
+     * @return {@link #RESERVED} (then {@link #allocateReserved(int)} must follow), {@link #POOL_FULL},
+     * {@link #BUDGET_FULL} or {@link #POOL_CLOSED}.
+     */
+    int reserve(final int length)
+    {
+        final int sizeClass = sizeClassFor(length);
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return POOL_CLOSED;
+            }
+            if (bytesAllocated + sizeClass > maxBytes)
+            {
+                evictIdleExcept(classIndex(sizeClass), bytesAllocated + sizeClass - maxBytes);
+            }
+            if (bytesAllocated + sizeClass > maxBytes)
+            {
+                return POOL_FULL;
+            }
+        }
+        // Not under this pool's lock: trimming takes every pool's lock (lock order: pool, then budget).
+        if (!budget.tryReserve(sizeClass) && (budget.trimIdle() == 0 || !budget.tryReserve(sizeClass)))
+        {
+            return BUDGET_FULL;
+        }
+        synchronized (this)
+        {
+            if (closed)
+            {
+                budget.release(sizeClass);
+                return POOL_CLOSED;
+            }
+            bytesAllocated += sizeClass;
+            allocationsPending++;
+        }
+        return RESERVED;
+    }
+
+    /**
+     * Registers a buffer whose bytes {@link #reserve(int)} booked and adds it to the idle buffers. Runs on the
+     * engine's allocator thread: registering memory may block (the JVM's direct-memory reservation waits for a
+     * GC before it fails), and the poller must not.
+     *
+     * @param length the length given to {@link #reserve(int)}.
+     * @throws IOException or a RuntimeException (OutOfMemoryError is wrapped) if the memory cannot be
+     *                     registered; the booking is returned.
+     */
+    void allocateReserved(final int length) throws IOException
+    {
+        final int sizeClass = sizeClassFor(length);
+        MemoryRegion region = null;
+        Throwable failure = null;
+        try
+        {
+            region = pd.allocate(sizeClass, access);
+        }
+        catch (final IOException | RuntimeException | OutOfMemoryError ex)
+        {
+            failure = ex;
+        }
+        boolean closeRegion = false;
+        synchronized (this)
+        {
+            allocationsPending--;
+            if (failure != null || closed)
+            {
+                bytesAllocated -= sizeClass;
+                budget.release(sizeClass);
+                allocationFailures += failure != null ? 1 : 0;
+                closeRegion = region != null;
+            }
+            else
+            {
+                if (fresh != null)
+                {
+                    free[classIndex(fresh.sizeClass)].addFirst(fresh);
+                }
+                fresh = new Buffer(this, region, sizeClass);
+            }
+        }
+        if (closeRegion)
+        {
+            region.close();
+        }
+        if (onRelease != null)
+        {
+            onRelease.run(); // the waiting RTS (or a closing connection) looks again
+        }
+        if (failure instanceof IOException)
+        {
+            throw (IOException)failure;
+        }
+        if (failure != null)
+        {
+            throw new IOException("cannot register " + sizeClass + " bytes for a rendezvous: " + failure, failure);
+        }
+    }
+
+    /** @return reservations whose allocation has not finished. */
+    synchronized int allocationsPending()
+    {
+        return allocationsPending;
+    }
+
+    /**
+     * Frees every idle buffer (trim): the engine-wide budget needs the bytes elsewhere.
+     *
+     * @return bytes freed.
+     */
+    synchronized long trimIdle()
+    {
+        long freed = 0;
+        for (final ArrayDeque<Buffer> list : free)
+        {
+            Buffer buffer;
+            while ((buffer = list.pollFirst()) != null)
+            {
+                freed += buffer.sizeClass;
+                freeLocked(buffer);
+            }
+        }
+        return freed;
+    }
+
     /**
      * @param length message length, at most {@link #maxClass()}.
      * @return a buffer of at least length bytes, or null if the pool is exhausted or closed.
      */
     synchronized Buffer acquire(final int length)
     {
+        if (budget != null)
+        {
+            return acquireIdle(length); // a receive pool books and allocates through reserve(), off the poller
+        }
         if (closed || length > maxClass)
         {
             return null;
@@ -159,12 +388,27 @@ final class BufferPool
                 return null;
             }
         }
+        handOut(buffer, length);
+        return buffer;
+    }
+
+    private void handOut(final Buffer buffer, final int length)
+    {
         buffer.inUse = true;
         buffer.retained = false;
         buffer.length = length;
-        bytesInUse += sizeClass;
+        bytesInUse += buffer.sizeClass;
         buffersInUse++;
-        return buffer;
+    }
+
+    private void freeLocked(final Buffer buffer)
+    {
+        buffer.region.close();
+        bytesAllocated -= buffer.sizeClass;
+        if (budget != null)
+        {
+            budget.release(buffer.sizeClass);
+        }
     }
 
     /** Returns a buffer (engine side). */
@@ -178,12 +422,12 @@ final class BufferPool
             }
             buffer.inUse = false;
             buffer.retained = false;
+            buffer.attachment = null;
             bytesInUse -= buffer.sizeClass;
             buffersInUse--;
-            if (closed)
+            if (closed || (budget != null && budget.hasWaiters()))
             {
-                buffer.region.close();
-                bytesAllocated -= buffer.sizeClass;
+                freeLocked(buffer); // someone waits for the engine-wide budget: trim rather than keep
             }
             else
             {
@@ -232,18 +476,22 @@ final class BufferPool
         return allocationFailures;
     }
 
-    /** Frees idle buffers; buffers in use are freed when released. */
-    synchronized void close()
+    /** Frees idle buffers; buffers in use (and allocations under way) are freed when they come back. */
+    void close()
     {
-        closed = true;
-        for (final ArrayDeque<Buffer> list : free)
+        synchronized (this)
         {
-            Buffer buffer;
-            while ((buffer = list.pollFirst()) != null)
+            closed = true;
+            trimIdle();
+            if (fresh != null)
             {
-                buffer.region.close();
-                bytesAllocated -= buffer.sizeClass;
+                freeLocked(fresh);
+                fresh = null;
             }
+        }
+        if (budget != null)
+        {
+            budget.unregister(this);
         }
     }
 
@@ -259,9 +507,8 @@ final class BufferPool
             Buffer buffer;
             while (freed < needed && (buffer = free[i].pollLast()) != null)
             {
-                buffer.region.close();
-                bytesAllocated -= buffer.sizeClass;
                 freed += buffer.sizeClass;
+                freeLocked(buffer);
             }
         }
     }

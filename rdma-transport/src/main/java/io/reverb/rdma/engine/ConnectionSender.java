@@ -242,10 +242,26 @@ final class ConnectionSender implements InboundRendezvous.Answers
         final int limit = frame.length();
         final int length = buffer.length;
         final long messageId = buffer.messageId;
+        final Object attachment = buffer.attachment;
         sendPool.release(buffer);
-        connection.reportFailedSend(messageId, length, new MessageRefusedException("message " + messageId + " of " +
-            length + " bytes refused by " + connection.remoteAddress() + ": larger than its maxInboundMessageSize of " +
-            limit + " bytes (the connection stays usable)", limit));
+        connection.reportFailedSend(messageId, length, attachment, new MessageRefusedException("message " + messageId + " of " +
+            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(frame.code(), limit) +
+            " (the connection stays usable)", limit));
+    }
+
+    static String refusalReason(final int code, final int limit)
+    {
+        switch (code)
+        {
+            case Wire.REFUSE_OVER_BUDGET:
+                return "it does not fit its rendezvous memory budget of " + limit + " bytes";
+            case Wire.REFUSE_NO_MEMORY:
+                return "it could not register a " + limit + "-byte receive buffer (out of memory)";
+            case Wire.REFUSE_TOO_LARGE:
+                return "larger than its maxInboundMessageSize of " + limit + " bytes";
+            default:
+                return "refusal code " + code + ", limit " + limit + " bytes";
+        }
     }
 
     /** Acceptor: tell the connector our receives are posted (a one-sided write needs no receive). */
@@ -741,11 +757,11 @@ final class ConnectionSender implements InboundRendezvous.Answers
     }
 
     @Override
-    public void refuse(final int id, final int limit)
+    public void refuse(final int id, final int code, final int limit)
     {
         synchronized (lock)
         {
-            enqueueControl(Wire.CONTROL_REFUSE, Wire.REFUSE_TOO_LARGE, id, 0, 0, limit);
+            enqueueControl(Wire.CONTROL_REFUSE, code, id, 0, 0, limit);
         }
     }
 }

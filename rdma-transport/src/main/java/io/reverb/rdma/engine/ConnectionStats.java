@@ -21,6 +21,8 @@ public class ConnectionStats
     long sendQueueStalls;
     long rendezvousQueued;
     long rendezvousRefused;
+    long rendezvousBudgetWaits;
+    long rendezvousAllocationFailures;
     long rnrErrors;
     long failedSends;
 
@@ -102,10 +104,22 @@ public class ConnectionStats
         return rendezvousQueued;
     }
 
-    /** @return incoming rendezvous requests refused (too large). */
+    /** @return incoming rendezvous requests refused (too large, over the memory budget, or memory not registered). */
     public long rendezvousRefused()
     {
         return rendezvousRefused;
+    }
+
+    /** @return incoming rendezvous requests that waited because the engine-wide rendezvous memory budget was taken. */
+    public long rendezvousBudgetWaits()
+    {
+        return rendezvousBudgetWaits;
+    }
+
+    /** @return rendezvous receive buffers whose registration failed (each refused one RTS). */
+    public long rendezvousAllocationFailures()
+    {
+        return rendezvousAllocationFailures;
     }
 
     /** @return RNR_RETRY_EXC_ERR completions seen: must stay 0 (credits prevent them). */
@@ -136,6 +150,8 @@ public class ConnectionStats
         sendQueueStalls += o.sendQueueStalls;
         rendezvousQueued += o.rendezvousQueued;
         rendezvousRefused += o.rendezvousRefused;
+        rendezvousBudgetWaits += o.rendezvousBudgetWaits;
+        rendezvousAllocationFailures += o.rendezvousAllocationFailures;
         rnrErrors += o.rnrErrors;
         failedSends += o.failedSends;
     }

@@ -18,6 +18,8 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #sendSlots(int)}</td><td>128</td><td>send ring capacity, in maximal eager frames</td></tr>
  *   <tr><td>{@link #rendezvousMinClass(int)}</td><td>64 KiB</td><td>smallest rendezvous buffer (size classes are powers of two)</td></tr>
  *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
+ *   <tr><td>{@link #rendezvousWriteTimeoutNanos(long)}</td><td>30 s</td><td>a peer holding a granted buffer unwritten this long is dropped</td></tr>
+ *   <tr><td>{@link #rendezvousMemoryBytes(long)}</td><td>half the heap limit, 64 MiB..1 GiB</td><td>registered rendezvous receive memory of all connections together</td></tr>
  *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
  *   <tr><td>{@link #pollingMode(PollingMode)}</td><td>ADAPTIVE</td><td>see {@link PollingMode}</td></tr>
@@ -45,6 +47,8 @@ public final class EngineConfig
     private int sendSlots = 128;
     private int rendezvousMinClass = 64 * 1024;
     private long rendezvousPoolBytes = 128L * 1024 * 1024;
+    private long rendezvousMemoryBytes;
+    private long rendezvousWriteTimeoutNanos = TimeUnit.SECONDS.toNanos(30);
     private int maxInboundMessageSize = 64 * 1024 * 1024;
     private int maxOutboundMessageSize = 64 * 1024 * 1024;
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
@@ -137,6 +141,52 @@ public final class EngineConfig
     {
         checkMutable();
         rendezvousPoolBytes = bytes;
+        return this;
+    }
+
+    /** @return registered rendezvous receive bytes of all connections together (the engine-wide budget). */
+    public long rendezvousMemoryBytes()
+    {
+        return rendezvousMemoryBytes;
+    }
+
+    /**
+     * The engine-wide budget of registered rendezvous receive memory: what all peers together can make this
+     * engine register for messages they announce. Each connection also stays within
+     * {@link #rendezvousPoolBytes(long)}. An announced message whose buffer can never fit either is refused at
+     * once (the sender's message fails, the connection stays up); one that fits waits, without blocking the
+     * poller, until buffers come back on any connection. Default (0): half of {@code Runtime.maxMemory()}
+     * (which is also the JVM's default direct-memory limit), at least 64 MiB and at most 1 GiB.
+     *
+     * @param bytes the budget, or 0 for the default.
+     * @return this.
+     */
+    public EngineConfig rendezvousMemoryBytes(final long bytes)
+    {
+        checkMutable();
+        rendezvousMemoryBytes = bytes;
+        return this;
+    }
+
+    /** @return how long a peer may hold a granted rendezvous buffer without writing it; 0: no limit. */
+    public long rendezvousWriteTimeoutNanos()
+    {
+        return rendezvousWriteTimeoutNanos;
+    }
+
+    /**
+     * A peer granted a rendezvous buffer (CTS) that has not written it this long is dropped (a protocol error): the
+     * buffer and every other it holds return to the budget. A well-behaved sender writes at once, so the timeout
+     * only has to cover the transfer of one message on a slow path. Checked whenever the connection's poller wakes
+     * from a sleep (ADAPTIVE and EVENT polling; a BUSY poller never sleeps and does not check). Default 30 s.
+     *
+     * @param nanos the timeout, or 0 for none.
+     * @return this.
+     */
+    public EngineConfig rendezvousWriteTimeoutNanos(final long nanos)
+    {
+        checkMutable();
+        rendezvousWriteTimeoutNanos = nanos;
         return this;
     }
 
@@ -441,6 +491,15 @@ public final class EngineConfig
         require(rendezvousPoolBytes >= rendezvousMaxClass(),
             "rendezvousPoolBytes (" + rendezvousPoolBytes + ") must hold one buffer of the largest size class (" +
             rendezvousMaxClass() + " bytes, from the message size limits)");
+        require(rendezvousWriteTimeoutNanos >= 0, "rendezvousWriteTimeoutNanos must be >= 0: " + rendezvousWriteTimeoutNanos);
+        require(rendezvousMemoryBytes >= 0, "rendezvousMemoryBytes must be >= 0 (0: the default): " + rendezvousMemoryBytes);
+        if (rendezvousMemoryBytes == 0)
+        {
+            rendezvousMemoryBytes = Math.max(64L << 20, Math.min(1L << 30, Runtime.getRuntime().maxMemory() / 2));
+        }
+        require(rendezvousMemoryBytes >= rendezvousMinClass,
+            "rendezvousMemoryBytes (" + rendezvousMemoryBytes + ") must hold one buffer of the smallest size class (" +
+            rendezvousMinClass + " bytes)");
         require(pollingMode != null, "pollingMode must not be null");
         require(maxConnections >= 1, "maxConnections must be >= 1: " + maxConnections);
         require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
@@ -524,6 +583,8 @@ public final class EngineConfig
         copy.sendSlots = sendSlots;
         copy.rendezvousMinClass = rendezvousMinClass;
         copy.rendezvousPoolBytes = rendezvousPoolBytes;
+        copy.rendezvousMemoryBytes = rendezvousMemoryBytes;
+        copy.rendezvousWriteTimeoutNanos = rendezvousWriteTimeoutNanos;
         copy.maxInboundMessageSize = maxInboundMessageSize;
         copy.maxOutboundMessageSize = maxOutboundMessageSize;
         copy.pollingMode = pollingMode;
@@ -547,6 +608,7 @@ public final class EngineConfig
     {
         return "EngineConfig{receiveSlots=" + receiveSlots + ", eagerLimit=" + eagerLimit + ", sendSlots=" + sendSlots +
             ", rendezvousMinClass=" + rendezvousMinClass + ", rendezvousPoolBytes=" + rendezvousPoolBytes +
+            ", rendezvousMemoryBytes=" + rendezvousMemoryBytes +
             ", maxInboundMessageSize=" + maxInboundMessageSize + ", maxOutboundMessageSize=" + maxOutboundMessageSize +
             ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
             ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +

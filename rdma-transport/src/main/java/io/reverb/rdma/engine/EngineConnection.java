@@ -133,10 +133,11 @@ final class EngineConnection implements Connection
         this.peerReceiveSlots = peer.receiveSlots;
         this.peerMaxInbound = peer.maxInbound;
         sender.attach(qp, pd, peer, sendCq.capacity(), receiver.slots());
-        this.recvPool = new BufferPool(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE, config.rendezvousMinClass(),
-            config.rendezvousMaxClass(),
-            config.rendezvousPoolBytes(), this::onRecvBufferReleased);
-        this.inbound = new InboundRendezvous(recvPool, config.maxInboundMessageSize(), stats, sender);
+        this.recvPool = new BufferPool(pd, engine.rendezvousBudget(), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
+            config.rendezvousMinClass(), config.rendezvousMaxClass(), config.rendezvousPoolBytes(), this::onRecvBufferReleased);
+        this.inbound = new InboundRendezvous(recvPool, engine.rendezvousBudget(), engine.rendezvousAllocator(),
+            this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS,
+            config.rendezvousWriteTimeoutNanos(), stats, sender);
         receiver.attach(qp, inbound);
     }
 
@@ -455,12 +456,24 @@ final class EngineConnection implements Connection
         requestAttention();
     }
 
-    /** Poller thread, now and then: lets a graceful close notice its deadline. */
+    /**
+     * Poller thread, now and then (whenever it wakes from a sleep): lets a graceful close notice its deadline,
+     * and drops a peer that holds granted rendezvous memory without writing.
+     */
     void tick()
     {
         if (state == STATE_CLOSING)
         {
             attention = true;
+        }
+        final InboundRendezvous in = inbound;
+        if (in != null && state < STATE_CLOSED && in.granted() > 0)
+        {
+            final String overdue = in.overdue(System.nanoTime());
+            if (overdue != null)
+            {
+                protocolError(overdue);
+            }
         }
     }
 
@@ -646,7 +659,8 @@ final class EngineConnection implements Connection
         {
             final BufferPool sendPool = sender.pool();
             if (resourcesReleased || state < STATE_CLOSED || sender.outstandingClaimsLocked() > 0 ||
-                (recvPool != null && recvPool.buffersInUse() > 0) || (sendPool != null && sendPool.buffersInUse() > 0))
+                (recvPool != null && (recvPool.buffersInUse() > 0 || recvPool.allocationsPending() > 0)) ||
+                (sendPool != null && sendPool.buffersInUse() > 0))
             {
                 return;
             }
@@ -685,13 +699,18 @@ final class EngineConnection implements Connection
 
     void reportFailedSend(final long messageId, final int length, final Throwable cause)
     {
+        reportFailedSend(messageId, length, null, cause);
+    }
+
+    void reportFailedSend(final long messageId, final int length, final Object attachment, final Throwable cause)
+    {
         stats.failedSends++;
         final SendErrorHandler h = sendErrorHandler;
         if (h != null)
         {
             try
             {
-                h.onSendFailed(messageId, length, cause);
+                h.onSendFailed(messageId, length, attachment, cause);
             }
             catch (final Throwable t)
             {

@@ -104,6 +104,21 @@ public final class MessageClaim
         return view;
     }
 
+    /**
+     * Something to hand back to the {@link SendErrorHandler} if the peer refuses this message (only a rendezvous
+     * message can be refused: an eager one always fits). Call before {@link #commit()}; the engine keeps it until
+     * the message is written or refused.
+     *
+     * @param attachment the caller's object, or null.
+     */
+    public void attachment(final Object attachment)
+    {
+        if (rendezvous != null)
+        {
+            rendezvous.attachment = attachment;
+        }
+    }
+
     /** Hands the message to the engine, which sends it as soon as credits allow. */
     public void commit()
     {

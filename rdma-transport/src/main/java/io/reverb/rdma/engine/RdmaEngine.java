@@ -20,6 +20,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -56,6 +58,9 @@ public final class RdmaEngine implements AutoCloseable
     private MetricsBinding metricsBinding;
     private final AtomicLong connectionNumbers = new AtomicLong();
     private final PollerWatchdog watchdog;
+    private final RendezvousBudget rendezvousBudget;
+    /** Registers rendezvous receive buffers, so that no poller waits for memory (issue 13, item 3). */
+    private final ExecutorService rendezvousAllocator;
 
     private RdmaEngine(final VerbsProvider provider, final EngineConfig config) throws IOException
     {
@@ -63,6 +68,14 @@ public final class RdmaEngine implements AutoCloseable
         this.context = provider.open(config.verbsConfig());
         this.token = config.authToken();
         this.pollers = new Poller[config.pollerCount()];
+        this.rendezvousBudget = new RendezvousBudget(this.config.rendezvousMemoryBytes());
+        final String allocatorName = this.config.name() + "-rendezvous-allocator";
+        this.rendezvousAllocator = Executors.newSingleThreadExecutor(task ->
+        {
+            final Thread thread = new Thread(task, allocatorName);
+            thread.setDaemon(true);
+            return thread;
+        });
         try
         {
             for (int i = 0; i < pollers.length; i++)
@@ -408,6 +421,31 @@ public final class RdmaEngine implements AutoCloseable
         return best;
     }
 
+    RendezvousBudget rendezvousBudget()
+    {
+        return rendezvousBudget;
+    }
+
+    ExecutorService rendezvousAllocator()
+    {
+        return rendezvousAllocator;
+    }
+
+    /**
+     * @return registered rendezvous receive bytes, summed over every connection (allocated or being allocated,
+     * in use or idle); at most {@link EngineConfig#rendezvousMemoryBytes()}.
+     */
+    public long rendezvousMemoryReserved()
+    {
+        return rendezvousBudget.reservedBytes();
+    }
+
+    /** @return the most rendezvous receive bytes ever registered at once. */
+    public long rendezvousMemoryPeak()
+    {
+        return rendezvousBudget.peakBytes();
+    }
+
     /** A connection is closed: keep its counters in the engine totals. */
     void retire(final EngineConnection connection)
     {
@@ -608,6 +646,16 @@ public final class RdmaEngine implements AutoCloseable
         for (final Poller poller : pollers)
         {
             poller.channel().close();
+        }
+        rendezvousAllocator.shutdown();
+        try
+        {
+            // An allocation under way registers memory in the context: let it finish (its pool frees it).
+            rendezvousAllocator.awaitTermination(5, TimeUnit.SECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
         }
         context.close();
     }

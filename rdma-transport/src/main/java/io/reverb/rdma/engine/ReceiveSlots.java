@@ -252,7 +252,12 @@ final class ReceiveSlots
             }
             else if (type == Wire.FRAME_RTS)
             {
-                rendezvous.onRequestToSend((int)frame.id(), length);
+                final String error = rendezvous.onRequestToSend((int)frame.id(), length);
+                if (error != null)
+                {
+                    connection.protocolError(error);
+                    return true;
+                }
                 offset += Wire.FRAME_HEADER_LENGTH;
             }
             else

@@ -13,4 +13,18 @@ public interface SendErrorHandler
      * @param cause     what happened, e.g. {@link MessageRefusedException} or {@link PeerDisconnectedException}.
      */
     void onSendFailed(long messageId, int length, Throwable cause);
+
+    /**
+     * As {@link #onSendFailed(long, int, Throwable)}, with what the claimant attached
+     * ({@link MessageClaim#attachment(Object)}).
+     *
+     * @param messageId  the id {@link MessageClaim#messageId()} reported when the message was claimed.
+     * @param length     the message length.
+     * @param attachment the claim's attachment, or null.
+     * @param cause      what happened.
+     */
+    default void onSendFailed(final long messageId, final int length, final Object attachment, final Throwable cause)
+    {
+        onSendFailed(messageId, length, cause);
+    }
 }

@@ -44,7 +44,12 @@ final class Wire
      */
     static final int CONTROL_AUTH = 4;
 
+    /** REFUSE: longer than the receiver's inbound limit (length: that limit). */
     static final int REFUSE_TOO_LARGE = 1;
+    /** REFUSE: its buffer can never fit the receiver's rendezvous memory budget (length: the budget, capped). */
+    static final int REFUSE_OVER_BUDGET = 2;
+    /** REFUSE: the receiver could not register the memory (length: the buffer size it tried). */
+    static final int REFUSE_NO_MEMORY = 3;
 
     static final int FRAME_HEADER_LENGTH = DataFrameFlyweight.HEADER_LENGTH;
 

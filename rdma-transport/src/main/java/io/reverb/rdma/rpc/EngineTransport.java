@@ -16,7 +16,10 @@ import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.UnauthenticatedException;
 import java.io.IOException;
 import java.net.URI;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -33,29 +36,40 @@ import java.util.function.ToLongFunction;
  * <p>An engine is opened per distinct (engine settings, polling override) and shared by every server and channel
  * that asks for the same: the settings are the builder's {@link EngineOptions} ({@link EngineConfig} object,
  * compared by identity), or the scheme's default when there are none; the override is the address's
- * {@code ?polling=MODE}, which changes only that field of a copy of the settings.
+ * {@code ?polling=MODE}, which changes only that field of a copy of the settings. The RPC layer's
+ * {@link TransportOptions#MAX_INBOUND_MESSAGE_SIZE} (its {@code maxInboundMessageSize}, plus
+ * {@value #RPC_FRAMING_HEADROOM} bytes for the frames around a message) lowers the engine's
+ * {@link EngineConfig#maxInboundMessageSize()} the same way, so that the engine refuses a message the RPC layer
+ * would reject before it reserves any memory for it, and advertises that limit to peers in the handshake.
  */
 final class EngineTransport
 {
+    /** Bytes allowed beyond the RPC payload limit in one transport message: frame headers, the call's metadata. */
+    static final int RPC_FRAMING_HEADROOM = 64 * 1024;
+
     private final String scheme;
     // guarded by this
     private EngineConfig defaultConfig;
     private final Map<EngineKey, RdmaEngine> engines = new HashMap<>();
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
 
-    /** What an engine was opened from: the options' config (null: the scheme's default) and a polling override. */
-    private record EngineKey(EngineConfig base, PollingMode polling)
+    /**
+     * What an engine was opened from: the options' config (null: the scheme's default), a polling override and an
+     * inbound limit override (0: none).
+     */
+    private record EngineKey(EngineConfig base, PollingMode polling, int maxInbound)
     {
         @Override
         public boolean equals(final Object other)
         {
-            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling;
+            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling &&
+                ((EngineKey)other).maxInbound == maxInbound;
         }
 
         @Override
         public int hashCode()
         {
-            return 31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode());
+            return 31 * (31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode())) + maxInbound;
         }
     }
 
@@ -93,7 +107,7 @@ final class EngineTransport
     /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
     RdmaEngine defaultEngine() throws IOException
     {
-        return engine(null, null);
+        return engine(null, null, 0);
     }
 
     /**
@@ -104,19 +118,29 @@ final class EngineTransport
      */
     RdmaEngine engineFor(final URI uri, final TransportOptions options) throws IOException
     {
-        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri));
+        final Integer rpcLimit = options.get(TransportOptions.MAX_INBOUND_MESSAGE_SIZE);
+        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri),
+            rpcLimit == null || rpcLimit <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM));
     }
 
-    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling) throws IOException
+    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling, final int inboundLimit)
+        throws IOException
     {
-        final EngineKey key = new EngineKey(base, polling);
+        final EngineConfig settings = base != null ? base : defaultConfig();
+        // An override only lowers the engine's own limit; one that changes nothing shares the engine without it.
+        final int maxInbound = inboundLimit > 0 && inboundLimit < settings.maxInboundMessageSize() ? inboundLimit : 0;
+        final EngineKey key = new EngineKey(base, polling, maxInbound);
         RdmaEngine engine = engines.get(key);
         if (engine == null)
         {
-            final EngineConfig config = (base != null ? base : defaultConfig()).copy();
+            final EngineConfig config = settings.copy();
             if (polling != null)
             {
                 config.pollingMode(polling).name(config.name() + "-" + polling.name().toLowerCase(Locale.ROOT));
+            }
+            if (maxInbound > 0)
+            {
+                config.maxInboundMessageSize(maxInbound);
             }
             engine = RdmaEngine.open(scheme, config);
             engines.put(key, engine);
@@ -135,19 +159,29 @@ final class EngineTransport
     }
 
     /**
-     * Closes the engine opened for these settings, if any (tests: a BUSY engine spins a core until closed).
+     * Closes the engines opened for these settings, whatever their inbound limit, if any (tests: a BUSY engine
+     * spins a core until closed).
      *
      * @param base    the options' config, or null for the default.
      * @param polling the polling override, or null.
      */
     void closeEngine(final EngineConfig base, final PollingMode polling)
     {
-        final RdmaEngine engine;
+        final List<RdmaEngine> closing = new ArrayList<>();
         synchronized (this)
         {
-            engine = engines.remove(new EngineKey(base, polling));
+            final Iterator<Map.Entry<EngineKey, RdmaEngine>> entries = engines.entrySet().iterator();
+            while (entries.hasNext())
+            {
+                final Map.Entry<EngineKey, RdmaEngine> entry = entries.next();
+                if (entry.getKey().base() == base && entry.getKey().polling() == polling)
+                {
+                    closing.add(entry.getValue());
+                    entries.remove();
+                }
+            }
         }
-        if (engine != null)
+        for (final RdmaEngine engine : closing)
         {
             engine.close();
         }

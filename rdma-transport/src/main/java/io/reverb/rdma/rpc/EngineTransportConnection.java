@@ -2,6 +2,8 @@ package io.reverb.rdma.rpc;
 
 import io.reverb.rdma.engine.MessageClaim;
 import io.reverb.rdma.engine.MessageHandler;
+import io.reverb.rdma.engine.MessageRefusedException;
+import io.reverb.rdma.engine.SendErrorHandler;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -17,7 +19,8 @@ import org.agrona.DirectBuffer;
  * engine's registered send ring or rendezvous buffer; inbound messages are handed over as a
  * {@link ByteBuffer} view of the receive slot or rendezvous buffer (reused, not copied).
  */
-final class EngineTransportConnection implements Connection, WriteClaim.Committer, MessageHandler, ResourceUsage
+final class EngineTransportConnection
+    implements Connection, WriteClaim.Committer, MessageHandler, ResourceUsage, SendErrorHandler
 {
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
     private final io.reverb.rdma.engine.Connection engine;
@@ -50,6 +53,7 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     {
         this.handler = handler;
         engine.onClose(cause -> handler.onClose(this, cause));
+        engine.setSendErrorHandler(this);
         engine.setHandler(this);
     }
 
@@ -104,7 +108,9 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
         // commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any message sent
         // just before a close (checking afterwards reported CLOSED for a message the peer had received).
         final boolean closedBefore = engine.isClosed();
-        ((MessageClaim)writeClaim.transportState()).commit();
+        final MessageClaim c = (MessageClaim)writeClaim.transportState();
+        c.attachment(writeClaim.attachment());
+        c.commit();
         return closedBefore ? ClaimResult.CLOSED : ClaimResult.OK;
     }
 
@@ -112,6 +118,22 @@ final class EngineTransportConnection implements Connection, WriteClaim.Committe
     public void abort(final WriteClaim writeClaim)
     {
         ((MessageClaim)writeClaim.transportState()).abort();
+    }
+
+    @Override
+    public void onSendFailed(final long messageId, final int length, final Throwable cause)
+    {
+        // Lost with the connection: onClose fails every call.
+    }
+
+    @Override
+    public void onSendFailed(final long messageId, final int length, final Object attachment, final Throwable cause)
+    {
+        final ConnectionHandler h = handler;
+        if (cause instanceof MessageRefusedException && attachment != null && h != null)
+        {
+            h.onMessageRefused(this, attachment, cause.getMessage());
+        }
     }
 
     private void fireWritable()

@@ -1,5 +1,6 @@
 package io.reverb.rdma.engine;
 
+import static io.reverb.rdma.engine.EngineTestSupport.assertQuiescent;
 import static io.reverb.rdma.engine.EngineTestSupport.await;
 import static io.reverb.rdma.engine.EngineTestSupport.send;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,6 +28,8 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -307,6 +310,341 @@ abstract class AbstractEngineAttackTest
                 .hasMessageContaining("authentication token required");
         }
         assertThat(listener.acceptedCount()).as("only well-behaved connections admitted").isEqualTo(1);
+        assertStillServing();
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // Item 3: rendezvous announcements cannot exhaust memory or freeze the poller
+    // ------------------------------------------------------------------------------------------------
+
+    private static final int MIB = 1 << 20;
+
+    /** A server for the rendezvous attacks: 1 MiB messages, 2 MiB per connection, 4 MiB for all connections. */
+    private EngineConfig rendezvousServerConfig(final long budget)
+    {
+        return engineConfig("rv-server").maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB)
+            .rendezvousPoolBytes(2L * MIB).rendezvousMemoryBytes(budget);
+    }
+
+    private EngineConfig rendezvousClientConfig(final String name)
+    {
+        return engineConfig(name).maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB).rendezvousPoolBytes(8L * MIB);
+    }
+
+    private static int serverQueued(final RdmaEngine engine)
+    {
+        return engine.connections().stream().mapToInt(Connection::queuedRendezvousRequests).sum();
+    }
+
+    /** Blocks the engine's (single) poller thread until the latch opens: its connections answer nothing. */
+    private static CountDownLatch freezePoller(final Connection connection)
+    {
+        final CountDownLatch frozen = new CountDownLatch(1);
+        final CountDownLatch thaw = new CountDownLatch(1);
+        connection.onWritable(() ->
+        {
+            frozen.countDown();
+            try
+            {
+                thaw.await();
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        });
+        await("poller frozen", () -> frozen.getCount() == 0);
+        return thaw;
+    }
+
+    @Test
+    void shouldBoundRendezvousMemoryWhenPeersAnnounceAndNeverWrite() throws Exception
+    {
+        final long budget = 4L * MIB;
+        final AtomicLong rvDelivered = new AtomicLong();
+        final AtomicLong corrupt = new AtomicLong();
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget));
+             RdmaEngine attackers = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-attackers"));
+             RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good")))
+        {
+            final EngineListener rvListener = rvServer.listen(listenAddress(), c -> c.setHandler((buffer, offset, length) ->
+            {
+                if (length > 64 && !EngineTestSupport.check(buffer, offset, length, 7))
+                {
+                    corrupt.incrementAndGet();
+                }
+                rvDelivered.incrementAndGet();
+            }));
+            final Connection goodConnection = good.connect(rvListener.address());
+            final List<Connection> hostile = new ArrayList<>();
+            for (int i = 0; i < 5; i++)
+            {
+                hostile.add(attackers.connect(rvListener.address()));
+            }
+            // The attackers announce and never write: their poller never sees a CTS.
+            final CountDownLatch thaw = freezePoller(hostile.get(0));
+            try
+            {
+                final MessageClaim claim = new MessageClaim();
+                for (final Connection c : hostile)
+                {
+                    for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
+                    {
+                        send(c, claim, MIB, i);
+                    }
+                }
+                // 40 announced MiB: four granted (the budget), the other 36 wait; nothing beyond the budget.
+                await("the budget granted and the rest queued",
+                    () -> rvServer.rendezvousMemoryReserved() == budget && serverQueued(rvServer) == 36);
+                assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+                for (final Connection c : rvServer.connections())
+                {
+                    assertThat(c.pendingRendezvous()).isLessThanOrEqualTo(EngineConnection.MAX_PIPELINED_RENDEZVOUS);
+                }
+                // The poller still serves: an eager message goes through at once...
+                send(goodConnection, claim, 64, 1);
+                await("eager message delivered during the attack", () -> rvDelivered.get() == 1);
+                // ...and a large one waits for the budget (no allocation, no refusal) until the attackers leave.
+                send(goodConnection, claim, MIB, 7);
+                await("the good rendezvous waits for the budget", () -> serverQueued(rvServer) == 37 &&
+                    rvServer.stats().rendezvousBudgetWaits() > 0);
+                assertThat(rvDelivered.get()).isEqualTo(1);
+                for (final Connection c : hostile)
+                {
+                    c.abort(new EngineException("attacker leaves without writing"));
+                }
+                // Their budget comes back, and the waiting connection (not one that released) is woken.
+                await("the good rendezvous delivered once the attackers left", () -> rvDelivered.get() == 2);
+            }
+            finally
+            {
+                thaw.countDown();
+            }
+            assertThat(corrupt.get()).isZero();
+            await("only the good connection left", () -> rvServer.connections().size() == 1);
+            assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+            // What the attackers made the server register is gone; the good connection keeps one idle buffer.
+            await("attackers' memory returned", () -> rvServer.rendezvousMemoryReserved() <= MIB);
+            goodConnection.close();
+            await("every buffer returned", () -> rvServer.connections().isEmpty() && rvServer.rendezvousMemoryReserved() == 0);
+        }
+        assertStillServing();
+    }
+
+    @Test
+    void shouldDropPeersThatHoldGrantedMemoryWithoutWriting() throws Exception
+    {
+        final long budget = 4L * MIB;
+        final AtomicLong rvDelivered = new AtomicLong();
+        // Attackers that never leave: the write timeout drops them (counted by the connections left, not timed).
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget)
+                .rendezvousWriteTimeoutNanos(TimeUnit.SECONDS.toNanos(3)));
+             RdmaEngine attackers = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-attackers"));
+             RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good")))
+        {
+            final EngineListener rvListener = rvServer.listen(listenAddress(),
+                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+            final Connection goodConnection = good.connect(rvListener.address());
+            final List<Connection> hostile = new ArrayList<>();
+            for (int i = 0; i < 3; i++)
+            {
+                hostile.add(attackers.connect(rvListener.address()));
+            }
+            final CountDownLatch thaw = freezePoller(hostile.get(0));
+            try
+            {
+                final MessageClaim claim = new MessageClaim();
+                for (final Connection c : hostile)
+                {
+                    for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
+                    {
+                        send(c, claim, MIB, i);
+                    }
+                }
+                await("the budget held by the attackers", () -> rvServer.rendezvousMemoryReserved() == budget);
+                // Every attacker holding a grant is dropped in turn; the others then get grants and are dropped too.
+                await("the attackers dropped", () -> rvServer.connections().size() == 1);
+                await("their memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
+                send(goodConnection, claim, MIB, 9);
+                await("a large message of the good connection delivered", () -> rvDelivered.get() == 1);
+            }
+            finally
+            {
+                thaw.countDown();
+            }
+            assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+        }
+        assertStillServing();
+    }
+
+    @Test
+    void shouldRefuseAnAnnouncementLargerThanTheBudgetAndKeepTheConnection() throws Exception
+    {
+        final long budget = MIB / 2;
+        final List<Throwable> failures = new CopyOnWriteArrayList<>();
+        final AtomicLong rvDelivered = new AtomicLong();
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget));
+             RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good")))
+        {
+            final List<Connection> accepted = new CopyOnWriteArrayList<>();
+            final EngineListener rvListener = rvServer.listen(listenAddress(), c ->
+            {
+                accepted.add(c);
+                c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet());
+            });
+            final Connection connection = good.connect(rvListener.address());
+            connection.setSendErrorHandler((messageId, length, cause) -> failures.add(cause));
+            final MessageClaim claim = new MessageClaim();
+            send(connection, claim, MIB, 1); // within the 1 MiB limit, but its buffer never fits 512 KiB
+            await("refused", () -> failures.size() == 1);
+            assertThat(failures.get(0)).isInstanceOf(MessageRefusedException.class)
+                .hasMessageContaining("rendezvous memory budget of " + budget + " bytes")
+                .hasMessageContaining("the connection stays usable");
+            assertThat(rvServer.rendezvousMemoryPeak()).as("nothing reserved for it").isZero();
+            send(connection, claim, 64, 2);
+            send(connection, claim, 256 * 1024, 3);
+            await("later messages delivered", () -> rvDelivered.get() == 2);
+            assertThat(connection.isConnected()).isTrue();
+            await("connection listed", () -> accepted.size() == 1);
+            assertQuiescent(connection, accepted.get(0));
+        }
+        assertStillServing();
+    }
+
+    @Test
+    void shouldDropAPeerThatAnnouncesMoreThanThePipelineAllows() throws Exception
+    {
+        final long budget = 4L * MIB;
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget));
+             RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good"));
+             VerbsContext raw = VerbsProviders.forScheme(scheme()).open(verbsConfig()))
+        {
+            final AtomicLong rvDelivered = new AtomicLong();
+            final EngineListener rvListener = rvServer.listen(listenAddress(),
+                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+            final Connection goodConnection = good.connect(rvListener.address());
+            final int announced = 40;
+            final ProtectionDomain pd = raw.allocPd();
+            final CompletionQueue cq = raw.createCq(64, null);
+            try
+            {
+                final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+                final QueuePair qp = raw.connect(rvListener.address(), new QueuePairAttributes().pd(pd).sendCq(cq)
+                    .recvCq(cq).maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(rvServer.config(), null,
+                    ready.address(), ready.rkey(), Handshake.VERSION));
+                await("ready word", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
+                // One batch: no credits for the server (it can answer nothing), then 40 RTS of 1 MiB each.
+                final int length = Wire.BATCH_HEADER_LENGTH + announced * Wire.FRAME_HEADER_LENGTH;
+                assertThat(length).isLessThanOrEqualTo(rvServer.config().receiveSlotLength());
+                final MemoryRegion source = pd.allocate(length, Access.LOCAL_WRITE);
+                final UnsafeBuffer b = source.buffer();
+                for (int i = 0; i < announced; i++)
+                {
+                    final int at = Wire.BATCH_HEADER_LENGTH + i * Wire.FRAME_HEADER_LENGTH;
+                    b.putInt(at + DataFrameFlyweight.LENGTH_OFFSET, MIB);
+                    b.putInt(at + DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS);
+                    b.putLong(at + DataFrameFlyweight.ID_OFFSET, i);
+                }
+                final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
+                request.setSge(source, 0, length);
+                qp.postSend(request);
+                // The ninth RTS breaks the protocol: the connection goes, with what it was granted.
+                await("the hostile connection dropped", () -> rvServer.connections().size() == 1);
+                qp.close();
+            }
+            finally
+            {
+                cq.close();
+                pd.close();
+            }
+            assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+            await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
+            send(goodConnection, new MessageClaim(), MIB, 5);
+            await("the good connection still served", () -> rvDelivered.get() == 1);
+        }
+        assertStillServing();
+    }
+
+    @Test
+    void shouldDeliverEveryLargeMessageOfTenClientsWithinASmallBudget() throws Exception
+    {
+        final long budget = 2L * MIB; // two 1 MiB buffers for ten connections sending three each at once
+        final int clients = 10;
+        final int perClient = 3;
+        final AtomicLong rvDelivered = new AtomicLong();
+        final AtomicLong corrupt = new AtomicLong();
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget).rendezvousPoolBytes(MIB));
+             RdmaEngine senders = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-senders")))
+        {
+            final List<Connection> accepted = new CopyOnWriteArrayList<>();
+            final EngineListener rvListener = rvServer.listen(listenAddress(), c ->
+            {
+                accepted.add(c);
+                c.setHandler((buffer, offset, length) ->
+                {
+                    if (!EngineTestSupport.check(buffer, offset, length, length))
+                    {
+                        corrupt.incrementAndGet();
+                    }
+                    rvDelivered.incrementAndGet();
+                });
+            });
+            final List<Connection> connections = new ArrayList<>();
+            for (int i = 0; i < clients; i++)
+            {
+                connections.add(senders.connect(rvListener.address()));
+            }
+            final MessageClaim claim = new MessageClaim();
+            for (int m = 0; m < perClient; m++)
+            {
+                for (final Connection c : connections)
+                {
+                    final int length = MIB - 4096 * m - connections.indexOf(c); // seeds differ: content is checked
+                    send(c, claim, length, length);
+                }
+            }
+            // Once an allocation failed (or the budget was taken) and nobody on that connection released,
+            // its RTS waited forever; now every release anywhere wakes every waiting connection.
+            await("every message delivered", () -> rvDelivered.get() == (long)clients * perClient);
+            assertThat(corrupt.get()).isZero();
+            assertThat(rvServer.stats().rendezvousBudgetWaits()).as("the budget was contended").isPositive();
+            assertThat(rvServer.stats().rendezvousRefused()).isZero();
+            assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
+            await("connections listed", () -> accepted.size() == clients);
+            // Every buffer back, nothing pending, and credits conserved over all ten pairs in both directions.
+            await("every buffer and credit back", () ->
+            {
+                long clientCredits = 0;
+                long clientOwed = 0;
+                long serverCredits = 0;
+                long serverOwed = 0;
+                for (final Connection c : connections)
+                {
+                    if (c.poolBuffersInUse() != 0 || c.pendingRendezvous() != 0 || c.sendBytesInFlight() != 0)
+                    {
+                        return false;
+                    }
+                    clientCredits += c.creditsAvailable();
+                    clientOwed += c.creditsOwed();
+                }
+                for (final Connection c : accepted)
+                {
+                    if (c.poolBuffersInUse() != 0 || c.pendingRendezvous() != 0 || c.sendBytesInFlight() != 0)
+                    {
+                        return false;
+                    }
+                    serverCredits += c.creditsAvailable();
+                    serverOwed += c.creditsOwed();
+                }
+                return clientCredits + serverOwed == (long)clients * rvServer.config().receiveSlots() &&
+                    serverCredits + clientOwed == (long)clients * senders.config().receiveSlots();
+            });
+            for (final Connection c : connections)
+            {
+                c.close();
+            }
+            await("every buffer returned", () -> rvServer.connections().isEmpty() && rvServer.rendezvousMemoryReserved() == 0);
+        }
         assertStillServing();
     }
 

@@ -55,6 +55,8 @@ public final class ChannelConfig
         this.initialBackoff = Objects.requireNonNull(initialBackoff, "initialBackoff");
         this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
         this.timerScheduler = Objects.requireNonNull(timerScheduler, "timerScheduler");
-        this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions");
+        // the transport learns the RPC limit, so that it can refuse larger messages before buffering them
+        this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions")
+            .with(TransportOptions.MAX_INBOUND_MESSAGE_SIZE, maxInboundMessageSize);
     }
 }

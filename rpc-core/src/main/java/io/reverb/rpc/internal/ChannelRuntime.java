@@ -8,6 +8,7 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
@@ -17,15 +18,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.context.ContextView;
 
 /**
@@ -35,6 +39,10 @@ import reactor.util.context.ContextView;
  */
 public final class ChannelRuntime
 {
+    /** A call failed because this channel (or the subchannel that owns it) was closed before it was sent. */
+    private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
+        .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
+
     private final ChannelConfig config;
     private final URI uri;
     private final TransportProvider provider;
@@ -50,6 +58,8 @@ public final class ChannelRuntime
     private boolean connecting;
     private boolean reconnectScheduled;
     private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
+    private final List<CompletableFuture<Void>> connectWaiters = new ArrayList<>();
+    private volatile Runnable connectionLostListener;
     private Status lastFailure;
     private long nextAttemptNanos;
     private long backoffNanos;
@@ -70,6 +80,16 @@ public final class ChannelRuntime
     ChannelConfig config()
     {
         return config;
+    }
+
+    /**
+     * A call's deadline: on the shared {@link DeadlineTimer} unless the user gave the channel a timer scheduler of
+     * their own (e.g. a virtual-time one in tests), which then keeps all of the channel's timers.
+     */
+    Disposable scheduleDeadline(final Runnable task, final long delayNanos)
+    {
+        return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
+            config.timerScheduler.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     Scheduler timer()
@@ -100,7 +120,38 @@ public final class ChannelRuntime
         {
             return new CallFlux<>(this, method, options, requests, null);
         }
-        return intercepted(method, options, requests);
+        return intercepted(method, options, requests, null);
+    }
+
+    /**
+     * See {@code RpcChannel#newCall(MethodDescriptor, CallOptions, Publisher, ClientCallContext)}: the call records
+     * what the server answered into {@code context}, and takes the direct path when there are no interceptors.
+     */
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new CallFlux<>(this, method, options, requests, context);
+        }
+        return intercepted(method, options, requests, context);
+    }
+
+    /**
+     * See {@code RpcChannel#newUnaryCall(MethodDescriptor, CallOptions, Object, ClientCallContext)}: the call records
+     * what the server answered into {@code context}, and takes the unary fast path when there are no interceptors.
+     */
+    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext context)
+    {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new UnaryMono<>(this, method, options, request, context);
+        }
+        return unaryResult(method, intercepted(method, options, Mono.just(request), context));
     }
 
     /**
@@ -113,20 +164,25 @@ public final class ChannelRuntime
         Objects.requireNonNull(request, "request");
         if (interceptors.length == 0)
         {
-            return new UnaryMono<>(this, method, options, request);
+            return new UnaryMono<>(this, method, options, request, null);
         }
-        return intercepted(method, options, Mono.just(request))
+        return unaryResult(method, intercepted(method, options, Mono.just(request), null));
+    }
+
+    private static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
+    {
+        return responses
             .singleOrEmpty()
             .switchIfEmpty(Mono.error(() -> Status.INTERNAL
                 .withDescription("No value received for " + method.fullMethodName()).asException()));
     }
 
-    private <Req, Resp> Flux<Resp> intercepted(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
+    private <Req, Resp> Flux<Resp> intercepted(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext given)
     {
         return Flux.defer(() ->
         {
-            final ClientCallContext context = new ClientCallContext(method, options);
+            final ClientCallContext context = given != null ? given : new ClientCallContext(method, options);
             ClientInterceptor.Next<Req, Resp> next = r -> new CallFlux<>(this, method, options, r, context);
             for (int i = interceptors.length - 1; i >= 0; i--)
             {
@@ -138,23 +194,29 @@ public final class ChannelRuntime
         });
     }
 
-    private Deadline deadlineOf(final CallOptions options, final ContextView context)
+    private Deadline deadlineOf(final CallOptions options, final RpcContext parent)
     {
         Deadline deadline = options.deadline();
         if (deadline == null && config.defaultDeadline != null)
         {
             deadline = Deadline.after(config.defaultDeadline);
         }
-        if (!options.isDetached())
+        // a call made inside a handler finishes no later than the call being handled
+        if (parent != null && parent.deadline() != null)
         {
-            // a call made inside a handler finishes no later than the call being handled
-            final RpcContext parent = RpcContext.from(context);
-            if (parent != null && parent.deadline() != null)
-            {
-                deadline = parent.deadline().minimum(deadline);
-            }
+            deadline = parent.deadline().minimum(deadline);
         }
         return deadline;
+    }
+
+    private static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
+    {
+        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+    }
+
+    private static RpcContext assembledParent(final CallOptions options)
+    {
+        return options.isDetached() ? null : ServerCallScope.current();
     }
 
     /** A unary call as a Mono: each subscription is a new call. */
@@ -164,22 +226,27 @@ public final class ChannelRuntime
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Req request;
+        private final RpcContext assembled;
+        private final ClientCallContext context;
 
         UnaryMono(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
-            final Req request)
+            final Req request, final ClientCallContext context)
         {
             this.channel = channel;
             this.method = method;
             this.options = options;
             this.request = request;
+            this.assembled = assembledParent(options);
+            this.context = context;
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            new UnaryClientCall<>(channel, method, request, options.metadata(),
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            new UnaryClientCall<>(channel, method, request, context, metadata, channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 
@@ -191,6 +258,7 @@ public final class ChannelRuntime
         private final CallOptions options;
         private final Publisher<Req> requests;
         private final ClientCallContext context;
+        private final RpcContext assembled;
 
         CallFlux(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context)
@@ -200,19 +268,71 @@ public final class ChannelRuntime
             this.options = options;
             this.requests = requests;
             this.context = context;
+            this.assembled = assembledParent(options);
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
-            new StreamingClientCall<>(channel, method, requests, context, metadata,
-                channel.deadlineOf(options, actual.currentContext()),
-                options.isWaitForReady()).start(actual);
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            new StreamingClientCall<>(channel, method, requests, context, metadata, channel.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
         }
     }
 
     // ------------------------------------------------------------------ connection management
+
+    /**
+     * Connects now unless a connection is usable (for bridges that report connectivity, such as reverb-grpc).
+     *
+     * @return completes when a connection is usable; fails with an {@code RpcException} (UNAVAILABLE) if this
+     * attempt could not connect or the channel is closed. A failure does not schedule a reconnect by itself.
+     */
+    public CompletableFuture<Void> connectNow()
+    {
+        final CompletableFuture<Void> result = new CompletableFuture<>();
+        final ClientConnection current = ready;
+        if (current != null && current.isUsable())
+        {
+            result.complete(null);
+            return result;
+        }
+        boolean start = false;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                result.completeExceptionally(Status.UNAVAILABLE.withDescription("channel closed").asException());
+                return result;
+            }
+            if (ready != null && ready.isUsable())
+            {
+                result.complete(null);
+                return result;
+            }
+            connectWaiters.add(result);
+            if (!connecting)
+            {
+                connecting = true;
+                start = true;
+            }
+        }
+        if (start)
+        {
+            connect();
+        }
+        return result;
+    }
+
+    /**
+     * @param listener runs (on a transport or timer thread) each time the usable connection stops taking new calls
+     *                 (GOAWAY, failure, close); replaces the previous one.
+     */
+    public void onConnectionLost(final Runnable listener)
+    {
+        this.connectionLostListener = listener;
+    }
 
     void acquire(final ClientCall<?, ?> call)
     {
@@ -238,7 +358,7 @@ public final class ChannelRuntime
             }
             if (closed)
             {
-                failure = Status.UNAVAILABLE.withDescription("channel closed");
+                failure = CHANNEL_CLOSED;
             }
             else if ((current = ready) != null && current.isUsable())
             {
@@ -315,11 +435,14 @@ public final class ChannelRuntime
     {
         final List<ClientCall<?, ?>> run = new ArrayList<>();
         final List<ClientCall<?, ?>> fail = new ArrayList<>();
+        final List<CompletableFuture<Void>> connectResults;
         Status failure = null;
         boolean closeNow = false;
         synchronized (this)
         {
             connecting = false;
+            connectResults = connectWaiters.isEmpty() ? List.of() : new ArrayList<>(connectWaiters);
+            connectWaiters.clear();
             if (error == null)
             {
                 connection.attach(transport);
@@ -327,7 +450,7 @@ public final class ChannelRuntime
                 {
                     closeNow = true;
                     fail.addAll(waiters);
-                    failure = Status.UNAVAILABLE.withDescription("channel closed");
+                    failure = CHANNEL_CLOSED;
                 }
                 else
                 {
@@ -349,8 +472,11 @@ public final class ChannelRuntime
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
                 // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
                 final boolean refused = cause instanceof UnauthenticatedException;
-                lastFailure = (refused ? Status.UNAUTHENTICATED : Status.UNAVAILABLE).withDescription("cannot connect to " +
-                    config.uri + ": " + cause.getMessage()).withCause(cause);
+                lastFailure = refused
+                    ? Status.UNAUTHENTICATED.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(cause)
+                    : Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                        .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
                 failure = lastFailure;
                 for (final ClientCall<?, ?> call : waiters)
                 {
@@ -368,6 +494,18 @@ public final class ChannelRuntime
         if (closeNow)
         {
             transport.close();
+        }
+        for (final CompletableFuture<Void> result : connectResults)
+        {
+            if (error == null && !closeNow)
+            {
+                result.complete(null);
+            }
+            else
+            {
+                result.completeExceptionally((failure != null ? failure : lastFailure != null ? lastFailure :
+                    Status.UNAVAILABLE.withDescription("channel closed")).asException());
+            }
         }
         for (final ClientCall<?, ?> call : fail)
         {
@@ -409,12 +547,19 @@ public final class ChannelRuntime
 
     void connectionUnusable(final ClientConnection connection)
     {
+        final boolean lost;
         synchronized (this)
         {
-            if (ready == connection)
+            lost = ready == connection;
+            if (lost)
             {
                 ready = null;
             }
+        }
+        final Runnable listener = connectionLostListener;
+        if (lost && listener != null)
+        {
+            listener.run();
         }
     }
 
@@ -429,6 +574,7 @@ public final class ChannelRuntime
     public void close()
     {
         final List<ClientCall<?, ?>> fail;
+        final List<CompletableFuture<Void>> connectResults;
         synchronized (this)
         {
             if (closed)
@@ -439,8 +585,14 @@ public final class ChannelRuntime
             ready = null;
             fail = new ArrayList<>(waiters);
             waiters.clear();
+            connectResults = new ArrayList<>(connectWaiters);
+            connectWaiters.clear();
         }
-        final Status status = Status.UNAVAILABLE.withDescription("channel closed");
+        for (final CompletableFuture<Void> result : connectResults)
+        {
+            result.completeExceptionally(Status.UNAVAILABLE.withDescription("channel closed").asException());
+        }
+        final Status status = CHANNEL_CLOSED;
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(status);

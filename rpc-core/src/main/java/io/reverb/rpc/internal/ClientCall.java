@@ -4,11 +4,11 @@ import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
-import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -45,6 +45,9 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     boolean cancelled;
     Status terminalStatus;
     private Disposable deadlineTimer;
+    private Disposable parentRegistration;
+    // the handled call this call was made in: it is cancelled with it (set before start)
+    private RpcContext parent;
     // the CALL frame, encoded by this object
     private long callTimeoutNanos;
     private int callInitialRequestN;
@@ -61,6 +64,16 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.waitForReady = waitForReady;
     }
 
+    /**
+     * @param handled the context of the call being handled where this call was made, or null.
+     * @return this.
+     */
+    final ClientCall<Req, Resp> inheritCancellation(final RpcContext handled)
+    {
+        this.parent = handled;
+        return this;
+    }
+
     void start(final CoreSubscriber<? super Resp> actual)
     {
         this.actual = actual;
@@ -74,7 +87,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 failLocally(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call started"), false);
                 return;
             }
-            final Disposable timer = channel.timer().schedule(this::onDeadline, remaining, TimeUnit.NANOSECONDS);
+            final Disposable timer = channel.scheduleDeadline(this::onDeadline, remaining);
             synchronized (this)
             {
                 if (terminalStatus == null && !cancelled)
@@ -88,7 +101,33 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 }
             }
         }
+        final RpcContext handled = parent;
+        if (handled != null)
+        {
+            // runs at once if the handled call already ended early
+            Disposable registration = handled.onCancel(this::onHandledCallCancelled);
+            synchronized (this)
+            {
+                if (terminalStatus == null && !cancelled)
+                {
+                    parentRegistration = registration;
+                    registration = null;
+                }
+            }
+            if (registration != null)
+            {
+                registration.dispose();
+                return;
+            }
+        }
         channel.acquire(this);
+    }
+
+    private void onHandledCallCancelled()
+    {
+        final Status why = parent.cancellationStatus();
+        failLocally(Status.CANCELLED.withDescription("the call being handled ended early" +
+            (why != null ? ": " + why.code() : "")), true);
     }
 
     // ------------------------------------------------------------ what the kinds add
@@ -339,10 +378,13 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         final Disposable timer;
         final ClientConnection conn;
         final int id;
+        final Disposable registration;
         synchronized (this)
         {
             timer = deadlineTimer;
             deadlineTimer = null;
+            registration = parentRegistration;
+            parentRegistration = null;
             conn = connection;
             id = registered ? streamId : -1;
             registered = false;
@@ -350,6 +392,10 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         if (timer != null)
         {
             timer.dispose();
+        }
+        if (registration != null)
+        {
+            registration.dispose();
         }
         if (conn != null && id > 0)
         {

@@ -3,6 +3,7 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
@@ -134,7 +135,11 @@ final class ClientConnection extends RpcConnection
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
-                    ((ClientCall<?, ?>)stream).onStatus(Status.fromCodeValue(code).withDescription(description), trailers);
+                    final Status received = Status.fromCodeValue(code).withDescription(description);
+                    // the server flags a call it refused before any handler ran: safe to retry elsewhere
+                    ((ClientCall<?, ?>)stream).onStatus((flags & FrameType.Flags.REFUSED) != 0 ?
+                        received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) : received,
+                        trailers);
                 }
                 if (draining && streams.isEmpty())
                 {
@@ -165,7 +170,8 @@ final class ClientConnection extends RpcConnection
                 if (stream != null)
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
-                        "server going away: " + status.description()));
+                        "server going away: " + status.description())
+                        .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
                 }
             }
         }

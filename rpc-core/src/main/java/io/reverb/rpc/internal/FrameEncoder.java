@@ -62,7 +62,17 @@ final class FrameEncoder
     int status(final ByteBuffer buffer, final int offset, final int streamId, final int code, final byte[] description,
         final Metadata trailers)
     {
-        final int body = header(buffer, offset, StatusFlyweight.frameLength(description, trailers), FrameType.STATUS, 0,
+        return status(buffer, offset, streamId, 0, code, description, trailers);
+    }
+
+    /**
+     * @param flags STATUS flags, e.g. {@link FrameType.Flags#REFUSED}.
+     * @return the offset after the frame.
+     */
+    int status(final ByteBuffer buffer, final int offset, final int streamId, final int flags, final int code,
+        final byte[] description, final Metadata trailers)
+    {
+        final int body = header(buffer, offset, StatusFlyweight.frameLength(description, trailers), FrameType.STATUS, flags,
             streamId);
         return status.wrap(buffer, body).code(code).descriptionAndTrailers(description, trailers);
     }

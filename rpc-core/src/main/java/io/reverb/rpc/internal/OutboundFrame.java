@@ -166,6 +166,7 @@ interface OutboundFrame
     final class StatusFrame implements OutboundFrame
     {
         private final int streamId;
+        private final int flags;
         private final int code;
         private final byte[] description;
         private final Metadata trailers;
@@ -173,7 +174,16 @@ interface OutboundFrame
 
         StatusFrame(final int streamId, final Status status, final Metadata trailers)
         {
+            this(streamId, 0, status, trailers);
+        }
+
+        /**
+         * @param flags e.g. {@link FrameType.Flags#REFUSED} for a call refused before any handler ran.
+         */
+        StatusFrame(final int streamId, final int flags, final Status status, final Metadata trailers)
+        {
             this.streamId = streamId;
+            this.flags = flags;
             this.code = status.code().value();
             this.description = FrameCodec.utf8(status.description());
             this.trailers = trailers;
@@ -189,7 +199,7 @@ interface OutboundFrame
         @Override
         public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
         {
-            encoder.status(buffer, offset, streamId, code, description, trailers);
+            encoder.status(buffer, offset, streamId, flags, code, description, trailers);
         }
     }
 

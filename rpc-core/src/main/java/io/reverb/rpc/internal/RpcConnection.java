@@ -3,6 +3,7 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -25,6 +26,8 @@ import org.slf4j.LoggerFactory;
  */
 abstract class RpcConnection implements ConnectionHandler
 {
+    private static final Status CONNECTION_CLOSED = Status.UNAVAILABLE.withDescription("connection closed")
+        .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST));
     static final Logger LOG = LoggerFactory.getLogger(RpcConnection.class);
     private static final int ENCODE_FAILED = -100;
 
@@ -185,7 +188,19 @@ abstract class RpcConnection implements ConnectionHandler
             encodeFailure = t;
             return ENCODE_FAILED;
         }
-        return claim.commit();
+        claim.attachment(frame); // handed back by onMessageRefused
+        final int committed = claim.commit();
+        claim.attachment(null);
+        return committed;
+    }
+
+    @Override
+    public void onMessageRefused(final Connection connection, final Object attachment, final String reason)
+    {
+        if (attachment instanceof OutboundFrame)
+        {
+            ((OutboundFrame)attachment).failed(Status.RESOURCE_EXHAUSTED.withDescription(reason));
+        }
     }
 
     @Override
@@ -443,8 +458,9 @@ abstract class RpcConnection implements ConnectionHandler
         closed = true;
         dropPending();
         failStreams(cause == null ?
-            Status.UNAVAILABLE.withDescription("connection closed") :
-            Status.UNAVAILABLE.withDescription("connection lost: " + cause.getMessage()).withCause(cause));
+            CONNECTION_CLOSED :
+            Status.UNAVAILABLE.withDescription("connection lost: " + cause.getMessage())
+                .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST, cause)));
         connectionClosed(cause);
     }
 

@@ -48,6 +48,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final long startNanos;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
+    // why the call ended early (guarded by this), for a context created after that
+    private Status earlyEnd;
     private volatile Context reactorContext;
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
@@ -129,9 +131,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         if (timeoutNanos >= 0)
         {
-            final Disposable timer = server.timer().schedule(
+            final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
-                timeoutNanos, TimeUnit.NANOSECONDS);
+                timeoutNanos);
             synchronized (this)
             {
                 if (closed)
@@ -186,6 +188,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
                 connection.peer());
+            if (earlyEnd != null)
+            {
+                rpcContext.cancel(earlyEnd); // no listener yet: nothing runs under this lock
+            }
         }
         return rpcContext;
     }
@@ -485,6 +491,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         final Subscription s;
         final Metadata trailers;
+        final RpcContext cancelContext;
+        final Status why = reason != null ? reason : status != null ? status : Status.CANCELLED;
         synchronized (this)
         {
             if (closed)
@@ -496,6 +504,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             upstream = null;
             pendingResponse = null;
             trailers = status != null ? trailersCopy() : null;
+            earlyEnd = why;
+            cancelContext = rpcContext;
+        }
+        if (cancelContext != null)
+        {
+            // client calls made while handling this one end with it, even those subscribed on their own
+            cancelContext.cancel(why);
         }
         if (status != null)
         {

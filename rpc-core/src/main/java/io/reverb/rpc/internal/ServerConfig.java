@@ -89,6 +89,8 @@ public final class ServerConfig
         this.maxInboundMessageSize = maxInboundMessageSize;
         this.meterRegistry = meterRegistry;
         this.shutdownGracePeriod = Objects.requireNonNull(shutdownGracePeriod, "shutdownGracePeriod");
-        this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions");
+        // the transport learns the RPC limit, so that it can refuse larger messages before buffering them
+        this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions")
+            .with(TransportOptions.MAX_INBOUND_MESSAGE_SIZE, maxInboundMessageSize);
     }
 }

@@ -140,13 +140,14 @@ final class ServerConnection extends RpcConnection
 
         if (draining || server.isShutdown())
         {
-            write(new OutboundFrame.StatusFrame(streamId, Status.UNAVAILABLE.withDescription("server is shutting down"), null));
+            write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED,
+                Status.UNAVAILABLE.withDescription("server is shutting down"), null));
             return;
         }
         if (maxConcurrentCalls != Integer.MAX_VALUE && streams.size() >= maxConcurrentCalls)
         {
             // refused before any handler ran: a balancing client retries it on another replica
-            write(new OutboundFrame.StatusFrame(streamId, Status.RESOURCE_EXHAUSTED.withDescription(
+            write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED.withDescription(
                 TOO_MANY_CALLS + maxConcurrentCalls + " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
             return;
         }

@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The runtime behind {@code io.reverb.rpc.RpcServer} (which depends on it, never the reverse): method registry,
@@ -94,6 +95,13 @@ public final class ServerRuntime
     Scheduler timer()
     {
         return config.timerScheduler;
+    }
+
+    /** A call's deadline: see {@code ChannelRuntime.scheduleDeadline}. */
+    Disposable scheduleDeadline(final Runnable task, final long delayNanos)
+    {
+        return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
+            config.timerScheduler.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     CallMetrics metrics()

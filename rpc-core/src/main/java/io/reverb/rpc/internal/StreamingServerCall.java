@@ -76,17 +76,25 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         {
             return;
         }
-        final Publisher<Resp> responses;
+        final ServerCall<?, ?> previous = ServerCallScope.enter(this);
         try
         {
-            responses = intercepted().handle(new RequestFlux());
+            final Publisher<Resp> responses;
+            try
+            {
+                responses = intercepted().handle(new RequestFlux());
+            }
+            catch (final Throwable t)
+            {
+                onError(t);
+                return;
+            }
+            subscribeTo(responses);
         }
-        catch (final Throwable t)
+        finally
         {
-            onError(t);
-            return;
+            ServerCallScope.exit(previous);
         }
-        subscribeTo(responses);
     }
 
     private ServerCallHandler<Req, Resp> intercepted()

@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
@@ -33,9 +34,10 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     private volatile int wip;
 
     UnaryClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final Req request,
-        final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
+        final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline,
+        final boolean waitForReady)
     {
-        super(channel, method, null, requestMetadata, deadline, waitForReady);
+        super(channel, method, context, requestMetadata, deadline, waitForReady);
         this.request = request;
     }
 

@@ -69,17 +69,25 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
         {
             return;
         }
-        final Publisher<Resp> response;
+        final ServerCall<?, ?> previous = ServerCallScope.enter(this);
         try
         {
-            response = unaryHandler.invoke(request);
+            final Publisher<Resp> response;
+            try
+            {
+                response = unaryHandler.invoke(request);
+            }
+            catch (final Throwable t)
+            {
+                onError(t);
+                return;
+            }
+            subscribeTo(response);
         }
-        catch (final Throwable t)
+        finally
         {
-            onError(t);
-            return;
+            ServerCallScope.exit(previous);
         }
-        subscribeTo(response);
     }
 
     @Override

@@ -4,11 +4,15 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.internal.ServerCallScope;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
+import io.reverb.rpc.retry.CallFailureCause;
+import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryDecision;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryState;
@@ -21,14 +25,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.util.context.Context;
+import reactor.util.context.ContextView;
 
 /**
  * A channel to several replicas: a {@link NameResolver} gives their addresses, a {@link LoadBalancer} policy keeps
@@ -42,7 +51,9 @@ import reactor.core.scheduler.Schedulers;
  * the caller.
  *
  * <p>A call made inside a handler inherits the handled call's remaining deadline (see
- * {@link CallOptions#propagatedFrom}); composed into the handler's publisher, it is cancelled with the handled call.
+ * {@link CallOptions#propagatedFrom}) and is cancelled when the handled call ends early, also when it is subscribed
+ * on its own rather than composed into the handler's publisher (see {@link RpcContext}); a call still waiting for a
+ * ready replica then ends at its deadline. Hedged unary calls: see {@link HedgingPolicy}.
  *
  * <p>Calls wait while the channel is still connecting (or with {@link CallOptions#withWaitForReady()}, also while
  * every replica is failing), bounded by their deadline; otherwise they fail fast with UNAVAILABLE naming the last
@@ -56,6 +67,7 @@ public final class BalancedChannel implements AutoCloseable
     private final SerializingExecutor serializer = new SerializingExecutor();
     private final Scheduler timer;
     private final Map<String, RetryPolicy> retryPolicies;
+    private final Map<String, HedgingPolicy> hedgingPolicies;
     private final RetryThrottle throttle;
     private final int maxTransparentRetries;
     private final List<Runnable> waiters = new ArrayList<>();
@@ -69,6 +81,7 @@ public final class BalancedChannel implements AutoCloseable
         this.target = builder.target;
         this.timer = builder.timer;
         this.retryPolicies = Map.copyOf(builder.retryPolicies);
+        this.hedgingPolicies = Map.copyOf(builder.hedgingPolicies);
         this.throttle = builder.throttle;
         this.maxTransparentRetries = builder.maxTransparentRetries;
         final Function<URI, RpcChannel> factory = builder.channelFactory;
@@ -178,12 +191,28 @@ public final class BalancedChannel implements AutoCloseable
     public <Req, Resp> Mono<Resp> newUnaryCall(
         final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
-        final RetryPolicy policy = policyFor(method);
+        final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
+        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
+        if (hedging != null)
+        {
+            return Mono.deferContextual(context ->
+            {
+                final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+                final CallOptions effective = options.propagatedFrom(parent);
+                final ContextView attemptContext = withParent(context, parent);
+                return Mono.<Resp>create(sink -> new Hedge<>(hedging, effective, attemptContext, sink,
+                    sc -> sc.channel().newUnaryCall(method, effective, request).flux()).start());
+            });
+        }
+        final RetryPolicy policy = policyFor(retryPolicies, method);
         return Mono.deferContextual(context ->
         {
-            final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, true)
+            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+            final CallOptions effective = options.propagatedFrom(parent);
+            final Mono<Resp> call = new Attempts<Resp>(effective, policy, true, true)
                 .run(sc -> sc.channel().newUnaryCall(method, effective, request).flux()).next();
+            return parent == null || RpcContext.from(context) == parent ? call :
+                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
         });
     }
 
@@ -203,23 +232,37 @@ public final class BalancedChannel implements AutoCloseable
         final MethodDescriptor.MethodType type = method.type();
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
-        final RetryPolicy policy = replayable ? policyFor(method) : null;
+        final RetryPolicy policy = replayable ? policyFor(retryPolicies, method) : null;
+        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
         return Flux.deferContextual(context ->
         {
-            final CallOptions effective = options.propagatedFrom(context);
-            return new Attempts<Resp>(effective, policy, replayable)
+            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+            final CallOptions effective = options.propagatedFrom(parent);
+            final Flux<Resp> call = new Attempts<Resp>(effective, policy, replayable, false)
                 .run(sc -> sc.channel().newCall(method, effective, requests));
+            return parent == null || RpcContext.from(context) == parent ? call :
+                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
         });
     }
 
-    private RetryPolicy policyFor(final MethodDescriptor<?, ?> method)
+    /**
+     * The attempts of a call made while handling {@code parent} carry it in their Reactor context, so that each
+     * attempt's single-address call is cancelled with the handled call even when the caller subscribed on its own.
+     */
+    private static ContextView withParent(final ContextView context, final RpcContext parent)
     {
-        if (retryPolicies.isEmpty())
+        return parent == null || RpcContext.from(context) == parent ? context :
+            Context.of(context).put(RpcContext.CONTEXT_KEY, parent);
+    }
+
+    private static <P> P policyFor(final Map<String, P> policies, final MethodDescriptor<?, ?> method)
+    {
+        if (policies.isEmpty())
         {
             return null;
         }
-        final RetryPolicy exact = retryPolicies.get(method.fullMethodName());
-        return exact != null ? exact : retryPolicies.get(method.serviceName());
+        final P exact = policies.get(method.fullMethodName());
+        return exact != null ? exact : policies.get(method.serviceName());
     }
 
     /**
@@ -230,14 +273,20 @@ public final class BalancedChannel implements AutoCloseable
         private final CallOptions options;
         private final RetryPolicy policy;
         private final boolean replayable;
+        private final boolean unary;
         private RetryState retry;
-        private boolean responded;
+        private volatile boolean responded;
+        /** Set when this is one attempt of a hedged call: picks avoid the replicas its other attempts use. */
+        private Hedge<Resp> hedge;
+        /** Set by the hedge before it cancels this attempt because another one won. */
+        private volatile boolean lostHedge;
 
-        Attempts(final CallOptions options, final RetryPolicy policy, final boolean replayable)
+        Attempts(final CallOptions options, final RetryPolicy policy, final boolean replayable, final boolean unary)
         {
             this.options = options;
             this.policy = policy;
             this.replayable = replayable;
+            this.unary = unary;
         }
 
         Flux<Resp> run(final Function<ChannelSubchannel, Flux<Resp>> call)
@@ -252,14 +301,24 @@ public final class BalancedChannel implements AutoCloseable
             final boolean[] ended = {false};
             load.callStarted();
             return call.apply(sc)
-                .doOnNext(r -> responded = true)
+                .doOnNext(r ->
+                {
+                    final boolean first = !responded;
+                    responded = true;
+                    // a unary call succeeded with its response (next() cancels before the completion would come)
+                    if (first && unary)
+                    {
+                        onSuccess();
+                    }
+                })
                 .doFinally(signal ->
                 {
                     if (!ended[0])
                     {
                         ended[0] = true;
-                        // a unary call's response is followed by a cancel from next(): that is an answer, not an abandon
-                        if (signal == SignalType.CANCEL && !responded)
+                        // a unary call's response is followed by a cancel from next(): that is an answer, not an
+                        // abandon; a hedge that lost took at least this long here: worth recording for peak_ewma
+                        if (signal == SignalType.CANCEL && !responded && !lostHedge)
                         {
                             load.callAbandoned();
                         }
@@ -272,16 +331,28 @@ public final class BalancedChannel implements AutoCloseable
                 })
                 .doOnComplete(() ->
                 {
-                    if (retry != null)
+                    if (!unary)
                     {
-                        retry.onSuccess();
-                    }
-                    else if (throttle != null)
-                    {
-                        throttle.onSuccess();
+                        onSuccess();
                     }
                 })
                 .onErrorResume(error -> onFailure(sc, error, load, ended, call));
+        }
+
+        private void onSuccess()
+        {
+            if (hedge != null)
+            {
+                return; // the hedge accounts for the call as a whole
+            }
+            if (retry != null)
+            {
+                retry.onSuccess();
+            }
+            else if (throttle != null)
+            {
+                throttle.onSuccess();
+            }
         }
 
         private Flux<Resp> onFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
@@ -299,7 +370,7 @@ public final class BalancedChannel implements AutoCloseable
             {
                 sc.onUnreachable();
             }
-            else if (failure == AttemptFailure.REFUSED && status.code() == StatusCode.UNAVAILABLE)
+            else if (isGoAway(status))
             {
                 sc.onGoAway();
             }
@@ -329,7 +400,7 @@ public final class BalancedChannel implements AutoCloseable
 
         private Mono<ChannelSubchannel> pick()
         {
-            final Subchannel picked = picker.pick();
+            final Subchannel picked = hedge == null ? picker.pick() : hedge.pickAvoidingOthers(picker);
             if (picked != null)
             {
                 return Mono.just((ChannelSubchannel)picked);
@@ -348,7 +419,7 @@ public final class BalancedChannel implements AutoCloseable
             {
                 final Runnable waiter = () ->
                 {
-                    final Subchannel again = picker.pick();
+                    final Subchannel again = hedge == null ? picker.pick() : hedge.pickAvoidingOthers(picker);
                     if (again != null)
                     {
                         sink.success((ChannelSubchannel)again);
@@ -381,8 +452,250 @@ public final class BalancedChannel implements AutoCloseable
         }
     }
 
-    /** How a server describes a call refused by its per-connection limit (see RpcServer.Builder). */
-    static final String TOO_MANY_CALLS = "too many concurrent calls on this connection";
+    /**
+     * One hedged unary call (see {@link HedgingPolicy}): attempts sent one hedging delay apart, or at once after a
+     * non-fatal failure, each an {@link Attempts} of its own (so an attempt the server never saw is still retried
+     * transparently) that picks a replica no other attempt of this call uses when it can. The first answer wins;
+     * the losers are cancelled, which sends CANCEL to their servers.
+     */
+    private final class Hedge<Resp>
+    {
+        /** How many picks an attempt draws to find a replica the others do not use before it takes a used one. */
+        private static final int PICKS_TO_AVOID = 8;
+
+        private final HedgingPolicy policy;
+        private final CallOptions options;
+        private final ContextView context;
+        private final MonoSink<Resp> sink;
+        private final Function<ChannelSubchannel, Flux<Resp>> call;
+        // guarded by this
+        private final Attempts<?>[] attempts;
+        private final Disposable[] running;
+        private final Subchannel[] used;
+        private int usedCount;
+        private int started;
+        private int inFlight;
+        private boolean done;
+        private boolean won;
+        private Disposable hedgeTimer;
+
+        Hedge(final HedgingPolicy policy, final CallOptions options, final ContextView context, final MonoSink<Resp> sink,
+            final Function<ChannelSubchannel, Flux<Resp>> call)
+        {
+            this.policy = policy;
+            this.options = options;
+            this.context = context;
+            this.sink = sink;
+            this.call = call;
+            final int max = policy.maxAttempts();
+            this.attempts = new Attempts<?>[max];
+            this.running = new Disposable[max];
+            // an attempt may retry transparently on other replicas: room for those picks too
+            this.used = new Subchannel[max * (maxTransparentRetries + 1)];
+        }
+
+        void start()
+        {
+            sink.onDispose(this::cancelAll);
+            if (policy.hedgingDelayNanos() == 0)
+            {
+                for (int i = 0; i < policy.maxAttempts(); i++)
+                {
+                    if (i > 0 && !hedgePermitted())
+                    {
+                        break;
+                    }
+                    launch();
+                }
+            }
+            else
+            {
+                launch();
+            }
+        }
+
+        private boolean hedgePermitted()
+        {
+            return throttle == null || throttle.isRetryPermitted();
+        }
+
+        /** Sends the next attempt and, when more may follow, arms the timer for the one after it. */
+        private void launch()
+        {
+            final Attempts<Resp> attempt = new Attempts<>(options, null, true, true);
+            attempt.hedge = this;
+            final int index;
+            synchronized (this)
+            {
+                if (done || started >= attempts.length)
+                {
+                    return;
+                }
+                index = started++;
+                inFlight++;
+                attempts[index] = attempt;
+                if (hedgeTimer != null)
+                {
+                    hedgeTimer.dispose();
+                    hedgeTimer = null;
+                }
+                if (started < attempts.length && policy.hedgingDelayNanos() > 0)
+                {
+                    hedgeTimer = timer.schedule(this::onHedgingDelay, policy.hedgingDelayNanos(), TimeUnit.NANOSECONDS);
+                }
+            }
+            final Disposable subscription = attempt.run(call).next().contextWrite(context)
+                .subscribe(this::onAnswer, this::onAttemptFailed, () -> onAttemptFailed(Status.INTERNAL
+                    .withDescription("a hedged unary call's attempt ended without a response").asException()));
+            final boolean cancel;
+            synchronized (this)
+            {
+                running[index] = subscription;
+                cancel = done;
+            }
+            if (cancel)
+            {
+                subscription.dispose();
+            }
+        }
+
+        private void onHedgingDelay()
+        {
+            synchronized (this)
+            {
+                hedgeTimer = null;
+                if (done)
+                {
+                    return;
+                }
+            }
+            if (hedgePermitted())
+            {
+                launch();
+            }
+        }
+
+        /** Picks a ready replica that no attempt of this call uses yet, if the picker offers one. */
+        Subchannel pickAvoidingOthers(final Picker from)
+        {
+            Subchannel picked = null;
+            for (int i = 0; i < PICKS_TO_AVOID; i++)
+            {
+                picked = from.pick();
+                if (picked == null || !isUsed(picked))
+                {
+                    break;
+                }
+            }
+            if (picked != null)
+            {
+                synchronized (this)
+                {
+                    if (usedCount < used.length)
+                    {
+                        used[usedCount++] = picked;
+                    }
+                }
+            }
+            return picked;
+        }
+
+        private synchronized boolean isUsed(final Subchannel subchannel)
+        {
+            for (int i = 0; i < usedCount; i++)
+            {
+                if (used[i] == subchannel)
+                {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private void onAnswer(final Resp value)
+        {
+            synchronized (this)
+            {
+                if (done)
+                {
+                    return;
+                }
+                done = true;
+                won = true;
+            }
+            if (throttle != null)
+            {
+                throttle.onSuccess();
+            }
+            sink.success(value); // disposes the sink: cancelAll cancels the losers
+        }
+
+        private void onAttemptFailed(final Throwable error)
+        {
+            final Status status = Status.fromThrowable(error);
+            final boolean nonFatal = policy.isNonFatal(status.code());
+            if (nonFatal && throttle != null)
+            {
+                throttle.onFailure();
+            }
+            final boolean fail;
+            final boolean next;
+            synchronized (this)
+            {
+                if (done)
+                {
+                    return;
+                }
+                inFlight--;
+                next = nonFatal && started < attempts.length && hedgePermitted();
+                // a fatal code ends the call; so does the last running attempt failing when no other may follow
+                fail = !nonFatal || !next && inFlight == 0;
+                if (fail)
+                {
+                    done = true;
+                }
+            }
+            if (fail)
+            {
+                sink.error(error);
+            }
+            else if (next)
+            {
+                launch(); // a non-fatal failure: the next hedge goes now, not after the delay
+            }
+        }
+
+        private void cancelAll()
+        {
+            final Disposable[] toCancel;
+            final Disposable timerToCancel;
+            synchronized (this)
+            {
+                done = true;
+                timerToCancel = hedgeTimer;
+                hedgeTimer = null;
+                toCancel = running.clone();
+                for (final Attempts<?> attempt : attempts)
+                {
+                    if (attempt != null && won)
+                    {
+                        attempt.lostHedge = true; // slower than the winner: its time so far is worth recording
+                    }
+                }
+            }
+            if (timerToCancel != null)
+            {
+                timerToCancel.dispose();
+            }
+            for (final Disposable d : toCancel)
+            {
+                if (d != null)
+                {
+                    d.dispose();
+                }
+            }
+        }
+    }
 
     /** Internal: the picker changed but still had nothing; pick again. */
     private static final class RetryPickSignal extends RuntimeException
@@ -440,45 +753,30 @@ public final class BalancedChannel implements AutoCloseable
     }
 
     /**
-     * How far a failed attempt got, from its status. The single-address channel reports a call it could not send
-     * as "cannot connect to ...", a call refused by GOAWAY as "server going away: ...", a call started on a
-     * subchannel closed meanwhile as "channel closed"; a server refuses a call over its per-connection limit with
-     * RESOURCE_EXHAUSTED "too many concurrent calls on this connection...".
+     * How far a failed attempt got: read from the {@link CallFailureCause} the runtime attached to the status (the
+     * call could not be sent, was refused by GOAWAY, or the server flagged it refused before any handler ran),
+     * never from the status description; a status without one was processed.
      *
      * @param status the attempt's status.
      * @return the failure's kind.
      */
     static AttemptFailure classify(final Status status)
     {
-        if (status.description() == null)
-        {
-            return AttemptFailure.PROCESSED;
-        }
-        if (status.code() == StatusCode.RESOURCE_EXHAUSTED && status.description().startsWith(TOO_MANY_CALLS))
-        {
-            return AttemptFailure.REFUSED; // the server's per-connection limit: no handler ran
-        }
-        if (status.code() != StatusCode.UNAVAILABLE)
-        {
-            return AttemptFailure.PROCESSED;
-        }
-        final String description = status.description();
-        if (description.startsWith("cannot connect to") || description.startsWith("channel closed"))
-        {
-            return AttemptFailure.NOT_SENT;
-        }
-        if (description.startsWith("server going away"))
-        {
-            return AttemptFailure.REFUSED;
-        }
-        return AttemptFailure.PROCESSED;
+        return CallFailureCause.attemptFailure(status);
+    }
+
+    private static boolean isGoAway(final Status status)
+    {
+        final CallFailureCause cause = CallFailureCause.find(status);
+        // a server shutting down refuses calls (flagged REFUSED, UNAVAILABLE) as it sends GOAWAY: treat both alike
+        return cause != null && (cause.reason() == CallFailureCause.Reason.GOAWAY ||
+            cause.reason() == CallFailureCause.Reason.REFUSED_BY_SERVER && status.code() == StatusCode.UNAVAILABLE);
     }
 
     private static boolean isConnectionLoss(final Status status)
     {
-        final String description = status.description();
-        return status.code() == StatusCode.UNAVAILABLE && description != null
-            && (description.startsWith("connection lost") || description.startsWith("connection closed"));
+        final CallFailureCause cause = CallFailureCause.find(status);
+        return cause != null && cause.reason() == CallFailureCause.Reason.CONNECTION_LOST;
     }
 
     /**
@@ -531,6 +829,7 @@ public final class BalancedChannel implements AutoCloseable
         private Function<URI, RpcChannel> channelFactory = uri -> RpcChannel.builder(uri.toString()).build();
         private String healthService;
         private final Map<String, RetryPolicy> retryPolicies = new HashMap<>();
+        private final Map<String, HedgingPolicy> hedgingPolicies = new HashMap<>();
         private RetryThrottle throttle;
         private int maxTransparentRetries = 5;
         private NameResolver.Args resolverArgs = NameResolver.Args.defaults();
@@ -591,6 +890,21 @@ public final class BalancedChannel implements AutoCloseable
         }
 
         /**
+         * Marks a method, or every method of a service, idempotent and hedges its unary calls per the policy (its
+         * streaming calls are neither hedged nor retried). A method has a retry policy or a hedging policy, not both.
+         *
+         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
+         * @param hedgingPolicy   the policy.
+         * @return this.
+         */
+        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy hedgingPolicy)
+        {
+            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
+                Objects.requireNonNull(hedgingPolicy, "hedgingPolicy"));
+            return this;
+        }
+
+        /**
          * @param maxTokens  budget size (1..1000).
          * @param tokenRatio tokens a success gives back (0..1].
          * @return this.
@@ -640,6 +954,13 @@ public final class BalancedChannel implements AutoCloseable
          */
         public BalancedChannel build()
         {
+            for (final String name : hedgingPolicies.keySet())
+            {
+                if (retryPolicies.containsKey(name))
+                {
+                    throw new IllegalArgumentException(name + " has both a retry policy and a hedging policy: choose one");
+                }
+            }
             return new BalancedChannel(this);
         }
     }

@@ -9,11 +9,14 @@ import java.util.function.LongSupplier;
  * on the subchannel and {@link #callFinished(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
  * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock.
  *
- * <p>The average rises fast towards a slower answer (at most doubling per answer: a replica that turns 10x slower
- * is avoided after four answers, one hiccup of a fast replica does not make it look slow), comes down by a tenth of
+ * <p>The average rises fast towards a slower answer (at most doubling per answer, and per millisecond: a replica
+ * that turns 10x slower is avoided after four answers, one hiccup of a fast replica, even one that delayed all of
+ * its calls at once, does not make it look slow), comes down by a tenth of
  * the gap with each faster answer (a hiccup is forgotten after a few dozen calls), and, when read, decays with the
  * time since the last answer (time constant {@code decayNanos}): a replica that was slow and is no longer picked
- * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Two threads finishing calls at
+ * looks cheaper as time passes, gets a probe call, and is used again if it recovered. Each probe that finds the
+ * replica still slow doubles that time constant (up to {@link #MAX_DECAY_BACKOFF} times), so a replica that stays
+ * slow is probed ever more rarely; a fast answer resets it. Two threads finishing calls at
  * the same instant may lose one of the two samples; the average is a heuristic and that is cheaper than a lock or
  * CAS loop.
  */
@@ -23,14 +26,24 @@ public final class SubchannelLoad
     static final double UNKNOWN_BUSY_COST = 1.0e15;
     /** Most the average grows with one slower answer. */
     static final double PEAK_GROWTH = 2.0;
+    /** The average compounds its growth at most once per this window: answers arriving together are one peak. */
+    static final long GROWTH_WINDOW_NANOS = 1_000_000L;
     /** Share of the gap a faster answer closes. */
     static final double DOWN_WEIGHT = 0.1;
+    /** Most the decay's time constant grows for a replica whose probes keep finding it slow (50 ms -> 1.6 s). */
+    static final int MAX_DECAY_BACKOFF = 32;
+    /** A probe "finds the replica slow" when its answer is this much slower than the decayed average predicted. */
+    static final double PROBE_CONFIRMS = 1.5;
 
     private final AtomicInteger outstanding = new AtomicInteger();
     private final LongSupplier nanoClock;
     private final double decayNanos;
     private volatile double ewmaNanos;
     private volatile long stampNanos;
+    private volatile int decayBackoff = 1;
+    // the most the average may reach until the next growth window (see observe)
+    private volatile double growthCeiling;
+    private volatile long growthStampNanos;
 
     /**
      * @param nanoClock  monotonic nanoseconds, e.g. {@code System::nanoTime}.
@@ -45,6 +58,7 @@ public final class SubchannelLoad
         this.nanoClock = nanoClock;
         this.decayNanos = decayNanos;
         this.stampNanos = nanoClock.getAsLong();
+        this.growthStampNanos = stampNanos - GROWTH_WINDOW_NANOS;
     }
 
     /**
@@ -104,7 +118,7 @@ public final class SubchannelLoad
             return 0.0;
         }
         final long elapsed = nowNanos - stampNanos;
-        return elapsed <= 0 ? ewma : ewma * Math.exp(-elapsed / decayNanos);
+        return elapsed <= 0 ? ewma : ewma * Math.exp(-elapsed / (decayNanos * decayBackoff));
     }
 
     /**
@@ -142,6 +156,23 @@ public final class SubchannelLoad
         // avoided after 4 answers, while one hiccup (a GC pause, a preempted poller) cannot make a fast replica look
         // slower than a truly slow one. Down by a fixed share of each faster answer: a replica back from a hiccup
         // looks fast again after a few dozen answers, whatever the call rate.
+        final double previous = ewmaNanos;
+        // Probe backoff, decided on probes only (answers of a replica whose average had decayed: it was avoided).
+        // A probe much slower than the decay predicted says the replica is still slow: decay its average more
+        // slowly, so that it is probed half as often (each probe of a 10x slower replica is a tail-latency sample).
+        // A probe faster than predicted ends the backoff, so a replica that recovered is back after one probe.
+        // Answers of a replica in steady use leave it alone: there the average hardly decays between answers.
+        if (base != 0.0 && base < previous * 0.9)
+        {
+            if (sample > base * PROBE_CONFIRMS)
+            {
+                decayBackoff = Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2);
+            }
+            else if (sample <= base)
+            {
+                decayBackoff = 1;
+            }
+        }
         final double next;
         if (base == 0.0)
         {
@@ -149,8 +180,17 @@ public final class SubchannelLoad
         }
         else if (sample >= base)
         {
-            // the cap is relative to the average before idle decay: after a pause an answer is believed again
-            next = Math.min(sample, Math.max(base, ewmaNanos) * PEAK_GROWTH);
+            // The cap is relative to the average before idle decay: after a pause an answer is believed again. It
+            // compounds at most once per GROWTH_WINDOW_NANOS: a stall of the replica (its process preempted, a GC)
+            // delays every call it has outstanding, and their answers arrive together; counted as one peak, not as
+            // one per call (four calls out would make it look 16x slower), it does not send calls to a replica that
+            // is slower all the time. A replica that really turned slower answers spread over time, and doubles again.
+            if (now - growthStampNanos >= GROWTH_WINDOW_NANOS || growthCeiling < base)
+            {
+                growthCeiling = Math.max(base, previous) * PEAK_GROWTH;
+                growthStampNanos = now;
+            }
+            next = Math.min(sample, growthCeiling);
         }
         else
         {
@@ -160,9 +200,19 @@ public final class SubchannelLoad
         stampNanos = now;
     }
 
+    /**
+     * @return how many times the base decay time constant the average decays with now (1 unless probes keep
+     * finding the replica slow).
+     */
+    public int decayBackoff()
+    {
+        return decayBackoff;
+    }
+
     @Override
     public String toString()
     {
-        return "SubchannelLoad{outstanding=" + outstanding.get() + ", latencyNanos=" + (long)ewmaNanos + "}";
+        return "SubchannelLoad{outstanding=" + outstanding.get() + ", latencyNanos=" + (long)ewmaNanos +
+            (decayBackoff > 1 ? ", decayBackoff=" + decayBackoff : "") + "}";
     }
 }

@@ -25,6 +25,19 @@ public interface ConnectionHandler
     void onWritable(Connection connection);
 
     /**
+     * The peer refused a committed message without reading it (it exceeds the peer's limits or its memory budget
+     * for large messages); the connection stays usable. A transport whose peer reads every message never calls it.
+     * Called on the transport's thread.
+     *
+     * @param connection the connection.
+     * @param attachment what {@link WriteClaim#attachment(Object)} held when the message was committed.
+     * @param reason     why, for the status the message's call fails with.
+     */
+    default void onMessageRefused(final Connection connection, final Object attachment, final String reason)
+    {
+    }
+
+    /**
      * The connection is closed; called exactly once, after the last {@link #onMessage}.
      *
      * @param connection the connection.

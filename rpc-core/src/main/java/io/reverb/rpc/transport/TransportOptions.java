@@ -20,6 +20,12 @@ public final class TransportOptions
     /** No options: every transport uses its defaults. */
     public static final TransportOptions EMPTY = new TransportOptions(Collections.emptyMap());
 
+    /**
+     * The largest message payload the RPC layer accepts ({@code maxInboundMessageSize} of the server or channel
+     * builder), set by rpc-core itself: a transport may refuse larger inbound messages before it buffers them.
+     */
+    public static final Key<Integer> MAX_INBOUND_MESSAGE_SIZE = Key.of("reverb.maxInboundMessageSize", Integer.class);
+
     private final Map<Key<?>, Object> values;
 
     private TransportOptions(final Map<Key<?>, Object> values)

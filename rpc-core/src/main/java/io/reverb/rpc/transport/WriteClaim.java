@@ -42,6 +42,7 @@ public final class WriteClaim
     private Committer committer;
     private long token;
     private Object transportState;
+    private Object attachment;
 
     /**
      * Transport use: points this claim at claimed memory.
@@ -114,6 +115,26 @@ public final class WriteClaim
     public void transportState(final Object state)
     {
         this.transportState = state;
+    }
+
+    /**
+     * @return what {@link #attachment(Object)} set, or null.
+     */
+    public Object attachment()
+    {
+        return attachment;
+    }
+
+    /**
+     * Caller use: an object the transport hands back to {@link ConnectionHandler#onMessageRefused} if the peer
+     * refuses the message after it was committed (e.g. the peer's memory budget for large messages is exhausted).
+     * Set before {@link #commit()}; the transport takes it at commit.
+     *
+     * @param attachment the caller's object, or null.
+     */
+    public void attachment(final Object attachment)
+    {
+        this.attachment = attachment;
     }
 
     /**

@@ -23,7 +23,7 @@ package io.reverb.rpc.wire;
  * CANCEL      client -> server: the client gave up on the call; the reason lets the server end its side alike
  *   |       Reason status code (int32, e.g. CANCELLED, DEADLINE_EXCEEDED) |
  * HEADERS     server -> client: response initial metadata, before the first MESSAGE. Metadata block.
- * STATUS      server -> client: ends the call
+ * STATUS      server -> client: ends the call. Flag REFUSED: no handler ran (refused before dispatch)
  *   |                     Status code (int32)                       |
  *   |              Description length (int32, -1 = none)            |
  *   |  Description (UTF-8) ...     |  Metadata block (trailers) ...  |
@@ -53,8 +53,8 @@ public enum FrameType
     CANCEL(5, 0),
     /** Response headers. */
     HEADERS(6, 0),
-    /** Ends a call. */
-    STATUS(7, 0),
+    /** Ends a call. Flag REFUSED: no handler ran, the client may retry the call elsewhere. */
+    STATUS(7, Flags.REFUSED),
     /** Keep-alive. */
     PING(8, Flags.ACK),
     /** Connection shutdown. */
@@ -69,6 +69,11 @@ public enum FrameType
         public static final int END_STREAM = 0x1;
         /** PING: an answer. */
         public static final int ACK = 0x1;
+        /**
+         * STATUS: the server refused the call before any handler saw it (its per-connection call limit, or it is
+         * shutting down), so the client may retry it on another replica even when it is not idempotent.
+         */
+        public static final int REFUSED = 0x1;
 
         private Flags()
         {

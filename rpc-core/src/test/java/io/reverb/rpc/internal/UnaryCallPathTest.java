@@ -52,7 +52,7 @@ class UnaryCallPathTest
         final ServerConnection serverConnection = new ServerConnection(server, serverSide);
         final Recorder<StringValue> subscriber = new Recorder<>();
         final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, TestService.ECHO,
-            StringValue.of("hi"), null, null, false);
+            StringValue.of("hi"), null, null, null, false);
         call.actual = subscriber;
         call.request(Long.MAX_VALUE);
         try

@@ -307,6 +307,30 @@ class BalancedChannelTest
     }
 
     @Test
+    void shouldRefillTheRetryBudgetWithEverySuccessfulUnaryCall()
+    {
+        final List<String> uris = start(1);
+        final Replica replica = replicas.get(0);
+        channel = BalancedChannel.builder(uris)
+            .retryPolicy(SERVICE, RetryPolicy.builder().maxAttempts(2)
+                .backoff(Duration.ofMillis(1), Duration.ofMillis(1), 1).retryableCodes(StatusCode.UNAVAILABLE).build())
+            .retryThrottling(10, 1.0)
+            .build();
+        replica.failNext.set(4);
+        for (int i = 0; i < 2; i++)
+        {
+            assertThatThrownBy(this::call).isInstanceOf(RpcException.class);
+        }
+        assertThat(replica.calls.get()).isEqualTo(4); // 10 -> 6 tokens: one more failure and retries stop
+
+        calls(4); // each success gives a token back: 10 again
+
+        replica.failNext.set(2);
+        assertThatThrownBy(this::call).isInstanceOf(RpcException.class);
+        assertThat(replica.calls.get()).as("retried again: the budget was refilled").isEqualTo(4 + 4 + 2);
+    }
+
+    @Test
     void shouldMoveCallsOnAResolverUpdateWithoutFailingTheCallInFlight()
     {
         final List<String> uris = start(2);

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * Deadline and cancellation through two hops: client -> front (whose handler calls back) -> back.
@@ -46,6 +47,10 @@ class DeadlinePropagationTest
     private final String frontUri = "inproc://prop-front-" + IDS.incrementAndGet();
     private final CountDownLatch backCancelled = new CountDownLatch(1);
     private final CountDownLatch backStarted = new CountDownLatch(1);
+    private final CountDownLatch frontCancelled = new CountDownLatch(1);
+    private final CountDownLatch detachedAnswered = new CountDownLatch(1);
+    private final AtomicInteger gatedCancelled = new AtomicInteger();
+    private final Sinks.Empty<Void> gate = Sinks.empty();
     private RpcServer back;
     private RpcServer front;
     private BalancedChannel toBack;
@@ -72,6 +77,11 @@ class DeadlinePropagationTest
                     backStarted.countDown();
                     return Mono.<Int64Value>never().doOnCancel(backCancelled::countDown);
                 }
+                if (request.getValue().equals("gated"))
+                {
+                    backStarted.countDown();
+                    return gate.asMono().thenReturn(Int64Value.of(7)).doOnCancel(gatedCancelled::incrementAndGet);
+                }
                 final Deadline d = ctx.deadline();
                 return Mono.just(Int64Value.of(d == null ? -1 : d.timeRemaining().toMillis()));
             }))).build()).build().start();
@@ -87,6 +97,19 @@ class DeadlinePropagationTest
         front = RpcServer.builder(frontUri).addService(ServiceDefinition.builder("reverb.test.Prop")
             .addMethod(FRONT, ServerCalls.unary(request ->
             {
+                if (request.getValue().startsWith("fire"))
+                {
+                    // fire-and-forget: the call to back is subscribed on its own, outside this handler's publisher
+                    final boolean optOut = request.getValue().startsWith("fire-detached:");
+                    final String forward = request.getValue().substring(request.getValue().indexOf(':') + 1);
+                    final CallOptions options = optOut ? CallOptions.DEFAULT.withoutContextPropagation() :
+                        CallOptions.DEFAULT;
+                    final Mono<Int64Value> call = plainToBack != null ?
+                        plainToBack.newUnaryCall(BACK, options, StringValue.of(forward)) :
+                        toBack.newUnaryCall(BACK, options, StringValue.of(forward));
+                    call.subscribe(answer -> detachedAnswered.countDown(), error -> { });
+                    return Mono.<Int64Value>never().doOnCancel(frontCancelled::countDown);
+                }
                 final boolean detached = request.getValue().startsWith("detached:");
                 final String forward = detached ? request.getValue().substring("detached:".length()) : request.getValue();
                 final CallOptions options = detached ? CallOptions.DEFAULT.withoutContextPropagation() : CallOptions.DEFAULT;
@@ -147,6 +170,42 @@ class DeadlinePropagationTest
                 StringValue.of("hang")).block(TIMEOUT));
         assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
         assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
+    }
+
+    @Test
+    void shouldCancelAFireAndForgetCallMadeInTheHandlerWhenTheClientCancels() throws InterruptedException
+    {
+        start();
+        final Disposable call = toFront.newUnaryCall(FRONT, CallOptions.DEFAULT, StringValue.of("fire:hang")).subscribe();
+        assertThat(backStarted.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        call.dispose();
+        assertThat(frontCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("front's handler cancelled").isTrue();
+        assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
+    }
+
+    @Test
+    void shouldCancelAFireAndForgetCallMadeInTheHandlerWhenTheDeadlinePasses() throws InterruptedException
+    {
+        start();
+        final RpcException e = catchThrowableOfType(RpcException.class, () -> toFront.newUnaryCall(FRONT,
+            CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)), StringValue.of("fire:hang")).block(TIMEOUT));
+        assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
+        assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
+    }
+
+    @Test
+    void shouldLetAFireAndForgetCallThatOptedOutOutliveTheCancelledCall() throws InterruptedException
+    {
+        start();
+        final Disposable call = toFront.newUnaryCall(FRONT, CallOptions.DEFAULT, StringValue.of("fire-detached:gated"))
+            .subscribe();
+        assertThat(backStarted.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        call.dispose();
+        assertThat(frontCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("front's handler cancelled").isTrue();
+
+        gate.tryEmitEmpty(); // only now may back answer: the detached call was still there to receive it
+        assertThat(detachedAnswered.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("detached call answered").isTrue();
+        assertThat(gatedCancelled.get()).isZero();
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.reverb.rpc.lb;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -83,22 +84,144 @@ class PeakEwmaLoadBalancerTest
     @Test
     void shouldForgetAHiccupAfterAFewDozenFastAnswers()
     {
-        final SubchannelLoad load = new SubchannelLoad(() -> 0L, 50_000_000L);
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
         load.callStarted();
         load.callFinished(30_000);
         load.callStarted();
         load.callFinished(1_000_000); // a 1 ms hiccup: the average at most doubles
         assertThat(load.latencyNanos(0)).isEqualTo(60_000.0);
+        clock[0] = SubchannelLoad.GROWTH_WINDOW_NANOS; // a second slow answer later (the decay is negligible)
         load.callStarted();
         load.callFinished(1_000_000);
-        assertThat(load.latencyNanos(0)).isEqualTo(120_000.0);
+        assertThat(load.latencyNanos(clock[0])).isCloseTo(120_000.0, offset(10.0));
         for (int i = 0; i < 40; i++)
         {
             load.callStarted();
             load.callFinished(30_000);
         }
-        assertThat(load.latencyNanos(0)).isBetween(30_000.0, 33_000.0);
+        assertThat(load.latencyNanos(clock[0])).isBetween(30_000.0, 33_000.0);
         assertThat(load.outstanding()).isZero();
+    }
+
+    @Test
+    void shouldProbeAReplicaThatStaysSlowEverMoreRarelyAndForgetItAtItsFirstFastAnswer()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        load.callStarted();
+        load.callFinished(4_000_000); // a 4 ms replica
+        final double afterOneConstant = load.latencyNanos(50_000_000L);
+        assertThat(afterOneConstant).isCloseTo(4_000_000 / Math.E, offset(1.0));
+
+        // three probes, each after the average decayed by one (current) time constant, each finding it still slow
+        for (int probe = 1; probe <= 3; probe++)
+        {
+            clock[0] += 50_000_000L * load.decayBackoff();
+            load.callStarted();
+            load.callFinished(4_000_000);
+            assertThat(load.decayBackoff()).isEqualTo(1 << probe);
+        }
+        // it now takes 8 time constants to decay as far as one did at first
+        assertThat(load.latencyNanos(clock[0] + 50_000_000L)).isGreaterThan(3_000_000.0);
+        assertThat(load.latencyNanos(clock[0] + 8 * 50_000_000L)).isCloseTo(afterOneConstant,
+            offset(1.0));
+
+        // capped
+        for (int probe = 0; probe < 10; probe++)
+        {
+            clock[0] += 50_000_000L * load.decayBackoff();
+            load.callStarted();
+            load.callFinished(4_000_000);
+        }
+        assertThat(load.decayBackoff()).isEqualTo(SubchannelLoad.MAX_DECAY_BACKOFF);
+
+        // it recovered: the first fast answer ends the backoff
+        clock[0] += 50_000_000L * load.decayBackoff();
+        load.callStarted();
+        load.callFinished(400_000);
+        assertThat(load.decayBackoff()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldProbeAReplicaThatStaysTenTimesSlowerOnlyAFewTimesInTenSeconds()
+    {
+        // simulated time: a pick every 100 us for 10 s; fast replicas answer in 0.4 ms, the slow one in 4 ms
+        lb.handleResolvedAddresses(FakeHelper.uris("tcp://a:1", "tcp://b:1", "tcp://c:1"));
+        helper.all.forEach(s -> s.set(ConnectivityState.READY));
+        final FakeHelper.FakeSubchannel slow = helper.get("tcp://c:1");
+        slow.load().callStarted();
+        slow.load().callFinished(4_000_000);
+        long slowAnswerAt = -1;
+        int probes = 0;
+        for (int step = 0; step < 100_000; step++)
+        {
+            helper.clock[0] += 100_000L;
+            if (slowAnswerAt >= 0 && helper.clock[0] >= slowAnswerAt)
+            {
+                slow.load().callFinished(4_000_000);
+                slowAnswerAt = -1;
+            }
+            final Subchannel picked = helper.picker.pick();
+            picked.load().callStarted();
+            if (picked == slow)
+            {
+                probes++;
+                slowAnswerAt = helper.clock[0] + 4_000_000L;
+            }
+            else
+            {
+                picked.load().callFinished(400_000);
+            }
+        }
+        // with a fixed 200 ms decay it would be probed every ~460 ms (about 21 times); each probe that finds it
+        // still slow doubles the wait: 0.46, 0.92, 1.8, 3.7, 7.4 s
+        assertThat(probes).isBetween(2, 8);
+        assertThat(slow.load().decayBackoff()).isGreaterThan(1);
+    }
+
+    @Test
+    void shouldNotBackOffProbingForAReplicaInSteadyUse()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        for (int i = 0; i < 100; i++)
+        {
+            clock[0] += 100_000L; // answers every 100 us: its average never decays much between them
+            load.callStarted();
+            load.callFinished(i % 10 == 0 ? 2_000_000 : 300_000); // with hiccups
+        }
+        assertThat(load.decayBackoff()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldCountAStallThatDelayedEveryOutstandingCallAsOnePeak()
+    {
+        final long[] clock = {0};
+        final SubchannelLoad load = new SubchannelLoad(() -> clock[0], 50_000_000L);
+        load.callStarted();
+        load.callFinished(300_000);
+        for (int i = 0; i < 4; i++)
+        {
+            load.callStarted();
+        }
+        clock[0] += 20_000_000L; // the replica's process stalls for 20 ms: its four calls answer together
+        for (int i = 0; i < 4; i++)
+        {
+            load.callFinished(20_000_000);
+            clock[0] += 10_000L;
+        }
+        // one peak: doubled once (less the decay of 20 ms), not 16-fold
+        assertThat(load.latencyNanos(clock[0])).isLessThan(600_000.0).isGreaterThan(300_000.0);
+
+        // a replica that really turned slow keeps doubling, once per answer spread over time
+        for (int i = 0; i < 4; i++)
+        {
+            clock[0] += 20_000_000L;
+            load.callStarted();
+            load.callFinished(20_000_000);
+        }
+        assertThat(load.latencyNanos(clock[0])).isGreaterThan(5_000_000.0);
     }
 
     @Test

@@ -1,0 +1,159 @@
+package io.reverb.rpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.Int32Value;
+import com.google.protobuf.StringValue;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.test.StepVerifier;
+
+/**
+ * {@link RpcChannel#newUnaryCall(MethodDescriptor, CallOptions, Object, ClientCallContext)} and
+ * {@link RpcChannel#newCall(MethodDescriptor, CallOptions, org.reactivestreams.Publisher, ClientCallContext)}: what the
+ * server answered lands in the given context, with and without the channel's interceptors.
+ */
+class ContextCallTest
+{
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final AtomicLong NAMES = new AtomicLong();
+    private static final Metadata.Key<String> HEADER = Metadata.Key.of("x-header", Metadata.ASCII_STRING_MARSHALLER);
+    private static final Metadata.Key<String> TRAILER = Metadata.Key.of("x-trailer", Metadata.ASCII_STRING_MARSHALLER);
+    private static final Metadata.Key<String> SENT = Metadata.Key.of("x-sent", Metadata.ASCII_STRING_MARSHALLER);
+
+    @Test
+    void shouldRecordHeadersTrailersAndStatusOfUnaryCallWithoutInterceptors()
+    {
+        shouldRecordUnary(0);
+    }
+
+    @Test
+    void shouldRecordHeadersTrailersAndStatusOfUnaryCallThroughInterceptors()
+    {
+        shouldRecordUnary(1);
+    }
+
+    @Test
+    void shouldRecordTheEndOfStreamingCallAndFailedCall()
+    {
+        final String uri = "inproc://context-call-" + NAMES.incrementAndGet();
+        try (RpcServer server = server(uri); RpcChannel channel = RpcChannel.builder(uri).build())
+        {
+            final ClientCallContext streaming = new ClientCallContext(TestService.RANGE, CallOptions.DEFAULT);
+            StepVerifier.create(channel.newCall(TestService.RANGE, CallOptions.DEFAULT, Mono.just(Int32Value.of(3)), streaming))
+                .expectNextCount(3).expectComplete().verify(TIMEOUT);
+            assertThat(streaming.status().isOk()).isTrue();
+            assertThat(streaming.trailers().get(TRAILER)).isEqualTo("t");
+
+            final ClientCallContext failed = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT);
+            StepVerifier.create(channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT,
+                    StringValue.of("status:NOT_FOUND:gone"), failed))
+                .expectError(RpcException.class).verify(TIMEOUT);
+            assertThat(failed.status().code()).isEqualTo(StatusCode.NOT_FOUND);
+            assertThat(failed.trailers().get(Metadata.Key.of("detail-bin", Metadata.BINARY_BYTE_MARSHALLER)))
+                .containsExactly(1, 2, 3);
+        }
+    }
+
+    @Test
+    void shouldRefuseContextCallsOnBalancedChannel()
+    {
+        try (RpcChannel channel = RpcChannel.builder(List.of("inproc://a-" + NAMES.incrementAndGet(), "inproc://b")).build())
+        {
+            final ClientCallContext context = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT);
+            assertThatThrownBy(() -> channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("x"), context))
+                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("single-address");
+        }
+    }
+
+    @Test
+    void shouldConnectOnRequestAndReportTheConnectionLost() throws Exception
+    {
+        final String uri = "inproc://context-connect-" + NAMES.incrementAndGet();
+        try (RpcChannel channel = RpcChannel.builder(uri).build())
+        {
+            assertThatThrownBy(() -> channel.connect().get(20, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class).cause().isInstanceOfSatisfying(RpcException.class,
+                    e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+            final CountDownLatch lost = new CountDownLatch(1);
+            channel.onConnectionLost(lost::countDown);
+            final RpcServer server = server(uri);
+            try
+            {
+                channel.connect().get(20, TimeUnit.SECONDS);
+                assertThat(channel.connect()).as("already connected").isCompleted();
+            }
+            finally
+            {
+                server.close();
+            }
+            assertThat(lost.await(20, TimeUnit.SECONDS)).as("connection lost reported").isTrue();
+        }
+    }
+
+    private static void shouldRecordUnary(final int interceptors)
+    {
+        final String uri = "inproc://context-call-" + NAMES.incrementAndGet();
+        final AtomicInteger intercepted = new AtomicInteger();
+        final RpcChannel.Builder builder = RpcChannel.builder(uri);
+        if (interceptors > 0)
+        {
+            builder.intercept(new ClientInterceptor()
+            {
+                @Override
+                public <Req, Resp> Flux<Resp> interceptCall(final ClientCallContext call, final Flux<Req> requests,
+                    final Next<Req, Resp> next)
+                {
+                    intercepted.incrementAndGet();
+                    return next.call(requests);
+                }
+            });
+        }
+        try (RpcServer server = server(uri); RpcChannel channel = builder.build())
+        {
+            final Metadata sent = new Metadata();
+            sent.put(SENT, "hello");
+            final CallOptions options = CallOptions.DEFAULT.withMetadata(sent);
+            final ClientCallContext context = new ClientCallContext(TestService.ECHO, options);
+            StepVerifier.create(channel.newUnaryCall(TestService.ECHO, options, StringValue.of("a"), context))
+                .expectNext(StringValue.of("a:hello")).expectComplete().verify(TIMEOUT);
+            assertThat(context.responseHeaders().get(HEADER)).isEqualTo("h");
+            assertThat(context.trailers().get(TRAILER)).isEqualTo("t");
+            assertThat(context.status().isOk()).isTrue();
+            assertThat(intercepted.get()).isEqualTo(interceptors);
+        }
+    }
+
+    /** TestService behind an interceptor that answers with a header and a trailer, and echoes x-sent. */
+    private static RpcServer server(final String uri)
+    {
+        return RpcServer.builder(uri).addService(new TestService()).intercept(new ServerInterceptor()
+        {
+            @Override
+            @SuppressWarnings("unchecked")
+            public <Req, Resp> Flux<Resp> interceptCall(final RpcContext ctx, final Flux<Req> requests,
+                final ServerCallHandler<Req, Resp> next)
+            {
+                ctx.responseHeaders().put(HEADER, "h");
+                final String suffix = ctx.metadata().get(SENT);
+                Flux<Resp> responses = Flux.from(next.handle(requests))
+                    .doOnComplete(() -> ctx.responseTrailers().put(TRAILER, "t"));
+                if (suffix != null)
+                {
+                    responses = responses.map(r -> r instanceof StringValue ?
+                        (Resp)StringValue.of(((StringValue)r).getValue() + ":" + suffix) : r);
+                }
+                return responses;
+            }
+        }).build().start();
+    }
+}

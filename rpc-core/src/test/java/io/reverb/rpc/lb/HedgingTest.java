@@ -1,0 +1,340 @@
+package io.reverb.rpc.lb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.retry.HedgingPolicy;
+import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.transport.Transports;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * Hedged unary calls over several {@code inproc://} replicas, counted on the servers: which replica each attempt
+ * reached, and how many attempts each server saw cancelled.
+ */
+class HedgingTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final String SERVICE = "reverb.test.Hedge";
+    private static final MethodDescriptor<StringValue, StringValue> HEDGED = method("Hedged");
+    private static final MethodDescriptor<StringValue, StringValue> PLAIN = method("Plain");
+
+    private final List<Replica> replicas = new ArrayList<>();
+    private BalancedChannel channel;
+
+    private static MethodDescriptor<StringValue, StringValue> method(final String name)
+    {
+        return MethodDescriptor.<StringValue, StringValue>newBuilder().type(MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, name))
+            .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+            .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+            .build();
+    }
+
+    /** How a replica answers. */
+    private enum Mode
+    {
+        ANSWER, NEVER, HOLD, FAIL_UNAVAILABLE
+    }
+
+    /** One server answering per its mode, counting calls and the calls cancelled under its handler. */
+    private static final class Replica
+    {
+        final String name = "hedge-" + IDS.incrementAndGet();
+        final String uri = "inproc://" + name;
+        final AtomicInteger calls = new AtomicInteger();
+        final AtomicInteger cancelled = new AtomicInteger();
+        final Sinks.Empty<Void> gate = Sinks.empty();
+        final RpcServer server;
+        volatile Mode mode;
+
+        Replica(final Mode mode)
+        {
+            this.mode = mode;
+            final ServiceDefinition.Builder service = ServiceDefinition.builder(SERVICE);
+            for (final MethodDescriptor<StringValue, StringValue> m : List.of(HEDGED, PLAIN))
+            {
+                service.addMethod(m, ServerCalls.unary(this::handle));
+            }
+            server = RpcServer.builder(uri).addService(service.build()).build().start();
+        }
+
+        private Mono<StringValue> handle(final StringValue request)
+        {
+            calls.incrementAndGet();
+            final Mono<StringValue> answer = Mono.just(StringValue.of(name));
+            final Mono<StringValue> response;
+            switch (mode)
+            {
+                case NEVER:
+                    response = Mono.never();
+                    break;
+                case HOLD:
+                    response = gate.asMono().then(answer);
+                    break;
+                case FAIL_UNAVAILABLE:
+                    response = Mono.error(Status.UNAVAILABLE.withDescription("overloaded").asException());
+                    break;
+                default:
+                    response = answer;
+            }
+            return response.doOnCancel(cancelled::incrementAndGet);
+        }
+    }
+
+    @AfterEach
+    void tearDown() throws InterruptedException
+    {
+        if (channel != null)
+        {
+            channel.close();
+        }
+        for (final Replica replica : replicas)
+        {
+            replica.server.shutdown(Duration.ZERO);
+            assertThat(replica.server.awaitTermination(TIMEOUT)).isTrue();
+        }
+        await("every inproc buffer back", () ->
+            Transports.providerFor(URI.create("inproc://x")).resourceUsage().buffersInUse() == 0);
+    }
+
+    private List<String> start(final Mode... modes)
+    {
+        final List<String> uris = new ArrayList<>();
+        for (final Mode mode : modes)
+        {
+            final Replica replica = new Replica(mode);
+            replicas.add(replica);
+            uris.add(replica.uri);
+        }
+        return uris;
+    }
+
+    private void awaitReady()
+    {
+        await("all ready", () -> channel.subchannels().stream()
+            .filter(s -> s.state() == ConnectivityState.READY).count() == replicas.size());
+    }
+
+    private Mono<StringValue> call(final MethodDescriptor<StringValue, StringValue> method, final Duration deadline)
+    {
+        return channel.newUnaryCall(method, CallOptions.DEFAULT.withDeadlineAfter(deadline), StringValue.of("x"));
+    }
+
+    private int totalCalls()
+    {
+        return replicas.stream().mapToInt(r -> r.calls.get()).sum();
+    }
+
+    @Test
+    void shouldCompleteEveryCallThroughAnotherReplicaWhenOneNeverAnswersAndCancelItsAttempts()
+    {
+        channel = BalancedChannel.builder(start(Mode.ANSWER, Mode.ANSWER, Mode.NEVER)).loadBalancingPolicy("round_robin")
+            .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(3).hedgingDelay(Duration.ofMillis(20)).build())
+            .build();
+        awaitReady();
+        final Replica slow = replicas.get(2);
+
+        for (int i = 0; i < 30; i++)
+        {
+            assertThat(call(HEDGED, TIMEOUT).block(TIMEOUT).getValue()).isNotEqualTo(slow.name);
+        }
+
+        // round_robin put about a third of the first attempts on the slow replica: each was hedged elsewhere, and
+        // every attempt the slow replica got was cancelled once another answered
+        assertThat(slow.calls.get()).isPositive();
+        await("every attempt on the slow replica cancelled", () -> slow.cancelled.get() == slow.calls.get());
+        assertThat(replicas.get(0).cancelled.get() + replicas.get(1).cancelled.get())
+            .as("a fast replica's attempt is cancelled only when it lost a race").isLessThanOrEqualTo(
+                replicas.get(0).calls.get() + replicas.get(1).calls.get() - 30);
+        assertThat(channel.subchannels()).allSatisfy(s -> assertThat(s.load().outstanding()).isZero());
+    }
+
+    @Test
+    void shouldSendEachHedgeToAReplicaTheOthersDoNotUseAndCancelTheLosers()
+    {
+        channel = BalancedChannel.builder(start(Mode.HOLD, Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
+            .hedgingPolicy(HEDGED.fullMethodName(), HedgingPolicy.builder().maxAttempts(3)
+                .hedgingDelay(Duration.ofMillis(5)).build())
+            .build();
+        awaitReady();
+
+        final Mono<StringValue> answer = call(HEDGED, TIMEOUT).cache();
+        answer.subscribe();
+        await("three attempts out", () -> totalCalls() == 3);
+        assertThat(replicas).allSatisfy(r -> assertThat(r.calls.get()).as(r.name).isEqualTo(1));
+
+        final Replica winner = replicas.get(1);
+        winner.gate.tryEmitEmpty();
+        assertThat(answer.block(TIMEOUT).getValue()).isEqualTo(winner.name);
+        await("both losers cancelled on their servers",
+            () -> replicas.get(0).cancelled.get() == 1 && replicas.get(2).cancelled.get() == 1);
+        assertThat(winner.cancelled.get()).isZero();
+        assertThat(totalCalls()).as("no fourth attempt").isEqualTo(3);
+    }
+
+    @Test
+    void shouldSendAllAttemptsAtOnceWithAZeroDelay()
+    {
+        channel = BalancedChannel.builder(start(Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
+            .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ZERO).build())
+            .build();
+        awaitReady();
+
+        final Mono<StringValue> answer = call(HEDGED, TIMEOUT).cache();
+        answer.subscribe();
+        await("two attempts out", () -> totalCalls() == 2);
+        replicas.get(0).gate.tryEmitEmpty();
+        assertThat(answer.block(TIMEOUT).getValue()).isEqualTo(replicas.get(0).name);
+        await("the loser cancelled", () -> replicas.get(1).cancelled.get() == 1);
+        assertThat(replicas).allSatisfy(r -> assertThat(r.calls.get()).isEqualTo(1));
+    }
+
+    @Test
+    void shouldNotHedgeAMethodThatIsNotMarkedIdempotent()
+    {
+        channel = BalancedChannel.builder(start(Mode.NEVER, Mode.ANSWER))
+            .hedgingPolicy(HEDGED.fullMethodName(), HedgingPolicy.builder().maxAttempts(2)
+                .hedgingDelay(Duration.ofMillis(1)).build())
+            .build(); // pick_first: every call goes to the first replica, which never answers
+        awaitReadyFirst();
+
+        final RpcException e = catchThrowableOfType(RpcException.class,
+            () -> call(PLAIN, Duration.ofMillis(300)).block(TIMEOUT));
+
+        assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
+        assertThat(replicas.get(0).calls.get()).isEqualTo(1);
+        assertThat(replicas.get(1).calls.get()).isZero();
+        await("the expired call cancelled on its server", () -> replicas.get(0).cancelled.get() == 1);
+    }
+
+    @Test
+    void shouldSendTheNextHedgeAtOnceAfterANonFatalFailureAndStopAtAFatalOne()
+    {
+        final List<String> uris = start(Mode.FAIL_UNAVAILABLE, Mode.ANSWER);
+        final Replica failing = replicas.get(0);
+        final Replica answering = replicas.get(1);
+        // the hedging delay never comes: only a non-fatal failure lets the next hedge go
+        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
+            HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ofHours(1))
+                .nonFatalCodes(StatusCode.UNAVAILABLE).build()).build();
+        awaitReady();
+
+        for (int i = 0; i < 10; i++)
+        {
+            assertThat(call(HEDGED, TIMEOUT).block(TIMEOUT).getValue()).isEqualTo(answering.name);
+        }
+        assertThat(answering.calls.get()).isEqualTo(10);
+        assertThat(failing.calls.get()).as("round_robin sent first attempts there too").isPositive();
+
+        channel.close();
+        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
+            HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ofHours(1)).build()).build(); // fatal now
+        awaitReady();
+        final int failingBefore = failing.calls.get();
+        int failed = 0;
+        for (int i = 0; i < 10; i++)
+        {
+            try
+            {
+                assertThat(call(HEDGED, TIMEOUT).block(TIMEOUT).getValue()).isEqualTo(answering.name);
+            }
+            catch (final RpcException e)
+            {
+                assertThat(e.status().description()).isEqualTo("overloaded");
+                failed++;
+            }
+        }
+        assertThat(failed).as("every call whose first attempt failed, failed: no hedge after a fatal code")
+            .isEqualTo(failing.calls.get() - failingBefore).isPositive();
+        assertThat(answering.calls.get()).isEqualTo(10 + 10 - failed);
+    }
+
+    private void awaitReadyFirst()
+    {
+        await("first ready", () -> channel.state() == ConnectivityState.READY);
+    }
+
+    @Test
+    void shouldStopHedgingOnceTheRetryBudgetIsSpent()
+    {
+        channel = BalancedChannel.builder(start(Mode.FAIL_UNAVAILABLE))
+            .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(3).hedgingDelay(Duration.ofHours(1))
+                .nonFatalCodes(StatusCode.UNAVAILABLE).build())
+            .retryThrottling(10, 0.1)
+            .build();
+
+        int failed = 0;
+        for (int i = 0; i < 10; i++)
+        {
+            try
+            {
+                call(HEDGED, TIMEOUT).block(TIMEOUT);
+            }
+            catch (final RpcException e)
+            {
+                failed++;
+            }
+        }
+
+        assertThat(failed).isEqualTo(10);
+        // tokens 10 -> 7 in the first call's 3 attempts, 7 -> 5 in the second's 2 (hedges need more than 5),
+        // then 1 attempt per call
+        assertThat(replicas.get(0).calls.get()).isEqualTo(3 + 2 + 8);
+    }
+
+    @Test
+    void shouldRefuseARetryPolicyAndAHedgingPolicyForTheSameMethod()
+    {
+        assertThatThrownBy(() -> BalancedChannel.builder(List.of("inproc://nobody"))
+            .retryPolicy(SERVICE, RetryPolicy.builder().build())
+            .hedgingPolicy(SERVICE, HedgingPolicy.builder().build())
+            .build()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("choose one");
+        assertThatThrownBy(() -> HedgingPolicy.builder().maxAttempts(6).build())
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts");
+        assertThatThrownBy(() -> HedgingPolicy.builder().hedgingDelay(Duration.ofMillis(-1)).build())
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("hedgingDelay");
+    }
+
+    private static void await(final String what, final BooleanSupplier condition)
+    {
+        final long end = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() - end > 0)
+            {
+                throw new AssertionError("timed out waiting for: " + what);
+            }
+            try
+            {
+                Thread.sleep(2);
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+}
