@@ -46,6 +46,20 @@ class TlsTcpConformanceTest extends AbstractReverbConformanceTest
     }
 
     @Override
+    protected String unreachableAddress()
+    {
+        return "tcp://127.0.0.1:1";
+    }
+
+    @Override
+    protected ManagedChannelBuilder<?> newUnreachableChannelBuilder()
+    {
+        // a TLS client that reaches nothing: a network failure, UNAVAILABLE as without TLS
+        return ((ReverbChannelBuilder)super.newUnreachableChannelBuilder())
+            .reverbChannel(b -> b.transportOptions(EngineOptions.of(clientEngine)));
+    }
+
+    @Override
     protected ServerBuilder<?> newServerBuilder()
     {
         return ((ReverbServerBuilder)super.newServerBuilder()).reverbServer(b -> b.transportOptions(EngineOptions.of(serverEngine)));
