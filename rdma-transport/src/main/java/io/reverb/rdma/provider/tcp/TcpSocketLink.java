@@ -5,8 +5,11 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.SocketChannel;
 
-/** The plain link: the socket itself, with nothing layered on it. */
-final class TcpSocketLink implements TcpLink
+/**
+ * The plain socket, with nothing layered on it: the stream a handshake without TLS reads and writes, and then the
+ * QP's link.
+ */
+final class TcpSocketLink implements TcpLink, TcpStream
 {
     private final SocketChannel channel;
 
@@ -14,6 +17,12 @@ final class TcpSocketLink implements TcpLink
     TcpSocketLink(final SocketChannel channel)
     {
         this.channel = channel;
+    }
+
+    @Override
+    public SocketChannel channel()
+    {
+        return channel;
     }
 
     @Override
@@ -41,6 +50,12 @@ final class TcpSocketLink implements TcpLink
     }
 
     @Override
+    public int write(final ByteBuffer src) throws IOException
+    {
+        return channel.write(src);
+    }
+
+    @Override
     public boolean flush()
     {
         return true;
@@ -59,9 +74,9 @@ final class TcpSocketLink implements TcpLink
     }
 
     @Override
-    public void close() throws IOException
+    public void close()
     {
-        channel.close();
+        TcpVerbsContext.closeQuietly(channel);
     }
 
     @Override

@@ -57,7 +57,7 @@ interface TcpStream extends HandshakeStream, AutoCloseable
      */
     static TcpStream plain(final SocketChannel channel)
     {
-        return new PlainTcpStream(channel);
+        return new TcpSocketLink(channel);
     }
 
     /**

@@ -270,8 +270,8 @@ final class TcpVerbsContext implements VerbsContext
         final String remoteAddress) throws IOException
     {
         channel.channel().configureBlocking(false);
-        // A TLS session is its own link (it keeps bytes read ahead during the handshake); plain sockets get the plain link.
-        final TcpLink link = channel instanceof TlsTcpStream ? (TlsTcpStream)channel : new TcpSocketLink(channel.channel());
+        // The handshake's stream is the QP's link: a TLS session keeps the bytes it read ahead during the handshake.
+        final TcpLink link = channel instanceof TcpLink ? (TcpLink)channel : new TcpSocketLink(channel.channel());
         final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, link, peer, remoteAddress);
         track(qp);
         nic.register(qp);
