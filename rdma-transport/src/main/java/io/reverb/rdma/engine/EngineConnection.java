@@ -95,12 +95,9 @@ final class EngineConnection implements Connection
     private volatile boolean disconnected;
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
-    private boolean closeCallbacksRun;
     /** Acceptor with a token: holds the connection back until the connector's first batch proves it (AuthGate). */
     volatile AuthGate authGate;
-    private Throwable closeCause;
-    private final List<Consumer<Throwable>> closeCallbacks = new ArrayList<>();
-    private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
+    private final CloseCallbacks closeCallbacks;
 
     EngineConnection(
         final RdmaEngine engine,
@@ -121,6 +118,7 @@ final class EngineConnection implements Connection
         this.readyRegion = readyRegion;
         this.receiver = new ReceiveSlots(this, pd);
         this.sender = new ConnectionSender(this, lock, pd);
+        this.closeCallbacks = new CloseCallbacks(lock, engine::onError);
     }
 
     /**
@@ -215,7 +213,7 @@ final class EngineConnection implements Connection
     /** @return whether the close callbacks ran (lock held): a closed connection answers onWritable at once. */
     boolean closeCallbacksRun()
     {
-        return closeCallbacksRun;
+        return closeCallbacks.ranLocked();
     }
 
     ByteBuffer ringByteBuffer()
@@ -227,10 +225,6 @@ final class EngineConnection implements Connection
     {
         return stats;
     }
-
-    // =====================================================================================
-    // Sending
-    // =====================================================================================
 
     // =====================================================================================
     // Polling (poller thread)
@@ -490,7 +484,7 @@ final class EngineConnection implements Connection
             }
         }
         requestAttention();
-        return closeFuture;
+        return closeCallbacks.future();
     }
 
     @Override
@@ -579,7 +573,7 @@ final class EngineConnection implements Connection
 
     Throwable lostCause()
     {
-        return closeCause != null ? closeCause : new EngineException("connection to " + remoteAddress + " was closed");
+        return closeCallbacks.lostCause(remoteAddress);
     }
 
     /** Poller thread. Fails everything pending, returns every buffer, runs the close callbacks. */
@@ -594,7 +588,7 @@ final class EngineConnection implements Connection
                 return;
             }
             state = cause == null ? STATE_CLOSED : STATE_FAILED;
-            closeCause = cause;
+            closeCallbacks.causeLocked(cause);
             // Frames committed but not known delivered: everything from head to tail.
             sender.drainLocked(failedFrames, failedRendezvous);
         }
@@ -618,38 +612,8 @@ final class EngineConnection implements Connection
         poller.remove(this);
         engine.retire(this);
         maybeReleaseResources();
-        final List<Consumer<Throwable>> callbacks;
-        synchronized (lock)
-        {
-            closeCallbacksRun = true;
-            callbacks = new ArrayList<>(closeCallbacks);
-            closeCallbacks.clear();
-        }
-        for (final Consumer<Throwable> callback : callbacks)
-        {
-            runCloseCallback(callback, cause);
-        }
-        if (cause == null)
-        {
-            closeFuture.complete(null);
-        }
-        else
-        {
-            closeFuture.completeExceptionally(cause);
-        }
+        closeCallbacks.runAll(cause);
         sender.fireWritable();
-    }
-
-    private void runCloseCallback(final Consumer<Throwable> callback, final Throwable cause)
-    {
-        try
-        {
-            callback.accept(cause);
-        }
-        catch (final Throwable t)
-        {
-            engine.onError(t);
-        }
     }
 
     /** Frees registered memory once no claim or retained buffer can still touch it. */
@@ -746,21 +710,7 @@ final class EngineConnection implements Connection
     @Override
     public void onClose(final Consumer<Throwable> callback)
     {
-        final boolean runNow;
-        final Throwable cause;
-        synchronized (lock)
-        {
-            runNow = closeCallbacksRun;
-            cause = closeCause;
-            if (!runNow)
-            {
-                closeCallbacks.add(callback);
-            }
-        }
-        if (runNow)
-        {
-            runCloseCallback(callback, cause);
-        }
+        closeCallbacks.add(callback);
     }
 
     @Override
@@ -772,7 +722,7 @@ final class EngineConnection implements Connection
     @Override
     public boolean isClosed()
     {
-        return closeFuture.isDone();
+        return closeCallbacks.future().isDone();
     }
 
     @Override

@@ -1,8 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
 import io.reverb.rdma.provider.AbstractQueuePair;
-import io.reverb.rdma.provider.RegionChecks;
-import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePairAttributes;
@@ -10,13 +8,10 @@ import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
-import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,11 +24,11 @@ import org.slf4j.LoggerFactory;
  * ({@link TcpWireLock}) free writes it to the socket itself, at once; otherwise it nudges the NIC thread, which
  * holds the lock and writes it before it sleeps. Either way the {@link TcpTransmitter} frames requests
  * ({@link TcpFrame}) and writes them with one gathering write, large payloads straight from registered memory.
- * On the target side the NIC thread parses frames out of a staging buffer (a large payload is read from the
- * socket straight into its destination), checks rkey, bounds, access and PD before touching memory, places SEND
- * data into the next posted receive, and answers every request in order (ACK, NAK or the data of a READ); a
- * lone ACK waits briefly for a request of this side to ride on. The requester completes its oldest outstanding
- * request on each answer. Completions are produced on the NIC thread, except that requests posted to a QP in
+ * On the target side the NIC thread ({@link TcpInbound}) parses frames out of a staging buffer (a large payload is
+ * read from the socket straight into its destination), checks rkey, bounds, access and PD before touching memory,
+ * places SEND data into the next posted receive, and answers every request in order (ACK, NAK or the data of a
+ * READ); a lone ACK waits briefly for a request of this side to ride on. The requester completes its oldest
+ * outstanding request on each answer. Completions are produced on the NIC thread, except that requests posted to a QP in
  * ERROR are flushed by the posting thread at once. All socket I/O goes through a {@link TcpLink}.
  *
  * <p>Semantics are the shm provider's:
@@ -55,9 +50,6 @@ import org.slf4j.LoggerFactory;
 final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompletionQueue>
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
-    private static final int STAGING_BYTES = 64 * 1024;
-    /** Payload bytes still to come from which the socket is read straight into the destination memory. */
-    static final int DIRECT_READ_MIN_BYTES = 4096;
     /**
      * System property: how long (µs) a lone ACK may wait to ride on a request; 0 sends every ACK at once. The NIC's
      * timer has millisecond granularity, so a held ACK that no request picks up leaves 1-2 ms later.
@@ -67,18 +59,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
     static final int ACK_HOLD_BACKOFF = 256;
 
-    private static final int STAGE_HEADER = 0;
-    private static final int STAGE_DISPATCH = 1;
-    private static final int STAGE_PAYLOAD = 2;
-    private static final int STAGE_DISCARD = 3;
-
-    private static final int TAKEN = 0;
-    private static final int WAIT = 1;
-    private static final int FAILED = 2;
-
     private final TcpVerbsContext context;
     private final TcpNic nic;
-    private final long peerRnrRetryNanos;
     private final TcpLink link;
 
     private final Object sendLock = new Object();
@@ -108,30 +90,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     // Outbound staging and the payload being copied into it.
     private final TcpTransmitter transmitter;
 
-    // Inbound staging and the frame being parsed out of it.
-    private final ByteBuffer rxBuffer = ByteBuffer.allocateDirect(STAGING_BYTES);
-    private final UnsafeBuffer rx = new UnsafeBuffer(rxBuffer);
-    private int stage = STAGE_HEADER;
-    private int inType;
-    private int inFlags;
-    private int inAcks;
-    private int inLength;
-    private int inImm;
-    private int inRkey;
-    private long inAddress;
-    private long inRecvWrId;
-    private int remoteOffset;
-    private final TcpPayloadTarget target = new TcpPayloadTarget();
-    private final ByteBuffer[] directReads = new ByteBuffer[2];
-    private boolean inputEnded;
+    // Parsing and acting on what the peer sends.
+    private final TcpInbound inbound;
 
     // Holding a lone ACK for a request to ride on.
     private final int ackHoldMax;
     private final long ackHoldNanos;
     private long ackQueuedAt;
     private int ackHoldBackoff;
-    private volatile boolean rnrWaiting;
-    private long rnrDeadline;
 
     TcpQueuePair(
         final TcpVerbsContext context,
@@ -145,7 +111,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.context = context;
         this.nic = context.nic();
         remotePrivateData(peer.privateDataBuffer());
-        this.peerRnrRetryNanos = peer.rnrRetryNanos;
         this.link = link;
 
         this.sq = new TcpSendQueue(attributes.maxSendWr());
@@ -154,7 +119,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.transmitter = new TcpTransmitter(sq, answers);
         this.ackHoldMax = Math.max(1, Math.min(TcpFrame.MAX_PIGGYBACK_ACKS, peer.maxSendWr / 4));
         this.ackHoldNanos = Math.max(0, Math.min(1_000_000, Long.getLong(ACK_HOLD_MICROS_PROP, ACK_HOLD_MICROS_DEFAULT))) * 1000;
-        directReads[1] = rxBuffer;
+        this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -253,7 +218,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 return PostResult.QUEUE_FULL;
             }
         }
-        if (rnrWaiting)
+        if (inbound.rnrWaiting())
         {
             nic.wake();
         }
@@ -360,26 +325,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 goDown(WcStatus.LOC_PROT_ERR);
             }
-            if (rnrWaiting)
+            next = inbound.serviceRnr(now);
+            if (!inbound.rnrWaiting() && !socketClosed && link.hasBufferedInput())
             {
-                if (rq.head != rq.tail)
-                {
-                    resumeInbound();
-                }
-                else if (now - rnrDeadline >= 0)
-                {
-                    rnrWaiting = false;
-                    fail(WcStatus.RNR_RETRY_EXC_ERR);
-                    resumeInbound();
-                }
-                else
-                {
-                    next = rnrDeadline - now;
-                }
-            }
-            if (!rnrWaiting && !socketClosed && link.hasBufferedInput())
-            {
-                onReadable();
+                inbound.onReadable();
             }
             if (!writeBlocked && !socketClosed)
             {
@@ -417,7 +366,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (rnrWaiting ? rq.tail != rq.head : link.hasBufferedInput())
+        if (inbound.rnrWaiting() ? rq.tail != rq.head : link.hasBufferedInput())
         {
             return true;
         }
@@ -440,7 +389,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             if (selected.isReadable())
             {
-                onReadable();
+                inbound.onReadable();
             }
             if (!socketClosed && selected.isValid() && selected.isWritable())
             {
@@ -458,380 +407,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    private void onReadable() throws IOException
-    {
-        final int n = link.read(rxBuffer);
-        if (n < 0)
-        {
-            peerGone();
-            return;
-        }
-        if (n > 0)
-        {
-            rxBuffer.flip();
-            parse();
-            rxBuffer.compact();
-            if (inputEnded)
-            {
-                peerGone();
-            }
-        }
-    }
-
-    private void resumeInbound() throws IOException
-    {
-        rnrWaiting = false;
-        setInterest(SelectionKey.OP_READ, true);
-        rxBuffer.flip();
-        parse();
-        rxBuffer.compact();
-        if (inputEnded)
-        {
-            peerGone();
-        }
-    }
-
-    private void parse() throws IOException
-    {
-        while (true)
-        {
-            if (down)
-            {
-                // Whatever went down (a protocol error, a CQ overflow in the middle of an ACK run, close),
-                // the frame being parsed is left: a stage reset after going down must not re-parse it.
-                stage = STAGE_DISCARD;
-            }
-            switch (stage)
-            {
-                case STAGE_HEADER:
-                {
-                    if (rxBuffer.remaining() < TcpFrame.HEADER_LENGTH)
-                    {
-                        return;
-                    }
-                    final int at = rxBuffer.position();
-                    inType = TcpFrame.type(rx, at);
-                    inFlags = TcpFrame.flags(rx, at);
-                    inAcks = TcpFrame.acks(rx, at);
-                    inLength = TcpFrame.length(rx, at);
-                    inImm = TcpFrame.imm(rx, at);
-                    inRkey = TcpFrame.rkey(rx, at);
-                    inAddress = TcpFrame.address(rx, at);
-                    rxBuffer.position(at + TcpFrame.HEADER_LENGTH);
-                    stage = STAGE_DISPATCH;
-                    if (inAcks > 0)
-                    {
-                        // ACKs riding on a request answer this side's oldest requests before the request is acted on.
-                        if (inType >= TcpFrame.SEND && inType <= TcpFrame.READ_REQUEST)
-                        {
-                            onAcks(inAcks);
-                        }
-                        else
-                        {
-                            protocolError("ACKs carried by a frame of type " + inType);
-                        }
-                    }
-                    break;
-                }
-                case STAGE_DISPATCH:
-                    if (!dispatch())
-                    {
-                        return;
-                    }
-                    break;
-                case STAGE_PAYLOAD:
-                    if (target.remaining() > 0)
-                    {
-                        if (!target.place(rxBuffer, rx))
-                        {
-                            // Cannot happen: lengths were checked against the destination before the payload.
-                            protocolError("payload longer than its destination");
-                            break;
-                        }
-                        if (target.remaining() > 0 && (target.remaining() < DIRECT_READ_MIN_BYTES || !readDirect()))
-                        {
-                            return;
-                        }
-                        if (target.remaining() > 0)
-                        {
-                            break;
-                        }
-                    }
-                    finishFrame();
-                    break;
-                default:
-                    // Down: nothing more is processed; read until the peer's EOF.
-                    rxBuffer.position(rxBuffer.limit());
-                    return;
-            }
-        }
-    }
-
-    /**
-     * Acts on a decoded header: checks, claims a receive, picks where the payload goes.
-     *
-     * @return false to stop parsing (waiting for a receive to be posted).
-     */
-    private boolean dispatch()
-    {
-        if (inLength < 0)
-        {
-            protocolError("negative length");
-            return true;
-        }
-        switch (inType)
-        {
-            case TcpFrame.SEND:
-            case TcpFrame.SEND_IMM:
-            {
-                final int taken = takeReceive();
-                if (taken != TAKEN)
-                {
-                    return taken == FAILED;
-                }
-                final int i = (int)rq.head & rq.mask;
-                inRecvWrId = rq.wrId[i];
-                rq.head = rq.head + 1;
-                if (!resolveReceive(i))
-                {
-                    return true;
-                }
-                startPayload();
-                return true;
-            }
-            case TcpFrame.WRITE:
-            case TcpFrame.WRITE_IMM:
-            {
-                // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
-                target.clear();
-                if (inLength > 0)
-                {
-                    final TcpMemoryRegion region = resolveRemote(Access.REMOTE_WRITE);
-                    if (region == null)
-                    {
-                        fail(WcStatus.REM_ACCESS_ERR);
-                        return true;
-                    }
-                    target.toRegion(region, remoteOffset, inLength);
-                }
-                if (inType == TcpFrame.WRITE_IMM)
-                {
-                    // Claimed before any data is placed: an RNR failure leaves the target memory untouched.
-                    final int taken = takeReceive();
-                    if (taken != TAKEN)
-                    {
-                        return taken == FAILED;
-                    }
-                    inRecvWrId = rq.wrId[(int)rq.head & rq.mask];
-                    rq.head = rq.head + 1;
-                }
-                startPayload();
-                return true;
-            }
-            case TcpFrame.READ_REQUEST:
-            {
-                TcpMemoryRegion region = null;
-                if (inLength > 0)
-                {
-                    region = resolveRemote(Access.REMOTE_READ);
-                    if (region == null)
-                    {
-                        fail(WcStatus.REM_ACCESS_ERR);
-                        return true;
-                    }
-                }
-                // Answered in turn; the data is copied out of the region when the answer is staged.
-                respond(TcpFrame.READ_RESPONSE, inLength, region, remoteOffset);
-                stage = STAGE_HEADER;
-                return true;
-            }
-            case TcpFrame.ACK:
-            {
-                stage = STAGE_HEADER;
-                onAcks(inLength);
-                return true;
-            }
-            case TcpFrame.NAK:
-            {
-                if (sq.head == sq.tx)
-                {
-                    protocolError("NAK without a matching request");
-                    return true;
-                }
-                goDown(WcStatus.fromValue(inImm));
-                return true;
-            }
-            case TcpFrame.READ_RESPONSE:
-            {
-                final long head = sq.head;
-                final int i = (int)head & sq.mask;
-                if (head == sq.tx || sq.opcode[i] != WrOpcode.RDMA_READ || sq.length[i] != inLength)
-                {
-                    protocolError("READ_RESPONSE without a matching READ");
-                    return true;
-                }
-                target.toReadSges(sq, i);
-                startPayload();
-                return true;
-            }
-            default:
-                protocolError("unknown frame type " + inType);
-                return true;
-        }
-    }
-
-    /** Completes the oldest {@code count} outstanding requests, each of which must be one an ACK answers. */
-    private void onAcks(final int count)
-    {
-        for (int n = 0; n < count && !down; n++)
-        {
-            final long head = sq.head;
-            if (head == sq.tx || sq.opcode[(int)head & sq.mask] == WrOpcode.RDMA_READ)
-            {
-                protocolError("ACK without a matching request");
-                return;
-            }
-            completeHead(WcStatus.SUCCESS, sq.length[(int)head & sq.mask]);
-        }
-    }
-
-    /**
-     * The staging buffer is drained and much of the payload is still to come: reads it from the socket straight
-     * into its destination (and what follows it into the empty staging buffer), without a copy.
-     *
-     * @return true if bytes were read (parse on), false if none is available now or the stream ended
-     */
-    private boolean readDirect() throws IOException
-    {
-        if (rxBuffer.hasRemaining())
-        {
-            return false;
-        }
-        directReads[0] = target.nextSpan();
-        if (directReads[0] == null)
-        {
-            // Cannot happen (lengths were checked first); place() reports it.
-            return false;
-        }
-        rxBuffer.clear();
-        final long n = link.read(directReads, 0, 2);
-        final ByteBuffer span = directReads[0];
-        directReads[0] = null;
-        if (n > 0)
-        {
-            target.advance(span);
-        }
-        rxBuffer.flip();
-        if (n < 0)
-        {
-            inputEnded = true;
-        }
-        return n > 0;
-    }
-
-    /** @return TAKEN if a receive is at rq.head, WAIT while the RNR time runs, FAILED once it ran out. */
-    private int takeReceive()
-    {
-        if (rq.head != rq.tail)
-        {
-            return TAKEN;
-        }
-        if (!rnrWaiting)
-        {
-            if (peerRnrRetryNanos <= 0)
-            {
-                fail(WcStatus.RNR_RETRY_EXC_ERR);
-                return FAILED;
-            }
-            rnrWaiting = true;
-            rnrDeadline = System.nanoTime() + peerRnrRetryNanos;
-            // Stop reading: frames behind this one must wait for it, as on an RC connection.
-            setInterest(SelectionKey.OP_READ, false);
-            // A receive posted between the check above and the flag being visible is seen by doWork().
-        }
-        return WAIT;
-    }
-
-    /** Resolves receive {@code i}'s SGEs as the payload's destination; on failure completes it and fails. */
-    private boolean resolveReceive(final int i)
-    {
-        if (inLength > TcpPayloadTarget.receiveLength(rq, i))
-        {
-            completeReceive(inRecvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0);
-            fail(WcStatus.REM_INV_REQ_ERR);
-            return false;
-        }
-        if (!target.toReceive(rq, i, context, pd))
-        {
-            completeReceive(inRecvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0);
-            fail(WcStatus.REM_OP_ERR);
-            return false;
-        }
-        return true;
-    }
-
-    /**
-     * Checks rkey, bounds, access and PD of the current frame's one-sided access to this side's memory.
-     *
-     * @return the region, with the access's offset in {@link #remoteOffset}, or null if not permitted.
-     */
-    private TcpMemoryRegion resolveRemote(final int access)
-    {
-        final TcpMemoryRegion region = context.region(RegionChecks.indexOfKey(inRkey));
-        final long offset = RegionChecks.remoteOffset(region, pd, inRkey, inAddress, inLength, access);
-        if (offset == RegionChecks.DENIED)
-        {
-            return null;
-        }
-        remoteOffset = (int)offset;
-        return region;
-    }
-
-    private void startPayload()
-    {
-        target.start(inLength);
-        stage = STAGE_PAYLOAD;
-    }
-
-    private void finishFrame()
-    {
-        stage = STAGE_HEADER;
-        target.clear();
-        final boolean solicited = (inFlags & TcpFrame.FLAG_SOLICITED) != 0;
-        switch (inType)
-        {
-            case TcpFrame.SEND:
-                completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV, inLength, 0, 0, solicited);
-                respondAck();
-                break;
-            case TcpFrame.SEND_IMM:
-                completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV, inLength, inImm,
-                    WorkCompletions.WC_WITH_IMM, solicited);
-                respondAck();
-                break;
-            case TcpFrame.WRITE:
-                respondAck();
-                break;
-            case TcpFrame.WRITE_IMM:
-                completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, inLength, inImm,
-                    WorkCompletions.WC_WITH_IMM, solicited);
-                respondAck();
-                break;
-            case TcpFrame.READ_RESPONSE:
-                completeHead(WcStatus.SUCCESS, inLength);
-                break;
-            default:
-                break;
-        }
-    }
-
-    private void completeReceive(
+    /** Publishes a receive completion; a failure moves the QP to ERROR first. */
+    void completeReceive(
         final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags)
     {
         completeReceive(wrId, status, opcode, byteLen, imm, flags, false);
     }
 
-    private void completeReceive(
+    void completeReceive(
         final long wrId,
         final WcStatus status,
         final WcOpcode opcode,
@@ -856,7 +439,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     }
 
     /** Completes the oldest outstanding request (its answer arrived). */
-    private void completeHead(final WcStatus status, final int byteLen)
+    void completeHead(final WcStatus status, final int byteLen)
     {
         final long head = sq.head;
         final int i = (int)head & sq.mask;
@@ -872,7 +455,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     }
 
     /** This side detected an error in a peer's request: answer it with a NAK and go down. */
-    private void fail(final WcStatus status)
+    void fail(final WcStatus status)
     {
         respond(TcpFrame.NAK, status.value(), null, 0);
         goDown(null);
@@ -883,17 +466,18 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * A frame that arrives after this QP went down for another reason (e.g. its CQ overflowed and flushed
      * the send queue, so a late ACK matches nothing) is not the peer's fault and is discarded silently.
      */
-    private void protocolError(final String what)
+    void protocolError(final String what)
     {
         if (!down)
         {
             LOG.warn("tcp:// peer {} broke the protocol ({}); disconnecting", remoteAddress, what);
         }
         goDown(null);
-        stage = STAGE_DISCARD;
+        inbound.discard();
     }
 
-    private void respondAck()
+    /** Owes the peer an ACK for the request just acted on (merged into a run of ACKs when it can). */
+    void respondAck()
     {
         final boolean first = answers.isEmpty();
         if (!answers.mergeAck())
@@ -948,7 +532,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         return true;
     }
 
-    private void respond(final int type, final int value, final TcpMemoryRegion region, final int offset)
+    /** Queues an answer owed to the peer, in request order. */
+    void respond(final int type, final int value, final TcpMemoryRegion region, final int offset)
     {
         if (down)
         {
@@ -987,7 +572,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    private void setInterest(final int op, final boolean on)
+    /** Turns interest in a socket event on or off. */
+    void setInterest(final int op, final boolean on)
     {
         final int ops = on ? interestOps | op : interestOps & ~op;
         if (ops != interestOps && key != null && key.isValid())
@@ -1024,9 +610,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             return;
         }
         down = true;
-        rnrWaiting = false;
-        stage = STAGE_DISCARD;
-        target.clear();
+        inbound.stop();
         synchronized (sendLock)
         {
             state = QpState.ERROR;
@@ -1089,6 +673,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
+    /** @return true once the QP went down (ERROR): nothing more is parsed or answered. */
+    boolean isDown()
+    {
+        return down;
+    }
+
     /** Closes the socket; the QP needs the NIC no more. */
     void closeSocket()
     {
@@ -1110,7 +700,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             // Closing anyway.
         }
         transmitter.clear();
-        target.forget();
+        inbound.forget();
         nic.removed(this);
     }
 
