@@ -258,19 +258,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         // Not waited for: a closer holding a lock that a disconnect handler wants must not deadlock.
         // Posting already answers CLOSED; the NIC flushes, runs the handler and closes the socket.
-        nic.execute(() ->
-        {
-            wire.lock();
-            try
-            {
-                goDown(null);
-                closeSocket();
-            }
-            finally
-            {
-                wire.unlock();
-            }
-        });
+        nic.execute(this::goDownAndCloseSocket);
         context.removed(this);
     }
 
@@ -585,6 +573,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     /** EOF or an error on the socket: the peer is gone. */
     void peerGone()
+    {
+        goDownAndCloseSocket();
+    }
+
+    /** Under the wire lock: the QP goes down (completions flushed, handler run) and its socket is closed. */
+    private void goDownAndCloseSocket()
     {
         wire.lock();
         try
