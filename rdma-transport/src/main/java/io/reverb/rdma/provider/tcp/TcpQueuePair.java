@@ -24,11 +24,12 @@ import org.slf4j.LoggerFactory;
  * ({@link TcpWireLock}) free writes it to the socket itself, at once; otherwise it nudges the NIC thread, which
  * holds the lock and writes it before it sleeps. Either way the {@link TcpTransmitter} frames requests
  * ({@link TcpFrame}) and writes them with one gathering write, large payloads straight from registered memory.
- * On the target side the NIC thread ({@link TcpInbound}) parses frames out of a staging buffer (a large payload is
+ * On the target side the reader ({@link TcpInbound}: the NIC thread, or the poller of the receive CQ while it keeps
+ * polling, see {@link #pollSocket}) parses frames out of a staging buffer (a large payload is
  * read from the socket straight into its destination), checks rkey, bounds, access and PD before touching memory,
  * places SEND data into the next posted receive, and answers every request in order (ACK, NAK or the data of a
  * READ); a lone ACK waits briefly for a request of this side to ride on. The requester completes its oldest
- * outstanding request on each answer. Completions are produced on the NIC thread, except that requests posted to a QP in
+ * outstanding request on each answer. Completions are produced by the reader, except that requests posted to a QP in
  * ERROR are flushed by the posting thread at once. All socket I/O goes through a {@link TcpLink}.
  *
  * <p>Semantics are the shm provider's:
@@ -58,6 +59,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     static final long ACK_HOLD_MICROS_DEFAULT = 500;
     /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
     static final int ACK_HOLD_BACKOFF = 256;
+    /**
+     * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
+     * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
+     */
+    static final long POLLER_LEASE_NANOS = 1_000_000;
 
     private final TcpVerbsContext context;
     private final TcpNic nic;
@@ -92,6 +98,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     // Parsing and acting on what the peer sends.
     private final TcpInbound inbound;
+
+    // Reading by the poller of the receive CQ (TcpCompletionQueue): while it holds the reading, the NIC's selector
+    // does not watch the socket for input, so no message wakes the NIC thread.
+    private boolean pollerReading;
+    private long pollerPolls;
+    private long leaseSeenPolls;
+    private long leaseSince;
+    private long nicReads;
+    /** The poller armed its CQ (it is going to sleep) but found the wire taken: the NIC takes the reading back. */
+    private volatile boolean readReleaseRequested;
 
     // Holding a lone ACK for a request to ride on.
     private final int ackHoldMax;
@@ -192,9 +208,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         catch (final IOException ex)
         {
-            // Going down involves the NIC's bookkeeping: it does that on its own thread.
-            nic.execute(this::peerGone);
-            return true;
+            peerGone();
+            return false;
         }
     }
 
@@ -272,12 +287,127 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
-            interestOps = SelectionKey.OP_READ;
+            interestOps = 0;
             key = link.selectable().register(selector, interestOps, this);
+            updateReadInterest();
         }
         finally
         {
             wire.unlock();
+        }
+        if (context.pollerReads())
+        {
+            recvCq.attachReader(this);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // The receive CQ's poller (see TcpCompletionQueue)
+    // ------------------------------------------------------------------------------------------------
+
+    /**
+     * The poller of this QP's receive CQ reads the socket itself, if the wire is free: what it reads is parsed and
+     * completed here, on its thread, with no hand-over to the NIC thread. The first call takes the reading over
+     * from the NIC (its selector stops watching the socket for input) until {@link #releaseReading()} or the lease
+     * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
+     * Non-blocking; never waits for the wire.
+     *
+     * @return true if bytes were read
+     */
+    boolean pollSocket(final long now)
+    {
+        if (!wire.tryLock())
+        {
+            return false;
+        }
+        try
+        {
+            if (socketClosed || down)
+            {
+                return false;
+            }
+            readReleaseRequested = false;
+            pollerPolls++;
+            if (!pollerReading)
+            {
+                pollerReading = true;
+                leaseSeenPolls = pollerPolls;
+                leaseSince = now;
+                updateReadInterest();
+                // The NIC re-selects without watching the socket (else the next message would wake it for nothing)
+                // and starts timing the lease.
+                nic.wake();
+            }
+            final boolean read = !inbound.rnrWaiting() && inbound.onReadable();
+            if (!socketClosed)
+            {
+                // A write the socket refused before may go now: try it here rather than wait for the NIC's event.
+                writeBlocked = false;
+                doWorkLocked(now);
+            }
+            return read;
+        }
+        catch (final IOException ex)
+        {
+            peerGone();
+            return true;
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    /**
+     * The poller is going to sleep (it armed the CQ) or stops reading an idle socket: the NIC reads it again.
+     * Never waits for the wire: if it is taken, the NIC does it on its next duty cycle.
+     */
+    void releaseReading()
+    {
+        if (wire.tryLock())
+        {
+            try
+            {
+                releaseLocked();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        }
+        else
+        {
+            readReleaseRequested = true;
+            nic.wakeNow();
+        }
+    }
+
+    private void releaseLocked()
+    {
+        readReleaseRequested = false;
+        if (pollerReading)
+        {
+            pollerReading = false;
+            updateReadInterest();
+        }
+    }
+
+    /**
+     * Watches the socket for input on the NIC's selector unless the poller reads it or an RNR wait stopped
+     * reading; wakes the NIC when watching starts on another thread (its selector sees the change when it next
+     * selects).
+     */
+    void updateReadInterest()
+    {
+        final boolean watch = !pollerReading && !inbound.rnrWaiting();
+        final boolean watched = (interestOps & SelectionKey.OP_READ) != 0;
+        if (watch != watched)
+        {
+            setInterest(SelectionKey.OP_READ, watch);
+            if (watch)
+            {
+                nic.wake();
+            }
         }
     }
 
@@ -292,12 +422,43 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
-            return doWorkLocked(now);
+            final long next = doWorkLocked(now);
+            return Math.min(next, checkLease(now));
         }
         finally
         {
             wire.unlock();
         }
+    }
+
+    /**
+     * NIC thread: takes the reading back from a poller that released it without the wire, or that stopped
+     * polling without arming its CQ.
+     *
+     * @return nanoseconds until the lease must be checked again, or Long.MAX_VALUE
+     */
+    private long checkLease(final long now)
+    {
+        if (readReleaseRequested)
+        {
+            releaseLocked();
+        }
+        if (!pollerReading)
+        {
+            return Long.MAX_VALUE;
+        }
+        if (pollerPolls != leaseSeenPolls)
+        {
+            leaseSeenPolls = pollerPolls;
+            leaseSince = now;
+        }
+        final long lease = context.pollerLeaseNanos();
+        if (now - leaseSince >= lease)
+        {
+            releaseLocked();
+            return Long.MAX_VALUE;
+        }
+        return Math.max(1, leaseSince + lease - now);
     }
 
     private long doWorkLocked(final long now)
@@ -354,6 +515,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
+        if (readReleaseRequested)
+        {
+            return true;
+        }
         if (inbound.rnrWaiting() ? rq.tail != rq.head : link.hasBufferedInput())
         {
             return true;
@@ -377,6 +542,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             if (selected.isReadable())
             {
+                nicReads++;
                 inbound.onReadable();
             }
             if (!socketClosed && selected.isValid() && selected.isWritable())
@@ -640,7 +806,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         if (!socketClosed)
         {
-            setInterest(SelectionKey.OP_READ, true);
+            // Read on to the peer's EOF, on the NIC thread.
+            pollerReading = false;
+            updateReadInterest();
             try
             {
                 pumpTx(System.nanoTime());
@@ -664,6 +832,34 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     LOG.error("disconnect handler of {} threw", this, t);
                 }
             });
+        }
+    }
+
+    /** @return whether the poller of the receive CQ reads the socket now (tests) */
+    boolean pollerReading()
+    {
+        wire.lock();
+        try
+        {
+            return pollerReading;
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    /** @return how many times the NIC thread was woken to read the socket (tests) */
+    long nicReads()
+    {
+        wire.lock();
+        try
+        {
+            return nicReads;
+        }
+        finally
+        {
+            wire.unlock();
         }
     }
 
@@ -695,6 +891,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         transmitter.clear();
         inbound.forget();
+        recvCq.detachReader(this);
         nic.removed(this);
     }
 

@@ -9,7 +9,10 @@
  * ({@link io.reverb.rdma.provider.tcp.TcpFrame}) and large payloads go from registered memory to the socket and
  * from the socket into registered memory without a copy. On the target side the NIC thread checks rkey, bounds,
  * access and PD before placing data, places SEND data into the next posted receive, answers every
- * request in order, and produces completions into lock-free multi-producer CQs. The semantics
+ * request in order, and produces completions into lock-free multi-producer CQs. While a receive CQ's poller keeps
+ * polling, it reads its QPs' sockets itself and does all of that on its own thread (no hand-over between threads
+ * per message); when it arms the CQ to sleep, the NIC thread reads again
+ * ({@link io.reverb.rdma.provider.tcp.TcpCompletionQueue}; {@code -Dreverb.tcp.pollerReads=false} turns it off). The semantics
  * (errors, RNR, flush on disconnect) are those of the shm provider, pinned by the conformance suite;
  * see {@link io.reverb.rdma.provider.tcp.TcpQueuePair} for the details.
  *
