@@ -25,11 +25,14 @@ import org.agrona.collections.ArrayUtil;
  * row found nothing, each poll that finds the ring empty reads the QPs' sockets without blocking
  * ({@link TcpQueuePair#pollSocket}), so a message goes from the socket to the poller and on to its handler with no
  * hand-over between threads, and the NIC thread, whose selector then stops watching those sockets for input, is not
- * woken by it. Arming the CQ ({@link #requestNotify}: the poller is about to sleep) gives the reading back to the
- * NIC thread, the event-driven fallback, as does a poller that stops polling ({@link TcpQueuePair#POLLER_LEASE_NANOS})
- * or whose reads found nothing {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by
- * system calls on every poll). A poller that polls, handles and sleeps at once (EVENT mode) never takes the reading
- * over. Off with {@code -Dreverb.tcp.pollerReads=false}.
+ * woken by it. Arming the CQ ({@link #requestNotify}: the poller is about to sleep) keeps the reading with the poller
+ * when the CQ has a completion channel: the sockets are registered with the channel's selector
+ * ({@link TcpCompletionChannel}), so the sleeping poller is woken by the socket itself (the event-driven fallback, one
+ * wake-up per message; an EVENT poller takes the reading over at its first arming). Without a channel, arming gives
+ * the reading back to the NIC thread. The NIC also takes it back from a poller that stops polling without sleeping in
+ * the channel ({@link TcpQueuePair#POLLER_LEASE_NANOS}), and from one whose reads found nothing
+ * {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by system calls on every poll).
+ * Off with {@code -Dreverb.tcp.pollerReads=false}.
  */
 final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, TcpCompletionChannel>
 {
@@ -62,6 +65,7 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
     private final Object readersLock = new Object();
     private volatile TcpQueuePair[] readers = NO_READERS;
     private boolean reading;
+    private boolean movedData;
     private int idlePolls;
     private int idleReads;
 
@@ -91,6 +95,12 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
     TcpVerbsContext tcpContext()
     {
         return context;
+    }
+
+    /** @return the channel this CQ raises events on, or null */
+    TcpCompletionChannel tcpChannel()
+    {
+        return channel;
     }
 
     /** A QP whose receive CQ this is: its socket may be read by this CQ's poller. Any thread. */
@@ -165,6 +175,7 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
     @Override
     public int poll(final WorkCompletions completions)
     {
+        movedData = false;
         int count = take(completions);
         if (count == 0 && !closed && readers.length > 0 && (reading || ++idlePolls >= CLAIM_AFTER_IDLE_POLLS))
         {
@@ -190,6 +201,7 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         if (read)
         {
             idleReads = 0;
+            movedData = true;
         }
         else if (++idleReads >= RELEASE_AFTER_IDLE_READS)
         {
@@ -198,6 +210,13 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
             idlePolls = Integer.MIN_VALUE;
         }
         return take(completions);
+    }
+
+    /** @return true if the last poll read or wrote socket bytes (a message is on its way): see the SPI */
+    @Override
+    public boolean lastPollMovedData()
+    {
+        return movedData;
     }
 
     private void releaseReaders()
@@ -246,7 +265,21 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         if (!closed)
         {
             armed.set(solicitedOnly ? ARMED_SOLICITED : ARMED_ANY);
-            // The poller is going to sleep: the NIC reads the sockets (and raises the event). The poll that follows
+            final TcpQueuePair[] qps = readers;
+            if (channel != null && qps.length > 0)
+            {
+                // The poller is going to sleep in the channel, whose selector watches the sockets it reads: it keeps
+                // reading them (the poll that follows arming takes any it does not read yet), and nothing it owes
+                // the peer waits for it meanwhile.
+                reading = true;
+                idleReads = 0;
+                for (final TcpQueuePair qp : qps)
+                {
+                    qp.beforePollerSleeps();
+                }
+                return;
+            }
+            // No channel to sleep in: the NIC reads the sockets (and raises the event). The poll that follows
             // arming (the ibverbs contract) does not count towards taking the reading over again.
             releaseReaders();
             if (idlePolls >= 0)

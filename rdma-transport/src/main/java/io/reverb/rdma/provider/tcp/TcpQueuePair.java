@@ -63,7 +63,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
      * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
      */
-    static final long POLLER_LEASE_NANOS = 1_000_000;
+    static final long POLLER_LEASE_NANOS = 20_000_000;
 
     private final TcpVerbsContext context;
     private final TcpNic nic;
@@ -101,11 +101,18 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     // Reading by the poller of the receive CQ (TcpCompletionQueue): while it holds the reading, the NIC's selector
     // does not watch the socket for input, so no message wakes the NIC thread.
-    private boolean pollerReading;
+    /** Written under the wire lock; read without it by the NIC as a hint (the poller is at work on this QP). */
+    private volatile boolean pollerReading;
     private long pollerPolls;
     private long leaseSeenPolls;
     private long leaseSince;
     private long nicReads;
+    // The registration of the socket with the receive CQ's completion channel (the poller sleeps there), fired once.
+    private SelectionKey channelKey;
+    private boolean channelArmed;
+    private boolean channelWatching;
+    /** The poller is going to sleep: held ACKs leave now rather than wait for a request that will not come soon. */
+    private boolean flushHeldAcks;
     /** The poller armed its CQ (it is going to sleep) but found the wire taken: the NIC takes the reading back. */
     private volatile boolean readReleaseRequested;
 
@@ -204,7 +211,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         try
         {
             pumpTx(System.nanoTime());
-            return writeBlocked;
+            // The poller that reads this socket also retries the write at each poll: no need for the NIC's event.
+            return writeBlocked && !pollerReading;
         }
         catch (final IOException ex)
         {
@@ -312,7 +320,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
      * Non-blocking; never waits for the wire.
      *
-     * @return true if bytes were read
+     * @return true if bytes were read or written
      */
     boolean pollSocket(final long now)
     {
@@ -328,24 +336,31 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             }
             readReleaseRequested = false;
             pollerPolls++;
+            channelArmed = true;
             if (!pollerReading)
             {
                 pollerReading = true;
                 leaseSeenPolls = pollerPolls;
                 leaseSince = now;
+                registerWithChannel();
                 updateReadInterest();
                 // The NIC re-selects without watching the socket (else the next message would wake it for nothing)
                 // and starts timing the lease.
                 nic.wake();
             }
+            else
+            {
+                updateReadInterest();
+            }
             final boolean read = !inbound.rnrWaiting() && inbound.onReadable();
+            final long writtenBefore = transmitter.written();
             if (!socketClosed)
             {
                 // A write the socket refused before may go now: try it here rather than wait for the NIC's event.
                 writeBlocked = false;
                 doWorkLocked(now);
             }
-            return read;
+            return read || transmitter.written() != writtenBefore;
         }
         catch (final IOException ex)
         {
@@ -382,6 +397,89 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
+    /** Poller thread, wire held: registers the socket with the receive CQ's channel, once (no interest yet). */
+    private void registerWithChannel()
+    {
+        final TcpCompletionChannel channel = recvCq.tcpChannel();
+        if (channelKey == null && channel != null)
+        {
+            try
+            {
+                channelKey = link.selectable().register(channel.selector(), 0, this);
+            }
+            catch (final IOException | RuntimeException ex)
+            {
+                // The channel is closed: its poller sleeps no more; the NIC reads when the poller arms.
+                channelKey = null;
+            }
+        }
+    }
+
+    /**
+     * The poller's channel saw this socket readable while the poller slept: its registration fires once, until the
+     * poller reads the socket again (a socket it does not read cannot keep it awake). Poller thread; never waits.
+     */
+    void channelKeyFired()
+    {
+        if (wire.tryLock())
+        {
+            try
+            {
+                channelArmed = false;
+                updateReadInterest();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        }
+    }
+
+    /**
+     * The poller armed the receive CQ and goes to sleep in its channel, still holding the reading: a held ACK leaves
+     * now, and a write the socket refused is left to the NIC, which waits for the socket to take it. Never waits.
+     */
+    void beforePollerSleeps()
+    {
+        if (!wire.tryLock())
+        {
+            // Whoever holds the wire is at work; the NIC times held ACKs and blocked writes on its next cycle.
+            nic.wakeNow();
+            return;
+        }
+        try
+        {
+            if (!pollerReading || socketClosed)
+            {
+                return;
+            }
+            if (ackQueuedAt != 0 && !writeBlocked)
+            {
+                flushHeldAcks = true;
+                try
+                {
+                    pumpTx(System.nanoTime());
+                }
+                finally
+                {
+                    flushHeldAcks = false;
+                }
+            }
+            if (writeBlocked)
+            {
+                nic.wake();
+            }
+        }
+        catch (final IOException ex)
+        {
+            peerGone();
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
     private void releaseLocked()
     {
         readReleaseRequested = false;
@@ -399,7 +497,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     void updateReadInterest()
     {
-        final boolean watch = !pollerReading && !inbound.rnrWaiting();
+        final boolean rnr = inbound.rnrWaiting();
+        final boolean watch = !pollerReading && !rnr;
         final boolean watched = (interestOps & SelectionKey.OP_READ) != 0;
         if (watch != watched)
         {
@@ -408,6 +507,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 nic.wake();
             }
+        }
+        final boolean channelWatch = pollerReading && channelArmed && !rnr;
+        if (channelWatch != channelWatching && channelKey != null && channelKey.isValid())
+        {
+            channelWatching = channelWatch;
+            channelKey.interestOps(channelWatch ? SelectionKey.OP_READ : 0);
         }
     }
 
@@ -419,7 +524,15 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     long doWork(final long now)
     {
-        wire.lock();
+        if (!wire.tryLock())
+        {
+            if (pollerReading && !readReleaseRequested)
+            {
+                // The poller is at work on this QP: it writes and answers too. Nothing to wait for.
+                return context.pollerLeaseNanos();
+            }
+            wire.lock();
+        }
         try
         {
             final long next = doWorkLocked(now);
@@ -451,6 +564,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             leaseSeenPolls = pollerPolls;
             leaseSince = now;
+        }
+        else if (channelWatching)
+        {
+            final TcpCompletionChannel channel = recvCq.tcpChannel();
+            if (channel != null && channel.waiting())
+            {
+                // The poller sleeps in its channel, which wakes it when this socket has bytes: nothing to time.
+                leaseSince = now;
+                return Long.MAX_VALUE;
+            }
         }
         final long lease = context.pollerLeaseNanos();
         if (now - leaseSince >= lease)
@@ -498,7 +621,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** @return true if {@link #doWork(long)} has something to do now. */
     boolean hasPendingWork()
     {
-        wire.lock();
+        if (!wire.tryLock())
+        {
+            if (pollerReading && !readReleaseRequested)
+            {
+                return false;
+            }
+            wire.lock();
+        }
         try
         {
             return hasPendingWorkLocked();
@@ -655,7 +785,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (ackHoldNanos == 0)
+        if (ackHoldNanos == 0 || flushHeldAcks)
         {
             ackQueuedAt = 0;
             return false;
@@ -880,6 +1010,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         if (key != null)
         {
             key.cancel();
+        }
+        if (channelKey != null)
+        {
+            channelKey.cancel();
         }
         try
         {
