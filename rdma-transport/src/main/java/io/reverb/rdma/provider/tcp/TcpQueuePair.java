@@ -52,14 +52,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     /**
-     * System property: how long (µs) a lone ACK may wait to ride on a request; 0 sends every ACK at once. The NIC's
-     * timer has millisecond granularity, so a held ACK that no request picks up leaves 1-2 ms later.
-     */
-    static final String ACK_HOLD_MICROS_PROP = "reverb.tcp.ackHoldMicros";
-    static final long ACK_HOLD_MICROS_DEFAULT = 500;
-    /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
-    static final int ACK_HOLD_BACKOFF = 256;
-    /**
      * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
      * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
      */
@@ -99,28 +91,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     // Parsing and acting on what the peer sends.
     private final TcpInbound inbound;
 
-    // Reading by the poller of the receive CQ (TcpCompletionQueue): while it holds the reading, the NIC's selector
-    // does not watch the socket for input, so no message wakes the NIC thread.
-    /** Written under the wire lock; read without it by the NIC as a hint (the poller is at work on this QP). */
-    private volatile boolean pollerReading;
-    private long pollerPolls;
-    private long leaseSeenPolls;
-    private long leaseSince;
-    private long nicReads;
-    // The registration of the socket with the receive CQ's completion channel (the poller sleeps there), fired once.
-    private SelectionKey channelKey;
-    private boolean channelArmed;
-    private boolean channelWatching;
-    /** The poller is going to sleep: held ACKs leave now rather than wait for a request that will not come soon. */
-    private boolean flushHeldAcks;
-    /** The poller armed its CQ (it is going to sleep) but found the wire taken: the NIC takes the reading back. */
-    private volatile boolean readReleaseRequested;
+    // Who reads the socket: the NIC, or the poller of the receive CQ (then no message wakes the NIC thread).
+    private final TcpReadOwner reader;
 
     // Holding a lone ACK for a request to ride on.
-    private final int ackHoldMax;
-    private final long ackHoldNanos;
-    private long ackQueuedAt;
-    private int ackHoldBackoff;
+    private final TcpAckHold ackHold;
 
     TcpQueuePair(
         final TcpVerbsContext context,
@@ -140,9 +115,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
         this.answers = new TcpAnswerQueue(peer.maxSendWr);
         this.transmitter = new TcpTransmitter(sq, answers);
-        this.ackHoldMax = Math.max(1, Math.min(TcpFrame.MAX_PIGGYBACK_ACKS, peer.maxSendWr / 4));
-        this.ackHoldNanos = Math.max(0, Math.min(1_000_000, Long.getLong(ACK_HOLD_MICROS_PROP, ACK_HOLD_MICROS_DEFAULT))) * 1000;
+        this.ackHold = new TcpAckHold(peer.maxSendWr);
         this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
+        this.reader = new TcpReadOwner(recvCq.tcpChannel());
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -212,7 +187,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             pumpTx(System.nanoTime());
             // The poller that reads this socket also retries the write at each poll: no need for the NIC's event.
-            return writeBlocked && !pollerReading;
+            return writeBlocked && !reader.pollerReading();
         }
         catch (final IOException ex)
         {
@@ -334,23 +309,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return false;
             }
-            readReleaseRequested = false;
-            pollerPolls++;
-            channelArmed = true;
-            if (!pollerReading)
+            final boolean taken = reader.polled(now, link.selectable(), this);
+            updateReadInterest();
+            if (taken)
             {
-                pollerReading = true;
-                leaseSeenPolls = pollerPolls;
-                leaseSince = now;
-                registerWithChannel();
-                updateReadInterest();
                 // The NIC re-selects without watching the socket (else the next message would wake it for nothing)
                 // and starts timing the lease.
                 nic.wake();
-            }
-            else
-            {
-                updateReadInterest();
             }
             final boolean read = !inbound.rnrWaiting() && inbound.onReadable();
             final long writtenBefore = transmitter.written();
@@ -392,26 +357,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         else
         {
-            readReleaseRequested = true;
+            reader.requestRelease();
             nic.wakeNow();
-        }
-    }
-
-    /** Poller thread, wire held: registers the socket with the receive CQ's channel, once (no interest yet). */
-    private void registerWithChannel()
-    {
-        final TcpCompletionChannel channel = recvCq.tcpChannel();
-        if (channelKey == null && channel != null)
-        {
-            try
-            {
-                channelKey = link.selectable().register(channel.selector(), 0, this);
-            }
-            catch (final IOException | RuntimeException ex)
-            {
-                // The channel is closed: its poller sleeps no more; the NIC reads when the poller arms.
-                channelKey = null;
-            }
         }
     }
 
@@ -425,7 +372,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             try
             {
-                channelArmed = false;
+                reader.channelFired();
                 updateReadInterest();
             }
             finally
@@ -449,20 +396,20 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         try
         {
-            if (!pollerReading || socketClosed)
+            if (!reader.pollerReading() || socketClosed)
             {
                 return;
             }
-            if (ackQueuedAt != 0 && !writeBlocked)
+            if (ackHold.pending() && !writeBlocked)
             {
-                flushHeldAcks = true;
+                ackHold.flushNext(true);
                 try
                 {
                     pumpTx(System.nanoTime());
                 }
                 finally
                 {
-                    flushHeldAcks = false;
+                    ackHold.flushNext(false);
                 }
             }
             if (writeBlocked)
@@ -482,10 +429,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     private void releaseLocked()
     {
-        readReleaseRequested = false;
-        if (pollerReading)
+        if (reader.release())
         {
-            pollerReading = false;
             updateReadInterest();
         }
     }
@@ -498,7 +443,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     void updateReadInterest()
     {
         final boolean rnr = inbound.rnrWaiting();
-        final boolean watch = !pollerReading && !rnr;
+        final boolean watch = !reader.pollerReading() && !rnr;
         final boolean watched = (interestOps & SelectionKey.OP_READ) != 0;
         if (watch != watched)
         {
@@ -508,12 +453,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 nic.wake();
             }
         }
-        final boolean channelWatch = pollerReading && channelArmed && !rnr;
-        if (channelWatch != channelWatching && channelKey != null && channelKey.isValid())
-        {
-            channelWatching = channelWatch;
-            channelKey.interestOps(channelWatch ? SelectionKey.OP_READ : 0);
-        }
+        reader.updateChannelInterest(rnr);
     }
 
     /**
@@ -526,7 +466,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            if (pollerReading && !readReleaseRequested)
+            if (reader.pollerReading() && !reader.releaseRequested())
             {
                 // The poller is at work on this QP: it writes and answers too. Nothing to wait for.
                 return context.pollerLeaseNanos();
@@ -546,42 +486,23 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     /**
      * NIC thread: takes the reading back from a poller that released it without the wire, or that stopped
-     * polling without arming its CQ.
+     * polling without sleeping in its channel ({@link TcpReadOwner#leaseCheck}).
      *
      * @return nanoseconds until the lease must be checked again, or Long.MAX_VALUE
      */
     private long checkLease(final long now)
     {
-        if (readReleaseRequested)
+        if (reader.releaseRequested())
         {
             releaseLocked();
         }
-        if (!pollerReading)
-        {
-            return Long.MAX_VALUE;
-        }
-        if (pollerPolls != leaseSeenPolls)
-        {
-            leaseSeenPolls = pollerPolls;
-            leaseSince = now;
-        }
-        else if (channelWatching)
-        {
-            final TcpCompletionChannel channel = recvCq.tcpChannel();
-            if (channel != null && channel.waiting())
-            {
-                // The poller sleeps in its channel, which wakes it when this socket has bytes: nothing to time.
-                leaseSince = now;
-                return Long.MAX_VALUE;
-            }
-        }
-        final long lease = context.pollerLeaseNanos();
-        if (now - leaseSince >= lease)
+        final long left = reader.leaseCheck(now, context.pollerLeaseNanos());
+        if (left == TcpReadOwner.EXPIRED)
         {
             releaseLocked();
             return Long.MAX_VALUE;
         }
-        return Math.max(1, leaseSince + lease - now);
+        return left;
     }
 
     private long doWorkLocked(final long now)
@@ -605,9 +526,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             if (!writeBlocked && !socketClosed)
             {
                 pumpTx(now);
-                if (ackQueuedAt != 0 && !down)
+                if (ackHold.pending() && !down)
                 {
-                    next = Math.min(next, Math.max(1, ackQueuedAt + ackHoldNanos - now));
+                    next = Math.min(next, Math.max(1, ackHold.deadline() - now));
                 }
             }
         }
@@ -623,7 +544,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            if (pollerReading && !readReleaseRequested)
+            if (reader.pollerReading() && !reader.releaseRequested())
             {
                 return false;
             }
@@ -645,7 +566,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (readReleaseRequested)
+        if (reader.releaseRequested())
         {
             return true;
         }
@@ -657,7 +578,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (transmitter.hasPending() || !answers.isEmpty() && ackQueuedAt == 0)
+        if (transmitter.hasPending() || !answers.isEmpty() && !ackHold.pending())
         {
             return true;
         }
@@ -672,8 +593,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             if (selected.isReadable())
             {
-                nicReads++;
                 inbound.onReadable();
+                reader.nicRead();
             }
             if (!socketClosed && selected.isValid() && selected.isWritable())
             {
@@ -770,50 +691,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         if (first && !down)
         {
-            ackQueuedAt = System.nanoTime();
+            ackHold.started(System.nanoTime());
         }
-    }
-
-    /**
-     * Whether a lone ACK may wait for a request to carry it: not when down, not when it answers a quarter of the
-     * peer's send queue, not past the hold time, and not for a while after a held ACK had to go alone
-     * (the traffic is one-way: holding only delays the peer's completions).
-     */
-    private boolean holdAck(final long now)
-    {
-        if (ackQueuedAt == 0)
-        {
-            return false;
-        }
-        if (ackHoldNanos == 0 || flushHeldAcks)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        final int acks = answers.loneAcks();
-        if (down || acks == 0)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (ackHoldBackoff > 0)
-        {
-            ackHoldBackoff--;
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (acks >= ackHoldMax)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (now - ackQueuedAt >= ackHoldNanos)
-        {
-            ackHoldBackoff = ACK_HOLD_BACKOFF;
-            ackQueuedAt = 0;
-            return false;
-        }
-        return true;
     }
 
     /** Queues an answer owed to the peer, in request order. */
@@ -836,7 +715,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        final boolean hold = holdAck(now);
+        final boolean hold = ackHold.hold(now, answers.loneAcks(), down);
         if (!transmitter.write(link, down, hold) || !link.flush())
         {
             writeBlocked = true;
@@ -844,10 +723,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             return;
         }
         setInterest(SelectionKey.OP_WRITE, false);
-        if (!hold || answers.isEmpty())
-        {
-            ackQueuedAt = 0;
-        }
+        ackHold.written(hold, answers.isEmpty());
         if (down && answers.isEmpty())
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
@@ -937,7 +813,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         if (!socketClosed)
         {
             // Read on to the peer's EOF, on the NIC thread.
-            pollerReading = false;
+            reader.release();
             updateReadInterest();
             try
             {
@@ -965,32 +841,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    /** @return whether the poller of the receive CQ reads the socket now (tests) */
-    boolean pollerReading()
+    /** @return who reads the socket (tests) */
+    TcpReadOwner readOwner()
     {
-        wire.lock();
-        try
-        {
-            return pollerReading;
-        }
-        finally
-        {
-            wire.unlock();
-        }
-    }
-
-    /** @return how many times the NIC thread was woken to read the socket (tests) */
-    long nicReads()
-    {
-        wire.lock();
-        try
-        {
-            return nicReads;
-        }
-        finally
-        {
-            wire.unlock();
-        }
+        return reader;
     }
 
     /** @return true once the QP went down (ERROR): nothing more is parsed or answered. */
@@ -1011,10 +865,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             key.cancel();
         }
-        if (channelKey != null)
-        {
-            channelKey.cancel();
-        }
+        reader.close();
         try
         {
             link.close();

@@ -15,7 +15,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * small frames leave in one system call; a larger payload is not copied at all: the write gathers it straight from
  * the registered memory it was posted from (or, for a READ_RESPONSE, the region it reads). A lone ACK at the end of
  * the answers can ride on the next request instead ({@link TcpFrame}'s {@code acks}); whether it may wait for one is
- * the QP's decision ({@code holdAck}). Called by whoever holds the QP's wire lock.
+ * the QP's decision ({@link TcpAckHold}). Called by whoever holds the QP's wire lock.
  */
 final class TcpTransmitter
 {

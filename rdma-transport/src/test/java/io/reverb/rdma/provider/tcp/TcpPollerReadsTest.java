@@ -3,17 +3,22 @@ package io.reverb.rdma.provider.tcp;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
+import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -22,10 +27,11 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The poller of a receive CQ reads its QPs' sockets while it keeps polling ({@link TcpCompletionQueue}): it takes the
- * reading over from the NIC thread once it polls without finding anything, gives it back when it arms the CQ, when it
- * stops polling (the lease) or when the socket stays idle, and never takes it in the poll-then-arm pattern of an
- * EVENT poller. Every check counts (frames delivered, NIC wake-ups to read); the one that waits for the lease waits for
- * an outcome, not a duration.
+ * reading over from the NIC thread once it polls without finding anything; without a completion channel it gives it
+ * back when it arms the CQ, and never takes it in the poll-then-arm pattern of an EVENT poller; with one, arming keeps
+ * the reading with the poller and the channel's selector wakes it when bytes arrive, once per read. The NIC takes it
+ * back when the poller stops polling (the lease) or the socket stays idle. Every check counts (frames delivered, NIC
+ * wake-ups to read); the one that waits for the lease waits for an outcome, not a duration.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpPollerReadsTest
@@ -46,6 +52,7 @@ class TcpPollerReadsTest
     private final WorkCompletions wc = new WorkCompletions(16);
     private final RecvRequest recv = new RecvRequest();
     private final SendRequest send = new SendRequest();
+    private CompletionChannel channel;
 
     private void open(final long leaseNanos) throws Exception
     {
@@ -59,6 +66,42 @@ class TcpPollerReadsTest
             receiver = (TcpQueuePair)pair[0];
             sender = pair[1];
         }
+        prepare();
+    }
+
+    /** The receiver's CQ is bound to a completion channel, as the engine's are. */
+    private void openWithChannel() throws Exception
+    {
+        server = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        client = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        server.pollerLeaseNanos(NO_LEASE_END);
+        channel = server.createCompletionChannel();
+        final CompletionQueue cq = server.createCq(64, channel);
+        try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
+        {
+            final CompletableFuture<QueuePair> accepted = CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+                    return request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq)
+                        .maxSendWr(SLOTS).maxRecvWr(SLOTS), null);
+                }
+                catch (final Exception ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final CompletionQueue clientCq = client.createCq(64, null);
+            sender = client.connect(listener.localAddress(), new QueuePairAttributes().pd(client.allocPd())
+                .sendCq(clientCq).recvCq(clientCq).maxSendWr(SLOTS).maxRecvWr(SLOTS), null);
+            receiver = (TcpQueuePair)accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+        }
+        prepare();
+    }
+
+    private void prepare() throws IOException
+    {
         receiverCq = receiver.recvCq();
         recvRegion = receiver.pd().allocate(64 * SLOTS, Access.LOCAL_WRITE);
         target = receiver.pd().allocate(4096, Access.ALL);
@@ -89,7 +132,7 @@ class TcpPollerReadsTest
     {
         open(NO_LEASE_END);
         takeReadingOver();
-        final long nicReadsBefore = receiver.nicReads();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
 
         for (int i = 0; i < 200; i++)
         {
@@ -98,9 +141,9 @@ class TcpPollerReadsTest
             awaitSendCompletion();
         }
 
-        assertThat(receiver.nicReads()).as("NIC wake-ups to read while the poller read the socket")
+        assertThat(receiver.readOwner().nicReads()).as("NIC wake-ups to read while the poller read the socket")
             .isEqualTo(nicReadsBefore);
-        assertThat(receiver.pollerReading()).isTrue();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
         assertThat(receiver.state()).isEqualTo(QpState.RTS);
     }
 
@@ -109,14 +152,14 @@ class TcpPollerReadsTest
     {
         open(NO_LEASE_END);
         takeReadingOver();
-        final long nicReadsBefore = receiver.nicReads();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
 
         receiverCq.requestNotify(false);
-        awaitTrue(() -> !receiver.pollerReading(), "the NIC reads again after arming");
+        awaitTrue(() -> !receiver.readOwner().pollerReading(), "the NIC reads again after arming");
         postSend(1);
 
         // Nobody polls the receiver's CQ: only the NIC can have read the SEND.
-        awaitTrue(() -> receiver.nicReads() > nicReadsBefore, "the NIC read the SEND");
+        awaitTrue(() -> receiver.readOwner().nicReads() > nicReadsBefore, "the NIC read the SEND");
         awaitReceive(1);
         awaitSendCompletion();
     }
@@ -137,7 +180,7 @@ class TcpPollerReadsTest
         awaitSendCompletion();
 
         assertThat(target.buffer().getLong(8)).isEqualTo(0x0123456789abcdefL);
-        assertThat(receiver.pollerReading()).isFalse();
+        assertThat(receiver.readOwner().pollerReading()).isFalse();
     }
 
     @Test
@@ -150,12 +193,12 @@ class TcpPollerReadsTest
         {
             assertThat(receiverCq.poll(wc)).isZero();
         }
-        awaitTrue(() -> !receiver.pollerReading(), "an idle socket goes back to the NIC");
+        awaitTrue(() -> !receiver.readOwner().pollerReading(), "an idle socket goes back to the NIC");
         for (int i = 0; i < 100; i++)
         {
             assertThat(receiverCq.poll(wc)).isZero();
         }
-        assertThat(receiver.pollerReading()).as("not taken again before a completion").isFalse();
+        assertThat(receiver.readOwner().pollerReading()).as("not taken again before a completion").isFalse();
 
         postSend(3);
         awaitReceive(3);
@@ -170,9 +213,9 @@ class TcpPollerReadsTest
         for (int i = 0; i < 50; i++)
         {
             // An EVENT poller: it handles what it found, polls once more, arms, re-polls, sleeps.
-            final long nicReadsBefore = receiver.nicReads();
+            final long nicReadsBefore = receiver.readOwner().nicReads();
             postSend(i);
-            awaitTrue(() -> receiver.nicReads() > nicReadsBefore, "the NIC read the SEND");
+            awaitTrue(() -> receiver.readOwner().nicReads() > nicReadsBefore, "the NIC read the SEND");
             assertThat(receiverCq.poll(wc)).isEqualTo(1);
             assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
             repost();
@@ -180,8 +223,50 @@ class TcpPollerReadsTest
             receiverCq.requestNotify(false);
             assertThat(receiverCq.poll(wc)).isZero();
             awaitSendCompletion();
-            assertThat(receiver.pollerReading()).isFalse();
+            assertThat(receiver.readOwner().pollerReading()).isFalse();
         }
+    }
+
+    @Test
+    void shouldWakeAPollerSleepingInItsChannelWithTheSocketItselfNotTheNic() throws Exception
+    {
+        openWithChannel();
+        // An EVENT poller: it never spins, it arms at once; the poll after arming takes the reading over.
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+
+        for (int i = 0; i < 100; i++)
+        {
+            postSend(i);
+            assertThat(channel.await(TIMEOUT_NANOS)).as("the channel wakes for SEND %d", i).isPositive();
+            awaitReceive(i);
+            awaitSendCompletion();
+            receiverCq.requestNotify(false);
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+
+        assertThat(receiver.readOwner().nicReads()).as("NIC wake-ups to read").isEqualTo(nicReadsBefore);
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+    }
+
+    @Test
+    void shouldWakeTheChannelOnceForASocketItsPollerDoesNotRead() throws Exception
+    {
+        openWithChannel();
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        postSend(5);
+        assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
+
+        // Not polled: the socket stays readable, and the channel does not wake for it again (no busy loop).
+        for (int i = 0; i < 3; i++)
+        {
+            assertThat(channel.await(TimeUnit.MILLISECONDS.toNanos(20))).isZero();
+        }
+        awaitReceive(5);
+        awaitSendCompletion();
     }
 
     @Test
@@ -195,15 +280,15 @@ class TcpPollerReadsTest
             awaitReceive(i);
             awaitSendCompletion();
         }
-        assertThat(receiver.pollerReading()).isFalse();
-        assertThat(receiver.nicReads()).isPositive();
+        assertThat(receiver.readOwner().pollerReading()).isFalse();
+        assertThat(receiver.readOwner().nicReads()).isPositive();
     }
 
     /** Polls the idle receive CQ until its poller reads the socket. */
     private void takeReadingOver()
     {
         final long deadline = System.nanoTime() + TIMEOUT_NANOS;
-        while (!receiver.pollerReading())
+        while (!receiver.readOwner().pollerReading())
         {
             assertThat(receiverCq.poll(wc)).isZero();
             assertThat(System.nanoTime() - deadline).as("the poller takes the reading over").isNegative();
