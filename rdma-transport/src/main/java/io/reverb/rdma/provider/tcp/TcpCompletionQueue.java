@@ -194,9 +194,11 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         reading = true;
         final long now = System.nanoTime();
         boolean read = false;
+        // Armed: this is the poll that follows arming, before the poller sleeps in the channel.
+        final boolean sleeping = channel != null && armed.get() != DISARMED;
         for (final TcpQueuePair qp : readers)
         {
-            read |= qp.pollSocket(now);
+            read |= qp.pollSocket(now, sleeping);
         }
         if (read)
         {

@@ -295,9 +295,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
      * Non-blocking; never waits for the wire.
      *
+     * @param sleeping whether the poller armed the CQ and sleeps in its completion channel after this poll
      * @return true if bytes were read or written
      */
-    boolean pollSocket(final long now)
+    boolean pollSocket(final long now, final boolean sleeping)
     {
         if (!wire.tryLock())
         {
@@ -309,7 +310,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return false;
             }
-            final boolean taken = reader.polled(now, link.selectable(), this);
+            final boolean taken = reader.polled(now);
+            if (sleeping)
+            {
+                reader.registerWithChannel(link.selectable(), this);
+            }
             updateReadInterest();
             if (taken)
             {
@@ -400,6 +405,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return;
             }
+            reader.registerWithChannel(link.selectable(), this);
+            updateReadInterest();
             if (ackHold.pending() && !writeBlocked)
             {
                 ackHold.flushNext(true);
@@ -591,6 +598,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
+            if (socketClosed || !selected.isValid())
+            {
+                // The poller that reads this socket met the peer's EOF and closed it after the NIC selected it.
+                return;
+            }
             if (selected.isReadable())
             {
                 inbound.onReadable();

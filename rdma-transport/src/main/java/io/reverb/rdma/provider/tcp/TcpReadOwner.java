@@ -74,7 +74,7 @@ final class TcpReadOwner
      *
      * @return true if it takes the reading over with this poll
      */
-    boolean polled(final long now, final SelectableChannel socket, final TcpQueuePair qp)
+    boolean polled(final long now)
     {
         releaseRequested = false;
         polls++;
@@ -86,7 +86,17 @@ final class TcpReadOwner
         pollerReading = true;
         leaseSeenPolls = polls;
         leaseSince = now;
-        if (channelKey == null && channel != null)
+        return true;
+    }
+
+    /**
+     * The poller is going to sleep in its channel: the channel's selector watches the socket from now on. Registered
+     * only then, so that a poller that never sleeps there (BUSY) holds no registration, which would keep the socket's
+     * descriptor open after it is closed until that selector selects again.
+     */
+    void registerWithChannel(final SelectableChannel socket, final TcpQueuePair qp)
+    {
+        if (channelKey == null && channel != null && pollerReading)
         {
             try
             {
@@ -98,7 +108,6 @@ final class TcpReadOwner
                 channelKey = null;
             }
         }
-        return true;
     }
 
     /**
