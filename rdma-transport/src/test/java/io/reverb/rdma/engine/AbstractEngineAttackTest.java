@@ -478,6 +478,36 @@ abstract class AbstractEngineAttackTest
     }
 
     @Test
+    void shouldDropAPeerHoldingGrantedMemoryAlsoWhenTheServerPollerNeverSleeps() throws Exception
+    {
+        // A BUSY poller never sleeps, and the write timeout used to be checked only after a sleep: an attacker could
+        // hold a BUSY server's rendezvous memory for ever. Counted by the connections left, not timed.
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(4L * MIB)
+                .pollingMode(PollingMode.BUSY).rendezvousWriteTimeoutNanos(TimeUnit.MILLISECONDS.toNanos(500)));
+             RdmaEngine attackers = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-attackers")))
+        {
+            final AtomicLong rvDelivered = new AtomicLong();
+            final EngineListener rvListener = rvServer.listen(listenAddress(),
+                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+            final Connection hostile = attackers.connect(rvListener.address());
+            final CountDownLatch thaw = freezePoller(hostile);
+            try
+            {
+                send(hostile, new MessageClaim(), MIB, 1);
+                await("the grant held", () -> rvServer.rendezvousMemoryReserved() > 0);
+                await("the attacker dropped", () -> rvServer.connections().isEmpty());
+                await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
+                assertThat(rvDelivered.get()).isZero();
+            }
+            finally
+            {
+                thaw.countDown();
+            }
+        }
+        assertStillServing();
+    }
+
+    @Test
     void shouldRefuseAnAnnouncementLargerThanTheBudgetAndKeepTheConnection() throws Exception
     {
         final long budget = MIB / 2;
