@@ -161,16 +161,7 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(new TestService())
                 .intercept(new ObservationServerInterceptor(serverObservations))
-                .intercept(new ServerInterceptor()
-                {
-                    @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
-                        final ServerCallHandler<Q, R> next)
-                    {
-                        traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
-                        return next.handle(requests);
-                    }
-                })
+                .intercept(recordingTraceparents(traceparents))
                 .build().start();
             RpcChannel channel = RpcChannel.builder(uri).intercept(new ObservationClientInterceptor(clientObservations)).build())
         {
@@ -197,16 +188,7 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(new TestService())
                 .intercept(new ObservationServerInterceptor(ObservationRegistry.NOOP))
-                .intercept(new ServerInterceptor()
-                {
-                    @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
-                        final ServerCallHandler<Q, R> next)
-                    {
-                        traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
-                        return next.handle(requests);
-                    }
-                })
+                .intercept(recordingTraceparents(traceparents))
                 .build().start();
             RpcChannel channel = RpcChannel.builder(uri)
                 .intercept(new ObservationClientInterceptor(ObservationRegistry.NOOP)).build())
@@ -255,6 +237,21 @@ class ObservationInterceptorsTest
             keys.put(kv.getKey(), kv.getValue());
         }
         return keys;
+    }
+
+    /** A server interceptor that adds the {@code traceparent} each call arrived with ("null" if none) to a queue. */
+    private static ServerInterceptor recordingTraceparents(final Queue<String> traceparents)
+    {
+        return new ServerInterceptor()
+        {
+            @Override
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                final ServerCallHandler<Q, R> next)
+            {
+                traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
+                return next.handle(requests);
+            }
+        };
     }
 
     private static long count(final SimpleMeterRegistry meters, final String name)
