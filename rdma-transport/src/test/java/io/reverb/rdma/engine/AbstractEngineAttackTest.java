@@ -494,7 +494,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile);
             try
             {
-                send(hostile, new MessageClaim(), MIB, 1);
+                send(hostile, new WriteClaim(), MIB, 1);
                 await("the grant held", () -> rvServer.rendezvousMemoryReserved() > 0);
                 await("the attacker dropped", () -> rvServer.connections().isEmpty());
                 await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
