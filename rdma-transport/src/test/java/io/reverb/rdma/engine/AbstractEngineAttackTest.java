@@ -18,6 +18,7 @@ import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
@@ -157,7 +158,7 @@ abstract class AbstractEngineAttackTest
     protected void assertServes(final Connection connection)
     {
         final long expected = delivered.get() + 1;
-        send(connection, new MessageClaim(), 64, expected);
+        send(connection, new WriteClaim(), 64, expected);
         await("message delivered through " + connection.remoteAddress(), () -> delivered.get() >= expected);
     }
 
@@ -385,7 +386,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile.get(0));
             try
             {
-                final MessageClaim claim = new MessageClaim();
+                final WriteClaim claim = new WriteClaim();
                 for (final Connection c : hostile)
                 {
                     for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
@@ -453,7 +454,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile.get(0));
             try
             {
-                final MessageClaim claim = new MessageClaim();
+                final WriteClaim claim = new WriteClaim();
                 for (final Connection c : hostile)
                 {
                     for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
@@ -493,7 +494,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile);
             try
             {
-                send(hostile, new MessageClaim(), MIB, 1);
+                send(hostile, new WriteClaim(), MIB, 1);
                 await("the grant held", () -> rvServer.rendezvousMemoryReserved() > 0);
                 await("the attacker dropped", () -> rvServer.connections().isEmpty());
                 await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
@@ -524,7 +525,7 @@ abstract class AbstractEngineAttackTest
             });
             final Connection connection = good.connect(rvListener.address());
             connection.setSendErrorHandler((messageId, length, cause) -> failures.add(cause));
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(connection, claim, MIB, 1); // within the 1 MiB limit, but its buffer never fits 512 KiB
             await("refused", () -> failures.size() == 1);
             assertThat(failures.get(0)).isInstanceOf(MessageRefusedException.class)
@@ -589,7 +590,7 @@ abstract class AbstractEngineAttackTest
             }
             assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
             await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
-            send(goodConnection, new MessageClaim(), MIB, 5);
+            send(goodConnection, new WriteClaim(), MIB, 5);
             await("the good connection still served", () -> rvDelivered.get() == 1);
         }
         assertStillServing();
@@ -624,7 +625,7 @@ abstract class AbstractEngineAttackTest
             {
                 connections.add(senders.connect(rvListener.address()));
             }
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int m = 0; m < perClient; m++)
             {
                 for (final Connection c : connections)

@@ -13,6 +13,7 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;
@@ -124,7 +125,7 @@ abstract class AbstractEngineHandshakeTest
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE).meterRegistry(serverRegistry),
             config(PollingMode.ADAPTIVE).meterRegistry(registry), (b, o, l) -> { }))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 10; i++)
             {
                 send(pair.client, claim, 100, i);
