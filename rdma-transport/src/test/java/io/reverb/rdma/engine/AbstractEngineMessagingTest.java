@@ -476,6 +476,80 @@ abstract class AbstractEngineMessagingTest
     }
 
     @Test
+    void shouldHandTheClaimsAttachmentAndTokenToTheSendErrorHandlerWhenThePeerRefusesTheMessage() throws Exception
+    {
+        final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(100_000);
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), new Recorder()))
+        {
+            final ConcurrentLinkedQueue<Object[]> failures = new ConcurrentLinkedQueue<>();
+            pair.client.setSendErrorHandler(new SendErrorHandler()
+            {
+                @Override
+                public void onSendFailed(final long messageId, final int length, final Throwable cause)
+                {
+                    failures.add(new Object[] {messageId, length, null, cause});
+                }
+
+                @Override
+                public void onSendFailed(final long messageId, final int length, final Object attachment,
+                    final Throwable cause)
+                {
+                    failures.add(new Object[] {messageId, length, attachment, cause});
+                }
+            });
+            final WriteClaim claim = new WriteClaim();
+            final Object attachment = new Object();
+            assertThat(pair.client.tryClaim(150_000, claim)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(claim)).isTrue();
+            final long id = claim.token();
+            fill(claimed(claim), claim.offset(), 150_000, 7);
+            claim.attachment(attachment);
+            assertThat(claim.commit()).isEqualTo(Connection.OK);
+            assertThat(claim.transportState()).as("the engine keeps nothing in the claim after the commit").isNull();
+            await("refused", () -> !failures.isEmpty());
+            final Object[] failure = failures.poll();
+            assertThat(failure[0]).isEqualTo(id);
+            assertThat(failure[1]).isEqualTo(150_000);
+            assertThat(failure[2]).isSameAs(attachment);
+            assertThat(failure[3]).isInstanceOf(MessageRefusedException.class);
+            assertThat(failures).isEmpty();
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void shouldReturnClosedFromACommitOnlyWhenTheConnectionClosedBeforeIt() throws Exception
+    {
+        final ConcurrentLinkedQueue<Long> lost = new ConcurrentLinkedQueue<>();
+        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE),
+            new Recorder());
+        try
+        {
+            pair.client.setSendErrorHandler((id, length, cause) -> lost.add(id));
+            final WriteClaim eager = new WriteClaim();
+            final WriteClaim large = new WriteClaim();
+            assertThat(pair.client.tryClaim(10, eager)).isEqualTo(Connection.OK);
+            assertThat(eager.commit()).isEqualTo(Connection.OK);
+            assertThat(pair.client.tryClaim(10, eager)).isEqualTo(Connection.OK);
+            assertThat(pair.client.tryClaim(5000, large)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(eager)).isFalse();
+            assertThat(isRendezvous(large)).isTrue();
+            pair.client.abort(new PeerDisconnectedException("closed by the test"));
+            await("closed", pair.client::isClosed);
+            final long eagerId = eager.token();
+            final long largeId = large.token();
+            assertThat(eager.commit()).isEqualTo(Connection.CLOSED);
+            assertThat(large.commit()).isEqualTo(Connection.CLOSED);
+            assertThat(lost).contains(eagerId, largeId);
+            assertThat(pair.client.poolBuffersInUse()).as("the claimed rendezvous buffer is back").isZero();
+        }
+        finally
+        {
+            pair.close();
+        }
+    }
+
+    @Test
     void shouldReturnTooLargeForClaimsAboveTheOutboundLimit() throws Exception
     {
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
