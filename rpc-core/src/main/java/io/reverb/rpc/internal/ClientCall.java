@@ -100,7 +100,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     /**
      * @param value a response from the server, parsed and counted; null if the marshaller returned null, which each
      *              kind treats as it always did (a unary call ends INTERNAL "No value received" if that was its only
-     *              value; a streaming call's inbound queue does not accept null).
+     *              value; a streaming call ends INTERNAL and cancels, as for a message that does not parse).
      */
     abstract void onResponse(Resp value);
 

@@ -202,6 +202,12 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     void onResponse(final Resp value)
     {
+        if (value == null)
+        {
+            // Reactive Streams forbid null signals: the call ends as a unary call's does without a value
+            failLocally(Status.INTERNAL.withDescription("the response marshaller returned null for a streamed message"), true);
+            return;
+        }
         responses.offer(value);
     }
 

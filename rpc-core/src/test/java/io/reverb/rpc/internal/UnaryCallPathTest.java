@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -147,6 +148,22 @@ class UnaryCallPathTest
     @Test
     void shouldFailAStreamingCallWithInternalAndSendCancelWhenAResponseDoesNotParse()
     {
+        streamingCallWhoseSecondResponseIs(() ->
+        {
+            throw new IllegalArgumentException("bad second response");
+        }, "failed to parse response: bad second response");
+    }
+
+    @Test
+    void shouldFailAStreamingCallWithInternalAndSendCancelWhenTheMarshallerReturnsNull()
+    {
+        // Reactive Streams forbid a null onNext: the call must end INTERNAL, not throw out of the transport callback
+        streamingCallWhoseSecondResponseIs(() -> null, "the response marshaller returned null for a streamed message");
+    }
+
+    /** A server stream of three responses whose second one the marshaller fails (throws or returns null). */
+    private void streamingCallWhoseSecondResponseIs(final Supplier<BytesValue> second, final String expectedDescription)
+    {
         final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
             ClientConnection.LAST_STREAM_ID);
         client.attach(clientSide);
@@ -156,7 +173,7 @@ class UnaryCallPathTest
             {
                 if (reads.incrementAndGet() == 2)
                 {
-                    throw new IllegalArgumentException("bad second response");
+                    return second.get();
                 }
                 return TestService.RANGE.responseMarshaller().read(source);
             }))
@@ -188,7 +205,7 @@ class UnaryCallPathTest
             assertThat(subscriber.completed).isFalse();
             final Status status = Status.fromThrowable(subscriber.error);
             assertThat(status.code()).isEqualTo(StatusCode.INTERNAL);
-            assertThat(status.description()).isEqualTo("failed to parse response: bad second response");
+            assertThat(status.description()).isEqualTo(expectedDescription);
             assertThat(clientSide.messages).hasSize(sentByClient + 1);
             assertThat(frameTypes(clientSide.messages.get(sentByClient))).containsExactly(FrameType.CANCEL);
         }
