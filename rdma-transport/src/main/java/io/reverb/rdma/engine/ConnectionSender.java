@@ -5,6 +5,7 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.RemoteMapping;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
@@ -38,6 +39,26 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * {@code sendQueueStalls}) and resumes when the poller reaps (as ibverbs users count signaled sends). Credits
  * alone do not bound this: the peer returns credits before this side reaps its completions. A poller sending
  * from a completion never waits on a CQ only it drains.
+ *
+ * <h2>Direct writes</h2>
+ * When the QP can map the peer's memory ({@link QueuePair#canMapRemote()}, shm) and
+ * {@link EngineConfig#directWrite()} allows it, a message above the eager limit is written by its claimant straight
+ * into the receiver's granted buffer, so the fabric copies nothing:
+ * <ol>
+ *   <li>the first {@code tryClaim} of that length sends the RTS at once and returns {@code BACK_PRESSURED}
+ *       (the writable callback follows the CTS);</li>
+ *   <li>the CTS's address, key and length are checked by the provider, which maps the granted range
+ *       ({@link QueuePair#mapRemote}); a grant it refuses is a protocol error;</li>
+ *   <li>the retried {@code tryClaim} of the same length gets a claim over that mapping; its commit posts a
+ *       zero-length RDMA_WRITE_WITH_IMM (the notification the receiver already takes for a written rendezvous),
+ *       its abort an ABORT control frame (the receiver returns the buffer).</li>
+ * </ol>
+ * Order: the announced message holds its place. A claim of any other length while it is announced and not claimed
+ * gives it up (ABORT once granted) and goes first, and large claims then copy until no rendezvous is in flight, so
+ * two claimants cannot take turns abandoning each other's announcement. rpc-core never does that: after
+ * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement is retried
+ * copying, so that the refusal reaches the message's sender as usual. Close and teardown give up an announcement;
+ * a mapping is closed only once its claimant committed or aborted (the memory must outlive the writer).
  */
 final class ConnectionSender implements InboundRendezvous.Answers
 {
@@ -46,6 +67,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
+    /** {@link #claimDirectLocked}: not a direct write, claim a buffer of this side's pool (not a ClaimResult code). */
+    private static final int CLAIM_COPY = Integer.MIN_VALUE;
 
     private final EngineConnection connection;
     private final Object lock;
@@ -81,6 +104,19 @@ final class ConnectionSender implements InboundRendezvous.Answers
     private long closeBatchSeq = -1;
     private boolean closeSendCompleted;
 
+    /** Large messages are written directly into the peer's grant (the config allows it, the QP can map). */
+    private boolean directWrite;
+    /** The direct write announced and not yet claimed (at most one), or null. */
+    private BufferPool.Buffer direct;
+    /** An announcement was given up for another claim: large claims copy until no rendezvous is in flight. */
+    private boolean directBackoff;
+    /** An announcement was refused: the next large claim copies (and is refused, or not, the usual way). */
+    private boolean copyNext;
+    /** ABORT frames queued, not yet posted: they count against the peer's announcement limit until then. */
+    private int abortsQueued;
+    /** Mappings of the peer's grants open now. */
+    private int mappingsOpen;
+
     ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
     {
         final EngineConfig config = connection.config;
@@ -113,6 +149,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
         this.maxSignaledInFlight = Math.min(peer.receiveSlots, sendCqCapacity - 8);
         this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), config.rendezvousMaxClass(),
             config.rendezvousPoolBytes(), this::onSendBufferReleased);
+        this.directWrite = config.directWrite() && qp.canMapRemote();
         // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
         // that batch announces the connector's receives, all posted by now.
         window.start(connection.acceptor, peer.receiveSlots, localReceiveSlots);
@@ -142,10 +179,26 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
     }
 
-    /** The connection's state changed (lock held): writable callbacks must see it. */
+    /** The connection's state changed (lock held): writable callbacks must see it; closing gives up an announcement. */
     void stateChangedLocked()
     {
         writableEpoch++;
+        if (direct != null && connection.state() != EngineConnection.STATE_CONNECTED)
+        {
+            abandonDirectLocked();
+        }
+    }
+
+    /** @return true if large messages are written straight into the peer's grants on this connection. */
+    boolean directWrite()
+    {
+        return directWrite;
+    }
+
+    /** @return mappings of the peer's grants open now (lock held; tests: 0 when idle). */
+    int mappingsOpenLocked()
+    {
+        return mappingsOpen;
     }
 
     boolean hasWritableWaiters()
@@ -208,7 +261,29 @@ final class ConnectionSender implements InboundRendezvous.Answers
             }
             p += ring.frameSize(index);
         }
+        final int first = failedRendezvous.size();
         outbound.drainTo(failedRendezvous);
+        // Direct writes own no pool buffer: a committed one fails like any message; one being written is left to its
+        // claimant's commit or abort (the mapping must outlive the writer); one never claimed just goes.
+        for (int i = failedRendezvous.size() - 1; i >= first; i--)
+        {
+            final BufferPool.Buffer b = failedRendezvous.get(i);
+            if (b.direct)
+            {
+                failedRendezvous.remove(i);
+                if (b.claimed && !b.committed)
+                {
+                    continue;
+                }
+                unmapLocked(b);
+                if (b.committed)
+                {
+                    failedFrames.add(new long[] {b.messageId, b.length});
+                }
+            }
+        }
+        direct = null;
+        abortsQueued = 0;
         controlQueue.clear();
     }
 
@@ -221,7 +296,71 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (error != null)
             {
                 connection.protocolErrorLocked(error);
+                return;
             }
+            final BufferPool.Buffer granted = outbound.lastGranted();
+            if (granted.direct)
+            {
+                grantedDirectLocked(granted);
+            }
+        }
+    }
+
+    /** The CTS of a direct write arrived (lock held): map the grant for its claimant, or give it back. */
+    private void grantedDirectLocked(final BufferPool.Buffer d)
+    {
+        if (d.abandoned)
+        {
+            abortGrantedLocked(d);
+            return;
+        }
+        // The provider checks the peer's values (key, address, bounds, access, PD) before it maps anything.
+        final RemoteMapping mapping = qp.mapRemote(d.remoteAddress, d.remoteRkey, d.length);
+        if (mapping == null)
+        {
+            connection.protocolErrorLocked("CTS for rendezvous " + d.id + " grants memory that cannot be written (address 0x" +
+                Long.toHexString(d.remoteAddress) + ", rkey 0x" + Integer.toHexString(d.remoteRkey) + ", " + d.length +
+                " bytes)");
+            return;
+        }
+        d.map(mapping);
+        mappingsOpen++;
+        writableEpoch++; // its claimant may come back now
+    }
+
+    /** Gives up the announced, unclaimed direct write (lock held): ABORT if granted, else when its CTS comes. */
+    private void abandonDirectLocked()
+    {
+        final BufferPool.Buffer d = direct;
+        direct = null;
+        directBackoff = true;
+        if (d.mapping != null)
+        {
+            abortGrantedLocked(d);
+        }
+        else
+        {
+            d.abandoned = true;
+        }
+    }
+
+    /** A granted direct write will not be written (lock held): the receiver gets ABORT and returns its buffer. */
+    private void abortGrantedLocked(final BufferPool.Buffer d)
+    {
+        outbound.removeGranted(d);
+        unmapLocked(d);
+        enqueueControl(Wire.CONTROL_ABORT, 0, d.id, 0, 0, 0);
+        abortsQueued++;
+        stats.rendezvousAbortsSent++;
+        writableEpoch++;
+        flushLocked();
+    }
+
+    private void unmapLocked(final BufferPool.Buffer d)
+    {
+        if (d.unmap())
+        {
+            mappingsOpen--;
         }
     }
 
@@ -236,6 +375,18 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (buffer == null)
             {
                 connection.protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
+                return;
+            }
+            if (buffer.direct)
+            {
+                // Refused before anything was claimed: there is no message yet to fail. Its claimant's retry copies,
+                // is announced the usual way, and the refusal reaches it with the message (attachment, reason).
+                if (buffer == direct)
+                {
+                    direct = null;
+                    copyNext = true;
+                    writableEpoch++;
+                }
                 return;
             }
         }
@@ -324,6 +475,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 {
                     return rc;
                 }
+                if (direct != null)
+                {
+                    abandonDirectLocked(); // an announced message must not be overtaken: it is given up instead
+                }
                 index = ring.claim(frameLength);
                 if (index < 0)
                 {
@@ -350,6 +505,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
             {
                 return rc;
             }
+            if (directWrite)
+            {
+                final int result = claimDirectLocked(length, claim);
+                if (result != CLAIM_COPY)
+                {
+                    return result;
+                }
+            }
             buffer = sendPool.acquire(length);
             if (buffer == null)
             {
@@ -372,6 +535,58 @@ final class ConnectionSender implements InboundRendezvous.Answers
         return OK;
     }
 
+    /**
+     * The direct-write claim (lock held): hands out the granted, mapped announcement of this length; or announces one
+     * (RTS now) and back-pressures; or says to copy.
+     *
+     * @return OK (claim wrapped), BACK_PRESSURED, or {@link #CLAIM_COPY}
+     */
+    private int claimDirectLocked(final int length, final MessageClaim claim)
+    {
+        final BufferPool.Buffer d = direct;
+        if (d != null)
+        {
+            if (d.length == length)
+            {
+                if (d.mapping == null)
+                {
+                    return backPressuredLocked(); // its CTS has not arrived
+                }
+                direct = null;
+                d.claimed = true;
+                outstandingClaims++;
+                claim.wrap(connection, d.buffer, 0, length, d.messageId, -1, d);
+                return OK;
+            }
+            abandonDirectLocked(); // another message goes first: the announced one must not hold it back
+        }
+        if (directBackoff && outbound.isEmpty() && outstandingClaims == 0)
+        {
+            directBackoff = false;
+        }
+        if (directBackoff || copyNext)
+        {
+            copyNext = false;
+            return CLAIM_COPY;
+        }
+        final int index = ring.claim(Wire.FRAME_HEADER_LENGTH);
+        if (index < 0)
+        {
+            return backPressuredLocked();
+        }
+        final long id = nextMessageId++;
+        // Committed at once: the RTS leaves now, the message when its claimant comes back after the CTS.
+        ring.writeHeader(index, length, Wire.FRAME_RTS, id);
+        final BufferPool.Buffer announced = BufferPool.Buffer.direct();
+        announced.id = (int)id;
+        announced.messageId = id;
+        announced.length = length;
+        outbound.committed(announced);
+        direct = announced;
+        flushLocked();
+        return backPressuredLocked();
+    }
+
     void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
     {
         boolean lost = false;
@@ -381,6 +596,11 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (connection.state() >= EngineConnection.STATE_CLOSED)
             {
                 lost = true;
+            }
+            else if (rendezvous != null && rendezvous.direct)
+            {
+                rendezvous.committed = true; // its notification may go now (after the writes granted before it)
+                flushLocked();
             }
             else if (rendezvous != null)
             {
@@ -396,11 +616,11 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         if (lost)
         {
-            final long id = ring.frameId(frameIndex);
+            final long id = rendezvous != null ? rendezvous.messageId : ring.frameId(frameIndex);
             final int length = rendezvous != null ? rendezvous.length : ring.frameLength(frameIndex);
             if (rendezvous != null)
             {
-                sendPool.release(rendezvous);
+                releaseRendezvous(rendezvous);
             }
             connection.reportFailedSend(id, length, connection.lostCause());
             connection.maybeReleaseResources();
@@ -414,20 +634,47 @@ final class ConnectionSender implements InboundRendezvous.Answers
         {
             outstandingClaims--;
             terminal = connection.state() >= EngineConnection.STATE_CLOSED;
-            if (!terminal)
+            if (rendezvous != null && rendezvous.direct)
+            {
+                if (terminal)
+                {
+                    unmapLocked(rendezvous); // teardown left it to us
+                }
+                else
+                {
+                    abortGrantedLocked(rendezvous);
+                }
+            }
+            else if (!terminal)
             {
                 ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
                 ring.frameType(frameIndex, Wire.FRAME_PAD);
                 flushLocked();
             }
         }
-        if (rendezvous != null)
+        if (rendezvous != null && !rendezvous.direct)
         {
             sendPool.release(rendezvous);
         }
         if (terminal)
         {
             connection.maybeReleaseResources();
+        }
+    }
+
+    /** Returns a rendezvous buffer: to the pool, or for a direct write its mapping closed. */
+    private void releaseRendezvous(final BufferPool.Buffer buffer)
+    {
+        if (buffer.direct)
+        {
+            synchronized (lock)
+            {
+                unmapLocked(buffer);
+            }
+        }
+        else
+        {
+            sendPool.release(buffer);
         }
     }
 
@@ -476,7 +723,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
             {
                 final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
                     controlFrames * Wire.CONTROL_FRAME_LENGTH;
-                dataLength = ring.batchLength(budget, outbound.outstanding(), EngineConnection.MAX_PIPELINED_RENDEZVOUS);
+                dataLength = ring.batchLength(budget, outbound.outstanding() + abortsQueued,
+                    EngineConnection.MAX_PIPELINED_RENDEZVOUS);
             }
             else if (ring.hasUnposted() && !creditStalled)
             {
@@ -550,6 +798,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         stats.sendsPosted++;
         window.onBatchPosted();
+        if (abortsQueued > 0)
+        {
+            abortsQueued -= controlQueue.count(Wire.CONTROL_ABORT, controlFrames);
+        }
         controlQueue.remove(controlFrames);
         ring.markPosted(dataLength);
         batchEnds[slot] = ring.posted();
@@ -593,7 +845,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
             .remoteAddress(buffer.remoteAddress)
             .rkey(buffer.remoteRkey)
             .wrId((TAG_WRITE << TAG_SHIFT) | (buffer.id & 0xFFFF_FFFFL));
-        req.setSge(buffer.region, 0, buffer.length);
+        if (!buffer.direct)
+        {
+            req.setSge(buffer.region, 0, buffer.length); // a direct write is in place: zero-length, a notification
+        }
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
@@ -710,9 +965,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
                     {
                         stats.rendezvousMessagesSent++;
                         stats.rendezvousBytesSent += buffer.length;
+                        if (buffer.direct)
+                        {
+                            stats.directWritesSent++;
+                            unmapLocked(buffer);
+                        }
                     }
                 }
-                if (buffer != null)
+                if (buffer != null && !buffer.direct)
                 {
                     sendPool.release(buffer);
                 }

@@ -375,6 +375,15 @@ final class EngineConnection implements Connection
                     }
                 }
                 break;
+            case Wire.CONTROL_ABORT:
+            {
+                final String error = inbound.abort(frame.id());
+                if (error != null)
+                {
+                    protocolError(error);
+                }
+                break;
+            }
             case Wire.CONTROL_AUTH:
                 break; // checked by the AuthGate before this batch was processed
             default:
@@ -818,6 +827,21 @@ final class EngineConnection implements Connection
             out = sender.outboundRendezvousLocked();
         }
         return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
+    }
+
+    /** @return mappings of the peer's grants this side holds open for direct writes (0 when idle). */
+    int directMappingsOpen()
+    {
+        synchronized (lock)
+        {
+            return sender.mappingsOpenLocked();
+        }
+    }
+
+    /** @return true if this connection writes large messages straight into the peer's grants. */
+    boolean directWrite()
+    {
+        return sender.directWrite();
     }
 
     @Override

@@ -244,6 +244,25 @@ final class InboundRendezvous
         }
     }
 
+    /**
+     * The sender gave rendezvous {@code id} up after its CTS (a direct write not written): its buffer comes back and
+     * nothing is delivered for it.
+     *
+     * @return null, or what is wrong (a protocol error: only a granted rendezvous can be aborted)
+     */
+    String abort(final long id)
+    {
+        final BufferPool.Buffer buffer = id == (int)id ? granted.remove((int)id) : null;
+        if (buffer == null)
+        {
+            return "ABORT for rendezvous " + id + ", which is not granted";
+        }
+        stats.rendezvousAbortsReceived++;
+        pool.release(buffer);
+        grantQueued();
+        return null;
+    }
+
     /** @return the buffer the data of rendezvous {@code id} was written into, or null if none was granted. */
     BufferPool.Buffer take(final int id)
     {

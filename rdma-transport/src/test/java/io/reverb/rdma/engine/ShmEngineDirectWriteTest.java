@@ -1,0 +1,339 @@
+package io.reverb.rdma.engine;
+
+import static io.reverb.rdma.engine.EngineTestSupport.assertQuiescent;
+import static io.reverb.rdma.engine.EngineTestSupport.await;
+import static io.reverb.rdma.engine.EngineTestSupport.check;
+import static io.reverb.rdma.engine.EngineTestSupport.directMappingsOpen;
+import static io.reverb.rdma.engine.EngineTestSupport.fill;
+import static io.reverb.rdma.engine.EngineTestSupport.send;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.DirectBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Direct writes over shm: the sender writes a large message straight into the receiver's granted buffer, which it
+ * maps, and the fabric copies nothing (see {@link ConnectionSender}). Delivery with and without, order with eager
+ * messages and other claims, every way a claim can end (commit, abort, never taken, connection closed or torn down)
+ * with both sides' buffers, budgets and mappings back, and grants a hostile peer forges.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ShmEngineDirectWriteTest
+{
+    private static final int LARGE = 300_000;
+
+    private static EngineConfig config(final boolean direct)
+    {
+        return EngineTestSupport.config(PollingMode.ADAPTIVE).directWrite(direct);
+    }
+
+    /** Claims a rendezvous message, waiting out back-pressure (a direct write's claim waits for its grant). */
+    private static void claim(final Connection connection, final MessageClaim claim, final int length)
+    {
+        await("claim of " + length + " bytes", () ->
+        {
+            final int rc = connection.tryClaim(length, claim);
+            assertThat(rc).as("tryClaim").isIn(Connection.OK, Connection.BACK_PRESSURED);
+            return rc == Connection.OK;
+        });
+    }
+
+    @ParameterizedTest(name = "directWrite={0}")
+    @ValueSource(booleans = {true, false})
+    void shouldDeliverLargeMessagesIntactWithAndWithoutDirectWrites(final boolean direct) throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(direct), config(direct), recorder))
+        {
+            assertThat(((EngineConnection)pair.client).directWrite()).isEqualTo(direct);
+            final int[] sizes = {1025, 4096, 100_000, 1 << 20, 17, 3_000_000, 2000, 8 << 20, 1024};
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < sizes.length; i++)
+            {
+                send(pair.client, claim, sizes[i], i);
+            }
+            await("all delivered", () -> recorder.count.get() == sizes.length);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            for (int i = 0; i < sizes.length; i++)
+            {
+                assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
+                assertThat(got.get(i)[1]).as("content of message " + i + " (" + sizes[i] + " bytes)").isEqualTo(1);
+            }
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().rendezvousMessagesSent()).isEqualTo(7);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(direct ? 7 : 0);
+            assertThat(pair.server.stats().rendezvousMessagesReceived()).isEqualTo(7);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isZero();
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldDeliverEagerMessagesBehindDirectWritesInOrder() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
+        {
+            final int n = 150;
+            final int[] sizes = new int[n];
+            int large = 0;
+            final MessageClaim claim = new MessageClaim();
+            for (int i = 0; i < n; i++)
+            {
+                sizes[i] = i % 3 == 0 ? 50_000 + i : 100 + i;
+                large += i % 3 == 0 ? 1 : 0;
+                send(pair.client, claim, sizes[i], i);
+            }
+            await("all delivered", () -> recorder.count.get() == n);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            for (int i = 0; i < n; i++)
+            {
+                assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
+                assertThat(got.get(i)[1]).as("content (and so order) of message " + i).isEqualTo(1);
+            }
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(large);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldLetAnotherClaimGoFirstByGivingUpAnAnnouncedDirectWrite() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
+        {
+            final MessageClaim large = new MessageClaim();
+            final MessageClaim small = new MessageClaim();
+            // Announced (RTS sent), not claimed: then a small message is claimed first.
+            assertThat(pair.client.tryClaim(LARGE, large)).isEqualTo(Connection.BACK_PRESSURED);
+            send(pair.client, small, 100, 0);
+            send(pair.client, large, LARGE, 1);
+            await("both delivered", () -> recorder.count.get() == 2);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            assertThat(got.get(0)).containsExactly(100, 1);
+            assertThat(got.get(1)).containsExactly(LARGE, 1);
+            assertQuiescent(pair.client, pair.server);
+            // The announcement was given back (ABORT, once its grant arrived); the retry copied.
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(1);
+            await("ABORT received", () -> pair.server.stats().rendezvousAbortsReceived() == 1);
+            assertThat(pair.client.stats().directWritesSent()).isZero();
+            // Once nothing is in flight, large messages are written directly again.
+            send(pair.client, large, LARGE, 2);
+            await("third delivered", () -> recorder.count.get() == 3);
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(1);
+            assertThat(new ArrayList<>(recorder.messages).get(2)).containsExactly(LARGE, 1);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldKeepEachSendersOrderWhenLargeAndSmallMessagesAreClaimedConcurrently() throws Exception
+    {
+        final ConcurrentLinkedQueue<long[]> received = new ConcurrentLinkedQueue<>();
+        final AtomicInteger count = new AtomicInteger();
+        final MessageHandler handler = (buffer, offset, length) ->
+        {
+            final long tag = buffer.getLong(offset);
+            received.add(new long[] {tag, length, checkTagged(buffer, offset, length, tag) ? 1 : 0});
+            count.incrementAndGet();
+        };
+        try (EnginePair pair = new EnginePair(config(true), config(true), handler))
+        {
+            final int perThread = 60;
+            final List<Throwable> failures = new CopyOnWriteArrayList<>();
+            final List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 2; t++)
+            {
+                final int thread = t;
+                threads.add(new Thread(() ->
+                {
+                    try
+                    {
+                        final MessageClaim claim = new MessageClaim();
+                        for (int i = 0; i < perThread; i++)
+                        {
+                            final int length = thread == 0 ? 40_000 + i * 7 : 64 + i;
+                            sendTagged(pair.client, claim, length, ((long)thread << 32) | i);
+                        }
+                    }
+                    catch (final Throwable e)
+                    {
+                        failures.add(e);
+                    }
+                }, "sender-" + t));
+            }
+            threads.forEach(Thread::start);
+            for (final Thread thread : threads)
+            {
+                thread.join(TimeUnit.SECONDS.toMillis(60));
+            }
+            assertThat(failures).isEmpty();
+            await("all delivered", () -> count.get() == 2 * perThread);
+            final int[] next = new int[2];
+            for (final long[] message : received)
+            {
+                final int thread = (int)(message[0] >>> 32);
+                assertThat((int)message[0]).as("sequence of sender " + thread).isEqualTo(next[thread]++);
+                assertThat(message[2]).as("content of " + Long.toHexString(message[0])).isEqualTo(1);
+            }
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(pair.server.stats().rendezvousAbortsReceived());
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldReturnTheGrantWhenAClaimedDirectWriteIsAborted() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
+        {
+            final MessageClaim claim = new MessageClaim();
+            claim(pair.client, claim, LARGE);
+            assertThat(claim.isRendezvous()).isTrue();
+            assertThat(directMappingsOpen(pair.client)).isEqualTo(1);
+            fill(claim.buffer(), claim.offset(), LARGE, 99);
+            claim.abort();
+            send(pair.client, claim, 64, 0);
+            send(pair.client, claim, LARGE, 1);
+            await("delivered", () -> recorder.count.get() == 2);
+            final List<long[]> got = new ArrayList<>(recorder.messages);
+            assertThat(got.get(0)).containsExactly(64, 1);
+            assertThat(got.get(1)).containsExactly(LARGE, 1);
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(1);
+            assertThat(pair.server.stats().rendezvousAbortsReceived()).isEqualTo(1);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(1);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldGiveBackAGrantedAnnouncementWhenTheConnectionClosesGracefully() throws Exception
+    {
+        final AtomicInteger delivered = new AtomicInteger();
+        try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
+        {
+            final MessageClaim claim = new MessageClaim();
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
+            await("grant mapped", () -> directMappingsOpen(pair.client) == 1);
+            pair.client.close();
+            await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.CLOSED);
+            assertReleased(pair);
+            assertThat(pair.server.stats().rendezvousAbortsReceived()).isEqualTo(1);
+            assertThat(delivered.get()).isZero();
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldAbortAnAnnouncementWhoseGrantArrivesAfterTheCloseBegan() throws Exception
+    {
+        final AtomicInteger delivered = new AtomicInteger();
+        try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
+        {
+            final MessageClaim claim = new MessageClaim();
+            pair.client.pauseReceiving(true); // the grant waits in the client's receive slots
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
+            await("granted by the server", () -> pair.server.pendingRendezvous() == 1 &&
+                pair.server.queuedRendezvousRequests() == 0);
+            pair.client.closeAsync();
+            assertThat(directMappingsOpen(pair.client)).isZero();
+            pair.client.pauseReceiving(false);
+            await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
+            assertReleased(pair);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(1);
+            assertThat(pair.server.stats().rendezvousAbortsReceived()).isEqualTo(1);
+            assertThat(delivered.get()).isZero();
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldKeepAClaimedGrantWritableUntilItsCommitWhenTheConnectionIsTornDown() throws Exception
+    {
+        final AtomicInteger delivered = new AtomicInteger();
+        final List<Long> failed = new CopyOnWriteArrayList<>();
+        try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
+        {
+            pair.client.setSendErrorHandler((id, length, cause) -> failed.add(id));
+            final MessageClaim claim = new MessageClaim();
+            claim(pair.client, claim, LARGE);
+            final long id = claim.messageId();
+            pair.client.abort(new EngineException("test: torn down with a claim open"));
+            await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
+            // The grant is still mapped for its writer: writing now is harmless (the receiver no longer reads it).
+            assertThat(directMappingsOpen(pair.client)).isEqualTo(1);
+            fill(claim.buffer(), claim.offset(), LARGE, 5);
+            claim.commit();
+            assertThat(failed).containsExactly(id);
+            assertReleased(pair);
+            assertThat(delivered.get()).isZero();
+        }
+    }
+
+    @Test
+    void shouldWaitForAnOpenClaimBeforeClosingGracefullyAndDeliverIt() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
+        {
+            final MessageClaim claim = new MessageClaim();
+            claim(pair.client, claim, LARGE);
+            final CompletableFuture<Void> closed = pair.client.closeAsync();
+            fill(claim.buffer(), claim.offset(), LARGE, 0);
+            claim.commit();
+            closed.get(60, TimeUnit.SECONDS);
+            await("server side closed", () -> pair.server.isClosed());
+            assertThat(recorder.count.get()).isEqualTo(1);
+            assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
+            assertReleased(pair);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(1);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    /** After both sides closed: no mapping, no pool buffer, no budget held on either engine. */
+    private static void assertReleased(final EnginePair pair)
+    {
+        await(() -> "released: client mappings " + directMappingsOpen(pair.client) + ", buffers " +
+            pair.client.poolBuffersInUse() + "/" + pair.server.poolBuffersInUse() + ", server budget " +
+            pair.serverEngine.rendezvousMemoryReserved(), () ->
+            directMappingsOpen(pair.client) == 0 && pair.client.poolBuffersInUse() == 0 &&
+            pair.server.poolBuffersInUse() == 0 && pair.serverEngine.rendezvousMemoryReserved() == 0 &&
+            pair.clientEngine.rendezvousMemoryReserved() == 0);
+    }
+
+    private static void sendTagged(final Connection connection, final MessageClaim claim, final int length, final long tag)
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int rc;
+        while ((rc = connection.tryClaim(length, claim)) != Connection.OK)
+        {
+            assertThat(rc).as("tryClaim").isEqualTo(Connection.BACK_PRESSURED);
+            assertThat(System.nanoTime() - deadline).as("back-pressured too long").isNegative();
+            Thread.yield();
+        }
+        claim.buffer().putLong(claim.offset(), tag);
+        fill(claim.buffer(), claim.offset() + 8, length - 8, tag);
+        claim.commit();
+    }
+
+    private static boolean checkTagged(final DirectBuffer buffer, final int offset, final int length, final long tag)
+    {
+        return length >= 8 && check(buffer, offset + 8, length - 8, tag);
+    }
+}
