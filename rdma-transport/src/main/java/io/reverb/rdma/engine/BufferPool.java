@@ -67,6 +67,9 @@ final class BufferPool
         boolean committed;
         /** Direct write: given up before its CTS arrived; the CTS is answered with ABORT. */
         boolean abandoned;
+        /** Sender side: claimed for a message whose announcement the peer refused (code, limit); 0 otherwise. */
+        int refusedCode;
+        int refusedLimit;
 
         Buffer(final BufferPool pool, final MemoryRegion region, final int sizeClass)
         {

@@ -56,9 +56,10 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * Order: the announced message holds its place. A claim of any other length while it is announced and not claimed
  * gives it up (ABORT once granted) and goes first, and large claims then copy until no rendezvous is in flight, so
  * two claimants cannot take turns abandoning each other's announcement. rpc-core never does that: after
- * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement is retried
- * copying, so that the refusal reaches the message's sender as usual. Close and teardown give up an announcement;
- * a mapping is closed only once its claimant committed or aborted (the memory must outlive the writer).
+ * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement's retry gets
+ * a claim of this side's pool whose commit reports the refusal (from the poller, with the message's attachment), as
+ * a refusal after commit is reported. Close and teardown give up an announcement; a mapping is closed only once its
+ * claimant committed or aborted (the memory must outlive the writer).
  */
 final class ConnectionSender implements InboundRendezvous.Answers
 {
@@ -110,8 +111,12 @@ final class ConnectionSender implements InboundRendezvous.Answers
     private BufferPool.Buffer direct;
     /** An announcement was given up for another claim: large claims copy until no rendezvous is in flight. */
     private boolean directBackoff;
-    /** An announcement was refused: the next large claim copies (and is refused, or not, the usual way). */
-    private boolean copyNext;
+    /** An announcement was refused: its claimant's retry (same length) gets a claim that fails at commit. */
+    private int refusedLength = -1;
+    private int refusedCode;
+    private int refusedLimit;
+    /** Committed claims of refused announcements: reported by the poller (never inside the claimant's commit). */
+    private final ArrayList<BufferPool.Buffer> refusedCommitted = new ArrayList<>();
     /** ABORT frames queued, not yet posted: they count against the peer's announcement limit until then. */
     private int abortsQueued;
     /** Mappings of the peer's grants open now. */
@@ -176,6 +181,29 @@ final class ConnectionSender implements InboundRendezvous.Answers
         synchronized (lock)
         {
             flushLocked();
+            if (refusedCommitted.isEmpty())
+            {
+                return;
+            }
+        }
+        reportRefusedCommitted();
+    }
+
+    /** Reports, outside the lock, the committed messages whose announcement the peer had refused (poller). */
+    private void reportRefusedCommitted()
+    {
+        while (true)
+        {
+            final BufferPool.Buffer buffer;
+            synchronized (lock)
+            {
+                if (refusedCommitted.isEmpty())
+                {
+                    return;
+                }
+                buffer = refusedCommitted.remove(refusedCommitted.size() - 1);
+            }
+            reportRefused(buffer, buffer.refusedCode, buffer.refusedLimit);
         }
     }
 
@@ -282,7 +310,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 }
             }
         }
+        for (final BufferPool.Buffer refused : refusedCommitted)
+        {
+            refused.refusedCode = 0;
+            failedRendezvous.add(refused);
+        }
+        refusedCommitted.clear();
         direct = null;
+        refusedLength = -1;
         abortsQueued = 0;
         controlQueue.clear();
     }
@@ -379,24 +414,32 @@ final class ConnectionSender implements InboundRendezvous.Answers
             }
             if (buffer.direct)
             {
-                // Refused before anything was claimed: there is no message yet to fail. Its claimant's retry copies,
-                // is announced the usual way, and the refusal reaches it with the message (attachment, reason).
+                // Refused before anything was claimed: there is no message yet to fail. Its claimant's retry gets a
+                // claim of this side's pool that fails at commit, so that the refusal reaches the message (its
+                // attachment, the reason) as a refusal after commit would.
                 if (buffer == direct)
                 {
                     direct = null;
-                    copyNext = true;
+                    refusedLength = buffer.length;
+                    refusedCode = frame.code();
+                    refusedLimit = frame.length();
                     writableEpoch++;
                 }
                 return;
             }
         }
-        final int limit = frame.length();
+        reportRefused(buffer, frame.code(), frame.length());
+    }
+
+    /** Returns the buffer of a refused message and tells its sender why. */
+    private void reportRefused(final BufferPool.Buffer buffer, final int code, final int limit)
+    {
         final int length = buffer.length;
         final long messageId = buffer.messageId;
         final Object attachment = buffer.attachment;
-        sendPool.release(buffer);
+        releaseRendezvous(buffer);
         connection.reportFailedSend(messageId, length, attachment, new MessageRefusedException("message " + messageId + " of " +
-            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(frame.code(), limit) +
+            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(code, limit) +
             " (the connection stays usable)", limit));
     }
 
@@ -543,6 +586,15 @@ final class ConnectionSender implements InboundRendezvous.Answers
      */
     private int claimDirectLocked(final int length, final MessageClaim claim)
     {
+        if (refusedLength >= 0)
+        {
+            final boolean refused = refusedLength == length;
+            refusedLength = -1;
+            if (refused)
+            {
+                return claimRefusedLocked(length, claim);
+            }
+        }
         final BufferPool.Buffer d = direct;
         if (d != null)
         {
@@ -564,9 +616,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
         {
             directBackoff = false;
         }
-        if (directBackoff || copyNext)
+        if (directBackoff)
         {
-            copyNext = false;
             return CLAIM_COPY;
         }
         final int index = ring.claim(Wire.FRAME_HEADER_LENGTH);
@@ -587,6 +638,29 @@ final class ConnectionSender implements InboundRendezvous.Answers
         return backPressuredLocked();
     }
 
+    /**
+     * The retry of a refused announcement (lock held): a claim of this side's pool, never announced; its commit
+     * reports the refusal (from the poller), its abort just returns the buffer.
+     */
+    private int claimRefusedLocked(final int length, final MessageClaim claim)
+    {
+        final BufferPool.Buffer buffer = sendPool.acquire(length);
+        if (buffer == null)
+        {
+            refusedLength = length; // still to be reported once a buffer is free
+            return backPressuredLocked();
+        }
+        final long id = nextMessageId++;
+        buffer.id = (int)id;
+        buffer.messageId = id;
+        buffer.length = length;
+        buffer.refusedCode = refusedCode;
+        buffer.refusedLimit = refusedLimit;
+        outstandingClaims++;
+        claim.wrap(connection, buffer.buffer, 0, length, id, -1, buffer);
+        return OK;
+    }
+
     void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
     {
         boolean lost = false;
@@ -601,6 +675,11 @@ final class ConnectionSender implements InboundRendezvous.Answers
             {
                 rendezvous.committed = true; // its notification may go now (after the writes granted before it)
                 flushLocked();
+            }
+            else if (rendezvous != null && rendezvous.refusedCode != 0)
+            {
+                refusedCommitted.add(rendezvous);
+                connection.requestAttention();
             }
             else if (rendezvous != null)
             {
@@ -645,7 +724,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
                     abortGrantedLocked(rendezvous);
                 }
             }
-            else if (!terminal)
+            else if (!terminal && frameIndex >= 0)
             {
                 ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
                 ring.frameType(frameIndex, Wire.FRAME_PAD);
@@ -654,7 +733,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         if (rendezvous != null && !rendezvous.direct)
         {
-            sendPool.release(rendezvous);
+            releaseRendezvous(rendezvous);
         }
         if (terminal)
         {
@@ -674,6 +753,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         else
         {
+            buffer.refusedCode = 0;
             sendPool.release(buffer);
         }
     }

@@ -129,6 +129,23 @@ final class EngineTestSupport
         return z ^ (z >>> 31);
     }
 
+    /**
+     * Claims, waiting out back-pressure: over shm a large message's claim waits for the receiver's grant (direct
+     * writes, {@link EngineConfig#directWrite(boolean)}).
+     */
+    static void awaitClaim(final Connection connection, final MessageClaim claim, final int length)
+    {
+        await("claim of " + length + " bytes", () ->
+        {
+            final int rc = connection.tryClaim(length, claim);
+            if (rc != Connection.OK && rc != Connection.BACK_PRESSURED)
+            {
+                throw new AssertionError("tryClaim(" + length + ") returned " + Connection.resultName(rc));
+            }
+            return rc == Connection.OK;
+        });
+    }
+
     /** Sends one message, waiting out back-pressure. */
     static long send(final Connection connection, final MessageClaim claim, final int length, final long seed)
     {

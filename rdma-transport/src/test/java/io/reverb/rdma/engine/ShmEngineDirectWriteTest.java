@@ -2,6 +2,7 @@ package io.reverb.rdma.engine;
 
 import static io.reverb.rdma.engine.EngineTestSupport.assertQuiescent;
 import static io.reverb.rdma.engine.EngineTestSupport.await;
+import static io.reverb.rdma.engine.EngineTestSupport.awaitClaim;
 import static io.reverb.rdma.engine.EngineTestSupport.check;
 import static io.reverb.rdma.engine.EngineTestSupport.directMappingsOpen;
 import static io.reverb.rdma.engine.EngineTestSupport.fill;
@@ -13,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.DirectBuffer;
@@ -35,17 +37,6 @@ class ShmEngineDirectWriteTest
     private static EngineConfig config(final boolean direct)
     {
         return EngineTestSupport.config(PollingMode.ADAPTIVE).directWrite(direct);
-    }
-
-    /** Claims a rendezvous message, waiting out back-pressure (a direct write's claim waits for its grant). */
-    private static void claim(final Connection connection, final MessageClaim claim, final int length)
-    {
-        await("claim of " + length + " bytes", () ->
-        {
-            final int rc = connection.tryClaim(length, claim);
-            assertThat(rc).as("tryClaim").isIn(Connection.OK, Connection.BACK_PRESSURED);
-            return rc == Connection.OK;
-        });
     }
 
     @ParameterizedTest(name = "directWrite={0}")
@@ -195,13 +186,79 @@ class ShmEngineDirectWriteTest
     }
 
     @Test
+    void shouldCallWritableOnceTheGrantIsMapped() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
+        {
+            final MessageClaim claim = new MessageClaim();
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
+            final CountDownLatch writable = new CountDownLatch(1);
+            pair.client.onWritable(writable::countDown);
+            assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
+            // Woken by progress (the RTS's send completion may come first): retry as rpc-core does, until granted.
+            awaitClaim(pair.client, claim, LARGE);
+            fill(claim.buffer(), claim.offset(), LARGE, 0);
+            claim.commit();
+            await("delivered", () -> recorder.count.get() == 1);
+            assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void shouldHoldADirectWriteBackWhileTheReceiverHasNoMemoryAndResumeWhenItHas() throws Exception
+    {
+        final int size = 200_000; // size class 256 KiB
+        final List<RetainedMessage> held = new ArrayList<>();
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        final EngineConfig serverConfig = config(true).maxInboundMessageSize(256 * 1024).maxOutboundMessageSize(256 * 1024)
+            .rendezvousPoolBytes(512 * 1024); // two buffers
+        try (EnginePair pair = new EnginePair(serverConfig, config(true), c -> c.setHandler((buffer, offset, length) ->
+        {
+            recorder.onMessage(buffer, offset, length);
+            synchronized (held)
+            {
+                held.add(c.retain()); // the receiver's pool runs dry after two messages
+            }
+        })))
+        {
+            final MessageClaim claim = new MessageClaim();
+            send(pair.client, claim, size, 0);
+            send(pair.client, claim, size, 1);
+            await("two delivered and held", () -> recorder.count.get() == 2 && pair.server.poolBuffersInUse() == 2);
+            assertThat(pair.client.tryClaim(size, claim)).isEqualTo(Connection.BACK_PRESSURED);
+            await("third announced and queued at the receiver", () -> pair.server.queuedRendezvousRequests() == 1);
+            assertThat(pair.client.tryClaim(size, claim)).as("no grant, no claim").isEqualTo(Connection.BACK_PRESSURED);
+            synchronized (held)
+            {
+                held.forEach(RetainedMessage::release);
+                held.clear();
+            }
+            awaitClaim(pair.client, claim, size);
+            fill(claim.buffer(), claim.offset(), size, 2);
+            claim.commit();
+            await("third delivered", () -> recorder.count.get() == 3);
+            synchronized (held)
+            {
+                held.forEach(RetainedMessage::release);
+                held.clear();
+            }
+            assertThat(recorder.messages).extracting(m -> m[1]).containsOnly(1L);
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.stats().directWritesSent()).isEqualTo(3);
+        }
+    }
+
+    @Test
     void shouldReturnTheGrantWhenAClaimedDirectWriteIsAborted() throws Exception
     {
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
             final MessageClaim claim = new MessageClaim();
-            claim(pair.client, claim, LARGE);
+            awaitClaim(pair.client, claim, LARGE);
             assertThat(claim.isRendezvous()).isTrue();
             assertThat(directMappingsOpen(pair.client)).isEqualTo(1);
             fill(claim.buffer(), claim.offset(), LARGE, 99);
@@ -271,7 +328,7 @@ class ShmEngineDirectWriteTest
         {
             pair.client.setSendErrorHandler((id, length, cause) -> failed.add(id));
             final MessageClaim claim = new MessageClaim();
-            claim(pair.client, claim, LARGE);
+            awaitClaim(pair.client, claim, LARGE);
             final long id = claim.messageId();
             pair.client.abort(new EngineException("test: torn down with a claim open"));
             await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
@@ -292,7 +349,7 @@ class ShmEngineDirectWriteTest
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
             final MessageClaim claim = new MessageClaim();
-            claim(pair.client, claim, LARGE);
+            awaitClaim(pair.client, claim, LARGE);
             final CompletableFuture<Void> closed = pair.client.closeAsync();
             fill(claim.buffer(), claim.offset(), LARGE, 0);
             claim.commit();
