@@ -5,10 +5,10 @@ import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.engine.Connection;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.EngineListener;
-import io.reverb.rdma.engine.MessageClaim;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
@@ -239,8 +239,12 @@ public final class EnginePingPong
     static final class Client implements MessageHandler
     {
         final Connection connection;
-        final MessageClaim claim = new MessageClaim();
-        final MessageClaim mainClaim = new MessageClaim();
+        // One claim per sending thread (the poller's pings, the main thread's), each with a reusable Agrona view of
+        // the claimed memory (wrapped around the claim's buffer, no allocation).
+        final WriteClaim claim = new WriteClaim();
+        final UnsafeBuffer out = new UnsafeBuffer(0, 0);
+        final WriteClaim mainClaim = new WriteClaim();
+        final UnsafeBuffer mainOut = new UnsafeBuffer(0, 0);
         final Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         volatile CountDownLatch done;
         volatile long[] stats;
@@ -260,7 +264,7 @@ public final class EnginePingPong
             this.record = record;
             final CountDownLatch latch = new CountDownLatch(1);
             done = latch;
-            ping(mainClaim);
+            ping(mainClaim, mainOut);
             if (!latch.await(10, TimeUnit.MINUTES))
             {
                 throw new IllegalStateException("ping-pong stalled");
@@ -289,11 +293,12 @@ public final class EnginePingPong
                 {
                     throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
                 }
+                mainOut.wrap(mainClaim.buffer());
                 if (payload != null)
                 {
-                    mainClaim.buffer().putBytes(mainClaim.offset(), payload, 0, large);
+                    mainOut.putBytes(mainClaim.offset(), payload, 0, large);
                 }
-                mainClaim.buffer().putLong(mainClaim.offset(), i);
+                mainOut.putLong(mainClaim.offset(), i);
                 mainClaim.commit();
             }
             final long alloc1 = threads.getCurrentThreadAllocatedBytes();
@@ -321,7 +326,8 @@ public final class EnginePingPong
             {
                 throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
             }
-            mainClaim.buffer().putByte(mainClaim.offset(), (byte)'S');
+            mainOut.wrap(mainClaim.buffer());
+            mainOut.putByte(mainClaim.offset(), (byte)'S');
             mainClaim.commit();
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (stats == null)
@@ -335,7 +341,7 @@ public final class EnginePingPong
             return stats;
         }
 
-        private void ping(final MessageClaim c)
+        private void ping(final WriteClaim c, final UnsafeBuffer target)
         {
             int rc;
             while ((rc = connection.tryClaim(PING, c)) == Connection.BACK_PRESSURED)
@@ -347,7 +353,8 @@ public final class EnginePingPong
                 throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
             }
             sentAt = System.nanoTime();
-            c.buffer().putLong(c.offset(), sentAt);
+            target.wrap(c.buffer());
+            target.putLong(c.offset(), sentAt);
             c.commit();
         }
 
@@ -363,7 +370,7 @@ public final class EnginePingPong
                 }
                 if (--remaining > 0)
                 {
-                    ping(claim);
+                    ping(claim, out);
                 }
                 else
                 {
@@ -390,7 +397,8 @@ public final class EnginePingPong
             final long pollerId = engine.pollerThread(0).getId();
             final EngineListener listener = engine.listen(name, c ->
             {
-                final MessageClaim reply = new MessageClaim();
+                final WriteClaim reply = new WriteClaim();
+                final UnsafeBuffer out = new UnsafeBuffer(0, 0);
                 c.onClose(cause -> closed.countDown());
                 c.setHandler((buffer, offset, length) ->
                 {
@@ -404,18 +412,19 @@ public final class EnginePingPong
                     {
                         return;
                     }
+                    out.wrap(reply.buffer());
                     if (length == PING)
                     {
-                        reply.buffer().putBytes(reply.offset(), buffer, offset, PING);
+                        out.putBytes(reply.offset(), buffer, offset, PING);
                     }
                     else if (length == STATS)
                     {
-                        reply.buffer().putLong(reply.offset(), processCpuNanos());
-                        reply.buffer().putLong(reply.offset() + 8, threads.getThreadAllocatedBytes(pollerId));
+                        out.putLong(reply.offset(), processCpuNanos());
+                        out.putLong(reply.offset() + 8, threads.getThreadAllocatedBytes(pollerId));
                     }
                     else
                     {
-                        reply.buffer().putLong(reply.offset(), buffer.getLong(offset));
+                        out.putLong(reply.offset(), buffer.getLong(offset));
                     }
                     reply.commit();
                 });

@@ -51,6 +51,8 @@ final class BufferPool
         int remoteRkey;
         /** Sender side: what the claimant attached, handed back if the peer refuses the message. */
         Object attachment;
+        /** Sender side, between claim and commit: the index of the message's RTS frame in the send ring. */
+        int frameIndex;
         boolean inUse;
         boolean retained;
 

@@ -10,6 +10,7 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -61,7 +62,7 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * a refusal after commit is reported. Close and teardown give up an announcement; a mapping is closed only once its
  * claimant committed or aborted (the memory must outlive the writer).
  */
-final class ConnectionSender implements InboundRendezvous.Answers
+final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Committer
 {
     private static final long TAG_SHIFT = 60;
     private static final long TAG_SEND = 0;
@@ -499,8 +500,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
         return BACK_PRESSURED;
     }
 
-    /** @see Connection#tryClaim */
-    int tryClaim(final int length, final MessageClaim claim)
+    /**
+     * Wraps the caller's claim around the space: the message id is its token; an eager frame's ring index is
+     * {@code claim.offset() - FRAME_HEADER_LENGTH}; a rendezvous claim's pool buffer (which knows its RTS frame)
+     * is the claim's transport state, null for an eager one.
+     *
+     * @see Connection#tryClaim
+     */
+    int tryClaim(final int length, final WriteClaim claim)
     {
         if (length < 0)
         {
@@ -531,7 +538,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
                 outstandingClaims++;
             }
-            claim.wrap(connection, ring.buffer(), index + Wire.FRAME_HEADER_LENGTH, length, id, index, null);
+            claim.transportState(null);
+            claim.wrapShared(ring.byteBuffer(), index + Wire.FRAME_HEADER_LENGTH, length, this, id);
             return OK;
         }
         if (length > connection.config.maxOutboundMessageSize())
@@ -574,7 +582,9 @@ final class ConnectionSender implements InboundRendezvous.Answers
             buffer.length = length;
             outstandingClaims++;
         }
-        claim.wrap(connection, buffer.buffer, 0, length, id, index, buffer);
+        buffer.frameIndex = index;
+        claim.transportState(buffer);
+        claim.wrap(buffer.byteBuffer(), 0, length, this, id); // the pool buffer's view is this claim's until commit
         return OK;
     }
 
@@ -584,7 +594,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
      *
      * @return OK (claim wrapped), BACK_PRESSURED, or {@link #CLAIM_COPY}
      */
-    private int claimDirectLocked(final int length, final MessageClaim claim)
+    private int claimDirectLocked(final int length, final WriteClaim claim)
     {
         if (refusedLength >= 0)
         {
@@ -607,7 +617,9 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 direct = null;
                 d.claimed = true;
                 outstandingClaims++;
-                claim.wrap(connection, d.buffer, 0, length, d.messageId, -1, d);
+                d.frameIndex = -1; // no ring frame: its RTS went at the announcement
+                claim.transportState(d);
+                claim.wrap(d.byteBuffer(), 0, length, this, d.messageId); // the peer's grant, mapped
                 return OK;
             }
             abandonDirectLocked(); // another message goes first: the announced one must not hold it back
@@ -642,7 +654,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
      * The retry of a refused announcement (lock held): a claim of this side's pool, never announced; its commit
      * reports the refusal (from the poller), its abort just returns the buffer.
      */
-    private int claimRefusedLocked(final int length, final MessageClaim claim)
+    private int claimRefusedLocked(final int length, final WriteClaim claim)
     {
         final BufferPool.Buffer buffer = sendPool.acquire(length);
         if (buffer == null)
@@ -657,11 +669,46 @@ final class ConnectionSender implements InboundRendezvous.Answers
         buffer.refusedCode = refusedCode;
         buffer.refusedLimit = refusedLimit;
         outstandingClaims++;
-        claim.wrap(connection, buffer.buffer, 0, length, id, -1, buffer);
+        buffer.frameIndex = -1; // no ring frame: never announced
+        claim.transportState(buffer);
+        claim.wrap(buffer.byteBuffer(), 0, length, this, id);
         return OK;
     }
 
-    void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
+    /**
+     * {@link WriteClaim#commit()}: CLOSED if the connection was closed before this commit (the message is lost). A
+     * close that follows the commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any
+     * message sent just before a close.
+     */
+    @Override
+    public int commit(final WriteClaim claim)
+    {
+        final boolean closedBefore = connection.isClosed();
+        final BufferPool.Buffer rendezvous = (BufferPool.Buffer)claim.transportState();
+        claim.transportState(null);
+        if (rendezvous != null)
+        {
+            rendezvous.attachment = claim.attachment();
+            commit(rendezvous.frameIndex, rendezvous);
+        }
+        else
+        {
+            commit(claim.offset() - Wire.FRAME_HEADER_LENGTH, null);
+        }
+        return closedBefore ? CLOSED : OK;
+    }
+
+    /** {@link WriteClaim#abort()}: gives the claimed space back without sending anything. */
+    @Override
+    public void abort(final WriteClaim claim)
+    {
+        final BufferPool.Buffer rendezvous = (BufferPool.Buffer)claim.transportState();
+        claim.transportState(null);
+        abort(rendezvous != null ? rendezvous.frameIndex : claim.offset() - Wire.FRAME_HEADER_LENGTH, claim.length(),
+            rendezvous);
+    }
+
+    private void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
     {
         boolean lost = false;
         synchronized (lock)
@@ -706,7 +753,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
     }
 
-    void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
+    private void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
     {
         boolean terminal;
         synchronized (lock)

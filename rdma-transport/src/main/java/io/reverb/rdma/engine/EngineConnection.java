@@ -7,8 +7,8 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -189,19 +189,9 @@ final class EngineConnection implements Connection
     }
 
     @Override
-    public int tryClaim(final int length, final MessageClaim claim)
+    public int tryClaim(final int length, final WriteClaim claim)
     {
-        return sender.tryClaim(length, claim);
-    }
-
-    void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
-    {
-        sender.commit(frameIndex, rendezvous);
-    }
-
-    void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
-    {
-        sender.abort(frameIndex, length, rendezvous);
+        return sender.tryClaim(length, claim); // the sender commits and aborts the claim (its WriteClaim.Committer)
     }
 
     @Override
@@ -214,11 +204,6 @@ final class EngineConnection implements Connection
     boolean closeCallbacksRun()
     {
         return closeCallbacks.ranLocked();
-    }
-
-    ByteBuffer ringByteBuffer()
-    {
-        return sender.ring().byteBuffer();
     }
 
     ConnectionStats statsRef()

@@ -59,6 +59,13 @@ final class EngineMetrics implements MetricsBinding
         metrics.gauge("reverb.engine.pool.bytes.used", tags, engine, e -> e.poolBytesInUse());
         metrics.gauge("reverb.engine.pool.bytes.registered", tags, engine, e -> e.poolBytesAllocated());
         metrics.gauge("reverb.engine.connections", tags, engine, e -> e.connections().size());
+        // The engine's budget of registered memory for inbound large messages (EngineConfig.rendezvousMemoryBytes).
+        metrics.gauge("reverb.engine.rendezvous.memory.reserved", tags, engine, RdmaEngine::rendezvousMemoryReserved);
+        metrics.gauge("reverb.engine.rendezvous.memory.peak", tags, engine, RdmaEngine::rendezvousMemoryPeak);
+        metrics.gauge("reverb.engine.rendezvous.memory.limit", tags, engine, e -> e.config().rendezvousMemoryBytes());
+        metrics.counter("reverb.engine.rendezvous.budget.waits", tags, engine, e -> e.stats().rendezvousBudgetWaits());
+        metrics.counter("reverb.engine.rendezvous.allocation.failures", tags, engine,
+            e -> e.stats().rendezvousAllocationFailures());
         // Internals under load, totalled over open connections (per connection: bindConnection).
         metrics.gauge("reverb.engine.credits.available", tags, engine, e -> sum(e, Connection::creditsAvailable));
         metrics.gauge("reverb.engine.send.ring.bytes.used", tags, engine, e -> sum(e, Connection::sendBytesInFlight));

@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
@@ -110,7 +111,7 @@ abstract class AbstractEngineCrossProcessTest
         final Connection connection = connect(startChild("verify", true), acks);
         final int s = connection.eagerLimit();
         final int[] sizes = {0, 1, 100, s - 1, s, s + 1, 65_536, 1 << 20, 16 << 20, 64 << 20};
-        final MessageClaim claim = new MessageClaim();
+        final WriteClaim claim = new WriteClaim();
         for (int i = 0; i < sizes.length; i++)
         {
             send(connection, claim, sizes[i], i);
@@ -146,7 +147,7 @@ abstract class AbstractEngineCrossProcessTest
     {
         final Acks acks = new Acks();
         final Connection connection = connect(startChild("verify", false), acks);
-        final MessageClaim claim = new MessageClaim();
+        final WriteClaim claim = new WriteClaim();
         for (int i = 0; i < 50; i++)
         {
             send(connection, claim, i * 100, i);
@@ -171,7 +172,7 @@ abstract class AbstractEngineCrossProcessTest
             failures.add(cause);
         });
         connection.onClose(cause -> closeCause.set(cause == null ? new AssertionError("graceful?") : cause));
-        final MessageClaim claim = new MessageClaim();
+        final WriteClaim claim = new WriteClaim();
         final List<Long> ids = new ArrayList<>();
         for (int i = 0; i < 5; i++)
         {

@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ abstract class AbstractEngineMessagingTest
             final Connection connection = client.connect(listener.address());
             connection.setHandler((buf, off, len) -> { });
             await("accepted", () -> serverSide.get() != null);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             final int[] sizes = {0, 1, 100, 1023, 1024, 1025, 100_000, 3_000_000, 7, 1024};
             for (int i = 0; i < sizes.length; i++)
             {
@@ -117,7 +118,7 @@ abstract class AbstractEngineMessagingTest
         {
             final int[] sizes = {0, 1, 7, 8, 15, 16, 17, 1000, 1023, 1024, 1025, 4096, 65_535, 65_536, 65_537,
                 1 << 20, (1 << 20) + 3, 16 << 20, max - 1, max};
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < sizes.length; i++)
             {
                 send(pair.client, claim, sizes[i], i);
@@ -142,18 +143,18 @@ abstract class AbstractEngineMessagingTest
         {
             final int s = pair.client.eagerLimit();
             assertThat(s).isEqualTo(1024);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             assertThat(pair.client.tryClaim(s - 1, claim)).isEqualTo(Connection.OK);
-            assertThat(claim.isRendezvous()).isFalse();
-            fill(claim.buffer(), claim.offset(), s - 1, 0);
+            assertThat(isRendezvous(claim)).isFalse();
+            fill(claimed(claim), claim.offset(), s - 1, 0);
             claim.commit();
             assertThat(pair.client.tryClaim(s, claim)).isEqualTo(Connection.OK);
-            assertThat(claim.isRendezvous()).isFalse();
-            fill(claim.buffer(), claim.offset(), s, 1);
+            assertThat(isRendezvous(claim)).isFalse();
+            fill(claimed(claim), claim.offset(), s, 1);
             claim.commit();
             awaitClaim(pair.client, claim, s + 1); // over shm a direct write: the claim follows the grant
-            assertThat(claim.isRendezvous()).isTrue();
-            fill(claim.buffer(), claim.offset(), s + 1, 2);
+            assertThat(isRendezvous(claim)).isTrue();
+            fill(claimed(claim), claim.offset(), s + 1, 2);
             claim.commit();
             await("three delivered", () -> recorder.count.get() == 3);
             final List<long[]> got = new ArrayList<>(recorder.messages);
@@ -200,7 +201,7 @@ abstract class AbstractEngineMessagingTest
                 final int thread = t;
                 final Thread sender = new Thread(() ->
                 {
-                    final MessageClaim claim = new MessageClaim();
+                    final WriteClaim claim = new WriteClaim();
                     final Random random = new Random(thread);
                     try
                     {
@@ -223,9 +224,9 @@ abstract class AbstractEngineMessagingTest
                             problem.compareAndSet(null, "tryClaim returned " + Connection.resultName(rc));
                             return;
                         }
-                        claim.buffer().putInt(claim.offset(), thread);
-                        claim.buffer().putInt(claim.offset() + 4, seq);
-                        fill(claim.buffer(), claim.offset() + 8, length - 8, thread * 1_000_000L + seq);
+                        claimed(claim).putInt(claim.offset(), thread);
+                        claimed(claim).putInt(claim.offset() + 4, seq);
+                        fill(claimed(claim), claim.offset() + 8, length - 8, thread * 1_000_000L + seq);
                         claim.commit();
                     }
                 });
@@ -262,12 +263,12 @@ abstract class AbstractEngineMessagingTest
         final Consumer<Connection> echo = c ->
         {
             serverSide.set(c);
-            final MessageClaim reply = new MessageClaim();
+            final WriteClaim reply = new WriteClaim();
             c.setHandler((buffer, offset, length) ->
             {
                 if (c.tryClaim(length, reply) == Connection.OK)
                 {
-                    reply.buffer().putBytes(reply.offset(), buffer, offset, length);
+                    claimed(reply).putBytes(reply.offset(), buffer, offset, length);
                     reply.commit();
                 }
             });
@@ -275,7 +276,7 @@ abstract class AbstractEngineMessagingTest
         try (EnginePair pair = new EnginePair(fabric(), config(mode), config(mode), echo))
         {
             pair.client.setHandler((buffer, offset, length) -> pongs.incrementAndGet());
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < rounds; i++)
             {
                 send(pair.client, claim, 64, i);
@@ -311,7 +312,7 @@ abstract class AbstractEngineMessagingTest
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT),
             c -> serverSide.set(c)))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             int sent = 0;
             int rc;
             // Fill until a round adds nothing: by then completions of the SENDs that credits allowed
@@ -322,7 +323,7 @@ abstract class AbstractEngineMessagingTest
                 before = sent;
                 while ((rc = pair.client.tryClaim(500, claim)) == Connection.OK)
                 {
-                    fill(claim.buffer(), claim.offset(), 500, sent++);
+                    fill(claimed(claim), claim.offset(), 500, sent++);
                     claim.commit();
                     assertThat(sent).as("the ring must fill up").isLessThan(10_000);
                 }
@@ -378,7 +379,7 @@ abstract class AbstractEngineMessagingTest
             });
         }))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 5; i++)
             {
                 send(pair.client, claim, size, i);
@@ -424,14 +425,14 @@ abstract class AbstractEngineMessagingTest
             .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024).directWrite(false);
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), clientConfig, recorder))
         {
-            final MessageClaim first = new MessageClaim();
-            final MessageClaim second = new MessageClaim();
+            final WriteClaim first = new WriteClaim();
+            final WriteClaim second = new WriteClaim();
             assertThat(pair.client.tryClaim(200_000, first)).isEqualTo(Connection.OK);
             assertThat(pair.client.tryClaim(200_000, second)).as("the only buffer is claimed")
                 .isEqualTo(Connection.BACK_PRESSURED);
             final CountDownLatch writable = new CountDownLatch(1);
             pair.client.onWritable(writable::countDown);
-            fill(first.buffer(), first.offset(), 200_000, 0);
+            fill(claimed(first), first.offset(), 200_000, 0);
             first.commit();
             assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
             send(pair.client, second, 200_000, 1);
@@ -456,7 +457,7 @@ abstract class AbstractEngineMessagingTest
                 failedId.set(id);
                 failure.set(cause);
             });
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             recorder.nextSeed = 0;
             send(pair.client, claim, 10, 0);
             final long refusedId = send(pair.client, claim, 150_000, 99);
@@ -482,7 +483,7 @@ abstract class AbstractEngineMessagingTest
     {
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
         {
-            assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new MessageClaim())).isEqualTo(Connection.TOO_LARGE);
+            assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new WriteClaim())).isEqualTo(Connection.TOO_LARGE);
         }
     }
 
@@ -499,7 +500,7 @@ abstract class AbstractEngineMessagingTest
         }))
         {
             pair.client.onClose(clientCause::set);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 300; i++)
             {
                 send(pair.client, claim, i % 7 == 0 ? 5000 : 100, i);
@@ -529,7 +530,7 @@ abstract class AbstractEngineMessagingTest
         {
             pair.client.onClose(clientCause::set);
             pair.client.setSendErrorHandler((id, length, cause) -> failures.add(cause));
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(pair.client, claim, 100_000, 0); // a rendezvous
             int committed = 1;
             while (pair.client.tryClaim(300, claim) == Connection.OK)
@@ -577,7 +578,7 @@ abstract class AbstractEngineMessagingTest
             {
                 connections.add(client.connect(name));
             }
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (final Connection connection : connections)
             {
                 for (int i = 0; i < 10; i++)
@@ -602,8 +603,8 @@ abstract class AbstractEngineMessagingTest
         final Recorder recorder = new Recorder();
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
         {
-            final MessageClaim claim = new MessageClaim();
-            final MessageClaim other = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
+            final WriteClaim other = new WriteClaim();
             for (int round = 0; round < 200; round++)
             {
                 // An aborted claim between two committed ones, eager and rendezvous alike. The ring

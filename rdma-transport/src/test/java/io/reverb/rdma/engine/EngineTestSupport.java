@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rpc.transport.WriteClaim;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
@@ -11,6 +12,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Shared helpers: engine config for a fabric with RNR retries off (so any credit violation surfaces at once
@@ -130,10 +132,25 @@ final class EngineTestSupport
     }
 
     /**
+     * @return an Agrona view of the claim's buffer, indexed as the claim is (from {@link WriteClaim#offset()}), for
+     * tests that write with Agrona's byte order and helpers; allocates (tests only).
+     */
+    static UnsafeBuffer claimed(final WriteClaim claim)
+    {
+        return new UnsafeBuffer(claim.buffer());
+    }
+
+    /** @return true if the active claim goes by rendezvous (the engine keeps its pool buffer in the claim). */
+    static boolean isRendezvous(final WriteClaim claim)
+    {
+        return claim.transportState() instanceof BufferPool.Buffer;
+    }
+
+    /**
      * Claims, waiting out back-pressure: over shm a large message's claim waits for the receiver's grant (direct
      * writes, {@link EngineConfig#directWrite(boolean)}).
      */
-    static void awaitClaim(final Connection connection, final MessageClaim claim, final int length)
+    static void awaitClaim(final Connection connection, final WriteClaim claim, final int length)
     {
         await("claim of " + length + " bytes", () ->
         {
@@ -147,7 +164,7 @@ final class EngineTestSupport
     }
 
     /** Sends one message, waiting out back-pressure. */
-    static long send(final Connection connection, final MessageClaim claim, final int length, final long seed)
+    static long send(final Connection connection, final WriteClaim claim, final int length, final long seed)
     {
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
         while (true)
@@ -155,8 +172,8 @@ final class EngineTestSupport
             final int rc = connection.tryClaim(length, claim);
             if (rc == Connection.OK)
             {
-                fill(claim.buffer(), claim.offset(), length, seed);
-                final long id = claim.messageId();
+                fill(claimed(claim), claim.offset(), length, seed);
+                final long id = claim.token();
                 claim.commit();
                 return id;
             }

@@ -1,6 +1,7 @@
 package io.reverb.rdma.engine;
 
 import static io.reverb.rdma.engine.EngineTestSupport.await;
+import static io.reverb.rdma.engine.EngineTestSupport.claimed;
 import static io.reverb.rdma.engine.EngineTestSupport.check;
 import static io.reverb.rdma.engine.EngineTestSupport.directMappingsOpen;
 import static io.reverb.rdma.engine.EngineTestSupport.fill;
@@ -25,6 +26,7 @@ import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -127,7 +129,7 @@ class ShmDirectWriteGrantTest
         client.setHandler((buffer, offset, length) -> { });
 
         // The client announces: its RTS arrives in one of the raw peer's slots.
-        final MessageClaim claim = new MessageClaim();
+        final WriteClaim claim = new WriteClaim();
         assertThat(client.tryClaim(LENGTH, claim)).isEqualTo(Connection.BACK_PRESSURED);
         final WorkCompletions wc = new WorkCompletions(16);
         final long[] rts = awaitRts(cq, wc, slots.buffer());
@@ -144,7 +146,7 @@ class ShmDirectWriteGrantTest
         {
             await("claim over the grant", () -> client.tryClaim(LENGTH, claim) == Connection.OK);
             assertThat(directMappingsOpen(client)).isEqualTo(1);
-            fill(claim.buffer(), claim.offset(), LENGTH, 77);
+            fill(claimed(claim), claim.offset(), LENGTH, 77);
             claim.commit();
             // The notification: a zero-length RDMA_WRITE_WITH_IMM naming the rendezvous; the bytes are already there.
             final long[] written = awaitWriteWithImm(cq, wc);

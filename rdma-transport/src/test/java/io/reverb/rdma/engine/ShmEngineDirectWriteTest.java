@@ -2,13 +2,16 @@ package io.reverb.rdma.engine;
 
 import static io.reverb.rdma.engine.EngineTestSupport.assertQuiescent;
 import static io.reverb.rdma.engine.EngineTestSupport.await;
+import static io.reverb.rdma.engine.EngineTestSupport.claimed;
 import static io.reverb.rdma.engine.EngineTestSupport.awaitClaim;
 import static io.reverb.rdma.engine.EngineTestSupport.check;
 import static io.reverb.rdma.engine.EngineTestSupport.directMappingsOpen;
 import static io.reverb.rdma.engine.EngineTestSupport.fill;
+import static io.reverb.rdma.engine.EngineTestSupport.isRendezvous;
 import static io.reverb.rdma.engine.EngineTestSupport.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -18,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -48,7 +52,7 @@ class ShmEngineDirectWriteTest
         {
             assertThat(((EngineConnection)pair.client).directWrite()).isEqualTo(direct);
             final int[] sizes = {1025, 4096, 100_000, 1 << 20, 17, 3_000_000, 2000, 8 << 20, 1024};
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < sizes.length; i++)
             {
                 send(pair.client, claim, sizes[i], i);
@@ -78,7 +82,7 @@ class ShmEngineDirectWriteTest
             final int n = 150;
             final int[] sizes = new int[n];
             int large = 0;
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < n; i++)
             {
                 sizes[i] = i % 3 == 0 ? 50_000 + i : 100 + i;
@@ -104,8 +108,8 @@ class ShmEngineDirectWriteTest
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
-            final MessageClaim large = new MessageClaim();
-            final MessageClaim small = new MessageClaim();
+            final WriteClaim large = new WriteClaim();
+            final WriteClaim small = new WriteClaim();
             // Announced (RTS sent), not claimed: then a small message is claimed first.
             assertThat(pair.client.tryClaim(LARGE, large)).isEqualTo(Connection.BACK_PRESSURED);
             send(pair.client, small, 100, 0);
@@ -152,7 +156,7 @@ class ShmEngineDirectWriteTest
                 {
                     try
                     {
-                        final MessageClaim claim = new MessageClaim();
+                        final WriteClaim claim = new WriteClaim();
                         for (int i = 0; i < perThread; i++)
                         {
                             final int length = thread == 0 ? 40_000 + i * 7 : 64 + i;
@@ -191,14 +195,14 @@ class ShmEngineDirectWriteTest
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
             final CountDownLatch writable = new CountDownLatch(1);
             pair.client.onWritable(writable::countDown);
             assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
             // Woken by progress (the RTS's send completion may come first): retry as rpc-core does, until granted.
             awaitClaim(pair.client, claim, LARGE);
-            fill(claim.buffer(), claim.offset(), LARGE, 0);
+            fill(claimed(claim), claim.offset(), LARGE, 0);
             claim.commit();
             await("delivered", () -> recorder.count.get() == 1);
             assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
@@ -224,7 +228,7 @@ class ShmEngineDirectWriteTest
             }
         })))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(pair.client, claim, size, 0);
             send(pair.client, claim, size, 1);
             await("two delivered and held", () -> recorder.count.get() == 2 && pair.server.poolBuffersInUse() == 2);
@@ -237,7 +241,7 @@ class ShmEngineDirectWriteTest
                 held.clear();
             }
             awaitClaim(pair.client, claim, size);
-            fill(claim.buffer(), claim.offset(), size, 2);
+            fill(claimed(claim), claim.offset(), size, 2);
             claim.commit();
             await("third delivered", () -> recorder.count.get() == 3);
             synchronized (held)
@@ -257,11 +261,11 @@ class ShmEngineDirectWriteTest
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             awaitClaim(pair.client, claim, LARGE);
-            assertThat(claim.isRendezvous()).isTrue();
+            assertThat(isRendezvous(claim)).isTrue();
             assertThat(directMappingsOpen(pair.client)).isEqualTo(1);
-            fill(claim.buffer(), claim.offset(), LARGE, 99);
+            fill(claimed(claim), claim.offset(), LARGE, 99);
             claim.abort();
             send(pair.client, claim, 64, 0);
             send(pair.client, claim, LARGE, 1);
@@ -283,7 +287,7 @@ class ShmEngineDirectWriteTest
         final AtomicInteger delivered = new AtomicInteger();
         try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
             await("grant mapped", () -> directMappingsOpen(pair.client) == 1);
             pair.client.close();
@@ -302,7 +306,7 @@ class ShmEngineDirectWriteTest
         final AtomicInteger delivered = new AtomicInteger();
         try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             pair.client.pauseReceiving(true); // the grant waits in the client's receive slots
             assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
             await("granted by the server", () -> pair.server.pendingRendezvous() == 1 &&
@@ -327,14 +331,14 @@ class ShmEngineDirectWriteTest
         try (EnginePair pair = new EnginePair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
         {
             pair.client.setSendErrorHandler((id, length, cause) -> failed.add(id));
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             awaitClaim(pair.client, claim, LARGE);
-            final long id = claim.messageId();
+            final long id = claim.token();
             pair.client.abort(new EngineException("test: torn down with a claim open"));
             await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
             // The grant is still mapped for its writer: writing now is harmless (the receiver no longer reads it).
             assertThat(directMappingsOpen(pair.client)).isEqualTo(1);
-            fill(claim.buffer(), claim.offset(), LARGE, 5);
+            fill(claimed(claim), claim.offset(), LARGE, 5);
             claim.commit();
             assertThat(failed).containsExactly(id);
             assertReleased(pair);
@@ -348,10 +352,10 @@ class ShmEngineDirectWriteTest
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
         try (EnginePair pair = new EnginePair(config(true), config(true), recorder))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             awaitClaim(pair.client, claim, LARGE);
             final CompletableFuture<Void> closed = pair.client.closeAsync();
-            fill(claim.buffer(), claim.offset(), LARGE, 0);
+            fill(claimed(claim), claim.offset(), LARGE, 0);
             claim.commit();
             closed.get(60, TimeUnit.SECONDS);
             await("server side closed", () -> pair.server.isClosed());
@@ -374,7 +378,7 @@ class ShmEngineDirectWriteTest
             pair.clientEngine.rendezvousMemoryReserved() == 0);
     }
 
-    private static void sendTagged(final Connection connection, final MessageClaim claim, final int length, final long tag)
+    private static void sendTagged(final Connection connection, final WriteClaim claim, final int length, final long tag)
     {
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         int rc;
@@ -384,8 +388,9 @@ class ShmEngineDirectWriteTest
             assertThat(System.nanoTime() - deadline).as("back-pressured too long").isNegative();
             Thread.yield();
         }
-        claim.buffer().putLong(claim.offset(), tag);
-        fill(claim.buffer(), claim.offset() + 8, length - 8, tag);
+        final UnsafeBuffer out = claimed(claim);
+        out.putLong(claim.offset(), tag);
+        fill(out, claim.offset() + 8, length - 8, tag);
         claim.commit();
     }
 

@@ -200,20 +200,8 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     // ------------------------------------------------------------ frames from the server
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    void onResponse(final Resp value)
     {
-        final int size = payload.remaining();
-        final Resp value;
-        try
-        {
-            value = method.responseMarshaller().read(payload);
-        }
-        catch (final Throwable t)
-        {
-            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
-            return;
-        }
-        channel.metrics().messageReceived(method, size);
         responses.offer(value);
     }
 
