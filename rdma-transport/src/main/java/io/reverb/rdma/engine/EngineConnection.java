@@ -48,7 +48,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * (or refused), so a later eager message can never overtake a large one: RC keeps the order of
  * work requests, and the receiver sees completions in ring order. Up to
  * {@value #MAX_PIPELINED_RENDEZVOUS} RTS may be outstanding; the receiver answers them strictly in
- * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order.
+ * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order. A direct write
+ * (shm) holds its place from its RTS: writes granted after it wait until its claimant commits or aborts.
  */
 final class EngineConnection implements Connection
 {

@@ -26,6 +26,9 @@ import org.agrona.collections.LongArrayQueue;
  * </ol>
  * A granted buffer whose data does not arrive within {@link EngineConfig#rendezvousWriteTimeoutNanos()} is
  * {@link #overdue overdue}: the peer is dropped, so that no one holds memory by announcing and never writing.
+ * A sender that gives a granted rendezvous up unwritten (a direct write whose claim was aborted or never taken) sends
+ * ABORT: the buffer comes back and nothing is delivered ({@link #abort}); an ABORT for anything not granted is a
+ * protocol error.
  * A sender never has more than {@link EngineConnection#MAX_PIPELINED_RENDEZVOUS} RTS unanswered or unwritten;
  * a peer that announces more breaks the protocol ({@link #onRequestToSend} says so), so the queue is bounded.
  *
