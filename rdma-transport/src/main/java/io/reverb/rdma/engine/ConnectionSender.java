@@ -59,8 +59,9 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * two claimants cannot take turns abandoning each other's announcement. rpc-core never does that: after
  * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement's retry gets
  * a claim of this side's pool whose commit reports the refusal (from the poller, with the message's attachment), as
- * a refusal after commit is reported. Close and teardown give up an announcement; a mapping is closed only once its
- * claimant committed or aborted (the memory must outlive the writer).
+ * a refusal after commit is reported. Close and teardown give up an announcement, and so does {@link #tick} when its
+ * grant has waited for its claimant half the write timeout; a mapping is closed only once its claimant committed or
+ * aborted (the memory must outlive the writer).
  */
 final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Committer
 {
@@ -360,8 +361,35 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             return;
         }
         d.map(mapping);
+        d.grantedAtNanos = System.nanoTime();
         mappingsOpen++;
         writableEpoch++; // its claimant may come back now
+    }
+
+    /**
+     * Poller, now and then: gives up a grant whose claimant has not come back within half this side's
+     * {@link EngineConfig#rendezvousWriteTimeoutNanos() write timeout}, before the peer (if it has the same timeout)
+     * drops the connection for holding its memory. The claimant's retry announces again. The RPC layer always comes
+     * back at once (from the writable callback); this is for users of the engine's own API.
+     *
+     * @param nowNanos {@code System.nanoTime()}.
+     */
+    void tick(final long nowNanos)
+    {
+        final long limit = connection.config.rendezvousWriteTimeoutNanos() / 2;
+        if (direct == null || limit <= 0) // racy read: a tick that misses it is followed by another
+        {
+            return;
+        }
+        synchronized (lock)
+        {
+            final BufferPool.Buffer d = direct;
+            if (d != null && d.mapping != null && nowNanos - d.grantedAtNanos > limit &&
+                connection.state() == EngineConnection.STATE_CONNECTED)
+            {
+                abandonDirectLocked();
+            }
+        }
     }
 
     /** Gives up the announced, unclaimed direct write (lock held): ABORT if granted, else when its CTS comes. */

@@ -447,13 +447,18 @@ final class EngineConnection implements Connection
 
     /**
      * Poller thread, now and then (whenever it wakes from a sleep): lets a graceful close notice its deadline,
-     * and drops a peer that holds granted rendezvous memory without writing.
+     * drops a peer that holds granted rendezvous memory without writing, and gives back a grant this side holds
+     * unclaimed for long (direct writes).
      */
     void tick()
     {
         if (state == STATE_CLOSING)
         {
             attention = true;
+        }
+        if (state == STATE_CONNECTED)
+        {
+            sender.tick(System.nanoTime()); // a direct write's grant not claimed for long is given back
         }
         final InboundRendezvous in = inbound;
         if (in != null && state < STATE_CLOSED && in.granted() > 0)

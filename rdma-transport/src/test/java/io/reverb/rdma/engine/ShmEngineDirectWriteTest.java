@@ -256,6 +256,33 @@ class ShmEngineDirectWriteTest
     }
 
     @Test
+    void shouldGiveBackAGrantWhoseClaimantDoesNotComeBackBeforeThePeerDropsTheConnection() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        final long timeout = TimeUnit.SECONDS.toNanos(2);
+        try (EnginePair pair = new EnginePair(config(true).rendezvousWriteTimeoutNanos(timeout),
+            config(true).rendezvousWriteTimeoutNanos(timeout), recorder))
+        {
+            final WriteClaim claim = new WriteClaim();
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.BACK_PRESSURED);
+            await("grant mapped", () -> directMappingsOpen(pair.client) == 1);
+            // Nobody retries: after half the write timeout the sender gives the grant back (ABORT), so the receiver,
+            // which drops a peer holding a grant for the whole timeout, has nothing to drop it for.
+            await("grant given back", () -> pair.server.stats().rendezvousAbortsReceived() == 1);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(1);
+            assertThat(pair.server.pendingRendezvous()).isZero();
+            assertThat(directMappingsOpen(pair.client)).isZero();
+            assertThat(pair.client.isConnected()).isTrue();
+            send(pair.client, claim, LARGE, 0); // a late retry announces again
+            await("delivered", () -> recorder.count.get() == 1);
+            assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.client.isConnected()).isTrue();
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
     void shouldReturnTheGrantWhenAClaimedDirectWriteIsAborted() throws Exception
     {
         final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
