@@ -112,8 +112,7 @@ public final class ReverbTarget implements Target
     @Override
     public BenchServer startServer(final URI uri, final TargetSettings settings)
     {
-        final RpcServer.Builder builder =
-            RpcServer.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        final RpcServer.Builder builder = RpcServer.builder(builderAddress(uri, settings));
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.serverOptions());
@@ -139,8 +138,7 @@ public final class ReverbTarget implements Target
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings)
     {
-        final RpcChannel.Builder builder =
-            RpcChannel.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        final RpcChannel.Builder builder = RpcChannel.builder(builderAddress(uri, settings));
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.clientOptions());
@@ -149,6 +147,12 @@ public final class ReverbTarget implements Target
             .maxInboundMessageSize(MAX_MESSAGE)
             .build();
         return new ReverbClient(channel, settings.deadline(), isAliasing(uri));
+    }
+
+    /** What the server's and the client's builder get: plain tcp for tls, no aliasing, the polling mode added. */
+    private static String builderAddress(final URI uri, final TargetSettings settings)
+    {
+        return withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString();
     }
 
     /**
