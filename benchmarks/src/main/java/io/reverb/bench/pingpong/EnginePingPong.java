@@ -12,6 +12,7 @@ import io.reverb.rpc.transport.WriteClaim;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,8 +39,11 @@ import picocli.CommandLine.Option;
  *   <li>allocation per round trip on both poller threads (com.sun.management.ThreadMXBean);</li>
  *   <li>idle CPU of both processes over 2 s without traffic;</li>
  *   <li>1 MiB one-way throughput (claimed and committed back to back, each acknowledged by an
- *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine),
- *       with the sending thread's allocation per message.</li>
+ *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine, unless
+ *       {@code --write-payload} copies every byte into each claim as a serialiser would), with the sending
+ *       thread's allocation per message. Over shm the engine writes large messages straight into the receiver's
+ *       grant ({@code --direct-write true}, the default), so without {@code --write-payload} nothing copies the
+ *       payload at all; compare direct writes against copying with {@code --write-payload}.</li>
  * </ul>
  *
  * <p>Usage ({@code --help} lists the options): {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000]
@@ -54,6 +58,11 @@ public final class EnginePingPong
     private static final String LARGE_PROPERTY = "reverb.pingpong.large";
     /** Size of the one-way throughput phase's messages (1 MiB, or --large-size; the child gets it as a property). */
     private static int large = Integer.getInteger(LARGE_PROPERTY, 1 << 20);
+    private static final String DIRECT_PROPERTY = "reverb.pingpong.directWrite";
+    /** {@link EngineConfig#directWrite(boolean)} of both sides (the child gets it as a property). */
+    private static boolean directWrite = !"false".equals(System.getProperty(DIRECT_PROPERTY));
+    /** Copy every payload byte into each one-way message (as a serialiser would) instead of only its first 8. */
+    private static boolean writePayload;
     private static final int STATS = 3;
 
     private EnginePingPong()
@@ -91,6 +100,16 @@ public final class EnginePingPong
             description = "size of the one-way throughput messages (default: 1048576, e.g. 67108864 for 64 MiB)")
         int largeSize = 1 << 20;
 
+        @Option(names = "--direct-write", paramLabel = "true|false", arity = "1",
+            description = "write large messages straight into the receiver's grant where the provider can (shm) " +
+                "(default: ${DEFAULT-VALUE})")
+        boolean directWriteOption = true;
+
+        @Option(names = "--write-payload",
+            description = "copy every byte of each one-way message into its claim, as a serialiser would " +
+                "(default: only its first 8 bytes are written)")
+        boolean writePayloadOption;
+
         @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
         String scheme = "shm";
 
@@ -109,6 +128,8 @@ public final class EnginePingPong
             if (serve == null)
             {
                 large = largeSize;
+                directWrite = directWriteOption;
+                writePayload = writePayloadOption;
             }
             if (serve != null)
             {
@@ -120,6 +141,8 @@ public final class EnginePingPong
                     " %d cores, %s%n",
                 scheme, PING, messages, warmup, large, Runtime.getRuntime().availableProcessors(),
                 System.getProperty("java.vm.version"));
+            System.out.printf(Locale.ROOT, "direct writes %s, one-way payload %s%n", directWrite ? "on" : "off",
+                writePayload ? "copied into each claim" : "not written (first 8 bytes only)");
             System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
                 "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
                 "idle cpu%", "1MiB GB/s", "alloc/1MiB");
@@ -133,7 +156,7 @@ public final class EnginePingPong
 
     static EngineConfig config(final PollingMode mode, final String name)
     {
-        return new EngineConfig().pollingMode(mode).name(name)
+        return new EngineConfig().pollingMode(mode).name(name).directWrite(directWrite)
             .maxInboundMessageSize(large).maxOutboundMessageSize(large).rendezvousPoolBytes(8L * large);
     }
 
@@ -153,6 +176,7 @@ public final class EnginePingPong
             command.add("-Dreverb.disni.localAddress=" + disniLocal);
         }
         command.add("-D" + LARGE_PROPERTY + "=" + large);
+        command.add("-D" + DIRECT_PROPERTY + "=" + directWrite);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
             EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -251,6 +275,11 @@ public final class EnginePingPong
         {
             acks = 0;
             final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final UnsafeBuffer payload = writePayload ? new UnsafeBuffer(ByteBuffer.allocateDirect(large)) : null;
+            if (payload != null)
+            {
+                payload.setMemory(0, large, (byte)0x5A);
+            }
             final long alloc0 = threads.getCurrentThreadAllocatedBytes();
             final long start = System.nanoTime();
             for (int i = 0; i < count; i++)
@@ -265,6 +294,10 @@ public final class EnginePingPong
                     throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
                 }
                 mainOut.wrap(mainClaim.buffer());
+                if (payload != null)
+                {
+                    mainOut.putBytes(mainClaim.offset(), payload, 0, large);
+                }
                 mainOut.putLong(mainClaim.offset(), i);
                 mainClaim.commit();
             }

@@ -24,7 +24,11 @@ public interface Connection extends AutoCloseable
     // One set of result codes with rpc-core's transport SPI, so that its adapter passes them through.
     /** The claim succeeded. */
     int OK = ClaimResult.OK;
-    /** No room now (send ring full, credits exhausted, or rendezvous pool exhausted); retry, see {@link #onWritable}. */
+    /**
+     * No room now (send ring full, credits exhausted, rendezvous pool exhausted, or, for a direct write over shm, the
+     * receiver's grant not in yet: the first claim of a large message announces it); retry the same length, see
+     * {@link #onWritable}.
+     */
     int BACK_PRESSURED = ClaimResult.BACK_PRESSURED;
     /** The connection failed (peer gone); see the {@link #onClose} cause. */
     int NOT_CONNECTED = ClaimResult.NOT_CONNECTED;

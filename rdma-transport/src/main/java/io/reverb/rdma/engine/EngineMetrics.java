@@ -52,6 +52,7 @@ final class EngineMetrics implements MetricsBinding
         metrics.counter("reverb.engine.send.queue.stalls", tags, engine, e -> e.stats().sendQueueStalls());
         metrics.counter("reverb.engine.rendezvous.queued", tags, engine, e -> e.stats().rendezvousQueued());
         metrics.counter("reverb.engine.rendezvous.refused", tags, engine, e -> e.stats().rendezvousRefused());
+        metrics.counter("reverb.engine.rendezvous.direct.writes", tags, engine, e -> e.stats().directWritesSent());
         metrics.counter("reverb.engine.rnr.errors", tags, engine, e -> e.stats().rnrErrors());
         metrics.counter("reverb.engine.failed.sends", tags, engine, e -> e.stats().failedSends());
         metrics.gauge("reverb.engine.rendezvous.queue", tags, engine, e -> e.queuedRendezvousRequests());

@@ -21,7 +21,10 @@
  *       one SEND per batch (layout in {@code Wire} and the {@code *Flyweight}s); credits piggyback on
  *       every batch.</li>
  *   <li>Rendezvous: RTS, CTS, RDMA_WRITE_WITH_IMM from per-connection, size-classed, bounded
- *       {@code BufferPool}s; one protection domain per connection.</li>
+ *       {@code BufferPool}s; one protection domain per connection. Where the QP can map the peer's memory (shm),
+ *       a direct write instead: RTS at the claim, the claim over the mapped grant once the CTS is in, a zero-length
+ *       RDMA_WRITE_WITH_IMM at commit, ABORT at abort ({@link io.reverb.rdma.engine.EngineConfig#directWrite(boolean)},
+ *       {@code ConnectionSender}).</li>
  * </ul>
  *
  * <h2>Authentication (with {@link io.reverb.rdma.engine.EngineConfig#authToken(byte[])})</h2>

@@ -327,9 +327,14 @@ abstract class AbstractEngineAttackTest
             .rendezvousPoolBytes(2L * MIB).rendezvousMemoryBytes(budget);
     }
 
+    /**
+     * Peers that announce many large messages at once, without waiting for grants: the copying path (over shm a
+     * direct write is claimed only once granted, one announcement at a time; hostile grants: ShmDirectWriteGrantTest).
+     */
     private EngineConfig rendezvousClientConfig(final String name)
     {
-        return engineConfig(name).maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB).rendezvousPoolBytes(8L * MIB);
+        return engineConfig(name).maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB).rendezvousPoolBytes(8L * MIB)
+            .directWrite(false);
     }
 
     private static int serverQueued(final RdmaEngine engine)

@@ -139,7 +139,19 @@ abstract class AbstractEngineHandshakeTest
                 .isEqualTo(100_000);
             assertThat(registry.get("reverb.engine.poller.polls").tag("poller", "0").functionCounter().count()).isPositive();
             assertThat(registry.get("reverb.engine.rnr.errors").functionCounter().count()).isZero();
-            assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isPositive();
+            // Over shm the large message was written straight into the server's grant: the client registered nothing.
+            final boolean direct = ((EngineConnection)pair.client).directWrite();
+            assertThat(direct).isEqualTo(fabric() == EngineFabric.SHM);
+            assertThat(registry.get("reverb.engine.rendezvous.direct.writes").functionCounter().count())
+                .isEqualTo(direct ? 1 : 0);
+            if (direct)
+            {
+                assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isZero();
+            }
+            else
+            {
+                assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isPositive();
+            }
             // Internals, totalled and per connection (the client engine has one connection).
             assertQuiescent(pair.client, pair.server);
             assertThat(registry.get("reverb.engine.credits.available").gauge().value())

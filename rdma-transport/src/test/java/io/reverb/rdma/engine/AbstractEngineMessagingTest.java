@@ -152,7 +152,7 @@ abstract class AbstractEngineMessagingTest
             assertThat(isRendezvous(claim)).isFalse();
             fill(claimed(claim), claim.offset(), s, 1);
             claim.commit();
-            assertThat(pair.client.tryClaim(s + 1, claim)).isEqualTo(Connection.OK);
+            awaitClaim(pair.client, claim, s + 1); // over shm a direct write: the claim follows the grant
             assertThat(isRendezvous(claim)).isTrue();
             fill(claimed(claim), claim.offset(), s + 1, 2);
             claim.commit();
@@ -358,7 +358,9 @@ abstract class AbstractEngineMessagingTest
         final AtomicInteger bad = new AtomicInteger();
         final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(256 * 1024)
             .maxOutboundMessageSize(256 * 1024).rendezvousPoolBytes(512 * 1024); // two buffers
-        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), c ->
+        // Copying: five messages committed while the receiver can grant two. A direct write (shm) is claimed only once
+        // granted, so its sender waits instead: ShmEngineDirectWriteTest.
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE).directWrite(false), c ->
         {
             serverSide.set(c);
             c.setHandler((buffer, offset, length) ->
@@ -418,8 +420,9 @@ abstract class AbstractEngineMessagingTest
     void shouldBackPressureWhenTheSendersPoolIsExhaustedAndResumeOnWritable() throws Exception
     {
         final Recorder recorder = new Recorder();
+        // One send buffer; direct writes (shm) use none, so this is about the copying path.
         final EngineConfig clientConfig = config(PollingMode.ADAPTIVE).maxOutboundMessageSize(256 * 1024)
-            .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024); // one send buffer
+            .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024).directWrite(false);
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), clientConfig, recorder))
         {
             final WriteClaim first = new WriteClaim();
@@ -681,7 +684,7 @@ abstract class AbstractEngineMessagingTest
                 // An aborted claim between two committed ones, eager and rendezvous alike. The ring
                 // cannot move past an open claim, so start each round with an empty ring.
                 await("ring empty", () -> pair.client.sendBytesInFlight() == 0 && pair.client.pendingRendezvous() == 0);
-                assertThat(pair.client.tryClaim(round % 2 == 0 ? 300 : 5000, other)).isEqualTo(Connection.OK);
+                awaitClaim(pair.client, other, round % 2 == 0 ? 300 : 5000); // over shm 5000 is a direct write
                 send(pair.client, claim, 100, 2L * round);
                 other.abort();
                 send(pair.client, claim, round % 3 == 0 ? 3000 : 50, 2L * round + 1);

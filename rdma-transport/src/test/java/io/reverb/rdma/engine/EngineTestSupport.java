@@ -146,6 +146,23 @@ final class EngineTestSupport
         return claim.transportState() instanceof BufferPool.Buffer;
     }
 
+    /**
+     * Claims, waiting out back-pressure: over shm a large message's claim waits for the receiver's grant (direct
+     * writes, {@link EngineConfig#directWrite(boolean)}).
+     */
+    static void awaitClaim(final Connection connection, final WriteClaim claim, final int length)
+    {
+        await("claim of " + length + " bytes", () ->
+        {
+            final int rc = connection.tryClaim(length, claim);
+            if (rc != Connection.OK && rc != Connection.BACK_PRESSURED)
+            {
+                throw new AssertionError("tryClaim(" + length + ") returned " + Connection.resultName(rc));
+            }
+            return rc == Connection.OK;
+        });
+    }
+
     /** Sends one message, waiting out back-pressure. */
     static long send(final Connection connection, final WriteClaim claim, final int length, final long seed)
     {
@@ -172,10 +189,16 @@ final class EngineTestSupport
         }
     }
 
+    /** @return mappings of the peer's grants the connection holds open for direct writes (0 when idle). */
+    static int directMappingsOpen(final Connection connection)
+    {
+        return connection instanceof EngineConnection ? ((EngineConnection)connection).directMappingsOpen() : 0;
+    }
+
     /**
      * Leak check for a connected pair once traffic has stopped: no buffer out of a pool, nothing
-     * pending, and credits conserved in both directions (what one side may still send plus what
-     * the other owes it is exactly the window).
+     * pending, no mapping of a peer's grant open, and credits conserved in both directions (what one side may still
+     * send plus what the other owes it is exactly the window).
      */
     static void assertQuiescent(final Connection a, final Connection b)
     {
@@ -188,7 +211,8 @@ final class EngineTestSupport
             a.pendingRendezvous() == 0 && b.pendingRendezvous() == 0 &&
             a.sendBytesInFlight() == 0 && b.sendBytesInFlight() == 0 &&
             a.creditsAvailable() + b.creditsOwed() == b.receiveSlots() &&
-            b.creditsAvailable() + a.creditsOwed() == a.receiveSlots());
+            b.creditsAvailable() + a.creditsOwed() == a.receiveSlots() &&
+            directMappingsOpen(a) == 0 && directMappingsOpen(b) == 0);
         assertThat(a.stats().rnrErrors()).isZero();
         assertThat(b.stats().rnrErrors()).isZero();
     }
