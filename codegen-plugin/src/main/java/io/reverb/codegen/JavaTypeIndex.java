@@ -134,13 +134,6 @@ public final class JavaTypeIndex
 
     private static boolean hasTypeNamed(final FileDescriptorProto file, final String name)
     {
-        for (final EnumDescriptorProto enumType : file.getEnumTypeList())
-        {
-            if (enumType.getName().equals(name))
-            {
-                return true;
-            }
-        }
         for (final var service : file.getServiceList())
         {
             if (service.getName().equals(name))
@@ -148,32 +141,24 @@ public final class JavaTypeIndex
                 return true;
             }
         }
-        for (final DescriptorProto message : file.getMessageTypeList())
-        {
-            if (messageHasTypeNamed(message, name))
-            {
-                return true;
-            }
-        }
-        return false;
+        return hasTypeNamed(file.getEnumTypeList(), file.getMessageTypeList(), name);
     }
 
-    private static boolean messageHasTypeNamed(final DescriptorProto message, final String name)
+    /** Whether one of these enums or messages, or a type nested in one of the messages, is named {@code name}. */
+    private static boolean hasTypeNamed(
+        final List<EnumDescriptorProto> enums, final List<DescriptorProto> messages, final String name)
     {
-        if (message.getName().equals(name))
-        {
-            return true;
-        }
-        for (final EnumDescriptorProto enumType : message.getEnumTypeList())
+        for (final EnumDescriptorProto enumType : enums)
         {
             if (enumType.getName().equals(name))
             {
                 return true;
             }
         }
-        for (final DescriptorProto nested : message.getNestedTypeList())
+        for (final DescriptorProto message : messages)
         {
-            if (messageHasTypeNamed(nested, name))
+            if (message.getName().equals(name) ||
+                hasTypeNamed(message.getEnumTypeList(), message.getNestedTypeList(), name))
             {
                 return true;
             }

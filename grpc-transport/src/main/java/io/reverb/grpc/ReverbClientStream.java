@@ -1,7 +1,6 @@
 package io.reverb.grpc;
 
 import io.grpc.Attributes;
-import io.grpc.Compressor;
 import io.grpc.Deadline;
 import io.grpc.DecompressorRegistry;
 import io.grpc.Metadata;
@@ -15,8 +14,6 @@ import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.RpcChannel;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 
 import java.io.InputStream;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the server may be a
  * grpc-java server over Reverb or a native Reverb server.
  */
-final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>, OutboundMessages.Events
+final class ReverbClientStream extends ReverbStream<ClientStreamListener> implements ClientStream
 {
     /**
      * grpc-java's {@code io.grpc.Context} already carries a handled call's deadline and cancellation to the calls made
@@ -39,8 +36,6 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
-    private final StatsTraceContext statsTraceContext;
-    private final CallbackSerializer serializer = new CallbackSerializer();
     /** What grpc-java writes, as the call's request publisher; never created for a unary call's fast path. */
     private volatile OutboundMessages requests;
     private final boolean waitForReady;
@@ -53,20 +48,16 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     private Deadline deadline;
     private CallOptions options;
     private boolean callStarted;
-    private ClientStreamListener listener;
-    private volatile Subscription responses;
-    private long pendingRequests;
     private boolean headersDelivered;
-    private volatile boolean closed;
 
     ReverbClientStream(
         final ReverbClientTransport transport, final MethodDescriptor<Payload, Payload> method, final Metadata headers,
         final io.grpc.CallOptions callOptions, final StatsTraceContext statsTraceContext)
     {
+        super(statsTraceContext);
         this.transport = transport;
         this.method = method;
         this.headers = headers;
-        this.statsTraceContext = statsTraceContext;
         this.waitForReady = callOptions.isWaitForReady();
         this.deadline = callOptions.getDeadline();
         this.unary = method.type() == MethodType.UNARY;
@@ -128,34 +119,15 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     // ---------------------------------------------------------------- grpc-java -> Reverb
 
     @Override
-    public void request(final int numMessages)
-    {
-        final Subscription s;
-        synchronized (this)
-        {
-            s = responses;
-            if (s == null)
-            {
-                pendingRequests += numMessages;
-                return;
-            }
-        }
-        s.request(numMessages);
-    }
-
-    @Override
     public void writeMessage(final InputStream message)
     {
-        final Payload payload = Payload.outbound(message);
-        statsTraceContext.outboundMessage(0);
-        statsTraceContext.outboundWireSize(payload.length());
-        statsTraceContext.outboundUncompressedSize(payload.length());
+        final Payload payload = outbound(message);
         if (unary)
         {
             final Payload earlier;
             synchronized (this)
             {
-                if (!callStarted && unaryRequest == null && !requestsUsed)
+                if (awaitsUnaryRequest())
                 {
                     unaryRequest = payload; // sent by halfClose
                     return;
@@ -175,19 +147,13 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     }
 
     @Override
-    public void flush()
-    {
-        // each committed claim is sent at once
-    }
-
-    @Override
     public boolean isReady()
     {
         if (unary)
         {
             synchronized (this)
             {
-                if (!callStarted && unaryRequest == null && !requestsUsed)
+                if (awaitsUnaryRequest())
                 {
                     return true; // the one message waits for halfClose, nothing to hold it back
                 }
@@ -219,11 +185,7 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
             callStarted = true; // a call not sent yet never will be
             unaryRequest = null;
         }
-        final Subscription s = responses;
-        if (s != null)
-        {
-            s.cancel(); // rpc-core sends CANCEL
-        }
+        cancelInbound(); // rpc-core sends CANCEL
         cancelRequests();
         close(reason, new Metadata());
     }
@@ -244,22 +206,6 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     public void appendTimeoutInsight(final InsightBuilder insight)
     {
         insight.appendKeyValue("remote_addr", transport.address());
-    }
-
-    @Override
-    public void optimizeForDirectExecutor()
-    {
-    }
-
-    @Override
-    public void setCompressor(final Compressor compressor)
-    {
-        // messages travel uncompressed: the transports are local or RDMA, where compression costs more than it saves
-    }
-
-    @Override
-    public void setMessageCompression(final boolean enable)
-    {
     }
 
     @Override
@@ -291,47 +237,15 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     // ---------------------------------------------------------------- Reverb -> grpc-java (responses)
 
     @Override
-    public void onSubscribe(final Subscription s)
+    boolean refusesInbound()
     {
-        final long pending;
-        synchronized (this)
-        {
-            responses = s;
-            pending = pendingRequests;
-            pendingRequests = 0;
-        }
-        if (closed)
-        {
-            s.cancel();
-            return;
-        }
-        if (pending > 0)
-        {
-            s.request(pending);
-        }
+        return isClosed(); // closed before its call began (cancelled, transport shut down)
     }
 
     @Override
-    public void onNext(final Payload payload)
+    void beforeMessage()
     {
-        statsTraceContext.inboundMessage(0);
-        statsTraceContext.inboundWireSize(payload.length());
-        statsTraceContext.inboundUncompressedSize(payload.length());
-        serializer.execute(() ->
-        {
-            if (closed)
-            {
-                return;
-            }
-            deliverHeadersOnce();
-            final InputStream[] next = {payload.stream()};
-            listener.messagesAvailable(() ->
-            {
-                final InputStream m = next[0];
-                next[0] = null;
-                return m;
-            });
-        });
+        deliverHeadersOnce();
     }
 
     @Override
@@ -350,18 +264,6 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     // ---------------------------------------------------------------- rpc-core's demand for requests
 
     @Override
-    public void onDemand()
-    {
-        serializer.execute(() ->
-        {
-            if (!closed)
-            {
-                listener.onReady();
-            }
-        });
-    }
-
-    @Override
     public void onCancel()
     {
     }
@@ -372,6 +274,12 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     }
 
     // ---------------------------------------------------------------- internals
+
+    /** Under this stream's lock: a unary call whose one message is still to come, to go with the CALL frame. */
+    private boolean awaitsUnaryRequest()
+    {
+        return !callStarted && unaryRequest == null && !requestsUsed;
+    }
 
     private OutboundMessages requests()
     {
@@ -416,11 +324,10 @@ final class ReverbClientStream implements ClientStream, CoreSubscriber<Payload>,
     {
         serializer.execute(() ->
         {
-            if (closed)
+            if (!markClosed())
             {
                 return;
             }
-            closed = true;
             try
             {
                 cancelRequests();

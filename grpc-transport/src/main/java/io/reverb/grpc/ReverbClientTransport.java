@@ -1,7 +1,7 @@
 package io.reverb.grpc;
 
+import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
-import com.google.common.util.concurrent.SettableFuture;
 import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
@@ -235,9 +235,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public ListenableFuture<InternalChannelz.SocketStats> getStats()
     {
-        final SettableFuture<InternalChannelz.SocketStats> stats = SettableFuture.create();
-        stats.set(null);
-        return stats;
+        return Futures.immediateFuture(null); // no socket of its own to report
     }
 
     @Override

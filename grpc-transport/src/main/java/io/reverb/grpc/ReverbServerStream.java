@@ -1,7 +1,6 @@
 package io.reverb.grpc;
 
 import io.grpc.Attributes;
-import io.grpc.Compressor;
 import io.grpc.Decompressor;
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -10,8 +9,6 @@ import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.util.context.Context;
 
 import java.io.InputStream;
@@ -23,28 +20,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * response publisher ({@link OutboundMessages}), response headers and trailers go into the call's
  * {@link RpcContext}, and the status ends the publisher.
  */
-final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>, OutboundMessages.Events
+final class ReverbServerStream extends ReverbStream<ServerStreamListener> implements ServerStream
 {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     private final RpcContext context;
-    private final StatsTraceContext statsTraceContext;
     private final Attributes attributes;
     private Context reactorContext;
     private final OutboundMessages responses = new OutboundMessages(this);
-    private final CallbackSerializer serializer = new CallbackSerializer();
     private final int id = IDS.incrementAndGet();
-    private ServerStreamListener listener;
-    private volatile Subscription requests;
-    private long pendingRequests;
-    private boolean closedListener;
     private volatile boolean closeCalled;
 
     ReverbServerStream(
         final ReverbServerTransport transport, final RpcContext context, final StatsTraceContext statsTraceContext)
     {
+        super(statsTraceContext);
         this.context = context;
-        this.statsTraceContext = statsTraceContext;
         this.attributes = transport.attributesFor(context.peer());
     }
 
@@ -62,22 +53,6 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     }
 
     @Override
-    public void request(final int numMessages)
-    {
-        final Subscription s;
-        synchronized (this)
-        {
-            s = requests;
-            if (s == null)
-            {
-                pendingRequests += numMessages;
-                return;
-            }
-        }
-        s.request(numMessages);
-    }
-
-    @Override
     public void writeHeaders(final Metadata headers, final boolean flush)
     {
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
@@ -90,16 +65,7 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     @Override
     public void writeMessage(final InputStream message)
     {
-        final Payload payload = Payload.outbound(message);
-        statsTraceContext.outboundMessage(0);
-        statsTraceContext.outboundWireSize(payload.length());
-        statsTraceContext.outboundUncompressedSize(payload.length());
-        responses.offer(payload);
-    }
-
-    @Override
-    public void flush()
-    {
+        responses.offer(outbound(message));
     }
 
     @Override
@@ -133,27 +99,12 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
         // grpc-java's server gave up on the call (deadline): the client gets the status
         closeCalled = true;
         responses.fail(new RpcException(GrpcBridge.toReverb(status)));
-        cancelRequests();
+        cancelInbound();
         closeListener(status);
     }
 
     @Override
     public void setDecompressor(final Decompressor decompressor)
-    {
-    }
-
-    @Override
-    public void setCompressor(final Compressor compressor)
-    {
-    }
-
-    @Override
-    public void setMessageCompression(final boolean enable)
-    {
-    }
-
-    @Override
-    public void optimizeForDirectExecutor()
     {
     }
 
@@ -206,44 +157,6 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     }
 
     @Override
-    public void onSubscribe(final Subscription s)
-    {
-        final long pending;
-        synchronized (this)
-        {
-            requests = s;
-            pending = pendingRequests;
-            pendingRequests = 0;
-        }
-        if (pending > 0)
-        {
-            s.request(pending);
-        }
-    }
-
-    @Override
-    public void onNext(final Payload payload)
-    {
-        statsTraceContext.inboundMessage(0);
-        statsTraceContext.inboundWireSize(payload.length());
-        statsTraceContext.inboundUncompressedSize(payload.length());
-        serializer.execute(() ->
-        {
-            if (closedListener)
-            {
-                return;
-            }
-            final InputStream[] next = {payload.stream()};
-            listener.messagesAvailable(() ->
-            {
-                final InputStream m = next[0];
-                next[0] = null;
-                return m;
-            });
-        });
-    }
-
-    @Override
     public void onError(final Throwable t)
     {
         // the request side failed (e.g. a request over the size limit): the call is over
@@ -255,32 +168,20 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     {
         serializer.execute(() ->
         {
-            if (!closedListener)
+            if (!isClosed())
             {
                 listener.halfClosed();
             }
         });
     }
 
-    // ---------------------------------------------------------------- rpc-core's demand for responses
-
-    @Override
-    public void onDemand()
-    {
-        serializer.execute(() ->
-        {
-            if (!closedListener)
-            {
-                listener.onReady();
-            }
-        });
-    }
+    // ---------------------------------------------------------------- rpc-core's end of the responses
 
     @Override
     public void onCancel()
     {
         // the client cancelled, its deadline passed, or the server is shutting down
-        cancelRequests();
+        cancelInbound();
         closeListener(closeCalled ? Status.OK : Status.CANCELLED.withDescription("call cancelled by the client"));
     }
 
@@ -288,28 +189,18 @@ final class ReverbServerStream implements ServerStream, CoreSubscriber<Payload>,
     public void onTerminated()
     {
         // the status went to rpc-core, which sends it: the stream is done
-        cancelRequests();
+        cancelInbound();
         closeListener(Status.OK);
-    }
-
-    private void cancelRequests()
-    {
-        final Subscription s = requests;
-        if (s != null)
-        {
-            s.cancel();
-        }
     }
 
     private void closeListener(final Status status)
     {
         serializer.execute(() ->
         {
-            if (closedListener)
+            if (!markClosed())
             {
                 return;
             }
-            closedListener = true;
             statsTraceContext.streamClosed(status);
             listener.closed(status);
         });

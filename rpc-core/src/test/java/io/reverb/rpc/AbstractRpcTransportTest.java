@@ -10,9 +10,9 @@ import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.testing.RawConnectionHandler;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
@@ -894,25 +894,8 @@ public abstract class AbstractRpcTransportTest
         StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, str("before")))
             .expectNext(str("before")).expectComplete().verify(TIMEOUT);
         final TransportProvider provider = Transports.providerFor(Transports.parse(serverUri));
-        final CompletableFuture<Throwable> closed = new CompletableFuture<>();
-        final Connection raw = provider.connect(Transports.parse(serverUri), new ConnectionHandler()
-        {
-            @Override
-            public void onMessage(final Connection connection, final ByteBuffer message)
-            {
-            }
-
-            @Override
-            public void onWritable(final Connection connection)
-            {
-            }
-
-            @Override
-            public void onClose(final Connection connection, final Throwable cause)
-            {
-                closed.complete(cause);
-            }
-        }).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        final RawConnectionHandler handler = new RawConnectionHandler();
+        final Connection raw = provider.connect(Transports.parse(serverUri), handler).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         final WriteClaim claim = new WriteClaim();
         assertThat(raw.tryClaim(16, claim)).isEqualTo(ClaimResult.OK);
         final ByteBuffer b = claim.buffer();
@@ -921,7 +904,7 @@ public abstract class AbstractRpcTransportTest
             b.put(claim.offset() + i, (byte)0x7F); // frame length 0x7F7F7F7F: larger than the message
         }
         assertThat(claim.commit()).isEqualTo(ClaimResult.OK);
-        closed.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        handler.closed().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         assertThat(raw.isOpen()).isFalse();
         StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, str("after")))
             .expectNext(str("after")).expectComplete().verify(TIMEOUT);
@@ -935,23 +918,8 @@ public abstract class AbstractRpcTransportTest
         final List<Connection> raws = new ArrayList<>();
         for (int c = 0; c < 20; c++)
         {
-            final Connection raw = provider.connect(Transports.parse(server.address()), new ConnectionHandler()
-            {
-                @Override
-                public void onMessage(final Connection connection, final ByteBuffer message)
-                {
-                }
-
-                @Override
-                public void onWritable(final Connection connection)
-                {
-                }
-
-                @Override
-                public void onClose(final Connection connection, final Throwable cause)
-                {
-                }
-            }).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            final Connection raw = provider.connect(Transports.parse(server.address()), new RawConnectionHandler())
+                .get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
             raws.add(raw);
             for (int m = 0; m < 10; m++)
             {

@@ -6,11 +6,11 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.testing.Await;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -73,31 +73,13 @@ class ServerLimitsTest
         return channel.newUnaryCall(CALL, CallOptions.DEFAULT, StringValue.of(what));
     }
 
-    private static void await(final String what, final BooleanSupplier condition)
-    {
-        final long end = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            assertThat(System.nanoTime() - end).as("timed out waiting for: " + what).isNegative();
-            try
-            {
-                Thread.sleep(2);
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
-    }
-
     @Test
     void shouldRefuseCallsBeyondTheConnectionsLimitNamingIt()
     {
         start(b -> b.maxConcurrentCallsPerConnection(2), b -> b);
         final Disposable first = call("hold").subscribe();
         final Disposable second = call("hold").subscribe();
-        await("two calls running", () -> started.get() == 2);
+        Await.until("two calls running", TIMEOUT, () -> started.get() == 2);
 
         final RpcException refused = catchThrowableOfType(RpcException.class,
             () -> call("x").block(TIMEOUT));
@@ -106,7 +88,7 @@ class ServerLimitsTest
         assertThat(started.get()).as("no handler ran for the refused call").isEqualTo(2);
 
         first.dispose();
-        await("a slot free", () -> call("x").onErrorResume(e -> Mono.empty()).blockOptional(TIMEOUT).isPresent());
+        Await.until("a slot free", TIMEOUT, () -> call("x").onErrorResume(e -> Mono.empty()).blockOptional(TIMEOUT).isPresent());
         second.dispose();
     }
 
@@ -127,12 +109,12 @@ class ServerLimitsTest
         start(b -> b.permitKeepAlive(Duration.ofMillis(1), false),
             b -> b.keepAlive(Duration.ofMillis(20), Duration.ofSeconds(10)));
         final Disposable held = call("hold").subscribe();
-        await("call running", () -> started.get() == 1);
+        Await.until("call running", TIMEOUT, () -> started.get() == 1);
         final String[] answer = new String[1];
         final Disposable second = call("hold").subscribe(v -> answer[0] = v.getValue());
-        await("second call running", () -> started.get() == 2);
+        Await.until("second call running", TIMEOUT, () -> started.get() == 2);
         gate.tryEmitEmpty();
-        await("answered on the same connection", () -> answer[0] != null);
+        Await.until("answered on the same connection", TIMEOUT, () -> answer[0] != null);
         assertThat(peers).hasSize(1);
         held.dispose();
         second.dispose();
@@ -144,15 +126,15 @@ class ServerLimitsTest
         start(b -> b.maxConnectionAge(Duration.ofMillis(100), Duration.ofSeconds(10)), b -> b);
         final String[] held = new String[1];
         call("hold").subscribe(v -> held[0] = v.getValue());
-        await("held call running", () -> started.get() == 1);
+        Await.until("held call running", TIMEOUT, () -> started.get() == 1);
 
         // after the first connection's age, calls go through a new connection; the held call is not failed
-        await("a second connection", () ->
+        Await.until("a second connection", TIMEOUT, () ->
         {
             call("x").onErrorResume(e -> Mono.empty()).block(TIMEOUT);
             return peers.size() >= 2;
         });
         gate.tryEmitEmpty();
-        await("the held call answered", () -> held[0] != null);
+        Await.until("the held call answered", TIMEOUT, () -> held[0] != null);
     }
 }

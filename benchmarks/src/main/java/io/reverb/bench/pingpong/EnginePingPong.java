@@ -5,13 +5,14 @@ import com.sun.management.ThreadMXBean;
 import io.reverb.rdma.engine.Connection;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.EngineListener;
-import io.reverb.rdma.engine.MessageClaim;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +22,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -37,8 +39,11 @@ import picocli.CommandLine.Option;
  *   <li>allocation per round trip on both poller threads (com.sun.management.ThreadMXBean);</li>
  *   <li>idle CPU of both processes over 2 s without traffic;</li>
  *   <li>1 MiB one-way throughput (claimed and committed back to back, each acknowledged by an
- *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine),
- *       with the sending thread's allocation per message.</li>
+ *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine, unless
+ *       {@code --write-payload} copies every byte into each claim as a serialiser would), with the sending
+ *       thread's allocation per message. Over shm the engine writes large messages straight into the receiver's
+ *       grant ({@code --direct-write true}, the default), so without {@code --write-payload} nothing copies the
+ *       payload at all; compare direct writes against copying with {@code --write-payload}.</li>
  * </ul>
  *
  * <p>Usage ({@code --help} lists the options): {@code EnginePingPong [--modes BUSY,ADAPTIVE,EVENT] [--warmup 50000]
@@ -53,6 +58,11 @@ public final class EnginePingPong
     private static final String LARGE_PROPERTY = "reverb.pingpong.large";
     /** Size of the one-way throughput phase's messages (1 MiB, or --large-size; the child gets it as a property). */
     private static int large = Integer.getInteger(LARGE_PROPERTY, 1 << 20);
+    private static final String DIRECT_PROPERTY = "reverb.pingpong.directWrite";
+    /** {@link EngineConfig#directWrite(boolean)} of both sides (the child gets it as a property). */
+    private static boolean directWrite = !"false".equals(System.getProperty(DIRECT_PROPERTY));
+    /** Copy every payload byte into each one-way message (as a serialiser would) instead of only its first 8. */
+    private static boolean writePayload;
     private static final int STATS = 3;
 
     private EnginePingPong()
@@ -90,6 +100,16 @@ public final class EnginePingPong
             description = "size of the one-way throughput messages (default: 1048576, e.g. 67108864 for 64 MiB)")
         int largeSize = 1 << 20;
 
+        @Option(names = "--direct-write", paramLabel = "true|false", arity = "1",
+            description = "write large messages straight into the receiver's grant where the provider can (shm) " +
+                "(default: ${DEFAULT-VALUE})")
+        boolean directWriteOption = true;
+
+        @Option(names = "--write-payload",
+            description = "copy every byte of each one-way message into its claim, as a serialiser would " +
+                "(default: only its first 8 bytes are written)")
+        boolean writePayloadOption;
+
         @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
         String scheme = "shm";
 
@@ -108,6 +128,8 @@ public final class EnginePingPong
             if (serve == null)
             {
                 large = largeSize;
+                directWrite = directWriteOption;
+                writePayload = writePayloadOption;
             }
             if (serve != null)
             {
@@ -119,6 +141,8 @@ public final class EnginePingPong
                     " %d cores, %s%n",
                 scheme, PING, messages, warmup, large, Runtime.getRuntime().availableProcessors(),
                 System.getProperty("java.vm.version"));
+            System.out.printf(Locale.ROOT, "direct writes %s, one-way payload %s%n", directWrite ? "on" : "off",
+                writePayload ? "copied into each claim" : "not written (first 8 bytes only)");
             System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
                 "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
                 "idle cpu%", "1MiB GB/s", "alloc/1MiB");
@@ -132,7 +156,7 @@ public final class EnginePingPong
 
     static EngineConfig config(final PollingMode mode, final String name)
     {
-        return new EngineConfig().pollingMode(mode).name(name)
+        return new EngineConfig().pollingMode(mode).name(name).directWrite(directWrite)
             .maxInboundMessageSize(large).maxOutboundMessageSize(large).rendezvousPoolBytes(8L * large);
     }
 
@@ -152,6 +176,7 @@ public final class EnginePingPong
             command.add("-Dreverb.disni.localAddress=" + disniLocal);
         }
         command.add("-D" + LARGE_PROPERTY + "=" + large);
+        command.add("-D" + DIRECT_PROPERTY + "=" + directWrite);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
             EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -214,8 +239,12 @@ public final class EnginePingPong
     static final class Client implements MessageHandler
     {
         final Connection connection;
-        final MessageClaim claim = new MessageClaim();
-        final MessageClaim mainClaim = new MessageClaim();
+        // One claim per sending thread (the poller's pings, the main thread's), each with a reusable Agrona view of
+        // the claimed memory (wrapped around the claim's buffer, no allocation).
+        final WriteClaim claim = new WriteClaim();
+        final UnsafeBuffer out = new UnsafeBuffer(0, 0);
+        final WriteClaim mainClaim = new WriteClaim();
+        final UnsafeBuffer mainOut = new UnsafeBuffer(0, 0);
         final Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         volatile CountDownLatch done;
         volatile long[] stats;
@@ -235,7 +264,7 @@ public final class EnginePingPong
             this.record = record;
             final CountDownLatch latch = new CountDownLatch(1);
             done = latch;
-            ping(mainClaim);
+            ping(mainClaim, mainOut);
             if (!latch.await(10, TimeUnit.MINUTES))
             {
                 throw new IllegalStateException("ping-pong stalled");
@@ -246,6 +275,11 @@ public final class EnginePingPong
         {
             acks = 0;
             final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final UnsafeBuffer payload = writePayload ? new UnsafeBuffer(ByteBuffer.allocateDirect(large)) : null;
+            if (payload != null)
+            {
+                payload.setMemory(0, large, (byte)0x5A);
+            }
             final long alloc0 = threads.getCurrentThreadAllocatedBytes();
             final long start = System.nanoTime();
             for (int i = 0; i < count; i++)
@@ -259,7 +293,12 @@ public final class EnginePingPong
                 {
                     throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
                 }
-                mainClaim.buffer().putLong(mainClaim.offset(), i);
+                mainOut.wrap(mainClaim.buffer());
+                if (payload != null)
+                {
+                    mainOut.putBytes(mainClaim.offset(), payload, 0, large);
+                }
+                mainOut.putLong(mainClaim.offset(), i);
                 mainClaim.commit();
             }
             final long alloc1 = threads.getCurrentThreadAllocatedBytes();
@@ -287,7 +326,8 @@ public final class EnginePingPong
             {
                 throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
             }
-            mainClaim.buffer().putByte(mainClaim.offset(), (byte)'S');
+            mainOut.wrap(mainClaim.buffer());
+            mainOut.putByte(mainClaim.offset(), (byte)'S');
             mainClaim.commit();
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (stats == null)
@@ -301,7 +341,7 @@ public final class EnginePingPong
             return stats;
         }
 
-        private void ping(final MessageClaim c)
+        private void ping(final WriteClaim c, final UnsafeBuffer target)
         {
             int rc;
             while ((rc = connection.tryClaim(PING, c)) == Connection.BACK_PRESSURED)
@@ -313,7 +353,8 @@ public final class EnginePingPong
                 throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
             }
             sentAt = System.nanoTime();
-            c.buffer().putLong(c.offset(), sentAt);
+            target.wrap(c.buffer());
+            target.putLong(c.offset(), sentAt);
             c.commit();
         }
 
@@ -329,7 +370,7 @@ public final class EnginePingPong
                 }
                 if (--remaining > 0)
                 {
-                    ping(claim);
+                    ping(claim, out);
                 }
                 else
                 {
@@ -356,7 +397,8 @@ public final class EnginePingPong
             final long pollerId = engine.pollerThread(0).getId();
             final EngineListener listener = engine.listen(name, c ->
             {
-                final MessageClaim reply = new MessageClaim();
+                final WriteClaim reply = new WriteClaim();
+                final UnsafeBuffer out = new UnsafeBuffer(0, 0);
                 c.onClose(cause -> closed.countDown());
                 c.setHandler((buffer, offset, length) ->
                 {
@@ -370,18 +412,19 @@ public final class EnginePingPong
                     {
                         return;
                     }
+                    out.wrap(reply.buffer());
                     if (length == PING)
                     {
-                        reply.buffer().putBytes(reply.offset(), buffer, offset, PING);
+                        out.putBytes(reply.offset(), buffer, offset, PING);
                     }
                     else if (length == STATS)
                     {
-                        reply.buffer().putLong(reply.offset(), processCpuNanos());
-                        reply.buffer().putLong(reply.offset() + 8, threads.getThreadAllocatedBytes(pollerId));
+                        out.putLong(reply.offset(), processCpuNanos());
+                        out.putLong(reply.offset() + 8, threads.getThreadAllocatedBytes(pollerId));
                     }
                     else
                     {
-                        reply.buffer().putLong(reply.offset(), buffer.getLong(offset));
+                        out.putLong(reply.offset(), buffer.getLong(offset));
                     }
                     reply.commit();
                 });

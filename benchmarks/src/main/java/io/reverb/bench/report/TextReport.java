@@ -132,13 +132,18 @@ public final class TextReport
     private static void writeTable(final StringBuilder out, final List<RunResult> runs)
     {
         out.append("\nSide by side (latency in µs):\n");
-        out.append(String.format(Locale.ROOT, "  %-28s %12s %9s %9s %9s %9s %10s %10s %10s%n",
+        int width = 28; // wider for long labels, e.g. "reverb shm aliasing directWrite=false"
+        for (final RunResult r : runs)
+        {
+            width = Math.max(width, r.label.length());
+        }
+        out.append(String.format(Locale.ROOT, "  %-" + width + "s %12s %9s %9s %9s %9s %10s %10s %10s%n",
             "run", "calls/s", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max"));
         for (final RunResult r : runs)
         {
             final Histogram h = r.latency;
             final boolean empty = h.getTotalCount() == 0;
-            out.append(String.format(Locale.ROOT, "  %-28s %,12.0f %9.2f %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f%n",
+            out.append(String.format(Locale.ROOT, "  %-" + width + "s %,12.0f %9.2f %9.2f %9.2f %9.2f %10.2f %10.2f %10.2f%n",
                 r.label, r.throughput(),
                 empty ? Double.NaN : h.getMinValue() / 1000.0,
                 r.percentileMicros(50), r.percentileMicros(90), r.percentileMicros(99),

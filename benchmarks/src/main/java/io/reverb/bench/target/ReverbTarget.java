@@ -30,7 +30,9 @@ import java.util.function.Consumer;
  * installed in the JVM's engine configuration ({@link ShmPolling}).
  *
  * <p>The query parameter {@code aliasing=true} (read here, not passed to the transport) marshals with
- * {@link ProtoMarshaller#aliasing}: large messages are parsed from pooled arrays, on both sides.
+ * {@link ProtoMarshaller#aliasing}: large messages are parsed from pooled arrays, on both sides. The transport's
+ * {@code directWrite=true|false} (shm: large messages written straight into the receiver's grant, or copied there
+ * by the fabric) is passed to the transport on both sides: the server's reported address keeps it.
  */
 public final class ReverbTarget implements Target
 {
@@ -110,8 +112,7 @@ public final class ReverbTarget implements Target
     @Override
     public BenchServer startServer(final URI uri, final TargetSettings settings)
     {
-        final RpcServer.Builder builder =
-            RpcServer.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        final RpcServer.Builder builder = RpcServer.builder(builderAddress(uri, settings));
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.serverOptions());
@@ -125,16 +126,19 @@ public final class ReverbTarget implements Target
         final String address = server.address();
         // clients connect to the reported address: it keeps asking for aliasing, which only this target reads
         final String plain = address == null ? uri.toString() : BenchTls.isTls(uri) ? BenchTls.asTls(address) : address;
-        final String reported = address != null && isAliasing(uri) ?
-            plain + (plain.contains("?") ? "&" : "?") + ALIASING : plain;
+        final String directWrite = directWriteParameter(uri);
+        String reported = address != null && isAliasing(uri) ? plain + (plain.contains("?") ? "&" : "?") + ALIASING : plain;
+        if (address != null && directWrite != null && !reported.contains(directWrite))
+        {
+            reported = reported + (reported.contains("?") ? "&" : "?") + directWrite;
+        }
         return new ReverbServer(server, reported, BenchTls.asTcp(uri));
     }
 
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings)
     {
-        final RpcChannel.Builder builder =
-            RpcChannel.builder(withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString());
+        final RpcChannel.Builder builder = RpcChannel.builder(builderAddress(uri, settings));
         if (BenchTls.isTls(uri))
         {
             builder.transportOptions(BenchTls.clientOptions());
@@ -145,6 +149,12 @@ public final class ReverbTarget implements Target
         return new ReverbClient(channel, settings.deadline(), isAliasing(uri));
     }
 
+    /** What the server's and the client's builder get: plain tcp for tls, no aliasing, the polling mode added. */
+    private static String builderAddress(final URI uri, final TargetSettings settings)
+    {
+        return withPolling(BenchTls.asTcp(withoutAliasing(uri)), settings).toString();
+    }
+
     /**
      * @param uri a Reverb address.
      * @return true if it asks for {@link ProtoMarshaller#aliasing} ({@code aliasing=true}).
@@ -152,6 +162,26 @@ public final class ReverbTarget implements Target
     public static boolean isAliasing(final URI uri)
     {
         return uri.getRawQuery() != null && ("&" + uri.getRawQuery() + "&").contains("&" + ALIASING + "&");
+    }
+
+    /**
+     * @param uri a Reverb address.
+     * @return its {@code directWrite=...} parameter as written, or null.
+     */
+    public static String directWriteParameter(final URI uri)
+    {
+        if (uri.getRawQuery() == null)
+        {
+            return null;
+        }
+        for (final String part : uri.getRawQuery().split("&"))
+        {
+            if (part.regionMatches(true, 0, "directWrite=", 0, "directWrite=".length()))
+            {
+                return part;
+            }
+        }
+        return null;
     }
 
     /**

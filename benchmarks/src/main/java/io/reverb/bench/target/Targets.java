@@ -74,7 +74,8 @@ public final class Targets
             default -> GrpcTarget.isOverReverb(uri) ?
                 "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
                     (isDirect(uri) ? " direct" : "") :
-                "reverb " + uri.getScheme() + (ReverbTarget.isAliasing(uri) ? " aliasing" : "");
+                "reverb " + uri.getScheme() + (ReverbTarget.isAliasing(uri) ? " aliasing" : "") +
+                    (ReverbTarget.directWriteParameter(uri) != null ? " " + ReverbTarget.directWriteParameter(uri) : "");
         };
     }
 

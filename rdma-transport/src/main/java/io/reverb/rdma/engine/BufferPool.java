@@ -2,6 +2,7 @@ package io.reverb.rdma.engine;
 
 import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.ProtectionDomain;
+import io.reverb.rdma.verbs.RemoteMapping;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -29,6 +30,8 @@ final class BufferPool
     /** A pooled buffer, also the {@link RetainedMessage} handed out by {@link Connection#retain()}. */
     static final class Buffer implements RetainedMessage
     {
+        private static final byte[] NO_BYTES = new byte[0];
+
         final BufferPool pool;
         final MemoryRegion region;
         final UnsafeBuffer buffer;
@@ -48,8 +51,27 @@ final class BufferPool
         int remoteRkey;
         /** Sender side: what the claimant attached, handed back if the peer refuses the message. */
         Object attachment;
+        /** Sender side, between claim and commit: the index of the message's RTS frame in the send ring. */
+        int frameIndex;
         boolean inUse;
         boolean retained;
+
+        /**
+         * Sender side, a direct write (see {@link ConnectionSender}): no local memory, the message is written into
+         * the peer's granted buffer through {@link #mapping}. Not pooled: {@link #pool} and {@link #region} are null.
+         */
+        final boolean direct;
+        /** Direct write: the peer's granted buffer, mapped once its CTS arrived (null before, and once closed). */
+        RemoteMapping mapping;
+        /** Direct write: handed to a claimant. */
+        boolean claimed;
+        /** Direct write: committed by its claimant (its completion notification may be posted). */
+        boolean committed;
+        /** Direct write: given up before its CTS arrived; the CTS is answered with ABORT. */
+        boolean abandoned;
+        /** Sender side: claimed for a message whose announcement the peer refused (code, limit); 0 otherwise. */
+        int refusedCode;
+        int refusedLimit;
 
         Buffer(final BufferPool pool, final MemoryRegion region, final int sizeClass)
         {
@@ -57,6 +79,45 @@ final class BufferPool
             this.region = region;
             this.buffer = region.buffer();
             this.sizeClass = sizeClass;
+            this.direct = false;
+        }
+
+        private Buffer()
+        {
+            this.pool = null;
+            this.region = null;
+            this.buffer = new UnsafeBuffer(NO_BYTES);
+            this.sizeClass = 0;
+            this.direct = true;
+        }
+
+        /** @return a direct-write rendezvous, without memory until {@link #map(RemoteMapping)}. */
+        static Buffer direct()
+        {
+            return new Buffer();
+        }
+
+        /** Direct write: the claimant writes into the peer's granted buffer, mapped. */
+        void map(final RemoteMapping granted)
+        {
+            mapping = granted;
+            buffer.wrap(granted.buffer(), 0, granted.length());
+            byteBuffer = granted.byteBuffer();
+        }
+
+        /** Direct write: closes the mapping (once nothing writes through it any more). @return true if it was open. */
+        boolean unmap()
+        {
+            final RemoteMapping m = mapping;
+            if (m == null)
+            {
+                return false;
+            }
+            mapping = null;
+            byteBuffer = null;
+            buffer.wrap(NO_BYTES);
+            m.close();
+            return true;
         }
 
         ByteBuffer byteBuffer()

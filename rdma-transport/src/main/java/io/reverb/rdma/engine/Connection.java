@@ -1,6 +1,7 @@
 package io.reverb.rdma.engine;
 
 import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
@@ -8,9 +9,10 @@ import java.util.function.Consumer;
  * One engine connection: an RC queue pair with its receive slots, send ring, credits and
  * rendezvous pools. It moves framed messages; it knows nothing of RPC.
  *
- * <p><b>Sending</b> is thread-safe (many producers): {@link #tryClaim(int, MessageClaim)}, write,
- * {@link MessageClaim#commit()}. Messages committed by one thread arrive in that order (in fact all
- * messages arrive in commit order of their claims). The return codes are those of Aeron's
+ * <p><b>Sending</b> is thread-safe (many producers): {@link #tryClaim(int, WriteClaim)}, write,
+ * {@link WriteClaim#commit()}. The claim object is rpc-core's {@link WriteClaim}, the same one its transport SPI
+ * uses, so the RPC adapter hands its claim straight through. Messages committed by one thread arrive in that order
+ * (in fact all messages arrive in commit order of their claims). The return codes are those of Aeron's
  * {@code Publication}: {@link #OK} or a negative code; nothing is thrown on the hot path.
  *
  * <p><b>Receiving</b> happens on the connection's poller thread through the {@link MessageHandler};
@@ -22,7 +24,11 @@ public interface Connection extends AutoCloseable
     // One set of result codes with rpc-core's transport SPI, so that its adapter passes them through.
     /** The claim succeeded. */
     int OK = ClaimResult.OK;
-    /** No room now (send ring full, credits exhausted, or rendezvous pool exhausted); retry, see {@link #onWritable}. */
+    /**
+     * No room now (send ring full, credits exhausted, rendezvous pool exhausted, or, for a direct write over shm, the
+     * receiver's grant not in yet: the first claim of a large message announces it); retry the same length, see
+     * {@link #onWritable}.
+     */
     int BACK_PRESSURED = ClaimResult.BACK_PRESSURED;
     /** The connection failed (peer gone); see the {@link #onClose} cause. */
     int NOT_CONNECTED = ClaimResult.NOT_CONNECTED;
@@ -41,13 +47,30 @@ public interface Connection extends AutoCloseable
     }
 
     /**
-     * Claims room for one message of {@code length} bytes. Allocation-free.
+     * Claims room for one message of {@code length} bytes, for in-place serialization: on {@link #OK}, write
+     * {@code length} bytes at {@link WriteClaim#buffer()} from {@link WriteClaim#offset()} (set the byte order you
+     * write in: the view's order is not reset between claims), then {@link WriteClaim#commit()} or
+     * {@link WriteClaim#abort()}, exactly once. An eager message is written straight into the registered send ring,
+     * a larger one into a registered rendezvous buffer; either way the bytes are not copied again before the fabric
+     * moves them. Allocation-free once the claim object has been used on this connection (its view of the send ring
+     * is kept).
+     *
+     * <p>{@link WriteClaim#token()} is then the message's id, as later given to a {@link SendErrorHandler} if the
+     * message fails. {@link WriteClaim#attachment(Object)}, set before the commit, is handed back to the
+     * {@link SendErrorHandler} if the peer refuses the message (only a rendezvous message can be refused).
+     * {@link WriteClaim#commit()} returns {@link #CLOSED} if this connection was closed (its close callbacks had
+     * run) before the commit, else {@link #OK}; a committed message lost with the connection is also reported to
+     * the {@link SendErrorHandler}. The engine keeps its own state of the claim in
+     * {@link WriteClaim#transportState()}: do not set it while the claim is active.
+     *
+     * <p>A claim object is owned by one thread at a time; keep one per sending thread. Claims are short-lived: the
+     * send ring cannot move past an open claim.
      *
      * @param length message length, &gt;= 0; above {@link #eagerLimit()} it goes by rendezvous.
-     * @param claim  reusable claim to fill.
+     * @param claim  reusable claim to fill, not active.
      * @return {@link #OK} or a negative code.
      */
-    int tryClaim(int length, MessageClaim claim);
+    int tryClaim(int length, WriteClaim claim);
 
     /**
      * Asks to be told, once, on a poller thread, when a sender that was back-pressured may retry.

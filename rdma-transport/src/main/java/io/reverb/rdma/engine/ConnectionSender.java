@@ -5,10 +5,12 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.RemoteMapping;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,14 +40,38 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * {@code sendQueueStalls}) and resumes when the poller reaps (as ibverbs users count signaled sends). Credits
  * alone do not bound this: the peer returns credits before this side reaps its completions. A poller sending
  * from a completion never waits on a CQ only it drains.
+ *
+ * <h2>Direct writes</h2>
+ * When the QP can map the peer's memory ({@link QueuePair#canMapRemote()}, shm) and
+ * {@link EngineConfig#directWrite()} allows it, a message above the eager limit is written by its claimant straight
+ * into the receiver's granted buffer, so the fabric copies nothing:
+ * <ol>
+ *   <li>the first {@code tryClaim} of that length sends the RTS at once and returns {@code BACK_PRESSURED}
+ *       (the writable callback follows the CTS);</li>
+ *   <li>the CTS's address, key and length are checked by the provider, which maps the granted range
+ *       ({@link QueuePair#mapRemote}); a grant it refuses is a protocol error;</li>
+ *   <li>the retried {@code tryClaim} of the same length gets a claim over that mapping; its commit posts a
+ *       zero-length RDMA_WRITE_WITH_IMM (the notification the receiver already takes for a written rendezvous),
+ *       its abort an ABORT control frame (the receiver returns the buffer).</li>
+ * </ol>
+ * Order: the announced message holds its place. A claim of any other length while it is announced and not claimed
+ * gives it up (ABORT once granted) and goes first, and large claims then copy until no rendezvous is in flight, so
+ * two claimants cannot take turns abandoning each other's announcement. rpc-core never does that: after
+ * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement's retry gets
+ * a claim of this side's pool whose commit reports the refusal (from the poller, with the message's attachment), as
+ * a refusal after commit is reported. Close and teardown give up an announcement, and so does {@link #tick} when its
+ * grant has waited for its claimant half the write timeout; a mapping is closed only once its claimant committed or
+ * aborted (the memory must outlive the writer).
  */
-final class ConnectionSender implements InboundRendezvous.Answers
+final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Committer
 {
     private static final long TAG_SHIFT = 60;
     private static final long TAG_SEND = 0;
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
+    /** {@link #claimDirectLocked}: not a direct write, claim a buffer of this side's pool (not a ClaimResult code). */
+    private static final int CLAIM_COPY = Integer.MIN_VALUE;
 
     private final EngineConnection connection;
     private final Object lock;
@@ -81,6 +107,23 @@ final class ConnectionSender implements InboundRendezvous.Answers
     private long closeBatchSeq = -1;
     private boolean closeSendCompleted;
 
+    /** Large messages are written directly into the peer's grant (the config allows it, the QP can map). */
+    private boolean directWrite;
+    /** The direct write announced and not yet claimed (at most one), or null. */
+    private BufferPool.Buffer direct;
+    /** An announcement was given up for another claim: large claims copy until no rendezvous is in flight. */
+    private boolean directBackoff;
+    /** An announcement was refused: its claimant's retry (same length) gets a claim that fails at commit. */
+    private int refusedLength = -1;
+    private int refusedCode;
+    private int refusedLimit;
+    /** Committed claims of refused announcements: reported by the poller (never inside the claimant's commit). */
+    private final ArrayList<BufferPool.Buffer> refusedCommitted = new ArrayList<>();
+    /** ABORT frames queued, not yet posted: they count against the peer's announcement limit until then. */
+    private int abortsQueued;
+    /** Mappings of the peer's grants open now. */
+    private int mappingsOpen;
+
     ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
     {
         final EngineConfig config = connection.config;
@@ -113,6 +156,7 @@ final class ConnectionSender implements InboundRendezvous.Answers
         this.maxSignaledInFlight = Math.min(peer.receiveSlots, sendCqCapacity - 8);
         this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), config.rendezvousMaxClass(),
             config.rendezvousPoolBytes(), this::onSendBufferReleased);
+        this.directWrite = config.directWrite() && qp.canMapRemote();
         // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
         // that batch announces the connector's receives, all posted by now.
         window.start(connection.acceptor, peer.receiveSlots, localReceiveSlots);
@@ -139,13 +183,52 @@ final class ConnectionSender implements InboundRendezvous.Answers
         synchronized (lock)
         {
             flushLocked();
+            if (refusedCommitted.isEmpty())
+            {
+                return;
+            }
+        }
+        reportRefusedCommitted();
+    }
+
+    /** Reports, outside the lock, the committed messages whose announcement the peer had refused (poller). */
+    private void reportRefusedCommitted()
+    {
+        while (true)
+        {
+            final BufferPool.Buffer buffer;
+            synchronized (lock)
+            {
+                if (refusedCommitted.isEmpty())
+                {
+                    return;
+                }
+                buffer = refusedCommitted.remove(refusedCommitted.size() - 1);
+            }
+            reportRefused(buffer, buffer.refusedCode, buffer.refusedLimit);
         }
     }
 
-    /** The connection's state changed (lock held): writable callbacks must see it. */
+    /** The connection's state changed (lock held): writable callbacks must see it; closing gives up an announcement. */
     void stateChangedLocked()
     {
         writableEpoch++;
+        if (direct != null && connection.state() != EngineConnection.STATE_CONNECTED)
+        {
+            abandonDirectLocked();
+        }
+    }
+
+    /** @return true if large messages are written straight into the peer's grants on this connection. */
+    boolean directWrite()
+    {
+        return directWrite;
+    }
+
+    /** @return mappings of the peer's grants open now (lock held; tests: 0 when idle). */
+    int mappingsOpenLocked()
+    {
+        return mappingsOpen;
     }
 
     boolean hasWritableWaiters()
@@ -208,7 +291,36 @@ final class ConnectionSender implements InboundRendezvous.Answers
             }
             p += ring.frameSize(index);
         }
+        final int first = failedRendezvous.size();
         outbound.drainTo(failedRendezvous);
+        // Direct writes own no pool buffer: a committed one fails like any message; one being written is left to its
+        // claimant's commit or abort (the mapping must outlive the writer); one never claimed just goes.
+        for (int i = failedRendezvous.size() - 1; i >= first; i--)
+        {
+            final BufferPool.Buffer b = failedRendezvous.get(i);
+            if (b.direct)
+            {
+                failedRendezvous.remove(i);
+                if (b.claimed && !b.committed)
+                {
+                    continue;
+                }
+                unmapLocked(b);
+                if (b.committed)
+                {
+                    failedFrames.add(new long[] {b.messageId, b.length});
+                }
+            }
+        }
+        for (final BufferPool.Buffer refused : refusedCommitted)
+        {
+            refused.refusedCode = 0;
+            failedRendezvous.add(refused);
+        }
+        refusedCommitted.clear();
+        direct = null;
+        refusedLength = -1;
+        abortsQueued = 0;
         controlQueue.clear();
     }
 
@@ -221,7 +333,98 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (error != null)
             {
                 connection.protocolErrorLocked(error);
+                return;
             }
+            final BufferPool.Buffer granted = outbound.lastGranted();
+            if (granted.direct)
+            {
+                grantedDirectLocked(granted);
+            }
+        }
+    }
+
+    /** The CTS of a direct write arrived (lock held): map the grant for its claimant, or give it back. */
+    private void grantedDirectLocked(final BufferPool.Buffer d)
+    {
+        if (d.abandoned)
+        {
+            abortGrantedLocked(d);
+            return;
+        }
+        // The provider checks the peer's values (key, address, bounds, access, PD) before it maps anything.
+        final RemoteMapping mapping = qp.mapRemote(d.remoteAddress, d.remoteRkey, d.length);
+        if (mapping == null)
+        {
+            connection.protocolErrorLocked("CTS for rendezvous " + d.id + " grants memory that cannot be written (address 0x" +
+                Long.toHexString(d.remoteAddress) + ", rkey 0x" + Integer.toHexString(d.remoteRkey) + ", " + d.length +
+                " bytes)");
+            return;
+        }
+        d.map(mapping);
+        d.grantedAtNanos = System.nanoTime();
+        mappingsOpen++;
+        writableEpoch++; // its claimant may come back now
+    }
+
+    /**
+     * Poller, now and then: gives up a grant whose claimant has not come back within half this side's
+     * {@link EngineConfig#rendezvousWriteTimeoutNanos() write timeout}, before the peer (if it has the same timeout)
+     * drops the connection for holding its memory. The claimant's retry announces again. The RPC layer always comes
+     * back at once (from the writable callback); this is for users of the engine's own API.
+     *
+     * @param nowNanos {@code System.nanoTime()}.
+     */
+    void tick(final long nowNanos)
+    {
+        final long limit = connection.config.rendezvousWriteTimeoutNanos() / 2;
+        if (direct == null || limit <= 0) // racy read: a tick that misses it is followed by another
+        {
+            return;
+        }
+        synchronized (lock)
+        {
+            final BufferPool.Buffer d = direct;
+            if (d != null && d.mapping != null && nowNanos - d.grantedAtNanos > limit &&
+                connection.state() == EngineConnection.STATE_CONNECTED)
+            {
+                abandonDirectLocked();
+            }
+        }
+    }
+
+    /** Gives up the announced, unclaimed direct write (lock held): ABORT if granted, else when its CTS comes. */
+    private void abandonDirectLocked()
+    {
+        final BufferPool.Buffer d = direct;
+        direct = null;
+        directBackoff = true;
+        if (d.mapping != null)
+        {
+            abortGrantedLocked(d);
+        }
+        else
+        {
+            d.abandoned = true;
+        }
+    }
+
+    /** A granted direct write will not be written (lock held): the receiver gets ABORT and returns its buffer. */
+    private void abortGrantedLocked(final BufferPool.Buffer d)
+    {
+        outbound.removeGranted(d);
+        unmapLocked(d);
+        enqueueControl(Wire.CONTROL_ABORT, 0, d.id, 0, 0, 0);
+        abortsQueued++;
+        stats.rendezvousAbortsSent++;
+        writableEpoch++;
+        flushLocked();
+    }
+
+    private void unmapLocked(final BufferPool.Buffer d)
+    {
+        if (d.unmap())
+        {
+            mappingsOpen--;
         }
     }
 
@@ -238,14 +441,34 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 connection.protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
                 return;
             }
+            if (buffer.direct)
+            {
+                // Refused before anything was claimed: there is no message yet to fail. Its claimant's retry gets a
+                // claim of this side's pool that fails at commit, so that the refusal reaches the message (its
+                // attachment, the reason) as a refusal after commit would.
+                if (buffer == direct)
+                {
+                    direct = null;
+                    refusedLength = buffer.length;
+                    refusedCode = frame.code();
+                    refusedLimit = frame.length();
+                    writableEpoch++;
+                }
+                return;
+            }
         }
-        final int limit = frame.length();
+        reportRefused(buffer, frame.code(), frame.length());
+    }
+
+    /** Returns the buffer of a refused message and tells its sender why. */
+    private void reportRefused(final BufferPool.Buffer buffer, final int code, final int limit)
+    {
         final int length = buffer.length;
         final long messageId = buffer.messageId;
         final Object attachment = buffer.attachment;
-        sendPool.release(buffer);
+        releaseRendezvous(buffer);
         connection.reportFailedSend(messageId, length, attachment, new MessageRefusedException("message " + messageId + " of " +
-            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(frame.code(), limit) +
+            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(code, limit) +
             " (the connection stays usable)", limit));
     }
 
@@ -305,8 +528,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
         return BACK_PRESSURED;
     }
 
-    /** @see Connection#tryClaim */
-    int tryClaim(final int length, final MessageClaim claim)
+    /**
+     * Wraps the caller's claim around the space: the message id is its token; an eager frame's ring index is
+     * {@code claim.offset() - FRAME_HEADER_LENGTH}; a rendezvous claim's pool buffer (which knows its RTS frame)
+     * is the claim's transport state, null for an eager one.
+     *
+     * @see Connection#tryClaim
+     */
+    int tryClaim(final int length, final WriteClaim claim)
     {
         if (length < 0)
         {
@@ -324,6 +553,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 {
                     return rc;
                 }
+                if (direct != null)
+                {
+                    abandonDirectLocked(); // an announced message must not be overtaken: it is given up instead
+                }
                 index = ring.claim(frameLength);
                 if (index < 0)
                 {
@@ -333,7 +566,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
                 ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
                 outstandingClaims++;
             }
-            claim.wrap(connection, ring.buffer(), index + Wire.FRAME_HEADER_LENGTH, length, id, index, null);
+            claim.transportState(null);
+            claim.wrapShared(ring.byteBuffer(), index + Wire.FRAME_HEADER_LENGTH, length, this, id);
             return OK;
         }
         if (length > connection.config.maxOutboundMessageSize())
@@ -349,6 +583,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (rc != OK)
             {
                 return rc;
+            }
+            if (directWrite)
+            {
+                final int result = claimDirectLocked(length, claim);
+                if (result != CLAIM_COPY)
+                {
+                    return result;
+                }
             }
             buffer = sendPool.acquire(length);
             if (buffer == null)
@@ -368,11 +610,133 @@ final class ConnectionSender implements InboundRendezvous.Answers
             buffer.length = length;
             outstandingClaims++;
         }
-        claim.wrap(connection, buffer.buffer, 0, length, id, index, buffer);
+        buffer.frameIndex = index;
+        claim.transportState(buffer);
+        claim.wrap(buffer.byteBuffer(), 0, length, this, id); // the pool buffer's view is this claim's until commit
         return OK;
     }
 
-    void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
+    /**
+     * The direct-write claim (lock held): hands out the granted, mapped announcement of this length; or announces one
+     * (RTS now) and back-pressures; or says to copy.
+     *
+     * @return OK (claim wrapped), BACK_PRESSURED, or {@link #CLAIM_COPY}
+     */
+    private int claimDirectLocked(final int length, final WriteClaim claim)
+    {
+        if (refusedLength >= 0)
+        {
+            final boolean refused = refusedLength == length;
+            refusedLength = -1;
+            if (refused)
+            {
+                return claimRefusedLocked(length, claim);
+            }
+        }
+        final BufferPool.Buffer d = direct;
+        if (d != null)
+        {
+            if (d.length == length)
+            {
+                if (d.mapping == null)
+                {
+                    return backPressuredLocked(); // its CTS has not arrived
+                }
+                direct = null;
+                d.claimed = true;
+                outstandingClaims++;
+                d.frameIndex = -1; // no ring frame: its RTS went at the announcement
+                claim.transportState(d);
+                claim.wrap(d.byteBuffer(), 0, length, this, d.messageId); // the peer's grant, mapped
+                return OK;
+            }
+            abandonDirectLocked(); // another message goes first: the announced one must not hold it back
+        }
+        if (directBackoff && outbound.isEmpty() && outstandingClaims == 0)
+        {
+            directBackoff = false;
+        }
+        if (directBackoff)
+        {
+            return CLAIM_COPY;
+        }
+        final int index = ring.claim(Wire.FRAME_HEADER_LENGTH);
+        if (index < 0)
+        {
+            return backPressuredLocked();
+        }
+        final long id = nextMessageId++;
+        // Committed at once: the RTS leaves now, the message when its claimant comes back after the CTS.
+        ring.writeHeader(index, length, Wire.FRAME_RTS, id);
+        final BufferPool.Buffer announced = BufferPool.Buffer.direct();
+        announced.id = (int)id;
+        announced.messageId = id;
+        announced.length = length;
+        outbound.committed(announced);
+        direct = announced;
+        flushLocked();
+        return backPressuredLocked();
+    }
+
+    /**
+     * The retry of a refused announcement (lock held): a claim of this side's pool, never announced; its commit
+     * reports the refusal (from the poller), its abort just returns the buffer.
+     */
+    private int claimRefusedLocked(final int length, final WriteClaim claim)
+    {
+        final BufferPool.Buffer buffer = sendPool.acquire(length);
+        if (buffer == null)
+        {
+            refusedLength = length; // still to be reported once a buffer is free
+            return backPressuredLocked();
+        }
+        final long id = nextMessageId++;
+        buffer.id = (int)id;
+        buffer.messageId = id;
+        buffer.length = length;
+        buffer.refusedCode = refusedCode;
+        buffer.refusedLimit = refusedLimit;
+        outstandingClaims++;
+        buffer.frameIndex = -1; // no ring frame: never announced
+        claim.transportState(buffer);
+        claim.wrap(buffer.byteBuffer(), 0, length, this, id);
+        return OK;
+    }
+
+    /**
+     * {@link WriteClaim#commit()}: CLOSED if the connection was closed before this commit (the message is lost). A
+     * close that follows the commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any
+     * message sent just before a close.
+     */
+    @Override
+    public int commit(final WriteClaim claim)
+    {
+        final boolean closedBefore = connection.isClosed();
+        final BufferPool.Buffer rendezvous = (BufferPool.Buffer)claim.transportState();
+        claim.transportState(null);
+        if (rendezvous != null)
+        {
+            rendezvous.attachment = claim.attachment();
+            commit(rendezvous.frameIndex, rendezvous);
+        }
+        else
+        {
+            commit(claim.offset() - Wire.FRAME_HEADER_LENGTH, null);
+        }
+        return closedBefore ? CLOSED : OK;
+    }
+
+    /** {@link WriteClaim#abort()}: gives the claimed space back without sending anything. */
+    @Override
+    public void abort(final WriteClaim claim)
+    {
+        final BufferPool.Buffer rendezvous = (BufferPool.Buffer)claim.transportState();
+        claim.transportState(null);
+        abort(rendezvous != null ? rendezvous.frameIndex : claim.offset() - Wire.FRAME_HEADER_LENGTH, claim.length(),
+            rendezvous);
+    }
+
+    private void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
     {
         boolean lost = false;
         synchronized (lock)
@@ -381,6 +745,16 @@ final class ConnectionSender implements InboundRendezvous.Answers
             if (connection.state() >= EngineConnection.STATE_CLOSED)
             {
                 lost = true;
+            }
+            else if (rendezvous != null && rendezvous.direct)
+            {
+                rendezvous.committed = true; // its notification may go now (after the writes granted before it)
+                flushLocked();
+            }
+            else if (rendezvous != null && rendezvous.refusedCode != 0)
+            {
+                refusedCommitted.add(rendezvous);
+                connection.requestAttention();
             }
             else if (rendezvous != null)
             {
@@ -396,38 +770,66 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         if (lost)
         {
-            final long id = ring.frameId(frameIndex);
+            final long id = rendezvous != null ? rendezvous.messageId : ring.frameId(frameIndex);
             final int length = rendezvous != null ? rendezvous.length : ring.frameLength(frameIndex);
             if (rendezvous != null)
             {
-                sendPool.release(rendezvous);
+                releaseRendezvous(rendezvous);
             }
             connection.reportFailedSend(id, length, connection.lostCause());
             connection.maybeReleaseResources();
         }
     }
 
-    void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
+    private void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
     {
         boolean terminal;
         synchronized (lock)
         {
             outstandingClaims--;
             terminal = connection.state() >= EngineConnection.STATE_CLOSED;
-            if (!terminal)
+            if (rendezvous != null && rendezvous.direct)
+            {
+                if (terminal)
+                {
+                    unmapLocked(rendezvous); // teardown left it to us
+                }
+                else
+                {
+                    abortGrantedLocked(rendezvous);
+                }
+            }
+            else if (!terminal && frameIndex >= 0)
             {
                 ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
                 ring.frameType(frameIndex, Wire.FRAME_PAD);
                 flushLocked();
             }
         }
-        if (rendezvous != null)
+        if (rendezvous != null && !rendezvous.direct)
         {
-            sendPool.release(rendezvous);
+            releaseRendezvous(rendezvous);
         }
         if (terminal)
         {
             connection.maybeReleaseResources();
+        }
+    }
+
+    /** Returns a rendezvous buffer: to the pool, or for a direct write its mapping closed. */
+    private void releaseRendezvous(final BufferPool.Buffer buffer)
+    {
+        if (buffer.direct)
+        {
+            synchronized (lock)
+            {
+                unmapLocked(buffer);
+            }
+        }
+        else
+        {
+            buffer.refusedCode = 0;
+            sendPool.release(buffer);
         }
     }
 
@@ -476,7 +878,8 @@ final class ConnectionSender implements InboundRendezvous.Answers
             {
                 final int budget = Wire.receiveSlotLength(peerEagerLimit) - Wire.BATCH_HEADER_LENGTH -
                     controlFrames * Wire.CONTROL_FRAME_LENGTH;
-                dataLength = ring.batchLength(budget, outbound.outstanding(), EngineConnection.MAX_PIPELINED_RENDEZVOUS);
+                dataLength = ring.batchLength(budget, outbound.outstanding() + abortsQueued,
+                    EngineConnection.MAX_PIPELINED_RENDEZVOUS);
             }
             else if (ring.hasUnposted() && !creditStalled)
             {
@@ -550,6 +953,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
         }
         stats.sendsPosted++;
         window.onBatchPosted();
+        if (abortsQueued > 0)
+        {
+            abortsQueued -= controlQueue.count(Wire.CONTROL_ABORT, controlFrames);
+        }
         controlQueue.remove(controlFrames);
         ring.markPosted(dataLength);
         batchEnds[slot] = ring.posted();
@@ -593,7 +1000,10 @@ final class ConnectionSender implements InboundRendezvous.Answers
             .remoteAddress(buffer.remoteAddress)
             .rkey(buffer.remoteRkey)
             .wrId((TAG_WRITE << TAG_SHIFT) | (buffer.id & 0xFFFF_FFFFL));
-        req.setSge(buffer.region, 0, buffer.length);
+        if (!buffer.direct)
+        {
+            req.setSge(buffer.region, 0, buffer.length); // a direct write is in place: zero-length, a notification
+        }
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
@@ -710,9 +1120,14 @@ final class ConnectionSender implements InboundRendezvous.Answers
                     {
                         stats.rendezvousMessagesSent++;
                         stats.rendezvousBytesSent += buffer.length;
+                        if (buffer.direct)
+                        {
+                            stats.directWritesSent++;
+                            unmapLocked(buffer);
+                        }
                     }
                 }
-                if (buffer != null)
+                if (buffer != null && !buffer.direct)
                 {
                     sendPool.release(buffer);
                 }

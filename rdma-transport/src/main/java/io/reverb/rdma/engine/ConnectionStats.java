@@ -25,6 +25,9 @@ public class ConnectionStats
     long rendezvousAllocationFailures;
     long rnrErrors;
     long failedSends;
+    long directWritesSent;
+    long rendezvousAbortsSent;
+    long rendezvousAbortsReceived;
 
     /** @return eager messages posted. */
     public long eagerMessagesSent()
@@ -134,6 +137,27 @@ public class ConnectionStats
         return failedSends;
     }
 
+    /**
+     * @return rendezvous messages written straight into the receiver's granted buffer, mapped (shm), rather than
+     * copied there by the fabric; also counted in {@link #rendezvousMessagesSent()}.
+     */
+    public long directWritesSent()
+    {
+        return directWritesSent;
+    }
+
+    /** @return direct writes given up after their CTS (claim aborted or never taken): ABORT sent, nothing delivered. */
+    public long rendezvousAbortsSent()
+    {
+        return rendezvousAbortsSent;
+    }
+
+    /** @return ABORTs received: granted buffers the peer gave back unwritten. */
+    public long rendezvousAbortsReceived()
+    {
+        return rendezvousAbortsReceived;
+    }
+
     void add(final ConnectionStats o)
     {
         eagerMessagesSent += o.eagerMessagesSent;
@@ -154,6 +178,9 @@ public class ConnectionStats
         rendezvousAllocationFailures += o.rendezvousAllocationFailures;
         rnrErrors += o.rnrErrors;
         failedSends += o.failedSends;
+        directWritesSent += o.directWritesSent;
+        rendezvousAbortsSent += o.rendezvousAbortsSent;
+        rendezvousAbortsReceived += o.rendezvousAbortsReceived;
     }
 
     @Override
@@ -163,6 +190,8 @@ public class ConnectionStats
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
             creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
-            rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends + '}';
+            rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends +
+            ", directSent=" + directWritesSent + ", abortsSent=" + rendezvousAbortsSent + ", abortsRecv=" +
+            rendezvousAbortsReceived + '}';
     }
 }

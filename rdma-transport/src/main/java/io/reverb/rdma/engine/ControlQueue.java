@@ -61,6 +61,20 @@ final class ControlQueue
         return close;
     }
 
+    /** @return how many of the first {@code frames} queued frames are of this type. */
+    int count(final int type, final int frames)
+    {
+        int n = 0;
+        for (int i = 0; i < frames; i++)
+        {
+            if (frame.wrap(ring, ((head + i) % capacity) * FRAME).type() == type)
+            {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Removes the first {@code frames} frames. */
     void remove(final int frames)
     {

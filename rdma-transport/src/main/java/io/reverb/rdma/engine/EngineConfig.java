@@ -19,6 +19,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #rendezvousMinClass(int)}</td><td>64 KiB</td><td>smallest rendezvous buffer (size classes are powers of two)</td></tr>
  *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
  *   <tr><td>{@link #rendezvousWriteTimeoutNanos(long)}</td><td>30 s</td><td>a peer holding a granted buffer unwritten this long is dropped</td></tr>
+ *   <tr><td>{@link #directWrite(boolean)}</td><td>true</td><td>where the provider can map the peer's memory (shm), large messages are written straight into the receiver's granted buffer</td></tr>
  *   <tr><td>{@link #rendezvousMemoryBytes(long)}</td><td>half the heap limit, 64 MiB..1 GiB</td><td>registered rendezvous receive memory of all connections together</td></tr>
  *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
@@ -49,6 +50,7 @@ public final class EngineConfig
     private long rendezvousPoolBytes = 128L * 1024 * 1024;
     private long rendezvousMemoryBytes;
     private long rendezvousWriteTimeoutNanos = TimeUnit.SECONDS.toNanos(30);
+    private boolean directWrite = true;
     private int maxInboundMessageSize = 64 * 1024 * 1024;
     private int maxOutboundMessageSize = 64 * 1024 * 1024;
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
@@ -187,6 +189,30 @@ public final class EngineConfig
     {
         checkMutable();
         rendezvousWriteTimeoutNanos = nanos;
+        return this;
+    }
+
+    /** @return whether large messages are written straight into the receiver's grant where the provider can map it. */
+    public boolean directWrite()
+    {
+        return directWrite;
+    }
+
+    /**
+     * Direct writes: on a provider that can map the peer's registered memory ({@code QueuePair.canMapRemote()}: shm),
+     * a message above the eager limit is serialised by its sender straight into the buffer the receiver grants for
+     * it, instead of into a buffer of this side's pool that the fabric then copies (one copy of the message fewer per
+     * message; the claim waits for the grant: {@code tryClaim} returns {@code BACK_PRESSURED} until the CTS is in,
+     * and the writable callback follows it). Providers without the capability (tcp, and rdma, where the NIC copies
+     * without the CPU) ignore it. Default true; false measures or avoids it (an address's {@code ?directWrite=false}).
+     *
+     * @param enabled false to always copy through this side's pool.
+     * @return this.
+     */
+    public EngineConfig directWrite(final boolean enabled)
+    {
+        checkMutable();
+        directWrite = enabled;
         return this;
     }
 
@@ -585,6 +611,7 @@ public final class EngineConfig
         copy.rendezvousPoolBytes = rendezvousPoolBytes;
         copy.rendezvousMemoryBytes = rendezvousMemoryBytes;
         copy.rendezvousWriteTimeoutNanos = rendezvousWriteTimeoutNanos;
+        copy.directWrite = directWrite;
         copy.maxInboundMessageSize = maxInboundMessageSize;
         copy.maxOutboundMessageSize = maxOutboundMessageSize;
         copy.pollingMode = pollingMode;
@@ -608,7 +635,7 @@ public final class EngineConfig
     {
         return "EngineConfig{receiveSlots=" + receiveSlots + ", eagerLimit=" + eagerLimit + ", sendSlots=" + sendSlots +
             ", rendezvousMinClass=" + rendezvousMinClass + ", rendezvousPoolBytes=" + rendezvousPoolBytes +
-            ", rendezvousMemoryBytes=" + rendezvousMemoryBytes +
+            ", rendezvousMemoryBytes=" + rendezvousMemoryBytes + ", directWrite=" + directWrite +
             ", maxInboundMessageSize=" + maxInboundMessageSize + ", maxOutboundMessageSize=" + maxOutboundMessageSize +
             ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
             ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +

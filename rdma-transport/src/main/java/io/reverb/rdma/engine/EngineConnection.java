@@ -7,8 +7,8 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -48,7 +48,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * (or refused), so a later eager message can never overtake a large one: RC keeps the order of
  * work requests, and the receiver sees completions in ring order. Up to
  * {@value #MAX_PIPELINED_RENDEZVOUS} RTS may be outstanding; the receiver answers them strictly in
- * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order.
+ * order (CTS or REFUSE, queueing while its pool is exhausted) and the writes follow in that order. A direct write
+ * (shm) holds its place from its RTS: writes granted after it wait until its claimant commits or aborts.
  */
 final class EngineConnection implements Connection
 {
@@ -189,19 +190,9 @@ final class EngineConnection implements Connection
     }
 
     @Override
-    public int tryClaim(final int length, final MessageClaim claim)
+    public int tryClaim(final int length, final WriteClaim claim)
     {
-        return sender.tryClaim(length, claim);
-    }
-
-    void commit(final int frameIndex, final BufferPool.Buffer rendezvous)
-    {
-        sender.commit(frameIndex, rendezvous);
-    }
-
-    void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
-    {
-        sender.abort(frameIndex, length, rendezvous);
+        return sender.tryClaim(length, claim); // the sender commits and aborts the claim (its WriteClaim.Committer)
     }
 
     @Override
@@ -214,11 +205,6 @@ final class EngineConnection implements Connection
     boolean closeCallbacksRun()
     {
         return closeCallbacks.ranLocked();
-    }
-
-    ByteBuffer ringByteBuffer()
-    {
-        return sender.ring().byteBuffer();
     }
 
     ConnectionStats statsRef()
@@ -375,6 +361,15 @@ final class EngineConnection implements Connection
                     }
                 }
                 break;
+            case Wire.CONTROL_ABORT:
+            {
+                final String error = inbound.abort(frame.id());
+                if (error != null)
+                {
+                    protocolError(error);
+                }
+                break;
+            }
             case Wire.CONTROL_AUTH:
                 break; // checked by the AuthGate before this batch was processed
             default:
@@ -452,13 +447,18 @@ final class EngineConnection implements Connection
 
     /**
      * Poller thread, now and then (whenever it wakes from a sleep): lets a graceful close notice its deadline,
-     * and drops a peer that holds granted rendezvous memory without writing.
+     * drops a peer that holds granted rendezvous memory without writing, and gives back a grant this side holds
+     * unclaimed for long (direct writes).
      */
     void tick()
     {
         if (state == STATE_CLOSING)
         {
             attention = true;
+        }
+        if (state == STATE_CONNECTED)
+        {
+            sender.tick(System.nanoTime()); // a direct write's grant not claimed for long is given back
         }
         final InboundRendezvous in = inbound;
         if (in != null && state < STATE_CLOSED && in.granted() > 0)
@@ -818,6 +818,21 @@ final class EngineConnection implements Connection
             out = sender.outboundRendezvousLocked();
         }
         return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
+    }
+
+    /** @return mappings of the peer's grants this side holds open for direct writes (0 when idle). */
+    int directMappingsOpen()
+    {
+        synchronized (lock)
+        {
+            return sender.mappingsOpenLocked();
+        }
+    }
+
+    /** @return true if this connection writes large messages straight into the peer's grants. */
+    boolean directWrite()
+    {
+        return sender.directWrite();
     }
 
     @Override

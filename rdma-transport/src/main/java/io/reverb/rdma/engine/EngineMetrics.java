@@ -52,12 +52,20 @@ final class EngineMetrics implements MetricsBinding
         metrics.counter("reverb.engine.send.queue.stalls", tags, engine, e -> e.stats().sendQueueStalls());
         metrics.counter("reverb.engine.rendezvous.queued", tags, engine, e -> e.stats().rendezvousQueued());
         metrics.counter("reverb.engine.rendezvous.refused", tags, engine, e -> e.stats().rendezvousRefused());
+        metrics.counter("reverb.engine.rendezvous.direct.writes", tags, engine, e -> e.stats().directWritesSent());
         metrics.counter("reverb.engine.rnr.errors", tags, engine, e -> e.stats().rnrErrors());
         metrics.counter("reverb.engine.failed.sends", tags, engine, e -> e.stats().failedSends());
         metrics.gauge("reverb.engine.rendezvous.queue", tags, engine, e -> e.queuedRendezvousRequests());
         metrics.gauge("reverb.engine.pool.bytes.used", tags, engine, e -> e.poolBytesInUse());
         metrics.gauge("reverb.engine.pool.bytes.registered", tags, engine, e -> e.poolBytesAllocated());
         metrics.gauge("reverb.engine.connections", tags, engine, e -> e.connections().size());
+        // The engine's budget of registered memory for inbound large messages (EngineConfig.rendezvousMemoryBytes).
+        metrics.gauge("reverb.engine.rendezvous.memory.reserved", tags, engine, RdmaEngine::rendezvousMemoryReserved);
+        metrics.gauge("reverb.engine.rendezvous.memory.peak", tags, engine, RdmaEngine::rendezvousMemoryPeak);
+        metrics.gauge("reverb.engine.rendezvous.memory.limit", tags, engine, e -> e.config().rendezvousMemoryBytes());
+        metrics.counter("reverb.engine.rendezvous.budget.waits", tags, engine, e -> e.stats().rendezvousBudgetWaits());
+        metrics.counter("reverb.engine.rendezvous.allocation.failures", tags, engine,
+            e -> e.stats().rendezvousAllocationFailures());
         // Internals under load, totalled over open connections (per connection: bindConnection).
         metrics.gauge("reverb.engine.credits.available", tags, engine, e -> sum(e, Connection::creditsAvailable));
         metrics.gauge("reverb.engine.send.ring.bytes.used", tags, engine, e -> sum(e, Connection::sendBytesInFlight));

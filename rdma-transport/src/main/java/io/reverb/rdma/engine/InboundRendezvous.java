@@ -26,6 +26,9 @@ import org.agrona.collections.LongArrayQueue;
  * </ol>
  * A granted buffer whose data does not arrive within {@link EngineConfig#rendezvousWriteTimeoutNanos()} is
  * {@link #overdue overdue}: the peer is dropped, so that no one holds memory by announcing and never writing.
+ * A sender that gives a granted rendezvous up unwritten (a direct write whose claim was aborted or never taken) sends
+ * ABORT: the buffer comes back and nothing is delivered ({@link #abort}); an ABORT for anything not granted is a
+ * protocol error.
  * A sender never has more than {@link EngineConnection#MAX_PIPELINED_RENDEZVOUS} RTS unanswered or unwritten;
  * a peer that announces more breaks the protocol ({@link #onRequestToSend} says so), so the queue is bounded.
  *
@@ -242,6 +245,25 @@ final class InboundRendezvous
         {
             maxInboundMessageSize = bytes;
         }
+    }
+
+    /**
+     * The sender gave rendezvous {@code id} up after its CTS (a direct write not written): its buffer comes back and
+     * nothing is delivered for it.
+     *
+     * @return null, or what is wrong (a protocol error: only a granted rendezvous can be aborted)
+     */
+    String abort(final long id)
+    {
+        final BufferPool.Buffer buffer = id == (int)id ? granted.remove((int)id) : null;
+        if (buffer == null)
+        {
+            return "ABORT for rendezvous " + id + ", which is not granted";
+        }
+        stats.rendezvousAbortsReceived++;
+        pool.release(buffer);
+        grantQueued();
+        return null;
     }
 
     /** @return the buffer the data of rendezvous {@code id} was written into, or null if none was granted. */

@@ -14,6 +14,11 @@ import org.agrona.collections.Int2ObjectHashMap;
  * The receiver answers RTS strictly in order, so CTS and REFUSE must name the oldest RTS awaiting an answer;
  * anything else is a protocol error. Writes are posted in CTS order.
  *
+ * <p>A <em>direct write</em> ({@link BufferPool.Buffer#direct}) is announced before it is written: its RTS goes at
+ * the first claim, its CTS maps the granted buffer, the claimant writes straight into it, and its "write" is a
+ * zero-length RDMA_WRITE_WITH_IMM that may be posted only once committed; until then it holds back the writes
+ * granted after it. One given up after its CTS is removed ({@link #removeGranted}) and the receiver told with an ABORT.
+ *
  * <p>Not thread-safe: the connection guards it with its send lock.
  */
 final class OutboundRendezvous
@@ -43,10 +48,27 @@ final class OutboundRendezvous
         return awaitingCts.size() + pendingWrites.size();
     }
 
-    /** @return the next granted rendezvous to write, or null. */
+    /** @return the next granted rendezvous to write, or null (also while the next is a direct write not committed). */
     BufferPool.Buffer nextWrite()
     {
-        return pendingWrites.peekFirst();
+        final BufferPool.Buffer next = pendingWrites.peekFirst();
+        return next == null || !next.direct || next.committed ? next : null;
+    }
+
+    /** @return the rendezvous granted last (by the CTS just accepted). */
+    BufferPool.Buffer lastGranted()
+    {
+        return pendingWrites.peekLast();
+    }
+
+    /**
+     * A granted direct write given up (aborted by its claimant, or abandoned): forgotten. One not yet granted stays
+     * (marked {@link BufferPool.Buffer#abandoned}) until the receiver answers its RTS, which it does in order.
+     */
+    void removeGranted(final BufferPool.Buffer buffer)
+    {
+        byId.remove(buffer.id);
+        pendingWrites.remove(buffer);
     }
 
     /** The write of {@link #nextWrite()} was posted. */

@@ -24,6 +24,14 @@ import org.agrona.concurrent.AgentTerminationException;
 final class Poller implements Agent
 {
     private static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /**
+     * How often a poller that never sleeps (BUSY, or ADAPTIVE under steady load) still lets its connections
+     * {@link EngineConnection#tick() tick}: a peer holding granted memory must be dropped, and a graceful close must
+     * see its deadline, whatever the polling mode.
+     */
+    static final long TICK_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** The clock is read once per this many duty cycles (a power of two minus one, as a mask). */
+    private static final long TICK_CHECK_MASK = 1023;
 
     private final RdmaEngine engine;
     private final CompletionChannel channel;
@@ -37,6 +45,8 @@ final class Poller implements Agent
     private volatile Thread thread;
     private volatile EngineConnection[] connections = new EngineConnection[0];
     private volatile boolean running = true;
+    /** When the connections last ticked; poller thread only. */
+    private long lastTickNanos = System.nanoTime();
 
     // Counters: written by the poller thread only.
     long polls;
@@ -189,7 +199,24 @@ final class Poller implements Agent
         {
             emptyPolls++;
         }
+        if ((polls & TICK_CHECK_MASK) == 0)
+        {
+            final long now = System.nanoTime();
+            if (now - lastTickNanos >= TICK_INTERVAL_NANOS)
+            {
+                tick(conns, now);
+            }
+        }
         return work;
+    }
+
+    private void tick(final EngineConnection[] conns, final long nowNanos)
+    {
+        lastTickNanos = nowNanos;
+        for (final EngineConnection connection : conns)
+        {
+            connection.tick();
+        }
     }
 
     private void reportError(final Throwable t)
@@ -250,10 +277,7 @@ final class Poller implements Agent
                 running = false;
             }
         }
-        for (final EngineConnection connection : connections)
-        {
-            connection.tick();
-        }
+        tick(connections, System.nanoTime());
         return false;
     }
 }

@@ -35,7 +35,7 @@ import java.util.function.ToLongFunction;
  * RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().pollingMode(PollingMode.ADAPTIVE));
  * engine.listen("echo", c -> c.setHandler((buf, off, len) -> ...));
  * Connection c = engine.connect("echo");
- * MessageClaim claim = new MessageClaim();
+ * WriteClaim claim = new WriteClaim(); // rpc-core's transport claim
  * if (c.tryClaim(64, claim) == Connection.OK) { claim.buffer().putLong(claim.offset(), 42); claim.commit(); }
  * }</pre>
  *

@@ -1,5 +1,7 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.rpc.transport.WriteClaim;
+
 /**
  * Told about committed messages that will not be delivered: refused by the peer (too large), or
  * lost with the connection (the cause then says so, and the connection's close callback runs too).
@@ -8,7 +10,7 @@ package io.reverb.rdma.engine;
 public interface SendErrorHandler
 {
     /**
-     * @param messageId the id {@link MessageClaim#messageId()} reported when the message was claimed.
+     * @param messageId the message's id: the {@link WriteClaim#token()} of its claim.
      * @param length    the message length.
      * @param cause     what happened, e.g. {@link MessageRefusedException} or {@link PeerDisconnectedException}.
      */
@@ -16,9 +18,9 @@ public interface SendErrorHandler
 
     /**
      * As {@link #onSendFailed(long, int, Throwable)}, with what the claimant attached
-     * ({@link MessageClaim#attachment(Object)}).
+     * ({@link WriteClaim#attachment(Object)}).
      *
-     * @param messageId  the id {@link MessageClaim#messageId()} reported when the message was claimed.
+     * @param messageId  the message's id: the {@link WriteClaim#token()} of its claim.
      * @param length     the message length.
      * @param attachment the claim's attachment, or null.
      * @param cause      what happened.

@@ -43,6 +43,11 @@ final class Wire
      * when authenticating; the 16 proof bytes fill the id and address fields.
      */
     static final int CONTROL_AUTH = 4;
+    /**
+     * The sender gives up rendezvous id after its CTS, without writing it (a direct write whose claim was aborted or
+     * never taken): the receiver returns the granted buffer and delivers nothing for it.
+     */
+    static final int CONTROL_ABORT = 5;
 
     /** REFUSE: longer than the receiver's inbound limit (length: that limit). */
     static final int REFUSE_TOO_LARGE = 1;

@@ -7,7 +7,9 @@
  *   <li>{@link io.reverb.rdma.engine.RdmaEngine}: one verbs context, a group of completion
  *       {@code Poller}s (Agrona agents run by an {@code AgentRunner} with {@code PollerIdleStrategy}),
  *       listeners and connections; configured by {@link io.reverb.rdma.engine.EngineConfig}.</li>
- *   <li>{@link io.reverb.rdma.engine.Connection}: claim/commit sending (Aeron-style return codes),
+ *   <li>{@link io.reverb.rdma.engine.Connection}: claim/commit sending into rpc-core's
+ *       {@link io.reverb.rpc.transport.WriteClaim} (one claim object for the engine and the RPC layer; Aeron-style
+ *       return codes, rpc-core's {@link io.reverb.rpc.transport.ClaimResult} numbers),
  *       a {@link io.reverb.rdma.engine.MessageHandler} for receiving on the poller thread, close
  *       and failure callbacks, introspection for leak checks.</li>
  *   <li>Handshake in rdma_cm private data ({@code Handshake}): version, ring geometry, limits,
@@ -19,7 +21,10 @@
  *       one SEND per batch (layout in {@code Wire} and the {@code *Flyweight}s); credits piggyback on
  *       every batch.</li>
  *   <li>Rendezvous: RTS, CTS, RDMA_WRITE_WITH_IMM from per-connection, size-classed, bounded
- *       {@code BufferPool}s; one protection domain per connection.</li>
+ *       {@code BufferPool}s; one protection domain per connection. Where the QP can map the peer's memory (shm),
+ *       a direct write instead: RTS at the claim, the claim over the mapped grant once the CTS is in, a zero-length
+ *       RDMA_WRITE_WITH_IMM at commit, ABORT at abort ({@link io.reverb.rdma.engine.EngineConfig#directWrite(boolean)},
+ *       {@code ConnectionSender}).</li>
  * </ul>
  *
  * <h2>Authentication (with {@link io.reverb.rdma.engine.EngineConfig#authToken(byte[])})</h2>

@@ -22,6 +22,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -35,8 +36,9 @@ import java.util.function.ToLongFunction;
  *
  * <p>An engine is opened per distinct (engine settings, polling override) and shared by every server and channel
  * that asks for the same: the settings are the builder's {@link EngineOptions} ({@link EngineConfig} object,
- * compared by identity), or the scheme's default when there are none; the override is the address's
- * {@code ?polling=MODE}, which changes only that field of a copy of the settings. The RPC layer's
+ * compared by identity), or the scheme's default when there are none; the overrides are the address's
+ * {@code ?polling=MODE} and {@code ?directWrite=true|false}, which change only those fields of a copy of the settings.
+ * The RPC layer's
  * {@link TransportOptions#MAX_INBOUND_MESSAGE_SIZE} (its {@code maxInboundMessageSize}, plus
  * {@value #RPC_FRAMING_HEADROOM} bytes for the frames around a message) lowers the inbound limit of each of its
  * connections ({@code Connection.limitInboundMessageSize}), so that the engine refuses a message the RPC layer
@@ -53,19 +55,24 @@ final class EngineTransport
     private final Map<EngineKey, RdmaEngine> engines = new HashMap<>();
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
 
-    /** What an engine was opened from: the options' config (null: the scheme's default) and a polling override. */
-    private record EngineKey(EngineConfig base, PollingMode polling)
+    /**
+     * What an engine was opened from: the options' config (null: the scheme's default), a polling override and a
+     * direct-write override (null: none).
+     */
+    private record EngineKey(EngineConfig base, PollingMode polling, Boolean directWrite)
     {
         @Override
         public boolean equals(final Object other)
         {
-            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling;
+            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling &&
+                Objects.equals(((EngineKey)other).directWrite, directWrite);
         }
 
         @Override
         public int hashCode()
         {
-            return 31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode());
+            return 31 * (31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode())) +
+                Objects.hashCode(directWrite);
         }
     }
 
@@ -103,18 +110,18 @@ final class EngineTransport
     /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
     RdmaEngine defaultEngine() throws IOException
     {
-        return engine(null, null);
+        return engine(null, null, null);
     }
 
     /**
-     * @param uri     the address; its {@code ?polling=} overrides that field of the settings.
+     * @param uri     the address; its {@code ?polling=} and {@code ?directWrite=} override those fields of the settings.
      * @param options the builder's options; {@link EngineOptions#ENGINE_CONFIG} if set, else the default settings.
      * @return the engine for them, opened on first use.
      * @throws IOException if it cannot be opened.
      */
     RdmaEngine engineFor(final URI uri, final TransportOptions options) throws IOException
     {
-        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri));
+        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri), directWrite(uri));
     }
 
     /**
@@ -127,9 +134,10 @@ final class EngineTransport
         return rpcLimit == null || rpcLimit <= 0 ? -1 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM);
     }
 
-    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling) throws IOException
+    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling, final Boolean directWrite)
+        throws IOException
     {
-        final EngineKey key = new EngineKey(base, polling);
+        final EngineKey key = new EngineKey(base, polling, directWrite);
         RdmaEngine engine = engines.get(key);
         if (engine == null)
         {
@@ -137,6 +145,10 @@ final class EngineTransport
             if (polling != null)
             {
                 config.pollingMode(polling).name(config.name() + "-" + polling.name().toLowerCase(Locale.ROOT));
+            }
+            if (directWrite != null)
+            {
+                config.directWrite(directWrite).name(config.name() + (directWrite ? "-direct" : "-copying"));
             }
             engine = RdmaEngine.open(scheme, config);
             engines.put(key, engine);
@@ -155,7 +167,8 @@ final class EngineTransport
     }
 
     /**
-     * Closes the engine opened for these settings, if any (tests: a BUSY engine spins a core until closed).
+     * Closes the engines opened for these settings, if any, whatever their direct-write override (tests: a BUSY engine
+     * spins a core until closed).
      *
      * @param base    the options' config, or null for the default.
      * @param polling the polling override, or null.
@@ -197,6 +210,43 @@ final class EngineTransport
 
     static PollingMode pollingMode(final URI uri)
     {
+        final String value = parameter(uri, "polling");
+        if (value == null)
+        {
+            return null;
+        }
+        try
+        {
+            return PollingMode.valueOf(value.toUpperCase(Locale.ROOT));
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException("unknown polling mode '" + value + "' in " + uri +
+                "; use polling=busy, polling=event or polling=adaptive", ex);
+        }
+    }
+
+    /**
+     * @param uri the address.
+     * @return its {@code ?directWrite=true|false} ({@link EngineConfig#directWrite(boolean)}), or null if absent.
+     */
+    static Boolean directWrite(final URI uri)
+    {
+        final String value = parameter(uri, "directWrite");
+        if (value == null)
+        {
+            return null;
+        }
+        if ("true".equalsIgnoreCase(value) || "false".equalsIgnoreCase(value))
+        {
+            return Boolean.valueOf(value);
+        }
+        throw new IllegalArgumentException("directWrite must be true or false, got '" + value + "' in " + uri);
+    }
+
+    /** @return the value of the query parameter {@code name} (case-insensitive; "" if it has none), or null. */
+    private static String parameter(final URI uri, final String name)
+    {
         final String query = uri.getQuery();
         if (query == null || query.isEmpty())
         {
@@ -206,18 +256,9 @@ final class EngineTransport
         {
             final int eq = parameter.indexOf('=');
             final String key = eq < 0 ? parameter : parameter.substring(0, eq);
-            if ("polling".equalsIgnoreCase(key))
+            if (name.equalsIgnoreCase(key))
             {
-                final String value = eq < 0 ? "" : parameter.substring(eq + 1);
-                try
-                {
-                    return PollingMode.valueOf(value.toUpperCase(Locale.ROOT));
-                }
-                catch (final IllegalArgumentException ex)
-                {
-                    throw new IllegalArgumentException("unknown polling mode '" + value + "' in " + uri +
-                        "; use polling=busy, polling=event or polling=adaptive", ex);
-                }
+                return eq < 0 ? "" : parameter.substring(eq + 1);
             }
         }
         return null;

@@ -1,6 +1,5 @@
 package io.reverb.rdma.rpc;
 
-import io.reverb.rdma.engine.MessageClaim;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.MessageRefusedException;
 import io.reverb.rdma.engine.SendErrorHandler;
@@ -16,11 +15,12 @@ import org.agrona.DirectBuffer;
 
 /**
  * rpc-core's transport {@link Connection} over one engine connection. Claims go straight into the
- * engine's registered send ring or rendezvous buffer; inbound messages are handed over as a
+ * engine's registered send ring or rendezvous buffer: the engine takes rpc-core's {@link WriteClaim} itself and
+ * commits and aborts it, so there is one claim object; inbound messages are handed over as a
  * {@link ByteBuffer} view of the receive slot or rendezvous buffer (reused, not copied).
  */
 final class EngineTransportConnection
-    implements Connection, WriteClaim.Committer, MessageHandler, ResourceUsage, SendErrorHandler
+    implements Connection, MessageHandler, ResourceUsage, SendErrorHandler
 {
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
     private final io.reverb.rdma.engine.Connection engine;
@@ -65,9 +65,10 @@ final class EngineTransportConnection
     }
 
     /**
-     * Claims straight into the engine: the engine's claim rides in the caller's {@link WriteClaim} (its
-     * {@link WriteClaim#transportState() transport state}, created once per claim object), and the engine's result
-     * codes are rpc-core's, passed through.
+     * Claims straight into the engine, which wraps the caller's {@link WriteClaim} around its memory and is its
+     * committer (commit returns CLOSED only if the connection was closed before the commit; a refused message's
+     * attachment comes back through {@link #onSendFailed(long, int, Object, Throwable)}). The engine's result codes
+     * are rpc-core's, passed through; here only the transport's length limit and the writable wake-up.
      */
     @Override
     public int tryClaim(final int length, final WriteClaim writeClaim)
@@ -76,48 +77,12 @@ final class EngineTransportConnection
         {
             return ClaimResult.TOO_LARGE;
         }
-        final MessageClaim c = engineClaim(writeClaim);
-        final int result = engine.tryClaim(length, c);
-        if (result == ClaimResult.OK)
-        {
-            writeClaim.wrap(c.byteBuffer(), c.offset(), length, this, 0);
-        }
-        else if (result == ClaimResult.BACK_PRESSURED && writableArmed.compareAndSet(false, true))
+        final int result = engine.tryClaim(length, writeClaim);
+        if (result == ClaimResult.BACK_PRESSURED && writableArmed.compareAndSet(false, true))
         {
             engine.onWritable(onWritable);
         }
         return result;
-    }
-
-    private static MessageClaim engineClaim(final WriteClaim writeClaim)
-    {
-        final Object state = writeClaim.transportState();
-        if (state instanceof MessageClaim)
-        {
-            return (MessageClaim)state;
-        }
-        final MessageClaim c = new MessageClaim();
-        writeClaim.transportState(c);
-        return c;
-    }
-
-    @Override
-    public int commit(final WriteClaim writeClaim)
-    {
-        // CLOSED if the connection was closed before this commit (the message is lost). A close that follows the
-        // commit, e.g. the peer reacting to this very message, does not unsend it: OK, as for any message sent
-        // just before a close (checking afterwards reported CLOSED for a message the peer had received).
-        final boolean closedBefore = engine.isClosed();
-        final MessageClaim c = (MessageClaim)writeClaim.transportState();
-        c.attachment(writeClaim.attachment());
-        c.commit();
-        return closedBefore ? ClaimResult.CLOSED : ClaimResult.OK;
-    }
-
-    @Override
-    public void abort(final WriteClaim writeClaim)
-    {
-        ((MessageClaim)writeClaim.transportState()).abort();
     }
 
     @Override

@@ -13,7 +13,10 @@ import java.net.URI;
  *
  * <p>Engine settings are given per server and channel builder with
  * {@code transportOptions(EngineOptions.of(engineConfig))}; {@code shm://name?polling=busy} (or {@code event},
- * {@code adaptive}) overrides the polling mode of those settings and keeps the others. Engines are shared per JVM
+ * {@code adaptive}) overrides the polling mode of those settings and keeps the others, and
+ * {@code shm://name?directWrite=false} turns off direct writes (a large message is then serialised into this side's
+ * rendezvous buffer and copied into the receiver's by the fabric, instead of written straight into the receiver's
+ * granted buffer; see {@link EngineConfig#directWrite(boolean)}). Engines are shared per JVM
  * and settings, opened on first use; their threads are daemons. Servers and channels without options use the
  * default engine ({@link EngineConfig} defaults, ADAPTIVE polling, or what {@link #configure(EngineConfig)} set
  * before first use).

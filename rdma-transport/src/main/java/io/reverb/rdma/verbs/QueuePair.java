@@ -50,6 +50,36 @@ public interface QueuePair extends AutoCloseable
     int postRecv(RecvRequest request);
 
     /**
+     * Whether this QP can {@link #mapRemote map} the peer's memory for this process's CPU to write into (a
+     * provider whose peer lives on the same host, in memory this process can map: shm). An engine uses it to
+     * serialise a large message straight into the receiver's granted buffer instead of having the fabric copy it
+     * there; on RDMA hardware the NIC makes that copy without the CPU, so those providers answer false.
+     *
+     * @return true if {@link #mapRemote} is supported.
+     */
+    default boolean canMapRemote()
+    {
+        return false;
+    }
+
+    /**
+     * Maps {@code [remoteAddress, remoteAddress + length)} of the peer's memory for direct writes, after the checks
+     * an RDMA WRITE to it would make: {@code rkey} names a region of the peer's protection domain on the other end
+     * of this QP that is registered with {@link Access#REMOTE_WRITE}, the address names the same region, and the
+     * range lies inside it. The values usually come from the peer (a grant): every one is checked here.
+     *
+     * @param remoteAddress the peer's address.
+     * @param rkey          the peer's remote key.
+     * @param length        bytes, &gt; 0.
+     * @return the mapping (close it when done), or null if a check fails, the QP is not connected or the provider
+     * cannot map (see {@link #canMapRemote()}).
+     */
+    default RemoteMapping mapRemote(final long remoteAddress, final int rkey, final int length)
+    {
+        return null;
+    }
+
+    /**
      * rdma_disconnect: moves both sides to {@link QpState#ERROR}; outstanding requests on both sides
      * are flushed with WR_FLUSH_ERR and both disconnect handlers run. Idempotent.
      */

@@ -18,6 +18,7 @@ import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
@@ -157,7 +158,7 @@ abstract class AbstractEngineAttackTest
     protected void assertServes(final Connection connection)
     {
         final long expected = delivered.get() + 1;
-        send(connection, new MessageClaim(), 64, expected);
+        send(connection, new WriteClaim(), 64, expected);
         await("message delivered through " + connection.remoteAddress(), () -> delivered.get() >= expected);
     }
 
@@ -326,9 +327,14 @@ abstract class AbstractEngineAttackTest
             .rendezvousPoolBytes(2L * MIB).rendezvousMemoryBytes(budget);
     }
 
+    /**
+     * Peers that announce many large messages at once, without waiting for grants: the copying path (over shm a
+     * direct write is claimed only once granted, one announcement at a time; hostile grants: ShmDirectWriteGrantTest).
+     */
     private EngineConfig rendezvousClientConfig(final String name)
     {
-        return engineConfig(name).maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB).rendezvousPoolBytes(8L * MIB);
+        return engineConfig(name).maxInboundMessageSize(MIB).maxOutboundMessageSize(MIB).rendezvousPoolBytes(8L * MIB)
+            .directWrite(false);
     }
 
     private static int serverQueued(final RdmaEngine engine)
@@ -385,7 +391,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile.get(0));
             try
             {
-                final MessageClaim claim = new MessageClaim();
+                final WriteClaim claim = new WriteClaim();
                 for (final Connection c : hostile)
                 {
                     for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
@@ -453,7 +459,7 @@ abstract class AbstractEngineAttackTest
             final CountDownLatch thaw = freezePoller(hostile.get(0));
             try
             {
-                final MessageClaim claim = new MessageClaim();
+                final WriteClaim claim = new WriteClaim();
                 for (final Connection c : hostile)
                 {
                     for (int i = 0; i < EngineConnection.MAX_PIPELINED_RENDEZVOUS; i++)
@@ -478,6 +484,36 @@ abstract class AbstractEngineAttackTest
     }
 
     @Test
+    void shouldDropAPeerHoldingGrantedMemoryAlsoWhenTheServerPollerNeverSleeps() throws Exception
+    {
+        // A BUSY poller never sleeps, and the write timeout used to be checked only after a sleep: an attacker could
+        // hold a BUSY server's rendezvous memory for ever. Counted by the connections left, not timed.
+        try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(4L * MIB)
+                .pollingMode(PollingMode.BUSY).rendezvousWriteTimeoutNanos(TimeUnit.MILLISECONDS.toNanos(500)));
+             RdmaEngine attackers = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-attackers")))
+        {
+            final AtomicLong rvDelivered = new AtomicLong();
+            final EngineListener rvListener = rvServer.listen(listenAddress(),
+                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+            final Connection hostile = attackers.connect(rvListener.address());
+            final CountDownLatch thaw = freezePoller(hostile);
+            try
+            {
+                send(hostile, new WriteClaim(), MIB, 1);
+                await("the grant held", () -> rvServer.rendezvousMemoryReserved() > 0);
+                await("the attacker dropped", () -> rvServer.connections().isEmpty());
+                await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
+                assertThat(rvDelivered.get()).isZero();
+            }
+            finally
+            {
+                thaw.countDown();
+            }
+        }
+        assertStillServing();
+    }
+
+    @Test
     void shouldRefuseAnAnnouncementLargerThanTheBudgetAndKeepTheConnection() throws Exception
     {
         final long budget = MIB / 2;
@@ -494,7 +530,7 @@ abstract class AbstractEngineAttackTest
             });
             final Connection connection = good.connect(rvListener.address());
             connection.setSendErrorHandler((messageId, length, cause) -> failures.add(cause));
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(connection, claim, MIB, 1); // within the 1 MiB limit, but its buffer never fits 512 KiB
             await("refused", () -> failures.size() == 1);
             assertThat(failures.get(0)).isInstanceOf(MessageRefusedException.class)
@@ -559,7 +595,7 @@ abstract class AbstractEngineAttackTest
             }
             assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
             await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
-            send(goodConnection, new MessageClaim(), MIB, 5);
+            send(goodConnection, new WriteClaim(), MIB, 5);
             await("the good connection still served", () -> rvDelivered.get() == 1);
         }
         assertStillServing();
@@ -594,7 +630,7 @@ abstract class AbstractEngineAttackTest
             {
                 connections.add(senders.connect(rvListener.address()));
             }
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int m = 0; m < perClient; m++)
             {
                 for (final Connection c : connections)

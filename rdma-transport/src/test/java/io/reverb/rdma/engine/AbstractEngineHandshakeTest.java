@@ -13,6 +13,7 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;
@@ -120,10 +121,11 @@ abstract class AbstractEngineHandshakeTest
     void shouldExposeMetricsThroughMicrometer() throws Exception
     {
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE),
+        final SimpleMeterRegistry serverRegistry = new SimpleMeterRegistry();
+        try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE).meterRegistry(serverRegistry),
             config(PollingMode.ADAPTIVE).meterRegistry(registry), (b, o, l) -> { }))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 10; i++)
             {
                 send(pair.client, claim, 100, i);
@@ -137,7 +139,19 @@ abstract class AbstractEngineHandshakeTest
                 .isEqualTo(100_000);
             assertThat(registry.get("reverb.engine.poller.polls").tag("poller", "0").functionCounter().count()).isPositive();
             assertThat(registry.get("reverb.engine.rnr.errors").functionCounter().count()).isZero();
-            assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isPositive();
+            // Over shm the large message was written straight into the server's grant: the client registered nothing.
+            final boolean direct = ((EngineConnection)pair.client).directWrite();
+            assertThat(direct).isEqualTo(fabric() == EngineFabric.SHM);
+            assertThat(registry.get("reverb.engine.rendezvous.direct.writes").functionCounter().count())
+                .isEqualTo(direct ? 1 : 0);
+            if (direct)
+            {
+                assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isZero();
+            }
+            else
+            {
+                assertThat(registry.get("reverb.engine.pool.bytes.registered").gauge().value()).isPositive();
+            }
             // Internals, totalled and per connection (the client engine has one connection).
             assertQuiescent(pair.client, pair.server);
             assertThat(registry.get("reverb.engine.credits.available").gauge().value())
@@ -146,6 +160,15 @@ abstract class AbstractEngineHandshakeTest
             assertThat(registry.get("reverb.engine.rendezvous.buffers.used").gauge().value()).isZero();
             assertThat(registry.get("reverb.engine.poller.sleep.ratio").tag("poller", "0").gauge().value())
                 .isBetween(0.0, 1.0);
+            // The receiver's rendezvous memory budget: the 100,000-byte message needed a buffer of at least that.
+            assertThat(serverRegistry.get("reverb.engine.rendezvous.memory.peak").gauge().value())
+                .isEqualTo(pair.serverEngine.rendezvousMemoryPeak()).isGreaterThanOrEqualTo(100_000);
+            assertThat(serverRegistry.get("reverb.engine.rendezvous.memory.reserved").gauge().value())
+                .isEqualTo(pair.serverEngine.rendezvousMemoryReserved());
+            assertThat(serverRegistry.get("reverb.engine.rendezvous.memory.limit").gauge().value())
+                .isEqualTo(pair.serverEngine.config().rendezvousMemoryBytes()).isPositive();
+            assertThat(serverRegistry.get("reverb.engine.rendezvous.budget.waits").functionCounter().count()).isZero();
+            assertThat(registry.get("reverb.engine.rendezvous.memory.peak").gauge().value()).isZero();
             assertThat(registry.find("reverb.engine.connection.credits.available").gauges()).hasSize(1);
             assertThat(registry.get("reverb.engine.connection.credits.available").gauge().value())
                 .isEqualTo(pair.client.creditsAvailable());

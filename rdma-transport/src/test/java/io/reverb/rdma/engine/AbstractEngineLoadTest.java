@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.DirectBuffer;
@@ -31,7 +32,7 @@ abstract class AbstractEngineLoadTest
     /** Sends from a handler (poller thread): never spins; what does not fit waits for onWritable. */
     static final class Responder implements MessageHandler
     {
-        final MessageClaim claim = new MessageClaim();
+        final WriteClaim claim = new WriteClaim();
         final AtomicLong backlog = new AtomicLong();
         final AtomicInteger received = new AtomicInteger();
         final AtomicInteger failures = new AtomicInteger();
@@ -87,7 +88,7 @@ abstract class AbstractEngineLoadTest
                     failures.incrementAndGet();
                     return;
                 }
-                claim.buffer().putLong(claim.offset(), sent.get());
+                claimed(claim).putLong(claim.offset(), sent.get());
                 claim.commit();
                 sent.incrementAndGet();
                 backlog.decrementAndGet();

@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ abstract class AbstractEngineMessagingTest
             final Connection connection = client.connect(listener.address());
             connection.setHandler((buf, off, len) -> { });
             await("accepted", () -> serverSide.get() != null);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             final int[] sizes = {0, 1, 100, 1023, 1024, 1025, 100_000, 3_000_000, 7, 1024};
             for (int i = 0; i < sizes.length; i++)
             {
@@ -117,7 +118,7 @@ abstract class AbstractEngineMessagingTest
         {
             final int[] sizes = {0, 1, 7, 8, 15, 16, 17, 1000, 1023, 1024, 1025, 4096, 65_535, 65_536, 65_537,
                 1 << 20, (1 << 20) + 3, 16 << 20, max - 1, max};
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < sizes.length; i++)
             {
                 send(pair.client, claim, sizes[i], i);
@@ -142,18 +143,18 @@ abstract class AbstractEngineMessagingTest
         {
             final int s = pair.client.eagerLimit();
             assertThat(s).isEqualTo(1024);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             assertThat(pair.client.tryClaim(s - 1, claim)).isEqualTo(Connection.OK);
-            assertThat(claim.isRendezvous()).isFalse();
-            fill(claim.buffer(), claim.offset(), s - 1, 0);
+            assertThat(isRendezvous(claim)).isFalse();
+            fill(claimed(claim), claim.offset(), s - 1, 0);
             claim.commit();
             assertThat(pair.client.tryClaim(s, claim)).isEqualTo(Connection.OK);
-            assertThat(claim.isRendezvous()).isFalse();
-            fill(claim.buffer(), claim.offset(), s, 1);
+            assertThat(isRendezvous(claim)).isFalse();
+            fill(claimed(claim), claim.offset(), s, 1);
             claim.commit();
-            assertThat(pair.client.tryClaim(s + 1, claim)).isEqualTo(Connection.OK);
-            assertThat(claim.isRendezvous()).isTrue();
-            fill(claim.buffer(), claim.offset(), s + 1, 2);
+            awaitClaim(pair.client, claim, s + 1); // over shm a direct write: the claim follows the grant
+            assertThat(isRendezvous(claim)).isTrue();
+            fill(claimed(claim), claim.offset(), s + 1, 2);
             claim.commit();
             await("three delivered", () -> recorder.count.get() == 3);
             final List<long[]> got = new ArrayList<>(recorder.messages);
@@ -200,7 +201,7 @@ abstract class AbstractEngineMessagingTest
                 final int thread = t;
                 final Thread sender = new Thread(() ->
                 {
-                    final MessageClaim claim = new MessageClaim();
+                    final WriteClaim claim = new WriteClaim();
                     final Random random = new Random(thread);
                     try
                     {
@@ -223,9 +224,9 @@ abstract class AbstractEngineMessagingTest
                             problem.compareAndSet(null, "tryClaim returned " + Connection.resultName(rc));
                             return;
                         }
-                        claim.buffer().putInt(claim.offset(), thread);
-                        claim.buffer().putInt(claim.offset() + 4, seq);
-                        fill(claim.buffer(), claim.offset() + 8, length - 8, thread * 1_000_000L + seq);
+                        claimed(claim).putInt(claim.offset(), thread);
+                        claimed(claim).putInt(claim.offset() + 4, seq);
+                        fill(claimed(claim), claim.offset() + 8, length - 8, thread * 1_000_000L + seq);
                         claim.commit();
                     }
                 });
@@ -262,12 +263,12 @@ abstract class AbstractEngineMessagingTest
         final Consumer<Connection> echo = c ->
         {
             serverSide.set(c);
-            final MessageClaim reply = new MessageClaim();
+            final WriteClaim reply = new WriteClaim();
             c.setHandler((buffer, offset, length) ->
             {
                 if (c.tryClaim(length, reply) == Connection.OK)
                 {
-                    reply.buffer().putBytes(reply.offset(), buffer, offset, length);
+                    claimed(reply).putBytes(reply.offset(), buffer, offset, length);
                     reply.commit();
                 }
             });
@@ -275,7 +276,7 @@ abstract class AbstractEngineMessagingTest
         try (EnginePair pair = new EnginePair(fabric(), config(mode), config(mode), echo))
         {
             pair.client.setHandler((buffer, offset, length) -> pongs.incrementAndGet());
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < rounds; i++)
             {
                 send(pair.client, claim, 64, i);
@@ -311,7 +312,7 @@ abstract class AbstractEngineMessagingTest
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT),
             c -> serverSide.set(c)))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             int sent = 0;
             int rc;
             // Fill until a round adds nothing: by then completions of the SENDs that credits allowed
@@ -322,7 +323,7 @@ abstract class AbstractEngineMessagingTest
                 before = sent;
                 while ((rc = pair.client.tryClaim(500, claim)) == Connection.OK)
                 {
-                    fill(claim.buffer(), claim.offset(), 500, sent++);
+                    fill(claimed(claim), claim.offset(), 500, sent++);
                     claim.commit();
                     assertThat(sent).as("the ring must fill up").isLessThan(10_000);
                 }
@@ -357,7 +358,9 @@ abstract class AbstractEngineMessagingTest
         final AtomicInteger bad = new AtomicInteger();
         final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(256 * 1024)
             .maxOutboundMessageSize(256 * 1024).rendezvousPoolBytes(512 * 1024); // two buffers
-        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), c ->
+        // Copying: five messages committed while the receiver can grant two. A direct write (shm) is claimed only once
+        // granted, so its sender waits instead: ShmEngineDirectWriteTest.
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE).directWrite(false), c ->
         {
             serverSide.set(c);
             c.setHandler((buffer, offset, length) ->
@@ -376,7 +379,7 @@ abstract class AbstractEngineMessagingTest
             });
         }))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 5; i++)
             {
                 send(pair.client, claim, size, i);
@@ -417,18 +420,19 @@ abstract class AbstractEngineMessagingTest
     void shouldBackPressureWhenTheSendersPoolIsExhaustedAndResumeOnWritable() throws Exception
     {
         final Recorder recorder = new Recorder();
+        // One send buffer; direct writes (shm) use none, so this is about the copying path.
         final EngineConfig clientConfig = config(PollingMode.ADAPTIVE).maxOutboundMessageSize(256 * 1024)
-            .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024); // one send buffer
+            .maxInboundMessageSize(256 * 1024).rendezvousPoolBytes(256 * 1024).directWrite(false);
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), clientConfig, recorder))
         {
-            final MessageClaim first = new MessageClaim();
-            final MessageClaim second = new MessageClaim();
+            final WriteClaim first = new WriteClaim();
+            final WriteClaim second = new WriteClaim();
             assertThat(pair.client.tryClaim(200_000, first)).isEqualTo(Connection.OK);
             assertThat(pair.client.tryClaim(200_000, second)).as("the only buffer is claimed")
                 .isEqualTo(Connection.BACK_PRESSURED);
             final CountDownLatch writable = new CountDownLatch(1);
             pair.client.onWritable(writable::countDown);
-            fill(first.buffer(), first.offset(), 200_000, 0);
+            fill(claimed(first), first.offset(), 200_000, 0);
             first.commit();
             assertThat(writable.await(30, TimeUnit.SECONDS)).isTrue();
             send(pair.client, second, 200_000, 1);
@@ -453,7 +457,7 @@ abstract class AbstractEngineMessagingTest
                 failedId.set(id);
                 failure.set(cause);
             });
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             recorder.nextSeed = 0;
             send(pair.client, claim, 10, 0);
             final long refusedId = send(pair.client, claim, 150_000, 99);
@@ -475,11 +479,85 @@ abstract class AbstractEngineMessagingTest
     }
 
     @Test
+    void shouldHandTheClaimsAttachmentAndTokenToTheSendErrorHandlerWhenThePeerRefusesTheMessage() throws Exception
+    {
+        final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(100_000);
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), new Recorder()))
+        {
+            final ConcurrentLinkedQueue<Object[]> failures = new ConcurrentLinkedQueue<>();
+            pair.client.setSendErrorHandler(new SendErrorHandler()
+            {
+                @Override
+                public void onSendFailed(final long messageId, final int length, final Throwable cause)
+                {
+                    failures.add(new Object[] {messageId, length, null, cause});
+                }
+
+                @Override
+                public void onSendFailed(final long messageId, final int length, final Object attachment,
+                    final Throwable cause)
+                {
+                    failures.add(new Object[] {messageId, length, attachment, cause});
+                }
+            });
+            final WriteClaim claim = new WriteClaim();
+            final Object attachment = new Object();
+            assertThat(pair.client.tryClaim(150_000, claim)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(claim)).isTrue();
+            final long id = claim.token();
+            fill(claimed(claim), claim.offset(), 150_000, 7);
+            claim.attachment(attachment);
+            assertThat(claim.commit()).isEqualTo(Connection.OK);
+            assertThat(claim.transportState()).as("the engine keeps nothing in the claim after the commit").isNull();
+            await("refused", () -> !failures.isEmpty());
+            final Object[] failure = failures.poll();
+            assertThat(failure[0]).isEqualTo(id);
+            assertThat(failure[1]).isEqualTo(150_000);
+            assertThat(failure[2]).isSameAs(attachment);
+            assertThat(failure[3]).isInstanceOf(MessageRefusedException.class);
+            assertThat(failures).isEmpty();
+            assertQuiescent(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void shouldReturnClosedFromACommitOnlyWhenTheConnectionClosedBeforeIt() throws Exception
+    {
+        final ConcurrentLinkedQueue<Long> lost = new ConcurrentLinkedQueue<>();
+        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE),
+            new Recorder());
+        try
+        {
+            pair.client.setSendErrorHandler((id, length, cause) -> lost.add(id));
+            final WriteClaim eager = new WriteClaim();
+            final WriteClaim large = new WriteClaim();
+            assertThat(pair.client.tryClaim(10, eager)).isEqualTo(Connection.OK);
+            assertThat(eager.commit()).isEqualTo(Connection.OK);
+            assertThat(pair.client.tryClaim(10, eager)).isEqualTo(Connection.OK);
+            assertThat(pair.client.tryClaim(5000, large)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(eager)).isFalse();
+            assertThat(isRendezvous(large)).isTrue();
+            pair.client.abort(new PeerDisconnectedException("closed by the test"));
+            await("closed", pair.client::isClosed);
+            final long eagerId = eager.token();
+            final long largeId = large.token();
+            assertThat(eager.commit()).isEqualTo(Connection.CLOSED);
+            assertThat(large.commit()).isEqualTo(Connection.CLOSED);
+            assertThat(lost).contains(eagerId, largeId);
+            assertThat(pair.client.poolBuffersInUse()).as("the claimed rendezvous buffer is back").isZero();
+        }
+        finally
+        {
+            pair.close();
+        }
+    }
+
+    @Test
     void shouldReturnTooLargeForClaimsAboveTheOutboundLimit() throws Exception
     {
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.EVENT), config(PollingMode.EVENT), new Recorder()))
         {
-            assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new MessageClaim())).isEqualTo(Connection.TOO_LARGE);
+            assertThat(pair.client.tryClaim(8 * 1024 * 1024 + 1, new WriteClaim())).isEqualTo(Connection.TOO_LARGE);
         }
     }
 
@@ -496,7 +574,7 @@ abstract class AbstractEngineMessagingTest
         }))
         {
             pair.client.onClose(clientCause::set);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < 300; i++)
             {
                 send(pair.client, claim, i % 7 == 0 ? 5000 : 100, i);
@@ -526,7 +604,7 @@ abstract class AbstractEngineMessagingTest
         {
             pair.client.onClose(clientCause::set);
             pair.client.setSendErrorHandler((id, length, cause) -> failures.add(cause));
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(pair.client, claim, 100_000, 0); // a rendezvous
             int committed = 1;
             while (pair.client.tryClaim(300, claim) == Connection.OK)
@@ -574,7 +652,7 @@ abstract class AbstractEngineMessagingTest
             {
                 connections.add(client.connect(name));
             }
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             for (final Connection connection : connections)
             {
                 for (int i = 0; i < 10; i++)
@@ -599,14 +677,14 @@ abstract class AbstractEngineMessagingTest
         final Recorder recorder = new Recorder();
         try (EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), recorder))
         {
-            final MessageClaim claim = new MessageClaim();
-            final MessageClaim other = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
+            final WriteClaim other = new WriteClaim();
             for (int round = 0; round < 200; round++)
             {
                 // An aborted claim between two committed ones, eager and rendezvous alike. The ring
                 // cannot move past an open claim, so start each round with an empty ring.
                 await("ring empty", () -> pair.client.sendBytesInFlight() == 0 && pair.client.pendingRendezvous() == 0);
-                assertThat(pair.client.tryClaim(round % 2 == 0 ? 300 : 5000, other)).isEqualTo(Connection.OK);
+                awaitClaim(pair.client, other, round % 2 == 0 ? 300 : 5000); // over shm 5000 is a direct write
                 send(pair.client, claim, 100, 2L * round);
                 other.abort();
                 send(pair.client, claim, round % 3 == 0 ? 3000 : 50, 2L * round + 1);

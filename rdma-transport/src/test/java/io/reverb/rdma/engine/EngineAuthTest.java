@@ -15,6 +15,7 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -148,7 +149,7 @@ class EngineAuthTest
             qp.close();
 
             final Connection good = client.connect(name);
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             send(good, claim, 16, 1);
             await("good client served", () -> delivered.get() == 1);
             assertThat(listener.acceptedCount()).isEqualTo(1);

@@ -1,5 +1,6 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -47,7 +48,7 @@ public final class EngineChild
         {
             final EngineListener listener = engine.listen(listenAddress, c ->
             {
-                final MessageClaim ack = new MessageClaim();
+                final WriteClaim ack = new WriteClaim();
                 final long[] index = {0};
                 c.onClose(cause -> closed.countDown());
                 c.setHandler((buffer, offset, length) ->
@@ -60,11 +61,11 @@ public final class EngineChild
                     }
                     if (c.tryClaim(24, ack) == Connection.OK)
                     {
-                        ack.buffer().putInt(ack.offset(), (int)i);
-                        ack.buffer().putInt(ack.offset() + 4, length);
-                        ack.buffer().putInt(ack.offset() + 8, ok ? 1 : 0);
-                        ack.buffer().putInt(ack.offset() + 12, c.poolBuffersInUse());
-                        ack.buffer().putLong(ack.offset() + 16, c.stats().rnrErrors());
+                        EngineTestSupport.claimed(ack).putInt(ack.offset(), (int)i);
+                        EngineTestSupport.claimed(ack).putInt(ack.offset() + 4, length);
+                        EngineTestSupport.claimed(ack).putInt(ack.offset() + 8, ok ? 1 : 0);
+                        EngineTestSupport.claimed(ack).putInt(ack.offset() + 12, c.poolBuffersInUse());
+                        EngineTestSupport.claimed(ack).putLong(ack.offset() + 16, c.stats().rnrErrors());
                         ack.commit();
                     }
                     else

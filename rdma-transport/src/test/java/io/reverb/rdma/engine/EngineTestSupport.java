@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rpc.transport.WriteClaim;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
@@ -11,6 +12,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Shared helpers: engine config for a fabric with RNR retries off (so any credit violation surfaces at once
@@ -129,8 +131,40 @@ final class EngineTestSupport
         return z ^ (z >>> 31);
     }
 
+    /**
+     * @return an Agrona view of the claim's buffer, indexed as the claim is (from {@link WriteClaim#offset()}), for
+     * tests that write with Agrona's byte order and helpers; allocates (tests only).
+     */
+    static UnsafeBuffer claimed(final WriteClaim claim)
+    {
+        return new UnsafeBuffer(claim.buffer());
+    }
+
+    /** @return true if the active claim goes by rendezvous (the engine keeps its pool buffer in the claim). */
+    static boolean isRendezvous(final WriteClaim claim)
+    {
+        return claim.transportState() instanceof BufferPool.Buffer;
+    }
+
+    /**
+     * Claims, waiting out back-pressure: over shm a large message's claim waits for the receiver's grant (direct
+     * writes, {@link EngineConfig#directWrite(boolean)}).
+     */
+    static void awaitClaim(final Connection connection, final WriteClaim claim, final int length)
+    {
+        await("claim of " + length + " bytes", () ->
+        {
+            final int rc = connection.tryClaim(length, claim);
+            if (rc != Connection.OK && rc != Connection.BACK_PRESSURED)
+            {
+                throw new AssertionError("tryClaim(" + length + ") returned " + Connection.resultName(rc));
+            }
+            return rc == Connection.OK;
+        });
+    }
+
     /** Sends one message, waiting out back-pressure. */
-    static long send(final Connection connection, final MessageClaim claim, final int length, final long seed)
+    static long send(final Connection connection, final WriteClaim claim, final int length, final long seed)
     {
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
         while (true)
@@ -138,8 +172,8 @@ final class EngineTestSupport
             final int rc = connection.tryClaim(length, claim);
             if (rc == Connection.OK)
             {
-                fill(claim.buffer(), claim.offset(), length, seed);
-                final long id = claim.messageId();
+                fill(claimed(claim), claim.offset(), length, seed);
+                final long id = claim.token();
                 claim.commit();
                 return id;
             }
@@ -155,10 +189,16 @@ final class EngineTestSupport
         }
     }
 
+    /** @return mappings of the peer's grants the connection holds open for direct writes (0 when idle). */
+    static int directMappingsOpen(final Connection connection)
+    {
+        return connection instanceof EngineConnection ? ((EngineConnection)connection).directMappingsOpen() : 0;
+    }
+
     /**
      * Leak check for a connected pair once traffic has stopped: no buffer out of a pool, nothing
-     * pending, and credits conserved in both directions (what one side may still send plus what
-     * the other owes it is exactly the window).
+     * pending, no mapping of a peer's grant open, and credits conserved in both directions (what one side may still
+     * send plus what the other owes it is exactly the window).
      */
     static void assertQuiescent(final Connection a, final Connection b)
     {
@@ -171,7 +211,8 @@ final class EngineTestSupport
             a.pendingRendezvous() == 0 && b.pendingRendezvous() == 0 &&
             a.sendBytesInFlight() == 0 && b.sendBytesInFlight() == 0 &&
             a.creditsAvailable() + b.creditsOwed() == b.receiveSlots() &&
-            b.creditsAvailable() + a.creditsOwed() == a.receiveSlots());
+            b.creditsAvailable() + a.creditsOwed() == a.receiveSlots() &&
+            directMappingsOpen(a) == 0 && directMappingsOpen(b) == 0);
         assertThat(a.stats().rnrErrors()).isZero();
         assertThat(b.stats().rnrErrors()).isZero();
     }

@@ -15,6 +15,7 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rpc.transport.WriteClaim;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -146,7 +147,7 @@ class EngineWireFuzzTest
         }
         // The server still serves a well-behaved connection...
         final long expected = DELIVERED.get() + 1;
-        send(good, new MessageClaim(), 32, GOOD_SENT.incrementAndGet());
+        send(good, new WriteClaim(), 32, GOOD_SENT.incrementAndGet());
         await("good message delivered", () -> DELIVERED.get() >= expected);
         // ...and the hostile one goes away.
         await("hostile connection gone", () -> server.connections().size() <= before);

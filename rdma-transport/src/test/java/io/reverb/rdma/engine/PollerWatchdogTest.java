@@ -3,6 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.transport.WriteClaim;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -29,13 +30,13 @@ class PollerWatchdogTest
         final EngineConfig server = config(PollingMode.ADAPTIVE).pollerStallThresholdNanos(TimeUnit.MILLISECONDS.toNanos(50));
         try (EnginePair pair = new EnginePair(server, config(PollingMode.ADAPTIVE), blocking))
         {
-            final MessageClaim claim = new MessageClaim();
+            final WriteClaim claim = new WriteClaim();
             final int[] sleeps = {0, 600, 0, 600};
             for (int i = 0; i < sleeps.length; i++)
             {
                 // One at a time: messages of one batch would be handled in one duty cycle.
                 assertThat(pair.client.tryClaim(4, claim)).isEqualTo(Connection.OK);
-                claim.buffer().putInt(claim.offset(), sleeps[i]);
+                claimed(claim).putInt(claim.offset(), sleeps[i]);
                 claim.commit();
                 final int expected = i + 1;
                 await("message " + i + " handled", () -> handled.get() == expected);

@@ -16,6 +16,9 @@ import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.Transports;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -24,7 +27,8 @@ import reactor.core.publisher.Flux;
 
 /**
  * Large messages and their memory's lifetime over {@code shm://} (the engine's rendezvous path), and a server stream
- * of 64 x 1 MiB held to its window of registered memory.
+ * of 64 x 1 MiB held to its window of registered memory; with direct writes (the default: each large message is
+ * serialised straight into the receiver's granted buffer), and without in {@link ShmLargeMessageCopyingTest}.
  */
 class ShmLargeMessageTest extends AbstractLargeMessageTest
 {
@@ -33,10 +37,17 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
     private static final int SIZE = 1 << 20;
     private static final int WINDOW = 4;
 
+    /** @return whether the addresses ask for direct writes (the default) or turn them off. */
+    protected boolean directWrite()
+    {
+        return true;
+    }
+
     @Override
     protected String newServerUri()
     {
-        return "shm://large-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
+        return "shm://large-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet() +
+            (directWrite() ? "" : "?directWrite=false");
     }
 
     @Test
@@ -56,6 +67,7 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         final AtomicLong maxBytes = new AtomicLong();
         final AtomicInteger intact = new AtomicInteger();
         final AtomicInteger index = new AtomicInteger();
+        final long directBefore = directWrites(uri);
         try (RpcServer server = RpcServer.builder(uri).addService(service).build().start();
              RpcChannel channel = RpcChannel.builder(uri).build())
         {
@@ -74,6 +86,9 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
                 .block(Duration.ofSeconds(60));
             assertThat(count).isEqualTo(MESSAGES);
         }
+        // the server's 64 responses (and nothing else here is large) went straight into the client's grants, or not
+        final long direct = directWrites(uri) - directBefore;
+        assertThat(direct).isEqualTo(directWrite() ? MESSAGES : 0);
         assertThat(intact.get()).isEqualTo(MESSAGES);
         // each message outstanding (at most WINDOW requested and not delivered, plus the one being delivered) holds at
         // most one buffer at each end, of the engine's size class for it
@@ -82,6 +97,19 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         System.out.println("shm server stream of " + MESSAGES + " x 1 MiB, window " + WINDOW + ": at most " + maxBytes.get() +
             " registered bytes in use at a delivery (bound " + bound + ")");
         assertThat(maxBytes.get()).isPositive().isLessThanOrEqualTo(bound);
+    }
+
+    /** @return direct writes so far of the engine this address uses (client and server: one JVM, one engine). */
+    private static long directWrites(final String uri)
+    {
+        try
+        {
+            return ShmTransportProvider.engineFor(URI.create(uri)).stats().directWritesSent();
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException(e);
+        }
     }
 
     private static BytesValue message(final int i)

@@ -569,6 +569,55 @@ public abstract class AbstractVerbsProviderConformanceTest
     }
 
     @Test
+    void shouldMapPeerMemoryForDirectWritesOnlyWithinAWritableRegionOfThePeer() throws Exception
+    {
+        connect();
+        final MemoryRegion target = server.pd.allocate(8192, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        if (!client.qp.canMapRemote())
+        {
+            // No capability (a NIC copies instead): nothing is mapped, whatever the values.
+            assertThat(client.qp.mapRemote(target.address(), target.rkey(), 16)).isNull();
+            return;
+        }
+        final MemoryRegion readOnly = server.pd.allocate(4096, Access.LOCAL_WRITE | Access.REMOTE_READ);
+        final MemoryRegion otherPd = server.context.allocPd().allocate(4096, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        // Every value a peer could send is checked: key, the address's region, bounds, access, protection domain.
+        assertThat(client.qp.mapRemote(target.address(), target.rkey() ^ 0x40, 16)).as("wrong key tag").isNull();
+        assertThat(client.qp.mapRemote(target.address(), target.lkey(), 16)).as("local key").isNull();
+        assertThat(client.qp.mapRemote(readOnly.address(), target.rkey(), 16)).as("address of another region").isNull();
+        assertThat(client.qp.mapRemote(target.address() + 8000, target.rkey(), 200)).as("past the end").isNull();
+        assertThat(client.qp.mapRemote(target.address() - 1, target.rkey(), 16)).as("before the start").isNull();
+        assertThat(client.qp.mapRemote(target.address(), target.rkey(), 0)).as("empty").isNull();
+        assertThat(client.qp.mapRemote(target.address(), target.rkey(), -1)).as("negative").isNull();
+        assertThat(client.qp.mapRemote(readOnly.address(), readOnly.rkey(), 16)).as("no REMOTE_WRITE").isNull();
+        assertThat(client.qp.mapRemote(otherPd.address(), otherPd.rkey(), 16)).as("another PD").isNull();
+
+        try (RemoteMapping mapping = client.qp.mapRemote(target.address() + 4096, target.rkey(), 4096))
+        {
+            assertThat(mapping).isNotNull();
+            assertThat(mapping.length()).isEqualTo(4096);
+            assertThat(mapping.byteBuffer().capacity()).isEqualTo(4096);
+            fillPattern(mapping.buffer(), 0, 4096, 9);
+            // The peer sees the bytes once a later request of this QP completed there.
+            final MemoryRegion notify = server.pd.allocate(64, Access.LOCAL_WRITE);
+            postRecv(server.qp, notify, 0, 64, 41);
+            assertThat(client.qp.postSend(new SendRequest().wrId(42).opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .flags(SendRequest.FLAG_SIGNALED).immData(7))).isEqualTo(PostResult.OK);
+            assertThat(awaitCompletions(server.recvCq, 1).get(0).imm).isEqualTo(7);
+            assertPattern(target.buffer(), 4096, 4096, 9);
+            for (int i = 0; i < 4096; i++)
+            {
+                assertThat(target.buffer().getByte(i)).as("byte %d, before the mapped range", i).isZero();
+            }
+            // The peer deregisters the region: writes through the mapping stay harmless (no crash), and no new
+            // mapping is handed out.
+            target.close();
+            mapping.buffer().putLong(0, 1L);
+            assertThat(client.qp.mapRemote(target.address(), target.rkey(), 16)).isNull();
+        }
+    }
+
+    @Test
     void shouldKeepMemoryOfTwoConnectionsInOneContextApart() throws Exception
     {
         // Two connections into the same server context, each with its own PD.

@@ -74,6 +74,36 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         return this;
     }
 
+    /**
+     * A MESSAGE from the server, parsed here for every kind of call: a payload the response marshaller cannot parse
+     * fails the call with INTERNAL (and sends CANCEL); a parsed one is counted and handed to {@link #onResponse}.
+     * The end-of-stream flag is not used on the client: STATUS ends a call.
+     */
+    @Override
+    final void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    {
+        final int size = payload.remaining();
+        final Resp value;
+        try
+        {
+            value = method.responseMarshaller().read(payload);
+        }
+        catch (final Throwable t)
+        {
+            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
+            return;
+        }
+        channel.metrics().messageReceived(method, size);
+        onResponse(value);
+    }
+
+    /**
+     * @param value a response from the server, parsed and counted; null if the marshaller returned null, which each
+     *              kind treats as it always did (a unary call ends INTERNAL "No value received" if that was its only
+     *              value; a streaming call ends INTERNAL and cancels, as for a message that does not parse).
+     */
+    abstract void onResponse(Resp value);
+
     void start(final CoreSubscriber<? super Resp> actual)
     {
         this.actual = actual;

@@ -155,20 +155,7 @@ public final class DeadlineTimer
             // the tick at or after the deadline, and never one already passed
             final long dueTick = Math.max(tick, (entry.deadlineNanos - startNanos + TICK_NANOS - 1) / TICK_NANOS);
             entry.rounds = (dueTick - tick) / WHEEL_SIZE;
-            final int bucket = (int)(dueTick & MASK);
-            entry.bucket = bucket;
-            entry.next = null;
-            entry.previous = tails[bucket];
-            if (tails[bucket] == null)
-            {
-                heads[bucket] = entry;
-            }
-            else
-            {
-                tails[bucket].next = entry;
-            }
-            tails[bucket] = entry;
-            bucketed++;
+            appendTo(entry, (int)(dueTick & MASK));
         }
     }
 
@@ -202,8 +189,7 @@ public final class DeadlineTimer
             {
                 // due this tick but the clock read just before it: move it to the next tick's bucket
                 unlink(entry);
-                entry.bucket = (bucket + 1) & MASK;
-                appendTo(entry, entry.bucket);
+                appendTo(entry, (bucket + 1) & MASK);
             }
             entry = next;
         }
@@ -211,6 +197,7 @@ public final class DeadlineTimer
 
     private void appendTo(final Entry entry, final int bucket)
     {
+        entry.bucket = bucket;
         entry.next = null;
         entry.previous = tails[bucket];
         if (tails[bucket] == null)

@@ -200,20 +200,14 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     // ------------------------------------------------------------ frames from the server
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    void onResponse(final Resp value)
     {
-        final int size = payload.remaining();
-        final Resp value;
-        try
+        if (value == null)
         {
-            value = method.responseMarshaller().read(payload);
-        }
-        catch (final Throwable t)
-        {
-            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
+            // Reactive Streams forbid null signals: the call ends as a unary call's does without a value
+            failLocally(Status.INTERNAL.withDescription("the response marshaller returned null for a streamed message"), true);
             return;
         }
-        channel.metrics().messageReceived(method, size);
         responses.offer(value);
     }
 

@@ -93,20 +93,8 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     }
 
     @Override
-    void onMessage(final ByteBuffer payload, final boolean endOfStream)
+    void onResponse(final Resp value)
     {
-        final int size = payload.remaining();
-        final Resp value;
-        try
-        {
-            value = method.responseMarshaller().read(payload);
-        }
-        catch (final Throwable t)
-        {
-            failLocally(Status.INTERNAL.withDescription("failed to parse response: " + t.getMessage()).withCause(t), true);
-            return;
-        }
-        channel.metrics().messageReceived(method, size);
         final boolean second;
         synchronized (this)
         {

@@ -5,27 +5,18 @@ import io.micrometer.common.KeyValues;
 /**
  * The default names and keys of server call observations: see {@link RpcObservationDocumentation}.
  */
-public class DefaultRpcServerObservationConvention implements RpcServerObservationConvention
+public class DefaultRpcServerObservationConvention extends DefaultRpcObservationConvention<RpcServerObservationContext>
+    implements RpcServerObservationConvention
 {
     /** The observation's name, and so the timer's. */
     public static final String NAME = "rpc.server.duration";
 
-    @Override
-    public String getName()
+    /**
+     * The defaults, named {@value #NAME}.
+     */
+    public DefaultRpcServerObservationConvention()
     {
-        return NAME;
-    }
-
-    @Override
-    public String getContextualName(final RpcServerObservationContext context)
-    {
-        return context.method().fullMethodName();
-    }
-
-    @Override
-    public KeyValues getLowCardinalityKeyValues(final RpcServerObservationContext context)
-    {
-        return RpcKeyValues.lowCardinality(context.method(), context.status());
+        super(NAME);
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.reverb.rpc.Status;
  * the trace context ({@code traceparent}, ...) into it as ASCII entries before the call is sent.
  */
 public final class RpcClientObservationContext extends RequestReplySenderContext<Metadata, Object>
+    implements ObservedRpcCall
 {
     private final ClientCallContext call;
     private volatile Status status;
@@ -47,6 +48,7 @@ public final class RpcClientObservationContext extends RequestReplySenderContext
     /**
      * @return the method called.
      */
+    @Override
     public MethodDescriptor<?, ?> method()
     {
         return call.method();
@@ -55,6 +57,7 @@ public final class RpcClientObservationContext extends RequestReplySenderContext
     /**
      * @return how the call ended, or null while it runs.
      */
+    @Override
     public Status status()
     {
         return status;

@@ -11,6 +11,7 @@ import io.reverb.rpc.Status;
  * reads the trace context ({@code traceparent}, ...) to make the server span a child of the client's.
  */
 public final class RpcServerObservationContext extends RequestReplyReceiverContext<Metadata, Object>
+    implements ObservedRpcCall
 {
     private final RpcContext rpcContext;
     private volatile Status status;
@@ -41,6 +42,7 @@ public final class RpcServerObservationContext extends RequestReplyReceiverConte
     /**
      * @return the method called.
      */
+    @Override
     public MethodDescriptor<?, ?> method()
     {
         return rpcContext.method();
@@ -49,6 +51,7 @@ public final class RpcServerObservationContext extends RequestReplyReceiverConte
     /**
      * @return how the call ended, or null while it runs.
      */
+    @Override
     public Status status()
     {
         return status;

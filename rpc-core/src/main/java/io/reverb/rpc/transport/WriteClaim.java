@@ -43,6 +43,8 @@ public final class WriteClaim
     private long token;
     private Object transportState;
     private Object attachment;
+    private ByteBuffer viewSource;
+    private ByteBuffer view;
 
     /**
      * Transport use: points this claim at claimed memory.
@@ -61,6 +63,30 @@ public final class WriteClaim
         this.committer = committer;
         this.token = token;
         buffer.limit(offset + length).position(offset);
+    }
+
+    /**
+     * Transport use: as {@link #wrap}, for a buffer that several claims use at once (e.g. a send ring claimed by
+     * several threads): the claim writes through its own view of {@code shared}, a duplicate made when this claim
+     * object is first wrapped around {@code shared} and kept for the next claims in it, so a claim allocates
+     * nothing. The view's byte order is whatever the last writer left (writers set it, see the class comment).
+     *
+     * @param shared    the transport's buffer; the claim never moves its position or limit.
+     * @param offset    start of the claimed region in shared.
+     * @param length    claimed length.
+     * @param committer who commits or aborts it.
+     * @param token     transport-private value (e.g. a message id).
+     */
+    public void wrapShared(final ByteBuffer shared, final int offset, final int length, final Committer committer,
+        final long token)
+    {
+        if (shared != viewSource)
+        {
+            view = shared.duplicate();
+            viewSource = shared;
+        }
+        view.clear();
+        wrap(view, offset, length, committer, token);
     }
 
     /**
@@ -96,9 +122,10 @@ public final class WriteClaim
     }
 
     /**
-     * Transport use: state a transport keeps with this claim object from one claim to the next, e.g. its own
-     * claim of the memory (the RDMA engine's), so that no per-connection table maps one claim to the other. A claim
-     * object is used by one thread at a time, so is this state.
+     * Transport use: an object a transport keeps with this claim object, for the current claim or from one claim
+     * to the next (the RDMA engine keeps the pooled buffer of a large message here between claim and commit), so
+     * that no per-connection table maps a claim to the transport's own state. A claim object is used by one thread
+     * at a time, so is this state.
      *
      * @return what {@link #transportState(Object)} set, or null.
      */

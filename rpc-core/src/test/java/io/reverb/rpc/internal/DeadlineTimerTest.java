@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -47,13 +48,29 @@ class DeadlineTimerTest
     @Test
     void shouldNeverRunACancelledTaskAndDropItFromTheWheel() throws InterruptedException
     {
+        // A task that runs after its dispose() returned is the bug. One that ran before it was disposed is not (a
+        // 2-core machine under load can deschedule this thread for longer than the shortest delay), so each task
+        // checks a flag set only once its own dispose() has returned.
         final AtomicInteger cancelledRan = new AtomicInteger();
         final List<Disposable> handles = new ArrayList<>();
+        final List<AtomicBoolean> disposed = new ArrayList<>();
         for (int i = 0; i < 1000; i++)
         {
-            handles.add(timer.schedule(cancelledRan::incrementAndGet, TimeUnit.MILLISECONDS.toNanos(30 + i % 700)));
+            final AtomicBoolean flag = new AtomicBoolean();
+            disposed.add(flag);
+            handles.add(timer.schedule(() ->
+            {
+                if (flag.get())
+                {
+                    cancelledRan.incrementAndGet();
+                }
+            }, TimeUnit.MILLISECONDS.toNanos(30 + i % 700)));
         }
-        handles.forEach(Disposable::dispose);
+        for (int i = 0; i < handles.size(); i++)
+        {
+            handles.get(i).dispose();
+            disposed.get(i).set(true);
+        }
         assertThat(handles).allMatch(Disposable::isDisposed);
         // a task scheduled after the cancelled ones, due after all of them, runs: by then none of them did
         final CountDownLatch after = new CountDownLatch(1);

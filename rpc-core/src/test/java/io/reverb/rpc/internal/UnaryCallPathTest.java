@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
+import io.reverb.rpc.Marshaller;
+import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
@@ -21,6 +24,9 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -30,7 +36,8 @@ import reactor.core.scheduler.Schedulers;
 /**
  * One unary call driven by hand through a client and a server connection over a recording transport: which frames
  * travel in how many transport messages, and which monitors the writing thread holds when it claims (no call's
- * monitor, no connection monitor besides the write lock). Single-threaded and counted, not timed.
+ * monitor, no connection monitor besides the write lock); and how a call ends when its response marshaller fails or
+ * returns null. Single-threaded and counted, not timed.
  */
 class UnaryCallPathTest
 {
@@ -108,6 +115,158 @@ class UnaryCallPathTest
         {
             client.closeWithError(Status.UNAVAILABLE);
         }
+    }
+
+    @Test
+    void shouldFailAUnaryCallWithInternalAndSendCancelWhenTheResponseDoesNotParse()
+    {
+        final Recorder<StringValue> subscriber = unaryCallWithResponseReader(source ->
+        {
+            throw new IllegalArgumentException("bad bytes");
+        });
+        assertThat(subscriber.values).isEmpty();
+        assertThat(subscriber.completed).isFalse();
+        final Status status = Status.fromThrowable(subscriber.error);
+        assertThat(status.code()).isEqualTo(StatusCode.INTERNAL);
+        assertThat(status.description()).isEqualTo("failed to parse response: bad bytes");
+        assertThat(clientSide.messages).hasSize(2);
+        assertThat(frameTypes(clientSide.messages.get(1))).containsExactly(FrameType.CANCEL);
+    }
+
+    @Test
+    void shouldEndAUnaryCallWithInternalWhenTheResponseMarshallerReturnsNull()
+    {
+        final Recorder<StringValue> subscriber = unaryCallWithResponseReader(source -> null);
+        assertThat(subscriber.values).isEmpty();
+        assertThat(subscriber.completed).isFalse();
+        final Status status = Status.fromThrowable(subscriber.error);
+        assertThat(status.code()).isEqualTo(StatusCode.INTERNAL);
+        assertThat(status.description()).isEqualTo("No value received for " + TestService.ECHO.fullMethodName());
+        assertThat(clientSide.messages).as("the call ended with the server's STATUS: no CANCEL").hasSize(1);
+    }
+
+    @Test
+    void shouldFailAStreamingCallWithInternalAndSendCancelWhenAResponseDoesNotParse()
+    {
+        streamingCallWhoseSecondResponseIs(() ->
+        {
+            throw new IllegalArgumentException("bad second response");
+        }, "failed to parse response: bad second response");
+    }
+
+    @Test
+    void shouldFailAStreamingCallWithInternalAndSendCancelWhenTheMarshallerReturnsNull()
+    {
+        // Reactive Streams forbid a null onNext: the call must end INTERNAL, not throw out of the transport callback
+        streamingCallWhoseSecondResponseIs(() -> null, "the response marshaller returned null for a streamed message");
+    }
+
+    /** A server stream of three responses whose second one the marshaller fails (throws or returns null). */
+    private void streamingCallWhoseSecondResponseIs(final Supplier<BytesValue> second, final String expectedDescription)
+    {
+        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientConnection.LAST_STREAM_ID);
+        client.attach(clientSide);
+        final AtomicInteger reads = new AtomicInteger();
+        final MethodDescriptor<Int32Value, BytesValue> method = TestService.RANGE.toBuilder()
+            .responseMarshaller(reading(TestService.RANGE.responseMarshaller(), source ->
+            {
+                if (reads.incrementAndGet() == 2)
+                {
+                    return second.get();
+                }
+                return TestService.RANGE.responseMarshaller().read(source);
+            }))
+            .build();
+        final Recorder<BytesValue> subscriber = new Recorder<>();
+        final StreamingClientCall<Int32Value, BytesValue> call = new StreamingClientCall<>(channel, method,
+            Mono.just(Int32Value.of(3)), null, null, null, false);
+        call.actual = subscriber;
+        try
+        {
+            call.onConnection(client);
+            call.request(5);
+            final int sentByClient = clientSide.messages.size();
+            final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+            for (final byte[] message : clientSide.messages)
+            {
+                serverConnection.onMessage(serverSide, ByteBuffer.wrap(message));
+            }
+            final List<FrameType> fromServer = new ArrayList<>();
+            for (final byte[] message : serverSide.messages)
+            {
+                fromServer.addAll(frameTypes(message));
+                client.onMessage(clientSide, ByteBuffer.wrap(message));
+            }
+            assertThat(fromServer).containsExactly(FrameType.MESSAGE, FrameType.MESSAGE, FrameType.MESSAGE,
+                FrameType.STATUS);
+            assertThat(reads).hasValue(2); // the responses after the failed one reach no marshaller
+            assertThat(subscriber.values).hasSize(1);
+            assertThat(subscriber.completed).isFalse();
+            final Status status = Status.fromThrowable(subscriber.error);
+            assertThat(status.code()).isEqualTo(StatusCode.INTERNAL);
+            assertThat(status.description()).isEqualTo(expectedDescription);
+            assertThat(clientSide.messages).hasSize(sentByClient + 1);
+            assertThat(frameTypes(clientSide.messages.get(sentByClient))).containsExactly(FrameType.CANCEL);
+        }
+        finally
+        {
+            client.closeWithError(Status.UNAVAILABLE);
+        }
+    }
+
+    /** One echo call whose client parses the response with {@code read}, to its end. */
+    private Recorder<StringValue> unaryCallWithResponseReader(final Function<ByteBuffer, StringValue> read)
+    {
+        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientConnection.LAST_STREAM_ID);
+        client.attach(clientSide);
+        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final MethodDescriptor<StringValue, StringValue> method = TestService.ECHO.toBuilder()
+            .responseMarshaller(reading(TestService.ECHO.responseMarshaller(), read))
+            .build();
+        final Recorder<StringValue> subscriber = new Recorder<>();
+        final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, method,
+            StringValue.of("hi"), null, null, null, false);
+        call.actual = subscriber;
+        call.request(Long.MAX_VALUE);
+        try
+        {
+            call.onConnection(client);
+            serverConnection.onMessage(serverSide, ByteBuffer.wrap(clientSide.messages.get(0)));
+            assertThat(frameTypes(serverSide.messages.get(0))).containsExactly(FrameType.MESSAGE, FrameType.STATUS);
+            client.onMessage(clientSide, ByteBuffer.wrap(serverSide.messages.get(0)));
+            return subscriber;
+        }
+        finally
+        {
+            client.closeWithError(Status.UNAVAILABLE);
+        }
+    }
+
+    /** A marshaller that writes as {@code delegate} and reads with {@code read}. */
+    private static <T> Marshaller<T> reading(final Marshaller<T> delegate, final Function<ByteBuffer, T> read)
+    {
+        return new Marshaller<T>()
+        {
+            @Override
+            public int serializedSize(final T value)
+            {
+                return delegate.serializedSize(value);
+            }
+
+            @Override
+            public void write(final T value, final ByteBuffer target)
+            {
+                delegate.write(value, target);
+            }
+
+            @Override
+            public T read(final ByteBuffer source)
+            {
+                return read.apply(source);
+            }
+        };
     }
 
     private static List<FrameType> frameTypes(final byte[] message)

@@ -13,11 +13,10 @@ import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
-import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.stub.ServerCalls;
-import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
 import java.net.URI;
 import java.time.Duration;
@@ -28,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
@@ -40,23 +38,18 @@ import reactor.core.publisher.Sinks;
  */
 class BalancedChannelTest
 {
-    private static final AtomicInteger IDS = new AtomicInteger();
-    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration TIMEOUT = ReplicaServers.TIMEOUT;
     private static final String SERVICE = "reverb.test.Replica";
-    private static final MethodDescriptor<StringValue, StringValue> WHO = MethodDescriptor.<StringValue, StringValue>newBuilder()
-        .type(MethodDescriptor.MethodType.UNARY)
-        .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, "Who"))
-        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .build();
+    private static final MethodDescriptor<StringValue, StringValue> WHO = ReplicaServers.unaryMethod(SERVICE, "Who");
 
+    private final ReplicaServers servers = new ReplicaServers();
     private final List<Replica> replicas = new ArrayList<>();
     private BalancedChannel channel;
 
     /** One server: answers its name, can fail, hold calls, and report a health status. */
     private static final class Replica
     {
-        final String name = "bal-" + IDS.incrementAndGet();
+        final String name = ReplicaServers.newName("bal");
         final String uri = "inproc://" + name;
         final AtomicInteger calls = new AtomicInteger();
         final AtomicInteger failNext = new AtomicInteger();
@@ -64,14 +57,13 @@ class BalancedChannelTest
         volatile Sinks.Empty<Void> gate;
         final RpcServer server;
 
-        Replica()
+        Replica(final ReplicaServers servers)
         {
             health.tryEmitNext(Int32Value.of(HealthProtocol.SERVING));
-            server = RpcServer.builder(uri).addService(ServiceDefinition.builder(SERVICE)
+            server = servers.start(RpcServer.builder(uri).addService(ServiceDefinition.builder(SERVICE)
                     .addMethod(WHO, ServerCalls.unary(this::who)).build())
                 .addService(ServiceDefinition.builder(HealthProtocol.SERVICE_NAME)
-                    .addMethod(HealthProtocol.WATCH, ServerCalls.serverStreaming(r -> health.asFlux())).build())
-                .build().start();
+                    .addMethod(HealthProtocol.WATCH, ServerCalls.serverStreaming(r -> health.asFlux())).build()));
         }
 
         private Mono<StringValue> who(final StringValue request)
@@ -93,19 +85,9 @@ class BalancedChannelTest
     }
 
     @AfterEach
-    void tearDown() throws InterruptedException
+    void tearDown() throws Exception
     {
-        if (channel != null)
-        {
-            channel.close();
-        }
-        for (final Replica replica : replicas)
-        {
-            replica.server.shutdown(Duration.ZERO);
-            assertThat(replica.server.awaitTermination(TIMEOUT)).isTrue();
-        }
-        awaitTrue("every inproc buffer back", () ->
-            Transports.providerFor(URI.create("inproc://x")).resourceUsage().buffersInUse() == 0);
+        servers.closeAll(channel);
     }
 
     private List<String> start(final int n)
@@ -113,7 +95,7 @@ class BalancedChannelTest
         final List<String> uris = new ArrayList<>();
         for (int i = 0; i < n; i++)
         {
-            final Replica replica = new Replica();
+            final Replica replica = new Replica(servers);
             replicas.add(replica);
             uris.add(replica.uri);
         }
@@ -138,7 +120,7 @@ class BalancedChannelTest
 
     private void awaitReady(final int n)
     {
-        awaitTrue(n + " subchannels ready", () ->
+        Await.until(n + " subchannels ready", TIMEOUT, () ->
             channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == n);
     }
 
@@ -150,28 +132,7 @@ class BalancedChannelTest
         {
             names.add(replica.name);
         }
-        awaitTrue("calls reach exactly " + names, () -> calls(3 * expected.length).keySet().equals(names));
-    }
-
-    private static void awaitTrue(final String what, final BooleanSupplier condition)
-    {
-        final long end = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() - end > 0)
-            {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            try
-            {
-                Thread.sleep(5);
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
+        Await.until("calls reach exactly " + names, TIMEOUT, () -> calls(3 * expected.length).keySet().equals(names));
     }
 
     @Test
@@ -361,22 +322,22 @@ class BalancedChannelTest
         a.gate = Sinks.empty();
         final AtomicInteger done = new AtomicInteger();
         channel.newUnaryCall(WHO, CallOptions.DEFAULT, StringValue.of("hold")).subscribe(v -> done.incrementAndGet());
-        awaitTrue("the held call reached a", () -> a.calls.get() == 6);
+        Await.until("the held call reached a", TIMEOUT, () -> a.calls.get() == 6);
 
         listener[0].onAddresses(List.of(URI.create(uris.get(1))));
 
         assertThat(calls(5)).containsOnlyKeys(b.name);
         assertThat(done.get()).isZero();
         a.gate.tryEmitEmpty();
-        awaitTrue("the held call answered", () -> done.get() == 1);
-        awaitTrue("a's subchannel gone", () -> channel.subchannels().size() == 1);
+        Await.until("the held call answered", TIMEOUT, () -> done.get() == 1);
+        Await.until("a's subchannel gone", TIMEOUT, () -> channel.subchannels().size() == 1);
     }
 
     @Test
     void shouldFailFastNamingTheErrorWhenNoReplicaCanBeReached()
     {
-        channel = BalancedChannel.builder(List.of("inproc://nobody-" + IDS.incrementAndGet())).build();
-        awaitTrue("failure", () -> channel.state() == ConnectivityState.TRANSIENT_FAILURE
+        channel = BalancedChannel.builder(List.of("inproc://" + ReplicaServers.newName("nobody"))).build();
+        Await.until("failure", TIMEOUT, () -> channel.state() == ConnectivityState.TRANSIENT_FAILURE
             || tryCallFails());
         assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
             e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));

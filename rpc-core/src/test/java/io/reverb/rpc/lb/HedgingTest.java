@@ -12,17 +12,14 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
-import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.stub.ServerCalls;
-import io.reverb.rpc.transport.Transports;
-import java.net.URI;
+import io.reverb.rpc.testing.Await;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
@@ -34,23 +31,14 @@ import reactor.core.publisher.Sinks;
  */
 class HedgingTest
 {
-    private static final AtomicInteger IDS = new AtomicInteger();
-    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration TIMEOUT = ReplicaServers.TIMEOUT;
     private static final String SERVICE = "reverb.test.Hedge";
-    private static final MethodDescriptor<StringValue, StringValue> HEDGED = method("Hedged");
-    private static final MethodDescriptor<StringValue, StringValue> PLAIN = method("Plain");
+    private static final MethodDescriptor<StringValue, StringValue> HEDGED = ReplicaServers.unaryMethod(SERVICE, "Hedged");
+    private static final MethodDescriptor<StringValue, StringValue> PLAIN = ReplicaServers.unaryMethod(SERVICE, "Plain");
 
+    private final ReplicaServers servers = new ReplicaServers();
     private final List<Replica> replicas = new ArrayList<>();
     private BalancedChannel channel;
-
-    private static MethodDescriptor<StringValue, StringValue> method(final String name)
-    {
-        return MethodDescriptor.<StringValue, StringValue>newBuilder().type(MethodDescriptor.MethodType.UNARY)
-            .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, name))
-            .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-            .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-            .build();
-    }
 
     /** How a replica answers. */
     private enum Mode
@@ -61,7 +49,7 @@ class HedgingTest
     /** One server answering per its mode, counting calls and the calls cancelled under its handler. */
     private static final class Replica
     {
-        final String name = "hedge-" + IDS.incrementAndGet();
+        final String name = ReplicaServers.newName("hedge");
         final String uri = "inproc://" + name;
         final AtomicInteger calls = new AtomicInteger();
         final AtomicInteger cancelled = new AtomicInteger();
@@ -69,7 +57,7 @@ class HedgingTest
         final RpcServer server;
         volatile Mode mode;
 
-        Replica(final Mode mode)
+        Replica(final ReplicaServers servers, final Mode mode)
         {
             this.mode = mode;
             final ServiceDefinition.Builder service = ServiceDefinition.builder(SERVICE);
@@ -77,7 +65,7 @@ class HedgingTest
             {
                 service.addMethod(m, ServerCalls.unary(this::handle));
             }
-            server = RpcServer.builder(uri).addService(service.build()).build().start();
+            server = servers.start(RpcServer.builder(uri).addService(service.build()));
         }
 
         private Mono<StringValue> handle(final StringValue request)
@@ -104,19 +92,9 @@ class HedgingTest
     }
 
     @AfterEach
-    void tearDown() throws InterruptedException
+    void tearDown() throws Exception
     {
-        if (channel != null)
-        {
-            channel.close();
-        }
-        for (final Replica replica : replicas)
-        {
-            replica.server.shutdown(Duration.ZERO);
-            assertThat(replica.server.awaitTermination(TIMEOUT)).isTrue();
-        }
-        await("every inproc buffer back", () ->
-            Transports.providerFor(URI.create("inproc://x")).resourceUsage().buffersInUse() == 0);
+        servers.closeAll(channel);
     }
 
     private List<String> start(final Mode... modes)
@@ -124,7 +102,7 @@ class HedgingTest
         final List<String> uris = new ArrayList<>();
         for (final Mode mode : modes)
         {
-            final Replica replica = new Replica(mode);
+            final Replica replica = new Replica(servers, mode);
             replicas.add(replica);
             uris.add(replica.uri);
         }
@@ -133,7 +111,7 @@ class HedgingTest
 
     private void awaitReady()
     {
-        await("all ready", () -> channel.subchannels().stream()
+        Await.until("all ready", TIMEOUT, () -> channel.subchannels().stream()
             .filter(s -> s.state() == ConnectivityState.READY).count() == replicas.size());
     }
 
@@ -164,11 +142,14 @@ class HedgingTest
         // round_robin put about a third of the first attempts on the slow replica: each was hedged elsewhere, and
         // every attempt the slow replica got was cancelled once another answered
         assertThat(slow.calls.get()).isPositive();
-        await("every attempt on the slow replica cancelled", () -> slow.cancelled.get() == slow.calls.get());
+        Await.until("every attempt on the slow replica cancelled", TIMEOUT,
+            () -> slow.cancelled.get() == slow.calls.get());
         assertThat(replicas.get(0).cancelled.get() + replicas.get(1).cancelled.get())
             .as("a fast replica's attempt is cancelled only when it lost a race").isLessThanOrEqualTo(
                 replicas.get(0).calls.get() + replicas.get(1).calls.get() - 30);
-        assertThat(channel.subchannels()).allSatisfy(s -> assertThat(s.load().outstanding()).isZero());
+        // a loser's CANCEL can reach its server before the client thread that sent it counts the attempt out
+        Await.until("every attempt counted out", TIMEOUT,
+            () -> channel.subchannels().stream().allMatch(s -> s.load().outstanding() == 0));
     }
 
     @Test
@@ -182,13 +163,13 @@ class HedgingTest
 
         final Mono<StringValue> answer = call(HEDGED, TIMEOUT).cache();
         answer.subscribe();
-        await("three attempts out", () -> totalCalls() == 3);
+        Await.until("three attempts out", TIMEOUT, () -> totalCalls() == 3);
         assertThat(replicas).allSatisfy(r -> assertThat(r.calls.get()).as(r.name).isEqualTo(1));
 
         final Replica winner = replicas.get(1);
         winner.gate.tryEmitEmpty();
         assertThat(answer.block(TIMEOUT).getValue()).isEqualTo(winner.name);
-        await("both losers cancelled on their servers",
+        Await.until("both losers cancelled on their servers", TIMEOUT,
             () -> replicas.get(0).cancelled.get() == 1 && replicas.get(2).cancelled.get() == 1);
         assertThat(winner.cancelled.get()).isZero();
         assertThat(totalCalls()).as("no fourth attempt").isEqualTo(3);
@@ -204,10 +185,10 @@ class HedgingTest
 
         final Mono<StringValue> answer = call(HEDGED, TIMEOUT).cache();
         answer.subscribe();
-        await("two attempts out", () -> totalCalls() == 2);
+        Await.until("two attempts out", TIMEOUT, () -> totalCalls() == 2);
         replicas.get(0).gate.tryEmitEmpty();
         assertThat(answer.block(TIMEOUT).getValue()).isEqualTo(replicas.get(0).name);
-        await("the loser cancelled", () -> replicas.get(1).cancelled.get() == 1);
+        Await.until("the loser cancelled", TIMEOUT, () -> replicas.get(1).cancelled.get() == 1);
         assertThat(replicas).allSatisfy(r -> assertThat(r.calls.get()).isEqualTo(1));
     }
 
@@ -226,7 +207,7 @@ class HedgingTest
         assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
         assertThat(replicas.get(0).calls.get()).isEqualTo(1);
         assertThat(replicas.get(1).calls.get()).isZero();
-        await("the expired call cancelled on its server", () -> replicas.get(0).cancelled.get() == 1);
+        Await.until("the expired call cancelled on its server", TIMEOUT, () -> replicas.get(0).cancelled.get() == 1);
     }
 
     @Test
@@ -273,7 +254,7 @@ class HedgingTest
 
     private void awaitReadyFirst()
     {
-        await("first ready", () -> channel.state() == ConnectivityState.READY);
+        Await.until("first ready", TIMEOUT, () -> channel.state() == ConnectivityState.READY);
     }
 
     @Test
@@ -315,26 +296,5 @@ class HedgingTest
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts");
         assertThatThrownBy(() -> HedgingPolicy.builder().hedgingDelay(Duration.ofMillis(-1)).build())
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("hedgingDelay");
-    }
-
-    private static void await(final String what, final BooleanSupplier condition)
-    {
-        final long end = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() - end > 0)
-            {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            try
-            {
-                Thread.sleep(2);
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
     }
 }

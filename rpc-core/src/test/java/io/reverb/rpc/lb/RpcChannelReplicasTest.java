@@ -9,7 +9,6 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
-import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
 import java.time.Duration;
@@ -19,7 +18,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
@@ -29,30 +27,16 @@ import reactor.core.publisher.Mono;
  */
 class RpcChannelReplicasTest
 {
-    private static final AtomicInteger IDS = new AtomicInteger();
-    private static final Duration TIMEOUT = Duration.ofSeconds(20);
-    private static final MethodDescriptor<StringValue, StringValue> WHO = MethodDescriptor.<StringValue, StringValue>newBuilder()
-        .type(MethodDescriptor.MethodType.UNARY)
-        .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.Who", "Who"))
-        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .build();
+    private static final Duration TIMEOUT = ReplicaServers.TIMEOUT;
+    private static final MethodDescriptor<StringValue, StringValue> WHO = ReplicaServers.unaryMethod("reverb.test.Who", "Who");
 
-    private final List<RpcServer> servers = new ArrayList<>();
+    private final ReplicaServers servers = new ReplicaServers();
     private RpcChannel channel;
 
     @AfterEach
-    void tearDown() throws InterruptedException
+    void tearDown() throws Exception
     {
-        if (channel != null)
-        {
-            channel.close();
-        }
-        for (final RpcServer server : servers)
-        {
-            server.shutdown(Duration.ZERO);
-            assertThat(server.awaitTermination(TIMEOUT)).isTrue();
-        }
+        servers.closeAll(channel);
     }
 
     private List<String> start(final int n)
@@ -60,9 +44,9 @@ class RpcChannelReplicasTest
         final List<String> uris = new ArrayList<>();
         for (int i = 0; i < n; i++)
         {
-            final String uri = "inproc://replicas-" + IDS.incrementAndGet();
-            servers.add(RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.Who")
-                .addMethod(WHO, ServerCalls.unary(r -> Mono.just(StringValue.of(uri)))).build()).build().start());
+            final String uri = "inproc://" + ReplicaServers.newName("replicas");
+            servers.start(RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.Who")
+                .addMethod(WHO, ServerCalls.unary(r -> Mono.just(StringValue.of(uri)))).build()));
             uris.add(uri);
         }
         return uris;

@@ -15,18 +15,15 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
-import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.retry.AttemptFailure;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.stub.ServerCalls;
-import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.testing.Await;
 import java.io.IOException;
-import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
@@ -41,35 +38,19 @@ import reactor.core.publisher.Mono;
  */
 class TransparentRetryClassificationTest
 {
-    private static final AtomicInteger IDS = new AtomicInteger();
-    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration TIMEOUT = ReplicaServers.TIMEOUT;
     private static final String SERVICE = "reverb.test.Refuse";
-    private static final MethodDescriptor<StringValue, StringValue> CALL = MethodDescriptor.<StringValue, StringValue>newBuilder()
-        .type(MethodDescriptor.MethodType.UNARY)
-        .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, "Call"))
-        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
-        .build();
+    private static final MethodDescriptor<StringValue, StringValue> CALL = ReplicaServers.unaryMethod(SERVICE, "Call");
 
-    private final List<RpcServer> servers = new ArrayList<>();
+    private final ReplicaServers servers = new ReplicaServers();
     private final List<AtomicInteger> handled = new ArrayList<>();
     private final AtomicInteger refusedAttempts = new AtomicInteger();
     private BalancedChannel channel;
 
     @AfterEach
-    void tearDown() throws InterruptedException
+    void tearDown() throws Exception
     {
-        if (channel != null)
-        {
-            channel.close();
-        }
-        for (final RpcServer server : servers)
-        {
-            server.shutdown(Duration.ZERO);
-            assertThat(server.awaitTermination(TIMEOUT)).isTrue();
-        }
-        await("every inproc buffer back", () ->
-            Transports.providerFor(URI.create("inproc://x")).resourceUsage().buffersInUse() == 0);
+        servers.closeAll(channel);
     }
 
     /**
@@ -80,7 +61,7 @@ class TransparentRetryClassificationTest
     {
         final int index = servers.size();
         final AtomicInteger count = new AtomicInteger();
-        final String uri = "inproc://refuse-" + IDS.incrementAndGet();
+        final String uri = "inproc://" + ReplicaServers.newName("refuse");
         final RpcServer.Builder builder = RpcServer.builder(uri).addService(ServiceDefinition.builder(SERVICE)
             .addMethod(CALL, ServerCalls.unary(request ->
             {
@@ -102,7 +83,7 @@ class TransparentRetryClassificationTest
         {
             builder.maxConcurrentCallsPerConnection(limit);
         }
-        servers.add(builder.build().start());
+        servers.start(builder);
         handled.add(count);
         return uri;
     }
@@ -129,7 +110,7 @@ class TransparentRetryClassificationTest
         channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin")
             .channelFactory(uri -> RpcChannel.builder(uri.toString()).intercept(countRefusals).build())
             .build();
-        await("both ready", () ->
+        Await.until("both ready", TIMEOUT, () ->
             channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == uris.size());
     }
 
@@ -148,7 +129,7 @@ class TransparentRetryClassificationTest
             call("x").block(TIMEOUT);
         }
         final Disposable held = call("hold").subscribe();
-        await("the held call runs", () -> handled.get(0).get() + handled.get(1).get() == 5);
+        Await.until("the held call runs", TIMEOUT, () -> handled.get(0).get() + handled.get(1).get() == 5);
         final int full = handled.get(0).get() == 3 ? 0 : 1;
         final int free = 1 - full;
 
@@ -209,26 +190,5 @@ class TransparentRetryClassificationTest
             .isInstanceOf(IllegalStateException.class);
         shared.addSuppressed(connectError);
         assertThat(shared.getSuppressed()).isEmpty();
-    }
-
-    private static void await(final String what, final BooleanSupplier condition)
-    {
-        final long end = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() - end > 0)
-            {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            try
-            {
-                Thread.sleep(2);
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
     }
 }

@@ -25,7 +25,8 @@ import reactor.core.publisher.Mono;
  */
 public final class UnaryAllocationProbe
 {
-    private static final MethodDescriptor<BytesValue, BytesValue> PING = MethodDescriptor.<BytesValue, BytesValue>newBuilder()
+    /** The probes' method: a unary echo of {@link BytesValue}. */
+    public static final MethodDescriptor<BytesValue, BytesValue> PING = MethodDescriptor.<BytesValue, BytesValue>newBuilder()
         .type(MethodDescriptor.MethodType.UNARY)
         .fullMethodName("reverb.measure.Ping/Ping")
         .requestMarshaller((Marshaller<BytesValue>)ProtoMarshaller.of(BytesValue.getDefaultInstance()))
@@ -41,10 +42,7 @@ public final class UnaryAllocationProbe
         final String uri = args.length > 0 ? args[0] : "inproc://probe";
         final int calls = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
         final BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[62]));
-        try (RpcServer server = RpcServer.builder(uri)
-                .addService(ServiceDefinition.builder("reverb.measure.Ping")
-                    .addMethod(PING, ServerCalls.unary(Mono::just)).build())
-                .build().start();
+        try (RpcServer server = RpcServer.builder(uri).addService(pingService()).build().start();
             RpcChannel channel = RpcChannel.builder(uri).build())
         {
             for (int round = 0; round < 3; round++)
@@ -63,14 +61,29 @@ public final class UnaryAllocationProbe
         }
     }
 
-    private static void measure(final String name, final int calls, final Runnable run)
+    /**
+     * @return the service answering {@link #PING} with its request.
+     */
+    public static ServiceDefinition pingService()
+    {
+        return ServiceDefinition.builder("reverb.measure.Ping").addMethod(PING, ServerCalls.unary(Mono::just)).build();
+    }
+
+    /**
+     * Runs the calls and prints the time and the bytes allocated (by all threads) per call.
+     *
+     * @param name  what is measured, for the printed line.
+     * @param calls how many calls the run makes.
+     * @param run   makes the calls.
+     */
+    public static void measure(final String name, final int calls, final Runnable run)
     {
         final long bytesBefore = allocatedBytes();
         final long start = System.nanoTime();
         run.run();
         final long elapsed = System.nanoTime() - start;
         final long bytes = allocatedBytes() - bytesBefore;
-        System.out.printf("%-8s %,d calls: %.2f us/call, %,d bytes allocated/call (all threads)%n",
+        System.out.printf("%-11s %,d calls: %.2f us/call, %,d bytes allocated/call (all threads)%n",
             name, calls, elapsed / 1000.0 / calls, bytes / calls);
     }
 

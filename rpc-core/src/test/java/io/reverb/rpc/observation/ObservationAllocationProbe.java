@@ -2,7 +2,6 @@ package io.reverb.rpc.observation;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
-import com.sun.management.ThreadMXBean;
 import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -12,36 +11,23 @@ import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
-import io.reverb.rpc.Marshaller;
-import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.measure.UnaryAllocationProbe;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
-import io.reverb.rpc.ServiceDefinition;
-import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ClientCalls;
-import io.reverb.rpc.stub.ServerCalls;
-import java.lang.management.ManagementFactory;
 import java.time.Duration;
-import java.util.Arrays;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
  * Measures bytes allocated (all live threads) and time per unary 64-byte call over {@code inproc://} with the
- * observation interceptors absent, replaced by interceptors that do nothing, present with {@link ObservationRegistry#NOOP}, and present with a registry that
- * records timers. Not a test: run with
+ * observation interceptors absent, replaced by interceptors that do nothing, present with
+ * {@link ObservationRegistry#NOOP}, and present with a registry that records timers. Not a test: run with
  * {@code java -cp <rpc-core test class path> io.reverb.rpc.observation.ObservationAllocationProbe [calls]}.
  */
 public final class ObservationAllocationProbe
 {
-    private static final MethodDescriptor<BytesValue, BytesValue> PING = MethodDescriptor.<BytesValue, BytesValue>newBuilder()
-        .type(MethodDescriptor.MethodType.UNARY)
-        .fullMethodName("reverb.measure.Ping/Ping")
-        .requestMarshaller((Marshaller<BytesValue>)ProtoMarshaller.of(BytesValue.getDefaultInstance()))
-        .responseMarshaller((Marshaller<BytesValue>)ProtoMarshaller.of(BytesValue.getDefaultInstance()))
-        .build();
-
     private ObservationAllocationProbe()
     {
     }
@@ -63,8 +49,7 @@ public final class ObservationAllocationProbe
     private static void run(final String name, final ObservationRegistry observations, final int calls) throws Exception
     {
         final String uri = "inproc://observation-probe-" + name;
-        final RpcServer.Builder serverBuilder = RpcServer.builder(uri)
-            .addService(ServiceDefinition.builder("reverb.measure.Ping").addMethod(PING, ServerCalls.unary(Mono::just)).build());
+        final RpcServer.Builder serverBuilder = RpcServer.builder(uri).addService(UnaryAllocationProbe.pingService());
         final RpcChannel.Builder channelBuilder = RpcChannel.builder(uri);
         if (name.equals("passthrough"))
         {
@@ -95,20 +80,9 @@ public final class ObservationAllocationProbe
         final BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[62]));
         try (RpcServer server = serverBuilder.build().start(); RpcChannel channel = channelBuilder.build())
         {
-            final long bytesBefore = allocatedBytes();
-            final long start = System.nanoTime();
-            Mono.defer(() -> ClientCalls.unary(channel, PING, CallOptions.DEFAULT, payload))
-                .repeat(calls - 1).then().block(Duration.ofMinutes(5));
-            final long elapsed = System.nanoTime() - start;
-            final long bytes = allocatedBytes() - bytesBefore;
-            System.out.printf("%-11s %,d calls: %.2f us/call, %,d bytes allocated/call (all threads)%n",
-                name, calls, elapsed / 1000.0 / calls, bytes / calls);
+            UnaryAllocationProbe.measure(name, calls, () ->
+                Mono.defer(() -> ClientCalls.unary(channel, UnaryAllocationProbe.PING, CallOptions.DEFAULT, payload))
+                    .repeat(calls - 1).then().block(Duration.ofMinutes(5)));
         }
-    }
-
-    private static long allocatedBytes()
-    {
-        final ThreadMXBean mx = (ThreadMXBean)ManagementFactory.getThreadMXBean();
-        return Arrays.stream(mx.getThreadAllocatedBytes(mx.getAllThreadIds())).filter(b -> b > 0).sum();
     }
 }

@@ -37,6 +37,7 @@ import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.stub.ClientCalls;
+import io.reverb.rpc.testing.Await;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -47,7 +48,6 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Publisher;
@@ -77,7 +77,7 @@ class ObservationInterceptorsTest
             StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT,
                 StringValue.of("status:NOT_FOUND:no")))
                 .expectError(RpcException.class).verify(TIMEOUT);
-            await("two server observations stopped", () -> serverSide.stopped.size() == 2);
+            Await.until("two server observations stopped", TIMEOUT, () -> serverSide.stopped.size() == 2);
 
             assertThat(clientSide.started.get()).isEqualTo(2);
             assertThat(clientSide.stopped).hasSize(2);
@@ -115,9 +115,10 @@ class ObservationInterceptorsTest
         {
             final Disposable call = ClientCalls.serverStreaming(channel, TestService.NEVER, CallOptions.DEFAULT,
                 Int32Value.of(1)).subscribe();
-            await("server observation started", () -> serverSide.started.get() == 1);
+            Await.until("server observation started", TIMEOUT, () -> serverSide.started.get() == 1);
             call.dispose();
-            await("both observations stopped", () -> clientSide.stopped.size() == 1 && serverSide.stopped.size() == 1);
+            Await.until("both observations stopped", TIMEOUT,
+                () -> clientSide.stopped.size() == 1 && serverSide.stopped.size() == 1);
             assertThat(lowCardinality(clientSide.stopped.peek())).containsEntry("rpc.reverb.status_code", "1")
                 .containsEntry("rpc.method", "Never");
             assertThat(lowCardinality(serverSide.stopped.peek())).containsEntry("rpc.reverb.status_code", "1");
@@ -140,7 +141,7 @@ class ObservationInterceptorsTest
                 StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("x")))
                     .expectNextCount(1).expectComplete().verify(TIMEOUT);
             }
-            await("three server timings", () -> count(meters, "rpc.server.duration") == 3);
+            Await.until("three server timings", TIMEOUT, () -> count(meters, "rpc.server.duration") == 3);
             assertThat(count(meters, "rpc.client.duration")).isEqualTo(3);
             final Timer client = meters.get("rpc.client.duration").tag("rpc.system", "reverb")
                 .tag("rpc.service", "reverb.test.TestService").tag("rpc.method", "Echo")
@@ -160,22 +161,13 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(new TestService())
                 .intercept(new ObservationServerInterceptor(serverObservations))
-                .intercept(new ServerInterceptor()
-                {
-                    @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
-                        final ServerCallHandler<Q, R> next)
-                    {
-                        traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
-                        return next.handle(requests);
-                    }
-                })
+                .intercept(recordingTraceparents(traceparents))
                 .build().start();
             RpcChannel channel = RpcChannel.builder(uri).intercept(new ObservationClientInterceptor(clientObservations)).build())
         {
             StepVerifier.create(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("t")))
                 .expectNextCount(1).expectComplete().verify(TIMEOUT);
-            await("two spans ended", () -> spans.ended.size() == 2);
+            Await.until("two spans ended", TIMEOUT, () -> spans.ended.size() == 2);
         }
         final SpanData client = spans.ofKind(SpanKind.CLIENT);
         final SpanData serverSpan = spans.ofKind(SpanKind.SERVER);
@@ -196,16 +188,7 @@ class ObservationInterceptorsTest
         final String uri = uri();
         try (RpcServer server = RpcServer.builder(uri).addService(new TestService())
                 .intercept(new ObservationServerInterceptor(ObservationRegistry.NOOP))
-                .intercept(new ServerInterceptor()
-                {
-                    @Override
-                    public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
-                        final ServerCallHandler<Q, R> next)
-                    {
-                        traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
-                        return next.handle(requests);
-                    }
-                })
+                .intercept(recordingTraceparents(traceparents))
                 .build().start();
             RpcChannel channel = RpcChannel.builder(uri)
                 .intercept(new ObservationClientInterceptor(ObservationRegistry.NOOP)).build())
@@ -256,20 +239,25 @@ class ObservationInterceptorsTest
         return keys;
     }
 
+    /** A server interceptor that adds the {@code traceparent} each call arrived with ("null" if none) to a queue. */
+    private static ServerInterceptor recordingTraceparents(final Queue<String> traceparents)
+    {
+        return new ServerInterceptor()
+        {
+            @Override
+            public <Q, R> Publisher<R> interceptCall(final RpcContext ctx, final Flux<Q> requests,
+                final ServerCallHandler<Q, R> next)
+            {
+                traceparents.add(String.valueOf(ctx.metadata().get(TRACEPARENT)));
+                return next.handle(requests);
+            }
+        };
+    }
+
     private static long count(final SimpleMeterRegistry meters, final String name)
     {
         final Timer timer = meters.find(name).timer();
         return timer == null ? 0 : timer.count();
-    }
-
-    private static void await(final String what, final BooleanSupplier condition) throws InterruptedException
-    {
-        final long until = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            assertThat(System.nanoTime() < until).as("timed out waiting for: " + what).isTrue();
-            Thread.sleep(5);
-        }
     }
 
     private static final class Recorder implements ObservationHandler<Observation.Context>

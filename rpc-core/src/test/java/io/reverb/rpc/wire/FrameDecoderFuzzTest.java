@@ -12,6 +12,7 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.stub.ClientCalls;
+import io.reverb.rpc.testing.RawConnectionHandler;
 import io.reverb.rpc.transport.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -74,24 +75,6 @@ class FrameDecoderFuzzTest
         }
     }
 
-    private static final ConnectionHandler IGNORE = new ConnectionHandler()
-    {
-        @Override
-        public void onMessage(final Connection connection, final ByteBuffer message)
-        {
-        }
-
-        @Override
-        public void onWritable(final Connection connection)
-        {
-        }
-
-        @Override
-        public void onClose(final Connection connection, final Throwable cause)
-        {
-        }
-    };
-
     private static void send(final Connection connection, final byte[] bytes)
     {
         if (bytes.length == 0)
@@ -112,7 +95,7 @@ class FrameDecoderFuzzTest
     {
         startServer();
         final TransportProvider provider = Transports.providerFor(serverUri);
-        final Connection raw = provider.connect(serverUri, IGNORE).get(10, TimeUnit.SECONDS);
+        final Connection raw = provider.connect(serverUri, new RawConnectionHandler()).get(10, TimeUnit.SECONDS);
         try
         {
             final int messages = data.consumeInt(1, 4);

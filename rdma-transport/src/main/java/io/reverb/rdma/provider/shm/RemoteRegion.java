@@ -20,6 +20,10 @@ final class RemoteRegion
     final int pdId;
     final int access;
     final int length;
+    /** {@link ShmRemoteMapping}s open on this region (the QP's send lock guards both fields). */
+    int pins;
+    /** Dropped by the QP (deregistered by the peer, or the QP closed) while pinned: the last unpin unmaps. */
+    boolean dropped;
 
     private RemoteRegion(final MappedByteBuffer mapping, final int index)
     {

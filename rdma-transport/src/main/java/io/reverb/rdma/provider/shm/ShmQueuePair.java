@@ -7,6 +7,7 @@ import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
+import io.reverb.rdma.verbs.RemoteMapping;
 import io.reverb.rdma.verbs.ScatterGatherList;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcOpcode;
@@ -86,6 +87,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     // Scratch state of the send path, reused under sendLock so posting allocates nothing.
     private final Int2ObjectHashMap<RemoteRegion> remoteRegions = new Int2ObjectHashMap<>();
+    private int remoteMappingsOpen;
     private final ScatterGatherList peerReceive = new ScatterGatherList();
     private final long[] claimedWrId = new long[1];
     private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[ScatterGatherList.MAX_SGE];
@@ -585,7 +587,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             }
             // Indexes are never reused, so a deregistered region is gone for good: drop our mapping.
             remoteRegions.remove(index);
-            ShmFiles.unmap(region.mapping);
+            dropLocked(region);
             return null;
         }
         if (index <= 0)
@@ -611,6 +613,79 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         catch (final IOException ex)
         {
             return null;
+        }
+    }
+
+    @Override
+    public boolean canMapRemote()
+    {
+        return true;
+    }
+
+    /**
+     * The peer's region is already mapped into this process (RDMA WRITEs copy through that mapping), so this hands
+     * out a view of it after the checks an RDMA WRITE makes, and pins the mapping: neither the peer deregistering
+     * the region nor this QP closing unmaps it before the view is closed (a write through an unmapped view would
+     * crash the JVM; one into a deregistered region lands in pages the peer no longer reads).
+     */
+    @Override
+    public RemoteMapping mapRemote(final long remoteAddress, final int rkey, final int length)
+    {
+        synchronized (sendLock)
+        {
+            if (closed || !established || state != QpState.RTS || length <= 0 ||
+                RegionChecks.indexOfKey(rkey) != RegionChecks.indexOfAddress(remoteAddress))
+            {
+                return null;
+            }
+            final RemoteRegion region = remoteRegion(RegionChecks.indexOfKey(rkey));
+            if (region == null || region.rkey != rkey || region.pdId != peerPdId || (region.access & Access.REMOTE_WRITE) == 0)
+            {
+                return null;
+            }
+            final long offset = RegionChecks.offsetIn(region.baseAddress, region.length, remoteAddress, length);
+            if (offset == RegionChecks.DENIED)
+            {
+                return null;
+            }
+            region.pins++;
+            remoteMappingsOpen++;
+            return new ShmRemoteMapping(this, region, (int)offset, length);
+        }
+    }
+
+    /** A {@link ShmRemoteMapping} was closed: the last one of a dropped region unmaps it. */
+    void unpin(final RemoteRegion region)
+    {
+        synchronized (sendLock)
+        {
+            remoteMappingsOpen--;
+            if (--region.pins == 0 && region.dropped)
+            {
+                ShmFiles.unmap(region.mapping);
+            }
+        }
+    }
+
+    /** @return mappings handed out by {@link #mapRemote} and not yet closed (tests). */
+    int remoteMappingsOpen()
+    {
+        synchronized (sendLock)
+        {
+            return remoteMappingsOpen;
+        }
+    }
+
+    /** Forgets our mapping of a peer region (send lock held): unmapped now, or by its last pin's close. */
+    private void dropLocked(final RemoteRegion region)
+    {
+        if (region.pins > 0)
+        {
+            region.dropped = true;
+        }
+        else
+        {
+            ShmFiles.unmap(region.mapping);
         }
     }
 
@@ -727,7 +802,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                     return;
                 }
                 closed = true;
-                remoteRegions.forEach((index, region) -> ShmFiles.unmap(region.mapping));
+                remoteRegions.forEach((index, region) -> dropLocked(region));
                 remoteRegions.clear();
                 ShmFiles.unmap(peerRecvQueueMapping);
                 ShmFiles.unmap(peerRecvCqMapping);

@@ -1,0 +1,204 @@
+package io.reverb.grpc;
+
+import io.grpc.Compressor;
+import io.grpc.internal.StatsTraceContext;
+import io.grpc.internal.Stream;
+import io.grpc.internal.StreamListener;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+
+import java.io.InputStream;
+
+/**
+ * What both sides of a grpc-java stream over Reverb do alike: the inbound messages are a Reactive Streams
+ * subscription whose demand is grpc-java's {@code request(n)} (asked for before the subscription exists too), each
+ * goes to grpc-java's listener on the stream's {@link CallbackSerializer}, a rise of outbound demand is the listener's
+ * {@code onReady()}, and outbound messages are counted in the stream's stats. The client side
+ * ({@link ReverbClientStream}) and the server side ({@link ReverbServerStream}) add how the call starts and ends.
+ *
+ * @param <L> grpc-java's listener of this side.
+ */
+abstract class ReverbStream<L extends StreamListener>
+    implements Stream, CoreSubscriber<Payload>, OutboundMessages.Events
+{
+    final StatsTraceContext statsTraceContext;
+    final CallbackSerializer serializer = new CallbackSerializer();
+    /** grpc-java's listener: set when the stream starts, before any message arrives. */
+    L listener;
+    /** The inbound messages: the client's responses, the server's requests. */
+    private volatile Subscription inbound;
+    /** Demand grpc-java asked for before {@link #inbound} arrived; guarded by this. */
+    private long pendingRequests;
+    /** The listener was closed: it gets no callback any more. Written on the serializer only. */
+    private volatile boolean closed;
+
+    ReverbStream(final StatsTraceContext statsTraceContext)
+    {
+        this.statsTraceContext = statsTraceContext;
+    }
+
+    // ---------------------------------------------------------------- grpc-java -> Reverb
+
+    @Override
+    public final void request(final int numMessages)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            s = inbound;
+            if (s == null)
+            {
+                pendingRequests += numMessages;
+                return;
+            }
+        }
+        s.request(numMessages);
+    }
+
+    @Override
+    public void flush()
+    {
+        // each committed claim is sent at once
+    }
+
+    @Override
+    public void optimizeForDirectExecutor()
+    {
+    }
+
+    @Override
+    public void setCompressor(final Compressor compressor)
+    {
+        // messages travel uncompressed: the transports are local or RDMA, where compression costs more than it saves
+    }
+
+    @Override
+    public void setMessageCompression(final boolean enable)
+    {
+    }
+
+    /**
+     * @param message what grpc-java writes.
+     * @return it as the payload to send, counted in the stream's stats.
+     */
+    final Payload outbound(final InputStream message)
+    {
+        final Payload payload = Payload.outbound(message);
+        statsTraceContext.outboundMessage(0);
+        statsTraceContext.outboundWireSize(payload.length());
+        statsTraceContext.outboundUncompressedSize(payload.length());
+        return payload;
+    }
+
+    // ---------------------------------------------------------------- Reverb -> grpc-java (inbound messages)
+
+    @Override
+    public final void onSubscribe(final Subscription s)
+    {
+        final long pending;
+        synchronized (this)
+        {
+            inbound = s;
+            pending = pendingRequests;
+            pendingRequests = 0;
+        }
+        if (refusesInbound())
+        {
+            s.cancel();
+            return;
+        }
+        if (pending > 0)
+        {
+            s.request(pending);
+        }
+    }
+
+    @Override
+    public final void onNext(final Payload payload)
+    {
+        statsTraceContext.inboundMessage(0);
+        statsTraceContext.inboundWireSize(payload.length());
+        statsTraceContext.inboundUncompressedSize(payload.length());
+        serializer.execute(() ->
+        {
+            if (closed)
+            {
+                return;
+            }
+            beforeMessage();
+            final InputStream[] next = {payload.stream()};
+            listener.messagesAvailable(() ->
+            {
+                final InputStream m = next[0];
+                next[0] = null;
+                return m;
+            });
+        });
+    }
+
+    // ---------------------------------------------------------------- rpc-core's demand for outbound messages
+
+    @Override
+    public final void onDemand()
+    {
+        serializer.execute(() ->
+        {
+            if (!closed)
+            {
+                listener.onReady();
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- for the two sides
+
+    /**
+     * @return whether the inbound messages, subscribed to just now, are cancelled at once instead of requested.
+     */
+    boolean refusesInbound()
+    {
+        return false;
+    }
+
+    /**
+     * On the serializer, before each inbound message goes to the listener.
+     */
+    void beforeMessage()
+    {
+    }
+
+    /**
+     * @return whether the listener was closed.
+     */
+    final boolean isClosed()
+    {
+        return closed;
+    }
+
+    /**
+     * On the serializer: marks the listener closed.
+     *
+     * @return false if it already was (then the caller does not close it again).
+     */
+    final boolean markClosed()
+    {
+        if (closed)
+        {
+            return false;
+        }
+        closed = true;
+        return true;
+    }
+
+    /**
+     * Cancels the inbound messages, if subscribed to.
+     */
+    final void cancelInbound()
+    {
+        final Subscription s = inbound;
+        if (s != null)
+        {
+            s.cancel();
+        }
+    }
+}
