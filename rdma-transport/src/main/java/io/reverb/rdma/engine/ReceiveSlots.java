@@ -98,7 +98,7 @@ final class ReceiveSlots
     /**
      * Takes what arrived: a parked receive once a handler is set, else the receive CQ.
      *
-     * @return true if anything was processed
+     * @return true if anything was processed, or the CQ's poll moved data ({@link CompletionQueue#lastPollMovedData()})
      */
     boolean poll(final WorkCompletions wc)
     {
@@ -129,7 +129,8 @@ final class ReceiveSlots
             onCompletions(target, n);
             return true;
         }
-        return false;
+        // A provider that moves data on the polling thread (tcp) is halfway through a message: that is work too.
+        return recvCq.lastPollMovedData();
     }
 
     /** Processes {@code n} receive completions, re-posting each slot that is done with. */

@@ -22,6 +22,19 @@ public interface CompletionQueue extends AutoCloseable
     int poll(WorkCompletions completions);
 
     /**
+     * Whether the last {@link #poll} moved data for this CQ's queue pairs without a completion to show for it yet: a
+     * software provider whose polling thread reads and writes the sockets itself (tcp) is then in the middle of a
+     * large message. A poller counts it as work, so that it keeps polling instead of going to sleep halfway through
+     * a transfer and leaving the rest to another thread. Polling thread only; allocation-free.
+     *
+     * @return false unless the provider says so (a NIC moves data without the poller)
+     */
+    default boolean lastPollMovedData()
+    {
+        return false;
+    }
+
+    /**
      * ibv_req_notify_cq: arm the CQ so that the next completion raises an event on its channel.
      * Poll again after arming: a completion that arrived before arming raises no event.
      *

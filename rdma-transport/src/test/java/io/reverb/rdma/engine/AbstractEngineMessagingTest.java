@@ -482,7 +482,9 @@ abstract class AbstractEngineMessagingTest
     void shouldHandTheClaimsAttachmentAndTokenToTheSendErrorHandlerWhenThePeerRefusesTheMessage() throws Exception
     {
         final EngineConfig serverConfig = config(PollingMode.ADAPTIVE).maxInboundMessageSize(100_000);
-        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE), new Recorder()))
+        // the copying claim (a pool buffer at once); a direct write's claim waits for the grant (ShmEngineDirectWriteTest)
+        try (EnginePair pair = new EnginePair(fabric(), serverConfig, config(PollingMode.ADAPTIVE).directWrite(false),
+            new Recorder()))
         {
             final ConcurrentLinkedQueue<Object[]> failures = new ConcurrentLinkedQueue<>();
             pair.client.setSendErrorHandler(new SendErrorHandler()
@@ -524,8 +526,9 @@ abstract class AbstractEngineMessagingTest
     void shouldReturnClosedFromACommitOnlyWhenTheConnectionClosedBeforeIt() throws Exception
     {
         final ConcurrentLinkedQueue<Long> lost = new ConcurrentLinkedQueue<>();
-        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE),
-            new Recorder());
+        // the copying claim (a pool buffer at once); a direct write's claim waits for the grant (ShmEngineDirectWriteTest)
+        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE),
+            config(PollingMode.ADAPTIVE).directWrite(false), new Recorder());
         try
         {
             pair.client.setSendErrorHandler((id, length, cause) -> lost.add(id));

@@ -1,23 +1,156 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.provider.ParkingCompletionChannel;
+import io.reverb.rdma.verbs.CompletionChannel;
+import java.io.IOException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
- * A completion channel: an armed CQ that receives a completion (on the NIC thread, or on a thread
- * posting to a QP in ERROR) counts one event here and unparks the waiter.
+ * A completion channel whose waiter blocks in a selector of its own. Events come from two places: an armed CQ that
+ * receives a completion (from the NIC thread, or a thread posting to a QP in ERROR) counts one event and wakes the
+ * selector; and the sockets that the channel's poller reads itself ({@link TcpCompletionQueue}) are registered with
+ * that selector, so that a message arriving while the poller sleeps wakes the poller directly, with no NIC thread in
+ * between: one wake-up per message, as with a NIC's completion channel.
+ *
+ * <p>A socket's registration fires once: the waiter turns its interest off, and the next read of that socket by the
+ * poller turns it on again ({@link TcpQueuePair#channelKeyFired()}), so a socket its poller does not read (a paused
+ * receiver) cannot keep the waiter from sleeping.
  */
-final class TcpCompletionChannel extends ParkingCompletionChannel
+final class TcpCompletionChannel implements CompletionChannel
 {
     private final TcpVerbsContext context;
+    private final Selector selector;
+    private final AtomicInteger pendingEvents = new AtomicInteger();
+    private final Consumer<SelectionKey> onReady = TcpCompletionChannel::onReady;
+    private volatile boolean wakeupRequested;
+    private volatile boolean waiting;
+    private volatile boolean closed;
 
-    TcpCompletionChannel(final TcpVerbsContext context)
+    TcpCompletionChannel(final TcpVerbsContext context) throws IOException
     {
         this.context = context;
+        this.selector = Selector.open();
+    }
+
+    /** @return the selector the poller's sockets are registered with while it reads them */
+    Selector selector()
+    {
+        return selector;
+    }
+
+    /** @return true while a poller is blocked (or about to block) in {@link #await(long)} */
+    boolean waiting()
+    {
+        return waiting;
+    }
+
+    /** Records one CQ event and wakes the waiter. Any thread. */
+    void signal()
+    {
+        pendingEvents.incrementAndGet();
+        wakeWaiter();
     }
 
     @Override
-    protected void onClose()
+    public int await(final long timeoutNanos) throws IOException
     {
+        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        // Dekker with signal() and wakeup(): waiting is published before the flags are read, and they are set
+        // before waiting is read, so either this loop sees the flag or the selector is woken.
+        waiting = true;
+        try
+        {
+            while (true)
+            {
+                if (closed)
+                {
+                    throw new IOException("completion channel is closed");
+                }
+                final int events = pendingEvents.getAndSet(0);
+                if (events > 0)
+                {
+                    return events;
+                }
+                if (wakeupRequested)
+                {
+                    wakeupRequested = false;
+                    return 0;
+                }
+                final long remaining = deadline - System.nanoTime();
+                if (remaining <= 0)
+                {
+                    return 0;
+                }
+                final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999));
+                final int ready;
+                try
+                {
+                    ready = selector.select(onReady, millis);
+                }
+                catch (final ClosedSelectorException ex)
+                {
+                    throw new IOException("completion channel is closed", ex);
+                }
+                if (ready > 0)
+                {
+                    // Bytes arrived on a socket this poller reads: it reads them when it polls.
+                    return ready;
+                }
+            }
+        }
+        finally
+        {
+            waiting = false;
+        }
+    }
+
+    private static void onReady(final SelectionKey key)
+    {
+        ((TcpQueuePair)key.attachment()).channelKeyFired();
+    }
+
+    @Override
+    public void wakeup()
+    {
+        wakeupRequested = true;
+        wakeWaiter();
+    }
+
+    private void wakeWaiter()
+    {
+        if (waiting)
+        {
+            selector.wakeup();
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        try
+        {
+            // Wakes a waiter, which then sees closed.
+            selector.close();
+        }
+        catch (final IOException ignore)
+        {
+            // Closing anyway.
+        }
         context.removed(this);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "TcpCompletionChannel{pending=" + pendingEvents.get() + ", waiting=" + waiting + '}';
     }
 }

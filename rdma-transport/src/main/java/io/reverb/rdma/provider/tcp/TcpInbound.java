@@ -8,7 +8,6 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SelectionKey;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -17,7 +16,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * memory, places SEND data into the next posted receive, answers READs, holds a SEND that finds no receive for the
  * peer's RNR time, and hands the ACKs, NAKs and READ data that answer this side's requests to the queue pair.
  *
- * <p>Used only by its queue pair, on the NIC thread or a posting thread that holds the QP's wire lock; every answer,
+ * <p>Used only by its queue pair, by whichever thread holds the QP's wire lock (the NIC thread, the poller of the
+ * QP's receive CQ, a posting thread); every answer,
  * completion and error goes through the queue pair, which owns the send queue, the answers owed and the socket.
  */
 final class TcpInbound
@@ -137,14 +137,18 @@ final class TcpInbound
         target.forget();
     }
 
-    /** Reads what the socket holds and parses it. */
-    void onReadable() throws IOException
+    /**
+     * Reads what the socket holds and parses it.
+     *
+     * @return true if anything was read (or the stream ended)
+     */
+    boolean onReadable() throws IOException
     {
         final int n = link.read(rxBuffer);
         if (n < 0)
         {
             qp.peerGone();
-            return;
+            return true;
         }
         if (n > 0)
         {
@@ -155,13 +159,15 @@ final class TcpInbound
             {
                 qp.peerGone();
             }
+            return true;
         }
+        return false;
     }
 
     private void resumeInbound() throws IOException
     {
         rnrWaiting = false;
-        qp.setInterest(SelectionKey.OP_READ, true);
+        qp.updateReadInterest();
         rxBuffer.flip();
         parse();
         rxBuffer.compact();
@@ -426,7 +432,7 @@ final class TcpInbound
             rnrWaiting = true;
             rnrDeadline = System.nanoTime() + peerRnrRetryNanos;
             // Stop reading: frames behind this one must wait for it, as on an RC connection.
-            qp.setInterest(SelectionKey.OP_READ, false);
+            qp.updateReadInterest();
             // A receive posted between the check above and the flag being visible is seen by doWork().
         }
         return WAIT;

@@ -20,6 +20,11 @@ import org.slf4j.LoggerFactory;
  * (writing it themselves when the QP's wire is free), then wake the selector if (and only if) the NIC said
  * it was about to sleep, so a busy NIC costs posters no system call.
  *
+ * <p>While the poller of a QP's receive CQ keeps polling, that poller reads the QP's socket itself
+ * ({@link TcpCompletionQueue}) and the selector does not watch it for input: the NIC reads only for pollers that
+ * sleep (or stopped polling: it takes the reading back after a lease), and still writes what a socket refused, times
+ * RNR waits and held ACKs, and runs set-up and tear-down.
+ *
  * <p>Busy polling (off by default): with {@code -Dreverb.tcp.busyPollMicros=N} the NIC keeps polling its sockets
  * without sleeping for N µs after the last event, so that a reply arriving within that time is read without a
  * wake-up. It costs a core while it spins: on a machine with fewer free cores than busy threads it makes latency
@@ -118,10 +123,10 @@ final class TcpNic implements Runnable
         });
     }
 
-    /** A QP closed its socket (NIC thread). */
+    /** A QP closed its socket (any thread: the poller of its CQ may be the one that met the peer's EOF). */
     void removed(final TcpQueuePair qp)
     {
-        queuePairs = ArrayUtil.remove(queuePairs, qp);
+        execute(() -> queuePairs = ArrayUtil.remove(queuePairs, qp));
     }
 
     @Override

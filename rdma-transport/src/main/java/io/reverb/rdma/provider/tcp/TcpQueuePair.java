@@ -24,11 +24,12 @@ import org.slf4j.LoggerFactory;
  * ({@link TcpWireLock}) free writes it to the socket itself, at once; otherwise it nudges the NIC thread, which
  * holds the lock and writes it before it sleeps. Either way the {@link TcpTransmitter} frames requests
  * ({@link TcpFrame}) and writes them with one gathering write, large payloads straight from registered memory.
- * On the target side the NIC thread ({@link TcpInbound}) parses frames out of a staging buffer (a large payload is
+ * On the target side the reader ({@link TcpInbound}: the NIC thread, or the poller of the receive CQ while it keeps
+ * polling, see {@link #pollSocket}) parses frames out of a staging buffer (a large payload is
  * read from the socket straight into its destination), checks rkey, bounds, access and PD before touching memory,
  * places SEND data into the next posted receive, and answers every request in order (ACK, NAK or the data of a
  * READ); a lone ACK waits briefly for a request of this side to ride on. The requester completes its oldest
- * outstanding request on each answer. Completions are produced on the NIC thread, except that requests posted to a QP in
+ * outstanding request on each answer. Completions are produced by the reader, except that requests posted to a QP in
  * ERROR are flushed by the posting thread at once. All socket I/O goes through a {@link TcpLink}.
  *
  * <p>Semantics are the shm provider's:
@@ -51,13 +52,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     /**
-     * System property: how long (µs) a lone ACK may wait to ride on a request; 0 sends every ACK at once. The NIC's
-     * timer has millisecond granularity, so a held ACK that no request picks up leaves 1-2 ms later.
+     * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
+     * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
      */
-    static final String ACK_HOLD_MICROS_PROP = "reverb.tcp.ackHoldMicros";
-    static final long ACK_HOLD_MICROS_DEFAULT = 500;
-    /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
-    static final int ACK_HOLD_BACKOFF = 256;
+    static final long POLLER_LEASE_NANOS = 20_000_000;
 
     private final TcpVerbsContext context;
     private final TcpNic nic;
@@ -93,11 +91,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     // Parsing and acting on what the peer sends.
     private final TcpInbound inbound;
 
+    // Who reads the socket: the NIC, or the poller of the receive CQ (then no message wakes the NIC thread).
+    private final TcpReadOwner reader;
+
     // Holding a lone ACK for a request to ride on.
-    private final int ackHoldMax;
-    private final long ackHoldNanos;
-    private long ackQueuedAt;
-    private int ackHoldBackoff;
+    private final TcpAckHold ackHold;
 
     TcpQueuePair(
         final TcpVerbsContext context,
@@ -117,9 +115,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
         this.answers = new TcpAnswerQueue(peer.maxSendWr);
         this.transmitter = new TcpTransmitter(sq, answers);
-        this.ackHoldMax = Math.max(1, Math.min(TcpFrame.MAX_PIGGYBACK_ACKS, peer.maxSendWr / 4));
-        this.ackHoldNanos = Math.max(0, Math.min(1_000_000, Long.getLong(ACK_HOLD_MICROS_PROP, ACK_HOLD_MICROS_DEFAULT))) * 1000;
+        this.ackHold = new TcpAckHold(peer.maxSendWr);
         this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
+        this.reader = new TcpReadOwner(recvCq.tcpChannel());
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -188,13 +186,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         try
         {
             pumpTx(System.nanoTime());
-            return writeBlocked;
+            // The poller that reads this socket also retries the write at each poll: no need for the NIC's event.
+            return writeBlocked && !reader.pollerReading();
         }
         catch (final IOException ex)
         {
-            // Going down involves the NIC's bookkeeping: it does that on its own thread.
-            nic.execute(this::peerGone);
-            return true;
+            peerGone();
+            return false;
         }
     }
 
@@ -272,13 +270,197 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
-            interestOps = SelectionKey.OP_READ;
+            interestOps = 0;
             key = link.selectable().register(selector, interestOps, this);
+            updateReadInterest();
         }
         finally
         {
             wire.unlock();
         }
+        if (context.pollerReads())
+        {
+            recvCq.attachReader(this);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // The receive CQ's poller (see TcpCompletionQueue)
+    // ------------------------------------------------------------------------------------------------
+
+    /**
+     * The poller of this QP's receive CQ reads the socket itself, if the wire is free: what it reads is parsed and
+     * completed here, on its thread, with no hand-over to the NIC thread. The first call takes the reading over
+     * from the NIC (its selector stops watching the socket for input) until {@link #releaseReading()} or the lease
+     * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
+     * Non-blocking; never waits for the wire.
+     *
+     * @param sleeping whether the poller armed the CQ and sleeps in its completion channel after this poll
+     * @return true if bytes were read or written
+     */
+    boolean pollSocket(final long now, final boolean sleeping)
+    {
+        if (!wire.tryLock())
+        {
+            return false;
+        }
+        try
+        {
+            if (socketClosed || down)
+            {
+                return false;
+            }
+            final boolean taken = reader.polled(now);
+            if (sleeping)
+            {
+                reader.registerWithChannel(link.selectable(), this);
+            }
+            updateReadInterest();
+            if (taken)
+            {
+                // The NIC re-selects without watching the socket (else the next message would wake it for nothing)
+                // and starts timing the lease.
+                nic.wake();
+            }
+            final boolean read = !inbound.rnrWaiting() && inbound.onReadable();
+            final long writtenBefore = transmitter.written();
+            if (!socketClosed)
+            {
+                // A write the socket refused before may go now: try it here rather than wait for the NIC's event.
+                writeBlocked = false;
+                doWorkLocked(now);
+            }
+            return read || transmitter.written() != writtenBefore;
+        }
+        catch (final IOException ex)
+        {
+            peerGone();
+            return true;
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    /**
+     * The poller is going to sleep (it armed the CQ) or stops reading an idle socket: the NIC reads it again.
+     * Never waits for the wire: if it is taken, the NIC does it on its next duty cycle.
+     */
+    void releaseReading()
+    {
+        if (wire.tryLock())
+        {
+            try
+            {
+                releaseLocked();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        }
+        else
+        {
+            reader.requestRelease();
+            nic.wakeNow();
+        }
+    }
+
+    /**
+     * The poller's channel saw this socket readable while the poller slept: its registration fires once, until the
+     * poller reads the socket again (a socket it does not read cannot keep it awake). Poller thread; never waits.
+     */
+    void channelKeyFired()
+    {
+        if (wire.tryLock())
+        {
+            try
+            {
+                reader.channelFired();
+                updateReadInterest();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        }
+    }
+
+    /**
+     * The poller armed the receive CQ and goes to sleep in its channel, still holding the reading: a held ACK leaves
+     * now, and a write the socket refused is left to the NIC, which waits for the socket to take it. Never waits.
+     */
+    void beforePollerSleeps()
+    {
+        if (!wire.tryLock())
+        {
+            // Whoever holds the wire is at work; the NIC times held ACKs and blocked writes on its next cycle.
+            nic.wakeNow();
+            return;
+        }
+        try
+        {
+            if (!reader.pollerReading() || socketClosed)
+            {
+                return;
+            }
+            reader.registerWithChannel(link.selectable(), this);
+            updateReadInterest();
+            if (ackHold.pending() && !writeBlocked)
+            {
+                ackHold.flushNext(true);
+                try
+                {
+                    pumpTx(System.nanoTime());
+                }
+                finally
+                {
+                    ackHold.flushNext(false);
+                }
+            }
+            if (writeBlocked)
+            {
+                nic.wake();
+            }
+        }
+        catch (final IOException ex)
+        {
+            peerGone();
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    private void releaseLocked()
+    {
+        if (reader.release())
+        {
+            updateReadInterest();
+        }
+    }
+
+    /**
+     * Watches the socket for input on the NIC's selector unless the poller reads it or an RNR wait stopped
+     * reading; wakes the NIC when watching starts on another thread (its selector sees the change when it next
+     * selects).
+     */
+    void updateReadInterest()
+    {
+        final boolean rnr = inbound.rnrWaiting();
+        final boolean watch = !reader.pollerReading() && !rnr;
+        final boolean watched = (interestOps & SelectionKey.OP_READ) != 0;
+        if (watch != watched)
+        {
+            setInterest(SelectionKey.OP_READ, watch);
+            if (watch)
+            {
+                nic.wake();
+            }
+        }
+        reader.updateChannelInterest(rnr);
     }
 
     /**
@@ -289,15 +471,45 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     long doWork(final long now)
     {
-        wire.lock();
+        if (!wire.tryLock())
+        {
+            if (reader.pollerReading() && !reader.releaseRequested())
+            {
+                // The poller is at work on this QP: it writes and answers too. Nothing to wait for.
+                return context.pollerLeaseNanos();
+            }
+            wire.lock();
+        }
         try
         {
-            return doWorkLocked(now);
+            final long next = doWorkLocked(now);
+            return Math.min(next, checkLease(now));
         }
         finally
         {
             wire.unlock();
         }
+    }
+
+    /**
+     * NIC thread: takes the reading back from a poller that released it without the wire, or that stopped
+     * polling without sleeping in its channel ({@link TcpReadOwner#leaseCheck}).
+     *
+     * @return nanoseconds until the lease must be checked again, or Long.MAX_VALUE
+     */
+    private long checkLease(final long now)
+    {
+        if (reader.releaseRequested())
+        {
+            releaseLocked();
+        }
+        final long left = reader.leaseCheck(now, context.pollerLeaseNanos());
+        if (left == TcpReadOwner.EXPIRED)
+        {
+            releaseLocked();
+            return Long.MAX_VALUE;
+        }
+        return left;
     }
 
     private long doWorkLocked(final long now)
@@ -321,9 +533,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             if (!writeBlocked && !socketClosed)
             {
                 pumpTx(now);
-                if (ackQueuedAt != 0 && !down)
+                if (ackHold.pending() && !down)
                 {
-                    next = Math.min(next, Math.max(1, ackQueuedAt + ackHoldNanos - now));
+                    next = Math.min(next, Math.max(1, ackHold.deadline() - now));
                 }
             }
         }
@@ -337,7 +549,14 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     /** @return true if {@link #doWork(long)} has something to do now. */
     boolean hasPendingWork()
     {
-        wire.lock();
+        if (!wire.tryLock())
+        {
+            if (reader.pollerReading() && !reader.releaseRequested())
+            {
+                return false;
+            }
+            wire.lock();
+        }
         try
         {
             return hasPendingWorkLocked();
@@ -354,6 +573,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
+        if (reader.releaseRequested())
+        {
+            return true;
+        }
         if (inbound.rnrWaiting() ? rq.tail != rq.head : link.hasBufferedInput())
         {
             return true;
@@ -362,7 +585,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (transmitter.hasPending() || !answers.isEmpty() && ackQueuedAt == 0)
+        if (transmitter.hasPending() || !answers.isEmpty() && !ackHold.pending())
         {
             return true;
         }
@@ -375,9 +598,15 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
+            if (socketClosed || !selected.isValid())
+            {
+                // The poller that reads this socket met the peer's EOF and closed it after the NIC selected it.
+                return;
+            }
             if (selected.isReadable())
             {
                 inbound.onReadable();
+                reader.nicRead();
             }
             if (!socketClosed && selected.isValid() && selected.isWritable())
             {
@@ -474,50 +703,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         if (first && !down)
         {
-            ackQueuedAt = System.nanoTime();
+            ackHold.started(System.nanoTime());
         }
-    }
-
-    /**
-     * Whether a lone ACK may wait for a request to carry it: not when down, not when it answers a quarter of the
-     * peer's send queue, not past the hold time, and not for a while after a held ACK had to go alone
-     * (the traffic is one-way: holding only delays the peer's completions).
-     */
-    private boolean holdAck(final long now)
-    {
-        if (ackQueuedAt == 0)
-        {
-            return false;
-        }
-        if (ackHoldNanos == 0)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        final int acks = answers.loneAcks();
-        if (down || acks == 0)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (ackHoldBackoff > 0)
-        {
-            ackHoldBackoff--;
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (acks >= ackHoldMax)
-        {
-            ackQueuedAt = 0;
-            return false;
-        }
-        if (now - ackQueuedAt >= ackHoldNanos)
-        {
-            ackHoldBackoff = ACK_HOLD_BACKOFF;
-            ackQueuedAt = 0;
-            return false;
-        }
-        return true;
     }
 
     /** Queues an answer owed to the peer, in request order. */
@@ -540,7 +727,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return;
         }
-        final boolean hold = holdAck(now);
+        final boolean hold = ackHold.hold(now, answers.loneAcks(), down);
         if (!transmitter.write(link, down, hold) || !link.flush())
         {
             writeBlocked = true;
@@ -548,10 +735,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             return;
         }
         setInterest(SelectionKey.OP_WRITE, false);
-        if (!hold || answers.isEmpty())
-        {
-            ackQueuedAt = 0;
-        }
+        ackHold.written(hold, answers.isEmpty());
         if (down && answers.isEmpty())
         {
             // Everything owed is written (the NAK last): tell the peer with EOF, keep reading to its EOF.
@@ -640,7 +824,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         if (!socketClosed)
         {
-            setInterest(SelectionKey.OP_READ, true);
+            // Read on to the peer's EOF, on the NIC thread.
+            reader.release();
+            updateReadInterest();
             try
             {
                 pumpTx(System.nanoTime());
@@ -667,6 +853,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
+    /** @return who reads the socket (tests) */
+    TcpReadOwner readOwner()
+    {
+        return reader;
+    }
+
     /** @return true once the QP went down (ERROR): nothing more is parsed or answered. */
     boolean isDown()
     {
@@ -685,6 +877,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             key.cancel();
         }
+        reader.close();
         try
         {
             link.close();
@@ -695,6 +888,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
         transmitter.clear();
         inbound.forget();
+        recvCq.detachReader(this);
         nic.removed(this);
     }
 

@@ -15,7 +15,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * small frames leave in one system call; a larger payload is not copied at all: the write gathers it straight from
  * the registered memory it was posted from (or, for a READ_RESPONSE, the region it reads). A lone ACK at the end of
  * the answers can ride on the next request instead ({@link TcpFrame}'s {@code acks}); whether it may wait for one is
- * the QP's decision ({@code holdAck}). Called by whoever holds the QP's wire lock.
+ * the QP's decision ({@link TcpAckHold}). Called by whoever holds the QP's wire lock.
  */
 final class TcpTransmitter
 {
@@ -38,6 +38,8 @@ final class TcpTransmitter
     private final TcpRegionViews views = new TcpRegionViews(MAX_IOV);
     private int iovCount;
     private int iovIndex;
+    /** Bytes handed to the link so far (only differences between two reads mean anything). */
+    private long written;
 
     TcpTransmitter(final TcpSendQueue sq, final TcpAnswerQueue answers)
     {
@@ -74,7 +76,7 @@ final class TcpTransmitter
                     return true;
                 }
             }
-            link.write(iov, iovIndex, iovCount - iovIndex);
+            written += link.write(iov, iovIndex, iovCount - iovIndex);
             while (iovIndex < iovCount && !iov[iovIndex].hasRemaining())
             {
                 iovIndex++;
@@ -84,6 +86,12 @@ final class TcpTransmitter
                 return false;
             }
         }
+    }
+
+    /** @return bytes handed to the link so far; the difference between two calls is what was written between them */
+    long written()
+    {
+        return written;
     }
 
     /** @return true if bytes are staged but not written. */

@@ -42,10 +42,17 @@ final class TcpVerbsContext implements VerbsContext
     private static final int MAX_REGION_INDEX = (1 << 23) - 1;
     /** Largest receive queue a QP may have (its ring is sized from it). */
     static final int MAX_RECV_WR = 1 << 20;
+    /**
+     * System property, read when a context opens: whether the poller of a receive CQ reads its QPs' sockets while it
+     * polls ({@link TcpCompletionQueue}); default true. False leaves all reading to the NIC thread.
+     */
+    static final String POLLER_READS_PROP = "reverb.tcp.pollerReads";
 
     private final TcpVerbsProvider provider;
     private final VerbsConfig config;
     private final TcpNic nic;
+    private final boolean pollerReads = Boolean.parseBoolean(System.getProperty(POLLER_READS_PROP, "true"));
+    private volatile long pollerLeaseNanos = TcpQueuePair.POLLER_LEASE_NANOS;
     private final AtomicInteger regionIndexes = new AtomicInteger();
     private final AtomicInteger qpNums = new AtomicInteger();
     private final Object regionLock = new Object();
@@ -68,6 +75,24 @@ final class TcpVerbsContext implements VerbsContext
     TcpNic nic()
     {
         return nic;
+    }
+
+    /** @return whether pollers of receive CQs read their QPs' sockets ({@link #POLLER_READS_PROP}) */
+    boolean pollerReads()
+    {
+        return pollerReads;
+    }
+
+    /** @return how long a poller may go without polling before the NIC reads its sockets again */
+    long pollerLeaseNanos()
+    {
+        return pollerLeaseNanos;
+    }
+
+    /** Tests: a lease long enough that no descheduling of the test's polling thread ends it. */
+    void pollerLeaseNanos(final long nanos)
+    {
+        pollerLeaseNanos = nanos;
     }
 
     @Override

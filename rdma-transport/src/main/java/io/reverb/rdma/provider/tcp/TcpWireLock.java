@@ -4,8 +4,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The lock over one QP's socket and NIC-side state. Posting threads only ever {@link #tryLock()} (they hand their
- * request to the NIC thread when it is taken); the NIC thread waits for it in {@link #lock()} by parking, so that a
+ * The lock over one QP's socket and NIC-side state. Posting threads and the poller that reads the socket only ever
+ * {@link #tryLock()} (a poster hands its request to the NIC thread when it is taken, the poller reads at its next
+ * poll); the NIC thread waits for it in {@link #lock()} by parking, so that a
  * poster preempted while writing gets the core back instead of losing it to a NIC thread spinning on the lock (two
  * cores, loaded). Reentrant. Nothing is allocated, contended or not (a {@code ReentrantLock} allocates a queue node
  * per contended acquire).

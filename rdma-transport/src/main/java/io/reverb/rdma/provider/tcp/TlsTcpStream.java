@@ -18,7 +18,7 @@ import javax.net.ssl.SSLException;
 /**
  * A tcp QP's socket inside a TLS session (JDK {@link SSLEngine}), non-blocking: the connection handshake and every
  * frame after it are encrypted. One thread at a time (the connecting thread, the listener's handshake thread, then
- * the NIC thread).
+ * whichever thread holds the QP's wire lock: the NIC thread, the poller that reads the socket, a posting thread).
  *
  * <p>Reads decrypt into the caller's buffer (or, when it has less room than a record, into a buffer of this
  * stream's, reported by {@link #hasBufferedInput()} since the socket will not signal it). Writes seal records into

@@ -82,7 +82,7 @@ class TcpAckPiggybackTest
     @AfterEach
     void close() throws Exception
     {
-        System.clearProperty(TcpQueuePair.ACK_HOLD_MICROS_PROP);
+        System.clearProperty(TcpAckHold.ACK_HOLD_MICROS_PROP);
         peer.close();
         context.close();
         responder.close();
@@ -124,7 +124,7 @@ class TcpAckPiggybackTest
     void shouldCarryTheAckItOwesOnItsNextRequest() throws Exception
     {
         // Held for as long as the test needs: the next request must carry it.
-        System.setProperty(TcpQueuePair.ACK_HOLD_MICROS_PROP, "1000000");
+        System.setProperty(TcpAckHold.ACK_HOLD_MICROS_PROP, "1000000");
         peer.close();
         context.close();
         responder.close();

@@ -1,0 +1,350 @@
+package io.reverb.rdma.provider.tcp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionChannel;
+import io.reverb.rdma.verbs.CompletionQueue;
+import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.QpState;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.QueuePairAttributes;
+import io.reverb.rdma.verbs.RecvRequest;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WorkCompletions;
+import io.reverb.rdma.verbs.WrOpcode;
+import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The poller of a receive CQ reads its QPs' sockets while it keeps polling ({@link TcpCompletionQueue}): it takes the
+ * reading over from the NIC thread once it polls without finding anything; without a completion channel it gives it
+ * back when it arms the CQ, and never takes it in the poll-then-arm pattern of an EVENT poller; with one, arming keeps
+ * the reading with the poller and the channel's selector wakes it when bytes arrive, once per read. The NIC takes it
+ * back when the poller stops polling (the lease) or the socket stays idle. Every check counts (frames delivered, NIC
+ * wake-ups to read); the one that waits for the lease waits for an outcome, not a duration.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpPollerReadsTest
+{
+    private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
+    /** Longer than any test: only arming, idleness or going down can end the poller's reading. */
+    private static final long NO_LEASE_END = TimeUnit.MINUTES.toNanos(10);
+    private static final int SLOTS = 8;
+
+    private TcpVerbsContext server;
+    private TcpVerbsContext client;
+    private TcpQueuePair receiver;
+    private QueuePair sender;
+    private CompletionQueue receiverCq;
+    private MemoryRegion recvRegion;
+    private MemoryRegion target;
+    private MemoryRegion sendRegion;
+    private final WorkCompletions wc = new WorkCompletions(16);
+    private final RecvRequest recv = new RecvRequest();
+    private final SendRequest send = new SendRequest();
+    private CompletionChannel channel;
+
+    private void open(final long leaseNanos) throws Exception
+    {
+        server = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        client = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        server.pollerLeaseNanos(leaseNanos);
+        client.pollerLeaseNanos(leaseNanos);
+        try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
+        {
+            final QueuePair[] pair = TcpHandshakeLimitsTest.connectPair(server, client, listener);
+            receiver = (TcpQueuePair)pair[0];
+            sender = pair[1];
+        }
+        prepare();
+    }
+
+    /** The receiver's CQ is bound to a completion channel, as the engine's are. */
+    private void openWithChannel() throws Exception
+    {
+        server = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        client = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        server.pollerLeaseNanos(NO_LEASE_END);
+        channel = server.createCompletionChannel();
+        final CompletionQueue cq = server.createCq(64, channel);
+        try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
+        {
+            final CompletableFuture<QueuePair> accepted = CompletableFuture.supplyAsync(() ->
+            {
+                try
+                {
+                    final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+                    return request.accept(new QueuePairAttributes().pd(server.allocPd()).sendCq(cq).recvCq(cq)
+                        .maxSendWr(SLOTS).maxRecvWr(SLOTS), null);
+                }
+                catch (final Exception ex)
+                {
+                    throw new IllegalStateException(ex);
+                }
+            });
+            final CompletionQueue clientCq = client.createCq(64, null);
+            sender = client.connect(listener.localAddress(), new QueuePairAttributes().pd(client.allocPd())
+                .sendCq(clientCq).recvCq(clientCq).maxSendWr(SLOTS).maxRecvWr(SLOTS), null);
+            receiver = (TcpQueuePair)accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+        }
+        prepare();
+    }
+
+    private void prepare() throws IOException
+    {
+        receiverCq = receiver.recvCq();
+        recvRegion = receiver.pd().allocate(64 * SLOTS, Access.LOCAL_WRITE);
+        target = receiver.pd().allocate(4096, Access.ALL);
+        sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
+        for (int i = 0; i < SLOTS; i++)
+        {
+            recv.wrId(i).setSge(recvRegion, i * 64, 64);
+            receiver.postRecv(recv);
+        }
+    }
+
+    @AfterEach
+    void close()
+    {
+        System.clearProperty(TcpVerbsContext.POLLER_READS_PROP);
+        if (client != null)
+        {
+            client.close();
+        }
+        if (server != null)
+        {
+            server.close();
+        }
+    }
+
+    @Test
+    void shouldReadTheSocketOnThePollingThreadSoThatNoMessageWakesTheNic() throws Exception
+    {
+        open(NO_LEASE_END);
+        takeReadingOver();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+
+        for (int i = 0; i < 200; i++)
+        {
+            postSend(i);
+            awaitReceive(i);
+            awaitSendCompletion();
+        }
+
+        assertThat(receiver.readOwner().nicReads()).as("NIC wake-ups to read while the poller read the socket")
+            .isEqualTo(nicReadsBefore);
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        assertThat(receiver.state()).isEqualTo(QpState.RTS);
+    }
+
+    @Test
+    void shouldGiveTheReadingBackToTheNicWhenTheCqIsArmed() throws Exception
+    {
+        open(NO_LEASE_END);
+        takeReadingOver();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+
+        receiverCq.requestNotify(false);
+        awaitTrue(() -> !receiver.readOwner().pollerReading(), "the NIC reads again after arming");
+        postSend(1);
+
+        // Nobody polls the receiver's CQ: only the NIC can have read the SEND.
+        awaitTrue(() -> receiver.readOwner().nicReads() > nicReadsBefore, "the NIC read the SEND");
+        awaitReceive(1);
+        awaitSendCompletion();
+    }
+
+    @Test
+    void shouldTakeTheReadingBackFromAPollerThatStoppedPolling() throws Exception
+    {
+        open(TimeUnit.MILLISECONDS.toNanos(5));
+        takeReadingOver();
+
+        // The receiver's CQ is never polled again, and not armed. The WRITE completes only if its target's socket is
+        // read (its ACK answers it): by the NIC, once the lease ran out.
+        final SendRequest write = new SendRequest().wrId(77).opcode(WrOpcode.RDMA_WRITE).flags(SendRequest.FLAG_SIGNALED)
+            .remoteAddress(target.address() + 8).rkey(target.rkey());
+        sendRegion.buffer().putLong(0, 0x0123456789abcdefL);
+        write.setSge(sendRegion, 0, 8);
+        sender.postSend(write);
+        awaitSendCompletion();
+
+        assertThat(target.buffer().getLong(8)).isEqualTo(0x0123456789abcdefL);
+        assertThat(receiver.readOwner().pollerReading()).isFalse();
+    }
+
+    @Test
+    void shouldStopReadingAnIdleSocketUntilACompletionArrives() throws Exception
+    {
+        open(NO_LEASE_END);
+        takeReadingOver();
+
+        for (int i = 0; i < TcpCompletionQueue.RELEASE_AFTER_IDLE_READS; i++)
+        {
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+        awaitTrue(() -> !receiver.readOwner().pollerReading(), "an idle socket goes back to the NIC");
+        for (int i = 0; i < 100; i++)
+        {
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+        assertThat(receiver.readOwner().pollerReading()).as("not taken again before a completion").isFalse();
+
+        postSend(3);
+        awaitReceive(3);
+        awaitSendCompletion();
+        takeReadingOver();
+    }
+
+    @Test
+    void shouldNeverTakeTheReadingOverWhenEveryIdlePollIsFollowedByArming() throws Exception
+    {
+        open(NO_LEASE_END);
+        for (int i = 0; i < 50; i++)
+        {
+            // An EVENT poller: it handles what it found, polls once more, arms, re-polls, sleeps.
+            final long nicReadsBefore = receiver.readOwner().nicReads();
+            postSend(i);
+            awaitTrue(() -> receiver.readOwner().nicReads() > nicReadsBefore, "the NIC read the SEND");
+            assertThat(receiverCq.poll(wc)).isEqualTo(1);
+            assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+            repost();
+            assertThat(receiverCq.poll(wc)).isZero();
+            receiverCq.requestNotify(false);
+            assertThat(receiverCq.poll(wc)).isZero();
+            awaitSendCompletion();
+            assertThat(receiver.readOwner().pollerReading()).isFalse();
+        }
+    }
+
+    @Test
+    void shouldWakeAPollerSleepingInItsChannelWithTheSocketItselfNotTheNic() throws Exception
+    {
+        openWithChannel();
+        // An EVENT poller: it never spins, it arms at once; the poll after arming takes the reading over.
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+
+        for (int i = 0; i < 100; i++)
+        {
+            postSend(i);
+            assertThat(channel.await(TIMEOUT_NANOS)).as("the channel wakes for SEND %d", i).isPositive();
+            awaitReceive(i);
+            awaitSendCompletion();
+            receiverCq.requestNotify(false);
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+
+        assertThat(receiver.readOwner().nicReads()).as("NIC wake-ups to read").isEqualTo(nicReadsBefore);
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+    }
+
+    @Test
+    void shouldWakeTheChannelOnceForASocketItsPollerDoesNotRead() throws Exception
+    {
+        openWithChannel();
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        postSend(5);
+        assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
+
+        // Not polled: the socket stays readable, and the channel does not wake for it again (no busy loop).
+        for (int i = 0; i < 3; i++)
+        {
+            assertThat(channel.await(TimeUnit.MILLISECONDS.toNanos(20))).isZero();
+        }
+        awaitReceive(5);
+        awaitSendCompletion();
+    }
+
+    @Test
+    void shouldLeaveAllReadingToTheNicWhenPollerReadsAreOff() throws Exception
+    {
+        System.setProperty(TcpVerbsContext.POLLER_READS_PROP, "false");
+        open(NO_LEASE_END);
+        for (int i = 0; i < 100; i++)
+        {
+            postSend(i);
+            awaitReceive(i);
+            awaitSendCompletion();
+        }
+        assertThat(receiver.readOwner().pollerReading()).isFalse();
+        assertThat(receiver.readOwner().nicReads()).isPositive();
+    }
+
+    /** Polls the idle receive CQ until its poller reads the socket. */
+    private void takeReadingOver()
+    {
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (!receiver.readOwner().pollerReading())
+        {
+            assertThat(receiverCq.poll(wc)).isZero();
+            assertThat(System.nanoTime() - deadline).as("the poller takes the reading over").isNegative();
+        }
+    }
+
+    private void postSend(final int i)
+    {
+        send.reset().wrId(i).opcode(WrOpcode.SEND_WITH_IMM).immData(i).flags(SendRequest.FLAG_SIGNALED);
+        send.setSge(sendRegion, 0, 64);
+        assertThat(sender.postSend(send)).isZero();
+    }
+
+    /** Polls the receiver's CQ (shared by its sends and receives) until the SEND with immediate {@code i} arrived. */
+    private void awaitReceive(final int i)
+    {
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        int n;
+        while ((n = receiverCq.poll(wc)) == 0)
+        {
+            assertThat(System.nanoTime() - deadline).as("SEND %d arrives", i).isNegative();
+            Thread.yield();
+        }
+        assertThat(n).isEqualTo(1);
+        assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+        assertThat(wc.immData(0)).isEqualTo(i);
+        repost();
+    }
+
+    private void repost()
+    {
+        recv.wrId(wc.wrId(0)).setSge(recvRegion, (int)wc.wrId(0) * 64, 64);
+        receiver.postRecv(recv);
+    }
+
+    private void awaitSendCompletion()
+    {
+        final CompletionQueue cq = sender.sendCq();
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        int n;
+        while ((n = cq.poll(wc)) == 0)
+        {
+            assertThat(System.nanoTime() - deadline).as("the send completes").isNegative();
+            Thread.yield();
+        }
+        assertThat(n).isEqualTo(1);
+        assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+    }
+
+    private static void awaitTrue(final BooleanSupplier condition, final String what)
+    {
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (!condition.getAsBoolean())
+        {
+            assertThat(System.nanoTime() - deadline).as(what).isNegative();
+            Thread.yield();
+        }
+    }
+}
