@@ -2,6 +2,8 @@ package io.reverb.grpc;
 
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * Runs a stream's listener callbacks one at a time and in order, on whichever thread submits while none runs
@@ -86,8 +88,8 @@ final class CallbackSerializer
         }
         catch (final RuntimeException | Error e)
         {
-            java.util.logging.Logger.getLogger(CallbackSerializer.class.getName())
-                .log(java.util.logging.Level.SEVERE, "exception in a grpc stream callback", e);
+            Logger.getLogger(CallbackSerializer.class.getName())
+                .log(Level.SEVERE, "exception in a grpc stream callback", e);
         }
     }
 }

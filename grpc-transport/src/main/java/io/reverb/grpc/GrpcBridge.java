@@ -4,6 +4,7 @@ import io.grpc.InternalMetadata;
 import io.grpc.Status;
 import io.grpc.internal.GrpcUtil;
 import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
 
 import java.nio.charset.StandardCharsets;
@@ -17,6 +18,8 @@ import java.util.List;
  */
 final class GrpcBridge
 {
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - this class converts between same-named types of both libraries:
+    // grpc-java's Status and Reverb's Metadata and MethodDescriptor are imported, their counterparts are spelled out
     private static final io.grpc.Metadata.Key<?>[] TRANSPORT_OWNED_KEYS = {
         GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GrpcUtil.MESSAGE_ENCODING_KEY, GrpcUtil.TIMEOUT_KEY,
         GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY
@@ -171,18 +174,18 @@ final class GrpcBridge
      * @param method a grpc-java method type.
      * @return Reverb's (UNKNOWN is treated as bidi streaming, the most general).
      */
-    static io.reverb.rpc.MethodDescriptor.MethodType toReverb(final io.grpc.MethodDescriptor.MethodType method)
+    static MethodDescriptor.MethodType toReverb(final io.grpc.MethodDescriptor.MethodType method)
     {
         switch (method)
         {
             case UNARY:
-                return io.reverb.rpc.MethodDescriptor.MethodType.UNARY;
+                return MethodDescriptor.MethodType.UNARY;
             case SERVER_STREAMING:
-                return io.reverb.rpc.MethodDescriptor.MethodType.SERVER_STREAMING;
+                return MethodDescriptor.MethodType.SERVER_STREAMING;
             case CLIENT_STREAMING:
-                return io.reverb.rpc.MethodDescriptor.MethodType.CLIENT_STREAMING;
+                return MethodDescriptor.MethodType.CLIENT_STREAMING;
             default:
-                return io.reverb.rpc.MethodDescriptor.MethodType.BIDI_STREAMING;
+                return MethodDescriptor.MethodType.BIDI_STREAMING;
         }
     }
 
@@ -191,14 +194,15 @@ final class GrpcBridge
      * @param type           grpc-java's method type.
      * @return a Reverb descriptor whose messages are grpc-java's serialized streams.
      */
-    static io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(
+    static MethodDescriptor<Payload, Payload> descriptor(
         final String fullMethodName, final io.grpc.MethodDescriptor.MethodType type)
     {
-        return io.reverb.rpc.MethodDescriptor.<Payload, Payload>newBuilder()
+        return MethodDescriptor.<Payload, Payload>newBuilder()
             .fullMethodName(fullMethodName)
             .type(toReverb(type))
             .requestMarshaller(Payload.MARSHALLER)
             .responseMarshaller(Payload.MARSHALLER)
             .build();
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 }

@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 
@@ -16,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  *
  * <p>One subscriber; offer/complete/fail from any thread (grpc-java serializes them per stream).
  */
-final class OutboundMessages implements org.reactivestreams.Publisher<Payload>, Subscription
+final class OutboundMessages implements Publisher<Payload>, Subscription
 {
     /** What the stream learns from its consumer. */
     interface Events

@@ -9,6 +9,7 @@ import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.GrpcUtil;
 import io.grpc.internal.ManagedChannelImplBuilder;
 import io.grpc.internal.SharedResourceHolder;
+import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.transport.Transports;
 
@@ -174,8 +175,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     {
         private final UnaryOperator<RpcChannel.Builder> configure;
         private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
-        private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods =
-            new ConcurrentHashMap<>();
+        private final ConcurrentHashMap<String, MethodDescriptor<Payload, Payload>> methods = new ConcurrentHashMap<>();
         private boolean closed;
 
         Factory(final UnaryOperator<RpcChannel.Builder> configure)

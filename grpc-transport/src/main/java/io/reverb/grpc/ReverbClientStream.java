@@ -50,9 +50,11 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     private boolean callStarted;
     private boolean headersDelivered;
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions is imported, grpc-java's is spelled out
     ReverbClientStream(
         final ReverbClientTransport transport, final MethodDescriptor<Payload, Payload> method, final Metadata headers,
         final io.grpc.CallOptions callOptions, final StatsTraceContext statsTraceContext)
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         super(statsTraceContext);
         this.transport = transport;
@@ -67,14 +69,18 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     public void start(final ClientStreamListener listener)
     {
         this.listener = listener;
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata and Deadline are imported, Reverb's are spelled out
         final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
         CallOptions options = metadata.isEmpty() ? DETACHED : DETACHED.withMetadata(metadata);
         if (deadline != null)
         {
+            // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Deadline (see above)
             options = options.withDeadline(io.reverb.rpc.Deadline.after(
                 Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS,
                 io.reverb.rpc.Deadline.Ticker.SYSTEM));
+            // CHECKSTYLE.ON: InlineFullyQualifiedName
         }
         if (waitForReady)
         {

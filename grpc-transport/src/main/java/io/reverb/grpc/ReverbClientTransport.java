@@ -12,6 +12,7 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.internal.ClientStream;
+import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.FailingClientStream;
 import io.grpc.internal.GrpcAttributes;
@@ -34,7 +35,9 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final ReverbAddress address;
     private final RpcChannel channel;
     private final Attributes attributes;
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     private final Set<ReverbClientStream> streams = ConcurrentHashMap.newKeySet();
     private Listener listener;
     private boolean shutdown;
@@ -42,9 +45,11 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private boolean terminated;
     private Status shutdownStatus;
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
     ReverbClientTransport(
         final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
         final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods)
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
@@ -123,11 +128,12 @@ final class ReverbClientTransport implements ConnectionClientTransport
         {
             if (shutdown)
             {
-                return new FailingClientStream(shutdownStatus, io.grpc.internal.ClientStreamListener.RpcProgress.REFUSED,
-                    tracers);
+                return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.REFUSED, tracers);
             }
+            // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
             final io.reverb.rpc.MethodDescriptor<Payload, Payload> reverbMethod = methods.computeIfAbsent(
                 method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
+            // CHECKSTYLE.ON: InlineFullyQualifiedName
             stream = new ReverbClientStream(this, reverbMethod, headers, callOptions, stats);
             inUse = streams.isEmpty();
             streams.add(stream);

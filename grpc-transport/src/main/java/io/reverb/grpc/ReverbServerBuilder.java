@@ -5,6 +5,7 @@ import io.grpc.ForwardingServerBuilder;
 import io.grpc.HandlerRegistry;
 import io.grpc.ServerBuilder;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerStreamTracer;
 import io.grpc.internal.InternalServer;
 import io.grpc.internal.ServerImplBuilder;
 import io.reverb.rpc.RpcServer;
@@ -133,7 +134,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         return delegate;
     }
 
-    private InternalServer buildTransportServer(final List<? extends io.grpc.ServerStreamTracer.Factory> tracerFactories)
+    private InternalServer buildTransportServer(final List<? extends ServerStreamTracer.Factory> tracerFactories)
     {
         final int maxInbound = maxInboundMessageSize;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;

@@ -55,7 +55,9 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     @Override
     public void writeHeaders(final Metadata headers, final boolean flush)
     {
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata is imported, Reverb's is spelled out
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (!converted.isEmpty())
         {
             context.responseHeaders().merge(converted);
@@ -78,7 +80,9 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     public void close(final Status status, final Metadata trailers)
     {
         closeCalled = true;
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Metadata (see writeHeaders)
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(trailers);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (status.isOk())
         {
             if (!converted.isEmpty())

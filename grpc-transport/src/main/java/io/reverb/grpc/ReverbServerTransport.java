@@ -8,11 +8,13 @@ import io.grpc.InternalChannelz;
 import io.grpc.InternalInstrumented;
 import io.grpc.InternalLogId;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.MethodDescriptor.MethodType;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerStreamTracer;
 import io.grpc.Status;
+import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.GrpcUtil;
 import io.grpc.internal.InternalServer;
 import io.grpc.internal.ServerListener;
@@ -39,6 +41,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -62,8 +65,7 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
     private final RpcServer rpcServer;
     private final List<? extends ServerStreamTracer.Factory> tracerFactories;
     private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
-    private final java.util.concurrent.ConcurrentHashMap<String, Attributes> peerAttributes =
-        new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Attributes> peerAttributes = new ConcurrentHashMap<>();
     private ServerListener serverListener;
     private volatile ServerTransportListener transportListener;
     private volatile ReverbAddress boundAddress;
@@ -86,7 +88,7 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
             final ServiceDefinition.Builder definition = byService.computeIfAbsent(serviceName, ServiceDefinition::builder);
             for (final ServerMethodDefinition<?, ?> method : service.getMethods())
             {
-                final io.grpc.MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
+                final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
                 definition.addMethod(
                     GrpcBridge.descriptor(grpcMethod.getFullMethodName(), grpcMethod.getType()),
                     grpcMethod.getType() == MethodType.UNARY ?
@@ -213,7 +215,7 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
             attributes = Attributes.newBuilder()
                 .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, new ReverbAddress(key))
                 .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, boundAddress)
-                .set(io.grpc.internal.GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
+                .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
                 .build();
             peerAttributes.put(key, attributes);
         }
@@ -287,8 +289,10 @@ final class ReverbServerTransport implements InternalServer, ServerTransport
             if (context == null)
             {
                 // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
+                // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Status is imported, Reverb's is spelled out
                 Operators.error(subscriber, io.reverb.rpc.Status.INTERNAL
                     .withDescription("no call context for " + fullMethodName).asException());
+                // CHECKSTYLE.ON: InlineFullyQualifiedName
                 return null;
             }
             final Metadata headers = GrpcBridge.toGrpc(context.metadata());

@@ -1,10 +1,12 @@
 package io.reverb.grpc;
 
 import com.google.protobuf.ByteString;
+import io.grpc.CallCredentials;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ConnectivityState;
 import io.grpc.Context;
 import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingServerCall;
@@ -25,6 +27,7 @@ import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
@@ -37,10 +40,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -67,8 +75,8 @@ abstract class AbstractGrpcConformanceTest
     static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
     static final Metadata.Key<String> TRAILER_ASCII = Metadata.Key.of("x-trailer", Metadata.ASCII_STRING_MARSHALLER);
 
-    private static final java.util.concurrent.ScheduledExecutorService TIMER =
-        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r ->
+    private static final ScheduledExecutorService TIMER =
+        Executors.newSingleThreadScheduledExecutor(r ->
         {
             final Thread t = new Thread(r, "conformance-timer");
             t.setDaemon(true);
@@ -390,7 +398,7 @@ abstract class AbstractGrpcConformanceTest
     {
         final MethodDescriptor<EchoRequest, EchoReply> unknown = EchoGrpc.getUnaryMethod().toBuilder()
             .setFullMethodName("reverb.grpctest.Echo/NoSuchMethod").build();
-        assertThatThrownBy(() -> io.grpc.stub.ClientCalls.blockingUnaryCall(
+        assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(
             channel, unknown, CallOptions.DEFAULT, payload(1)))
             .isInstanceOfSatisfying(StatusRuntimeException.class,
                 e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED));
@@ -429,10 +437,10 @@ abstract class AbstractGrpcConformanceTest
     @Test
     void shouldApplyCallCredentials()
     {
-        final io.grpc.CallCredentials credentials = new io.grpc.CallCredentials()
+        final CallCredentials credentials = new CallCredentials()
         {
             @Override
-            public void applyRequestMetadata(final RequestInfo info, final java.util.concurrent.Executor executor,
+            public void applyRequestMetadata(final RequestInfo info, final Executor executor,
                 final MetadataApplier applier)
             {
                 final Metadata metadata = new Metadata();
@@ -450,7 +458,7 @@ abstract class AbstractGrpcConformanceTest
         blocking().unary(payload(1));
         awaitReady(channel);
         channel.shutdown();
-        assertThat(channel.getState(false)).isEqualTo(io.grpc.ConnectivityState.SHUTDOWN);
+        assertThat(channel.getState(false)).isEqualTo(ConnectivityState.SHUTDOWN);
     }
 
     @Test
@@ -476,17 +484,17 @@ abstract class AbstractGrpcConformanceTest
         final ManagedChannel fresh = newChannelBuilder(server).build();
         try
         {
-            final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+            final List<ConnectivityState> seen = Collections.synchronizedList(new ArrayList<>());
             final CountDownLatch ready = new CountDownLatch(1);
-            assertThat(fresh.getState(false)).as("a new channel is idle").isEqualTo(io.grpc.ConnectivityState.IDLE);
-            watchStates(fresh, io.grpc.ConnectivityState.IDLE, seen, ready);
+            assertThat(fresh.getState(false)).as("a new channel is idle").isEqualTo(ConnectivityState.IDLE);
+            watchStates(fresh, ConnectivityState.IDLE, seen, ready);
             fresh.getState(true);
             assertThat(ready.await(30, TimeUnit.SECONDS)).as("READY after getState(true), saw %s", seen).isTrue();
             // a callback reads the state when it runs: a connection made at once (inproc) may show READY first
             assertThat(seen.get(0)).as("first state after IDLE, of %s", seen)
-                .isIn(io.grpc.ConnectivityState.CONNECTING, io.grpc.ConnectivityState.READY);
-            assertThat(seen).contains(io.grpc.ConnectivityState.READY)
-                .doesNotContain(io.grpc.ConnectivityState.TRANSIENT_FAILURE);
+                .isIn(ConnectivityState.CONNECTING, ConnectivityState.READY);
+            assertThat(seen).contains(ConnectivityState.READY)
+                .doesNotContain(ConnectivityState.TRANSIENT_FAILURE);
             assertThat(EchoGrpc.newBlockingStub(fresh).unary(payload(3)).getPayload()).isEqualTo(payload(3).getPayload());
         }
         finally
@@ -502,11 +510,11 @@ abstract class AbstractGrpcConformanceTest
         blocking().unary(payload(1));
         awaitReady(channel);
         final CountDownLatch left = new CountDownLatch(1);
-        channel.notifyWhenStateChanged(io.grpc.ConnectivityState.READY, left::countDown);
+        channel.notifyWhenStateChanged(ConnectivityState.READY, left::countDown);
         server.shutdownNow();
         assertThat(server.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
         assertThat(left.await(30, TimeUnit.SECONDS)).as("state left READY").isTrue();
-        assertThat(channel.getState(false)).isNotEqualTo(io.grpc.ConnectivityState.READY);
+        assertThat(channel.getState(false)).isNotEqualTo(ConnectivityState.READY);
     }
 
     @Test
@@ -515,18 +523,18 @@ abstract class AbstractGrpcConformanceTest
         final ManagedChannel nowhere = newUnreachableChannelBuilder().build();
         try
         {
-            final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+            final List<ConnectivityState> seen = Collections.synchronizedList(new ArrayList<>());
             final CountDownLatch failed = new CountDownLatch(1);
-            assertThat(nowhere.getState(true)).isNotEqualTo(io.grpc.ConnectivityState.READY);
-            final io.grpc.ConnectivityState now = nowhere.getState(false);
+            assertThat(nowhere.getState(true)).isNotEqualTo(ConnectivityState.READY);
+            final ConnectivityState now = nowhere.getState(false);
             seen.add(now); // a refusal may come back before getState(true) returns (inproc, tcp to a closed port)
-            if (now == io.grpc.ConnectivityState.TRANSIENT_FAILURE)
+            if (now == ConnectivityState.TRANSIENT_FAILURE)
             {
                 failed.countDown();
             }
             watchStates(nowhere, now, seen, failed);
             assertThat(failed.await(30, TimeUnit.SECONDS)).as("TRANSIENT_FAILURE, saw %s", seen).isTrue();
-            assertThat(seen).doesNotContain(io.grpc.ConnectivityState.READY);
+            assertThat(seen).doesNotContain(ConnectivityState.READY);
             assertThatThrownBy(() -> EchoGrpc.newBlockingStub(nowhere).unary(payload(1)))
                 .isInstanceOfSatisfying(StatusRuntimeException.class,
                     e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
@@ -544,10 +552,10 @@ abstract class AbstractGrpcConformanceTest
      */
     private static void awaitReady(final ManagedChannel channel) throws InterruptedException
     {
-        final List<io.grpc.ConnectivityState> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+        final List<ConnectivityState> seen = Collections.synchronizedList(new ArrayList<>());
         final CountDownLatch ready = new CountDownLatch(1);
-        final io.grpc.ConnectivityState now = channel.getState(true);
-        if (now == io.grpc.ConnectivityState.READY)
+        final ConnectivityState now = channel.getState(true);
+        if (now == ConnectivityState.READY)
         {
             ready.countDown();
         }
@@ -558,16 +566,16 @@ abstract class AbstractGrpcConformanceTest
         assertThat(ready.await(30, TimeUnit.SECONDS)).as("READY, saw %s after %s", seen, now).isTrue();
     }
 
-    private static void follow(final ManagedChannel channel, final List<io.grpc.ConnectivityState> seen,
+    private static void follow(final ManagedChannel channel, final List<ConnectivityState> seen,
         final CountDownLatch ready)
     {
-        final io.grpc.ConnectivityState now = channel.getState(true);
+        final ConnectivityState now = channel.getState(true);
         seen.add(now);
-        if (now == io.grpc.ConnectivityState.READY)
+        if (now == ConnectivityState.READY)
         {
             ready.countDown();
         }
-        else if (now != io.grpc.ConnectivityState.SHUTDOWN)
+        else if (now != ConnectivityState.SHUTDOWN)
         {
             channel.notifyWhenStateChanged(now, () -> follow(channel, seen, ready));
         }
@@ -577,18 +585,18 @@ abstract class AbstractGrpcConformanceTest
      * Follows the channel's states with notifyWhenStateChanged from {@code from}, recording each, and counts down
      * {@code reached} at the first READY (a healthy target) or TRANSIENT_FAILURE (an unreachable one).
      */
-    private static void watchStates(final ManagedChannel channel, final io.grpc.ConnectivityState from,
-        final List<io.grpc.ConnectivityState> seen, final CountDownLatch reached)
+    private static void watchStates(final ManagedChannel channel, final ConnectivityState from,
+        final List<ConnectivityState> seen, final CountDownLatch reached)
     {
         channel.notifyWhenStateChanged(from, () ->
         {
-            final io.grpc.ConnectivityState now = channel.getState(false);
+            final ConnectivityState now = channel.getState(false);
             seen.add(now);
-            if (now == io.grpc.ConnectivityState.READY || now == io.grpc.ConnectivityState.TRANSIENT_FAILURE)
+            if (now == ConnectivityState.READY || now == ConnectivityState.TRANSIENT_FAILURE)
             {
                 reached.countDown();
             }
-            if (now != io.grpc.ConnectivityState.SHUTDOWN)
+            if (now != ConnectivityState.SHUTDOWN)
             {
                 watchStates(channel, now, seen, reached);
             }
@@ -600,11 +608,11 @@ abstract class AbstractGrpcConformanceTest
     @Test
     void shouldRetryUnavailableAsTheServiceConfigSays() throws Exception
     {
-        final java.util.Map<String, Object> retryPolicy = java.util.Map.of(
+        final Map<String, Object> retryPolicy = Map.of(
             "maxAttempts", 4.0, "initialBackoff", "0.01s", "maxBackoff", "0.05s", "backoffMultiplier", 2.0,
             "retryableStatusCodes", List.of("UNAVAILABLE"));
-        final java.util.Map<String, Object> config = java.util.Map.of("methodConfig", List.of(java.util.Map.of(
-            "name", List.of(java.util.Map.of("service", "reverb.grpctest.Echo", "method", "Unary")),
+        final Map<String, Object> config = Map.of("methodConfig", List.of(Map.of(
+            "name", List.of(Map.of("service", "reverb.grpctest.Echo", "method", "Unary")),
             "retryPolicy", retryPolicy)));
         final ManagedChannel retrying = newChannelBuilder(server).defaultServiceConfig(config).enableRetry().build();
         try

@@ -5,6 +5,7 @@ import io.grpc.Context;
 import io.grpc.Deadline;
 import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.test.EchoGrpc;
@@ -162,7 +163,7 @@ final class GrpcEchoService extends EchoGrpc.EchoImplBase
         };
     }
 
-    static io.grpc.StatusRuntimeException error(final EchoRequest request)
+    static StatusRuntimeException error(final EchoRequest request)
     {
         final Metadata trailers = new Metadata();
         trailers.put(ERROR_ASCII, "ascii " + request.getErrorCode());

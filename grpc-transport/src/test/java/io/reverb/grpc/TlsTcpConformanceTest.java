@@ -62,7 +62,8 @@ class TlsTcpConformanceTest extends AbstractReverbConformanceTest
     @Override
     protected ServerBuilder<?> newServerBuilder()
     {
-        return ((ReverbServerBuilder)super.newServerBuilder()).reverbServer(b -> b.transportOptions(EngineOptions.of(serverEngine)));
+        return ((ReverbServerBuilder)super.newServerBuilder())
+            .reverbServer(b -> b.transportOptions(EngineOptions.of(serverEngine)));
     }
 
     @Override

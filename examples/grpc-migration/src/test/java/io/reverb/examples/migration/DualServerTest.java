@@ -17,7 +17,8 @@ class DualServerTest
     @Test
     void shouldServeOneServiceOverNettyAndReverbAtOnce() throws Exception
     {
-        for (final String uri : new String[] {"shm://reverb-migration-test-" + ProcessHandle.current().pid(), "tcp://127.0.0.1:0"})
+        final String[] uris = {"shm://reverb-migration-test-" + ProcessHandle.current().pid(), "tcp://127.0.0.1:0"};
+        for (final String uri : uris)
         {
             try (DualServer server = DualServer.start(0, uri))
             {
