@@ -57,7 +57,7 @@ final class BufferPool
         boolean retained;
 
         /**
-         * Sender side, a direct write (see {@link ConnectionSender}): no local memory, the message is written into
+         * Sender side, a direct write (see {@link RendezvousSender}): no local memory, the message is written into
          * the peer's granted buffer through {@link #mapping}. Not pooled: {@link #pool} and {@link #region} are null.
          */
         final boolean direct;

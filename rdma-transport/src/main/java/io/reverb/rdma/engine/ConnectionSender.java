@@ -5,7 +5,6 @@ import io.reverb.rdma.verbs.MemoryRegion;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
-import io.reverb.rdma.verbs.RemoteMapping;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
@@ -41,27 +40,9 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * alone do not bound this: the peer returns credits before this side reaps its completions. A poller sending
  * from a completion never waits on a CQ only it drains.
  *
- * <h2>Direct writes</h2>
- * When the QP can map the peer's memory ({@link QueuePair#canMapRemote()}, shm) and
- * {@link EngineConfig#directWrite()} allows it, a message above the eager limit is written by its claimant straight
- * into the receiver's granted buffer, so the fabric copies nothing:
- * <ol>
- *   <li>the first {@code tryClaim} of that length sends the RTS at once and returns {@code BACK_PRESSURED}
- *       (the writable callback follows the CTS);</li>
- *   <li>the CTS's address, key and length are checked by the provider, which maps the granted range
- *       ({@link QueuePair#mapRemote}); a grant it refuses is a protocol error;</li>
- *   <li>the retried {@code tryClaim} of the same length gets a claim over that mapping; its commit posts a
- *       zero-length RDMA_WRITE_WITH_IMM (the notification the receiver already takes for a written rendezvous),
- *       its abort an ABORT control frame (the receiver returns the buffer).</li>
- * </ol>
- * Order: the announced message holds its place. A claim of any other length while it is announced and not claimed
- * gives it up (ABORT once granted) and goes first, and large claims then copy until no rendezvous is in flight, so
- * two claimants cannot take turns abandoning each other's announcement. rpc-core never does that: after
- * {@code BACK_PRESSURED} it queues every frame behind the one it retries first. A refused announcement's retry gets
- * a claim of this side's pool whose commit reports the refusal (from the poller, with the message's attachment), as
- * a refusal after commit is reported. Close and teardown give up an announcement, and so does {@link #tick} when its
- * grant has waited for its claimant half the write timeout; a mapping is closed only once its claimant committed or
- * aborted (the memory must outlive the writer).
+ * <h2>Rendezvous</h2>
+ * Claims above the eager limit (a pool buffer, or a direct write into the peer's mapped grant), the CTS and REFUSE
+ * that answer them and refusals are the {@link RendezvousSender}'s; this class posts their RTS and writes.
  */
 final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Committer
 {
@@ -70,8 +51,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
-    /** {@link #claimDirectLocked}: not a direct write, claim a buffer of this side's pool (not a ClaimResult code). */
-    private static final int CLAIM_COPY = Integer.MIN_VALUE;
 
     private final EngineConnection connection;
     private final Object lock;
@@ -81,6 +60,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private final SendRequest sendRequest = new SendRequest();
     private final BatchHeaderFlyweight outboundHeader = new BatchHeaderFlyweight();
     private final OutboundRendezvous outbound = new OutboundRendezvous();
+    private final RendezvousSender rendezvousSender;
     private final ControlQueue controlQueue = new ControlQueue(16);
     private final ArrayList<Runnable> writableWaiters = new ArrayList<>();
     private final ArrayList<Runnable> firing = new ArrayList<>();
@@ -89,7 +69,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private MemoryRegion controlRegion;
     private UnsafeBuffer control;
     private int controlSlots;
-    private BufferPool sendPool;
     private int peerEagerLimit;
     private int sendEagerLimit;
 
@@ -107,22 +86,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private long closeBatchSeq = -1;
     private boolean closeSendCompleted;
 
-    /** Large messages are written directly into the peer's grant (the config allows it, the QP can map). */
-    private boolean directWrite;
-    /** The direct write announced and not yet claimed (at most one), or null. */
-    private BufferPool.Buffer direct;
-    /** An announcement was given up for another claim: large claims copy until no rendezvous is in flight. */
-    private boolean directBackoff;
-    /** An announcement was refused: its claimant's retry (same length) gets a claim that fails at commit. */
-    private int refusedLength = -1;
-    private int refusedCode;
-    private int refusedLimit;
-    /** Committed claims of refused announcements: reported by the poller (never inside the claimant's commit). */
-    private final ArrayList<BufferPool.Buffer> refusedCommitted = new ArrayList<>();
     /** ABORT frames queued, not yet posted: they count against the peer's announcement limit until then. */
     private int abortsQueued;
-    /** Mappings of the peer's grants open now. */
-    private int mappingsOpen;
 
     ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
     {
@@ -132,6 +97,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         this.stats = connection.statsRef();
         this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
         this.window = new CreditWindow(config.receiveSlots());
+        this.rendezvousSender = new RendezvousSender(this, connection, lock, ring, outbound);
     }
 
     /** Completes set-up once the QP exists: peer geometry, control slots, the rendezvous send pool, credits. */
@@ -154,9 +120,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         // Also within the send CQ (created for at least the peer's receive slots + 8, the ready write
         // included) and the QP's maxSendWr (peer receive slots + 4).
         this.maxSignaledInFlight = Math.min(peer.receiveSlots, sendCqCapacity - 8);
-        this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), config.rendezvousMaxClass(),
-            config.rendezvousPoolBytes(), this::onSendBufferReleased);
-        this.directWrite = config.directWrite() && qp.canMapRemote();
+        rendezvousSender.attach(qp, pd);
         // The acceptor's credits arrive with the connector's first batch, sent once it has seen our ready word;
         // that batch announces the connector's receives, all posted by now.
         window.start(connection.acceptor, peer.receiveSlots, localReceiveSlots);
@@ -165,11 +129,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     SendRing ring()
     {
         return ring;
-    }
-
-    BufferPool pool()
-    {
-        return sendPool;
     }
 
     int eagerLimit()
@@ -183,52 +142,37 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         synchronized (lock)
         {
             flushLocked();
-            if (refusedCommitted.isEmpty())
+            if (!rendezvousSender.hasRefusedCommittedLocked())
             {
                 return;
             }
         }
-        reportRefusedCommitted();
-    }
-
-    /** Reports, outside the lock, the committed messages whose announcement the peer had refused (poller). */
-    private void reportRefusedCommitted()
-    {
-        while (true)
-        {
-            final BufferPool.Buffer buffer;
-            synchronized (lock)
-            {
-                if (refusedCommitted.isEmpty())
-                {
-                    return;
-                }
-                buffer = refusedCommitted.remove(refusedCommitted.size() - 1);
-            }
-            reportRefused(buffer, buffer.refusedCode, buffer.refusedLimit);
-        }
+        rendezvousSender.reportRefusedCommitted();
     }
 
     /** The connection's state changed (lock held): writable callbacks must see it; closing gives up an announcement. */
     void stateChangedLocked()
     {
         writableEpoch++;
-        if (direct != null && connection.state() != EngineConnection.STATE_CONNECTED)
-        {
-            abandonDirectLocked();
-        }
+        rendezvousSender.stateChangedLocked();
+    }
+
+    /** @return the pool of this side's rendezvous buffers (the {@link RendezvousSender}'s). */
+    BufferPool pool()
+    {
+        return rendezvousSender.pool();
     }
 
     /** @return true if large messages are written straight into the peer's grants on this connection. */
     boolean directWrite()
     {
-        return directWrite;
+        return rendezvousSender.directWrite();
     }
 
     /** @return mappings of the peer's grants open now (lock held; tests: 0 when idle). */
     int mappingsOpenLocked()
     {
-        return mappingsOpen;
+        return rendezvousSender.mappingsOpenLocked();
     }
 
     boolean hasWritableWaiters()
@@ -291,35 +235,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             }
             p += ring.frameSize(index);
         }
-        final int first = failedRendezvous.size();
-        outbound.drainTo(failedRendezvous);
-        // Direct writes own no pool buffer: a committed one fails like any message; one being written is left to its
-        // claimant's commit or abort (the mapping must outlive the writer); one never claimed just goes.
-        for (int i = failedRendezvous.size() - 1; i >= first; i--)
-        {
-            final BufferPool.Buffer b = failedRendezvous.get(i);
-            if (b.direct)
-            {
-                failedRendezvous.remove(i);
-                if (b.claimed && !b.committed)
-                {
-                    continue;
-                }
-                unmapLocked(b);
-                if (b.committed)
-                {
-                    failedFrames.add(new long[] {b.messageId, b.length});
-                }
-            }
-        }
-        for (final BufferPool.Buffer refused : refusedCommitted)
-        {
-            refused.refusedCode = 0;
-            failedRendezvous.add(refused);
-        }
-        refusedCommitted.clear();
-        direct = null;
-        refusedLength = -1;
+        rendezvousSender.drainLocked(failedFrames, failedRendezvous);
         abortsQueued = 0;
         controlQueue.clear();
     }
@@ -327,164 +243,19 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     /** A CTS arrived (poller thread). */
     void onClearToSend(final ControlFrameFlyweight frame)
     {
-        synchronized (lock)
-        {
-            final String error = outbound.onClearToSend(frame.id(), frame.length(), frame.address(), frame.rkey());
-            if (error != null)
-            {
-                connection.protocolErrorLocked(error);
-                return;
-            }
-            final BufferPool.Buffer granted = outbound.lastGranted();
-            if (granted.direct)
-            {
-                grantedDirectLocked(granted);
-            }
-        }
+        rendezvousSender.onClearToSend(frame);
     }
 
-    /** The CTS of a direct write arrived (lock held): map the grant for its claimant, or give it back. */
-    private void grantedDirectLocked(final BufferPool.Buffer d)
-    {
-        if (d.abandoned)
-        {
-            abortGrantedLocked(d);
-            return;
-        }
-        // The provider checks the peer's values (key, address, bounds, access, PD) before it maps anything.
-        final RemoteMapping mapping = qp.mapRemote(d.remoteAddress, d.remoteRkey, d.length);
-        if (mapping == null)
-        {
-            connection.protocolErrorLocked("CTS for rendezvous " + d.id + " grants memory that cannot be written (address 0x" +
-                Long.toHexString(d.remoteAddress) + ", rkey 0x" + Integer.toHexString(d.remoteRkey) + ", " + d.length +
-                " bytes)");
-            return;
-        }
-        d.map(mapping);
-        d.grantedAtNanos = System.nanoTime();
-        mappingsOpen++;
-        writableEpoch++; // its claimant may come back now
-    }
-
-    /**
-     * Poller, now and then: gives up a grant whose claimant has not come back within half this side's
-     * {@link EngineConfig#rendezvousWriteTimeoutNanos() write timeout}, before the peer (if it has the same timeout)
-     * drops the connection for holding its memory. The claimant's retry announces again. The RPC layer always comes
-     * back at once (from the writable callback); this is for users of the engine's own API.
-     *
-     * @param nowNanos {@code System.nanoTime()}.
-     */
+    /** @see RendezvousSender#tick */
     void tick(final long nowNanos)
     {
-        final long limit = connection.config.rendezvousWriteTimeoutNanos() / 2;
-        if (direct == null || limit <= 0) // racy read: a tick that misses it is followed by another
-        {
-            return;
-        }
-        synchronized (lock)
-        {
-            final BufferPool.Buffer d = direct;
-            if (d != null && d.mapping != null && nowNanos - d.grantedAtNanos > limit &&
-                connection.state() == EngineConnection.STATE_CONNECTED)
-            {
-                abandonDirectLocked();
-            }
-        }
-    }
-
-    /** Gives up the announced, unclaimed direct write (lock held): ABORT if granted, else when its CTS comes. */
-    private void abandonDirectLocked()
-    {
-        final BufferPool.Buffer d = direct;
-        direct = null;
-        directBackoff = true;
-        if (d.mapping != null)
-        {
-            abortGrantedLocked(d);
-        }
-        else
-        {
-            d.abandoned = true;
-        }
-    }
-
-    /** A granted direct write will not be written (lock held): the receiver gets ABORT and returns its buffer. */
-    private void abortGrantedLocked(final BufferPool.Buffer d)
-    {
-        outbound.removeGranted(d);
-        unmapLocked(d);
-        enqueueControl(Wire.CONTROL_ABORT, 0, d.id, 0, 0, 0);
-        abortsQueued++;
-        stats.rendezvousAbortsSent++;
-        writableEpoch++;
-        flushLocked();
-    }
-
-    private void unmapLocked(final BufferPool.Buffer d)
-    {
-        if (d.unmap())
-        {
-            mappingsOpen--;
-        }
+        rendezvousSender.tick(nowNanos);
     }
 
     /** A REFUSE arrived (poller thread): the message fails, the connection stays usable. */
     void onRefuse(final ControlFrameFlyweight frame)
     {
-        final long id = frame.id();
-        final BufferPool.Buffer buffer;
-        synchronized (lock)
-        {
-            buffer = outbound.onRefuse(id);
-            if (buffer == null)
-            {
-                connection.protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
-                return;
-            }
-            if (buffer.direct)
-            {
-                // Refused before anything was claimed: there is no message yet to fail. Its claimant's retry gets a
-                // claim of this side's pool that fails at commit, so that the refusal reaches the message (its
-                // attachment, the reason) as a refusal after commit would.
-                if (buffer == direct)
-                {
-                    direct = null;
-                    refusedLength = buffer.length;
-                    refusedCode = frame.code();
-                    refusedLimit = frame.length();
-                    writableEpoch++;
-                }
-                return;
-            }
-        }
-        reportRefused(buffer, frame.code(), frame.length());
-    }
-
-    /** Returns the buffer of a refused message and tells its sender why. */
-    private void reportRefused(final BufferPool.Buffer buffer, final int code, final int limit)
-    {
-        final int length = buffer.length;
-        final long messageId = buffer.messageId;
-        final Object attachment = buffer.attachment;
-        releaseRendezvous(buffer);
-        connection.reportFailedSend(messageId, length, attachment, new MessageRefusedException("message " + messageId + " of " +
-            length + " bytes refused by " + connection.remoteAddress() + ": " + refusalReason(code, limit) +
-            " (the connection stays usable)", limit));
-    }
-
-    static String refusalReason(final int code, final int limit)
-    {
-        switch (code)
-        {
-            case Wire.REFUSE_OVER_BUDGET:
-                return "it does not fit its rendezvous memory budget of " + limit + " bytes";
-            case Wire.REFUSE_NO_MEMORY:
-                return "it could not register a " + limit + "-byte receive buffer (out of memory)";
-            case Wire.REFUSE_TOO_LARGE:
-                return "larger than its maxInboundMessageSize of " + limit + " bytes";
-            default:
-                return "refusal code " + code + ", limit " + limit + " bytes";
-        }
+        rendezvousSender.onRefuse(frame);
     }
 
     /** Acceptor: tell the connector our receives are posted (a one-sided write needs no receive). */
@@ -515,17 +286,42 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     }
 
     /** @return OK if the connection takes messages, else NOT_CONNECTED (it failed) or CLOSED (lock held). */
-    private int connectedLocked()
+    int connectedLocked()
     {
         final int s = connection.state();
         return s == EngineConnection.STATE_CONNECTED ? OK : s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
     }
 
     /** A claim found no room: writable callbacks wait for progress from now on (lock held). */
-    private int backPressuredLocked()
+    int backPressuredLocked()
     {
         backPressureEpoch = writableEpoch;
         return BACK_PRESSURED;
+    }
+
+    /** Something progressed (lock held): writable callbacks waiting since a back-pressure may run. */
+    void progressLocked()
+    {
+        writableEpoch++;
+    }
+
+    /** @return the next message id (lock held). */
+    long nextMessageIdLocked()
+    {
+        return nextMessageId++;
+    }
+
+    /** A claim was handed out (lock held): the connection is not drained until it is committed or aborted. */
+    void claimOpenedLocked()
+    {
+        outstandingClaims++;
+    }
+
+    /** Queues an ABORT for a granted rendezvous (lock held); it counts against the peer's limit until posted. */
+    void enqueueAbortLocked(final int id)
+    {
+        enqueueControl(Wire.CONTROL_ABORT, 0, id, 0, 0, 0);
+        abortsQueued++;
     }
 
     /**
@@ -541,40 +337,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             throw new IllegalArgumentException("negative length " + length);
         }
-        if (length <= sendEagerLimit)
+        if (length > sendEagerLimit)
         {
-            final int frameLength = Wire.dataFrameLength(length);
-            final int index;
-            final long id;
-            synchronized (lock)
-            {
-                final int rc = connectedLocked();
-                if (rc != OK)
-                {
-                    return rc;
-                }
-                if (direct != null)
-                {
-                    abandonDirectLocked(); // an announced message must not be overtaken: it is given up instead
-                }
-                index = ring.claim(frameLength);
-                if (index < 0)
-                {
-                    return backPressuredLocked();
-                }
-                id = nextMessageId++;
-                ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
-                outstandingClaims++;
-            }
-            claim.transportState(null);
-            claim.wrapShared(ring.byteBuffer(), index + Wire.FRAME_HEADER_LENGTH, length, this, id);
-            return OK;
+            return length > connection.config.maxOutboundMessageSize() ? TOO_LARGE : rendezvousSender.tryClaim(length, claim);
         }
-        if (length > connection.config.maxOutboundMessageSize())
-        {
-            return TOO_LARGE;
-        }
-        final BufferPool.Buffer buffer;
+        final int frameLength = Wire.dataFrameLength(length);
         final int index;
         final long id;
         synchronized (lock)
@@ -584,122 +351,18 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             {
                 return rc;
             }
-            if (directWrite)
-            {
-                final int result = claimDirectLocked(length, claim);
-                if (result != CLAIM_COPY)
-                {
-                    return result;
-                }
-            }
-            buffer = sendPool.acquire(length);
-            if (buffer == null)
-            {
-                return backPressuredLocked();
-            }
-            index = ring.claim(Wire.FRAME_HEADER_LENGTH);
+            rendezvousSender.eagerClaimLocked(); // an announced message must not be overtaken: it is given up instead
+            index = ring.claim(frameLength);
             if (index < 0)
             {
-                sendPool.release(buffer);
                 return backPressuredLocked();
             }
             id = nextMessageId++;
-            ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
-            buffer.id = (int)id;
-            buffer.messageId = id;
-            buffer.length = length;
+            ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
             outstandingClaims++;
         }
-        buffer.frameIndex = index;
-        claim.transportState(buffer);
-        claim.wrap(buffer.byteBuffer(), 0, length, this, id); // the pool buffer's view is this claim's until commit
-        return OK;
-    }
-
-    /**
-     * The direct-write claim (lock held): hands out the granted, mapped announcement of this length; or announces one
-     * (RTS now) and back-pressures; or says to copy.
-     *
-     * @return OK (claim wrapped), BACK_PRESSURED, or {@link #CLAIM_COPY}
-     */
-    private int claimDirectLocked(final int length, final WriteClaim claim)
-    {
-        if (refusedLength >= 0)
-        {
-            final boolean refused = refusedLength == length;
-            refusedLength = -1;
-            if (refused)
-            {
-                return claimRefusedLocked(length, claim);
-            }
-        }
-        final BufferPool.Buffer d = direct;
-        if (d != null)
-        {
-            if (d.length == length)
-            {
-                if (d.mapping == null)
-                {
-                    return backPressuredLocked(); // its CTS has not arrived
-                }
-                direct = null;
-                d.claimed = true;
-                outstandingClaims++;
-                d.frameIndex = -1; // no ring frame: its RTS went at the announcement
-                claim.transportState(d);
-                claim.wrap(d.byteBuffer(), 0, length, this, d.messageId); // the peer's grant, mapped
-                return OK;
-            }
-            abandonDirectLocked(); // another message goes first: the announced one must not hold it back
-        }
-        if (directBackoff && outbound.isEmpty() && outstandingClaims == 0)
-        {
-            directBackoff = false;
-        }
-        if (directBackoff)
-        {
-            return CLAIM_COPY;
-        }
-        final int index = ring.claim(Wire.FRAME_HEADER_LENGTH);
-        if (index < 0)
-        {
-            return backPressuredLocked();
-        }
-        final long id = nextMessageId++;
-        // Committed at once: the RTS leaves now, the message when its claimant comes back after the CTS.
-        ring.writeHeader(index, length, Wire.FRAME_RTS, id);
-        final BufferPool.Buffer announced = BufferPool.Buffer.direct();
-        announced.id = (int)id;
-        announced.messageId = id;
-        announced.length = length;
-        outbound.committed(announced);
-        direct = announced;
-        flushLocked();
-        return backPressuredLocked();
-    }
-
-    /**
-     * The retry of a refused announcement (lock held): a claim of this side's pool, never announced; its commit
-     * reports the refusal (from the poller), its abort just returns the buffer.
-     */
-    private int claimRefusedLocked(final int length, final WriteClaim claim)
-    {
-        final BufferPool.Buffer buffer = sendPool.acquire(length);
-        if (buffer == null)
-        {
-            refusedLength = length; // still to be reported once a buffer is free
-            return backPressuredLocked();
-        }
-        final long id = nextMessageId++;
-        buffer.id = (int)id;
-        buffer.messageId = id;
-        buffer.length = length;
-        buffer.refusedCode = refusedCode;
-        buffer.refusedLimit = refusedLimit;
-        outstandingClaims++;
-        buffer.frameIndex = -1; // no ring frame: never announced
-        claim.transportState(buffer);
-        claim.wrap(buffer.byteBuffer(), 0, length, this, id);
+        claim.transportState(null);
+        claim.wrapShared(ring.byteBuffer(), index + Wire.FRAME_HEADER_LENGTH, length, this, id);
         return OK;
     }
 
@@ -746,21 +409,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             {
                 lost = true;
             }
-            else if (rendezvous != null && rendezvous.direct)
-            {
-                rendezvous.committed = true; // its notification may go now (after the writes granted before it)
-                flushLocked();
-            }
-            else if (rendezvous != null && rendezvous.refusedCode != 0)
-            {
-                refusedCommitted.add(rendezvous);
-                connection.requestAttention();
-            }
             else if (rendezvous != null)
             {
-                outbound.committed(rendezvous);
-                ring.frameType(frameIndex, Wire.FRAME_RTS);
-                flushLocked();
+                rendezvousSender.committedLocked(frameIndex, rendezvous);
             }
             else
             {
@@ -774,7 +425,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             final int length = rendezvous != null ? rendezvous.length : ring.frameLength(frameIndex);
             if (rendezvous != null)
             {
-                releaseRendezvous(rendezvous);
+                rendezvousSender.release(rendezvous);
             }
             connection.reportFailedSend(id, length, connection.lostCause());
             connection.maybeReleaseResources();
@@ -790,14 +441,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             terminal = connection.state() >= EngineConnection.STATE_CLOSED;
             if (rendezvous != null && rendezvous.direct)
             {
-                if (terminal)
-                {
-                    unmapLocked(rendezvous); // teardown left it to us
-                }
-                else
-                {
-                    abortGrantedLocked(rendezvous);
-                }
+                rendezvousSender.abortedDirectLocked(rendezvous, terminal);
             }
             else if (!terminal && frameIndex >= 0)
             {
@@ -808,28 +452,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
         if (rendezvous != null && !rendezvous.direct)
         {
-            releaseRendezvous(rendezvous);
+            rendezvousSender.release(rendezvous);
         }
         if (terminal)
         {
             connection.maybeReleaseResources();
-        }
-    }
-
-    /** Returns a rendezvous buffer: to the pool, or for a direct write its mapping closed. */
-    private void releaseRendezvous(final BufferPool.Buffer buffer)
-    {
-        if (buffer.direct)
-        {
-            synchronized (lock)
-            {
-                unmapLocked(buffer);
-            }
-        }
-        else
-        {
-            buffer.refusedCode = 0;
-            sendPool.release(buffer);
         }
     }
 
@@ -1118,18 +745,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                     buffer = outbound.onWriteCompleted(id);
                     if (buffer != null)
                     {
-                        stats.rendezvousMessagesSent++;
-                        stats.rendezvousBytesSent += buffer.length;
-                        if (buffer.direct)
-                        {
-                            stats.directWritesSent++;
-                            unmapLocked(buffer);
-                        }
+                        rendezvousSender.writeCompletedLocked(buffer);
                     }
                 }
                 if (buffer != null && !buffer.direct)
                 {
-                    sendPool.release(buffer);
+                    rendezvousSender.pool().release(buffer);
                 }
             }
         }

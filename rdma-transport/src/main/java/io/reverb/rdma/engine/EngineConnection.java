@@ -24,7 +24,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * {@code PublicationImage} apart:
  * <ul>
  *   <li>{@link ConnectionSender}: the {@link SendRing} (claim, commit, batching), the {@link CreditWindow},
- *       the {@link ControlQueue} and {@link OutboundRendezvous} (RTS awaiting CTS, writes);</li>
+ *       the {@link ControlQueue}, and the {@link RendezvousSender} (claims above the eager limit, direct writes, CTS
+ *       and REFUSE) with the {@link OutboundRendezvous} (RTS awaiting CTS, writes);</li>
  *   <li>{@link ReceiveSlots}: the receive slots (poll, batch decoding, delivery) and
  *       {@link InboundRendezvous} (RTS answered in order).</li>
  * </ul>

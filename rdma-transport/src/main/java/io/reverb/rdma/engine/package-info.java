@@ -15,8 +15,9 @@
  *   <li>Handshake in rdma_cm private data ({@code Handshake}): version, ring geometry, limits,
  *       nonces and proofs; a one-sided "ready" write so no SEND ever meets an unposted receive.</li>
  *   <li>A connection ({@code EngineConnection}: lifecycle and close) is split by direction:
- *       {@code ConnectionSender} (the {@code SendRing}, {@code CreditWindow}, {@code ControlQueue},
- *       {@code OutboundRendezvous}) and {@code ReceiveSlots} (with {@code InboundRendezvous}).</li>
+ *       {@code ConnectionSender} (the {@code SendRing}, {@code CreditWindow}, {@code ControlQueue}, and
+ *       {@code RendezvousSender} for claims above the eager limit, with {@code OutboundRendezvous}) and
+ *       {@code ReceiveSlots} (with {@code InboundRendezvous}).</li>
  *   <li>Eager path: receive slots and a registered send ring; committed frames are coalesced into
  *       one SEND per batch (layout in {@code Wire} and the {@code *Flyweight}s); credits piggyback on
  *       every batch.</li>
@@ -24,7 +25,7 @@
  *       {@code BufferPool}s; one protection domain per connection. Where the QP can map the peer's memory (shm),
  *       a direct write instead: RTS at the claim, the claim over the mapped grant once the CTS is in, a zero-length
  *       RDMA_WRITE_WITH_IMM at commit, ABORT at abort ({@link io.reverb.rdma.engine.EngineConfig#directWrite(boolean)},
- *       {@code ConnectionSender}).</li>
+ *       {@code RendezvousSender}).</li>
  * </ul>
  *
  * <h2>Authentication (with {@link io.reverb.rdma.engine.EngineConfig#authToken(byte[])})</h2>

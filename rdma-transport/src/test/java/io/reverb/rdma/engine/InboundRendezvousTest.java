@@ -222,7 +222,7 @@ class InboundRendezvousTest
         runAll(allocator); // the next RTS's allocation, started when the failure was answered
         assertThat(side.answers).containsExactly("REFUSE 1 code " + Wire.REFUSE_NO_MEMORY + " limit " + CLASS,
             "CTS 2 " + CLASS);
-        assertThat(ConnectionSender.refusalReason(Wire.REFUSE_NO_MEMORY, CLASS)).contains("out of memory");
+        assertThat(RendezvousSender.refusalReason(Wire.REFUSE_NO_MEMORY, CLASS)).contains("out of memory");
         side.inbound.releaseAll();
         side.pool.close();
         assertThat(budget.reservedBytes()).isZero();

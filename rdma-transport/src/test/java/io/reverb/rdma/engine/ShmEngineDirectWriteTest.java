@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Direct writes over shm: the sender writes a large message straight into the receiver's granted buffer, which it
- * maps, and the fabric copies nothing (see {@link ConnectionSender}). Delivery with and without, order with eager
+ * maps, and the fabric copies nothing (see {@link RendezvousSender}). Delivery with and without, order with eager
  * messages and other claims, every way a claim can end (commit, abort, never taken, connection closed or torn down)
  * with both sides' buffers, budgets and mappings back, and grants a hostile peer forges.
  */
