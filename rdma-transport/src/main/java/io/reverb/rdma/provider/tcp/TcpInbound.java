@@ -487,20 +487,16 @@ final class TcpInbound
         switch (inType)
         {
             case TcpFrame.SEND:
-                qp.completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV, inLength, 0, 0, solicited);
-                qp.respondAck();
-                break;
             case TcpFrame.SEND_IMM:
-                qp.completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV, inLength, inImm,
-                    WorkCompletions.WC_WITH_IMM, solicited);
+            case TcpFrame.WRITE_IMM:
+                // a receive completes (with the immediate, if any), then the ACK
+                final boolean withImm = inType != TcpFrame.SEND;
+                qp.completeReceive(inRecvWrId, WcStatus.SUCCESS,
+                    inType == TcpFrame.WRITE_IMM ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV, inLength,
+                    withImm ? inImm : 0, withImm ? WorkCompletions.WC_WITH_IMM : 0, solicited);
                 qp.respondAck();
                 break;
             case TcpFrame.WRITE:
-                qp.respondAck();
-                break;
-            case TcpFrame.WRITE_IMM:
-                qp.completeReceive(inRecvWrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, inLength, inImm,
-                    WorkCompletions.WC_WITH_IMM, solicited);
                 qp.respondAck();
                 break;
             case TcpFrame.READ_RESPONSE:
