@@ -458,6 +458,13 @@ abstract class AbstractGrpcConformanceTest
         blocking().unary(payload(1));
         awaitReady(channel);
         channel.shutdown();
+        // grpc-java applies the shutdown in its synchronization context: another thread draining that context (a call
+        // completing on a poller) can run it a moment after shutdown() returns
+        final long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (channel.getState(false) != ConnectivityState.SHUTDOWN && System.nanoTime() - end < 0)
+        {
+            Thread.sleep(1);
+        }
         assertThat(channel.getState(false)).isEqualTo(ConnectivityState.SHUTDOWN);
     }
 
