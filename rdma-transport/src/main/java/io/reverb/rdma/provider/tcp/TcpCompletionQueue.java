@@ -32,7 +32,7 @@ import org.agrona.collections.ArrayUtil;
  * the reading back to the NIC thread. The NIC also takes it back from a poller that stops polling without sleeping in
  * the channel ({@link TcpQueuePair#POLLER_LEASE_NANOS}), and from one whose reads found nothing
  * {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by system calls on every poll).
- * Off with {@code -Dreverb.tcp.pollerReads=false}.
+ * Opt-in with {@code -Dreverb.tcp.pollerReads=true} (off by default, see TcpVerbsContext).
  */
 final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, TcpCompletionChannel>
 {

@@ -22,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -111,6 +112,13 @@ class TcpPollerReadsTest
             recv.wrId(i).setSge(recvRegion, i * 64, 64);
             receiver.postRecv(recv);
         }
+    }
+
+    @BeforeEach
+    void pollerReadsOn()
+    {
+        // opt-in (off by default): these tests are about the poller reading; the one about "off" sets false itself
+        System.setProperty(TcpVerbsContext.POLLER_READS_PROP, "true");
     }
 
     @AfterEach
