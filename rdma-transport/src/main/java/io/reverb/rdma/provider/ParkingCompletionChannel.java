@@ -7,8 +7,10 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The completion channel of the software providers ({@code shm}, {@code tcp}): an armed CQ that
- * receives a completion calls {@link #signal()}, which counts one event and unparks the waiter.
- * Subclasses only say where events come from and what closing unregisters.
+ * receives a completion calls {@link #signal()}, which counts one event and wakes the waiter.
+ * {@link #await(long)}'s loop (closed, pending events, a requested wake-up, the deadline) is written here once;
+ * by default the waiter parks. A subclass that blocks elsewhere (tcp: in a selector that also watches sockets)
+ * overrides the four blocking hooks; subclasses say what closing unregisters.
  */
 public abstract class ParkingCompletionChannel implements CompletionChannel
 {
@@ -21,14 +23,14 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
     public void signal()
     {
         pendingEvents.incrementAndGet();
-        unparkWaiter();
+        wakeWaiter();
     }
 
     @Override
     public int await(final long timeoutNanos) throws IOException
     {
         final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
-        waiter = Thread.currentThread();
+        beginWait();
         try
         {
             while (true)
@@ -52,13 +54,16 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
                 {
                     return 0;
                 }
-                // Spurious returns are fine: the loop re-checks everything.
-                LockSupport.parkNanos(this, remaining);
+                final int ready = block(remaining);
+                if (ready > 0)
+                {
+                    return ready;
+                }
             }
         }
         finally
         {
-            waiter = null;
+            endWait();
         }
     }
 
@@ -66,7 +71,7 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
     public void wakeup()
     {
         wakeupRequested = true;
-        unparkWaiter();
+        wakeWaiter();
     }
 
     @Override
@@ -77,14 +82,46 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
             return;
         }
         closed = true;
-        unparkWaiter();
+        wakeWaiter();
         onClose();
     }
 
-    /** Called once by the first {@link #close()}, after the waiter was woken: unregister from the context. */
-    protected abstract void onClose();
+    /** @return events counted and not yet taken by a waiter */
+    protected final int pendingEvents()
+    {
+        return pendingEvents.get();
+    }
 
-    private void unparkWaiter()
+    /**
+     * The waiter is about to read the flags: publish that it waits (a volatile write), so that {@link #wakeWaiter()}
+     * after a flag was set either is seen by the loop or wakes the waiter.
+     */
+    protected void beginWait()
+    {
+        waiter = Thread.currentThread();
+    }
+
+    /**
+     * Blocks at most {@code remainingNanos}; spurious returns are fine, the loop re-checks everything.
+     *
+     * @param remainingNanos time left until the deadline (positive).
+     * @return events the blocking itself found (returned to the caller), or 0.
+     * @throws IOException if the channel's own means of blocking was closed.
+     */
+    protected int block(final long remainingNanos) throws IOException
+    {
+        LockSupport.parkNanos(this, remainingNanos);
+        return 0;
+    }
+
+    /** The waiter left {@link #await(long)}. */
+    protected void endWait()
+    {
+        waiter = null;
+    }
+
+    /** Wakes the waiter if there is one. Any thread. */
+    protected void wakeWaiter()
     {
         final Thread thread = waiter;
         if (thread != null)
@@ -92,6 +129,9 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
             LockSupport.unpark(thread);
         }
     }
+
+    /** Called once by the first {@link #close()}, after the waiter was woken: unregister from the context. */
+    protected abstract void onClose();
 
     @Override
     public String toString()

@@ -1,12 +1,11 @@
 package io.reverb.rdma.provider.tcp;
 
-import io.reverb.rdma.verbs.CompletionChannel;
+import io.reverb.rdma.provider.ParkingCompletionChannel;
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /**
@@ -20,15 +19,12 @@ import java.util.function.Consumer;
  * poller turns it on again ({@link TcpQueuePair#channelKeyFired()}), so a socket its poller does not read (a paused
  * receiver) cannot keep the waiter from sleeping.
  */
-final class TcpCompletionChannel implements CompletionChannel
+final class TcpCompletionChannel extends ParkingCompletionChannel
 {
     private final TcpVerbsContext context;
     private final Selector selector;
-    private final AtomicInteger pendingEvents = new AtomicInteger();
     private final Consumer<SelectionKey> onReady = TcpCompletionChannel::onReady;
-    private volatile boolean wakeupRequested;
     private volatile boolean waiting;
-    private volatile boolean closed;
 
     TcpCompletionChannel(final TcpVerbsContext context) throws IOException
     {
@@ -48,63 +44,41 @@ final class TcpCompletionChannel implements CompletionChannel
         return waiting;
     }
 
-    /** Records one CQ event and wakes the waiter. Any thread. */
-    void signal()
+    @Override
+    protected void beginWait()
     {
-        pendingEvents.incrementAndGet();
-        wakeWaiter();
+        // Dekker with signal() and wakeup(): waiting is published before the flags are read, and they are set
+        // before waiting is read, so either the loop sees the flag or the selector is woken.
+        waiting = true;
     }
 
     @Override
-    public int await(final long timeoutNanos) throws IOException
+    protected int block(final long remainingNanos) throws IOException
     {
-        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
-        // Dekker with signal() and wakeup(): waiting is published before the flags are read, and they are set
-        // before waiting is read, so either this loop sees the flag or the selector is woken.
-        waiting = true;
+        final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remainingNanos + 999_999));
         try
         {
-            while (true)
-            {
-                if (closed)
-                {
-                    throw new IOException("completion channel is closed");
-                }
-                final int events = pendingEvents.getAndSet(0);
-                if (events > 0)
-                {
-                    return events;
-                }
-                if (wakeupRequested)
-                {
-                    wakeupRequested = false;
-                    return 0;
-                }
-                final long remaining = deadline - System.nanoTime();
-                if (remaining <= 0)
-                {
-                    return 0;
-                }
-                final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999));
-                final int ready;
-                try
-                {
-                    ready = selector.select(onReady, millis);
-                }
-                catch (final ClosedSelectorException ex)
-                {
-                    throw new IOException("completion channel is closed", ex);
-                }
-                if (ready > 0)
-                {
-                    // Bytes arrived on a socket this poller reads: it reads them when it polls.
-                    return ready;
-                }
-            }
+            // > 0: bytes arrived on a socket this poller reads; it reads them when it polls.
+            return selector.select(onReady, millis);
         }
-        finally
+        catch (final ClosedSelectorException ex)
         {
-            waiting = false;
+            throw new IOException("completion channel is closed", ex);
+        }
+    }
+
+    @Override
+    protected void endWait()
+    {
+        waiting = false;
+    }
+
+    @Override
+    protected void wakeWaiter()
+    {
+        if (waiting)
+        {
+            selector.wakeup();
         }
     }
 
@@ -114,28 +88,8 @@ final class TcpCompletionChannel implements CompletionChannel
     }
 
     @Override
-    public void wakeup()
+    protected void onClose()
     {
-        wakeupRequested = true;
-        wakeWaiter();
-    }
-
-    private void wakeWaiter()
-    {
-        if (waiting)
-        {
-            selector.wakeup();
-        }
-    }
-
-    @Override
-    public void close()
-    {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
         try
         {
             // Wakes a waiter, which then sees closed.
@@ -151,6 +105,6 @@ final class TcpCompletionChannel implements CompletionChannel
     @Override
     public String toString()
     {
-        return "TcpCompletionChannel{pending=" + pendingEvents.get() + ", waiting=" + waiting + '}';
+        return "TcpCompletionChannel{pending=" + pendingEvents() + ", waiting=" + waiting + '}';
     }
 }
