@@ -44,6 +44,23 @@ abstract class AbstractEngineMessagingTest
     }
 
     /** Records (length, checksum ok) of every message, in order. */
+    /** Sends one message of each size, in order, and checks each arrived whole: its length and its content. */
+    static void sendAndCheckIntact(final Connection client, final Recorder recorder, final int[] sizes)
+    {
+        final WriteClaim claim = new WriteClaim();
+        for (int i = 0; i < sizes.length; i++)
+        {
+            send(client, claim, sizes[i], i);
+        }
+        await("all delivered", () -> recorder.count.get() == sizes.length);
+        final List<long[]> got = new ArrayList<>(recorder.messages);
+        for (int i = 0; i < sizes.length; i++)
+        {
+            assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
+            assertThat(got.get(i)[1]).as("content of message " + i + " (" + sizes[i] + " bytes)").isEqualTo(1);
+        }
+    }
+
     static final class Recorder implements MessageHandler
     {
         final ConcurrentLinkedQueue<long[]> messages = new ConcurrentLinkedQueue<>();
@@ -118,18 +135,7 @@ abstract class AbstractEngineMessagingTest
         {
             final int[] sizes = {0, 1, 7, 8, 15, 16, 17, 1000, 1023, 1024, 1025, 4096, 65_535, 65_536, 65_537,
                 1 << 20, (1 << 20) + 3, 16 << 20, max - 1, max};
-            final WriteClaim claim = new WriteClaim();
-            for (int i = 0; i < sizes.length; i++)
-            {
-                send(pair.client, claim, sizes[i], i);
-            }
-            await("all delivered", () -> recorder.count.get() == sizes.length);
-            final List<long[]> got = new ArrayList<>(recorder.messages);
-            for (int i = 0; i < sizes.length; i++)
-            {
-                assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
-                assertThat(got.get(i)[1]).as("content of message " + i + " (" + sizes[i] + " bytes)").isEqualTo(1);
-            }
+            sendAndCheckIntact(pair.client, recorder, sizes);
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.errors()).isEmpty();
         }

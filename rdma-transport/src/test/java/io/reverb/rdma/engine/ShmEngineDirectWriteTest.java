@@ -52,18 +52,7 @@ class ShmEngineDirectWriteTest
         {
             assertThat(((EngineConnection)pair.client).directWrite()).isEqualTo(direct);
             final int[] sizes = {1025, 4096, 100_000, 1 << 20, 17, 3_000_000, 2000, 8 << 20, 1024};
-            final WriteClaim claim = new WriteClaim();
-            for (int i = 0; i < sizes.length; i++)
-            {
-                send(pair.client, claim, sizes[i], i);
-            }
-            await("all delivered", () -> recorder.count.get() == sizes.length);
-            final List<long[]> got = new ArrayList<>(recorder.messages);
-            for (int i = 0; i < sizes.length; i++)
-            {
-                assertThat(got.get(i)[0]).as("length of message " + i).isEqualTo(sizes[i]);
-                assertThat(got.get(i)[1]).as("content of message " + i + " (" + sizes[i] + " bytes)").isEqualTo(1);
-            }
+            AbstractEngineMessagingTest.sendAndCheckIntact(pair.client, recorder, sizes);
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.client.stats().rendezvousMessagesSent()).isEqualTo(7);
             assertThat(pair.client.stats().directWritesSent()).isEqualTo(direct ? 7 : 0);
