@@ -210,6 +210,28 @@ final class Poller implements Agent
         return work;
     }
 
+    /**
+     * The poller stops for good (its channel failed, e.g. the verbs context was closed under it): its connections are
+     * torn down now, on this thread, so that their buffers come back and their close futures complete instead of
+     * waiting out the close timeout for a poller that is gone.
+     */
+    private void failConnections(final Throwable cause)
+    {
+        final EngineConnection[] conns = connections;
+        for (final EngineConnection connection : conns)
+        {
+            connection.failLater(cause);
+        }
+        try
+        {
+            pollOnce();
+        }
+        catch (final Throwable t)
+        {
+            engine.onError(new EngineException("poller " + roleName + " failed tearing its connections down", t));
+        }
+    }
+
     private void tick(final EngineConnection[] conns, final long nowNanos)
     {
         lastTickNanos = nowNanos;
@@ -273,8 +295,10 @@ final class Poller implements Agent
         {
             if (running)
             {
-                engine.onError(new EngineException("completion channel of " + roleName + " failed", ex));
+                final EngineException cause = new EngineException("completion channel of " + roleName + " failed", ex);
+                engine.onError(cause);
                 running = false;
+                failConnections(cause);
             }
         }
         tick(connections, System.nanoTime());

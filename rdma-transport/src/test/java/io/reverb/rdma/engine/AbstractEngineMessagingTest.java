@@ -608,7 +608,9 @@ abstract class AbstractEngineMessagingTest
         final AtomicReference<Throwable> clientCause = new AtomicReference<>();
         final ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         // Server never receives: messages pile up in the client's ring and pool.
-        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE), c -> { });
+        final AtomicReference<Connection> serverSide = new AtomicReference<>();
+        final EnginePair pair = new EnginePair(fabric(), config(PollingMode.ADAPTIVE), config(PollingMode.ADAPTIVE),
+            serverSide::set);
         try
         {
             pair.client.onClose(clientCause::set);
@@ -628,6 +630,10 @@ abstract class AbstractEngineMessagingTest
             assertThat(pair.client.sendBytesInFlight()).isPositive();
             pair.serverEngine.context().close(); // abrupt: no CLOSE exchange
             await("client failed", () -> clientCause.get() != null);
+            // The server's own side is torn down too, also when its poller stopped because its completion channel
+            // was closed under it (before, it stayed open until the engine's close waited out the close timeout).
+            await("server side torn down", () -> serverSide.get().isClosed());
+            assertThat(serverSide.get().poolBuffersInUse()).isZero();
             assertThat(clientCause.get()).isInstanceOf(PeerDisconnectedException.class);
             assertThat(failures).isNotEmpty().allMatch(t -> t instanceof PeerDisconnectedException);
             assertThat(failures.size()).isLessThanOrEqualTo(committed);

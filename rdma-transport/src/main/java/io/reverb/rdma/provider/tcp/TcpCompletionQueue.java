@@ -29,7 +29,10 @@ import org.agrona.collections.ArrayUtil;
  * when the CQ has a completion channel: the sockets are registered with the channel's selector
  * ({@link TcpCompletionChannel}), so the sleeping poller is woken by the socket itself (the event-driven fallback, one
  * wake-up per message; an EVENT poller takes the reading over at its first arming). Without a channel, arming gives
- * the reading back to the NIC thread. The NIC also takes it back from a poller that stops polling without sleeping in
+ * the reading back to the NIC thread, and so does arming again without a poll since the last arming: that poller does
+ * not read this CQ (a receiver whose consumer paused), yet the socket must be read, as a NIC places data and answers
+ * its peer whether or not the CQ is polled (before, such a socket was left unread until the lease ran out behind
+ * the NIC's idle select, ~120 ms). The NIC also takes it back from a poller that stops polling without sleeping in
  * the channel ({@link TcpQueuePair#POLLER_LEASE_NANOS}), and from one whose reads found nothing
  * {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by system calls on every poll).
  * Opt-in with {@code -Dreverb.tcp.pollerReads=true} (off by default, see TcpVerbsContext).
@@ -68,6 +71,8 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
     private boolean movedData;
     private int idlePolls;
     private int idleReads;
+    /** The poller polled this CQ since it last armed it (else it does not read its sockets: a paused receiver). */
+    private boolean polledSinceArm = true;
 
     TcpCompletionQueue(final TcpVerbsContext context, final int capacity, final TcpCompletionChannel channel)
     {
@@ -176,6 +181,7 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
     public int poll(final WorkCompletions completions)
     {
         movedData = false;
+        polledSinceArm = true;
         int count = take(completions);
         if (count == 0 && !closed && readers.length > 0 && (reading || ++idlePolls >= CLAIM_AFTER_IDLE_POLLS))
         {
@@ -268,7 +274,9 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         {
             armed.set(solicitedOnly ? ARMED_SOLICITED : ARMED_ANY);
             final TcpQueuePair[] qps = readers;
-            if (channel != null && qps.length > 0)
+            final boolean polled = polledSinceArm;
+            polledSinceArm = false;
+            if (channel != null && qps.length > 0 && polled)
             {
                 // The poller is going to sleep in the channel, whose selector watches the sockets it reads: it keeps
                 // reading them (the poll that follows arming takes any it does not read yet), and nothing it owes
@@ -281,8 +289,10 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
                 }
                 return;
             }
-            // No channel to sleep in: the NIC reads the sockets (and raises the event). The poll that follows
-            // arming (the ibverbs contract) does not count towards taking the reading over again.
+            // No channel to sleep in, or a poller that arms again without having polled (it does not want what this
+            // CQ holds now, e.g. a paused receiver, so it would not read the sockets either): the NIC reads them
+            // (placing data, answering the peer) and raises the event. The poll that follows arming (the ibverbs
+            // contract) does not count towards taking the reading over again.
             releaseReaders();
             if (idlePolls >= 0)
             {

@@ -293,7 +293,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * completed here, on its thread, with no hand-over to the NIC thread. The first call takes the reading over
      * from the NIC (its selector stops watching the socket for input) until {@link #releaseReading()} or the lease
      * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
-     * Non-blocking; never waits for the wire.
+     * Non-blocking; waits for the wire only in the poll after arming (then yielding until its holder is done).
      *
      * @param sleeping whether the poller armed the CQ and sleeps in its completion channel after this poll
      * @return true if bytes were read or written
@@ -302,7 +302,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            return false;
+            if (!sleeping)
+            {
+                return false; // polled again soon
+            }
+            // The poll after arming: the poller sleeps next, and only this poll re-arms the channel's watch of the
+            // socket (fired once). Skipped, nobody would watch it until the NIC's idle select and the lease ran out.
+            wire.lockYielding();
         }
         try
         {
@@ -328,7 +334,15 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 // A write the socket refused before may go now: try it here rather than wait for the NIC's event.
                 writeBlocked = false;
+                // The poll after arming (the poller sleeps next): an ACK owed for what it read leaves now, as the NIC
+                // may sleep its idle time before timing a held one out; a refused write is left to the NIC's selector.
+                ackHold.flushNext(sleeping);
                 doWorkLocked(now);
+                ackHold.flushNext(false);
+                if (sleeping && writeBlocked)
+                {
+                    nic.wake();
+                }
             }
             return read || transmitter.written() != writtenBefore;
         }
@@ -857,6 +871,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     TcpReadOwner readOwner()
     {
         return reader;
+    }
+
+    /** @return true while a frame waits for a receive to be posted (tests) */
+    boolean inboundRnrWaiting()
+    {
+        return inbound.rnrWaiting();
     }
 
     /** @return true once the QP went down (ERROR): nothing more is parsed or answered. */

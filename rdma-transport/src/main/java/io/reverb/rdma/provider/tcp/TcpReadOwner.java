@@ -140,6 +140,13 @@ final class TcpReadOwner
         {
             channelWatching = watch;
             channelKey.interestOps(watch ? SelectionKey.OP_READ : 0);
+            if (watch && channel.waiting())
+            {
+                // A select already blocked does not see a changed interest set (java.nio.channels.SelectionKey):
+                // turned on by another thread (the NIC ending an RNR wait) while the poller sleeps, it must re-select,
+                // else the socket's bytes wait for the poller's timeout and the NIC's idle select.
+                channel.selector().wakeup();
+            }
         }
     }
 

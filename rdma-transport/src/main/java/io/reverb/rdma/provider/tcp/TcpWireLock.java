@@ -60,6 +60,19 @@ final class TcpWireLock
         waiter = null;
     }
 
+    /**
+     * Waits for the lock by yielding, never parking: for a thread other than the NIC's that must not go on without
+     * the lock (the poller about to sleep, which must leave its socket watched). {@link #lock()} parks one thread
+     * at a time only.
+     */
+    void lockYielding()
+    {
+        while (!tryLock())
+        {
+            Thread.yield();
+        }
+    }
+
     void unlock()
     {
         if (--holds > 0)

@@ -73,8 +73,13 @@ class TcpPollerReadsTest
     /** The receiver's CQ is bound to a completion channel, as the engine's are. */
     private void openWithChannel() throws Exception
     {
-        server = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
-        client = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        openWithChannel(VerbsConfig.defaults());
+    }
+
+    private void openWithChannel(final VerbsConfig config) throws Exception
+    {
+        server = (TcpVerbsContext)new TcpVerbsProvider().open(config);
+        client = (TcpVerbsContext)new TcpVerbsProvider().open(config);
         server.pollerLeaseNanos(NO_LEASE_END);
         channel = server.createCompletionChannel();
         final CompletionQueue cq = server.createCq(64, channel);
@@ -277,6 +282,112 @@ class TcpPollerReadsTest
         awaitSendCompletion();
     }
 
+    /**
+     * A poller that arms its CQ again and again without polling it (its consumer paused: the engine does not poll a
+     * receiver it parked) does not read the socket, yet the socket must be read, as a NIC places data and answers its
+     * peer whether or not the CQ is polled. Arming without a poll since the last arming gives the reading back to the
+     * NIC. Before, the channel woke once, nobody read, and the lease (here: never) was all that could end it. The
+     * WRITE completes only if the receiver's side reads it and answers.
+     */
+    @Test
+    void shouldGiveTheReadingBackWhenThePollerArmsAgainWithoutPolling() throws Exception
+    {
+        openWithChannel();
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+
+        final SendRequest write = new SendRequest().wrId(78).opcode(WrOpcode.RDMA_WRITE).flags(SendRequest.FLAG_SIGNALED)
+            .remoteAddress(target.address() + 16).rkey(target.rkey());
+        sendRegion.buffer().putLong(0, 0x1122334455667788L);
+        write.setSge(sendRegion, 0, 8);
+        assertThat(sender.postSend(write)).isZero();
+        // The paused poller: it sleeps, wakes, arms again, never polls.
+        final CompletionQueue senderCq = sender.sendCq();
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        int n;
+        while ((n = senderCq.poll(wc)) == 0)
+        {
+            assertThat(System.nanoTime() - deadline).as("the WRITE is answered").isNegative();
+            channel.await(TimeUnit.MILLISECONDS.toNanos(5));
+            receiverCq.requestNotify(false);
+        }
+        assertThat(n).isEqualTo(1);
+        assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+        assertThat(target.buffer().getLong(16)).isEqualTo(0x1122334455667788L);
+        assertThat(receiver.readOwner().pollerReading()).as("the NIC reads for a poller that does not poll").isFalse();
+        assertThat(receiver.readOwner().nicReads()).isGreaterThan(nicReadsBefore);
+
+        // Polling again takes the reading back at the next arming, and the socket wakes the channel again.
+        assertThat(receiverCq.poll(wc)).isZero();
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        postSend(1);
+        assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
+        awaitReceive(1);
+        awaitSendCompletion();
+    }
+
+    /**
+     * The NIC ends an RNR wait (a receive was posted) while the poller sleeps in its channel: watching the socket in
+     * the channel is turned back on by the NIC thread, and a select already blocked does not see a changed interest
+     * set. The channel must re-select, so that the bytes behind the frame that waited wake the poller; before the fix
+     * they waited for the poller's timeout and the NIC's idle select (seen as a send ring freed one slot per ~100 ms).
+     * The CQ is not armed, so no completion event can wake the channel: only the socket can.
+     */
+    @Test
+    void shouldWakeAPollerSleepingInItsChannelWhenTheNicEndsAnRnrWait() throws Exception
+    {
+        openWithChannel(VerbsConfig.defaults().withRnrRetryNanos(TimeUnit.SECONDS.toNanos(30)));
+        receiverCq.requestNotify(false);
+        assertThat(receiverCq.poll(wc)).isZero();
+        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        // Use up every posted receive without reposting.
+        for (int i = 0; i < SLOTS; i++)
+        {
+            postSend(i);
+            awaitReceiveNoRepost(i);
+            awaitSendCompletion();
+        }
+        // The next SEND finds no receive: reading stops (an RNR wait) with its frame read.
+        postSend(SLOTS);
+        awaitTrue(() ->
+        {
+            receiverCq.poll(wc);
+            return receiver.inboundRnrWaiting();
+        }, "the SEND waits for a receive");
+        postSend(SLOTS + 1); // stays in the socket: nobody reads while the wait lasts
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+        channel.await(0); // takes the event of the first completion (the CQ was armed once, at the start)
+
+        final CompletableFuture<Integer> woken = CompletableFuture.supplyAsync(() ->
+        {
+            try
+            {
+                return channel.await(TIMEOUT_NANOS);
+            }
+            catch (final IOException ex)
+            {
+                throw new IllegalStateException(ex);
+            }
+        });
+        awaitTrue(() -> ((TcpCompletionChannel)channel).waiting(), "the poller sleeps in its channel");
+        Thread.sleep(50); // into the selector's blocking select (the case the fix is for; passing earlier is fine too)
+        for (int i = 0; i < 2; i++)
+        {
+            recv.wrId(i).setSge(recvRegion, i * 64, 64);
+            receiver.postRecv(recv); // the NIC resumes the waiting SEND and watches the socket again
+        }
+        assertThat(woken.get(TIMEOUT_NANOS + TimeUnit.SECONDS.toNanos(5), TimeUnit.NANOSECONDS))
+            .as("the channel wakes for the bytes behind the SEND that waited (not its timeout)").isPositive();
+        awaitReceiveNoRepost(SLOTS);
+        awaitReceiveNoRepost(SLOTS + 1);
+        assertThat(receiver.readOwner().nicReads()).as("NIC wake-ups to read").isEqualTo(nicReadsBefore);
+        awaitSendCompletions(2);
+    }
+
     @Test
     void shouldLeaveAllReadingToTheNicWhenPollerReadsAreOff() throws Exception
     {
@@ -326,6 +437,19 @@ class TcpPollerReadsTest
         repost();
     }
 
+    /** As {@link #awaitReceive} without reposting the receive. */
+    private void awaitReceiveNoRepost(final int i)
+    {
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (receiverCq.poll(wc) == 0)
+        {
+            assertThat(System.nanoTime() - deadline).as("SEND %d arrives", i).isNegative();
+            Thread.yield();
+        }
+        assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+        assertThat(wc.immData(0)).isEqualTo(i);
+    }
+
     private void repost()
     {
         recv.wrId(wc.wrId(0)).setSge(recvRegion, (int)wc.wrId(0) * 64, 64);
@@ -344,6 +468,26 @@ class TcpPollerReadsTest
         }
         assertThat(n).isEqualTo(1);
         assertThat(wc.status(0)).isEqualTo(WcStatus.SUCCESS);
+    }
+
+    /** Polls the sender's CQ until {@code count} sends completed, all successfully (several may come in one poll). */
+    private void awaitSendCompletions(final int count)
+    {
+        final CompletionQueue cq = sender.sendCq();
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        int seen = 0;
+        while (seen < count)
+        {
+            final int n = cq.poll(wc);
+            for (int i = 0; i < n; i++)
+            {
+                assertThat(wc.status(i)).isEqualTo(WcStatus.SUCCESS);
+            }
+            seen += n;
+            assertThat(System.nanoTime() - deadline).as("%d sends complete", count).isNegative();
+            Thread.yield();
+        }
+        assertThat(seen).isEqualTo(count);
     }
 
     private static void awaitTrue(final BooleanSupplier condition, final String what)
