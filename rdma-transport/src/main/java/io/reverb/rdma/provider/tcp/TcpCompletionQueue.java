@@ -35,7 +35,7 @@ import org.agrona.collections.ArrayUtil;
  * the NIC's idle select, ~120 ms). The NIC also takes it back from a poller that stops polling without sleeping in
  * the channel ({@link TcpQueuePair#POLLER_LEASE_NANOS}), and from one whose reads found nothing
  * {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by system calls on every poll).
- * Opt-in with {@code -Dreverb.tcp.pollerReads=true} (off by default, see TcpVerbsContext).
+ * On by default; {@code -Dreverb.tcp.pollerReads=false} turns it off (see TcpVerbsContext).
  */
 final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, TcpCompletionChannel>
 {

@@ -44,16 +44,17 @@ final class TcpVerbsContext implements VerbsContext
     static final int MAX_RECV_WR = 1 << 20;
     /**
      * System property, read when a context opens: whether the poller of a receive CQ reads its QPs' sockets while it
-     * polls ({@link TcpCompletionQueue}); default false (all reading by the NIC thread): a full build once saw a
-     * peer's bytes left unread for ~100 ms at a time with it on (a missed hand-over between poller, channel and NIC,
-     * not found yet), so it is opt-in until that is fixed.
+     * polls ({@link TcpCompletionQueue}); default true. {@code false} leaves all reading to the NIC thread (one
+     * hand-over between threads per message). It was opt-in for a while because of a ~100 ms unread-socket stall;
+     * the cause (a poller that arms its CQ without polling it kept the reading) is fixed and tested
+     * (TcpPollerReadsTest).
      */
     static final String POLLER_READS_PROP = "reverb.tcp.pollerReads";
 
     private final TcpVerbsProvider provider;
     private final VerbsConfig config;
     private final TcpNic nic;
-    private final boolean pollerReads = Boolean.parseBoolean(System.getProperty(POLLER_READS_PROP, "false"));
+    private final boolean pollerReads = Boolean.parseBoolean(System.getProperty(POLLER_READS_PROP, "true"));
     private volatile long pollerLeaseNanos = TcpQueuePair.POLLER_LEASE_NANOS;
     private final AtomicInteger regionIndexes = new AtomicInteger();
     private final AtomicInteger qpNums = new AtomicInteger();

@@ -12,7 +12,7 @@
  * request in order, and produces completions into lock-free multi-producer CQs. While a receive CQ's poller keeps
  * polling, it reads its QPs' sockets itself and does all of that on its own thread (no hand-over between threads
  * per message); when it arms the CQ to sleep, the NIC thread reads again
- * ({@link io.reverb.rdma.provider.tcp.TcpCompletionQueue}; opt-in with {@code -Dreverb.tcp.pollerReads=true}: off by default until a missed hand-over seen once is found). The semantics
+ * ({@link io.reverb.rdma.provider.tcp.TcpCompletionQueue}; on by default; {@code -Dreverb.tcp.pollerReads=false} leaves all reading to the NIC thread). The semantics
  * (errors, RNR, flush on disconnect) are those of the shm provider, pinned by the conformance suite;
  * see {@link io.reverb.rdma.provider.tcp.TcpQueuePair} for the details.
  *

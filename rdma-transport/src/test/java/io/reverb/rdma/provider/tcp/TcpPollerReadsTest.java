@@ -122,7 +122,7 @@ class TcpPollerReadsTest
     @BeforeEach
     void pollerReadsOn()
     {
-        // opt-in (off by default): these tests are about the poller reading; the one about "off" sets false itself
+        // the default, set so that a -D of the build cannot change these tests; the one about "off" sets false itself
         System.setProperty(TcpVerbsContext.POLLER_READS_PROP, "true");
     }
 
