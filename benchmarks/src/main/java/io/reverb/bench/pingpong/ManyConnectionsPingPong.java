@@ -99,8 +99,8 @@ public final class ManyConnectionsPingPong
                     all.add(pinger.histogram);
                 }
             }
-            System.out.printf(Locale.ROOT, "%s %s connections=%d pollerReads=%s: %,.0f round trips/s, p50 %.1f us, "
-                + "p99 %.1f us, p99.9 %.1f us%n", scheme, mode, connections,
+            System.out.printf(Locale.ROOT, "%s %s connections=%d pollerReads=%s: %,.0f round trips/s, p50 %.1f us, " +
+                "p99 %.1f us, p99.9 %.1f us%n", scheme, mode, connections,
                 System.getProperty("reverb.tcp.pollerReads", "default"), roundTrips / elapsed,
                 all.getValueAtPercentile(50) / 1000.0, all.getValueAtPercentile(99) / 1000.0,
                 all.getValueAtPercentile(99.9) / 1000.0);

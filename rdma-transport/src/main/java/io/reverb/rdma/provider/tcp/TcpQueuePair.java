@@ -334,14 +334,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 // A write the socket refused before may go now: try it here rather than wait for the NIC's event.
                 writeBlocked = false;
-                // The poll after arming (the poller sleeps next): an ACK owed for what it read leaves now, as the NIC
-                // may sleep its idle time before timing a held one out; a refused write is left to the NIC's selector.
-                ackHold.flushNext(sleeping);
                 doWorkLocked(now);
-                ackHold.flushNext(false);
-                if (sleeping && writeBlocked)
+                if (sleeping && !socketClosed)
                 {
-                    nic.wake();
+                    beforeSleepLocked(now); // the poll after arming: nothing owed may wait for this poller
                 }
             }
             return read || transmitter.written() != writtenBefore;
@@ -421,22 +417,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             }
             reader.registerWithChannel(link.selectable(), this);
             updateReadInterest();
-            if (ackHold.pending() && !writeBlocked)
-            {
-                ackHold.flushNext(true);
-                try
-                {
-                    pumpTx(System.nanoTime());
-                }
-                finally
-                {
-                    ackHold.flushNext(false);
-                }
-            }
-            if (writeBlocked)
-            {
-                nic.wake();
-            }
+            beforeSleepLocked(System.nanoTime());
         }
         catch (final IOException ex)
         {
@@ -445,6 +426,30 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         finally
         {
             wire.unlock();
+        }
+    }
+
+    /**
+     * The poller sleeps next (wire held): a held ACK leaves now, as the NIC may sleep its whole idle time before
+     * timing it out, and a write the socket refused is left to the NIC, woken to watch for the socket to drain.
+     */
+    private void beforeSleepLocked(final long now) throws IOException
+    {
+        if (ackHold.pending() && !writeBlocked)
+        {
+            ackHold.flushNext(true);
+            try
+            {
+                pumpTx(now);
+            }
+            finally
+            {
+                ackHold.flushNext(false);
+            }
+        }
+        if (writeBlocked)
+        {
+            nic.wake();
         }
     }
 

@@ -1,6 +1,8 @@
 package io.reverb.rdma.provider.tcp;
 
 import java.io.IOException;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.SelectionKey;
 
@@ -139,13 +141,22 @@ final class TcpReadOwner
         if (watch != channelWatching && channelKey != null && channelKey.isValid())
         {
             channelWatching = watch;
-            channelKey.interestOps(watch ? SelectionKey.OP_READ : 0);
-            if (watch && channel.waiting())
+            try
             {
-                // A select already blocked does not see a changed interest set (java.nio.channels.SelectionKey):
-                // turned on by another thread (the NIC ending an RNR wait) while the poller sleeps, it must re-select,
-                // else the socket's bytes wait for the poller's timeout and the NIC's idle select.
-                channel.selector().wakeup();
+                channelKey.interestOps(watch ? SelectionKey.OP_READ : 0);
+                if (watch && channel.waiting())
+                {
+                    // A select already blocked does not see a changed interest set (java.nio.channels.SelectionKey):
+                    // turned on by another thread (the NIC ending an RNR wait) while the poller sleeps, it must
+                    // re-select, else the socket's bytes wait for the poller's timeout and the NIC's idle select.
+                    channel.selector().wakeup();
+                }
+            }
+            catch (final ClosedSelectorException | CancelledKeyException ex)
+            {
+                // The channel was closed meanwhile (on another thread): its poller sleeps there no more, and the
+                // caller (e.g. the QP going down) must not fail for it.
+                channelWatching = false;
             }
         }
     }
