@@ -120,9 +120,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.reader = new TcpReadOwner(recvCq.tcpChannel());
     }
 
-    // ------------------------------------------------------------------------------------------------
     // Posting (any thread)
-    // ------------------------------------------------------------------------------------------------
 
     @Override
     public int postSend(final SendRequest request)
@@ -260,9 +258,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         context.removed(this);
     }
 
-    // ------------------------------------------------------------------------------------------------
     // NIC thread
-    // ------------------------------------------------------------------------------------------------
 
     /** Registers the socket with the NIC's selector. */
     void register(final Selector selector) throws IOException
@@ -284,16 +280,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    // ------------------------------------------------------------------------------------------------
     // The receive CQ's poller (see TcpCompletionQueue)
-    // ------------------------------------------------------------------------------------------------
 
     /**
-     * The poller of this QP's receive CQ reads the socket itself, if the wire is free: what it reads is parsed and
-     * completed here, on its thread, with no hand-over to the NIC thread. The first call takes the reading over
-     * from the NIC (its selector stops watching the socket for input) until {@link #releaseReading()} or the lease
-     * runs out ({@value #POLLER_LEASE_NANOS} ns without a call, by default). Also writes what is staged, and answers owed.
-     * Non-blocking; waits for the wire only in the poll after arming (then yielding until its holder is done).
+     * The poller of this QP's receive CQ reads the socket itself: parsed and completed on its thread, no hand-over to
+     * the NIC. The first call takes the reading from the NIC until {@link #releaseReading()} or the lease runs out
+     * ({@value #POLLER_LEASE_NANOS} ns without a call). Also writes what is staged and answers owed. Non-blocking,
+     * but for the poll after arming, which yields until the wire's holder is done.
      *
      * @param sleeping whether the poller armed the CQ and sleeps in its completion channel after this poll
      * @return true if bytes were read or written
@@ -306,9 +299,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
             {
                 return false; // polled again soon
             }
-            // The poll after arming: the poller sleeps next, and only this poll re-arms the channel's watch of the
-            // socket (fired once). Skipped, nobody would watch it until the NIC's idle select and the lease ran out.
-            wire.lockYielding();
+            wire.lockYielding(); // only this poll re-arms the channel's watch (fired once); else nobody watches
         }
         try
         {
@@ -359,21 +350,19 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     void releaseReading()
     {
-        if (wire.tryLock())
-        {
-            try
-            {
-                releaseLocked();
-            }
-            finally
-            {
-                wire.unlock();
-            }
-        }
-        else
+        if (!wire.tryLock())
         {
             reader.requestRelease();
             nic.wakeNow();
+            return;
+        }
+        try
+        {
+            releaseLocked();
+        }
+        finally
+        {
+            wire.unlock();
         }
     }
 
@@ -383,24 +372,22 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     void channelKeyFired()
     {
-        if (wire.tryLock())
+        if (!wire.tryLock())
         {
-            try
-            {
-                reader.channelFired();
-                updateReadInterest();
-            }
-            finally
-            {
-                wire.unlock();
-            }
+            return; // the watch stays on: the channel wakes the poller again until it reads
+        }
+        try
+        {
+            reader.channelFired();
+            updateReadInterest();
+        }
+        finally
+        {
+            wire.unlock();
         }
     }
 
-    /**
-     * The poller armed the receive CQ and goes to sleep in its channel, still holding the reading: a held ACK leaves
-     * now, and a write the socket refused is left to the NIC, which waits for the socket to take it. Never waits.
-     */
+    /** The poller armed the receive CQ and sleeps in its channel, still reading: see beforeSleepLocked. Never waits. */
     void beforePollerSleeps()
     {
         if (!wire.tryLock())
@@ -430,22 +417,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     }
 
     /**
-     * The poller sleeps next (wire held): a held ACK leaves now, as the NIC may sleep its whole idle time before
-     * timing it out, and a write the socket refused is left to the NIC, woken to watch for the socket to drain.
+     * The poller sleeps next (wire held): a held ACK leaves now (the NIC may sleep its idle time before timing it out),
+     * and a write the socket refused is left to the NIC, woken to watch for the socket to drain.
      */
     private void beforeSleepLocked(final long now) throws IOException
     {
         if (ackHold.pending() && !writeBlocked)
         {
             ackHold.flushNext(true);
-            try
-            {
-                pumpTx(now);
-            }
-            finally
-            {
-                ackHold.flushNext(false);
-            }
+            pumpTx(now); // throws only when the peer is gone: then holding no longer matters
+            ackHold.flushNext(false);
         }
         if (writeBlocked)
         {
@@ -650,14 +631,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         completeReceive(wrId, status, opcode, byteLen, imm, flags, false);
     }
 
-    void completeReceive(
-        final long wrId,
-        final WcStatus status,
-        final WcOpcode opcode,
-        final int byteLen,
-        final int imm,
-        final int flags,
-        final boolean solicited)
+    void completeReceive(final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm,
+        final int flags, final boolean solicited)
     {
         if (status != WcStatus.SUCCESS)
         {

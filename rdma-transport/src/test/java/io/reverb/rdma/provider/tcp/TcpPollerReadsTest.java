@@ -245,9 +245,7 @@ class TcpPollerReadsTest
     {
         openWithChannel();
         // An EVENT poller: it never spins, it arms at once; the poll after arming takes the reading over.
-        receiverCq.requestNotify(false);
-        assertThat(receiverCq.poll(wc)).isZero();
-        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        armAndTakeReadingOver();
         final long nicReadsBefore = receiver.readOwner().nicReads();
 
         for (int i = 0; i < 100; i++)
@@ -268,8 +266,7 @@ class TcpPollerReadsTest
     void shouldWakeTheChannelOnceForASocketItsPollerDoesNotRead() throws Exception
     {
         openWithChannel();
-        receiverCq.requestNotify(false);
-        assertThat(receiverCq.poll(wc)).isZero();
+        armAndTakeReadingOver();
         postSend(5);
         assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
 
@@ -293,9 +290,7 @@ class TcpPollerReadsTest
     void shouldGiveTheReadingBackWhenThePollerArmsAgainWithoutPolling() throws Exception
     {
         openWithChannel();
-        receiverCq.requestNotify(false);
-        assertThat(receiverCq.poll(wc)).isZero();
-        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        armAndTakeReadingOver();
         final long nicReadsBefore = receiver.readOwner().nicReads();
 
         final SendRequest write = new SendRequest().wrId(78).opcode(WrOpcode.RDMA_WRITE).flags(SendRequest.FLAG_SIGNALED)
@@ -321,9 +316,7 @@ class TcpPollerReadsTest
 
         // Polling again takes the reading back at the next arming, and the socket wakes the channel again.
         assertThat(receiverCq.poll(wc)).isZero();
-        receiverCq.requestNotify(false);
-        assertThat(receiverCq.poll(wc)).isZero();
-        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        armAndTakeReadingOver();
         postSend(1);
         assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
         awaitReceive(1);
@@ -341,9 +334,7 @@ class TcpPollerReadsTest
     void shouldWakeAPollerSleepingInItsChannelWhenTheNicEndsAnRnrWait() throws Exception
     {
         openWithChannel(VerbsConfig.defaults().withRnrRetryNanos(TimeUnit.SECONDS.toNanos(30)));
-        receiverCq.requestNotify(false);
-        assertThat(receiverCq.poll(wc)).isZero();
-        assertThat(receiver.readOwner().pollerReading()).isTrue();
+        armAndTakeReadingOver();
         // Use up every posted receive without reposting.
         for (int i = 0; i < SLOTS; i++)
         {
@@ -401,6 +392,22 @@ class TcpPollerReadsTest
         }
         assertThat(receiver.readOwner().pollerReading()).isFalse();
         assertThat(receiver.readOwner().nicReads()).isPositive();
+    }
+
+    /**
+     * An EVENT poller's first sleep: arm, poll (the poll after arming takes the reading over), repeated until the QP
+     * is attached to its CQ as a reader (the NIC thread attaches it when it registers the socket, asynchronously).
+     */
+    private void armAndTakeReadingOver()
+    {
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        do
+        {
+            assertThat(System.nanoTime() - deadline).as("the poller takes the reading over").isNegative();
+            receiverCq.requestNotify(false);
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+        while (!receiver.readOwner().pollerReading());
     }
 
     /** Polls the idle receive CQ until its poller reads the socket. */
