@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.tcp;
 
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -14,6 +15,9 @@ import java.util.concurrent.locks.LockSupport;
 final class TcpWireLock
 {
     private final AtomicReference<Thread> owner = new AtomicReference<>();
+    private static final AtomicReferenceFieldUpdater<TcpWireLock, Thread> WAITER =
+        AtomicReferenceFieldUpdater.newUpdater(TcpWireLock.class, Thread.class, "waiter");
+
     private volatile Thread waiter;
     private int holds;
 
@@ -42,15 +46,12 @@ final class TcpWireLock
             return;
         }
         final Thread me = Thread.currentThread();
-        if (waiter != null)
+        if (!WAITER.compareAndSet(this, null, me))
         {
-            while (!tryLock())
-            {
-                Thread.yield();
-            }
+            // Another thread parks already (only one can: unlock() unparks one): this one yields.
+            lockYielding();
             return;
         }
-        waiter = me;
         // Dekker with unlock(): the waiter is published before the lock is tried again, and unlock() frees the lock
         // before it reads the waiter; so either this try succeeds or unlock() unparks.
         while (!tryLock())
