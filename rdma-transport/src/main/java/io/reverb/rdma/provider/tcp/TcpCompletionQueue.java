@@ -200,18 +200,22 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         reading = true;
         final long now = System.nanoTime();
         boolean read = false;
+        boolean tried = false;
         // Armed: this is the poll that follows arming, before the poller sleeps in the channel.
         final boolean sleeping = channel != null && armed.get() != DISARMED;
         for (final TcpQueuePair qp : readers)
         {
             read |= qp.pollSocket(now, sleeping);
+            tried |= !qp.readOwner().wireTakenAtPoll();
         }
+        // A poll that found every wire taken read nothing and says nothing of idleness: else a NIC thread preempted
+        // while holding one made a spinning poller count 1,024 "idle" reads in microseconds and stop reading.
         if (read)
         {
             idleReads = 0;
             movedData = true;
         }
-        else if (++idleReads >= RELEASE_AFTER_IDLE_READS)
+        else if (tried && ++idleReads >= RELEASE_AFTER_IDLE_READS)
         {
             // An idle connection: the NIC watches it again, and this CQ reads no more until a completion comes.
             releaseReaders();

@@ -293,13 +293,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     boolean pollSocket(final long now, final boolean sleeping)
     {
-        if (!wire.tryLock())
+        // The poll after arming waits for the wire: only it re-arms the channel's watch (fired once).
+        final boolean locked = wire.tryLockOrYield(sleeping);
+        reader.wireTakenAtPoll(!locked);
+        if (!locked)
         {
-            if (!sleeping)
-            {
-                return false; // polled again soon
-            }
-            wire.lockYielding(); // only this poll re-arms the channel's watch (fired once); else nobody watches
+            return false; // polled again soon
         }
         try
         {

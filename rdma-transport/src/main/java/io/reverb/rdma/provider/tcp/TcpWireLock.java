@@ -74,6 +74,23 @@ final class TcpWireLock
         }
     }
 
+    /**
+     * @param wait whether to wait ({@link #lockYielding()}) if the lock is taken
+     * @return true if the calling thread now holds the lock (always, with {@code wait})
+     */
+    boolean tryLockOrYield(final boolean wait)
+    {
+        if (tryLock())
+        {
+            return true;
+        }
+        if (wait)
+        {
+            lockYielding();
+        }
+        return wait;
+    }
+
     void unlock()
     {
         if (--holds > 0)

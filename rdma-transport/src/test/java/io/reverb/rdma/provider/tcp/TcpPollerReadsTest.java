@@ -18,7 +18,9 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -217,6 +219,55 @@ class TcpPollerReadsTest
         awaitReceive(3);
         awaitSendCompletion();
         takeReadingOver();
+    }
+
+    /**
+     * Polls that find the QP's wire taken (the NIC thread at work on it, or preempted while holding it) read nothing
+     * and say nothing of idleness: before, a spinning poller counted each as an idle read, gave the socket back after
+     * 1,024 of them (microseconds) and stopped reading until a completion came.
+     */
+    @Test
+    void shouldNotCountPollsThatFindTheWireTakenAsIdleReads() throws Exception
+    {
+        open(NO_LEASE_END);
+        takeReadingOver();
+        final Field field = TcpQueuePair.class.getDeclaredField("wire");
+        field.setAccessible(true);
+        final TcpWireLock wire = (TcpWireLock)field.get(receiver);
+        final CountDownLatch held = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        final Thread holder = new Thread(() ->
+        {
+            wire.lockYielding();
+            held.countDown();
+            try
+            {
+                release.await();
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            finally
+            {
+                wire.unlock();
+            }
+        }, "wire-holder");
+        holder.start();
+        assertThat(held.await(20, TimeUnit.SECONDS)).isTrue();
+        for (int i = 0; i < 2 * TcpCompletionQueue.RELEASE_AFTER_IDLE_READS; i++)
+        {
+            assertThat(receiverCq.poll(wc)).isZero();
+        }
+        assertThat(receiver.readOwner().pollerReading()).as("still the poller's").isTrue();
+        release.countDown();
+        holder.join(TimeUnit.SECONDS.toMillis(20));
+
+        final long nicReadsBefore = receiver.readOwner().nicReads();
+        postSend(1);
+        awaitReceive(1);
+        awaitSendCompletion();
+        assertThat(receiver.readOwner().nicReads()).as("read by the poller, not the NIC").isEqualTo(nicReadsBefore);
     }
 
     @Test
