@@ -205,8 +205,9 @@ final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, 
         final boolean sleeping = channel != null && armed.get() != DISARMED;
         for (final TcpQueuePair qp : readers)
         {
-            read |= qp.pollSocket(now, sleeping);
-            tried |= !qp.readOwner().wireTakenAtPoll();
+            final int polled = qp.pollSocket(now, sleeping);
+            read |= polled == TcpQueuePair.POLL_MOVED;
+            tried |= polled != TcpQueuePair.POLL_WIRE_TAKEN;
         }
         // A poll that found every wire taken read nothing and says nothing of idleness: else a NIC thread preempted
         // while holding one made a spinning poller count 1,024 "idle" reads in microseconds and stop reading.

@@ -50,6 +50,10 @@ import org.slf4j.LoggerFactory;
  */
 final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompletionQueue>
 {
+    /** {@link #pollSocket} results; POLL_WIRE_TAKEN: another thread held the wire, which says nothing of idleness. */
+    static final int POLL_WIRE_TAKEN = -1;
+    static final int POLL_IDLE = 0;
+    static final int POLL_MOVED = 1;
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     /**
      * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
@@ -289,22 +293,19 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * but for the poll after arming, which yields until the wire's holder is done.
      *
      * @param sleeping whether the poller armed the CQ and sleeps in its completion channel after this poll
-     * @return true if bytes were read or written
+     * @return {@link #POLL_MOVED} (bytes read or written), {@link #POLL_IDLE} or {@link #POLL_WIRE_TAKEN} (not tried)
      */
-    boolean pollSocket(final long now, final boolean sleeping)
+    int pollSocket(final long now, final boolean sleeping)
     {
-        // The poll after arming waits for the wire: only it re-arms the channel's watch (fired once).
-        final boolean locked = wire.tryLockOrYield(sleeping);
-        reader.wireTakenAtPoll(!locked);
-        if (!locked)
+        if (!wire.tryLockOrYield(sleeping)) // the poll after arming waits: only it re-arms the channel's watch
         {
-            return false; // polled again soon
+            return POLL_WIRE_TAKEN; // polled again soon
         }
         try
         {
             if (socketClosed || down)
             {
-                return false;
+                return POLL_IDLE;
             }
             final boolean taken = reader.polled(now);
             if (sleeping)
@@ -330,12 +331,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                     beforeSleepLocked(now); // the poll after arming: nothing owed may wait for this poller
                 }
             }
-            return read || transmitter.written() != writtenBefore;
+            return read || transmitter.written() != writtenBefore ? POLL_MOVED : POLL_IDLE;
         }
         catch (final IOException ex)
         {
             peerGone();
-            return true;
+            return POLL_MOVED;
         }
         finally
         {

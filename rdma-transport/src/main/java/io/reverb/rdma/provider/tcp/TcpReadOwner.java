@@ -37,25 +37,10 @@ final class TcpReadOwner
     /** NIC wake-ups to read this socket (written by the NIC under the wire lock; tests read it). */
     private volatile long nicReads;
 
-    /** Poller thread only: its last poll of the socket found the wire taken, and did not read. */
-    private boolean wireTakenAtPoll;
-
     /** @param channel the receive CQ's completion channel, or null */
     TcpReadOwner(final TcpCompletionChannel channel)
     {
         this.channel = channel;
-    }
-
-    /** Poller thread: records whether its poll found the wire taken (and so read nothing). */
-    void wireTakenAtPoll(final boolean taken)
-    {
-        wireTakenAtPoll = taken;
-    }
-
-    /** @return true if the poller's last poll found the wire taken and read nothing (poller thread) */
-    boolean wireTakenAtPoll()
-    {
-        return wireTakenAtPoll;
     }
 
     boolean pollerReading()

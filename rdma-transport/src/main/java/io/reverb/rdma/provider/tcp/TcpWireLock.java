@@ -14,10 +14,10 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class TcpWireLock
 {
-    private final AtomicReference<Thread> owner = new AtomicReference<>();
     private static final AtomicReferenceFieldUpdater<TcpWireLock, Thread> WAITER =
         AtomicReferenceFieldUpdater.newUpdater(TcpWireLock.class, Thread.class, "waiter");
 
+    private final AtomicReference<Thread> owner = new AtomicReference<>();
     private volatile Thread waiter;
     private int holds;
 
