@@ -54,13 +54,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * (a frozen or killed process) is {@link CallerGoneTest}'s.
  *
  * <p>Counts, never times: deadlines are short (300 ms) and the calls are warm, but a call whose deadline passes
- * before it reaches the server is simply not counted (its handler never starts); each run asserts that some did.
+ * before it reaches the server is simply not counted (its handler never starts); each case asserts that some did,
+ * running its calls again (at most five rounds) while none did.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class CallEndReachesServerTest
 {
     private static final int PER_SHAPE = 2;
     private static final int SHAPES = 4;
+    private static final int ROUNDS = 5;
     private static final Duration DEADLINE = Duration.ofMillis(300);
     private static final AtomicInteger IDS = new AtomicInteger();
 
@@ -131,21 +133,22 @@ class CallEndReachesServerTest
             recorder = service.recorder;
             target = startNativeServer(transport, service);
         }
-        final List<CompletableFuture<StatusCode>> outcomes;
-        if ("grpc".equals(clientKind))
-        {
-            outcomes = grpcCalls(grpcChannel(transport, target), recorder, ending);
-        }
-        else
-        {
-            outcomes = nativeCalls(nativeChannel(target, ending), recorder, ending);
-        }
+        final ManagedChannel grpcChannel = "grpc".equals(clientKind) ? grpcChannel(transport, target) : null;
+        final RpcChannel nativeChannel = "native".equals(clientKind) ? nativeChannel(target, ending) : null;
         final StatusCode expected = ending == Ending.CLIENT_CANCEL ? StatusCode.CANCELLED : StatusCode.DEADLINE_EXCEEDED;
-        for (final CompletableFuture<StatusCode> outcome : outcomes)
+        // a round in which no call reached its handler before the deadline (a machine loaded enough) asserts nothing
+        // either way: it is run again, at most ROUNDS times
+        List<Handler> handlers = List.of();
+        for (int round = 1; round <= ROUNDS && handlers.isEmpty(); round++)
         {
-            assertThat(outcome.get(30, TimeUnit.SECONDS)).as("the client's status").isEqualTo(expected);
+            final List<CompletableFuture<StatusCode>> outcomes = grpcChannel != null ?
+                grpcCalls(grpcChannel, recorder, ending) : nativeCalls(nativeChannel, recorder, ending);
+            for (final CompletableFuture<StatusCode> outcome : outcomes)
+            {
+                assertThat(outcome.get(30, TimeUnit.SECONDS)).as("the client's status").isEqualTo(expected);
+            }
+            handlers = recorder.awaitEnded();
         }
-        final List<Handler> handlers = recorder.awaitEnded();
         if (ending == Ending.CLIENT_CANCEL)
         {
             assertThat(handlers).as("every call's handler started before the client cancelled")

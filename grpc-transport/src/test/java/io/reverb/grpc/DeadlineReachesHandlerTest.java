@@ -49,6 +49,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class DeadlineReachesHandlerTest
 {
     private static final int CALLS = 32;
+    private static final int ROUNDS = 5;
     private static final AtomicInteger IDS = new AtomicInteger();
 
     private Server server;
@@ -83,6 +84,24 @@ class DeadlineReachesHandlerTest
         final EchoGrpc.EchoBlockingStub stub = EchoGrpc.newBlockingStub(channel);
         // connected and warm, so that the calls below reach the server before their short deadline
         assertThat(stub.unary(EchoRequest.getDefaultInstance())).isEqualTo(EchoReply.getDefaultInstance());
+        // a round in which no call reached its handler before the deadline (a machine loaded enough) asserts nothing
+        // either way: it is run again, at most ROUNDS times
+        List<Handler> handlers = List.of();
+        for (int round = 1; round <= ROUNDS && handlers.isEmpty(); round++)
+        {
+            callsWithDeadline(stub);
+            // every handler that started ends, one way or the other (a call whose deadline passed before it reached
+            // the server may never start one); then count which way
+            handlers = service.awaitEnded();
+        }
+        assertThat(handlers).as("handlers started").isNotEmpty();
+        assertThat(handlers).as("handlers told the call completed").noneMatch(h -> h.completed);
+        assertThat(handlers).as("handlers told of the cancellation").allMatch(h -> h.cancelled);
+        assertThat(handlers).as("handlers whose Context was cancelled").allMatch(h -> h.contextCancelled);
+    }
+
+    private static void callsWithDeadline(final EchoGrpc.EchoBlockingStub stub) throws Exception
+    {
         final ExecutorService callers = Executors.newFixedThreadPool(CALLS);
         try
         {
@@ -116,13 +135,6 @@ class DeadlineReachesHandlerTest
         {
             callers.shutdownNow();
         }
-        // every handler that started ends, one way or the other (a call whose deadline passed before it reached the
-        // server may never start one); then count which way
-        final List<Handler> handlers = service.awaitEnded();
-        assertThat(handlers).as("handlers started").isNotEmpty();
-        assertThat(handlers).as("handlers told the call completed").noneMatch(h -> h.completed);
-        assertThat(handlers).as("handlers told of the cancellation").allMatch(h -> h.cancelled);
-        assertThat(handlers).as("handlers whose Context was cancelled").allMatch(h -> h.contextCancelled);
     }
 
     private void start(final String transport, final SlowService service) throws Exception
