@@ -9,7 +9,6 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
-import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.EndRecordingServices.Handler;
 import io.reverb.grpc.EndRecordingServices.Recorder;
 import io.reverb.grpc.test.EchoGrpc;
@@ -17,6 +16,7 @@ import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
 import io.reverb.grpc.test.EchoRpc;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.StatusCode;
 import org.junit.jupiter.api.AfterEach;
@@ -26,7 +26,6 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 import java.net.InetSocketAddress;
@@ -273,8 +272,9 @@ class CallEndReachesServerTest
     {
         final CompletableFuture<StatusCode> outcome = new CompletableFuture<>();
         outcomes.add(outcome);
-        return call.subscribe(r -> { }, e -> outcome.complete(StatusCode.fromValue(
-            io.reverb.rpc.Status.fromThrowable(e).code().value())), () -> outcome.complete(StatusCode.OK));
+        return call.subscribe(r -> { }, e -> outcome.complete(
+            e instanceof RpcException ? ((RpcException)e).status().code() : StatusCode.UNKNOWN),
+            () -> outcome.complete(StatusCode.OK));
     }
 
     // ------------------------------------------------------------------------------------------------ setup

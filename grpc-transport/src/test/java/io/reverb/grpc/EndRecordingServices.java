@@ -111,8 +111,9 @@ final class EndRecordingServices
         }
 
         /**
-         * @return the handlers started so far, once each has ended and its context was cancelled; handlers that start meanwhile are waited for
-         * too. After a safety net of 30 s it returns what it has (the caller's assertions say which did not end).
+         * @return the handlers started so far, once each has ended and its context was cancelled; handlers that start
+         * meanwhile are waited for too. After a safety net of 30 s it returns what it has (the caller's assertions
+         * say which did not end).
          * @throws InterruptedException if interrupted.
          */
         List<Handler> awaitEnded() throws InterruptedException
