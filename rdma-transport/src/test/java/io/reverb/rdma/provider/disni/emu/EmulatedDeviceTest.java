@@ -5,6 +5,8 @@ import static io.reverb.rdma.provider.disni.emu.EmuHost.sge;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.ibm.disni.util.MemBuf;
+import com.ibm.disni.util.MemoryUtils;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.IbvWC;
@@ -12,8 +14,14 @@ import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaConnParam;
+import com.ibm.disni.verbs.SVCPostSend;
+import com.ibm.disni.verbs.impl.NatIbvRecvWR;
+import com.ibm.disni.verbs.impl.NatIbvSendWR;
+import com.ibm.disni.verbs.impl.NatIbvSge;
+import com.ibm.disni.verbs.impl.SockAddrIn;
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -98,13 +106,13 @@ class EmulatedDeviceTest
     void shouldMakeDisniAdoptTheSizesOfRdmaCore44AndReadItsWorkRequestsAtTheRightOffsets() throws Exception
     {
         // DiSNi adopted the native sizes (its "size mismatch" warnings: 72 -> 128 and 28 -> 16).
-        assertThat(com.ibm.disni.verbs.impl.NatIbvSendWR.CSIZE).isEqualTo(VerbsLayout.SEND_WR_SIZE).isEqualTo(128);
-        assertThat(com.ibm.disni.verbs.impl.SockAddrIn.CSIZE).isEqualTo(VerbsLayout.SOCKADDR_IN_SIZE).isEqualTo(16);
-        assertThat(com.ibm.disni.verbs.impl.NatIbvRecvWR.CSIZE).isEqualTo(VerbsLayout.RECV_WR_SIZE);
-        assertThat(com.ibm.disni.verbs.impl.NatIbvSge.CSIZE).isEqualTo(VerbsLayout.SGE_SIZE);
+        assertThat(NatIbvSendWR.CSIZE).isEqualTo(VerbsLayout.SEND_WR_SIZE).isEqualTo(128);
+        assertThat(SockAddrIn.CSIZE).isEqualTo(VerbsLayout.SOCKADDR_IN_SIZE).isEqualTo(16);
+        assertThat(NatIbvRecvWR.CSIZE).isEqualTo(VerbsLayout.RECV_WR_SIZE);
+        assertThat(NatIbvSge.CSIZE).isEqualTo(VerbsLayout.SGE_SIZE);
         assertThat(IbvWC.CSIZE).isEqualTo(VerbsLayout.WC_SIZE);
-        assertThat(com.ibm.disni.verbs.impl.NatIbvSendWR.REMOTEADDR_OFFSET).isEqualTo(VerbsLayout.SEND_WR_REMOTE_ADDR);
-        assertThat(com.ibm.disni.verbs.impl.NatIbvSendWR.RKEY_OFFSET).isEqualTo(VerbsLayout.SEND_WR_RKEY);
+        assertThat(NatIbvSendWR.REMOTEADDR_OFFSET).isEqualTo(VerbsLayout.SEND_WR_REMOTE_ADDR);
+        assertThat(NatIbvSendWR.RKEY_OFFSET).isEqualTo(VerbsLayout.SEND_WR_RKEY);
 
         // What DiSNi's NatPostSendCall writes, read back at the offsets the emulated device reads.
         connect(7);
@@ -114,10 +122,10 @@ class EmulatedDeviceTest
         first.getRdma().setRemote_addr(address(serverMr) + 16);
         first.getRdma().setRkey(serverMr.getRkey());
         final IbvSendWR second = sendWr(42, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 7, clientMr.getLkey()));
-        final com.ibm.disni.verbs.SVCPostSend call = client.qp.postSend(List.of(first, second), null);
-        final java.lang.reflect.Field cmdField = call.getClass().getDeclaredField("cmd");
+        final SVCPostSend call = client.qp.postSend(List.of(first, second), null);
+        final Field cmdField = call.getClass().getDeclaredField("cmd");
         cmdField.setAccessible(true);
-        final long cmd = ((com.ibm.disni.util.MemBuf)cmdField.get(call)).address();
+        final long cmd = ((MemBuf)cmdField.get(call)).address();
         assertThat(UnsafeApi.getLong(cmd + VerbsLayout.SEND_WR_ID)).isEqualTo(0x1122_3344_5566_7788L);
         assertThat(UnsafeApi.getLong(cmd + VerbsLayout.SEND_WR_NEXT)).isEqualTo(cmd + VerbsLayout.SEND_WR_SIZE);
         assertThat(UnsafeApi.getInt(cmd + VerbsLayout.SEND_WR_NUM_SGE)).isEqualTo(2);
@@ -225,7 +233,7 @@ class EmulatedDeviceTest
         client.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_RESOLVED);
         final ByteBuffer data = ByteBuffer.allocateDirect(57);
         final RdmaConnParam param = new RdmaConnParam();
-        param.setPrivate_data(com.ibm.disni.util.MemoryUtils.getAddress(data));
+        param.setPrivate_data(MemoryUtils.getAddress(data));
         param.setPrivate_data_len((byte)57);
         assertThatThrownBy(() -> client.id.connect(param)).isInstanceOf(IOException.class)
             .hasMessageContaining("rdma_connect failed: Invalid argument");
@@ -286,7 +294,8 @@ class EmulatedDeviceTest
     {
         connect(7);
         serverBuf.putLong(512, 0x5eed_5eed_5eedL);
-        final IbvSendWR read = sendWr(9, IbvSendWR.IBV_WR_RDMA_READ, SIGNALED, sge(address(clientMr) + 64, 8, clientMr.getLkey()));
+        final IbvSendWR read = sendWr(9, IbvSendWR.IBV_WR_RDMA_READ, SIGNALED, sge(address(clientMr) + 64, 8,
+            clientMr.getLkey()));
         read.getRdma().setRemote_addr(address(serverMr) + 512);
         read.getRdma().setRkey(serverMr.getRkey());
         client.postSend(read);
@@ -391,7 +400,8 @@ class EmulatedDeviceTest
         }
         for (int i = 0; i < 8; i++)
         {
-            client.postSend(sendWr(i, IbvSendWR.IBV_WR_SEND, i == 7 ? SIGNALED : 0, sge(address(clientMr), 8, clientMr.getLkey())));
+            client.postSend(sendWr(i, IbvSendWR.IBV_WR_SEND, i == 7 ? SIGNALED : 0, sge(address(clientMr), 8,
+                clientMr.getLkey())));
         }
         assertThatThrownBy(() -> client.postSend(sendWr(8, IbvSendWR.IBV_WR_SEND, SIGNALED,
             sge(address(clientMr), 8, clientMr.getLkey())))).isInstanceOf(IOException.class)

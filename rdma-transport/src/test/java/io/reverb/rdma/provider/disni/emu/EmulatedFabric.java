@@ -614,7 +614,8 @@ public final class EmulatedFabric
         synchronized (lock)
         {
             final Pd pd = get(pdHandle, Pd.class, "ibv_reg_mr");
-            final boolean remoteWriteOrAtomic = (access & (VerbsLayout.ACCESS_REMOTE_WRITE | VerbsLayout.ACCESS_REMOTE_ATOMIC)) != 0;
+            final int remoteWriteOrAtomicBits = VerbsLayout.ACCESS_REMOTE_WRITE | VerbsLayout.ACCESS_REMOTE_ATOMIC;
+            final boolean remoteWriteOrAtomic = (access & remoteWriteOrAtomicBits) != 0;
             if (length < 0 || address == 0 || (remoteWriteOrAtomic && (access & VerbsLayout.ACCESS_LOCAL_WRITE) == 0) ||
                 (access & ~0xf) != 0)
             {
