@@ -21,6 +21,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
@@ -45,6 +46,9 @@ public final class EmulatedFabric
     static final int MAX_INLINE_DATA = 256;
     static final int RNR_TIMER_MS = 655;
     static final int INFINITE_RNR_RETRY = 7;
+    /** System property: the most an rdma_cm event is delayed, in ms (0: delivered at once). */
+    public static final String CM_JITTER_PROP = "reverb.disni.emulated.cmJitterMs";
+    static final int DEFAULT_CM_JITTER_MS = 3;
 
     final Object lock = new Object();
     final QpEngine engine = new QpEngine(this);
@@ -63,6 +67,7 @@ public final class EmulatedFabric
     private final Map<Long, CmId> listeners = new HashMap<>();
     private final Map<Long, CmId> boundPorts = new HashMap<>();
     private int nextPort = 33_000;
+    private final int cmJitterMs = Integer.getInteger(CM_JITTER_PROP, DEFAULT_CM_JITTER_MS);
 
     private EmulatedFabric()
     {
@@ -215,12 +220,48 @@ public final class EmulatedFabric
         return type.ordinal();
     }
 
+    /**
+     * Queues an rdma_cm event. Events reach their channel asynchronously, as from the kernel: after a random delay
+     * of up to {@value #CM_JITTER_PROP} ms (default {@value #DEFAULT_CM_JITTER_MS}; 0 delivers at once), in order
+     * per channel, so that both orders of an event and what the application does meanwhile (its side-channel
+     * handshake, say) occur. An event whose id (or listener) is destroyed meanwhile is dropped, as the kernel
+     * purges them; a connect request whose listener went away is rejected instead.
+     */
     void post(final CmId id, final RdmaCmEvent.EventType type, final CmId listenId)
     {
-        if (!id.destroyed && !id.channel.destroyed)
+        final long[] event = {event(type), listenId == null ? -1 : listenId.handle, id.handle};
+        if (cmJitterMs <= 0)
         {
-            id.channel.events.add(new long[] {event(type), listenId == null ? -1 : listenId.handle, id.handle});
+            deliver(id, listenId, event);
+            return;
         }
+        // Each timer task delivers the channel's oldest pending event, not its own: order holds whatever fires first.
+        id.channel.pending.add(new Object[] {id, listenId, event});
+        timer.schedule(() ->
+        {
+            synchronized (lock)
+            {
+                final Object[] next = id.channel.pending.poll();
+                if (next != null)
+                {
+                    deliver((CmId)next[0], (CmId)next[1], (long[])next[2]);
+                }
+            }
+        }, (long)(Math.random() * cmJitterMs * 1_000_000L), TimeUnit.NANOSECONDS);
+    }
+
+    private void deliver(final CmId id, final CmId listenId, final long[] event)
+    {
+        if (id.destroyed || id.channel.destroyed)
+        {
+            return;
+        }
+        if (listenId != null && listenId.destroyed)
+        {
+            destroyId(id);
+            return;
+        }
+        id.channel.events.add(event);
     }
 
     EventChannel createEventChannel()
