@@ -75,7 +75,7 @@ final class DisniVerbsContext implements VerbsContext
     private volatile String deviceName;
     private volatile boolean closed;
 
-    private DisniVerbsContext(
+    DisniVerbsContext(
         final DisniVerbsProvider provider,
         final VerbsConfig config,
         final RdmaEventChannel eventChannel,
