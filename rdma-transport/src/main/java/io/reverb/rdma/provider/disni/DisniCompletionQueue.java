@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * an SPI channel, an event pump thread waits on it, acknowledges every event on this CQ at once and signals the
  * SPI channel. The pump starts on the first {@link #requestNotify(boolean)}: a busy-polling engine never arms
  * its CQs, so it runs no pump threads at all. A running pump wakes every {@value #PUMP_POLL_MS} ms to check
- * whether the CQ is closing (DiSNi's native wait cannot be interrupted).
+ * whether the CQ is closing (DiSNi's native wait cannot be interrupted). {@link #close()} never waits for it: a CQ
+ * closed while its pump runs is destroyed by the pump when its native wait returns.
  *
  * <p>Polling and tear-down are serialised on one lock so that a poll never touches a destroyed CQ
  * (that would be a native use-after-free); uncontended, as the SPI has one poller per CQ.
@@ -64,6 +65,8 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
     private final SVCReqNotify notifyAny;
     private final SVCReqNotify notifySolicited;
     private volatile Thread pump;
+    /** Guarded by {@link #lock}: the pump thread has started and not yet left; it then destroys a closed CQ. */
+    private boolean pumpRunning;
     private IbvWC[] wcs;
     private SVCPollCq pollCall;
     private volatile Member soleQueuePair;
@@ -127,12 +130,35 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
 
     private void startPump()
     {
+        pumpRunning = true;
         pump = new Thread(this::pumpEvents, context.name() + "-cq-events");
         pump.setDaemon(true);
         pump.start();
     }
 
     private void pumpEvents()
+    {
+        try
+        {
+            pumpUntilClosed();
+        }
+        finally
+        {
+            final boolean destroyHere;
+            synchronized (lock)
+            {
+                pumpRunning = false;
+                destroyHere = !open;
+            }
+            if (destroyHere)
+            {
+                // Closed while this thread was in its native wait: the CQ was left for it to destroy.
+                destroyNative();
+            }
+        }
+    }
+
+    private void pumpUntilClosed()
     {
         while (open)
         {
@@ -335,6 +361,7 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
     @Override
     public void close()
     {
+        final boolean destroyHere;
         synchronized (lock)
         {
             if (!open)
@@ -342,21 +369,6 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
                 return;
             }
             open = false;
-        }
-        final Thread toJoin = pump;
-        if (toJoin != null)
-        {
-            try
-            {
-                toJoin.join(PUMP_POLL_MS * 4L);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-            }
-        }
-        synchronized (lock)
-        {
             if (pollCall != null)
             {
                 pollCall.free();
@@ -364,14 +376,22 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
             }
             notifyAny.free();
             notifySolicited.free();
-            if (toJoin == null || !toJoin.isAlive())
-            {
-                DisniVerbsContext.quietly(cq::destroyCQ);
-                DisniVerbsContext.quietly(compChannel::destroyCompChannel);
-            }
-            // else: the pump is still inside a native poll; destroying under it could crash, so leak instead.
+            // A running pump is inside (or about to enter) DiSNi's uninterruptible getCqEvent: destroying under it
+            // could crash, and waiting for it would stall the closing thread (the poller) up to a poll slice per
+            // CQ. So the pump destroys the CQ itself when that wait returns; without one, it is done here.
+            destroyHere = !pumpRunning;
+        }
+        if (destroyHere)
+        {
+            destroyNative();
         }
         context.untrack(this);
+    }
+
+    private void destroyNative()
+    {
+        DisniVerbsContext.quietly(cq::destroyCQ);
+        DisniVerbsContext.quietly(compChannel::destroyCompChannel);
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -95,6 +96,49 @@ class DisniCompletionQueueTest
         closed.close();
         closed.fail("ibv_poll_cq", new IOException("late"));
         assertThat(log).hasSize(1);
+    }
+
+    /**
+     * Issue 24, part 2 item 1: closing a CQ whose event pump sits in DiSNi's uninterruptible native wait must not
+     * wait for it on the closing thread (the poller: a connection's two CQs cost it ~100 ms per close), and must
+     * not leak the CQ either: the pump destroys the CQ and its channel on its way out.
+     */
+    @Test
+    void shouldCloseWithoutWaitingForTheEventPumpWhichDestroysTheCqOnItsWayOut() throws Exception
+    {
+        final FakeDisniCq fake = new FakeDisniCq();
+        final DisniCompletionChannel channel = new DisniCompletionChannel();
+        final DisniCompletionQueue cq = fake.newCq(context, channel, log);
+        cq.requestNotify(false);
+        assertThat(fake.inGetCqEvent.await(30, TimeUnit.SECONDS)).isTrue();
+
+        cq.close();
+
+        assertThat(fake.destroyedCqOn).as("nothing destroyed under the pump's native wait").isEmpty();
+        fake.releaseGetCqEvent.countDown();
+        for (int i = 0; i < 3_000 && fake.destroyedChannelOn.isEmpty(); i++)
+        {
+            Thread.sleep(10);
+        }
+        assertThat(fake.destroyedCqOn).as("destroyed once, by the pump").containsExactly("test-ctx-cq-events");
+        assertThat(fake.destroyedChannelOn).containsExactly("test-ctx-cq-events");
+        assertThat(fake.getCqEventCalls.get()).as("the pump left after the wait it was in").isEqualTo(1);
+        assertThat(log).isEmpty();
+    }
+
+    @Test
+    void shouldDestroyAtOnceOnTheClosingThreadWithoutAPump() throws Exception
+    {
+        final FakeDisniCq fake = new FakeDisniCq();
+        final DisniCompletionQueue cq = fake.newCq(context, new DisniCompletionChannel(), log);
+        cq.poll(new WorkCompletions(4));
+
+        cq.close();
+        cq.close();
+
+        assertThat(fake.destroyedCqOn).containsExactly(Thread.currentThread().getName());
+        assertThat(fake.destroyedChannelOn).containsExactly(Thread.currentThread().getName());
+        assertThat(cq.pumpStarted()).isFalse();
     }
 
     /** A queue pair as the CQ sees it. */
