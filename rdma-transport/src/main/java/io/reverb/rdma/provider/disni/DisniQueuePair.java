@@ -81,6 +81,12 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         }
     }
 
+    /** @param data the private data the listener answered with (ACCEPT comes after the QP is created). */
+    void peerPrivateData(final ByteBuffer data)
+    {
+        remotePrivateData(data);
+    }
+
     /** rdma_cm reported ESTABLISHED. */
     void established()
     {

@@ -1,0 +1,120 @@
+package io.reverb.rdma.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsProviders;
+import java.io.Closeable;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@link AbstractEngineAttackTest} against a server on {@code rdma://} (issue 24, part 2 item 3): the same
+ * handshake deadline, pending-handshake cap and refusals as {@code shm://} and {@code tcp://}. Runs only where
+ * DiSNi is available (an RDMA device and libdisni, or the emulated device of issue 24 part 1); elsewhere every
+ * test is skipped with the provider's cause. The listener's handshake itself (deadline, cap, eviction, a
+ * connector that never connects over rdma_cm) is tested without a device in {@code DisniListenerHandshakeTest}.
+ */
+class DisniEngineAttackTest extends AbstractEngineAttackTest
+{
+    /** {@code ipv4} of the local RDMA interface to listen on (as DisniConformanceTest's address, without port). */
+    private static final String ADDRESS_PROP = "reverb.test.rdma.address";
+
+    @Override
+    protected String scheme()
+    {
+        return "rdma";
+    }
+
+    @Override
+    protected String listenAddress()
+    {
+        final String configured = System.getProperty(ADDRESS_PROP);
+        if (configured != null && !configured.isBlank())
+        {
+            final String host = configured.trim();
+            final int colon = host.lastIndexOf(':');
+            return (colon < 0 ? host : host.substring(0, colon)) + ":0";
+        }
+        return "0.0.0.0:0";
+    }
+
+    @Override
+    protected VerbsConfig verbsConfig()
+    {
+        // Called first by every test's set-up: skip there, with the cause, where rdma:// cannot run.
+        try
+        {
+            VerbsProviders.forScheme("rdma");
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            assumeTrue(false, ex.getMessage());
+        }
+        return VerbsConfig.defaults().withRnrRetryNanos(0).withConnectTimeoutNanos(TimeUnit.SECONDS.toNanos(20))
+            .withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(30)).withMaxPendingHandshakes(8);
+    }
+
+    private static InetSocketAddress parse(final String address)
+    {
+        final int colon = address.lastIndexOf(':');
+        return new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)));
+    }
+
+    @Override
+    protected List<Closeable> idleSockets(final String address, final int n) throws IOException
+    {
+        final InetSocketAddress target = parse(address);
+        final List<Closeable> sockets = new ArrayList<>();
+        for (int i = 0; i < n; i++)
+        {
+            sockets.add(new Socket(target.getAddress(), target.getPort()));
+        }
+        return sockets;
+    }
+
+    @Override
+    protected int sendOversizeProviderHandshakes(final String address) throws IOException
+    {
+        final InetSocketAddress target = parse(address);
+        // REQUESTs announcing more private data than rdma_cm carries, and a REQUEST whose sender then never
+        // sends its SOURCE nor connects over rdma_cm (it must not reach the engine, and is dropped at the deadline).
+        int sent = 0;
+        for (final int length : new int[] {57, 255})
+        {
+            try (Socket socket = new Socket(target.getAddress(), target.getPort()))
+            {
+                socket.setSoTimeout(20_000);
+                final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+                out.writeInt(0x52564448); // "RVDH"
+                out.writeByte(3);
+                out.writeByte(1); // REQUEST
+                out.writeByte(length);
+                out.flush();
+                assertThat(socket.getInputStream().read()).as("dropped without an answer").isEqualTo(-1);
+                sent++;
+            }
+        }
+        try (Socket socket = new Socket(target.getAddress(), target.getPort()))
+        {
+            socket.setSoTimeout(20_000);
+            final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+            out.writeInt(0x52564448);
+            out.writeByte(3);
+            out.writeByte(1);
+            out.writeByte(0);
+            out.flush();
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            assertThat(in.readInt()).as("OFFER").isEqualTo(0x52564448);
+            sent++;
+        }
+        return sent;
+    }
+}
