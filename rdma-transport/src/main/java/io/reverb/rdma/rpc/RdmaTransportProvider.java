@@ -15,7 +15,8 @@ import io.reverb.rdma.engine.EngineConfig;
  */
 public final class RdmaTransportProvider extends EngineTransportProvider
 {
-    private static final EngineTransport TRANSPORT = new EngineTransport("rdma");
+    /** The JVM-wide {@code rdma://} transport (package-private: test hooks reach it from the same package). */
+    static final EngineTransport TRANSPORT = new EngineTransport("rdma");
 
     /** ServiceLoader's constructor; every instance serves the JVM-wide {@code rdma://} transport. */
     public RdmaTransportProvider()

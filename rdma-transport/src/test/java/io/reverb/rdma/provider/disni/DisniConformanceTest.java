@@ -1,5 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
@@ -10,6 +12,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -43,7 +46,7 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     @BeforeAll
     void reportAndResolveAddress() throws IOException
     {
-        final String cause = provider.unavailabilityCause();
+        final String cause = RdmaTestDevice.unavailabilityCause();
         if (cause != null)
         {
             // Printed on both streams so that the reason shows in CI logs whatever they capture.
@@ -75,8 +78,27 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     @Override
     protected VerbsContext open(final VerbsConfig config) throws IOException
     {
-        assumeTrue(provider.isAvailable(), provider.unavailabilityCause());
+        assumeTrue(RdmaTestDevice.unavailabilityCause() == null, RdmaTestDevice.unavailabilityCause());
         return super.open(config);
+    }
+
+    @Override
+    protected Process startPeerProcess(final String mode, final String address) throws IOException
+    {
+        assumeFalse(RdmaTestDevice.isEmulated(), "the emulated RDMA device lives in one JVM: no cross-process peer");
+        return super.startPeerProcess(mode, address);
+    }
+
+    @Override
+    protected void assertNothingLeaked()
+    {
+        // Over the emulated device, every rdma_cm id, QP, CQ, channel, PD and memory registration is gone.
+        final Map<String, Integer> live = RdmaTestDevice.liveEmulatedObjects();
+        for (final Map.Entry<String, Integer> entry : live.entrySet())
+        {
+            assertThat(entry.getValue()).as("live emulated %s after every context closed: %s", entry.getKey(), live)
+                .isZero();
+        }
     }
 
     @Override

@@ -1,0 +1,77 @@
+package io.reverb.rdma.provider.disni;
+
+import io.reverb.rdma.provider.disni.emu.DispatcherBackends;
+import io.reverb.rdma.provider.disni.emu.EmulatedFabric;
+import java.util.Map;
+
+/**
+ * Decides, once per test JVM, what the rdma:// tests run on: the real RDMA device when this host has one
+ * (and libdisni), else the emulated device of the test class path ({@code io.reverb.rdma.provider.disni.emu})
+ * when the system property {@value #EMULATION_PROP} is true (the {@code rdma-emulated} Surefire execution of
+ * this module sets it), else nothing: the tests skip with the real cause. The emulation is never chosen on a
+ * host with a usable device, and never without being asked for.
+ */
+public final class RdmaTestDevice
+{
+    /** System property: "true" lets the rdma:// tests fall back to the emulated device. */
+    public static final String EMULATION_PROP = "reverb.test.rdma.emulation";
+    /** The address contexts open by default over the emulated device (each 127.x.y.z address is one host). */
+    public static final String EMULATED_HOST = "127.0.0.1";
+
+    private static boolean decided;
+    private static boolean emulated;
+    private static String cause;
+
+    private RdmaTestDevice()
+    {
+    }
+
+    /** @return null when rdma:// can run in this JVM (real or emulated), otherwise why not. */
+    public static synchronized String unavailabilityCause()
+    {
+        if (!decided)
+        {
+            decided = true;
+            final String real = DisniAvailability.probeThisMachine();
+            if (real == null)
+            {
+                cause = null;
+                System.out.println("[rdma tests] running over the REAL RDMA device");
+            }
+            else if (Boolean.getBoolean(EMULATION_PROP))
+            {
+                System.setProperty(DispatcherBackends.EMULATED_PROP, "true");
+                if (System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP) == null)
+                {
+                    System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, EMULATED_HOST);
+                }
+                DisniVerbsProvider.overrideAvailability(null);
+                emulated = true;
+                cause = null;
+                System.out.println("[rdma tests] no usable RDMA device here (" + real + "): running over the EMULATED " +
+                    "device (DiSNi's Java half over a Java model of libdisni, rdma-core and an RC NIC; see RDMA-HARDWARE.md)");
+            }
+            else
+            {
+                cause = real;
+            }
+        }
+        return cause;
+    }
+
+    /** @return whether the rdma:// tests of this JVM run over the emulated device. */
+    public static synchronized boolean isEmulated()
+    {
+        unavailabilityCause();
+        return emulated;
+    }
+
+    /**
+     * @return the emulated device's live objects by kind (all zero once every context is closed); empty when
+     *         not emulated.
+     */
+    public static Map<String, Integer> liveEmulatedObjects()
+    {
+        return isEmulated() && DispatcherBackends.isEmulated() ? EmulatedFabric.instance().liveObjects() : Map.of();
+    }
+}
