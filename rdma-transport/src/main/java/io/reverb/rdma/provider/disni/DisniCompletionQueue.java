@@ -10,6 +10,8 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,6 +69,7 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
     private volatile Thread pump;
     /** Guarded by {@link #lock}: the pump thread has started and not yet left; it then destroys a closed CQ. */
     private boolean pumpRunning;
+    private final CountDownLatch destroyed = new CountDownLatch(1);
     private IbvWC[] wcs;
     private SVCPollCq pollCall;
     private volatile Member soleQueuePair;
@@ -385,13 +388,41 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
         {
             destroyNative();
         }
-        context.untrack(this);
+        // else: it stays tracked by the context until the pump destroyed it, so that closing the context waits.
     }
 
     private void destroyNative()
     {
         DisniVerbsContext.quietly(cq::destroyCQ);
         DisniVerbsContext.quietly(compChannel::destroyCompChannel);
+        destroyed.countDown();
+        context.untrack(this);
+    }
+
+    /**
+     * Waits until the native CQ is destroyed (by {@link #close()} itself, or by the pump when its native wait
+     * returns, within a poll slice). For closing a whole context, not for the poller.
+     *
+     * @param timeoutMillis maximum wait.
+     * @return true if destroyed.
+     */
+    boolean awaitDestroyed(final long timeoutMillis)
+    {
+        try
+        {
+            return destroyed.await(timeoutMillis, TimeUnit.MILLISECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** @return the longest a pump takes to leave its native wait. */
+    static long pumpExitMillis()
+    {
+        return PUMP_POLL_MS * 4L;
     }
 
     @Override

@@ -583,7 +583,21 @@ final class DisniVerbsContext implements VerbsContext
         // Listeners and QPs first, then CQs and PDs: a CQ or PD still used by a QP cannot be destroyed.
         closeAll(toClose, DisniConnectionListener.class);
         closeAll(toClose, DisniQueuePair.class);
+        final List<DisniCompletionQueue> cqs = new ArrayList<>();
+        for (final AutoCloseable child : toClose)
+        {
+            if (child instanceof DisniCompletionQueue)
+            {
+                cqs.add((DisniCompletionQueue)child);
+            }
+        }
         closeAll(toClose, DisniCompletionQueue.class);
+        // A CQ whose event pump was in its native wait is destroyed by the pump within a poll slice; a context's
+        // close (not a poller's hot path) waits for that, so that nothing native outlives it.
+        for (final DisniCompletionQueue cq : cqs)
+        {
+            cq.awaitDestroyed(DisniCompletionQueue.pumpExitMillis());
+        }
         closeAll(toClose, DisniCompletionChannel.class);
         closeAll(toClose, AutoCloseable.class);
         dispatcher.stop();

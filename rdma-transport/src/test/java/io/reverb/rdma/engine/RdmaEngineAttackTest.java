@@ -1,10 +1,8 @@
 package io.reverb.rdma.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.verbs.VerbsConfig;
-import io.reverb.rdma.verbs.VerbsProviders;
 import java.io.Closeable;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -21,12 +19,11 @@ import java.util.concurrent.TimeUnit;
  * DiSNi is available (an RDMA device and libdisni, or the emulated device of issue 24 part 1); elsewhere every
  * test is skipped with the provider's cause. The listener's handshake itself (deadline, cap, eviction, a
  * connector that never connects over rdma_cm) is tested without a device in {@code DisniListenerHandshakeTest}.
+ * In the build it runs in the {@code rdma-emulated} Surefire execution (the emulated device where there is no
+ * real one; see {@link EngineFabric#RDMA}).
  */
-class DisniEngineAttackTest extends AbstractEngineAttackTest
+class RdmaEngineAttackTest extends AbstractEngineAttackTest
 {
-    /** {@code ipv4} of the local RDMA interface to listen on (as DisniConformanceTest's address, without port). */
-    private static final String ADDRESS_PROP = "reverb.test.rdma.address";
-
     @Override
     protected String scheme()
     {
@@ -36,30 +33,15 @@ class DisniEngineAttackTest extends AbstractEngineAttackTest
     @Override
     protected String listenAddress()
     {
-        final String configured = System.getProperty(ADDRESS_PROP);
-        if (configured != null && !configured.isBlank())
-        {
-            final String host = configured.trim();
-            final int colon = host.lastIndexOf(':');
-            return (colon < 0 ? host : host.substring(0, colon)) + ":0";
-        }
-        return "0.0.0.0:0";
+        return EngineFabric.RDMA.listenAddress("attack");
     }
 
     @Override
     protected VerbsConfig verbsConfig()
     {
-        // Called first by every test's set-up: skip there, with the cause, where rdma:// cannot run.
-        try
-        {
-            VerbsProviders.forScheme("rdma");
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            assumeTrue(false, ex.getMessage());
-        }
-        return VerbsConfig.defaults().withRnrRetryNanos(0).withConnectTimeoutNanos(TimeUnit.SECONDS.toNanos(20))
-            .withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(30)).withMaxPendingHandshakes(8);
+        // Called first by every test's set-up (EngineFabric skips there, with the cause, where rdma:// cannot run).
+        return EngineFabric.RDMA.verbsConfig().withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(30))
+            .withMaxPendingHandshakes(8);
     }
 
     private static InetSocketAddress parse(final String address)
