@@ -348,6 +348,10 @@ final class HandshakeAcceptor<I> implements AutoCloseable
             // Connected and closed without a byte: a liveness probe.
             dropped.incrementAndGet();
         }
+        else if (ex instanceof EOFException)
+        {
+            refusals.refused("malformed", peer, "closed the connection in the middle of the rdma:// handshake");
+        }
         else
         {
             refusals.refused("malformed", peer, String.valueOf(ex.getMessage()));
