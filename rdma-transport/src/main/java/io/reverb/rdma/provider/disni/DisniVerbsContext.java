@@ -75,7 +75,7 @@ final class DisniVerbsContext implements VerbsContext
     private volatile String deviceName;
     private volatile boolean closed;
 
-    private DisniVerbsContext(
+    DisniVerbsContext(
         final DisniVerbsProvider provider,
         final VerbsConfig config,
         final RdmaEventChannel eventChannel,
@@ -296,24 +296,18 @@ final class DisniVerbsContext implements VerbsContext
             // From the device's address, as the rdma_cm id below: the listener checks that they agree.
             socket.bind(new InetSocketAddress(local, 0));
             socket.connect(target, millisUntil(deadline));
-            socket.setSoTimeout(millisUntil(deadline));
             final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            final DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+            final DataInputStream in = new DataInputStream(new BufferedInputStream(new DeadlineInputStream(socket, deadline)));
             Handshake.writeRequest(out, privateData);
             out.flush();
 
-            final Handshake.Message answer = Handshake.read(in);
-            if (answer.type() == Handshake.REJECT)
+            final Handshake.Message offer = Handshake.read(in);
+            if (offer.type() != Handshake.OFFER)
             {
-                throw new ConnectionRejectedException(
-                    "rdma://" + address + " rejected the connection", answer.privateData());
+                throw new IOException("rdma://" + address + ": unexpected handshake frame " + offer.type() +
+                    " (expected OFFER; a Reverb of another version?)");
             }
-            if (answer.type() != Handshake.ACCEPT)
-            {
-                throw new IOException("rdma://" + address + ": unexpected handshake frame " + answer.type());
-            }
-
-            final InetSocketAddress cmTarget = answer.rdmaCmAddress();
+            final InetSocketAddress cmTarget = offer.rdmaCmAddress();
             final RdmaCmId id = dispatcher.createId();
             final CmEventDispatcher.Waiter waiter = new CmEventDispatcher.Waiter();
             dispatcher.register(id, waiter);
@@ -329,7 +323,7 @@ final class DisniVerbsContext implements VerbsContext
                 id.resolveRoute(millisUntil(deadline));
                 waiter.await(CmEventDispatcher.ROUTE_RESOLVED, deadline - System.nanoTime(), "resolving route to " + cmTarget);
 
-                qp = newQueuePair(id, attributes, answer.privateData(), DisniAddress.format(target));
+                qp = newQueuePair(id, attributes, null, DisniAddress.format(target));
 
                 final SocketAddress source = id.getSource();
                 if (!(source instanceof InetSocketAddress))
@@ -338,8 +332,20 @@ final class DisniVerbsContext implements VerbsContext
                 }
                 Handshake.writeSource(out, (InetSocketAddress)source);
                 out.flush();
-
+                // Before the answer: the listener claims this rdma_cm request before its engine decides.
                 id.connect(connParam());
+
+                final Handshake.Message answer = Handshake.read(in);
+                if (answer.type() == Handshake.REJECT)
+                {
+                    throw new ConnectionRejectedException(
+                        "rdma://" + address + " rejected the connection", answer.privateData());
+                }
+                if (answer.type() != Handshake.ACCEPT)
+                {
+                    throw new IOException("rdma://" + address + ": unexpected handshake frame " + answer.type());
+                }
+                qp.peerPrivateData(answer.privateData());
                 waiter.await(CmEventDispatcher.ESTABLISHED, deadline - System.nanoTime(), "connecting to rdma://" + address);
                 qp.established();
                 waiter.handOver(qp);
@@ -577,7 +583,21 @@ final class DisniVerbsContext implements VerbsContext
         // Listeners and QPs first, then CQs and PDs: a CQ or PD still used by a QP cannot be destroyed.
         closeAll(toClose, DisniConnectionListener.class);
         closeAll(toClose, DisniQueuePair.class);
+        final List<DisniCompletionQueue> cqs = new ArrayList<>();
+        for (final AutoCloseable child : toClose)
+        {
+            if (child instanceof DisniCompletionQueue)
+            {
+                cqs.add((DisniCompletionQueue)child);
+            }
+        }
         closeAll(toClose, DisniCompletionQueue.class);
+        // A CQ whose event pump was in its native wait is destroyed by the pump within a poll slice; a context's
+        // close (not a poller's hot path) waits for that, so that nothing native outlives it.
+        for (final DisniCompletionQueue cq : cqs)
+        {
+            cq.awaitDestroyed(DisniCompletionQueue.pumpExitMillis());
+        }
         closeAll(toClose, DisniCompletionChannel.class);
         closeAll(toClose, AutoCloseable.class);
         dispatcher.stop();
