@@ -8,12 +8,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.ibm.disni.util.MemBuf;
 import com.ibm.disni.util.MemoryUtils;
 import com.ibm.disni.verbs.IbvMr;
+import com.ibm.disni.verbs.IbvRecvWR;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.IbvWC;
 import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaConnParam;
+import com.ibm.disni.verbs.SVCPostRecv;
 import com.ibm.disni.verbs.SVCPostSend;
 import com.ibm.disni.verbs.impl.NatIbvRecvWR;
 import com.ibm.disni.verbs.impl.NatIbvSendWR;
@@ -26,6 +28,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -142,6 +145,31 @@ class EmulatedDeviceTest
         final long secondWr = cmd + VerbsLayout.SEND_WR_SIZE;
         assertThat(UnsafeApi.getLong(secondWr + VerbsLayout.SEND_WR_NEXT)).isZero();
         assertThat(UnsafeApi.getLong(secondWr + VerbsLayout.SEND_WR_ID)).isEqualTo(42);
+
+        // The receive side: what NatPostRecvCall writes.
+        final IbvRecvWR recv1 = new IbvRecvWR();
+        recv1.setWr_id(0x77);
+        recv1.setSg_list(new LinkedList<>(List.of(sge(address(serverMr) + 64, 32, serverMr.getLkey()))));
+        recv1.setNum_sge(1);
+        final IbvRecvWR recv2 = new IbvRecvWR();
+        recv2.setWr_id(0x78);
+        recv2.setSg_list(new LinkedList<>(List.of(sge(address(serverMr) + 128, 16, serverMr.getLkey()))));
+        recv2.setNum_sge(1);
+        final SVCPostRecv recvCall = server.qp.postRecv(List.of(recv1, recv2), null);
+        final Field recvCmdField = recvCall.getClass().getDeclaredField("cmd");
+        recvCmdField.setAccessible(true);
+        final long recvCmd = ((MemBuf)recvCmdField.get(recvCall)).address();
+        assertThat(UnsafeApi.getLong(recvCmd + VerbsLayout.RECV_WR_ID)).isEqualTo(0x77);
+        assertThat(UnsafeApi.getLong(recvCmd + VerbsLayout.RECV_WR_NEXT)).isEqualTo(recvCmd + VerbsLayout.RECV_WR_SIZE);
+        assertThat(UnsafeApi.getInt(recvCmd + VerbsLayout.RECV_WR_NUM_SGE)).isEqualTo(1);
+        final long recvSges = UnsafeApi.getLong(recvCmd + VerbsLayout.RECV_WR_SG_LIST);
+        assertThat(recvSges).isEqualTo(recvCmd + 2L * VerbsLayout.RECV_WR_SIZE);
+        assertThat(UnsafeApi.getLong(recvSges + VerbsLayout.SGE_ADDR)).isEqualTo(address(serverMr) + 64);
+        assertThat(UnsafeApi.getInt(recvSges + VerbsLayout.SGE_LENGTH)).isEqualTo(32);
+        assertThat(UnsafeApi.getLong(UnsafeApi.getLong(recvCmd + VerbsLayout.RECV_WR_SIZE + VerbsLayout.RECV_WR_SG_LIST) +
+            VerbsLayout.SGE_ADDR)).isEqualTo(address(serverMr) + 128);
+        assertThat(UnsafeApi.getLong(recvCmd + VerbsLayout.RECV_WR_SIZE + VerbsLayout.RECV_WR_NEXT)).isZero();
+        recvCall.free();
 
         // And the completions DiSNi reads back (ibv_wc at its offsets).
         server.postRecv(7, sge(address(serverMr) + 2048, 64, serverMr.getLkey()));
