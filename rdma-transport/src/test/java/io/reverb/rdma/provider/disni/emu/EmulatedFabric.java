@@ -13,6 +13,7 @@ import io.reverb.rdma.provider.disni.emu.EmuObjects.Pd;
 import io.reverb.rdma.provider.disni.emu.EmuObjects.Qp;
 import io.reverb.rdma.provider.disni.emu.EmuObjects.QpState;
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -63,6 +64,7 @@ public final class EmulatedFabric
     private final AtomicInteger nextKey = new AtomicInteger(1);
     private final AtomicInteger nextSmall = new AtomicInteger(1);
     private final Map<Long, Handled> objects = new ConcurrentHashMap<>();
+    private final Map<Class<?>, ArrayDeque<Long>> freedHandles = new HashMap<>();
     private final Map<Integer, Device> devices = new HashMap<>();
     private final Map<Long, CmId> listeners = new HashMap<>();
     private final Map<Long, CmId> boundPorts = new HashMap<>();
@@ -83,8 +85,21 @@ public final class EmulatedFabric
     // Handles
     // ---------------------------------------------------------------------------------------------------------
 
-    long newHandle()
+    /**
+     * @param kind the object's type.
+     * @return a handle for a new object: the one most recently freed of that kind if any (malloc hands a freed
+     *         chunk of the same size back, so libdisni's ids, C pointers, are reused the same way), else a new one.
+     */
+    long newHandle(final Class<? extends Handled> kind)
     {
+        synchronized (freedHandles)
+        {
+            final ArrayDeque<Long> freed = freedHandles.get(kind);
+            if (freed != null && !freed.isEmpty())
+            {
+                return freed.pop();
+            }
+        }
         return nextHandle.getAndAdd(0x40);
     }
 
@@ -98,6 +113,10 @@ public final class EmulatedFabric
     {
         object.destroyed = true;
         objects.remove(object.handle);
+        synchronized (freedHandles)
+        {
+            freedHandles.computeIfAbsent(object.getClass(), k -> new ArrayDeque<>()).push(object.handle);
+        }
     }
 
     /** Looks a handle up as libdisni dereferences a pointer; a stale or wrong handle is an error, not a crash. */
@@ -167,7 +186,7 @@ public final class EmulatedFabric
         {
             return null;
         }
-        return devices.computeIfAbsent(ip, a -> register(new Device(newHandle(), a,
+        return devices.computeIfAbsent(ip, a -> register(new Device(newHandle(Device.class), a,
             "emu_" + ((a >>> 16) & 0xff) + '_' + ((a >>> 8) & 0xff) + '_' + (a & 0xff), 1000 + devices.size())));
     }
 
@@ -266,7 +285,7 @@ public final class EmulatedFabric
 
     EventChannel createEventChannel()
     {
-        return register(new EventChannel(newHandle()));
+        return register(new EventChannel(newHandle(EventChannel.class)));
     }
 
     int destroyEventChannel(final long handle)
@@ -294,7 +313,7 @@ public final class EmulatedFabric
         {
             final EventChannel channel = get(channelHandle, EventChannel.class, "rdma_create_id");
             channel.ids++;
-            return register(new CmId(newHandle(), channel));
+            return register(new CmId(newHandle(CmId.class), channel));
         }
     }
 
@@ -439,7 +458,7 @@ public final class EmulatedFabric
                 post(id, RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED, null);
                 return;
             }
-            final CmId conn = register(new CmId(newHandle(), listener.channel));
+            final CmId conn = register(new CmId(newHandle(CmId.class), listener.channel));
             listener.channel.ids++;
             conn.listener = listener;
             conn.bound = true;
@@ -628,7 +647,7 @@ public final class EmulatedFabric
         synchronized (lock)
         {
             final Device device = get(contextHandle, Device.class, "ibv_alloc_pd");
-            return register(new Pd(newHandle(), device, nextSmall()));
+            return register(new Pd(newHandle(Pd.class), device, nextSmall()));
         }
     }
 
@@ -662,7 +681,7 @@ public final class EmulatedFabric
             {
                 throw new IOException("j2c::regMr: ibv_reg_mr failed: Invalid argument\n");
             }
-            final Mr mr = register(new Mr(newHandle(), pd, address, length, access, nextKey()));
+            final Mr mr = register(new Mr(newHandle(Mr.class), pd, address, length, access, nextKey()));
             pd.mrs++;
             pd.device.mrs.put(mr.key, mr);
             return mr;
@@ -688,7 +707,7 @@ public final class EmulatedFabric
     {
         synchronized (lock)
         {
-            return register(new CompChannel(newHandle(), get(contextHandle, Device.class, "ibv_create_comp_channel")));
+            return register(new CompChannel(newHandle(CompChannel.class), get(contextHandle, Device.class, "ibv_create_comp_channel")));
         }
     }
 
@@ -728,7 +747,7 @@ public final class EmulatedFabric
             }
             final int capacity = size - 1;
             channel.cqs++;
-            return register(new Cq(newHandle(), device, channel, capacity));
+            return register(new Cq(newHandle(Cq.class), device, channel, capacity));
         }
     }
 
@@ -775,7 +794,7 @@ public final class EmulatedFabric
             {
                 throw new IOException("j2c::createQP: rdma_create_qp failed: Invalid argument\n");
             }
-            final Qp qp = register(new Qp(newHandle(), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr, maxInline));
+            final Qp qp = register(new Qp(newHandle(Qp.class), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr, maxInline));
             pd.qps++;
             synchronized (sendCq)
             {
