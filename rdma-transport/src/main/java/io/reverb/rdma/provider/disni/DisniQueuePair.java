@@ -63,14 +63,16 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         final IbvQP qp,
         final QueuePairAttributes attributes,
         final ByteBuffer remotePrivateData,
-        final String remoteAddress) throws IOException
+        final String remoteAddress,
+        final int maxInline) throws IOException
     {
         super(qp.getQp_num(), attributes, remoteAddress, QpState.INIT);
         this.context = context;
         this.cmId = cmId;
         this.qp = qp;
         remotePrivateData(remotePrivateData);
-        this.sends = new PostSendCache(template -> qp.postSend(Collections.singletonList(template), null), IMM_CACHE_LIMIT);
+        this.sends = new PostSendCache(template -> qp.postSend(Collections.singletonList(template), null), IMM_CACHE_LIMIT,
+            maxInline, pd::holds);
         this.recvs = new PostRecvCache(
             template -> qp.postRecv(Collections.singletonList(template), null),
             Math.max(RECV_CACHE_MIN_LIMIT, 2 * attributes.maxRecvWr()));
