@@ -84,7 +84,8 @@ public class NativeDispatcher
     }
 
     /** Forwards to the backend (libdisni's {@code _createQP}). */
-    public long _createQP(final long a0, final long a1, final long a2, final long a3, final int a4, final int a5, final int a6, final int a7) throws IOException
+    public long _createQP(final long a0, final long a1, final long a2, final long a3, final int a4, final int a5,
+        final int a6, final int a7) throws IOException
     {
         return BACKEND._createQP(a0, a1, a2, a3, a4, a5, a6, a7);
     }
@@ -204,7 +205,8 @@ public class NativeDispatcher
     }
 
     /** Forwards to the backend (libdisni's {@code _regMr}). */
-    public long _regMr(final long a0, final long a1, final int a2, final int a3, final long a4, final long a5, final long a6) throws IOException
+    public long _regMr(final long a0, final long a1, final int a2, final int a3, final long a4, final long a5,
+        final long a6) throws IOException
     {
         return BACKEND._regMr(a0, a1, a2, a3, a4, a5, a6);
     }

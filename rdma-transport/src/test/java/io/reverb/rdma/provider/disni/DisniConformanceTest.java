@@ -5,16 +5,31 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WrOpcode;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProvider;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * The conformance suite over real RDMA. Runs only where DiSNi is available (an RDMA device, rdma_cm and
@@ -98,6 +113,73 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
         {
             assertThat(entry.getValue()).as("live emulated %s after every context closed: %s", entry.getKey(), live)
                 .isZero();
+        }
+    }
+
+    /**
+     * The glue between the side-channel handshake and rdma_cm: with many connects at once, each request's
+     * private data (side channel) and its rdma_cm connection (QP) must end up in the same accepted connection.
+     * Checked on both levels: the accept's private data each client gets back, and a SEND from each client,
+     * which must arrive on the server QP accepted for that client's request.
+     */
+    @Test
+    void shouldPairEachHandshakeWithItsOwnRdmaCmRequestUnderConcurrentConnects() throws Exception
+    {
+        final int n = 16;
+        final ExecutorService pool = Executors.newFixedThreadPool(5);
+        try (ConnectionListener listener = server.context.listen(newAddress(), n))
+        {
+            final Map<Integer, QueuePair> serverQps = new ConcurrentHashMap<>();
+            final Future<?> acceptor = pool.submit(() ->
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+                    assertThat(request).as("request %d", i).isNotNull();
+                    final int index = request.privateData().getInt(0);
+                    serverQps.put(index, request.accept(server.attributes(), ByteBuffer.allocate(4).putInt(0, index + 1000)));
+                }
+                return null;
+            });
+            final List<Future<QueuePair>> connects = new ArrayList<>();
+            for (int i = 0; i < n; i++)
+            {
+                final int index = i;
+                connects.add(pool.submit(() -> client.context.connect(listener.localAddress(), client.attributes(),
+                    ByteBuffer.allocate(4).putInt(0, index))));
+            }
+            final List<QueuePair> clientQps = new ArrayList<>();
+            for (int i = 0; i < n; i++)
+            {
+                final QueuePair qp = connects.get(i).get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+                assertThat(qp.remotePrivateData().getInt(0)).as("accept data of client %d", i).isEqualTo(i + 1000);
+                clientQps.add(qp);
+            }
+            acceptor.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+            assertThat(serverQps).hasSize(n);
+
+            final MemoryRegion serverMr = server.pd.allocate(n * 64, Access.LOCAL_WRITE);
+            final MemoryRegion clientMr = client.pd.allocate(n * 64, Access.LOCAL_WRITE);
+            for (int i = 0; i < n; i++)
+            {
+                postRecv(serverQps.get(i), serverMr, i * 64, 64, i);
+            }
+            for (int i = 0; i < n; i++)
+            {
+                clientMr.buffer().putInt(i * 64, 5000 + i);
+                postSend(clientQps.get(i), WrOpcode.SEND, clientMr, i * 64, 4, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+            }
+            for (final Completion received : awaitCompletions(server.recvCq, n))
+            {
+                assertThat(received.status).isEqualTo(WcStatus.SUCCESS);
+                assertThat(serverMr.buffer().getInt((int)received.wrId * 64)).as("what server QP %d got", received.wrId)
+                    .isEqualTo(5000 + (int)received.wrId);
+            }
+            assertThat(awaitCompletions(client.sendCq, n)).allMatch(c -> c.status == WcStatus.SUCCESS);
+        }
+        finally
+        {
+            pool.shutdownNow();
         }
     }
 

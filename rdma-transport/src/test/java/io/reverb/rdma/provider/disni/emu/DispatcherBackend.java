@@ -29,7 +29,8 @@ public interface DispatcherBackend
     long _createId(final long a0, final short a1) throws IOException;
 
     /** libdisni's {@code _createQP}. */
-    long _createQP(final long a0, final long a1, final long a2, final long a3, final int a4, final int a5, final int a6, final int a7) throws IOException;
+    long _createQP(final long a0, final long a1, final long a2, final long a3, final int a4, final int a5, final int a6,
+        final int a7) throws IOException;
 
     /** libdisni's {@code _bindAddr}. */
     void _bindAddr(final long a0, final long a1) throws IOException;
@@ -89,7 +90,8 @@ public interface DispatcherBackend
     int _modifyQP(final long a0, final long a1) throws IOException;
 
     /** libdisni's {@code _regMr}. */
-    long _regMr(final long a0, final long a1, final int a2, final int a3, final long a4, final long a5, final long a6) throws IOException;
+    long _regMr(final long a0, final long a1, final int a2, final int a3, final long a4, final long a5,
+        final long a6) throws IOException;
 
     /** libdisni's {@code _queryOdpSupport}. */
     int _queryOdpSupport(final long a0);

@@ -161,6 +161,8 @@ final class EmuObjects
     {
         final LinkedBlockingQueue<long[]> events = new LinkedBlockingQueue<>();
         int ids;
+        /** Events on their way (delivered in this order): {id, listen id, event}. */
+        final ArrayDeque<Object[]> pending = new ArrayDeque<>();
 
         EventChannel(final long handle)
         {

@@ -13,6 +13,7 @@ import io.reverb.rdma.provider.disni.emu.EmuObjects.Pd;
 import io.reverb.rdma.provider.disni.emu.EmuObjects.Qp;
 import io.reverb.rdma.provider.disni.emu.EmuObjects.QpState;
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -21,6 +22,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.UnsafeApi;
@@ -45,6 +47,9 @@ public final class EmulatedFabric
     static final int MAX_INLINE_DATA = 256;
     static final int RNR_TIMER_MS = 655;
     static final int INFINITE_RNR_RETRY = 7;
+    /** System property: the most an rdma_cm event is delayed, in ms (0: delivered at once). */
+    public static final String CM_JITTER_PROP = "reverb.disni.emulated.cmJitterMs";
+    static final int DEFAULT_CM_JITTER_MS = 3;
 
     final Object lock = new Object();
     final QpEngine engine = new QpEngine(this);
@@ -59,10 +64,12 @@ public final class EmulatedFabric
     private final AtomicInteger nextKey = new AtomicInteger(1);
     private final AtomicInteger nextSmall = new AtomicInteger(1);
     private final Map<Long, Handled> objects = new ConcurrentHashMap<>();
+    private final Map<Class<?>, ArrayDeque<Long>> freedHandles = new HashMap<>();
     private final Map<Integer, Device> devices = new HashMap<>();
     private final Map<Long, CmId> listeners = new HashMap<>();
     private final Map<Long, CmId> boundPorts = new HashMap<>();
     private int nextPort = 33_000;
+    private final int cmJitterMs = Integer.getInteger(CM_JITTER_PROP, DEFAULT_CM_JITTER_MS);
 
     private EmulatedFabric()
     {
@@ -78,8 +85,21 @@ public final class EmulatedFabric
     // Handles
     // ---------------------------------------------------------------------------------------------------------
 
-    long newHandle()
+    /**
+     * @param kind the object's type.
+     * @return a handle for a new object: the one most recently freed of that kind if any (malloc hands a freed
+     *         chunk of the same size back, so libdisni's ids, C pointers, are reused the same way), else a new one.
+     */
+    long newHandle(final Class<? extends Handled> kind)
     {
+        synchronized (freedHandles)
+        {
+            final ArrayDeque<Long> freed = freedHandles.get(kind);
+            if (freed != null && !freed.isEmpty())
+            {
+                return freed.pop();
+            }
+        }
         return nextHandle.getAndAdd(0x40);
     }
 
@@ -93,6 +113,10 @@ public final class EmulatedFabric
     {
         object.destroyed = true;
         objects.remove(object.handle);
+        synchronized (freedHandles)
+        {
+            freedHandles.computeIfAbsent(object.getClass(), k -> new ArrayDeque<>()).push(object.handle);
+        }
     }
 
     /** Looks a handle up as libdisni dereferences a pointer; a stale or wrong handle is an error, not a crash. */
@@ -176,7 +200,7 @@ public final class EmulatedFabric
         {
             return null;
         }
-        return devices.computeIfAbsent(ip, a -> register(new Device(newHandle(), a,
+        return devices.computeIfAbsent(ip, a -> register(new Device(newHandle(Device.class), a,
             "emu_" + ((a >>> 16) & 0xff) + '_' + ((a >>> 8) & 0xff) + '_' + (a & 0xff), 1000 + devices.size())));
     }
 
@@ -229,17 +253,53 @@ public final class EmulatedFabric
         return type.ordinal();
     }
 
+    /**
+     * Queues an rdma_cm event. Events reach their channel asynchronously, as from the kernel: after a random delay
+     * of up to {@value #CM_JITTER_PROP} ms (default {@value #DEFAULT_CM_JITTER_MS}; 0 delivers at once), in order
+     * per channel, so that both orders of an event and what the application does meanwhile (its side-channel
+     * handshake, say) occur. An event whose id (or listener) is destroyed meanwhile is dropped, as the kernel
+     * purges them; a connect request whose listener went away is rejected instead.
+     */
     void post(final CmId id, final RdmaCmEvent.EventType type, final CmId listenId)
     {
-        if (!id.destroyed && !id.channel.destroyed)
+        final long[] event = {event(type), listenId == null ? -1 : listenId.handle, id.handle};
+        if (cmJitterMs <= 0)
         {
-            id.channel.events.add(new long[] {event(type), listenId == null ? -1 : listenId.handle, id.handle});
+            deliver(id, listenId, event);
+            return;
         }
+        // Each timer task delivers the channel's oldest pending event, not its own: order holds whatever fires first.
+        id.channel.pending.add(new Object[] {id, listenId, event});
+        timer.schedule(() ->
+        {
+            synchronized (lock)
+            {
+                final Object[] next = id.channel.pending.poll();
+                if (next != null)
+                {
+                    deliver((CmId)next[0], (CmId)next[1], (long[])next[2]);
+                }
+            }
+        }, (long)(Math.random() * cmJitterMs * 1_000_000L), TimeUnit.NANOSECONDS);
+    }
+
+    private void deliver(final CmId id, final CmId listenId, final long[] event)
+    {
+        if (id.destroyed || id.channel.destroyed)
+        {
+            return;
+        }
+        if (listenId != null && listenId.destroyed)
+        {
+            destroyId(id);
+            return;
+        }
+        id.channel.events.add(event);
     }
 
     EventChannel createEventChannel()
     {
-        return register(new EventChannel(newHandle()));
+        return register(new EventChannel(newHandle(EventChannel.class)));
     }
 
     int destroyEventChannel(final long handle)
@@ -267,7 +327,7 @@ public final class EmulatedFabric
         {
             final EventChannel channel = get(channelHandle, EventChannel.class, "rdma_create_id");
             channel.ids++;
-            return register(new CmId(newHandle(), channel));
+            return register(new CmId(newHandle(CmId.class), channel));
         }
     }
 
@@ -412,7 +472,7 @@ public final class EmulatedFabric
                 post(id, RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED, null);
                 return;
             }
-            final CmId conn = register(new CmId(newHandle(), listener.channel));
+            final CmId conn = register(new CmId(newHandle(CmId.class), listener.channel));
             listener.channel.ids++;
             conn.listener = listener;
             conn.bound = true;
@@ -601,7 +661,7 @@ public final class EmulatedFabric
         synchronized (lock)
         {
             final Device device = get(contextHandle, Device.class, "ibv_alloc_pd");
-            return register(new Pd(newHandle(), device, nextSmall()));
+            return register(new Pd(newHandle(Pd.class), device, nextSmall()));
         }
     }
 
@@ -628,13 +688,14 @@ public final class EmulatedFabric
         synchronized (lock)
         {
             final Pd pd = get(pdHandle, Pd.class, "ibv_reg_mr");
-            final boolean remoteWriteOrAtomic = (access & (VerbsLayout.ACCESS_REMOTE_WRITE | VerbsLayout.ACCESS_REMOTE_ATOMIC)) != 0;
+            final int remoteWriteOrAtomicBits = VerbsLayout.ACCESS_REMOTE_WRITE | VerbsLayout.ACCESS_REMOTE_ATOMIC;
+            final boolean remoteWriteOrAtomic = (access & remoteWriteOrAtomicBits) != 0;
             if (length < 0 || address == 0 || (remoteWriteOrAtomic && (access & VerbsLayout.ACCESS_LOCAL_WRITE) == 0) ||
                 (access & ~0xf) != 0)
             {
                 throw new IOException("j2c::regMr: ibv_reg_mr failed: Invalid argument\n");
             }
-            final Mr mr = register(new Mr(newHandle(), pd, address, length, access, nextKey()));
+            final Mr mr = register(new Mr(newHandle(Mr.class), pd, address, length, access, nextKey()));
             pd.mrs++;
             pd.device.mrs.put(mr.key, mr);
             return mr;
@@ -660,7 +721,7 @@ public final class EmulatedFabric
     {
         synchronized (lock)
         {
-            return register(new CompChannel(newHandle(), get(contextHandle, Device.class, "ibv_create_comp_channel")));
+            return register(new CompChannel(newHandle(CompChannel.class), get(contextHandle, Device.class, "ibv_create_comp_channel")));
         }
     }
 
@@ -700,7 +761,7 @@ public final class EmulatedFabric
             }
             final int capacity = size - 1;
             channel.cqs++;
-            return register(new Cq(newHandle(), device, channel, capacity));
+            return register(new Cq(newHandle(Cq.class), device, channel, capacity));
         }
     }
 
@@ -747,7 +808,7 @@ public final class EmulatedFabric
             {
                 throw new IOException("j2c::createQP: rdma_create_qp failed: Invalid argument\n");
             }
-            final Qp qp = register(new Qp(newHandle(), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr, maxInline));
+            final Qp qp = register(new Qp(newHandle(Qp.class), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr, maxInline));
             pd.qps++;
             synchronized (sendCq)
             {

@@ -4,7 +4,7 @@ package io.reverb.rdma.provider.disni.emu;
  * The C structures DiSNi's Java half writes into (and reads from) native memory, as libdisni built against
  * <b>rdma-core 44</b> ({@code infiniband/verbs.h}, {@code netinet/in.h}) on x86-64 (LP64, little-endian) lays
  * them out. These are the answers libdisni's size and offset queries give there ({@code sizeof},
- * {@code offsetof}); {@code VerbsLayoutTest} checks every offset the emulated device reads against what DiSNi's
+ * {@code offsetof}); {@code EmulatedDeviceTest} checks every offset the emulated device reads against what DiSNi's
  * Java classes write.
  *
  * <pre>
