@@ -9,9 +9,11 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@link AbstractEngineAttackTest} against a server on {@code rdma://} (issue 24, part 2 item 3): the same
@@ -42,6 +44,61 @@ class RdmaEngineAttackTest extends AbstractEngineAttackTest
         // Called first by every test's set-up (EngineFabric skips there, with the cause, where rdma:// cannot run).
         return EngineFabric.RDMA.verbsConfig().withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(30))
             .withMaxPendingHandshakes(8);
+    }
+
+    /**
+     * Issue 24, part 2 item 3, end to end: connectors that stop after their REQUEST, or after reading the OFFER, sit
+     * in the listener's handshake threads until their deadline (30 s here) and never reach the engine's one accept
+     * thread, so a client connects meanwhile (its connect timeout is 20 s: on the version 2 handshake the first
+     * stalled connector alone held the accept thread that long).
+     */
+    @Test
+    void shouldAcceptAClientWhileOtherConnectorsStallMidHandshake() throws Exception
+    {
+        final InetSocketAddress target = parse(listener.address());
+        final List<Socket> stalled = new ArrayList<>();
+        try
+        {
+            for (int i = 0; i < 4; i++)
+            {
+                final Socket socket = new Socket(target.getAddress(), target.getPort());
+                stalled.add(socket);
+                socket.setSoTimeout(20_000);
+                final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+                // A REQUEST the engine would accept: a well-formed hello with the token's nonce slot.
+                final ByteBuffer hello = Handshake.encodeRequest(server.config(), new byte[Handshake.NONCE_LENGTH],
+                    0x1000L, 1, Handshake.VERSION);
+                out.writeInt(0x52564448);
+                out.writeByte(3);
+                out.writeByte(1); // REQUEST
+                out.writeByte(hello.remaining());
+                while (hello.hasRemaining())
+                {
+                    out.writeByte(hello.get());
+                }
+                out.flush();
+                if (i % 2 == 0)
+                {
+                    // Read the OFFER, then stall: the listener now waits for this connector's SOURCE.
+                    assertThat(new DataInputStream(socket.getInputStream()).readInt()).isEqualTo(0x52564448);
+                }
+            }
+            final long acceptedBefore = listener.acceptedCount();
+
+            final Connection fresh = client.connect(listener.address());
+            assertServes(fresh);
+
+            assertThat(listener.acceptedCount()).isEqualTo(acceptedBefore + 1);
+            fresh.close();
+        }
+        finally
+        {
+            for (final Socket socket : stalled)
+            {
+                socket.close();
+            }
+        }
+        assertStillServing();
     }
 
     private static InetSocketAddress parse(final String address)

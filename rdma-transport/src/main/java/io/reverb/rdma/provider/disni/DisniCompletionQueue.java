@@ -112,7 +112,7 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
         IbvCQ cq = null;
         try
         {
-            cq = context.ibvContext().createCQ(compChannel, capacity, 0);
+            cq = context.ibvContext().createCQ(compChannel, capacity, context.nextCompVector());
             if (cq == null)
             {
                 throw new IOException("ibv_create_cq(" + capacity + ") failed");

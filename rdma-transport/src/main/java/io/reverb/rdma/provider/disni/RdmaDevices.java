@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.Enumeration;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -51,7 +52,7 @@ final class RdmaDevices
         /** @return true if the port state is ACTIVE (4). */
         boolean isActive()
         {
-            return state.startsWith("4") || state.toUpperCase(java.util.Locale.ROOT).contains("ACTIVE");
+            return state.startsWith("4") || state.toUpperCase(Locale.ROOT).contains("ACTIVE");
         }
 
         /** @return true if the physical link is up (phys_state 5, LinkUp): the port has carrier. */

@@ -141,6 +141,21 @@ class DisniCompletionQueueTest
         assertThat(cq.pumpStarted()).isFalse();
     }
 
+    /** Issue 24, part 2 item 2: CQs are spread round-robin over the device's completion vectors (before: all on 0). */
+    @Test
+    void shouldSpreadCqsOverTheCompletionVectors()
+    {
+        final int[] vectors = new int[10];
+        for (int i = 0; i < vectors.length; i++)
+        {
+            vectors[i] = DisniVerbsContext.compVector(i, 4);
+        }
+        assertThat(vectors).containsExactly(0, 1, 2, 3, 0, 1, 2, 3, 0, 1);
+        assertThat(DisniVerbsContext.compVector(7, 1)).isZero();
+        assertThat(DisniVerbsContext.compVector(7, 0)).isZero();
+        assertThat(DisniVerbsContext.compVector(Integer.MAX_VALUE + 1, 3)).isBetween(0, 2);
+    }
+
     /** A queue pair as the CQ sees it. */
     private static final class Member implements DisniCompletionQueue.Member
     {

@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -141,7 +142,7 @@ class RdmaHostCheckTest
                 "       9.80          0.0",
             "ADAPTIVE      2.30     4.10      6.00     50.00         3.10            0.0            0.0       1.00" +
                 "       9.70          0.0");
-        final List<LatencyTable.Cell> cells = new java.util.ArrayList<>(LatencyTable.parsePingPong("rdma", output));
+        final List<LatencyTable.Cell> cells = new ArrayList<>(LatencyTable.parsePingPong("rdma", output));
 
         assertThat(cells).containsExactly(new LatencyTable.Cell("rdma", "BUSY", 2.10, 3.50),
             new LatencyTable.Cell("rdma", "ADAPTIVE", 2.30, 4.10));

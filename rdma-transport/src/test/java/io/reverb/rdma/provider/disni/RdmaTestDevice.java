@@ -112,4 +112,10 @@ public final class RdmaTestDevice
     {
         return isEmulated() && DispatcherBackends.isEmulated() ? EmulatedFabric.instance().liveObjects() : Map.of();
     }
+
+    /** @return bytes the emulated device has registered (pinned, on a real one), or -1 when not emulated. */
+    public static long emulatedRegisteredBytes()
+    {
+        return isEmulated() && DispatcherBackends.isEmulated() ? EmulatedFabric.instance().registeredBytes() : -1;
+    }
 }

@@ -180,6 +180,20 @@ public final class EmulatedFabric
         return counts;
     }
 
+    /** @return bytes of every live memory region together (what a real device would pin). */
+    public long registeredBytes()
+    {
+        long bytes = 0;
+        for (final Handled object : objects.values())
+        {
+            if (object instanceof Mr)
+            {
+                bytes += ((Mr)object).length;
+            }
+        }
+        return bytes;
+    }
+
     // ---------------------------------------------------------------------------------------------------------
     // Devices and addresses
     // ---------------------------------------------------------------------------------------------------------
