@@ -183,6 +183,60 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
         }
     }
 
+    /**
+     * Two hosts, each with its own device: over the emulated device every 127.x.y.z address is one, so a context
+     * opened on 127.0.0.3 connects to one listening on 127.0.0.2 and the message crosses devices. (On hardware
+     * the suite's contexts share the host's device; this case needs two machines there.)
+     */
+    @Test
+    void shouldConnectTwoHostsEachOnItsOwnDevice() throws Exception
+    {
+        assumeTrue(RdmaTestDevice.isEmulated(), "two hosts in one JVM need the emulated device (one per 127.x address)");
+        final String saved = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+        final Endpoint hostA;
+        final Endpoint hostB;
+        try
+        {
+            System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, "127.0.0.2");
+            hostA = new Endpoint(open(config()));
+            System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, "127.0.0.3");
+            hostB = new Endpoint(open(config()));
+        }
+        finally
+        {
+            if (saved == null)
+            {
+                System.clearProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+            }
+            else
+            {
+                System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, saved);
+            }
+        }
+        final ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (ConnectionListener listener = hostA.context.listen("127.0.0.2:0", 4))
+        {
+            final Future<QueuePair> accepted = pool.submit(() ->
+                listener.accept(TIMEOUT_NANOS).accept(hostA.attributes(), null));
+            hostB.qp = hostB.context.connect(listener.localAddress(), hostB.attributes(), null);
+            hostA.qp = accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+        assertThat(((DisniVerbsContext)hostA.context).localAddress().getHostAddress()).isEqualTo("127.0.0.2");
+        assertThat(((DisniVerbsContext)hostB.context).localAddress().getHostAddress()).isEqualTo("127.0.0.3");
+        final MemoryRegion a = hostA.pd.allocate(64, Access.LOCAL_WRITE);
+        final MemoryRegion b = hostB.pd.allocate(64, Access.LOCAL_WRITE);
+        postRecv(hostA.qp, a, 0, 64, 1);
+        b.buffer().putLong(0, 0x0123_4567_89abL);
+        postSend(hostB.qp, WrOpcode.SEND, b, 0, 8, 2, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        assertThat(awaitCompletions(hostA.recvCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+        assertThat(a.buffer().getLong(0)).isEqualTo(0x0123_4567_89abL);
+        assertThat(awaitCompletions(hostB.sendCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+    }
+
     @Override
     protected VerbsProvider provider()
     {

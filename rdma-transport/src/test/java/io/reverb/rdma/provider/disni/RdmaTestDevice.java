@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.disni;
 import io.reverb.rdma.provider.disni.emu.DispatcherBackends;
 import io.reverb.rdma.provider.disni.emu.EmulatedFabric;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Decides, once per test JVM, what the rdma:// tests run on: the real RDMA device when this host has one
@@ -64,6 +65,43 @@ public final class RdmaTestDevice
     {
         unavailabilityCause();
         return emulated;
+    }
+
+    /**
+     * Over the emulated device: waits (at most 20 s: some teardown finishes on rdma_cm and CQ event threads) until
+     * it holds no more rdma_cm ids, QPs, CQs, channels, PDs and memory registrations than {@code baseline} (taken
+     * before the test class opened anything; a JVM-wide rpc transport may hold some of its own), and fails naming
+     * what is left. Does nothing over a real device.
+     *
+     * @param baseline {@link #liveEmulatedObjects()} before.
+     * @throws InterruptedException if interrupted while waiting.
+     */
+    public static void assertEmulatedDeviceBackTo(final Map<String, Integer> baseline) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Map<String, Integer> live = liveEmulatedObjects();
+        while (!atMost(live, baseline))
+        {
+            if (System.nanoTime() - deadline > 0)
+            {
+                throw new AssertionError("the emulated RDMA device holds " + live + " after every engine closed, " +
+                    baseline + " before");
+            }
+            Thread.sleep(10);
+            live = liveEmulatedObjects();
+        }
+    }
+
+    private static boolean atMost(final Map<String, Integer> live, final Map<String, Integer> baseline)
+    {
+        for (final Map.Entry<String, Integer> entry : live.entrySet())
+        {
+            if (entry.getValue() > baseline.getOrDefault(entry.getKey(), 0))
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.ibm.disni.util.MemBuf;
 import com.ibm.disni.util.MemoryUtils;
+import com.ibm.disni.verbs.IbvCQ;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvRecvWR;
 import com.ibm.disni.verbs.IbvSendWR;
@@ -450,6 +451,31 @@ class EmulatedDeviceTest
         assertThatThrownBy(() -> client.register(ByteBuffer.allocateDirect(64), VerbsLayout.ACCESS_REMOTE_WRITE))
             .isInstanceOf(IOException.class).hasMessageContaining("ibv_reg_mr failed: Invalid argument");
         assertThat(EmulatedFabric.instance().deallocPd(handleOf(client.pd))).isEqualTo(VerbsLayout.EBUSY);
+    }
+
+    @Test
+    void shouldReuseAnIdNumberAsMallocWouldAndCatchCallsOnDestroyedObjects() throws Exception
+    {
+        final RdmaCmId first = client.channel.createId(RdmaCm.RDMA_PS_TCP);
+        final long number = handleOf(first);
+        first.destroyId();
+        final RdmaCmId second = client.channel.createId(RdmaCm.RDMA_PS_TCP);
+        assertThat(handleOf(second)).as("the freed rdma_cm_id's address, reused").isEqualTo(number);
+        second.destroyId();
+
+        final IbvCQ cq = client.context.createCQ(client.compChannel, 4, 0);
+        final long cqHandle = handleOf(cq);
+        cq.destroyCQ();
+        final long wcs = UnsafeApi.allocateMemory(VerbsLayout.WC_SIZE);
+        try
+        {
+            assertThatThrownBy(() -> EmulatedFabric.instance().engine.poll(cqHandle, 1, wcs))
+                .isInstanceOf(IOException.class).hasMessageContaining("use after destroy");
+        }
+        finally
+        {
+            UnsafeApi.freeMemory(wcs);
+        }
     }
 
     private static long handleOf(final Object natObject) throws Exception

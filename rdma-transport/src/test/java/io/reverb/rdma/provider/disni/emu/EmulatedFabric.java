@@ -87,8 +87,10 @@ public final class EmulatedFabric
 
     /**
      * @param kind the object's type.
-     * @return a handle for a new object: the one most recently freed of that kind if any (malloc hands a freed
-     *         chunk of the same size back, so libdisni's ids, C pointers, are reused the same way), else a new one.
+     * @return a handle for a new object. An rdma_cm id gets the handle of the id most recently destroyed if any:
+     *         malloc hands a freed chunk of the same size back, so libdisni's id numbers (C pointers) are reused
+     *         that way, and DiSNi's id table, keyed by them, must cope. Other objects get fresh handles, so that a
+     *         call on a destroyed QP, CQ, PD or region is caught ({@link #get}) instead of reaching a new object.
      */
     long newHandle(final Class<? extends Handled> kind)
     {
@@ -113,9 +115,12 @@ public final class EmulatedFabric
     {
         object.destroyed = true;
         objects.remove(object.handle);
-        synchronized (freedHandles)
+        if (object instanceof CmId)
         {
-            freedHandles.computeIfAbsent(object.getClass(), k -> new ArrayDeque<>()).push(object.handle);
+            synchronized (freedHandles)
+            {
+                freedHandles.computeIfAbsent(object.getClass(), k -> new ArrayDeque<>()).push(object.handle);
+            }
         }
     }
 
@@ -721,7 +726,8 @@ public final class EmulatedFabric
     {
         synchronized (lock)
         {
-            return register(new CompChannel(newHandle(CompChannel.class), get(contextHandle, Device.class, "ibv_create_comp_channel")));
+            return register(new CompChannel(newHandle(CompChannel.class), get(contextHandle, Device.class,
+                "ibv_create_comp_channel")));
         }
     }
 
@@ -808,7 +814,8 @@ public final class EmulatedFabric
             {
                 throw new IOException("j2c::createQP: rdma_create_qp failed: Invalid argument\n");
             }
-            final Qp qp = register(new Qp(newHandle(Qp.class), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr, maxInline));
+            final Qp qp = register(new Qp(newHandle(Qp.class), nextQpn(), id, pd, sendCq, recvCq, maxSendWr, maxRecvWr,
+                maxInline));
             pd.qps++;
             synchronized (sendCq)
             {
