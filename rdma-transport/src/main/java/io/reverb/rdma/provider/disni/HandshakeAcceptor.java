@@ -41,6 +41,8 @@ final class HandshakeAcceptor<I> implements AutoCloseable
 {
     /** Default of {@code reverb.verbs.maxPendingHandshakes}; kept for tests and documentation. */
     static final int MAX_PENDING = 64;
+    /** How long one wait for a connector's rdma_cm request lasts before eviction and close are checked again. */
+    static final long CLAIM_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     /** The rdma_cm side the handshake needs: the address to offer, and the claim of a connector's request. */
     interface Claimer<I>
@@ -293,7 +295,7 @@ final class HandshakeAcceptor<I> implements AutoCloseable
             out.flush();
             final InetSocketAddress source = Handshake.read(in, Handshake.SOURCE).source();
             DisniConnectionRequest.checkSource(source, socket.getInetAddress(), peer(socket));
-            id = claimer.claim(source, deadline);
+            id = claim(slot, source, deadline);
             synchronized (this)
             {
                 if (!closed && !slot.evicted)
@@ -322,6 +324,30 @@ final class HandshakeAcceptor<I> implements AutoCloseable
             else if (closed)
             {
                 drain();
+            }
+        }
+    }
+
+    /**
+     * Waits for the connector's rdma_cm request in slices, so that a handshake evicted (or a listener closed) while
+     * it waits gives up its thread at once rather than at its deadline: otherwise sockets that send REQUEST and
+     * SOURCE and never connect over rdma_cm could pile up threads faster than their deadlines free them.
+     */
+    private I claim(final Slot slot, final InetSocketAddress source, final long deadline) throws IOException
+    {
+        while (true)
+        {
+            final long sliceEnd = Math.min(deadline, System.nanoTime() + CLAIM_SLICE_NANOS);
+            try
+            {
+                return claimer.claim(source, sliceEnd);
+            }
+            catch (final IOException ex)
+            {
+                if (slot.evicted || closed || System.nanoTime() - deadline >= 0)
+                {
+                    throw ex;
+                }
             }
         }
     }

@@ -216,6 +216,58 @@ class DisniListenerHandshakeTest
         }
     }
 
+    /**
+     * A connector that sent REQUEST and SOURCE and never connects over rdma_cm waits in the claim; evicted by newer
+     * sockets, its thread ends at once, not at its (120 s) deadline, so such connectors cannot pile up threads.
+     */
+    @Test
+    void shouldEndTheThreadOfAnEvictedHandshakeWaitingForItsRdmaCmRequest() throws Exception
+    {
+        final List<Socket> sockets = new ArrayList<>();
+        try (HandshakeAcceptor<String> acceptor = acceptor(TimeUnit.SECONDS.toNanos(120), 2))
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                final Socket waiting = new Socket();
+                sockets.add(waiting);
+                waiting.connect(target(acceptor));
+                connectorPart(waiting, "w" + i, 41_000 + i, false);
+            }
+            awaitTrue(() -> handshakeThreads() == 2);
+            for (int i = 0; i < 2; i++)
+            {
+                final Socket newer = new Socket();
+                sockets.add(newer);
+                newer.connect(target(acceptor));
+            }
+
+            // Both waiting handshakes evicted; their threads leave the claim within a slice.
+            awaitTrue(() -> acceptor.refused() == 2 && handshakeThreads() == 2);
+            assertThat(refusals).hasSize(2).allMatch(line -> line.startsWith("busy: ") && line.contains("evicted"));
+            assertThat(acceptor.pendingCount()).isEqualTo(2);
+        }
+        finally
+        {
+            for (final Socket socket : sockets)
+            {
+                socket.close();
+            }
+        }
+    }
+
+    private static int handshakeThreads()
+    {
+        int threads = 0;
+        for (final Thread thread : Thread.getAllStackTraces().keySet())
+        {
+            if (thread.isAlive() && thread.getName().equals("test-handshake"))
+            {
+                threads++;
+            }
+        }
+        return threads;
+    }
+
     @Test
     void shouldReleaseTheClaimedRequestOfAConnectorNobodyTookWhenClosing() throws Exception
     {
