@@ -56,7 +56,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li>a client cancel closes the client listener with its status and the server listener with a status that is not
  *   OK; a server cancel (what grpc-java's server does at a deadline) closes the server listener with its status, not
  *   OK, so that grpc-java tells the handler {@code onCancel}; a server close that sent its status closes the server
- *   listener with OK; calls on a stream after it ended are no-ops.</li>
+ *   listener with OK; calls on a stream after it ended are no-ops; a transport's shutdownNow ends its streams on
+ *   both sides, each listener closed once and not OK.</li>
  *   <li>a listener gets only the messages it requested; {@code onReady} follows the peer's reading after the stream
  *   reported not ready, and {@code isReady()} is true within it.</li>
  *   <li>a client stream's deadline ({@code setDeadline}, as grpc-java's ClientCallImpl passes it) reaches the
@@ -425,6 +426,39 @@ abstract class AbstractTransportContractTest
             assertThat(clientListeners.get(i).closedCount.get()).isOne();
             assertThat(created.get(i).listener.closedCount.get()).isOne();
         }
+    }
+
+    @Test
+    void clientShutdownNowEndsItsStreamsOnBothSides() throws Exception
+    {
+        final ClientRecording clientListener = clientListener();
+        newStream(clientListener);
+        final StreamCreation created = serverListener.takeStream();
+        final Status status = Status.UNKNOWN.withDescription("test shutdownNow");
+        client.shutdownNow(status);
+        final Status clientStatus = clientListener.awaitClose();
+        assertThat(clientStatus.getCode()).isEqualTo(Status.Code.UNKNOWN);
+        assertThat(clientStatus.getDescription()).isEqualTo("test shutdownNow");
+        assertThat(created.listener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        roundTrip();
+        assertThat(clientListener.closedCount.get()).isOne();
+        assertThat(created.listener.closedCount.get()).isOne();
+    }
+
+    @Test
+    void serverShutdownNowEndsItsStreamsOnBothSides() throws Exception
+    {
+        final ClientRecording clientListener = clientListener();
+        newStream(clientListener);
+        final StreamCreation created = serverListener.takeStream();
+        for (final ServerTransport transport : serverListener.transports)
+        {
+            transport.shutdownNow(Status.UNKNOWN.withDescription("test shutdownNow"));
+        }
+        assertThat(created.listener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        assertThat(clientListener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        assertThat(clientListener.closedCount.get()).isOne();
+        assertThat(created.listener.closedCount.get()).isOne();
     }
 
     // ------------------------------------------------------------------------------------------------ flow control
