@@ -67,7 +67,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * </ul>
  *
  * <p>Run by {@link NettyTransportContractTest} (the reference) and by Reverb's {@code inproc}, {@code shm} and
- * {@code tcp} subclasses. Counts and latches only; the one deadline (300 ms) is waited for, never timed.
+ * {@code tcp} subclasses. Counts and latches only; the one deadline (1 s, generous for the call to reach its
+ * handler) is waited for, never timed.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 abstract class AbstractTransportContractTest
@@ -624,7 +625,7 @@ abstract class AbstractTransportContractTest
         final ManagedClientTransport other = startClient(transportServer.get());
         final ClientRecording listener = clientListener();
         final ClientStream stream = newStream(other, UNARY, new Metadata(), CallOptions.DEFAULT,
-            Deadline.after(300, TimeUnit.MILLISECONDS), listener);
+            Deadline.after(1, TimeUnit.SECONDS), listener);
         stream.request(1);
         stream.writeMessage(STRINGS.stream("wait for me"));
         stream.flush();
