@@ -97,8 +97,8 @@ class DeadlineReachesHandlerTest
             handlers = service.awaitEnded();
         }
         // one line per transport, read by bin/grpc-deadline-loop
-        System.out.printf("DeadlineReachesHandlerTest %s: %d of %d calls reached their handler (%d round(s)), %d of"
-            + " those handlers told onCancel%n", transport, handlers.size(), CALLS * rounds, rounds,
+        System.out.printf("DeadlineReachesHandlerTest %s: %d of %d calls reached their handler (%d round(s)), %d of" +
+            " those handlers told onCancel%n", transport, handlers.size(), CALLS * rounds, rounds,
             handlers.stream().filter(h -> h.cancelled && !h.completed).count());
         assertThat(handlers).as("handlers started").isNotEmpty();
         assertThat(handlers).as("handlers told the call completed").noneMatch(h -> h.completed);
