@@ -56,7 +56,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li>a client cancel closes the client listener with its status and the server listener with a status that is not
  *   OK; a server cancel (what grpc-java's server does at a deadline) closes the server listener with its status, not
  *   OK, so that grpc-java tells the handler {@code onCancel}; a server close that sent its status closes the server
- *   listener with OK; calls on a stream after it ended are no-ops.</li>
+ *   listener with OK; calls on a stream after it ended are no-ops; a transport's shutdownNow ends its streams on
+ *   both sides, each listener closed once and not OK.</li>
  *   <li>a listener gets only the messages it requested; {@code onReady} follows the peer's reading after the stream
  *   reported not ready, and {@code isReady()} is true within it.</li>
  *   <li>a client stream's deadline ({@code setDeadline}, as grpc-java's ClientCallImpl passes it) reaches the
@@ -66,7 +67,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * </ul>
  *
  * <p>Run by {@link NettyTransportContractTest} (the reference) and by Reverb's {@code inproc}, {@code shm} and
- * {@code tcp} subclasses. Counts and latches only; the one deadline (300 ms) is waited for, never timed.
+ * {@code tcp} subclasses. Counts and latches only; the one deadline (1 s, generous for the call to reach its
+ * handler) is waited for, never timed.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 abstract class AbstractTransportContractTest
@@ -427,6 +429,39 @@ abstract class AbstractTransportContractTest
         }
     }
 
+    @Test
+    void clientShutdownNowEndsItsStreamsOnBothSides() throws Exception
+    {
+        final ClientRecording clientListener = clientListener();
+        newStream(clientListener);
+        final StreamCreation created = serverListener.takeStream();
+        final Status status = Status.UNKNOWN.withDescription("test shutdownNow");
+        client.shutdownNow(status);
+        final Status clientStatus = clientListener.awaitClose();
+        assertThat(clientStatus.getCode()).isEqualTo(Status.Code.UNKNOWN);
+        assertThat(clientStatus.getDescription()).isEqualTo("test shutdownNow");
+        assertThat(created.listener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        roundTrip();
+        assertThat(clientListener.closedCount.get()).isOne();
+        assertThat(created.listener.closedCount.get()).isOne();
+    }
+
+    @Test
+    void serverShutdownNowEndsItsStreamsOnBothSides() throws Exception
+    {
+        final ClientRecording clientListener = clientListener();
+        newStream(clientListener);
+        final StreamCreation created = serverListener.takeStream();
+        for (final ServerTransport transport : serverListener.transports)
+        {
+            transport.shutdownNow(Status.UNKNOWN.withDescription("test shutdownNow"));
+        }
+        assertThat(created.listener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        assertThat(clientListener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        assertThat(clientListener.closedCount.get()).isOne();
+        assertThat(created.listener.closedCount.get()).isOne();
+    }
+
     // ------------------------------------------------------------------------------------------------ flow control
 
     @Test
@@ -590,7 +625,7 @@ abstract class AbstractTransportContractTest
         final ManagedClientTransport other = startClient(transportServer.get());
         final ClientRecording listener = clientListener();
         final ClientStream stream = newStream(other, UNARY, new Metadata(), CallOptions.DEFAULT,
-            Deadline.after(300, TimeUnit.MILLISECONDS), listener);
+            Deadline.after(1, TimeUnit.SECONDS), listener);
         stream.request(1);
         stream.writeMessage(STRINGS.stream("wait for me"));
         stream.flush();

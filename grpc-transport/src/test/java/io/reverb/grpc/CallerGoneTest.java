@@ -27,8 +27,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class CallerGoneTest
 {
-    /** Long enough for the frozen caller to be stopped before its own timer fires, short for the test. */
-    private static final int DEADLINE_MILLIS = 1500;
+    /**
+     * Long enough for the caller to send its calls (a loaded machine may take a second or more to load the classes
+     * of its first streaming calls: a call whose deadline passed before it was sent never reaches the server) and to
+     * be frozen before its own timer fires; short for the test.
+     */
+    private static final int DEADLINE_MILLIS = 4000;
 
     private Process child;
     private AutoCloseable server;
@@ -87,7 +91,8 @@ class CallerGoneTest
         }
         final boolean frozen = "frozen".equals(fate);
         startCaller(target, callerKind, frozen ? DEADLINE_MILLIS : 0);
-        assertThat(recorder.awaitStarted(4)).as("the four calls reached their handlers").isTrue();
+        final boolean allStarted = recorder.awaitStarted(4);
+        assertThat(allStarted).as("the four calls reached their handlers (%d did)", recorder.started()).isTrue();
         if (frozen)
         {
             final Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(child.pid())).inheritIO().start();
