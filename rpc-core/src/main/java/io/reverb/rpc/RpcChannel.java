@@ -260,6 +260,7 @@ public final class RpcChannel implements AutoCloseable
         private Object meterRegistry;
         private Duration keepAliveTime = Duration.ofSeconds(30);
         private Duration keepAliveTimeout = Duration.ofSeconds(10);
+        private boolean keepAliveWithoutCalls;
         private Duration initialBackoff = Duration.ofMillis(100);
         private Duration maxBackoff = Duration.ofSeconds(30);
         private Scheduler timerScheduler = Schedulers.parallel();
@@ -396,7 +397,11 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
-         * @param interval how often to PING while calls are active.
+         * Keep-alive (default every 30 s, timeout 10 s, while calls are open): a connection whose PING is not answered
+         * within {@code timeout} is closed and its calls fail with UNAVAILABLE, so a dead peer is noticed within
+         * {@code interval + timeout}. A zero or negative interval turns keep-alive off.
+         *
+         * @param interval how often to PING while calls are active (or always: {@link #keepAliveWithoutCalls}).
          * @param timeout  how long to wait for the answer before failing the connection's calls with UNAVAILABLE.
          * @return this.
          */
@@ -404,6 +409,25 @@ public final class RpcChannel implements AutoCloseable
         {
             this.keepAliveTime = Objects.requireNonNull(interval, "interval");
             this.keepAliveTimeout = Objects.requireNonNull(timeout, "timeout");
+            if (timeout.isNegative() || timeout.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive timeout must be positive: " + timeout);
+            }
+            return this;
+        }
+
+        /**
+         * PINGs also while the connection has no call (off by default, as in grpc-java), so that an idle channel
+         * notices a dead peer within keep-alive interval + timeout and reconnects before the next call needs it.
+         * The server must permit it: a server built with {@code RpcServer.Builder.permitKeepAliveWithoutCalls(false)}
+         * closes such a connection with GOAWAY "too many pings" (the channel then PINGs half as often).
+         *
+         * @param enable true to PING idle connections.
+         * @return this.
+         */
+        public Builder keepAliveWithoutCalls(final boolean enable)
+        {
+            this.keepAliveWithoutCalls = enable;
             return this;
         }
 
@@ -455,8 +479,8 @@ public final class RpcChannel implements AutoCloseable
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
-                    meterRegistry, keepAliveTime, keepAliveTimeout, initialBackoff, maxBackoff, timerScheduler,
-                    transportOptions));
+                    meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, initialBackoff, maxBackoff,
+                    timerScheduler, transportOptions));
             }
             // one single-address channel per replica, from a copy of these settings (the builder may change later);
             // the default deadline is applied once per call by the balancing side, not per attempt
@@ -465,6 +489,7 @@ public final class RpcChannel implements AutoCloseable
             final Object registry = meterRegistry;
             final Duration pingEvery = keepAliveTime;
             final Duration pingTimeout = keepAliveTimeout;
+            final boolean pingIdle = keepAliveWithoutCalls;
             final Duration backoff = initialBackoff;
             final Duration backoffMax = maxBackoff;
             final Scheduler timer = timerScheduler;
@@ -472,7 +497,7 @@ public final class RpcChannel implements AutoCloseable
             final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
                 BalancedChannel.builder(uri);
             b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
-                registry, pingEvery, pingTimeout, backoff, backoffMax, timer, transport)));
+                registry, pingEvery, pingTimeout, pingIdle, backoff, backoffMax, timer, transport)));
             b.timerScheduler(timer);
             if (loadBalancingPolicy != null)
             {

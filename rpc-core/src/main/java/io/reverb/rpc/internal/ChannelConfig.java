@@ -20,6 +20,7 @@ public final class ChannelConfig
     final Object meterRegistry;
     final Duration keepAliveTime;
     final Duration keepAliveTimeout;
+    final boolean keepAliveWithoutCalls;
     final Duration initialBackoff;
     final Duration maxBackoff;
     final Scheduler timerScheduler;
@@ -45,6 +46,32 @@ public final class ChannelConfig
         final Duration keepAliveTimeout, final Duration initialBackoff, final Duration maxBackoff,
         final Scheduler timerScheduler, final TransportOptions transportOptions)
     {
+        this(uri, interceptors, defaultDeadline, maxInboundMessageSize, meterRegistry, keepAliveTime, keepAliveTimeout,
+            false, initialBackoff, maxBackoff, timerScheduler, transportOptions);
+    }
+
+    /**
+     * Copies the builder's values (the interceptor list too).
+     *
+     * @param uri                   server address.
+     * @param interceptors          interceptors, first outermost.
+     * @param defaultDeadline       deadline of calls whose options set none, or null.
+     * @param maxInboundMessageSize largest inbound payload.
+     * @param meterRegistry         a Micrometer MeterRegistry, or null.
+     * @param keepAliveTime         PING interval (while calls are active, or always with keepAliveWithoutCalls).
+     * @param keepAliveTimeout      how long to wait for a PING's answer.
+     * @param keepAliveWithoutCalls PING also while the connection has no call.
+     * @param initialBackoff        first reconnect delay.
+     * @param maxBackoff            largest reconnect delay.
+     * @param timerScheduler        timers for deadlines, keep-alive and backoff.
+     * @param transportOptions      the transport's settings.
+     */
+    public ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration keepAliveTime,
+        final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final Duration initialBackoff,
+        final Duration maxBackoff, final Scheduler timerScheduler, final TransportOptions transportOptions)
+    {
+        this.keepAliveWithoutCalls = keepAliveWithoutCalls;
         this.uri = Objects.requireNonNull(uri, "uri");
         this.interceptors = interceptors.toArray(new ClientInterceptor[0]);
         this.defaultDeadline = defaultDeadline;

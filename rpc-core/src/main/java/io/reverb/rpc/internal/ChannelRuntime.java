@@ -63,6 +63,8 @@ public final class ChannelRuntime
     private Status lastFailure;
     private long nextAttemptNanos;
     private long backoffNanos;
+    /** The keep-alive interval of new connections: doubled each time a server said "too many pings" (as grpc-java). */
+    private volatile long keepAliveNanos;
 
     /**
      * @param config the channel's configuration.
@@ -75,6 +77,26 @@ public final class ChannelRuntime
         this.metrics = CallMetrics.create(config.meterRegistry, "client");
         this.interceptors = config.interceptors;
         this.backoffNanos = config.initialBackoff.toNanos();
+        this.keepAliveNanos = config.keepAliveTime.toNanos();
+    }
+
+    /** @return the keep-alive interval for a new connection (0 or less: no keep-alive). */
+    long keepAliveNanos()
+    {
+        return keepAliveNanos;
+    }
+
+    /** A server closed a connection for PINGs too frequent: the next connections PING half as often. */
+    void keepAliveTooFrequent()
+    {
+        final long before = keepAliveNanos;
+        if (before > 0)
+        {
+            final long after = before > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : before * 2;
+            keepAliveNanos = after;
+            RpcConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
+                KeepAliveEnforcer.TOO_MANY_PINGS, before / 1_000_000, after / 1_000_000);
+        }
     }
 
     ChannelConfig config()

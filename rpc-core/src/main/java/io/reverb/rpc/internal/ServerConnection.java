@@ -35,7 +35,8 @@ final class ServerConnection extends RpcConnection
         this.connection = connection;
         final ServerConfig config = server.config();
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
-        this.keepAlive = config.keepAlivePermitNanos > 0 ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
+        // enforcement is on when a minimum gap is set or PINGs without calls are refused
+        this.keepAlive = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
             TimeUnit.NANOSECONDS, config.permitKeepAliveWithoutCalls, System.nanoTime()) : null;
         if (config.maxConnectionAgeNanos != Long.MAX_VALUE)
         {
