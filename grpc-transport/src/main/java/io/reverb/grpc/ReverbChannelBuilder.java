@@ -185,7 +185,9 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
             {
                 b.keepAliveWithoutCalls(true);
             }
-            return user.apply(b);
+            // a call the server refused is reported REFUSED to grpc-java, whose own transparent retry resends it on
+            // the subchannel's next transport: rpc-core must not resend it underneath on this one
+            return user.apply(b).transparentRetry(false);
         });
     }
 

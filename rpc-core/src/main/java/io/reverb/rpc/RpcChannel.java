@@ -261,6 +261,7 @@ public final class RpcChannel implements AutoCloseable
         private Duration keepAliveTime = Duration.ofSeconds(30);
         private Duration keepAliveTimeout = Duration.ofSeconds(10);
         private boolean keepAliveWithoutCalls;
+        private boolean transparentRetry = true;
         private Duration initialBackoff = Duration.ofMillis(100);
         private Duration maxBackoff = Duration.ofSeconds(30);
         private Scheduler timerScheduler = Schedulers.parallel();
@@ -432,6 +433,24 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
+         * Transparent retry (on by default, as in grpc-java): a unary call that the server refused before any handler
+         * ran (it sent GOAWAY below the call's stream id, or refused the call while shutting down gracefully) is sent
+         * again on a new connection, within its deadline, so that a server replaced by another on the same address
+         * loses no call. Streaming calls are not resent (their requests may have gone out); they fail UNAVAILABLE
+         * with {@code CallFailureCause.Reason.GOAWAY} or {@code REFUSED_BY_SERVER}, which a balancing channel
+         * ({@link #retryPolicy}, {@link #loadBalancingPolicy}) retries. Turn it off where a layer above retries
+         * refused calls itself (reverb-grpc does: grpc-java's own transparent retry).
+         *
+         * @param enable false to fail refused calls with UNAVAILABLE instead.
+         * @return this.
+         */
+        public Builder transparentRetry(final boolean enable)
+        {
+            this.transparentRetry = enable;
+            return this;
+        }
+
+        /**
          * @param initial first reconnect delay.
          * @param max     largest reconnect delay.
          * @return this.
@@ -479,11 +498,12 @@ public final class RpcChannel implements AutoCloseable
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
-                    meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, initialBackoff, maxBackoff,
-                    timerScheduler, transportOptions));
+                    meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, transparentRetry,
+                    initialBackoff, maxBackoff, timerScheduler, transportOptions));
             }
             // one single-address channel per replica, from a copy of these settings (the builder may change later);
-            // the default deadline is applied once per call by the balancing side, not per attempt
+            // the default deadline is applied once per call by the balancing side, not per attempt, and refused calls
+            // are retried there too (on another pick), not by the replica's channel
             final List<ClientInterceptor> chain = List.copyOf(interceptors);
             final int maxInbound = maxInboundMessageSize;
             final Object registry = meterRegistry;
@@ -497,7 +517,7 @@ public final class RpcChannel implements AutoCloseable
             final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
                 BalancedChannel.builder(uri);
             b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
-                registry, pingEvery, pingTimeout, pingIdle, backoff, backoffMax, timer, transport)));
+                registry, pingEvery, pingTimeout, pingIdle, false, backoff, backoffMax, timer, transport)));
             b.timerScheduler(timer);
             if (loadBalancingPolicy != null)
             {

@@ -21,6 +21,7 @@ public final class ChannelConfig
     final Duration keepAliveTime;
     final Duration keepAliveTimeout;
     final boolean keepAliveWithoutCalls;
+    final boolean transparentRetry;
     final Duration initialBackoff;
     final Duration maxBackoff;
     final Scheduler timerScheduler;
@@ -47,7 +48,7 @@ public final class ChannelConfig
         final Scheduler timerScheduler, final TransportOptions transportOptions)
     {
         this(uri, interceptors, defaultDeadline, maxInboundMessageSize, meterRegistry, keepAliveTime, keepAliveTimeout,
-            false, initialBackoff, maxBackoff, timerScheduler, transportOptions);
+            false, true, initialBackoff, maxBackoff, timerScheduler, transportOptions);
     }
 
     /**
@@ -61,6 +62,8 @@ public final class ChannelConfig
      * @param keepAliveTime         PING interval (while calls are active, or always with keepAliveWithoutCalls).
      * @param keepAliveTimeout      how long to wait for a PING's answer.
      * @param keepAliveWithoutCalls PING also while the connection has no call.
+     * @param transparentRetry      send again, on a new connection, a unary call the server refused before any
+     *                              handler ran (GOAWAY, or refused while shutting down).
      * @param initialBackoff        first reconnect delay.
      * @param maxBackoff            largest reconnect delay.
      * @param timerScheduler        timers for deadlines, keep-alive and backoff.
@@ -68,10 +71,12 @@ public final class ChannelConfig
      */
     public ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
         final int maxInboundMessageSize, final Object meterRegistry, final Duration keepAliveTime,
-        final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final Duration initialBackoff,
-        final Duration maxBackoff, final Scheduler timerScheduler, final TransportOptions transportOptions)
+        final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final boolean transparentRetry,
+        final Duration initialBackoff, final Duration maxBackoff, final Scheduler timerScheduler,
+        final TransportOptions transportOptions)
     {
         this.keepAliveWithoutCalls = keepAliveWithoutCalls;
+        this.transparentRetry = transparentRetry;
         this.uri = Objects.requireNonNull(uri, "uri");
         this.interceptors = interceptors.toArray(new ClientInterceptor[0]);
         this.defaultDeadline = defaultDeadline;

@@ -26,6 +26,8 @@ final class ClientConnection extends RpcConnection
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
+    /** The last stream id of the server's GOAWAY: the server never saw the calls above it. */
+    private volatile int goAwayLastStreamId = Integer.MAX_VALUE;
     private volatile Disposable keepAlive;
     /** The outstanding PING's own deadline: a dead peer is noticed keep-alive timeout after the PING left. */
     private volatile Disposable pingTimeout;
@@ -140,10 +142,15 @@ final class ClientConnection extends RpcConnection
                 if (stream != null)
                 {
                     final Status received = Status.fromCodeValue(code).withDescription(description);
-                    // the server flags a call it refused before any handler ran: safe to retry elsewhere
-                    ((ClientCall<?, ?>)stream).onStatus((flags & FrameType.Flags.REFUSED) != 0 ?
-                        received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) : received,
-                        trailers);
+                    final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
+                    // refused while the server shuts down: no handler ran, the call may go to the server that follows
+                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientCall<?, ?>)stream).retryRefused())
+                    {
+                        // the server flags a call it refused before any handler ran: safe to retry elsewhere
+                        ((ClientCall<?, ?>)stream).onStatus(refused ?
+                            received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) :
+                            received, trailers);
+                    }
                 }
                 if (draining && streams.isEmpty())
                 {
@@ -163,6 +170,7 @@ final class ClientConnection extends RpcConnection
     @Override
     void onGoAway(final int lastStreamId, final Status status)
     {
+        goAwayLastStreamId = Math.min(goAwayLastStreamId, lastStreamId);
         draining = true;
         channel.connectionUnusable(this);
         // calls the server never saw can fail at once (they were not processed)
@@ -171,7 +179,8 @@ final class ClientConnection extends RpcConnection
             if (id > lastStreamId)
             {
                 final RpcStream stream = streams.remove(id);
-                if (stream != null)
+                // never processed: resent on a new connection (transparent retry) where the call allows it
+                if (stream != null && !((ClientCall<?, ?>)stream).retryRefused())
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
                         "server going away: " + status.description())
@@ -266,6 +275,26 @@ final class ClientConnection extends RpcConnection
         {
             t.dispose();
         }
+    }
+
+    /**
+     * A call registered above the GOAWAY's last stream id while the GOAWAY was being handled, still open when the
+     * server closed the connection, was never seen by the server: it is refused (resent, or failed as refused), not
+     * lost with the connection.
+     */
+    @Override
+    void failStream(final RpcStream stream, final Status status)
+    {
+        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientCall)
+        {
+            if (!((ClientCall<?, ?>)stream).retryRefused())
+            {
+                stream.onConnectionClosed(Status.UNAVAILABLE.withDescription("server going away")
+                    .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
+            }
+            return;
+        }
+        stream.onConnectionClosed(status);
     }
 
     @Override
