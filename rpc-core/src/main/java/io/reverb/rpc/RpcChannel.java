@@ -264,6 +264,7 @@ public final class RpcChannel implements AutoCloseable
         private boolean transparentRetry = true;
         private Duration initialBackoff = Duration.ofMillis(100);
         private Duration maxBackoff = Duration.ofSeconds(30);
+        private Duration reconnectWhileCallsWait = ChannelConfig.DEFAULT_RECONNECT_WHILE_CALLS_WAIT;
         private Scheduler timerScheduler = Schedulers.parallel();
         private TransportOptions transportOptions = TransportOptions.EMPTY;
         private final List<String> addresses;
@@ -463,6 +464,27 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
+         * While calls want a connection (they wait for one, or keep failing fast during the backoff), the next attempt
+         * comes at most {@code interval} after the last failed one (default 1 s), however far the exponential
+         * {@link #reconnectBackoff} has grown: a server back after a long outage serves its callers within about that
+         * long, instead of after up to the maximum backoff. Connections are made on demand, so a channel no call needs
+         * makes no attempt at all. A fail-fast call made during the backoff still fails at once (as in gRPC), but
+         * brings the next attempt forward. Use the maximum backoff here to keep attempts purely exponential.
+         *
+         * @param interval positive.
+         * @return this.
+         */
+        public Builder reconnectWhileCallsWait(final Duration interval)
+        {
+            if (interval.isNegative() || interval.isZero())
+            {
+                throw new IllegalArgumentException("reconnectWhileCallsWait must be positive: " + interval);
+            }
+            this.reconnectWhileCallsWait = interval;
+            return this;
+        }
+
+        /**
          * @param scheduler timer scheduler for deadlines, keep-alive and backoff.
          * @return this.
          */
@@ -499,7 +521,7 @@ public final class RpcChannel implements AutoCloseable
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
                     meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, transparentRetry,
-                    initialBackoff, maxBackoff, timerScheduler, transportOptions));
+                    initialBackoff, maxBackoff, reconnectWhileCallsWait, timerScheduler, transportOptions));
             }
             // one single-address channel per replica, from a copy of these settings (the builder may change later);
             // the default deadline is applied once per call by the balancing side, not per attempt, and refused calls
@@ -512,12 +534,13 @@ public final class RpcChannel implements AutoCloseable
             final boolean pingIdle = keepAliveWithoutCalls;
             final Duration backoff = initialBackoff;
             final Duration backoffMax = maxBackoff;
+            final Duration whileCallsWait = reconnectWhileCallsWait;
             final Scheduler timer = timerScheduler;
             final TransportOptions transport = transportOptions;
             final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
                 BalancedChannel.builder(uri);
             b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
-                registry, pingEvery, pingTimeout, pingIdle, false, backoff, backoffMax, timer, transport)));
+                registry, pingEvery, pingTimeout, pingIdle, false, backoff, backoffMax, whileCallsWait, timer, transport)));
             b.timerScheduler(timer);
             if (loadBalancingPolicy != null)
             {
