@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.google.protobuf.StringValue;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
@@ -42,6 +44,8 @@ class ExpiredCallDispatchTest
     private final AtomicInteger handlers = new AtomicInteger();
     private final ExecutorService pool = Executors.newSingleThreadExecutor();
     private final VirtualTimeScheduler serverClock = VirtualTimeScheduler.create();
+    /** The server's {@code reverb.server.calls.active}: calls it has read and not yet ended. */
+    private final SimpleMeterRegistry serverMetrics = new SimpleMeterRegistry();
     private RpcServer server;
     private RpcChannel channel;
 
@@ -79,7 +83,8 @@ class ExpiredCallDispatchTest
                     return requests;
                 }))
                 .build())
-            .timerScheduler(serverClock);
+            .timerScheduler(serverClock)
+            .meterRegistry(serverMetrics);
         if (heldExecutor)
         {
             // every dispatch waits for the latch: the server is "frozen" between reading a call and running it
@@ -121,9 +126,16 @@ class ExpiredCallDispatchTest
         serverClock.dispose();
     }
 
-    private void expireWhileHeldThenRelease(final Runnable call, final int dispatches)
+    private double activeServerCalls()
     {
-        Await.until("the calls reached the server's dispatch", TIMEOUT, () -> queued.get() >= dispatches);
+        final Gauge active = serverMetrics.find("reverb.server.calls.active").gauge();
+        return active == null ? 0 : active.value();
+    }
+
+    private void expireWhileHeldThenRelease(final Runnable call, final int calls)
+    {
+        // every call read by the server (its deadline timer set), none dispatched yet
+        Await.until("the calls reached the server", TIMEOUT, () -> activeServerCalls() == calls);
         serverClock.advanceTimeBy(DEADLINE.plusMillis(1)); // the server's own deadline passes while dispatch is held
         release.countDown();
         call.run();
