@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
@@ -135,7 +136,7 @@ class ExpiredCallDispatchTest
         });
         // connected first: a call must not spend its short deadline waiting for the connection and never leave
         final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (channel.getState(true) != io.grpc.ConnectivityState.READY)
+        while (channel.getState(true) != ConnectivityState.READY)
         {
             assertThat(System.nanoTime() - until).as("connected").isNegative();
             Thread.sleep(2);

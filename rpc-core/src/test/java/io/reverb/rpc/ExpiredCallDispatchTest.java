@@ -10,6 +10,7 @@ import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -172,7 +173,7 @@ class ExpiredCallDispatchTest
         bidi.subscribe(v -> { }, e -> { });
         expireWhileHeldThenRelease(() ->
         {
-            for (final Flux<StringValue> f : java.util.List.of(streaming, bidi))
+            for (final Flux<StringValue> f : List.of(streaming, bidi))
             {
                 final RpcException e = catchThrowableOfType(RpcException.class, () -> f.blockLast(TIMEOUT));
                 assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.retry.AttemptFailure;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
@@ -132,8 +134,7 @@ class GracefulReplacementTest
         assertThat(t).isInstanceOf(RpcException.class);
         final Status status = ((RpcException)t).status();
         assertThat(status.code()).isEqualTo(StatusCode.UNAVAILABLE);
-        assertThat(io.reverb.rpc.retry.CallFailureCause.attemptFailure(status))
-            .isEqualTo(io.reverb.rpc.retry.AttemptFailure.REFUSED);
+        assertThat(CallFailureCause.attemptFailure(status)).isEqualTo(AttemptFailure.REFUSED);
         assertThat(handledByOld.get()).isEqualTo(1);
         gate.tryEmitEmpty();
         assertThat(started.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(StringValue.of("old"));

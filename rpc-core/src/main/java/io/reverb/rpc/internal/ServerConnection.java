@@ -39,7 +39,8 @@ final class ServerConnection extends RpcConnection
         final ServerConfig config = server.config();
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
         // enforcement is on when a minimum gap is set or PINGs without calls are refused
-        this.keepAlive = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
+        final boolean enforce = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls;
+        this.keepAlive = enforce ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
             TimeUnit.NANOSECONDS, config.permitKeepAliveWithoutCalls, System.nanoTime()) : null;
         if (config.maxConnectionAgeNanos != Long.MAX_VALUE)
         {
