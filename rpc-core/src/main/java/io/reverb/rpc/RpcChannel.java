@@ -434,13 +434,13 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
-         * Transparent retry (on by default, as in grpc-java): a unary call that the server refused before any handler
-         * ran (it sent GOAWAY below the call's stream id, or refused the call while shutting down gracefully) is sent
-         * again on a new connection, within its deadline, so that a server replaced by another on the same address
-         * loses no call. Streaming calls are not resent (their requests may have gone out); they fail UNAVAILABLE
-         * with {@code CallFailureCause.Reason.GOAWAY} or {@code REFUSED_BY_SERVER}, which a balancing channel
-         * ({@link #retryPolicy}, {@link #loadBalancingPolicy}) retries. Turn it off where a layer above retries
-         * refused calls itself (reverb-grpc does: grpc-java's own transparent retry).
+         * Transparent retry (on by default, as in grpc-java): a unary or server-streaming call that the server refused
+         * before any handler ran (it sent GOAWAY below the call's stream id, or refused the call while shutting down
+         * gracefully) is sent again on a new connection, within its deadline, at most 5 times, so that a server
+         * replaced by another on the same address loses no call. Client- and bidi-streaming calls are not resent
+         * (their requests are gone with the publisher); they fail UNAVAILABLE with
+         * {@code CallFailureCause.Reason.GOAWAY} or {@code REFUSED_BY_SERVER}. Turn it off where a layer above
+         * retries refused calls itself (reverb-grpc does: grpc-java's own transparent retry).
          *
          * @param enable false to fail refused calls with UNAVAILABLE instead.
          * @return this.

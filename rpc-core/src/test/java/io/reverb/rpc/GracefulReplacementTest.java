@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -36,6 +37,13 @@ class GracefulReplacementTest
         .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
         .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
         .build();
+    private static final MethodDescriptor<StringValue, StringValue> STREAM =
+        MethodDescriptor.<StringValue, StringValue>newBuilder()
+        .type(MethodDescriptor.MethodType.SERVER_STREAMING)
+        .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.Replace", "Stream"))
+        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .build();
 
     private final String name = "replace-" + IDS.incrementAndGet();
     private final String uri = "inproc://" + name;
@@ -52,6 +60,11 @@ class GracefulReplacementTest
                 handled.incrementAndGet();
                 final Mono<StringValue> answer = Mono.just(StringValue.of(id));
                 return r.getValue().equals("hold") ? gate.asMono().then(answer) : answer;
+            }))
+            .addMethod(STREAM, ServerCalls.serverStreaming(r ->
+            {
+                handled.incrementAndGet();
+                return Flux.just(StringValue.of(id), StringValue.of(id + "-" + r.getValue()), StringValue.of(id));
             })).build()).shutdownGracePeriod(TIMEOUT).build().start();
         servers.add(server);
         return server;
@@ -100,6 +113,13 @@ class GracefulReplacementTest
         {
             refused.add(call("x" + i));
         }
+        // server-streaming calls too: their one request is kept and goes again
+        final List<CompletableFuture<List<StringValue>>> refusedStreams = new ArrayList<>();
+        for (int i = 0; i < 5; i++)
+        {
+            refusedStreams.add(channel.newCall(STREAM, CallOptions.DEFAULT.withDeadlineAfter(TIMEOUT).withWaitForReady(),
+                Mono.just(StringValue.of("s" + i))).collectList().toFuture());
+        }
         old.shutdown(TIMEOUT);
         server("new", handledByNew);
         InprocTransportProvider.freezeServer(name, false);
@@ -109,7 +129,12 @@ class GracefulReplacementTest
             assertThat(f.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("resent to the new server")
                 .isEqualTo(StringValue.of("new"));
         }
-        assertThat(handledByNew.get()).isEqualTo(refused.size());
+        for (int i = 0; i < refusedStreams.size(); i++)
+        {
+            assertThat(refusedStreams.get(i).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("stream resent")
+                .containsExactly(StringValue.of("new"), StringValue.of("new-s" + i), StringValue.of("new"));
+        }
+        assertThat(handledByNew.get()).isEqualTo(refused.size() + refusedStreams.size());
         assertThat(handledByOld.get()).as("the old server ran only the call it had started").isEqualTo(1);
         assertThat(started).as("the started call still runs on the draining server").isNotDone();
         gate.tryEmitEmpty();

@@ -276,6 +276,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 return false;
             }
             transparentRetries++;
+            prepareResend(); // first: nothing may go to the refusing connection from now on
             connection = null;
             callSent = false;
             registered = false;
@@ -293,6 +294,14 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     boolean resendable()
     {
         return false;
+    }
+
+    /**
+     * Under this call's monitor: the call will be sent again ({@link #retryRefused}); nothing may go to the refusing
+     * connection from now on.
+     */
+    void prepareResend()
+    {
     }
 
     @Override
