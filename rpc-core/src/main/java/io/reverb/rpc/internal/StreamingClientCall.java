@@ -192,7 +192,10 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             if (last)
             {
                 outboundDone = true;
-                heldRequest = value; // for a resend after a refusal (see resendable)
+                if (channel.config().transparentRetry)
+                {
+                    heldRequest = value; // for a resend after a refusal (see resendable)
+                }
             }
             conn = connection;
         }
