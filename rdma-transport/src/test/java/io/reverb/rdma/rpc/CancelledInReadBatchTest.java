@@ -3,6 +3,7 @@ package io.reverb.rdma.rpc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Int32Value;
+import com.google.protobuf.MessageLite;
 import com.google.protobuf.StringValue;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -67,7 +68,7 @@ class CancelledInReadBatchTest
     private RpcServer server;
     private RpcChannel channel;
 
-    private static <T extends com.google.protobuf.MessageLite> MethodDescriptor<T, T> method(final String name,
+    private static <T extends MessageLite> MethodDescriptor<T, T> method(final String name,
         final MethodDescriptor.MethodType type, final T prototype)
     {
         return MethodDescriptor.<T, T>newBuilder()
@@ -97,7 +98,8 @@ class CancelledInReadBatchTest
             .meterRegistry(serverMetrics)
             .build()
             .start();
-        channel = RpcChannel.builder(uri).build();
+        // no keep-alive PING: the test counts every message the client sends, however slowly it runs
+        channel = RpcChannel.builder(uri).keepAlive(Duration.ZERO, Duration.ofSeconds(10)).build();
     }
 
     @AfterEach
