@@ -19,4 +19,15 @@ public interface MessageHandler
      * @param length its length in bytes (possibly 0).
      */
     void onMessage(DirectBuffer buffer, int offset, int length);
+
+    /**
+     * Called after the messages of one poll of the connection's receive completions were delivered (at least one),
+     * on the same thread, right after the last of them (as Netty's {@code channelReadComplete}). A handler can
+     * defer work to here to see the whole batch first: e.g. a server that starts a call only once it knows that a
+     * cancel for it was not in the same batch. Not called for messages drained while the connection goes down.
+     * The default does nothing.
+     */
+    default void onBatchEnd()
+    {
+    }
 }

@@ -53,6 +53,9 @@ final class ReceiveSlots
     private int deliveringOffset;
     private int deliveringLength;
 
+    // a message was delivered since the last batch end (poller thread)
+    private boolean deliveredSinceBatchEnd;
+
     private int parkedSlot = -1;
     private int parkedOffset;
     private int parkedEnd;
@@ -120,6 +123,7 @@ final class ReceiveSlots
             {
                 connection.onReceivesReposted(1);
             }
+            batchEnd();
             return true;
         }
         final WorkCompletions target = handler != null ? wc : singleCompletion;
@@ -127,10 +131,35 @@ final class ReceiveSlots
         if (n > 0)
         {
             onCompletions(target, n);
+            batchEnd();
             return true;
         }
         // A provider that moves data on the polling thread (tcp) is halfway through a message: that is work too.
         return recvCq.lastPollMovedData();
+    }
+
+    /** After one poll's completions: tells the handler, if anything was delivered and the connection is not closed. */
+    private void batchEnd()
+    {
+        if (!deliveredSinceBatchEnd)
+        {
+            return;
+        }
+        deliveredSinceBatchEnd = false;
+        final MessageHandler h = handler;
+        if (h == null || connection.state() >= EngineConnection.STATE_CLOSED)
+        {
+            return;
+        }
+        try
+        {
+            h.onBatchEnd();
+        }
+        catch (final Throwable t)
+        {
+            connection.engine.onError(
+                new EngineException("batch-end handler of connection to " + connection.remoteAddress() + " threw", t));
+        }
     }
 
     /** Processes {@code n} receive completions, re-posting each slot that is done with. */
@@ -310,6 +339,7 @@ final class ReceiveSlots
         deliveringOffset = offset;
         deliveringLength = length;
         deliveringRendezvous = rendezvous;
+        deliveredSinceBatchEnd = true;
         try
         {
             h.onMessage(buffer, offset, length);

@@ -140,6 +140,18 @@ final class EngineTransportConnection
     }
 
     @Override
+    public void onBatchEnd()
+    {
+        handler.onReadComplete(this);
+    }
+
+    @Override
+    public boolean signalsReadComplete()
+    {
+        return true;
+    }
+
+    @Override
     public int maxMessageLength()
     {
         return Math.min(engine.peerMaxInboundMessageSize(), maxOutboundMessageSize);

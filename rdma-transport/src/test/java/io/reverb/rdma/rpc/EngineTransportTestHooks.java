@@ -58,6 +58,24 @@ final class EngineTransportTestHooks
     }
 
     /**
+     * @param serverUri a listener's address.
+     * @return messages (data frames) the client ends of the connections to it have posted, i.e. handed to the peer.
+     */
+    static long clientMessagesSent(final String serverUri)
+    {
+        long n = 0;
+        final String server = withoutQuery(serverUri);
+        for (final EngineTransportConnection connection : transportOf(serverUri).connections())
+        {
+            if (!connection.localAddress().equals(server) && connection.remoteAddress().equals(server))
+            {
+                n += connection.engineConnection().stats().eagerMessagesSent();
+            }
+        }
+        return n;
+    }
+
+    /**
      * Closes the engine opened for these settings (a BUSY engine spins a core until closed).
      *
      * @param scheme  {@code shm} or {@code tcp}.

@@ -424,10 +424,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
         encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
+        // every response is written by now (frames go in order): the request's lifetime ends here
+        releaseSingleRequest();
+    }
+
+    /** Gives the single request's memory back to its marshaller, once: no response references it any more. */
+    final void releaseSingleRequest()
+    {
         final Req request = singleRequest;
         if (request != null)
         {
-            // every response is written by now (frames go in order): the request's lifetime ends here
             singleRequest = null;
             method.requestMarshaller().release(request);
         }

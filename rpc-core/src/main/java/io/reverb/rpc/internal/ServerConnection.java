@@ -8,6 +8,7 @@ import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
@@ -30,6 +31,13 @@ final class ServerConnection extends RpcConnection
     /** Orders call acceptance against GOAWAY (see onCall); taken before the write lock, never inside it. */
     private final Object drainLock = new Object();
     private volatile Disposable ageTimer;
+    /**
+     * Whether a call's handler waits for the end of the transport's read batch (see {@link #onCall}): only where
+     * handlers run inline on the transport's thread and the transport says when a batch ends.
+     */
+    private final boolean deferStarts;
+    /** Calls of the current read batch whose start waits for its end, in arrival order; the transport's thread only. */
+    private final ArrayDeque<ServerCall<?, ?>> deferred = new ArrayDeque<>();
 
     ServerConnection(final ServerRuntime server, final Connection connection)
     {
@@ -37,6 +45,7 @@ final class ServerConnection extends RpcConnection
         this.server = server;
         this.connection = connection;
         final ServerConfig config = server.config();
+        this.deferStarts = server.handlerScheduler() == null && connection.signalsReadComplete();
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
         // enforcement is on when a minimum gap is set or PINGs without calls are refused
         final boolean enforce = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls;
@@ -181,7 +190,30 @@ final class ServerConnection extends RpcConnection
             serverCall = ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
             streams.put(streamId, serverCall);
         }
+        if (deferStarts)
+        {
+            // A handler on the transport's thread would run right now, before the rest of the batch is read. After a
+            // stall (a frozen process, a long GC) the batch may hold this call's CANCEL too, sent when the caller's
+            // deadline passed: started at the batch's end, a call cancelled meanwhile never runs its handler. Its
+            // MESSAGE and HALF_CLOSE frames are taken meanwhile and wait for the start (see UnaryServerCall.begin).
+            deferred.add(serverCall);
+            return;
+        }
         serverCall.start();
+    }
+
+    /** The end of a read batch: starts the calls it opened, in order, except those it already ended. */
+    @Override
+    public void onReadComplete(final Connection connection)
+    {
+        ServerCall<?, ?> call;
+        while ((call = deferred.poll()) != null)
+        {
+            if (!call.isClosed())
+            {
+                call.start();
+            }
+        }
     }
 
     void remove(final int streamId)
@@ -264,6 +296,7 @@ final class ServerConnection extends RpcConnection
         {
             timer.dispose();
         }
+        deferred.clear(); // every call in it was ended with the connection (failStreams): none starts
         server.connectionClosed(this);
     }
 }

@@ -18,6 +18,9 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     private final ServerCallHandler.Unary<Req, Resp> unaryHandler;
     // guarded by this
     private boolean requestSeen;
+    // guarded by this: begin() ran; before it, the request (read in the same batch as the CALL) waits in heldRequest
+    private boolean begun;
+    private Req heldRequest;
 
     @SuppressWarnings("unchecked")
     UnaryServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -31,7 +34,19 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     @Override
     void begin()
     {
-        // the handler runs when the request arrives
+        // the handler runs when the request arrives, or now if it came before the start (the start was held back to
+        // the end of the transport's read batch: see ServerConnection.onCall)
+        final Req held;
+        synchronized (this)
+        {
+            begun = true;
+            held = heldRequest;
+            heldRequest = null;
+        }
+        if (held != null)
+        {
+            dispatch(held);
+        }
     }
 
     @Override
@@ -46,6 +61,11 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
             }
             second = requestSeen;
             requestSeen = true;
+            if (!second && !begun)
+            {
+                heldRequest = value;
+                return;
+            }
         }
         if (second)
         {
@@ -53,6 +73,11 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
             cancelCall(Status.INTERNAL.withDescription("Too many requests for a unary call"), null);
             return;
         }
+        dispatch(value);
+    }
+
+    private void dispatch(final Req value)
+    {
         if (worker == null)
         {
             invoke(value);
@@ -107,6 +132,16 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     @Override
     void requestsAborted()
     {
+        final Req held;
+        synchronized (this)
+        {
+            held = heldRequest;
+            heldRequest = null;
+        }
+        if (held != null)
+        {
+            releaseSingleRequest(); // ended before its start: no handler saw the request, no response references it
+        }
     }
 
     @Override

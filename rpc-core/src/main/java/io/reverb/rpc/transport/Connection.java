@@ -45,6 +45,18 @@ public interface Connection
     String remoteAddress();
 
     /**
+     * Whether this connection calls {@link ConnectionHandler#onReadComplete} after each batch of inbound messages it
+     * delivers. A handler may then hold work back until the end of the batch; one whose transport never calls it must
+     * not. The default: false.
+     *
+     * @return true if {@link ConnectionHandler#onReadComplete} follows every batch of {@link ConnectionHandler#onMessage}.
+     */
+    default boolean signalsReadComplete()
+    {
+        return false;
+    }
+
+    /**
      * @return resources this connection holds now.
      */
     ResourceUsage resourceUsage();

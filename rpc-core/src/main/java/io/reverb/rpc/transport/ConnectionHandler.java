@@ -17,6 +17,20 @@ public interface ConnectionHandler
     void onMessage(Connection connection, ByteBuffer message);
 
     /**
+     * The transport delivered a batch of messages (what one read of the network or one poll of its completions
+     * gave) and has no more for now, as Netty's {@code channelReadComplete}. Called on the transport's thread after
+     * the batch's last {@link #onMessage}, only by a connection whose {@link Connection#signalsReadComplete()} is
+     * true; every batch is followed by it or, when the connection goes down, by {@link #onClose}, so that work held
+     * back until it is never stranded. The default does
+     * nothing.
+     *
+     * @param connection the connection.
+     */
+    default void onReadComplete(final Connection connection)
+    {
+    }
+
+    /**
      * Space is available again after a claim returned {@link ClaimResult#BACK_PRESSURED}. May be spurious.
      * May be called from any thread; unlike the other callbacks it may run concurrently with them.
      *

@@ -31,6 +31,12 @@
  * returning, and the transport may then repost or reuse the memory. The RPC layer may change the buffer's
  * position, limit and byte order during the callback.
  *
+ * <p>Optional: a transport whose {@link io.reverb.rpc.transport.Connection#signalsReadComplete()} is true calls
+ * {@link io.reverb.rpc.transport.ConnectionHandler#onReadComplete} on the same thread after each batch of messages
+ * (what one read or poll gave), as Netty's {@code channelReadComplete}. The server then starts the calls a batch
+ * opened at its end, so that a CANCEL later in the same batch ends a call before its handler runs. Such a
+ * transport must end every batch with it (or with {@code onClose}): work held back until then is not run otherwise.
+ *
  * <h2>Re-entrancy (what a transport must allow)</h2>
  * <ul>
  *   <li>{@code tryClaim}/{@code commit}/{@code abort} are called from inside {@code onMessage} (a server handler that
