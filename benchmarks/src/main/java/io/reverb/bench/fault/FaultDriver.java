@@ -183,7 +183,7 @@ public final class FaultDriver
             final long end = System.nanoTime();
             final int status = error != null ? -1 : outcome.code();
             outcomes.put(id, status);
-            phase.callEnded(status, end - start - deadline.toNanos(), end);
+            phase.callEnded(status, start, end - start - deadline.toNanos(), end);
             if (status != PhaseStats.OK)
             {
                 phase.failureSeen(status, error != null ? error.toString() : outcome.description());

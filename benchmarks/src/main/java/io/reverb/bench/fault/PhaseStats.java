@@ -57,6 +57,8 @@ public final class PhaseStats
     private final Map<Integer, Long> others = new TreeMap<>();
     private final AtomicLong maxOverrunNanos = new AtomicLong(Long.MIN_VALUE);
     private final AtomicLong firstOkAfterRestore = new AtomicLong(Long.MAX_VALUE);
+    /** When the calls started after the restore that failed had started (the rules decide which came too late). */
+    private final List<Long> failedStartsAfterRestore = new ArrayList<>();
     private volatile long restoredAt = Long.MIN_VALUE;
     private volatile List<Long> inflightAtShutdown;
     /** Failed calls by status code and description, the first {@value #SAMPLE_KINDS} kinds (the rest as "other"). */
@@ -90,18 +92,29 @@ public final class PhaseStats
     }
 
     /**
-     * @param code        the call's status code.
+     * @param code         the call's status code.
+     * @param startNanos   when it started ({@link System#nanoTime()}).
      * @param overrunNanos how long after its deadline it ended (negative: before).
-     * @param endNanos    when it ended ({@link System#nanoTime()}).
+     * @param endNanos     when it ended ({@link System#nanoTime()}).
      */
-    public void callEnded(final int code, final long overrunNanos, final long endNanos)
+    public void callEnded(final int code, final long startNanos, final long overrunNanos, final long endNanos)
     {
+        // only a call started once the server was back shows it is back: one that ran on the old, draining
+        // server, or waited out a short cut on a connection that survived it, says nothing about new calls
+        final boolean afterRestore = restoredAt != Long.MIN_VALUE && startNanos - restoredAt >= 0;
+        if (afterRestore && code != OK)
+        {
+            synchronized (failedStartsAfterRestore)
+            {
+                failedStartsAfterRestore.add(startNanos);
+            }
+        }
         switch (code)
         {
             case OK ->
             {
                 ok.incrementAndGet();
-                if (restoredAt != Long.MIN_VALUE && endNanos - restoredAt >= 0)
+                if (afterRestore)
                 {
                     firstOkAfterRestore.accumulateAndGet(endNanos, Math::min);
                 }
@@ -221,6 +234,25 @@ public final class PhaseStats
                 {
                     broken.add(String.format(Locale.ROOT, "first success %.0f ms after the server was back",
                         recoveryNanos / 1e6));
+                }
+            }
+            if (restoredAt != Long.MIN_VALUE)
+            {
+                long late = 0;
+                synchronized (failedStartsAfterRestore)
+                {
+                    for (final long start : failedStartsAfterRestore)
+                    {
+                        if (start - restoredAt > rules.recoveryNanos())
+                        {
+                            late++;
+                        }
+                    }
+                }
+                if (late > 0)
+                {
+                    broken.add(String.format(Locale.ROOT, "%d calls started more than %.0f ms after the server was back failed",
+                        late, rules.recoveryNanos() / 1e6));
                 }
             }
         }

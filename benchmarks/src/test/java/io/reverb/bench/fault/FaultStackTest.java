@@ -64,7 +64,8 @@ class FaultStackTest
             assertThat(server.awaitTermination(Duration.ofSeconds(30))).isTrue();
             timer.shutdownNow();
         }
-        assertThat(ledger.describe()).startsWith("started=50 answered=50 cancelled=0 cancelled-unannounced=0 expiredAtStart=0 running=0");
+        assertThat(ledger.describe())
+            .isEqualTo("started=50 answered=50 cancelled=0 cancelled-unannounced=0 expiredAtStart=0 running=0");
         if (stack != FaultStack.GRPC_NETTY)
         {
             assertThat(server.buffersInUse()).isZero();

@@ -23,7 +23,7 @@ class PhaseStatsTest
         for (int i = 0; i < 10; i++)
         {
             steady.callStarted();
-            steady.callEnded(PhaseStats.OK, -1_000 * MS, i);
+            steady.callEnded(PhaseStats.OK, i, -1_000 * MS, i);
         }
         final PhaseStats.Verdict verdict = steady.verdict(RULES, id -> null);
         assertThat(verdict.broken()).isEmpty();
@@ -37,7 +37,7 @@ class PhaseStatsTest
     {
         final PhaseStats steady = new PhaseStats("steady", PhaseStats.Kind.STEADY);
         steady.callStarted();
-        steady.callEnded(PhaseStats.UNAVAILABLE, -1_000 * MS, 0);
+        steady.callEnded(PhaseStats.UNAVAILABLE, 0, -1_000 * MS, 0);
         assertThat(steady.verdict(RULES, id -> null).broken()).containsExactly("1 calls failed with nothing wrong");
         assertThat(new PhaseStats("idle", PhaseStats.Kind.STEADY).verdict(RULES, id -> null).broken())
             .containsExactly("no call was made");
@@ -48,9 +48,9 @@ class PhaseStatsTest
     {
         final PhaseStats fault = recovered(new PhaseStats("crash", PhaseStats.Kind.FAULT), 100 * MS);
         fault.callStarted();
-        fault.callEnded(13, 0, 0);
+        fault.callEnded(13, 0, 0, 0);
         fault.callStarted();
-        fault.callEnded(PhaseStats.DEADLINE_EXCEEDED, 3 * MS, 0);
+        fault.callEnded(PhaseStats.DEADLINE_EXCEEDED, 0, 3 * MS, 0);
         final PhaseStats.Verdict verdict = fault.verdict(RULES, id -> null);
         assertThat(verdict.other()).isEqualTo(1);
         assertThat(verdict.deadline()).isEqualTo(1);
@@ -62,7 +62,7 @@ class PhaseStatsTest
     {
         final PhaseStats ended = recovered(new PhaseStats("link-long", PhaseStats.Kind.FAULT), 0);
         ended.callStarted();
-        ended.callEnded(PhaseStats.DEADLINE_EXCEEDED, 501 * MS, 0);
+        ended.callEnded(PhaseStats.DEADLINE_EXCEEDED, 0, 501 * MS, 0);
         assertThat(ended.verdict(RULES, id -> null).broken()).containsExactly("a call outlived its deadline by 501 ms");
 
         final PhaseStats running = recovered(new PhaseStats("freeze", PhaseStats.Kind.FAULT), 0);
@@ -72,7 +72,7 @@ class PhaseStatsTest
 
         final PhaseStats within = recovered(new PhaseStats("freeze", PhaseStats.Kind.FAULT), 0);
         within.callStarted();
-        within.callEnded(PhaseStats.DEADLINE_EXCEEDED, 500 * MS, 0);
+        within.callEnded(PhaseStats.DEADLINE_EXCEEDED, 0, 500 * MS, 0);
         assertThat(within.verdict(RULES, id -> null).passed()).isTrue();
     }
 
@@ -81,14 +81,16 @@ class PhaseStatsTest
     {
         final PhaseStats fault = new PhaseStats("crash", PhaseStats.Kind.FAULT);
         fault.callStarted();
-        fault.callEnded(PhaseStats.OK, -1_000 * MS, 1_000 * MS);     // before the restore: not a recovery
+        fault.callEnded(PhaseStats.OK, 0, -1_000 * MS, 1_000 * MS);             // before the restore: not a recovery
         fault.restored(10_000 * MS);
         fault.callStarted();
-        fault.callEnded(PhaseStats.UNAVAILABLE, -1_000 * MS, 10_100 * MS);
+        fault.callEnded(PhaseStats.OK, 9_000 * MS, -1_000 * MS, 10_050 * MS);   // started before it: not a recovery
         fault.callStarted();
-        fault.callEnded(PhaseStats.OK, -1_000 * MS, 12_000 * MS);
+        fault.callEnded(PhaseStats.UNAVAILABLE, 10_000 * MS, -1_000 * MS, 10_100 * MS);
         fault.callStarted();
-        fault.callEnded(PhaseStats.OK, -1_000 * MS, 11_500 * MS);    // ended first although reported later
+        fault.callEnded(PhaseStats.OK, 10_500 * MS, -1_000 * MS, 12_000 * MS);
+        fault.callStarted();
+        fault.callEnded(PhaseStats.OK, 10_200 * MS, -1_000 * MS, 11_500 * MS);  // ended first although reported later
         final PhaseStats.Verdict verdict = fault.verdict(RULES, id -> null);
         assertThat(verdict.recoveryNanos()).isEqualTo(1_500 * MS);
         assertThat(verdict.broken()).isEmpty();
@@ -100,21 +102,34 @@ class PhaseStatsTest
         final PhaseStats late = new PhaseStats("link-long", PhaseStats.Kind.FAULT);
         late.restored(0);
         late.callStarted();
-        late.callEnded(PhaseStats.OK, -1_000 * MS, 5_001 * MS);
+        late.callEnded(PhaseStats.OK, 0, -1_000 * MS, 5_001 * MS);
         assertThat(late.verdict(RULES, id -> null).broken()).containsExactly("first success 5001 ms after the server was back");
 
         final PhaseStats never = new PhaseStats("link-long", PhaseStats.Kind.FAULT);
         never.callStarted();
-        never.callEnded(PhaseStats.OK, -1_000 * MS, 0);
+        never.callEnded(PhaseStats.OK, 0, -1_000 * MS, 0);
         never.restored(1);
         assertThat(never.verdict(RULES, id -> null).broken())
             .containsExactly("no call succeeded after the server was reachable again");
 
         final PhaseStats unrestored = new PhaseStats("crash", PhaseStats.Kind.FAULT);
         unrestored.callStarted();
-        unrestored.callEnded(PhaseStats.OK, -1_000 * MS, 0);
+        unrestored.callEnded(PhaseStats.OK, 0, -1_000 * MS, 0);
         assertThat(unrestored.verdict(RULES, id -> null).broken())
             .containsExactly("the server was never reported reachable again");
+    }
+
+    @Test
+    void shouldFailWhenCallsKeepFailingLongAfterTheRestore()
+    {
+        final PhaseStats fault = recovered(new PhaseStats("graceful", PhaseStats.Kind.FAULT), 0);
+        fault.callStarted();
+        fault.callEnded(PhaseStats.UNAVAILABLE, 4_000 * MS, -1_000 * MS, 4_001 * MS);   // within the recovery time
+        assertThat(fault.verdict(RULES, id -> null).broken()).isEmpty();
+        fault.callStarted();
+        fault.callEnded(PhaseStats.UNAVAILABLE, 6_000 * MS, -1_000 * MS, 6_001 * MS);
+        assertThat(fault.verdict(RULES, id -> null).broken())
+            .containsExactly("1 calls started more than 5000 ms after the server was back failed");
     }
 
     @Test
@@ -148,7 +163,7 @@ class PhaseStatsTest
         final PhaseStats graceful = recovered(new PhaseStats("graceful", PhaseStats.Kind.GRACEFUL), 0);
         graceful.inflightAtShutdown(List.of(1L));
         graceful.callStarted();
-        graceful.callEnded(PhaseStats.UNAVAILABLE, -1_000 * MS, 0);
+        graceful.callEnded(PhaseStats.UNAVAILABLE, 0, -1_000 * MS, 0);
         assertThat(graceful.verdict(RULES, id -> PhaseStats.OK).broken())
             .containsExactly("1 calls failed across the graceful shutdown (not retried on the replacement)");
         assertThat(graceful.verdict(LENIENT_GRACE, id -> PhaseStats.OK).broken()).isEmpty();
@@ -159,7 +174,7 @@ class PhaseStatsTest
     {
         phase.restored(at);
         phase.callStarted();
-        phase.callEnded(PhaseStats.OK, -1_000 * MS, at);
+        phase.callEnded(PhaseStats.OK, at, -1_000 * MS, at);
         return phase;
     }
 }
