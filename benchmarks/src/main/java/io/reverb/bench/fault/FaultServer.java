@@ -83,13 +83,11 @@ public final class FaultServer
             return thread;
         });
 
-        // A first server on a spare address starts and stops: classes load, a Reverb engine opens (it stays, shared
-        // by the JVM), so that a replacement takes the address within milliseconds of it being free, and what stays
-        // after the first server (process-wide) is the baseline against which the real one must leave nothing.
-        final FaultStack.Server warmup = FaultStacks.startServer(stack, spareAddress(uri), delay, new HandlerLedger(), timer);
-        warmup.shutdown(Duration.ZERO);
-        warmup.awaitTermination(Duration.ofSeconds(10));
-        Thread.sleep(2_000);
+        // A first server on a spare address serves a few calls and stops: classes load and the serving path is
+        // compiled, a Reverb engine opens (it stays, shared by the JVM), so that a replacement takes the address
+        // within milliseconds of it being free and answers its first calls at speed even on a loaded machine; what
+        // stays after the first server (process-wide) is the baseline against which the real one must leave nothing.
+        warmUp(stack, spareAddress(uri), timer);
         if (options.containsKey("--go-file"))
         {
             final Path go = Path.of(options.get("--go-file"));
@@ -119,6 +117,23 @@ public final class FaultServer
         {
             Thread.sleep(60_000);
         }
+    }
+
+    private static void warmUp(final FaultStack stack, final String address, final ScheduledExecutorService timer)
+        throws Exception
+    {
+        final FaultStack.Server warmup = FaultStacks.startServer(stack, address, Duration.ZERO, new HandlerLedger(), timer);
+        try (FaultStack.Client client = FaultStacks.connect(stack, address,
+            new FaultStacks.ClientSettings(Duration.ofSeconds(30), Duration.ofSeconds(10))))
+        {
+            for (int i = 0; i < 200; i++)
+            {
+                client.call(-1 - i, Duration.ofSeconds(30)).get(60, TimeUnit.SECONDS);
+            }
+        }
+        warmup.shutdown(Duration.ZERO);
+        warmup.awaitTermination(Duration.ofSeconds(10));
+        Thread.sleep(2_000);
     }
 
     /** A spare address beside {@code uri}: the same host on an ephemeral port, or another shm name. */
