@@ -29,7 +29,8 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     private Context reactorContext;
     private final OutboundMessages responses = new OutboundMessages(this);
     private final int id = IDS.incrementAndGet();
-    private volatile boolean closeCalled;
+    /** The status of grpc-java's {@link #cancel(Status)}, once called: the listener is closed with it. */
+    private volatile Status cancelStatus;
 
     ReverbServerStream(
         final ReverbServerTransport transport, final RpcContext context, final StatsTraceContext statsTraceContext)
@@ -79,7 +80,6 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     @Override
     public void close(final Status status, final Metadata trailers)
     {
-        closeCalled = true;
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Metadata (see writeHeaders)
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(trailers);
         // CHECKSTYLE.ON: InlineFullyQualifiedName
@@ -100,11 +100,15 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     @Override
     public void cancel(final Status status)
     {
-        // grpc-java's server gave up on the call (deadline): the client gets the status
-        closeCalled = true;
-        responses.fail(new RpcException(GrpcBridge.toReverb(status)));
+        // grpc-java's server gave up on the call (its deadline): the client gets the status, and the listener is
+        // closed with it, not OK: grpc-java tells the handler onCancel only for a status that is not OK. Recorded
+        // before the responses end, as their end (onTerminated) and a CANCEL racing in (onCancel) close the
+        // listener with it too, whichever comes first.
+        final Status reason = status.isOk() ? Status.CANCELLED.withDescription("stream cancelled") : status;
+        cancelStatus = reason;
+        closeListener(reason);
+        responses.fail(new RpcException(GrpcBridge.toReverb(reason)));
         cancelInbound();
-        closeListener(status);
     }
 
     @Override
@@ -184,17 +188,37 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     @Override
     public void onCancel()
     {
-        // the client cancelled, its deadline passed, or the server is shutting down
+        // rpc-core ended the call before its status was sent: the client cancelled, a deadline passed, the
+        // connection was lost or the server is shutting down; the listener is closed with that reason (never OK:
+        // the status did not go out, so grpc-java must tell the handler onCancel)
         cancelInbound();
-        closeListener(closeCalled ? Status.OK : Status.CANCELLED.withDescription("call cancelled by the client"));
+        closeListener(endedEarly());
     }
 
     @Override
     public void onTerminated()
     {
-        // the status went to rpc-core, which sends it: the stream is done
+        // the status went to rpc-core, which sends it: the stream is done (unless grpc-java cancelled it)
         cancelInbound();
-        closeListener(Status.OK);
+        final Status cancelled = cancelStatus;
+        closeListener(cancelled != null ? cancelled : Status.OK);
+    }
+
+    private Status endedEarly()
+    {
+        final Status cancelled = cancelStatus;
+        if (cancelled != null)
+        {
+            return cancelled;
+        }
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Status (grpc-java's is imported)
+        final io.reverb.rpc.Status why = context.cancellationStatus(); // set by rpc-core before it cancels
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        if (why != null && !why.isOk())
+        {
+            return GrpcBridge.toGrpc(why);
+        }
+        return Status.CANCELLED.withDescription("call cancelled by the client");
     }
 
     private void closeListener(final Status status)

@@ -1,0 +1,46 @@
+package io.reverb.grpc;
+
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerStreamTracer;
+import io.grpc.internal.InternalServer;
+import io.grpc.internal.ManagedClientTransport;
+
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
+
+/**
+ * The transport contract suite over a Reverb transport: {@link ReverbServerTransport} and
+ * {@link ReverbClientTransport} as {@link ReverbServerBuilder} and {@link ReverbChannelBuilder} create them. After
+ * each test every registered buffer and credit of the transport must be back.
+ */
+abstract class AbstractReverbTransportContractTest extends AbstractTransportContractTest
+{
+    private String address;
+
+    /**
+     * @return a fresh server address of this transport.
+     */
+    protected abstract String newAddress();
+
+    @Override
+    protected InternalServer newServer(final List<? extends ServerStreamTracer.Factory> tracers,
+        final List<ServerServiceDefinition> services)
+    {
+        address = newAddress();
+        return new ReverbServerTransport(address, services, tracers, UnaryOperator.identity());
+    }
+
+    @Override
+    protected ManagedClientTransport newClientTransport(final InternalServer server)
+    {
+        return new ReverbClientTransport((ReverbAddress)server.getListenSocketAddress(), null, UnaryOperator.identity(),
+            new ConcurrentHashMap<>());
+    }
+
+    @Override
+    protected void assertTransportResourcesReleased() throws Exception
+    {
+        AbstractReverbConformanceTest.assertReleased(address);
+    }
+}
