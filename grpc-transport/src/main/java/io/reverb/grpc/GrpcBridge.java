@@ -2,10 +2,13 @@ package io.reverb.grpc;
 
 import io.grpc.InternalMetadata;
 import io.grpc.Status;
+import io.grpc.internal.ClientStreamListener.RpcProgress;
 import io.grpc.internal.GrpcUtil;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
+import io.reverb.rpc.retry.AttemptFailure;
+import io.reverb.rpc.retry.CallFailureCause;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -159,6 +162,20 @@ final class GrpcBridge
     static Status statusOf(final Throwable t)
     {
         return toGrpc(io.reverb.rpc.Status.fromThrowable(t));
+    }
+
+    /**
+     * How far a failed Reverb call got, as grpc-java's transport reports it: a call the server never saw (it could not
+     * be sent, or the server refused it before any handler ran: GOAWAY, refused while shutting down) is REFUSED, so
+     * that grpc-java's transparent retry sends it again on another transport; any other failure was PROCESSED.
+     *
+     * @param t how a Reverb call failed.
+     * @return its progress.
+     */
+    static RpcProgress progressOf(final Throwable t)
+    {
+        final AttemptFailure failure = CallFailureCause.attemptFailure(io.reverb.rpc.Status.fromThrowable(t));
+        return failure == AttemptFailure.PROCESSED ? RpcProgress.PROCESSED : RpcProgress.REFUSED;
     }
 
     /**

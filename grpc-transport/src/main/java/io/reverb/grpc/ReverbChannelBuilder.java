@@ -38,8 +38,8 @@ import java.util.function.UnaryOperator;
  * so the server may be a grpc-java server built with {@link ReverbServerBuilder} or a native Reverb server.
  *
  * <p>Not carried over from HTTP/2: message compression (messages travel uncompressed), grpc-java's keep-alive
- * (rpc-core PINGs the connection itself: {@link #keepAliveTime}), and per-call {@code maxInboundMessageSize}
- * (enforced per channel).
+ * (rpc-core PINGs the connection itself: {@link #keepAliveTime}, {@link #keepAliveTimeout},
+ * {@link #keepAliveWithoutCalls} map onto it), and per-call {@code maxInboundMessageSize} (enforced per channel).
  */
 public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<ReverbChannelBuilder>
 {
@@ -49,6 +49,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     private int maxInboundMessageSize = -1;
     private Duration keepAliveTime;
     private Duration keepAliveTimeout = Duration.ofSeconds(20);
+    private boolean keepAliveWithoutCalls;
 
     private ReverbChannelBuilder(final String target)
     {
@@ -125,6 +126,19 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return this;
     }
 
+    /**
+     * PINGs also while the connection has no call (off by default, as in grpc-java): an idle channel then notices a
+     * dead peer within keep-alive time + timeout ({@link RpcChannel.Builder#keepAliveWithoutCalls}). The server must
+     * permit it ({@link ReverbServerBuilder#permitKeepAliveWithoutCalls}); a server that does not closes the
+     * connection with GOAWAY "too many pings".
+     */
+    @Override
+    public ReverbChannelBuilder keepAliveWithoutCalls(final boolean enable)
+    {
+        this.keepAliveWithoutCalls = enable;
+        return this;
+    }
+
     @Override
     public ReverbChannelBuilder usePlaintext()
     {
@@ -155,6 +169,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         final int maxInbound = maxInboundMessageSize;
         final Duration keepAlive = keepAliveTime;
         final Duration keepAliveWait = keepAliveTimeout;
+        final boolean keepAliveIdle = keepAliveWithoutCalls;
         final UnaryOperator<RpcChannel.Builder> user = reverbConfig;
         return new Factory(b ->
         {
@@ -166,7 +181,13 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
             {
                 b.keepAlive(keepAlive, keepAliveWait);
             }
-            return user.apply(b);
+            if (keepAliveIdle)
+            {
+                b.keepAliveWithoutCalls(true);
+            }
+            // a call the server refused is reported REFUSED to grpc-java, whose own transparent retry resends it on
+            // the subchannel's next transport: rpc-core must not resend it underneath on this one
+            return user.apply(b).transparentRetry(false);
         });
     }
 

@@ -193,7 +193,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         }
         cancelInbound(); // rpc-core sends CANCEL
         cancelRequests();
-        close(reason, new Metadata());
+        close(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
     }
 
     @Override
@@ -257,14 +257,14 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     @Override
     public void onError(final Throwable t)
     {
-        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t));
+        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t), GrpcBridge.progressOf(t));
     }
 
     @Override
     public void onComplete()
     {
         final ClientCallContext ctx = callContext;
-        close(Status.OK, GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null));
+        close(Status.OK, GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null), ClientStreamListener.RpcProgress.PROCESSED);
     }
 
     // ---------------------------------------------------------------- rpc-core's demand for requests
@@ -326,7 +326,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         }
     }
 
-    private void close(final Status status, final Metadata trailers)
+    private void close(final Status status, final Metadata trailers, final ClientStreamListener.RpcProgress progress)
     {
         serializer.execute(() ->
         {
@@ -341,7 +341,8 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
                 statsTraceContext.streamClosed(status);
                 if (listener != null)
                 {
-                    listener.closed(status, ClientStreamListener.RpcProgress.PROCESSED, trailers);
+                    // REFUSED: the server never saw the call, and grpc-java may resend it (transparent retry)
+                    listener.closed(status, progress, trailers);
                 }
             }
             finally

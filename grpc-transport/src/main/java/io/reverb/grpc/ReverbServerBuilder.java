@@ -12,6 +12,7 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.transport.Transports;
 
 import java.io.File;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -42,6 +43,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private final List<ServerServiceDefinition> services = new ArrayList<>();
     private UnaryOperator<RpcServer.Builder> reverbConfig = UnaryOperator.identity();
     private int maxInboundMessageSize = -1;
+    private Duration permitKeepAliveTime;
+    private Boolean permitKeepAliveWithoutCalls;
 
     private ReverbServerBuilder(final String uri)
     {
@@ -115,6 +118,35 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         return this;
     }
 
+    /**
+     * The shortest gap between two PINGs a client may send ({@link RpcServer.Builder#permitKeepAliveTime}): a client
+     * that PINGs more often is closed with GOAWAY "too many pings" at its third strike. Unlike Netty's server,
+     * enforcement is off unless this or {@link #permitKeepAliveWithoutCalls}{@code (false)} is set (native Reverb
+     * channels PING every 30 s while calls are open, by default).
+     */
+    @Override
+    public ReverbServerBuilder permitKeepAliveTime(final long keepAliveTime, final TimeUnit timeUnit)
+    {
+        if (keepAliveTime <= 0)
+        {
+            throw new IllegalArgumentException("permitKeepAliveTime must be positive: " + keepAliveTime);
+        }
+        this.permitKeepAliveTime = Duration.ofNanos(timeUnit.toNanos(keepAliveTime));
+        return this;
+    }
+
+    /**
+     * Whether clients may PING a connection without calls ({@link RpcServer.Builder#permitKeepAliveWithoutCalls});
+     * false turns enforcement on: such PINGs are strikes, and at the third the connection is closed with GOAWAY
+     * "too many pings". Channels built with {@code keepAliveWithoutCalls(true)} need it true (the default here).
+     */
+    @Override
+    public ReverbServerBuilder permitKeepAliveWithoutCalls(final boolean permit)
+    {
+        this.permitKeepAliveWithoutCalls = permit;
+        return this;
+    }
+
     @Override
     public ReverbServerBuilder useTransportSecurity(final File certChain, final File privateKey)
     {
@@ -137,12 +169,22 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private InternalServer buildTransportServer(final List<? extends ServerStreamTracer.Factory> tracerFactories)
     {
         final int maxInbound = maxInboundMessageSize;
+        final Duration permitTime = permitKeepAliveTime;
+        final Boolean permitIdle = permitKeepAliveWithoutCalls;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
         return new ReverbServerTransport(uri, List.copyOf(services), tracerFactories, b ->
         {
             if (maxInbound > 0)
             {
                 b.maxInboundMessageSize(maxInbound);
+            }
+            if (permitTime != null)
+            {
+                b.permitKeepAliveTime(permitTime);
+            }
+            if (permitIdle != null)
+            {
+                b.permitKeepAliveWithoutCalls(permitIdle);
             }
             return user.apply(b);
         });

@@ -260,8 +260,11 @@ public final class RpcChannel implements AutoCloseable
         private Object meterRegistry;
         private Duration keepAliveTime = Duration.ofSeconds(30);
         private Duration keepAliveTimeout = Duration.ofSeconds(10);
+        private boolean keepAliveWithoutCalls;
+        private boolean transparentRetry = true;
         private Duration initialBackoff = Duration.ofMillis(100);
         private Duration maxBackoff = Duration.ofSeconds(30);
+        private Duration reconnectWhileCallsWait = ChannelConfig.DEFAULT_RECONNECT_WHILE_CALLS_WAIT;
         private Scheduler timerScheduler = Schedulers.parallel();
         private TransportOptions transportOptions = TransportOptions.EMPTY;
         private final List<String> addresses;
@@ -396,7 +399,11 @@ public final class RpcChannel implements AutoCloseable
         }
 
         /**
-         * @param interval how often to PING while calls are active.
+         * Keep-alive (default every 30 s, timeout 10 s, while calls are open): a connection whose PING is not answered
+         * within {@code timeout} is closed and its calls fail with UNAVAILABLE, so a dead peer is noticed within
+         * {@code interval + timeout}. A zero or negative interval turns keep-alive off.
+         *
+         * @param interval how often to PING while calls are active (or always: {@link #keepAliveWithoutCalls}).
          * @param timeout  how long to wait for the answer before failing the connection's calls with UNAVAILABLE.
          * @return this.
          */
@@ -404,6 +411,43 @@ public final class RpcChannel implements AutoCloseable
         {
             this.keepAliveTime = Objects.requireNonNull(interval, "interval");
             this.keepAliveTimeout = Objects.requireNonNull(timeout, "timeout");
+            if (timeout.isNegative() || timeout.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive timeout must be positive: " + timeout);
+            }
+            return this;
+        }
+
+        /**
+         * PINGs also while the connection has no call (off by default, as in grpc-java), so that an idle channel
+         * notices a dead peer within keep-alive interval + timeout and reconnects before the next call needs it.
+         * The server must permit it: a server built with {@code RpcServer.Builder.permitKeepAliveWithoutCalls(false)}
+         * closes such a connection with GOAWAY "too many pings" (the channel then PINGs half as often).
+         *
+         * @param enable true to PING idle connections.
+         * @return this.
+         */
+        public Builder keepAliveWithoutCalls(final boolean enable)
+        {
+            this.keepAliveWithoutCalls = enable;
+            return this;
+        }
+
+        /**
+         * Transparent retry (on by default, as in grpc-java): a unary or server-streaming call that the server refused
+         * before any handler ran (it sent GOAWAY below the call's stream id, or refused the call while shutting down
+         * gracefully) is sent again on a new connection, within its deadline, at most 5 times, so that a server
+         * replaced by another on the same address loses no call. Client- and bidi-streaming calls are not resent
+         * (their requests are gone with the publisher); they fail UNAVAILABLE with
+         * {@code CallFailureCause.Reason.GOAWAY} or {@code REFUSED_BY_SERVER}. Turn it off where a layer above
+         * retries refused calls itself (reverb-grpc does: grpc-java's own transparent retry).
+         *
+         * @param enable false to fail refused calls with UNAVAILABLE instead.
+         * @return this.
+         */
+        public Builder transparentRetry(final boolean enable)
+        {
+            this.transparentRetry = enable;
             return this;
         }
 
@@ -416,6 +460,27 @@ public final class RpcChannel implements AutoCloseable
         {
             this.initialBackoff = Objects.requireNonNull(initial, "initial");
             this.maxBackoff = Objects.requireNonNull(max, "max");
+            return this;
+        }
+
+        /**
+         * While calls want a connection (they wait for one, or keep failing fast during the backoff), the next attempt
+         * comes at most {@code interval} after the last failed one (default 1 s), however far the exponential
+         * {@link #reconnectBackoff} has grown: a server back after a long outage serves its callers within about that
+         * long, instead of after up to the maximum backoff. Connections are made on demand, so a channel no call needs
+         * makes no attempt at all. A fail-fast call made during the backoff still fails at once (as in gRPC), but
+         * brings the next attempt forward. Use the maximum backoff here to keep attempts purely exponential.
+         *
+         * @param interval positive.
+         * @return this.
+         */
+        public Builder reconnectWhileCallsWait(final Duration interval)
+        {
+            if (interval.isNegative() || interval.isZero())
+            {
+                throw new IllegalArgumentException("reconnectWhileCallsWait must be positive: " + interval);
+            }
+            this.reconnectWhileCallsWait = interval;
             return this;
         }
 
@@ -455,24 +520,27 @@ public final class RpcChannel implements AutoCloseable
             if (!balancing)
             {
                 return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
-                    meterRegistry, keepAliveTime, keepAliveTimeout, initialBackoff, maxBackoff, timerScheduler,
-                    transportOptions));
+                    meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, transparentRetry,
+                    initialBackoff, maxBackoff, reconnectWhileCallsWait, timerScheduler, transportOptions));
             }
             // one single-address channel per replica, from a copy of these settings (the builder may change later);
-            // the default deadline is applied once per call by the balancing side, not per attempt
+            // the default deadline is applied once per call by the balancing side, not per attempt, and refused calls
+            // are retried there too (on another pick), not by the replica's channel
             final List<ClientInterceptor> chain = List.copyOf(interceptors);
             final int maxInbound = maxInboundMessageSize;
             final Object registry = meterRegistry;
             final Duration pingEvery = keepAliveTime;
             final Duration pingTimeout = keepAliveTimeout;
+            final boolean pingIdle = keepAliveWithoutCalls;
             final Duration backoff = initialBackoff;
             final Duration backoffMax = maxBackoff;
+            final Duration whileCallsWait = reconnectWhileCallsWait;
             final Scheduler timer = timerScheduler;
             final TransportOptions transport = transportOptions;
             final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
                 BalancedChannel.builder(uri);
             b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
-                registry, pingEvery, pingTimeout, backoff, backoffMax, timer, transport)));
+                registry, pingEvery, pingTimeout, pingIdle, false, backoff, backoffMax, whileCallsWait, timer, transport)));
             b.timerScheduler(timer);
             if (loadBalancingPolicy != null)
             {

@@ -325,6 +325,40 @@ public final class RpcServer implements AutoCloseable
         }
 
         /**
+         * The shortest gap between two PINGs a client may send (grpc-java's {@code permitKeepAliveTime}); turns
+         * keep-alive enforcement on (off by default): a client PINGing more often gets strikes, and at the third the
+         * server answers GOAWAY (RESOURCE_EXHAUSTED, "too many pings") and closes the connection.
+         *
+         * @param minTime positive; keep it below the clients' keep-alive interval.
+         * @return this.
+         */
+        public Builder permitKeepAliveTime(final Duration minTime)
+        {
+            if (minTime.isNegative() || minTime.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive minTime must be positive: " + minTime);
+            }
+            this.keepAlivePermitNanos = minTime.toNanos();
+            return this;
+        }
+
+        /**
+         * Whether a client may PING a connection that has no call (grpc-java's {@code permitKeepAliveWithoutCalls};
+         * default true here, since enforcement is off by default). False turns enforcement on: a PING on a connection
+         * without calls is a strike, and at the third the server answers GOAWAY (RESOURCE_EXHAUSTED, "too many
+         * pings") and closes the connection. Clients that set {@code RpcChannel.Builder.keepAliveWithoutCalls(true)}
+         * need it true.
+         *
+         * @param permit true to accept PINGs on a connection without calls.
+         * @return this.
+         */
+        public Builder permitKeepAliveWithoutCalls(final boolean permit)
+        {
+            this.permitKeepAliveWithoutCalls = permit;
+            return this;
+        }
+
+        /**
          * Drains each connection once it is about {@code age} old (+-10% jitter): GOAWAY, so that clients open a
          * new connection (and rebalance over replicas), then up to {@code grace} for its calls, then close.
          *

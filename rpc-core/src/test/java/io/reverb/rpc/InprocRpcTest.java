@@ -34,7 +34,9 @@ class InprocRpcTest extends AbstractRpcTransportTest
     void shouldExpireDeadlineOnInjectedVirtualTime() throws Exception
     {
         final VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        final RpcChannel c = newChannel(serverUri, b -> b.timerScheduler(time));
+        // keep-alive off: a jump of an hour of virtual time would run a PING's timeout right after the PING, before
+        // the server (on real threads) could answer it, and end the call UNAVAILABLE instead
+        final RpcChannel c = newChannel(serverUri, b -> b.timerScheduler(time).keepAlive(Duration.ZERO, Duration.ofSeconds(10)));
         StepVerifier.create(ClientCalls.serverStreaming(c, TestService.NEVER,
                 CallOptions.DEFAULT.withDeadlineAfter(Duration.ofHours(1)), Int32Value.of(1)))
             .then(() -> awaitCallsStartedUnchecked(1))

@@ -482,6 +482,17 @@ public final class EngineConfig
         return Wire.receiveSlotLength(eagerLimit);
     }
 
+    /**
+     * @return bytes one connection registers (pins) for eager traffic whatever it sends: its send ring, its
+     *         receive slots and its control slots (rendezvous buffers come on top, lazily, within
+     *         {@link #rendezvousPoolBytes()} and {@link #rendezvousMemoryBytes()}).
+     */
+    public long eagerRegisteredBytesPerConnection()
+    {
+        return (long)sendSlots * Wire.dataFrameLength(eagerLimit) + (long)receiveSlots * receiveSlotLength() +
+            (long)(receiveSlots + 1) * Wire.CONTROL_SLOT_LENGTH + 16 + 64;
+    }
+
     /** @return true once {@link #conclude()} ran. */
     public boolean isConcluded()
     {

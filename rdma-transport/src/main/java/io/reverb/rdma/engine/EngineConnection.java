@@ -567,6 +567,14 @@ final class EngineConnection implements Connection
                 break;
             }
         }
+        final QueuePair down = qp;
+        final Throwable providerFailure = down == null ? null : down.failure();
+        if (pendingFailure == null && providerFailure != null)
+        {
+            // The provider took the QP down (a broken CQ): that, not a vanished peer, is why the connection ends.
+            pendingFailure = new EngineException("connection to " + remoteAddress + " failed: " +
+                providerFailure.getMessage(), providerFailure);
+        }
         final boolean graceful = pendingFailure == null && closeSent && closeReceived && sender.closeSendCompleted();
         teardown(graceful ? null : pendingFailure != null ? pendingFailure : new PeerDisconnectedException(
             "connection to " + remoteAddress + " lost: the peer disconnected without closing (process died or engine closed)"));

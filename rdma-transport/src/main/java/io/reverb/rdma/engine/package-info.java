@@ -55,7 +55,8 @@
  *   <li>The connector refuses an acceptor that cannot prove it holds the token, with the same reason: a
  *       side configured with a token never talks to a peer without it.</li>
  *   <li>Not covered: confidentiality and integrity of what follows the handshake (on {@code tcp://} across
- *       untrusted networks that needs TLS, which is not built yet), and offline guessing of a weak token
+ *       untrusted networks, turn on TLS with {@link io.reverb.rdma.engine.EngineConfig#tls(io.reverb.rdma.verbs.TlsConfig)}; {@code shm://} trusts
+ *       the same user on one host), and offline guessing of a weak token
  *       from a recorded handshake (use 128 random bits or more).</li>
  * </ul>
  *

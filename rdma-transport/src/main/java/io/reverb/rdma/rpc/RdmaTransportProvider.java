@@ -4,17 +4,19 @@ import io.reverb.rdma.engine.EngineConfig;
 
 /**
  * rpc-core's transport for {@code rdma://host:port}: the connection engine over the DiSNi verbs
- * provider (InfiniBand, RoCE, iWARP, Soft-RoCE). Unavailable, with the DiSNi provider's cause,
+ * provider (InfiniBand, RoCE, Soft-RoCE; iWARP devices are refused: they lack RDMA_WRITE_WITH_IMM and RNR
+ * retry, which the engine needs). Unavailable, with the DiSNi provider's cause,
  * on machines without an RDMA device or libdisni; the JVM also needs
  * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. Engine settings ({@link EngineOptions})
  * and {@code ?polling=MODE} as for {@link ShmTransportProvider}.
  *
- * <p>Not run on RDMA hardware in this project's development or CI (none was available): see the
- * README's "Running on RDMA hardware".
+ * <p>Not run on RDMA hardware in this project's development or CI (none was available): see
+ * {@code rdma-transport/RDMA-HARDWARE.md} ("Running Reverb on RDMA hardware") and {@code bin/reverb-rdma-check}.
  */
 public final class RdmaTransportProvider extends EngineTransportProvider
 {
-    private static final EngineTransport TRANSPORT = new EngineTransport("rdma");
+    /** The JVM-wide {@code rdma://} transport (package-private: test hooks reach it from the same package). */
+    static final EngineTransport TRANSPORT = new EngineTransport("rdma");
 
     /** ServiceLoader's constructor; every instance serves the JVM-wide {@code rdma://} transport. */
     public RdmaTransportProvider()

@@ -50,6 +50,18 @@ public interface QueuePair extends AutoCloseable
     int postRecv(RecvRequest request);
 
     /**
+     * Why the provider took this queue pair down itself (a broken completion queue or device), if it did. The
+     * disconnect handler has then run, and the engine closes the connection with this cause rather than as a
+     * peer that went away.
+     *
+     * @return the cause, or null (also for a peer's disconnect or an error completion, which say so themselves)
+     */
+    default Throwable failure()
+    {
+        return null;
+    }
+
+    /**
      * Whether this QP can {@link #mapRemote map} the peer's memory for this process's CPU to write into (a
      * provider whose peer lives on the same host, in memory this process can map: shm). An engine uses it to
      * serialise a large message straight into the receiver's granted buffer instead of having the fabric copy it

@@ -4,7 +4,7 @@
  * {@code IbvCompChannel}, {@code IbvQP}, {@code IbvSendWR}, {@code IbvWC}).
  *
  * <p>Every fabric Reverb runs on implements it: {@code shm} (same host, across processes),
- * {@code tcp} (software RDMA over TCP) and {@code disni} (InfiniBand, RoCE, iWARP). The
+ * {@code tcp} (software RDMA over TCP) and {@code disni} (InfiniBand, RoCE, Soft-RoCE; not iWARP). The
  * connection engine is written against this package only.
  *
  * <h2>Object model</h2>

@@ -79,6 +79,10 @@ final class EngineTransportTestHooks
         {
             return TcpTransportProvider.TRANSPORT;
         }
+        if (uri.startsWith("rdma://"))
+        {
+            return RdmaTransportProvider.TRANSPORT;
+        }
         throw new IllegalArgumentException("not an engine transport address: " + uri);
     }
 

@@ -943,7 +943,7 @@ public abstract class AbstractVerbsProviderConformanceTest
         public final AtomicInteger disconnects = new AtomicInteger();
         public QueuePair qp;
 
-        Endpoint(final VerbsContext context) throws IOException
+        public Endpoint(final VerbsContext context) throws IOException
         {
             this.context = context;
             this.pd = context.allocPd();

@@ -13,6 +13,12 @@ import reactor.core.scheduler.Scheduler;
  */
 public final class ChannelConfig
 {
+    /**
+     * While calls want a connection (waiting, or failing fast and coming again), attempts are at most this far apart,
+     * however far the exponential backoff has grown.
+     */
+    public static final Duration DEFAULT_RECONNECT_WHILE_CALLS_WAIT = Duration.ofSeconds(1);
+
     final String uri;
     final ClientInterceptor[] interceptors;
     final Duration defaultDeadline;
@@ -20,8 +26,12 @@ public final class ChannelConfig
     final Object meterRegistry;
     final Duration keepAliveTime;
     final Duration keepAliveTimeout;
+    final boolean keepAliveWithoutCalls;
+    final boolean transparentRetry;
     final Duration initialBackoff;
     final Duration maxBackoff;
+    /** While calls want a connection, the longest gap between a failed attempt and the next. */
+    final Duration reconnectWhileCallsWait;
     final Scheduler timerScheduler;
     final TransportOptions transportOptions;
 
@@ -45,6 +55,38 @@ public final class ChannelConfig
         final Duration keepAliveTimeout, final Duration initialBackoff, final Duration maxBackoff,
         final Scheduler timerScheduler, final TransportOptions transportOptions)
     {
+        this(uri, interceptors, defaultDeadline, maxInboundMessageSize, meterRegistry, keepAliveTime, keepAliveTimeout,
+            false, true, initialBackoff, maxBackoff, DEFAULT_RECONNECT_WHILE_CALLS_WAIT, timerScheduler, transportOptions);
+    }
+
+    /**
+     * Copies the builder's values (the interceptor list too).
+     *
+     * @param uri                   server address.
+     * @param interceptors          interceptors, first outermost.
+     * @param defaultDeadline       deadline of calls whose options set none, or null.
+     * @param maxInboundMessageSize largest inbound payload.
+     * @param meterRegistry         a Micrometer MeterRegistry, or null.
+     * @param keepAliveTime         PING interval (while calls are active, or always with keepAliveWithoutCalls).
+     * @param keepAliveTimeout      how long to wait for a PING's answer.
+     * @param keepAliveWithoutCalls PING also while the connection has no call.
+     * @param transparentRetry      send again, on a new connection, a unary call the server refused before any
+     *                              handler ran (GOAWAY, or refused while shutting down).
+     * @param initialBackoff        first reconnect delay.
+     * @param maxBackoff            largest reconnect delay.
+     * @param reconnectWhileCallsWait while calls want a connection, the longest gap between a failed attempt and the
+     *                              next, however far the backoff has grown.
+     * @param timerScheduler        timers for deadlines, keep-alive and backoff.
+     * @param transportOptions      the transport's settings.
+     */
+    public ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration keepAliveTime,
+        final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final boolean transparentRetry,
+        final Duration initialBackoff, final Duration maxBackoff, final Duration reconnectWhileCallsWait,
+        final Scheduler timerScheduler, final TransportOptions transportOptions)
+    {
+        this.keepAliveWithoutCalls = keepAliveWithoutCalls;
+        this.transparentRetry = transparentRetry;
         this.uri = Objects.requireNonNull(uri, "uri");
         this.interceptors = interceptors.toArray(new ClientInterceptor[0]);
         this.defaultDeadline = defaultDeadline;
@@ -54,6 +96,7 @@ public final class ChannelConfig
         this.keepAliveTimeout = Objects.requireNonNull(keepAliveTimeout, "keepAliveTimeout");
         this.initialBackoff = Objects.requireNonNull(initialBackoff, "initialBackoff");
         this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
+        this.reconnectWhileCallsWait = Objects.requireNonNull(reconnectWhileCallsWait, "reconnectWhileCallsWait");
         this.timerScheduler = Objects.requireNonNull(timerScheduler, "timerScheduler");
         // the transport learns the RPC limit, so that it can refuse larger messages before buffering them
         this.transportOptions = Objects.requireNonNull(transportOptions, "transportOptions")

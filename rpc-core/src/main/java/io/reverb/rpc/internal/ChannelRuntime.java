@@ -62,7 +62,12 @@ public final class ChannelRuntime
     private volatile Runnable connectionLostListener;
     private Status lastFailure;
     private long nextAttemptNanos;
+    private long lastFailureNanos;
+    /** A fail-fast call found the channel backing off: attempt again soon (see {@link #nextAttemptForCallsNanos}). */
+    private boolean callsWant;
     private long backoffNanos;
+    /** The keep-alive interval of new connections: doubled each time a server said "too many pings" (as grpc-java). */
+    private volatile long keepAliveNanos;
 
     /**
      * @param config the channel's configuration.
@@ -75,6 +80,26 @@ public final class ChannelRuntime
         this.metrics = CallMetrics.create(config.meterRegistry, "client");
         this.interceptors = config.interceptors;
         this.backoffNanos = config.initialBackoff.toNanos();
+        this.keepAliveNanos = config.keepAliveTime.toNanos();
+    }
+
+    /** @return the keep-alive interval for a new connection (0 or less: no keep-alive). */
+    long keepAliveNanos()
+    {
+        return keepAliveNanos;
+    }
+
+    /** A server closed a connection for PINGs too frequent: the next connections PING half as often. */
+    void keepAliveTooFrequent()
+    {
+        final long before = keepAliveNanos;
+        if (before > 0)
+        {
+            final long after = before > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : before * 2;
+            keepAliveNanos = after;
+            RpcConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
+                KeepAliveEnforcer.TOO_MANY_PINGS, before / 1_000_000, after / 1_000_000);
+        }
     }
 
     ChannelConfig config()
@@ -367,17 +392,18 @@ public final class ChannelRuntime
             else
             {
                 current = null;
-                if (!connecting && lastFailure != null && System.nanoTime() - nextAttemptNanos < 0)
+                if (!connecting && lastFailure != null && System.nanoTime() - nextAttemptForCallsNanos() < 0)
                 {
                     if (call.waitForReady)
                     {
                         waiters.add(call);
-                        scheduleReconnect();
                     }
                     else
                     {
-                        failure = lastFailure;
+                        failure = lastFailure; // fails fast, as in gRPC, but the channel tries again soon
+                        callsWant = true;
                     }
+                    scheduleReconnect();
                 }
                 else
                 {
@@ -468,7 +494,8 @@ public final class ChannelRuntime
                     error.getCause() : error;
                 // jitter of +-20% as gRPC, so that many clients do not reconnect in lockstep
                 final long jittered = (long)(backoffNanos * (0.8 + 0.4 * ThreadLocalRandom.current().nextDouble()));
-                nextAttemptNanos = System.nanoTime() + jittered;
+                lastFailureNanos = System.nanoTime();
+                nextAttemptNanos = lastFailureNanos + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
                 // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
                 final boolean refused = cause instanceof UnauthenticatedException;
@@ -517,6 +544,19 @@ public final class ChannelRuntime
         }
     }
 
+    /**
+     * Guarded by this. When calls want a connection (they wait for one, or keep failing fast), the next attempt comes
+     * at most {@code ChannelConfig.reconnectWhileCallsWait} (default 1 s) after the last failed one, however far the
+     * exponential backoff has grown: a server back after a long outage serves the callers within about that long,
+     * instead of after up to the maximum backoff. A channel that no call needs makes no attempt at all (connections
+     * are made on demand).
+     */
+    private long nextAttemptForCallsNanos()
+    {
+        final long cap = config.reconnectWhileCallsWait.toNanos();
+        return lastFailureNanos + cap - nextAttemptNanos < 0 ? lastFailureNanos + cap : nextAttemptNanos;
+    }
+
     // guarded by this
     private void scheduleReconnect()
     {
@@ -525,17 +565,18 @@ public final class ChannelRuntime
             return;
         }
         reconnectScheduled = true;
-        final long delay = Math.max(0, nextAttemptNanos - System.nanoTime());
+        final long delay = Math.max(0, nextAttemptForCallsNanos() - System.nanoTime());
         timer().schedule(() ->
         {
             boolean connect = false;
             synchronized (this)
             {
                 reconnectScheduled = false;
-                if (!closed && !connecting && !waiters.isEmpty())
+                if (!closed && !connecting && (!waiters.isEmpty() || callsWant))
                 {
                     connecting = true;
                     connect = true;
+                    callsWant = false;
                 }
             }
             if (connect)

@@ -40,6 +40,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // guarded by this
     ClientConnection connection;
     private boolean registered;
+    private int transparentRetries;
     boolean callSent;
     private boolean statusReceived;
     boolean cancelled;
@@ -48,8 +49,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private Disposable parentRegistration;
     // the handled call this call was made in: it is cancelled with it (set before start)
     private RpcContext parent;
-    // the CALL frame, encoded by this object
-    private long callTimeoutNanos;
+    // the CALL frame, encoded by this object (its timeout is taken when it is encoded: see encode)
     private int callInitialRequestN;
     private int callFrameLength;
 
@@ -214,7 +214,6 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
             {
                 return;
             }
-            callTimeoutNanos = deadline == null ? -1 : Math.max(1, deadline.timeRemainingNanos());
             callInitialRequestN = initialDemand;
             callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
         }
@@ -255,6 +254,56 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
     }
 
+    /**
+     * The server refused this call before any handler ran (GOAWAY below its stream id, or refused while shutting
+     * down): send it again on a new connection, as grpc-java's transparent retry does, if the channel allows it
+     * ({@code RpcChannel.Builder.transparentRetry}), this kind of call can be resent ({@link #resendable()}), and it
+     * has not used up {@link #MAX_TRANSPARENT_RETRIES}. The call keeps its deadline, subscriber and stream context.
+     *
+     * @return true if it will be resent (its stream was already removed from the refusing connection); false to end
+     * it with the refusal.
+     */
+    final boolean retryRefused()
+    {
+        if (!channel.config().transparentRetry || !resendable())
+        {
+            return false;
+        }
+        synchronized (this)
+        {
+            if (terminalStatus != null || cancelled || transparentRetries >= MAX_TRANSPARENT_RETRIES)
+            {
+                return false;
+            }
+            transparentRetries++;
+            prepareResend(); // first: nothing may go to the refusing connection from now on
+            connection = null;
+            callSent = false;
+            registered = false;
+        }
+        channel.reacquireLater(this); // on the timer, not on the transport thread that delivered the refusal
+        return true;
+    }
+
+    /** Transparent retries one call may take: a server that keeps refusing does not keep a call looping. */
+    static final int MAX_TRANSPARENT_RETRIES = 5;
+
+    /**
+     * @return true if this call can be sent again from scratch after a refusal (its requests are all still here).
+     */
+    boolean resendable()
+    {
+        return false;
+    }
+
+    /**
+     * Under this call's monitor: the call will be sent again ({@link #retryRefused}); nothing may go to the refusing
+     * connection from now on.
+     */
+    void prepareResend()
+    {
+    }
+
     @Override
     public final int length()
     {
@@ -264,7 +313,10 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     @Override
     public final void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
-        final int end = encoder.call(buffer, offset, streamId, method.fullMethodName(), callTimeoutNanos,
+        // the time left now, as the CALL goes into the transport (it may have waited behind back-pressure); 0 when
+        // none is left: the server ends the call DEADLINE_EXCEEDED without running a handler
+        final long timeoutNanos = deadline == null ? -1 : Math.max(0, deadline.timeRemainingNanos());
+        final int end = encoder.call(buffer, offset, streamId, method.fullMethodName(), timeoutNanos,
             callInitialRequestN, requestMetadata);
         encodeFirstMessage(encoder, buffer, end);
     }
@@ -304,7 +356,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
             status = terminalStatus;
         }
-        if (sendCancel != null)
+        if (sendCancel != null && !sendCancel.unqueue(this))
         {
             sendCancel.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, Status.CANCELLED.code().value()));
         }
@@ -393,9 +445,10 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 cancelOn = connection;
             }
         }
-        if (cancelOn != null)
+        if (cancelOn != null && !cancelOn.unqueue(this))
         {
-            // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED)
+            // the reason travels, so that the server ends its side with the same code (e.g. DEADLINE_EXCEEDED);
+            // a CALL still queued behind back-pressure is taken back instead: the server never hears of the call
             cancelOn.write(new OutboundFrame.Control(FrameType.CANCEL, 0, streamId, status.code().value()));
         }
         cleanup();

@@ -10,6 +10,7 @@ import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.Disposable;
 
 /**
@@ -25,9 +26,14 @@ final class ClientConnection extends RpcConnection
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
+    /** The last stream id of the server's GOAWAY: the server never saw the calls above it. */
+    private volatile int goAwayLastStreamId = Integer.MAX_VALUE;
     private volatile Disposable keepAlive;
-    private volatile long pingSentNanos;
-    private volatile boolean pingOutstanding;
+    /** The outstanding PING's own deadline: a dead peer is noticed keep-alive timeout after the PING left. */
+    private volatile Disposable pingTimeout;
+    /** Payload of the PING awaiting its ACK, 0 for none. */
+    private final AtomicLong outstandingPing = new AtomicLong();
+    private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
 
     ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
@@ -40,7 +46,7 @@ final class ClientConnection extends RpcConnection
     void attach(final Connection connection)
     {
         this.connection = connection;
-        final long interval = channel.config().keepAliveTime.toNanos();
+        final long interval = channel.keepAliveNanos();
         if (interval > 0)
         {
             keepAlive = channel.timer().schedulePeriodically(this::keepAliveTick, interval, interval, TimeUnit.NANOSECONDS);
@@ -136,10 +142,15 @@ final class ClientConnection extends RpcConnection
                 if (stream != null)
                 {
                     final Status received = Status.fromCodeValue(code).withDescription(description);
-                    // the server flags a call it refused before any handler ran: safe to retry elsewhere
-                    ((ClientCall<?, ?>)stream).onStatus((flags & FrameType.Flags.REFUSED) != 0 ?
-                        received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) : received,
-                        trailers);
+                    final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
+                    // refused while the server shuts down: no handler ran, the call may go to the server that follows
+                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientCall<?, ?>)stream).retryRefused())
+                    {
+                        // the server flags a call it refused before any handler ran: safe to retry elsewhere
+                        ((ClientCall<?, ?>)stream).onStatus(refused ?
+                            received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) :
+                            received, trailers);
+                    }
                 }
                 if (draining && streams.isEmpty())
                 {
@@ -159,6 +170,7 @@ final class ClientConnection extends RpcConnection
     @Override
     void onGoAway(final int lastStreamId, final Status status)
     {
+        goAwayLastStreamId = Math.min(goAwayLastStreamId, lastStreamId);
         draining = true;
         channel.connectionUnusable(this);
         // calls the server never saw can fail at once (they were not processed)
@@ -167,7 +179,8 @@ final class ClientConnection extends RpcConnection
             if (id > lastStreamId)
             {
                 final RpcStream stream = streams.remove(id);
-                if (stream != null)
+                // never processed: resent on a new connection (transparent retry) where the call allows it
+                if (stream != null && !((ClientCall<?, ?>)stream).retryRefused())
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
                         "server going away: " + status.description())
@@ -179,6 +192,11 @@ final class ClientConnection extends RpcConnection
         {
             LOG.debug("GOAWAY from {}: {}", peer(), status);
         }
+        if (status.code() == StatusCode.RESOURCE_EXHAUSTED &&
+            KeepAliveEnforcer.TOO_MANY_PINGS.equals(status.description()))
+        {
+            channel.keepAliveTooFrequent(); // as grpc-java: the next connections PING half as often
+        }
         if (streams.isEmpty())
         {
             final Connection c = connection;
@@ -189,41 +207,94 @@ final class ClientConnection extends RpcConnection
         }
     }
 
+    /**
+     * Every keep-alive interval: PINGs the server if calls are open (or always, with keep-alive without calls), unless
+     * a PING is still unanswered. Each PING gets its own timeout timer ({@link #onPingTimeout}), so a silent peer is
+     * noticed keep-alive interval + timeout after its last answer, not at the next tick after the timeout.
+     */
     private void keepAliveTick()
     {
         if (closed)
         {
-            final Disposable k = keepAlive;
-            if (k != null)
-            {
-                k.dispose();
-            }
+            disposeKeepAlive();
             return;
         }
-        final long now = System.nanoTime();
-        if (pingOutstanding)
+        if (outstandingPing.get() != 0)
         {
-            if (now - pingSentNanos > channel.config().keepAliveTimeout.toNanos())
-            {
-                LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
-                    channel.config().keepAliveTimeout);
-                closeWithError(Status.UNAVAILABLE.withDescription(
-                    "keep-alive ping not answered within " + channel.config().keepAliveTimeout));
-            }
+            return; // its own timeout watches it
+        }
+        if (streams.isEmpty() && !channel.config().keepAliveWithoutCalls)
+        {
             return;
         }
-        if (!streams.isEmpty())
+        final long payload = ++pingCount;
+        outstandingPing.set(payload);
+        final long timeoutNanos = channel.config().keepAliveTimeout.toNanos();
+        pingTimeout = channel.timer().schedule(() -> onPingTimeout(payload), timeoutNanos, TimeUnit.NANOSECONDS);
+        if (!write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
         {
-            pingSentNanos = now;
-            pingOutstanding = true;
-            write(new OutboundFrame.Control(FrameType.PING, 0, 0, now));
+            onPingAck(payload); // closed meanwhile: nothing to wait for
         }
+    }
+
+    private void onPingTimeout(final long payload)
+    {
+        if (closed || outstandingPing.get() != payload)
+        {
+            return; // answered (or the connection ended) meanwhile
+        }
+        LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
+            channel.config().keepAliveTimeout);
+        closeWithError(Status.UNAVAILABLE.withDescription(
+            "keep-alive ping not answered within " + channel.config().keepAliveTimeout)
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
     }
 
     @Override
     void onPingAck(final long payload)
     {
-        pingOutstanding = false;
+        if (outstandingPing.compareAndSet(payload, 0))
+        {
+            final Disposable t = pingTimeout;
+            if (t != null)
+            {
+                t.dispose();
+            }
+        }
+    }
+
+    private void disposeKeepAlive()
+    {
+        final Disposable k = keepAlive;
+        if (k != null)
+        {
+            k.dispose();
+        }
+        final Disposable t = pingTimeout;
+        if (t != null)
+        {
+            t.dispose();
+        }
+    }
+
+    /**
+     * A call registered above the GOAWAY's last stream id while the GOAWAY was being handled, still open when the
+     * server closed the connection, was never seen by the server: it is refused (resent, or failed as refused), not
+     * lost with the connection.
+     */
+    @Override
+    void failStream(final RpcStream stream, final Status status)
+    {
+        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientCall)
+        {
+            if (!((ClientCall<?, ?>)stream).retryRefused())
+            {
+                stream.onConnectionClosed(Status.UNAVAILABLE.withDescription("server going away")
+                    .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
+            }
+            return;
+        }
+        stream.onConnectionClosed(status);
     }
 
     @Override
@@ -236,11 +307,7 @@ final class ClientConnection extends RpcConnection
     @Override
     void connectionClosed(final Throwable cause)
     {
-        final Disposable k = keepAlive;
-        if (k != null)
-        {
-            k.dispose();
-        }
+        disposeKeepAlive();
         channel.connectionUnusable(this);
         channel.connectionClosed(this);
     }

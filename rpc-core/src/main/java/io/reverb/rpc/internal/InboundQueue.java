@@ -103,6 +103,15 @@ final class InboundQueue<T>
     }
 
     /**
+     * Demand stops travelling until {@link #openGrants} again (the call is being resent on a new connection: what is
+     * asked for meanwhile goes with the new CALL, see {@link #grantInitial}).
+     */
+    synchronized void pauseGrants()
+    {
+        grantsOpen = false;
+    }
+
+    /**
      * The call ended normally on this side (e.g. the server's responses completed): no more demand travels to the
      * peer and later values are dropped; what is queued, and the end, are still delivered.
      */

@@ -238,6 +238,20 @@ abstract class RpcConnection implements ConnectionHandler
         }
     }
 
+    /**
+     * Takes back a frame still queued behind back-pressure, not yet handed to the transport: it never leaves.
+     *
+     * @param frame the frame.
+     * @return true if it was queued (and is dropped now); false if it is on its way or was never queued.
+     */
+    final boolean unqueue(final OutboundFrame frame)
+    {
+        synchronized (writeLock)
+        {
+            return pending.removeFirstOccurrence(frame);
+        }
+    }
+
     final void dropPending()
     {
         synchronized (writeLock)
@@ -443,13 +457,24 @@ abstract class RpcConnection implements ConnectionHandler
         {
             try
             {
-                stream.onConnectionClosed(status);
+                failStream(stream, status);
             }
             catch (final Throwable t)
             {
                 LOG.warn("failing a call on {} threw", peer(), t);
             }
         }
+    }
+
+    /**
+     * The connection ended under a stream that was still open.
+     *
+     * @param stream the stream, already removed.
+     * @param status why.
+     */
+    void failStream(final RpcStream stream, final Status status)
+    {
+        stream.onConnectionClosed(status);
     }
 
     @Override

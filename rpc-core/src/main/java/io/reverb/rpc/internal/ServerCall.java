@@ -134,6 +134,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         if (timeoutNanos >= 0)
         {
+            if (timeoutNanos == 0 ? endExpired() : endIfExpired())
+            {
+                return; // the client's deadline passed before the call left (a timeout of 0), or in transit
+            }
             final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
                 timeoutNanos);
@@ -172,6 +176,29 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     final synchronized boolean isClosed()
     {
         return closed;
+    }
+
+    /**
+     * Before a handler is dispatched: a call whose deadline already passed (e.g. it waited for a busy handler
+     * executor, or its deadline timer is late because the process was frozen) ends DEADLINE_EXCEEDED instead of
+     * running a handler for a caller that is gone.
+     *
+     * @return true if the call is over (ended now or before): do not run the handler.
+     */
+    final boolean endIfClosedOrExpired()
+    {
+        return isClosed() || endIfExpired();
+    }
+
+    private boolean endIfExpired()
+    {
+        return deadline != null && deadline.isExpired() && endExpired();
+    }
+
+    private boolean endExpired()
+    {
+        cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call was dispatched"), null);
+        return true;
     }
 
     /** Subscribes this call to the handler's responses, or ends the call if the handler failed to give any. */

@@ -26,6 +26,9 @@ final class ServerConnection extends RpcConnection
     static final String TOO_MANY_CALLS = "too many concurrent calls on this connection: limit ";
     private final int maxConcurrentCalls;
     private final KeepAliveEnforcer keepAlive;
+    private static final Status SHUTTING_DOWN = Status.OK.withDescription("server shutting down");
+    /** Orders call acceptance against GOAWAY (see onCall); taken before the write lock, never inside it. */
+    private final Object drainLock = new Object();
     private volatile Disposable ageTimer;
 
     ServerConnection(final ServerRuntime server, final Connection connection)
@@ -35,7 +38,9 @@ final class ServerConnection extends RpcConnection
         this.connection = connection;
         final ServerConfig config = server.config();
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
-        this.keepAlive = config.keepAlivePermitNanos > 0 ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
+        // enforcement is on when a minimum gap is set or PINGs without calls are refused
+        final boolean enforce = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls;
+        this.keepAlive = enforce ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
             TimeUnit.NANOSECONDS, config.permitKeepAliveWithoutCalls, System.nanoTime()) : null;
         if (config.maxConnectionAgeNanos != Long.MAX_VALUE)
         {
@@ -133,40 +138,49 @@ final class ServerConnection extends RpcConnection
             }
         }
         final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
-        lastStreamId = streamId;
         final long timeoutNanos = call.timeoutNanos();
         final int initialRequestN = call.initialRequestN();
         final Metadata metadata = readMetadataOrNull(buffer, call.metadataOffset(), end);
-
-        if (draining || server.isShutdown())
+        final ServerCall<?, ?> serverCall;
+        // one decision against a graceful shutdown: a call is either registered before the GOAWAY is written (and
+        // runs to its end) or refused after it (and the client, having read the GOAWAY first, resends it elsewhere)
+        synchronized (drainLock)
         {
-            write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED,
-                Status.UNAVAILABLE.withDescription("server is shutting down"), null));
-            return;
+            if (!draining && server.isShutdown())
+            {
+                goAwayLocked(SHUTTING_DOWN); // the shutdown has not reached this connection yet: GOAWAY goes first
+            }
+            lastStreamId = streamId;
+            if (draining)
+            {
+                write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED,
+                    Status.UNAVAILABLE.withDescription("server is shutting down"), null));
+                return;
+            }
+            if (maxConcurrentCalls != Integer.MAX_VALUE && streams.size() >= maxConcurrentCalls)
+            {
+                // refused before any handler ran: a balancing client retries it on another replica
+                write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED
+                    .withDescription(TOO_MANY_CALLS + maxConcurrentCalls +
+                    " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
+                return;
+            }
+            final ServiceDefinition.ServerMethodDefinition<?, ?> definition =
+                server.methods().find(buffer, call.methodOffset(), call.methodLength());
+            if (definition == null)
+            {
+                final String method = call.method();
+                final int slash = method.lastIndexOf('/');
+                final String service = slash > 0 ? method.substring(0, slash) : method;
+                final Status status = server.hasService(service) ?
+                    Status.UNIMPLEMENTED.withDescription("Method not found: " + method) :
+                    Status.UNIMPLEMENTED.withDescription("Service not found: " + service);
+                write(new OutboundFrame.StatusFrame(streamId, status, null));
+                return;
+            }
+            serverCall = ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+            streams.put(streamId, serverCall);
         }
-        if (maxConcurrentCalls != Integer.MAX_VALUE && streams.size() >= maxConcurrentCalls)
-        {
-            // refused before any handler ran: a balancing client retries it on another replica
-            write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED.withDescription(
-                TOO_MANY_CALLS + maxConcurrentCalls + " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
-            return;
-        }
-        final ServiceDefinition.ServerMethodDefinition<?, ?> definition =
-            server.methods().find(buffer, call.methodOffset(), call.methodLength());
-        if (definition == null)
-        {
-            final String method = call.method();
-            final int slash = method.lastIndexOf('/');
-            final String service = slash > 0 ? method.substring(0, slash) : method;
-            final Status status = server.hasService(service) ?
-                Status.UNIMPLEMENTED.withDescription("Method not found: " + method) :
-                Status.UNIMPLEMENTED.withDescription("Service not found: " + service);
-            write(new OutboundFrame.StatusFrame(streamId, status, null));
-            return;
-        }
-        final ServerCall<?, ?> serverCall = ServerCall.create(
-            this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
-        streams.put(streamId, serverCall);
         serverCall.start();
     }
 
@@ -184,10 +198,19 @@ final class ServerConnection extends RpcConnection
      */
     void goAway()
     {
-        goAway(Status.OK.withDescription("server shutting down"));
+        goAway(SHUTTING_DOWN);
     }
 
     private void goAway(final Status status)
+    {
+        synchronized (drainLock)
+        {
+            goAwayLocked(status);
+        }
+    }
+
+    // guarded by drainLock: no call is registered or refused while the GOAWAY and its last stream id go out
+    private void goAwayLocked(final Status status)
     {
         if (draining)
         {

@@ -31,6 +31,11 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     private boolean outboundDone;
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
+    // the one request of a call whose client sends one message (server-streaming), kept until a response arrives so
+    // that a call the server refused can be sent again (transparent retry); and whether it is being resent
+    private Req heldRequest;
+    private boolean responded;
+    private boolean resending;
 
     StreamingClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method,
         final Publisher<Req> requests, final ClientCallContext context, final Metadata requestMetadata,
@@ -87,7 +92,37 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         {
             conn.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, id, toWire(delta)));
         }
+        final Req again;
+        synchronized (this)
+        {
+            again = resending ? heldRequest : null;
+            resending = false;
+        }
+        if (again != null)
+        {
+            // sent again after a refusal: the one request (already taken from the publisher) goes as it went
+            conn.write(new OutboundFrame.Message<>(id, true, method.requestMarshaller(), again, this));
+            return;
+        }
         requests.subscribe(this);
+    }
+
+    /**
+     * A server-streaming call whose one request went out, and to which no response came, can be sent again as it
+     * was: the server refused it before any handler ran. Client- and bidi-streaming calls cannot (their requests
+     * are gone with the publisher).
+     */
+    @Override
+    synchronized boolean resendable()
+    {
+        return heldRequest != null && outboundDone && !responded;
+    }
+
+    @Override
+    void prepareResend()
+    {
+        resending = true; // under this call's monitor (retryRefused)
+        responses.pauseGrants(); // demand asked for meanwhile goes with the new CALL
     }
 
     // ------------------------------------------------------------ Subscription (responses subscriber)
@@ -101,10 +136,12 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             return;
         }
         final long delta = responses.request(n);
-        if (delta > 0)
+        final ClientConnection conn = delta > 0 ? connection() : null;
+        if (conn != null)
         {
-            // grants open only once CALL is written and the connection set (happens-before through the queue)
-            connection().write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
+            // grants open only once CALL is written and the connection set (happens-before through the queue); a
+            // call being resent has them paused, and its new CALL carries all the demand (grantInitial)
+            conn.write(new OutboundFrame.Control(FrameType.REQUEST_N, 0, streamId, toWire(delta)));
         }
     }
 
@@ -155,6 +192,10 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             if (last)
             {
                 outboundDone = true;
+                if (channel.config().transparentRetry)
+                {
+                    heldRequest = value; // for a resend after a refusal (see resendable)
+                }
             }
             conn = connection;
         }
@@ -202,6 +243,11 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     void onResponse(final Resp value)
     {
+        synchronized (this)
+        {
+            responded = true; // processed: never resent
+            heldRequest = null;
+        }
         if (value == null)
         {
             // Reactive Streams forbid null signals: the call ends as a unary call's does without a value
@@ -245,6 +291,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         final Subscription s;
         synchronized (this)
         {
+            heldRequest = null;
             s = upstream;
             upstream = null;
         }

@@ -72,7 +72,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
 
     private void invokeHandler()
     {
-        if (isClosed())
+        if (endIfClosedOrExpired())
         {
             return;
         }

@@ -60,6 +60,12 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     }
 
     @Override
+    boolean resendable()
+    {
+        return true; // the request is held here and travels with the CALL
+    }
+
+    @Override
     int initialDemand()
     {
         return 1; // one response: it may come at once, the subscriber gets it with the status

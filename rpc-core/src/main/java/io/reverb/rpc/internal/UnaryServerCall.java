@@ -65,7 +65,7 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
 
     private void invoke(final Req request)
     {
-        if (isClosed())
+        if (endIfClosedOrExpired())
         {
             return;
         }

@@ -5,6 +5,7 @@ import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import io.reverb.rdma.provider.Tasks;
+import io.reverb.rpc.util.LogLimiter;
 import java.io.IOException;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -17,6 +18,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one thread per context that reads its rdma_cm event channel and routes each event to the
@@ -29,10 +33,15 @@ import java.util.concurrent.locks.LockSupport;
  * <p>It also creates and destroys the context's rdma_cm ids ({@link #createId()}, {@link #destroyId}), so
  * that DiSNi's id table is never written while {@code getCmEvent} reads it (see {@link CmIdTable}), and runs
  * tickers after every slice for deadlines that must pass even when no event arrives.
+ *
+ * <p>An event lost to a failure (DiSNi failing to read or wrap it, a handler or ticker throwing) is counted and
+ * logged, one line each, at most {@value LogLimiter#BURST} lines per kind and then one per 10 s with the count
+ * left out ({@link LogLimiter}); giving up is logged once.
  */
 final class CmEventDispatcher implements Runnable
 {
     static final int POLL_MS = 50;
+    private static final Logger LOG = LoggerFactory.getLogger(CmEventDispatcher.class);
     static final int MAX_CONSECUTIVE_FAILURES = 20;
 
     static final int ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
@@ -140,6 +149,9 @@ final class CmEventDispatcher implements Runnable
     private volatile Throwable failure;
     private volatile Throwable lastTransientFailure;
     private final AtomicLong transientFailures = new AtomicLong();
+    private final Consumer<String> log;
+    private final LogLimiter logLimiter = new LogLimiter();
+    private final String name;
 
     /**
      * @param channel DiSNi event channel; its id table is made thread-safe here ({@link CmIdTable}).
@@ -173,6 +185,25 @@ final class CmEventDispatcher implements Runnable
     CmEventDispatcher(
         final RdmaEventChannel channel, final EventSource source, final boolean serialiseWithCmEvents, final String name)
     {
+        this(channel, source, serialiseWithCmEvents, name, LOG::warn);
+    }
+
+    /**
+     * @param channel               DiSNi event channel (null in tests).
+     * @param source                where events come from.
+     * @param serialiseWithCmEvents see above.
+     * @param name                  thread name.
+     * @param log                   receives each line logged (rate-limited here).
+     */
+    CmEventDispatcher(
+        final RdmaEventChannel channel,
+        final EventSource source,
+        final boolean serialiseWithCmEvents,
+        final String name,
+        final Consumer<String> log)
+    {
+        this.name = name;
+        this.log = log;
         this.channel = channel;
         this.source = source;
         this.serialiseWithCmEvents = serialiseWithCmEvents;
@@ -211,8 +242,10 @@ final class CmEventDispatcher implements Runnable
     }
 
     /**
-     * Stops routing {@code id}'s events, destroys it (ignoring failure: it may be gone) and removes it from
-     * DiSNi's id table.
+     * Stops routing {@code id}'s events, removes it from DiSNi's id table and then destroys it (ignoring
+     * failure: it may be gone). In that order: DiSNi keys its table by the native id's address, which
+     * {@code rdma_destroy_id} frees; a CONNECT_REQUEST read meanwhile on this thread may get a new id at that
+     * same address and enter it in the table, and forgetting the old id after that would drop the new one.
      *
      * @param id an id created by {@link #createId()} or delivered with a CONNECT_REQUEST.
      */
@@ -221,8 +254,8 @@ final class CmEventDispatcher implements Runnable
         unregister(id);
         synchronized (cmLock)
         {
-            DisniVerbsContext.quietly(id::destroyId);
             CmIdTable.forget(channel, id);
+            DisniVerbsContext.quietly(id::destroyId);
         }
     }
 
@@ -320,8 +353,11 @@ final class CmEventDispatcher implements Runnable
                 if (!source.isOpen() || ++consecutiveFailures >= MAX_CONSECUTIVE_FAILURES)
                 {
                     failure = ex;
+                    log.accept(name + ": rdma_cm event channel failed " + consecutiveFailures + " time(s) in a row" +
+                        (source.isOpen() ? "" : " and is closed") + ", giving up (the context refuses new work): " + ex);
                     break;
                 }
+                logLost("event", "an rdma_cm event was lost: reading it failed: " + ex);
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(POLL_MS));
             }
             runTasks();
@@ -363,6 +399,7 @@ final class CmEventDispatcher implements Runnable
             {
                 transientFailures.incrementAndGet();
                 lastTransientFailure = ex;
+                logLost("ticker", "a timer task (rdma_cm deadlines) failed: " + ex);
             }
         }
     }
@@ -391,12 +428,24 @@ final class CmEventDispatcher implements Runnable
             catch (final RuntimeException ex)
             {
                 // A handler (a user's disconnect handler) threw; connection management goes on.
+                transientFailures.incrementAndGet();
+                lastTransientFailure = ex;
+                logLost("handler", "the handler of an rdma_cm " + name(type) + " event threw: " + ex);
             }
         }
         else if (type == CONNECT_REQUEST && event.getConnIdPriv() != null)
         {
             // Nobody listens any more: destroying the id makes the kernel reject the request.
             destroyId(event.getConnIdPriv());
+        }
+    }
+
+    private void logLost(final String kind, final String line)
+    {
+        final long leftOut = logLimiter.admit(kind);
+        if (leftOut != LogLimiter.SUPPRESS)
+        {
+            log.accept(name + ": " + line + " (" + transientFailures.get() + " so far)" + LogLimiter.leftOutSuffix(leftOut));
         }
     }
 

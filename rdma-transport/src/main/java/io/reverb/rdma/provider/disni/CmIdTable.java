@@ -88,7 +88,8 @@ final class CmIdTable
             final Object table = ID_MAP.get(channel);
             if (table instanceof SynchronizedIdMap)
             {
-                ((SynchronizedIdMap)table).remove(((NatCmaIdPrivate)id).getObjId());
+                // Only if the entry is still this id: another id may since have taken its (freed) address.
+                ((SynchronizedIdMap)table).remove(((NatCmaIdPrivate)id).getObjId(), id);
             }
         }
         catch (final IllegalAccessException | RuntimeException ex)
@@ -156,6 +157,12 @@ final class CmIdTable
         public synchronized Object remove(final Object key)
         {
             return super.remove(key);
+        }
+
+        @Override
+        public synchronized boolean remove(final Object key, final Object value)
+        {
+            return super.remove(key, value);
         }
 
         @Override

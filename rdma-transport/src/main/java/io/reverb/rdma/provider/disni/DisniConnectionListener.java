@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.disni;
 import com.ibm.disni.verbs.RdmaCmId;
 import io.reverb.rdma.provider.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.RefusalLog;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -10,19 +11,22 @@ import java.net.SocketAddress;
 
 /**
  * A listening {@code rdma://host:port}: a TCP listener on {@code host:port} for the {@link Handshake}
- * ({@link HandshakeAcceptor}: accepts and reads handshakes concurrently), and an rdma_cm id listening on an
+ * ({@link HandshakeAcceptor}: accepts and runs the connectors' parts of the handshakes concurrently, each within
+ * {@code reverb.verbs.handshakeTimeoutMs}, at most {@code reverb.verbs.maxPendingHandshakes} at once), and an
+ * rdma_cm id listening on an
  * address of the context's device at an ephemeral port that the handshake hands out (for a wildcard
  * {@code host}, the context's own address, so that requests arriving on another device never reach it).
  *
  * <p>rdma_cm CONNECT_REQUESTs are parked by their source address (the connector's rdma_cm {@code ip:port},
- * which it also sends over the handshake) until the {@link DisniConnectionRequest} they belong to claims
- * them ({@link ParkedRequests}); requests nobody claims within the connect timeout are destroyed by the
- * dispatcher's ticker, which rejects them.
+ * which it also sends over the handshake) until the connector's handshake claims them ({@link ParkedRequests}),
+ * before the request is handed to the engine; requests nobody claims within the connect timeout are destroyed
+ * by the dispatcher's ticker, which rejects them.
  */
-final class DisniConnectionListener extends AbstractConnectionListener implements CmEventDispatcher.Handler
+final class DisniConnectionListener extends AbstractConnectionListener
+    implements CmEventDispatcher.Handler, HandshakeAcceptor.Claimer<RdmaCmId>
 {
     private final DisniVerbsContext context;
-    private final HandshakeAcceptor acceptor;
+    private final HandshakeAcceptor<RdmaCmId> acceptor;
     private final RdmaCmId listenId;
     private final InetSocketAddress rdmaCmAddress;
     private final String localAddress;
@@ -31,19 +35,34 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
 
     private DisniConnectionListener(
         final DisniVerbsContext context,
-        final HandshakeAcceptor acceptor,
+        final InetSocketAddress bind,
+        final int backlog,
         final RdmaCmId listenId,
         final InetSocketAddress rdmaCmAddress,
-        final String localAddress)
+        final String advertisedHost) throws IOException
     {
         this.context = context;
-        this.acceptor = acceptor;
         this.listenId = listenId;
         this.rdmaCmAddress = rdmaCmAddress;
-        this.localAddress = localAddress;
         final CmEventDispatcher dispatcher = context.dispatcher();
         this.parked = new ParkedRequests<>(context.config().connectTimeoutNanos(), dispatcher::destroyId);
         this.expiry = () -> parked.expire(System.nanoTime());
+        dispatcher.register(listenId, this);
+        dispatcher.addTicker(expiry);
+        try
+        {
+            // Last: its threads call back into this listener.
+            this.acceptor = new HandshakeAcceptor<>(bind, backlog, context.config().handshakeTimeoutNanos(),
+                context.config().maxPendingHandshakes(), this,
+                port -> new RefusalLog("rdma://" + advertisedHost + ":" + port), context.name() + "-listen-" + bind.getPort());
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            dispatcher.removeTicker(expiry);
+            parked.close();
+            throw ex;
+        }
+        this.localAddress = advertisedHost + ':' + acceptor.localPort();
     }
 
     /**
@@ -58,8 +77,6 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
         final DisniVerbsContext context, final InetSocketAddress bind, final InetAddress cmBind, final int backlog)
         throws IOException
     {
-        final HandshakeAcceptor acceptor = new HandshakeAcceptor(
-            bind, backlog, context.config().connectTimeoutNanos(), context.name() + "-listen-" + bind.getPort());
         RdmaCmId id = null;
         try
         {
@@ -74,11 +91,7 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
             final InetSocketAddress cmAddress = new InetSocketAddress(cmBind, ((InetSocketAddress)cmSource).getPort());
             final String advertisedHost = bind.getAddress().isAnyLocalAddress() ?
                 cmBind.getHostAddress() : bind.getAddress().getHostAddress();
-            final DisniConnectionListener listener = new DisniConnectionListener(
-                context, acceptor, id, cmAddress, advertisedHost + ':' + acceptor.localPort());
-            context.dispatcher().register(id, listener);
-            context.dispatcher().addTicker(listener.expiry);
-            return listener;
+            return new DisniConnectionListener(context, bind, backlog, id, cmAddress, advertisedHost);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -86,7 +99,6 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
             {
                 context.dispatcher().destroyId(id);
             }
-            acceptor.close();
             throw ex instanceof IOException ? (IOException)ex : new IOException("listening on " + bind + ": " + ex, ex);
         }
     }
@@ -96,10 +108,23 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
         return context;
     }
 
-    /** @return where connectors send rdma_cm requests (sent to them in ACCEPT). */
-    InetSocketAddress rdmaCmAddress()
+    /** @return where connectors send rdma_cm requests (sent to them in OFFER). */
+    @Override
+    public InetSocketAddress offer()
     {
         return rdmaCmAddress;
+    }
+
+    @Override
+    public void release(final RdmaCmId id)
+    {
+        context.dispatcher().destroyId(id);
+    }
+
+    /** @return sockets refused before the engine saw them (for tests and diagnostics). */
+    long refusedCount()
+    {
+        return acceptor.refused();
     }
 
     int rdmaPort()
@@ -116,7 +141,7 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
     @Override
     protected ConnectionRequest take(final long timeoutNanos) throws IOException
     {
-        final HandshakeAcceptor.Pending pending;
+        final HandshakeAcceptor.Pending<RdmaCmId> pending;
         try
         {
             pending = acceptor.take(timeoutNanos);
@@ -125,8 +150,7 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
         {
             throw new IOException("listener " + localAddress + " is closed", ex);
         }
-        return pending == null ? null :
-            new DisniConnectionRequest(this, pending.socket(), pending.in(), pending.out(), pending.privateData());
+        return pending == null ? null : new DisniConnectionRequest(this, pending);
     }
 
     @Override
@@ -164,7 +188,8 @@ final class DisniConnectionListener extends AbstractConnectionListener implement
      * @return its rdma_cm id.
      * @throws IOException on timeout or close.
      */
-    RdmaCmId claim(final InetSocketAddress source, final long deadlineNanos) throws IOException
+    @Override
+    public RdmaCmId claim(final InetSocketAddress source, final long deadlineNanos) throws IOException
     {
         try
         {

@@ -4,7 +4,6 @@ import com.ibm.disni.verbs.RdmaCmId;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
-import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -13,33 +12,28 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 
 /**
- * A connector's handshake REQUEST, waiting for {@link #accept} or {@link #reject}. Accepting answers
- * ACCEPT with the rdma_cm address, learns the connector's rdma_cm source (refused unless it is the
- * handshake's own TCP peer address), claims its CONNECT_REQUEST from the listener, creates the QP on it and
- * calls {@code rdma_accept}; see {@link Handshake}.
+ * A connector that has done its part of the {@link Handshake} (REQUEST, SOURCE, and its rdma_cm request is
+ * claimed), waiting for {@link #accept} or {@link #reject}. Accepting answers ACCEPT, creates the QP on the
+ * claimed rdma_cm id, calls {@code rdma_accept} and waits for ESTABLISHED within the handshake deadline;
+ * rejecting answers REJECT and destroys the id (which makes the kernel reject the rdma_cm request).
  */
 final class DisniConnectionRequest implements ConnectionRequest
 {
     private final DisniConnectionListener listener;
     private final Socket socket;
-    private final DataInputStream in;
     private final DataOutputStream out;
     private final ByteBuffer privateData;
+    private final RdmaCmId id;
     private final String remoteAddress;
     private boolean answered;
 
-    DisniConnectionRequest(
-        final DisniConnectionListener listener,
-        final Socket socket,
-        final DataInputStream in,
-        final DataOutputStream out,
-        final ByteBuffer privateData)
+    DisniConnectionRequest(final DisniConnectionListener listener, final HandshakeAcceptor.Pending<RdmaCmId> pending)
     {
         this.listener = listener;
-        this.socket = socket;
-        this.in = in;
-        this.out = out;
-        this.privateData = privateData;
+        this.socket = pending.socket();
+        this.out = pending.out();
+        this.privateData = pending.privateData();
+        this.id = pending.id();
         final InetSocketAddress peer = (InetSocketAddress)socket.getRemoteSocketAddress();
         this.remoteAddress = peer == null ? "unknown" : DisniAddress.format(peer);
     }
@@ -59,23 +53,29 @@ final class DisniConnectionRequest implements ConnectionRequest
     @Override
     public QueuePair accept(final QueuePairAttributes attributes, final ByteBuffer acceptPrivateData) throws IOException
     {
-        attributes.validate();
-        DisniVerbsContext.checkPrivateData(acceptPrivateData);
         answer();
+        try
+        {
+            attributes.validate();
+            DisniVerbsContext.checkPrivateData(acceptPrivateData);
+        }
+        catch (final RuntimeException ex)
+        {
+            DisniVerbsContext.quietly(socket::close);
+            listener.release(id);
+            throw ex;
+        }
         final DisniVerbsContext context = listener.context();
-        final long deadline = System.nanoTime() + context.config().connectTimeoutNanos();
-        RdmaCmId id = null;
+        // What is left depends on the connector's rdma_cm only (its REP handling and RTU): one handshake deadline.
+        final long deadline = System.nanoTime() + context.config().handshakeTimeoutNanos();
         DisniQueuePair qp = null;
         final CmEventDispatcher.Waiter waiter = new CmEventDispatcher.Waiter();
         try
         {
-            Handshake.writeAccept(out, listener.rdmaCmAddress(), acceptPrivateData);
-            out.flush();
-            final InetSocketAddress source = Handshake.read(in, Handshake.SOURCE).source();
-            checkSource(source, socket.getInetAddress(), remoteAddress);
-            id = listener.claim(source, deadline);
             context.dispatcher().register(id, waiter);
             qp = context.newQueuePair(id, attributes, privateData, remoteAddress);
+            Handshake.writeAccept(out, acceptPrivateData);
+            out.flush();
             id.accept(context.connParam());
             waiter.await(CmEventDispatcher.ESTABLISHED, deadline - System.nanoTime(), "accepting " + remoteAddress);
             qp.established();
@@ -88,7 +88,7 @@ final class DisniConnectionRequest implements ConnectionRequest
             {
                 qp.close();
             }
-            else if (id != null)
+            else
             {
                 context.dispatcher().destroyId(id);
             }
@@ -124,16 +124,19 @@ final class DisniConnectionRequest implements ConnectionRequest
     @Override
     public void reject(final ByteBuffer rejectPrivateData) throws IOException
     {
-        DisniVerbsContext.checkPrivateData(rejectPrivateData);
         answer();
         try
         {
+            DisniVerbsContext.checkPrivateData(rejectPrivateData);
+            // A connector that does not read its answer cannot hold this thread: the frame fits the socket buffer.
             Handshake.writeReject(out, rejectPrivateData);
             out.flush();
         }
         finally
         {
             DisniVerbsContext.quietly(socket::close);
+            // Destroying the unanswered rdma_cm request makes the kernel reject it.
+            listener.release(id);
         }
     }
 

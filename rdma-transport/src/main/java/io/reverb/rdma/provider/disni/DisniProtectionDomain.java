@@ -6,6 +6,7 @@ import com.ibm.disni.verbs.SVCRegMr;
 import io.reverb.rdma.provider.AbstractProtectionDomain;
 import io.reverb.rdma.verbs.MemoryRegion;
 import java.io.IOException;
+import org.agrona.collections.Int2ObjectHashMap;
 import java.nio.ByteBuffer;
 
 /**
@@ -15,6 +16,8 @@ import java.nio.ByteBuffer;
 final class DisniProtectionDomain extends AbstractProtectionDomain<DisniVerbsContext, DisniMemoryRegion>
 {
     private final IbvPd pd;
+    private final Object byLkeyLock = new Object();
+    private volatile Int2ObjectHashMap<DisniMemoryRegion> byLkey = new Int2ObjectHashMap<>();
 
     DisniProtectionDomain(final DisniVerbsContext context, final IbvPd pd) throws IOException
     {
@@ -68,7 +71,41 @@ final class DisniProtectionDomain extends AbstractProtectionDomain<DisniVerbsCon
 
     void released(final DisniMemoryRegion region)
     {
+        synchronized (byLkeyLock)
+        {
+            final Int2ObjectHashMap<DisniMemoryRegion> next = new Int2ObjectHashMap<>(byLkey);
+            next.remove(region.lkey(), region);
+            byLkey = next;
+        }
         forget(region);
+    }
+
+    @Override
+    protected void added(final DisniMemoryRegion region)
+    {
+        synchronized (byLkeyLock)
+        {
+            // Copy on write: regions come and go rarely (rendezvous buffers are pooled), posts read on every send.
+            final Int2ObjectHashMap<DisniMemoryRegion> next = new Int2ObjectHashMap<>(byLkey);
+            next.put(region.lkey(), region);
+            byLkey = next;
+        }
+    }
+
+    /**
+     * What the HCA checks for a gathered SGE, checked here for sends that go inline (an inline send's data is copied at
+     * post time, and the HCA checks no key for it): the lkey is a live region of this PD that holds the range.
+     *
+     * @param lkey    the SGE's key.
+     * @param address its address.
+     * @param length  its length.
+     * @return true if the SGE is valid.
+     */
+    boolean holds(final int lkey, final long address, final int length)
+    {
+        final DisniMemoryRegion region = byLkey.get(lkey);
+        return region != null && region.isRegistered() && address >= region.address() &&
+            address + length <= region.address() + region.length();
     }
 
     @Override

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the same id.
  */
 final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, DisniCompletionQueue>
-    implements CmEventDispatcher.Handler
+    implements CmEventDispatcher.Handler, DisniCompletionQueue.Member
 {
     /** Calls kept per immediate, only if DiSNi's call cannot be patched (not DiSNi 2.1): see {@link PostSendCache}. */
     static final int IMM_CACHE_LIMIT = 1024;
@@ -55,6 +55,7 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
     private volatile long closeDeadlineNanos;
     private volatile boolean wasEstablished;
     private volatile boolean open = true;
+    private volatile Throwable failure;
 
     DisniQueuePair(
         final DisniVerbsContext context,
@@ -62,14 +63,16 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         final IbvQP qp,
         final QueuePairAttributes attributes,
         final ByteBuffer remotePrivateData,
-        final String remoteAddress) throws IOException
+        final String remoteAddress,
+        final int maxInline) throws IOException
     {
         super(qp.getQp_num(), attributes, remoteAddress, QpState.INIT);
         this.context = context;
         this.cmId = cmId;
         this.qp = qp;
         remotePrivateData(remotePrivateData);
-        this.sends = new PostSendCache(template -> qp.postSend(Collections.singletonList(template), null), IMM_CACHE_LIMIT);
+        this.sends = new PostSendCache(template -> qp.postSend(Collections.singletonList(template), null), IMM_CACHE_LIMIT,
+            maxInline, pd::holds);
         this.recvs = new PostRecvCache(
             template -> qp.postRecv(Collections.singletonList(template), null),
             Math.max(RECV_CACHE_MIN_LIMIT, 2 * attributes.maxRecvWr()));
@@ -78,6 +81,12 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         {
             recvCq.attach(this);
         }
+    }
+
+    /** @param data the private data the listener answered with (ACCEPT comes after the QP is created). */
+    void peerPrivateData(final ByteBuffer data)
+    {
+        remotePrivateData(data);
     }
 
     /** rdma_cm reported ESTABLISHED. */
@@ -91,9 +100,32 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
     }
 
     /** An error completion was polled for this QP: the HCA moved it to ERROR. */
-    void markError()
+    @Override
+    public void markError()
     {
         state = QpState.ERROR;
+    }
+
+    /**
+     * Its CQ broke (a failed poll, arm or event wait): the QP goes to ERROR, is disconnected, and its disconnect
+     * handler runs now (a broken device may never deliver DISCONNECTED); {@link #failure()} says why.
+     */
+    @Override
+    public void fail(final IOException cause)
+    {
+        if (failure == null)
+        {
+            failure = cause;
+        }
+        state = QpState.ERROR;
+        disconnect();
+        runDisconnectHandler();
+    }
+
+    @Override
+    public Throwable failure()
+    {
+        return failure;
     }
 
     @Override

@@ -59,6 +59,11 @@ final class DisniVerbsContext implements VerbsContext
 {
     private static final AtomicInteger CONTEXT_IDS = new AtomicInteger();
     private static final byte TRANSPORT_RETRY_COUNT = 7;
+    /**
+     * Inline sizes asked of rdma_create_qp, largest first (issue 24 part 2 item 6): small sends are then copied into
+     * the work request at post time (no DMA read of the buffer by the NIC). 256 is what Soft-RoCE and mlx5 grant.
+     */
+    static final int[] INLINE_TRIES = {256, 128, 64};
 
     private final DisniVerbsProvider provider;
     private final VerbsConfig config;
@@ -74,8 +79,10 @@ final class DisniVerbsContext implements VerbsContext
     private volatile InetAddress localAddress;
     private volatile String deviceName;
     private volatile boolean closed;
+    private final AtomicInteger cqsCreated = new AtomicInteger();
+    private volatile int compVectors;
 
-    private DisniVerbsContext(
+    DisniVerbsContext(
         final DisniVerbsProvider provider,
         final VerbsConfig config,
         final RdmaEventChannel eventChannel,
@@ -239,6 +246,41 @@ final class DisniVerbsContext implements VerbsContext
         return name;
     }
 
+    /**
+     * Completion vectors are the device's interrupt lines: CQs are spread over them round-robin (issue 24 part 2
+     * item 2), so that event-driven connections do not all interrupt one core. Vector 0 only if the device does not
+     * say how many it has.
+     *
+     * @return the vector for the next CQ.
+     */
+    int nextCompVector() throws IOException
+    {
+        int vectors = compVectors;
+        if (vectors == 0)
+        {
+            try
+            {
+                vectors = Math.max(1, device().getNumCompVectors());
+            }
+            catch (final IOException | RuntimeException ex)
+            {
+                vectors = 1;
+            }
+            compVectors = vectors;
+        }
+        return compVector(cqsCreated.getAndIncrement(), vectors);
+    }
+
+    /**
+     * @param index   the CQ's number in this context.
+     * @param vectors the device's completion vectors.
+     * @return the vector of that CQ.
+     */
+    static int compVector(final int index, final int vectors)
+    {
+        return vectors <= 1 ? 0 : Math.floorMod(index, vectors);
+    }
+
     @Override
     public ProtectionDomain allocPd() throws IOException
     {
@@ -296,24 +338,18 @@ final class DisniVerbsContext implements VerbsContext
             // From the device's address, as the rdma_cm id below: the listener checks that they agree.
             socket.bind(new InetSocketAddress(local, 0));
             socket.connect(target, millisUntil(deadline));
-            socket.setSoTimeout(millisUntil(deadline));
             final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            final DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+            final DataInputStream in = new DataInputStream(new BufferedInputStream(new DeadlineInputStream(socket, deadline)));
             Handshake.writeRequest(out, privateData);
             out.flush();
 
-            final Handshake.Message answer = Handshake.read(in);
-            if (answer.type() == Handshake.REJECT)
+            final Handshake.Message offer = Handshake.read(in);
+            if (offer.type() != Handshake.OFFER)
             {
-                throw new ConnectionRejectedException(
-                    "rdma://" + address + " rejected the connection", answer.privateData());
+                throw new IOException("rdma://" + address + ": unexpected handshake frame " + offer.type() +
+                    " (expected OFFER; a Reverb of another version?)");
             }
-            if (answer.type() != Handshake.ACCEPT)
-            {
-                throw new IOException("rdma://" + address + ": unexpected handshake frame " + answer.type());
-            }
-
-            final InetSocketAddress cmTarget = answer.rdmaCmAddress();
+            final InetSocketAddress cmTarget = offer.rdmaCmAddress();
             final RdmaCmId id = dispatcher.createId();
             final CmEventDispatcher.Waiter waiter = new CmEventDispatcher.Waiter();
             dispatcher.register(id, waiter);
@@ -329,7 +365,7 @@ final class DisniVerbsContext implements VerbsContext
                 id.resolveRoute(millisUntil(deadline));
                 waiter.await(CmEventDispatcher.ROUTE_RESOLVED, deadline - System.nanoTime(), "resolving route to " + cmTarget);
 
-                qp = newQueuePair(id, attributes, answer.privateData(), DisniAddress.format(target));
+                qp = newQueuePair(id, attributes, null, DisniAddress.format(target));
 
                 final SocketAddress source = id.getSource();
                 if (!(source instanceof InetSocketAddress))
@@ -338,8 +374,20 @@ final class DisniVerbsContext implements VerbsContext
                 }
                 Handshake.writeSource(out, (InetSocketAddress)source);
                 out.flush();
-
+                // Before the answer: the listener claims this rdma_cm request before its engine decides.
                 id.connect(connParam());
+
+                final Handshake.Message answer = Handshake.read(in);
+                if (answer.type() == Handshake.REJECT)
+                {
+                    throw new ConnectionRejectedException(
+                        "rdma://" + address + " rejected the connection", answer.privateData());
+                }
+                if (answer.type() != Handshake.ACCEPT)
+                {
+                    throw new IOException("rdma://" + address + ": unexpected handshake frame " + answer.type());
+                }
+                qp.peerPrivateData(answer.privateData());
                 waiter.await(CmEventDispatcher.ESTABLISHED, deadline - System.nanoTime(), "connecting to rdma://" + address);
                 qp.established();
                 waiter.handOver(qp);
@@ -373,9 +421,9 @@ final class DisniVerbsContext implements VerbsContext
         final RdmaCmId id, final QueuePairAttributes attributes, final ByteBuffer remotePrivateData, final String remote)
         throws IOException
     {
-        final IbvQP ibvQp = createQp(id, attributes);
+        final CreatedQp created = createQp(id, attributes);
         return wrapQueuePair(id::destroyQP,
-            () -> new DisniQueuePair(this, id, ibvQp, attributes, remotePrivateData, remote));
+            () -> new DisniQueuePair(this, id, created.qp(), attributes, remotePrivateData, remote, created.maxInline()));
     }
 
     /** Builds a queue pair object. */
@@ -409,7 +457,61 @@ final class DisniVerbsContext implements VerbsContext
         }
     }
 
-    IbvQP createQp(final RdmaCmId id, final QueuePairAttributes attributes) throws IOException
+    /**
+     * @param qp        the native QP.
+     * @param maxInline the {@code max_inline_data} it was created with: sends up to this many bytes go inline.
+     */
+    record CreatedQp(IbvQP qp, int maxInline)
+    {
+    }
+
+    /**
+     * @param requested the SPI's {@code maxInlineData} (a floor).
+     * @return the inline sizes to ask rdma_create_qp for, largest first, ending with the requested one.
+     */
+    static int[] inlineCandidates(final int requested)
+    {
+        final List<Integer> sizes = new ArrayList<>();
+        for (final int size : INLINE_TRIES)
+        {
+            if (size > requested)
+            {
+                sizes.add(size);
+            }
+        }
+        sizes.add(requested);
+        return sizes.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /**
+     * Creates the QP, asking for inline data: DiSNi reports neither the device's {@code max_inline_data} nor what
+     * {@code ibv_create_qp} granted, and a device refuses (EINVAL) a QP asking for more than it has, so the sizes of
+     * {@link #inlineCandidates} are tried in turn; the first the device accepts is the QP's inline limit.
+     */
+    CreatedQp createQp(final RdmaCmId id, final QueuePairAttributes attributes) throws IOException
+    {
+        IOException first = null;
+        for (final int inline : inlineCandidates(attributes.maxInlineData()))
+        {
+            try
+            {
+                return new CreatedQp(createQp(id, attributes, inline), inline);
+            }
+            catch (final IOException ex)
+            {
+                if (first == null)
+                {
+                    first = ex;
+                }
+            }
+        }
+        throw new IOException(String.valueOf(first.getMessage()).trim() + " (did the connection resolve to a device " +
+            "other than the context's, " + deviceName + " at " + localAddress.getHostAddress() + "? set -D" +
+            DisniVerbsProvider.LOCAL_ADDRESS_PROP + "; or the QP attributes exceed the device's limits)", first);
+    }
+
+    private static IbvQP createQp(final RdmaCmId id, final QueuePairAttributes attributes, final int maxInline)
+        throws IOException
     {
         final DisniProtectionDomain pd = (DisniProtectionDomain)attributes.pd();
         final IbvQPInitAttr init = new IbvQPInitAttr();
@@ -418,25 +520,16 @@ final class DisniVerbsContext implements VerbsContext
         // libdisni 2.1 always asks for 4 SGEs (its MAX_SGE, = ScatterGatherList.MAX_SGE); set them anyway.
         init.cap().setMax_send_sge(attributes.maxSge());
         init.cap().setMax_recv_sge(attributes.maxSge());
-        init.cap().setMax_inline_data(attributes.maxInlineData());
+        init.cap().setMax_inline_data(maxInline);
         init.setQp_type(IbvQP.IBV_QPT_RC);
         init.setSend_cq(((DisniCompletionQueue)attributes.sendCq()).ibvCq());
         init.setRecv_cq(((DisniCompletionQueue)attributes.recvCq()).ibvCq());
-        try
+        final IbvQP qp = id.createQP(pd.ibvPd(), init);
+        if (qp == null)
         {
-            final IbvQP qp = id.createQP(pd.ibvPd(), init);
-            if (qp == null)
-            {
-                throw new IOException("rdma_create_qp returned no QP");
-            }
-            return qp;
+            throw new IOException("rdma_create_qp returned no QP");
         }
-        catch (final IOException ex)
-        {
-            throw new IOException(String.valueOf(ex.getMessage()).trim() + " (did the connection resolve to a device " +
-                "other than the context's, " + deviceName + " at " + localAddress.getHostAddress() + "? set -D" +
-                DisniVerbsProvider.LOCAL_ADDRESS_PROP + "; or the QP attributes exceed the device's limits)", ex);
-        }
+        return qp;
     }
 
     RdmaConnParam connParam() throws IOException
@@ -577,7 +670,21 @@ final class DisniVerbsContext implements VerbsContext
         // Listeners and QPs first, then CQs and PDs: a CQ or PD still used by a QP cannot be destroyed.
         closeAll(toClose, DisniConnectionListener.class);
         closeAll(toClose, DisniQueuePair.class);
+        final List<DisniCompletionQueue> cqs = new ArrayList<>();
+        for (final AutoCloseable child : toClose)
+        {
+            if (child instanceof DisniCompletionQueue)
+            {
+                cqs.add((DisniCompletionQueue)child);
+            }
+        }
         closeAll(toClose, DisniCompletionQueue.class);
+        // A CQ whose event pump was in its native wait is destroyed by the pump within a poll slice; a context's
+        // close (not a poller's hot path) waits for that, so that nothing native outlives it.
+        for (final DisniCompletionQueue cq : cqs)
+        {
+            cq.awaitDestroyed(DisniCompletionQueue.pumpExitMillis());
+        }
         closeAll(toClose, DisniCompletionChannel.class);
         closeAll(toClose, AutoCloseable.class);
         dispatcher.stop();

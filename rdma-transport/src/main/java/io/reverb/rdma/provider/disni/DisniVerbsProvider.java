@@ -71,6 +71,22 @@ public final class DisniVerbsProvider implements VerbsProvider
         return cause;
     }
 
+    /**
+     * Replaces this JVM's cached probe result. For tests only (package-private): the test helper
+     * {@code RdmaTestDevice} calls it once it has routed DiSNi to the emulated RDMA device of the test class path,
+     * on a host without a real one.
+     *
+     * @param newCause null for "available", otherwise the cause to report.
+     */
+    static void overrideAvailability(final String newCause)
+    {
+        synchronized (PROBE_LOCK)
+        {
+            cause = newCause;
+            probed = true;
+        }
+    }
+
     @Override
     public VerbsContext open(final VerbsConfig config) throws IOException
     {

@@ -21,35 +21,45 @@ import java.nio.ByteBuffer;
  *
  * <pre>
  *   connector                                   listener (TCP host:port, rdma_cm host:ephemeral)
- *   REQUEST(private data)            ---TCP---&gt;  ConnectionListener.accept() returns the request
- *                                    &lt;---TCP---  ACCEPT(rdma_cm ip:port, private data) | REJECT(private data)
+ *   REQUEST(private data)            ---TCP---&gt;  read by the listener's handshake thread for this socket
+ *                                    &lt;---TCP---  OFFER(rdma_cm ip:port)
  *   rdma_bind_addr(own device address), rdma_resolve_addr/route, create QP
- *   SOURCE(own rdma_cm ip:port)      ---TCP---&gt;  checks ip = the TCP peer's; matches the CONNECT_REQUEST
- *                                                whose peer is that ip:port
- *   rdma_connect                     ---CM----&gt;  create QP, rdma_accept
+ *   SOURCE(own rdma_cm ip:port)      ---TCP---&gt;  checks ip = the TCP peer's
+ *   rdma_connect                     ---CM----&gt;  claims the CONNECT_REQUEST whose peer is that ip:port;
+ *                                                only now does ConnectionListener.accept() return the request
+ *                                    &lt;---TCP---  ACCEPT(private data), create QP, rdma_accept
+ *                                                | REJECT(private data), rdma_cm request destroyed (rejected)
  *   ESTABLISHED                                  ESTABLISHED; TCP closed on both sides
  * </pre>
  *
- * Frame: {@code int magic 'RVDH', byte version, byte type}, then per type: REQUEST and REJECT
- * {@code byte length, bytes}; ACCEPT {@code 4 bytes IPv4, int rdmaPort, byte length, bytes} (the listener's
- * rdma_cm address: an address of its context's device, which a wildcard TCP listener's host need not be);
- * SOURCE {@code 4 bytes IPv4, int port}. Big-endian (DataOutput).
+ * Everything the connector has to do happens before the request reaches the engine, on the listener's
+ * handshake thread for that socket and within one handshake deadline, so a slow or silent connector never
+ * holds up the engine's accept thread (version 2 read SOURCE and waited for the CONNECT_REQUEST there).
+ *
+ * <p>Frame: {@code int magic 'RVDH', byte version, byte type}, then per type: REQUEST, ACCEPT and REJECT
+ * {@code byte length, bytes}; OFFER and SOURCE {@code 4 bytes IPv4, int port} (OFFER: the listener's rdma_cm
+ * address, an address of its context's device, which a wildcard TCP listener's host need not be). Big-endian
+ * (DataOutput).
  */
 final class Handshake
 {
     static final int MAGIC = 0x52564448;
-    /** 2: ACCEPT carries the rdma_cm IPv4 address as well as the port (the listener's device address). */
-    static final byte VERSION = 2;
+    /**
+     * 3: the listener OFFERs its rdma_cm address right after the REQUEST and claims the rdma_cm request before
+     * the engine sees it; ACCEPT carries private data only. (2: ACCEPT carried the rdma_cm address.)
+     */
+    static final byte VERSION = 3;
 
     static final byte REQUEST = 1;
     static final byte ACCEPT = 2;
     static final byte REJECT = 3;
     static final byte SOURCE = 4;
+    static final byte OFFER = 5;
 
     /** A decoded frame. */
     record Message(byte type, ByteBuffer privateData, InetSocketAddress rdmaCmAddress, InetSocketAddress source)
     {
-        /** @return the rdma_cm port of an ACCEPT, else 0. */
+        /** @return the rdma_cm port of an OFFER, else 0. */
         int rdmaPort()
         {
             return rdmaCmAddress == null ? 0 : rdmaCmAddress.getPort();
@@ -66,16 +76,20 @@ final class Handshake
         writePrivateData(out, privateData);
     }
 
-    static void writeAccept(final DataOutput out, final InetSocketAddress rdmaCmAddress, final ByteBuffer privateData)
-        throws IOException
+    static void writeOffer(final DataOutput out, final InetSocketAddress rdmaCmAddress) throws IOException
     {
         if (!(rdmaCmAddress.getAddress() instanceof Inet4Address))
         {
             throw new IOException("rdma_cm listen address is not IPv4: " + rdmaCmAddress);
         }
-        header(out, ACCEPT);
+        header(out, OFFER);
         out.write(rdmaCmAddress.getAddress().getAddress());
         out.writeInt(rdmaCmAddress.getPort());
+    }
+
+    static void writeAccept(final DataOutput out, final ByteBuffer privateData) throws IOException
+    {
+        header(out, ACCEPT);
         writePrivateData(out, privateData);
     }
 
@@ -117,13 +131,11 @@ final class Handshake
         switch (type)
         {
             case REQUEST:
+            case ACCEPT:
             case REJECT:
                 return new Message(type, readPrivateData(in), null, null);
-            case ACCEPT:
-            {
-                final InetSocketAddress cm = readIpv4(in);
-                return new Message(type, readPrivateData(in), cm, null);
-            }
+            case OFFER:
+                return new Message(type, null, readIpv4(in), null);
             case SOURCE:
                 return new Message(type, null, null, readIpv4(in));
             default:

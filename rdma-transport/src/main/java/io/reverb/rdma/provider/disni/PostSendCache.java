@@ -58,14 +58,74 @@ final class PostSendCache
 
     private final Factory factory;
     private final int immLimit;
+    private final int inlineLimit;
+    private final LocalCheck check;
     private final Prepared[][] plain = new Prepared[WrOpcode.values().length][ScatterGatherList.MAX_SGE + 1];
     private final Long2ObjectHashMap<Prepared> withImm = new Long2ObjectHashMap<>();
     private int built;
 
+    /** What an inline send's SGEs must pass, since the HCA checks no key for inline data. */
+    @FunctionalInterface
+    interface LocalCheck
+    {
+        /**
+         * @param lkey    the SGE's key.
+         * @param address its address.
+         * @param length  its length.
+         * @return true if the key is a live region of the QP's PD holding the range.
+         */
+        boolean holds(int lkey, long address, int length);
+    }
+
     PostSendCache(final Factory factory, final int immLimit)
+    {
+        this(factory, immLimit, 0, (lkey, address, length) -> false);
+    }
+
+    /**
+     * @param factory     builds calls.
+     * @param immLimit    calls kept per immediate when the immediate cannot be patched.
+     * @param inlineLimit the QP's {@code max_inline_data}: SEND and RDMA_WRITE requests (with or without immediate)
+     *                    of 1..inlineLimit bytes are posted with {@code IBV_SEND_INLINE}, if their SGEs pass
+     *                    {@code check}; others keep the gather path, where the HCA fails a bad key or range.
+     * @param check       the local key and bounds check.
+     */
+    PostSendCache(final Factory factory, final int immLimit, final int inlineLimit, final LocalCheck check)
     {
         this.factory = factory;
         this.immLimit = immLimit;
+        this.inlineLimit = inlineLimit;
+        this.check = check;
+    }
+
+    /**
+     * @param request a send request.
+     * @return {@link SendRequest#FLAG_INLINE} if the request goes inline on this QP, else 0.
+     */
+    int inlineFlag(final SendRequest request)
+    {
+        if (inlineLimit <= 0 || request.opcode() == WrOpcode.RDMA_READ)
+        {
+            return 0;
+        }
+        long length = 0;
+        for (int i = 0; i < request.sgeCount(); i++)
+        {
+            length += request.sgeLength(i);
+        }
+        if (length <= 0 || length > inlineLimit)
+        {
+            return 0;
+        }
+        for (int i = 0; i < request.sgeCount(); i++)
+        {
+            if (!check.holds(request.sgeLkey(i), request.sgeAddress(i), request.sgeLength(i)))
+            {
+                // A bad key or range: posted gathered, so that the HCA reports it (LOC_PROT_ERR, LOC_LEN_ERR).
+                return 0;
+            }
+        }
+        return SendRequest.FLAG_INLINE;
     }
 
     /**
@@ -79,7 +139,7 @@ final class PostSendCache
     SVCPostSend prepare(final SendRequest request) throws IOException
     {
         final Prepared prepared = lookup(request);
-        prepared.apply(request);
+        prepared.apply(request, inlineFlag(request));
         return prepared.call;
     }
 
@@ -259,7 +319,7 @@ final class PostSendCache
         }
 
         /** Writes the request's modifiable fields into the call's native work request. Allocation-free. */
-        void apply(final SendRequest request)
+        void apply(final SendRequest request, final int extraFlags)
         {
             if (nativeWr != null)
             {
@@ -269,7 +329,7 @@ final class PostSendCache
                 ((NatIbvSendWR)wr).setImm_data(imm);
             }
             wr.setWr_id(request.wrId());
-            wr.setSend_flags(WorkRequestTranslator.toDisniSendFlags(request.flags()));
+            wr.setSend_flags(WorkRequestTranslator.toDisniSendFlags(request.flags() | extraFlags));
             if (isRdma)
             {
                 rdma.setRemote_addr(request.remoteAddress());

@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.Enumeration;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -33,9 +34,59 @@ final class RdmaDevices
         "RNR retry, so rdma:// does not support it; use an InfiniBand or RoCE device (Soft-RoCE: " +
         "sudo rdma link add rxe0 type rxe netdev <if>) or tcp://";
 
-    /** One port of a device. */
-    record Port(int number, String state, String linkLayer, List<String> gids, List<String> netdevs)
+    /**
+     * One port of a device.
+     *
+     * @param number    port number.
+     * @param state     sysfs {@code state}, e.g. {@code "4: ACTIVE"}.
+     * @param linkLayer {@code "InfiniBand"} or {@code "Ethernet"}.
+     * @param gids      non-zero GIDs as {@code "index=gid"}.
+     * @param netdevs   network interfaces of its GIDs.
+     * @param physState sysfs {@code phys_state}, e.g. {@code "5: LinkUp"} (carrier).
+     * @param rate      sysfs {@code rate}, e.g. {@code "100 Gb/sec (4X EDR)"}.
+     * @param gidTable  the non-zero GID entries with their types and network interfaces.
+     */
+    record Port(int number, String state, String linkLayer, List<String> gids, List<String> netdevs, String physState,
+                String rate, List<Gid> gidTable)
     {
+        /** @return true if the port state is ACTIVE (4). */
+        boolean isActive()
+        {
+            return state.startsWith("4") || state.toUpperCase(Locale.ROOT).contains("ACTIVE");
+        }
+
+        /** @return true if the physical link is up (phys_state 5, LinkUp): the port has carrier. */
+        boolean hasCarrier()
+        {
+            return physState.startsWith("5") || physState.contains("LinkUp");
+        }
+    }
+
+    /**
+     * One entry of a port's GID table.
+     *
+     * @param index  table index.
+     * @param gid    the GID.
+     * @param type   sysfs {@code gid_attrs/types/N}: {@code "IB/RoCE v1"} or {@code "RoCE v2"} ("" if unknown).
+     * @param netdev sysfs {@code gid_attrs/ndevs/N} ("" on InfiniBand).
+     */
+    record Gid(int index, String gid, String type, String netdev)
+    {
+        /** @return the IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}), or null. */
+        String ipv4()
+        {
+            final String hex = gid.replace(":", "");
+            if (hex.length() != 32 || !hex.startsWith("00000000000000000000ffff"))
+            {
+                return null;
+            }
+            final StringBuilder ip = new StringBuilder();
+            for (int i = 24; i < 32; i += 2)
+            {
+                ip.append(ip.length() == 0 ? "" : ".").append(Integer.parseInt(hex.substring(i, i + 2), 16));
+            }
+            return ip.toString();
+        }
     }
 
     /** One device. */
@@ -121,15 +172,28 @@ final class RdmaDevices
                 continue;
             }
             final List<String> gids = new ArrayList<>();
+            final List<Gid> table = new ArrayList<>();
             for (final Path gid : list(port.resolve("gids")))
             {
                 final String value = readLine(gid);
                 // Unused GID table entries read as zeros (or fail to read).
                 if (!value.isEmpty() && !value.replace(":", "").chars().allMatch(c -> c == '0'))
                 {
-                    gids.add(gid.getFileName() + "=" + value);
+                    final String index = gid.getFileName().toString();
+                    gids.add(index + "=" + value);
+                    try
+                    {
+                        table.add(new Gid(Integer.parseInt(index), value,
+                            readLine(port.resolve("gid_attrs").resolve("types").resolve(index)),
+                            readLine(port.resolve("gid_attrs").resolve("ndevs").resolve(index))));
+                    }
+                    catch (final NumberFormatException ex)
+                    {
+                        // not a table entry
+                    }
                 }
             }
+            table.sort((a, b) -> Integer.compare(a.index(), b.index()));
             final Set<String> portNetdevs = new LinkedHashSet<>();
             for (final Path ndev : list(port.resolve("gid_attrs").resolve("ndevs")))
             {
@@ -140,7 +204,8 @@ final class RdmaDevices
                 }
             }
             ports.add(new Port(number, readLine(port.resolve("state")), readLine(port.resolve("link_layer")),
-                gids, new ArrayList<>(portNetdevs)));
+                gids, new ArrayList<>(portNetdevs), readLine(port.resolve("phys_state")), readLine(port.resolve("rate")),
+                table));
         }
         ports.sort((a, b) -> Integer.compare(a.number(), b.number()));
         return new Device(device.getFileName().toString(), parseNodeType(nodeTypeText), nodeTypeText, ports,

@@ -70,7 +70,20 @@ public final class RdmaHostCheck
 
     private static final int TAIL_LINES = 200;
 
-    /** What the check looks at; {@link #system()} in production, temp directories in tests. */
+    /**
+     * What the check looks at; {@link #system()} in production, a fake sysfs tree, limits file and (over the
+     * emulated device) an in-process {@link HardwarePath} in tests.
+     *
+     * @param sysfsInfiniband  {@code /sys/class/infiniband}; network interfaces are read next to it ({@code ../net}).
+     * @param rdmaCmDevice     {@code /dev/infiniband/rdma_cm}.
+     * @param libraryPath      {@code java.library.path}.
+     * @param sunNioChExported whether DiSNi can read direct-buffer addresses.
+     * @param nativeProbe      loads libdisni and opens rdma_cm.
+     * @param procLimits       {@code /proc/self/limits} (the memlock limit).
+     * @param interfaces       addresses of network interfaces.
+     * @param repositoryRoot   the Reverb checkout or bundle ({@code bin/reverb-rdma-check} sets it), or null.
+     * @param hardware         how the hardware path runs; null: child processes from the shipped jars.
+     */
     record Host(
         Path sysfsInfiniband,
         Path rdmaCmDevice,
@@ -79,8 +92,29 @@ public final class RdmaHostCheck
         DisniAvailability.NativeProbe nativeProbe,
         Path procLimits,
         RdmaDevices.InterfaceAddresses interfaces,
-        Path repositoryRoot)
+        Path repositoryRoot,
+        HardwarePath hardware)
     {
+        Host(
+            final Path sysfsInfiniband,
+            final Path rdmaCmDevice,
+            final String libraryPath,
+            final boolean sunNioChExported,
+            final DisniAvailability.NativeProbe nativeProbe,
+            final Path procLimits,
+            final RdmaDevices.InterfaceAddresses interfaces,
+            final Path repositoryRoot)
+        {
+            this(sysfsInfiniband, rdmaCmDevice, libraryPath, sunNioChExported, nativeProbe, procLimits, interfaces,
+                repositoryRoot, null);
+        }
+
+        /** @return {@code /sys/class/net} next to the sysfs RDMA class. */
+        Path sysfsNet()
+        {
+            return sysfsInfiniband.resolveSibling("net");
+        }
+
         /** @return this machine. */
         static Host system()
         {
@@ -93,8 +127,34 @@ public final class RdmaHostCheck
                 DisniAvailability::loadDisniAndOpenRdmaCm,
                 Paths.get("/proc/self/limits"),
                 RdmaDevices.SYSTEM_INTERFACES,
-                root == null || root.isBlank() ? null : Paths.get(root));
+                root == null || root.isBlank() ? null : Paths.get(root),
+                null);
         }
+    }
+
+    /** The hardware path: the conformance suite and the latency measurements, over the device found. */
+    interface HardwarePath
+    {
+        /**
+         * @param address the local RDMA interface address.
+         * @return the conformance suite's outcome (passed only if every test ran and passed).
+         */
+        StepResult conformance(String address);
+
+        /**
+         * @param scheme  "rdma" or "tcp".
+         * @param address the address to measure on.
+         * @return p50/p99 of 64-byte round trips in the modes of {@link LatencyTable#MODES}, with what was run.
+         */
+        LatencyRun latency(String scheme, String address);
+    }
+
+    /**
+     * @param cells   what was measured.
+     * @param outcome the run, as a step (its command and output go into the report).
+     */
+    record LatencyRun(List<LatencyTable.Cell> cells, StepResult outcome)
+    {
     }
 
     /** Parsed command line. */
@@ -152,8 +212,7 @@ public final class RdmaHostCheck
         final List<RdmaDevices.Device> devices = RdmaDevices.scan(host.sysfsInfiniband());
         appendFacts(report, host, devices);
 
-        final String cause = DisniAvailability.probe(host.sysfsInfiniband(), host.rdmaCmDevice(), host.libraryPath(),
-            host.sunNioChExported(), host.nativeProbe());
+        final String cause = verdict(host, devices);
         if (cause != null)
         {
             final String reason = oneLine(cause.startsWith(DisniAvailability.CAUSE_PREFIX) ?
@@ -163,39 +222,58 @@ public final class RdmaHostCheck
             err.println("reverb-rdma-check: NOT READY: " + reason + written);
             return EXIT_NOT_READY;
         }
-        report.append("\nverdict: READY (libdisni loaded, rdma_cm opened)\n");
+        report.append("\nverdict: READY (an ACTIVE port with carrier, memlock ").append(RdmaHostReadiness.mib(
+            RdmaHostReadiness.memlockSoftBytes(host.procLimits()))).append(", libdisni loaded, rdma_cm opened)\n");
         out.print(report);
         if (options.factsOnly())
         {
             out.println("reverb-rdma-check: READY" + write(options.report(), report));
             return EXIT_OK;
         }
-
-        int failures = 0;
-        final String address;
-        try
+        final String address = localAddress(host, devices);
+        if (address == null)
         {
-            address = DisniVerbsContext.findLocalAddress().getHostAddress();
-        }
-        catch (final IOException ex)
-        {
-            report.append("\nno local RDMA interface address: ").append(ex.getMessage()).append('\n');
-            err.println("reverb-rdma-check: FAILED: " + oneLine(ex.getMessage()) + write(options.report(), report));
+            report.append("\nno local RDMA interface address (set -D").append(DisniVerbsProvider.LOCAL_ADDRESS_PROP)
+                .append(")\n");
+            err.println("reverb-rdma-check: FAILED: no IPv4 address on an up interface of an RDMA device" +
+                write(options.report(), report));
             return EXIT_FAILED;
         }
-        final String target = options.peer() == null ? address : options.peer();
-        final Path root = host.repositoryRoot();
-        for (final Step step : steps(root, address, target, options, libraryDirectory(host.libraryPath())))
+        final HardwarePath hardware = host.hardware() != null ? host.hardware() :
+            new ProcessHardwarePath(host.repositoryRoot(), libraryDirectory(host.libraryPath()));
+        int failures = 0;
+        out.println("reverb-rdma-check: running the verbs conformance suite over rdma:// (" + address + ") ...");
+        final StepResult conformance = hardware.conformance(address);
+        appendStep(report, "verbs conformance suite over rdma:// (loopback through the NIC)", conformance);
+        out.println("reverb-rdma-check: conformance suite: " + conformance.summary());
+        failures += conformance.passed() ? 0 : 1;
+
+        final List<LatencyTable.Cell> cells = new ArrayList<>();
+        for (final String scheme : List.of("rdma", "tcp"))
         {
-            out.println("reverb-rdma-check: running " + step.name() + " ...");
-            final StepResult result = step.run();
-            report.append("\n## ").append(step.name()).append("\n$ ").append(String.join(" ", step.command()))
-                .append("\nresult: ").append(result.summary()).append('\n').append(result.outputTail());
-            out.println("reverb-rdma-check: " + step.name() + ": " + result.summary());
-            if (!result.passed())
-            {
-                failures++;
-            }
+            out.println("reverb-rdma-check: measuring " + scheme + ":// round trips on " + address + " ...");
+            final LatencyRun run = hardware.latency(scheme, address);
+            appendStep(report, "engine ping-pong over " + scheme + ":// (" + address + ")", run.outcome());
+            cells.addAll(run.cells());
+            failures += run.outcome().passed() ? 0 : 1;
+        }
+        final String table = LatencyTable.format(cells);
+        report.append("\n## latency\n").append(table);
+        out.print(table);
+        if (!LatencyTable.complete(cells))
+        {
+            failures++;
+        }
+        if (host.hardware() == null)
+        {
+            final String target = options.peer() == null ? address : options.peer();
+            final Step bench = benchStep(host.repositoryRoot(), target, options, libraryDirectory(host.libraryPath()),
+                address);
+            out.println("reverb-rdma-check: running " + bench.name() + " ...");
+            final StepResult result = bench.run();
+            appendStep(report, bench.name(), result);
+            out.println("reverb-rdma-check: " + bench.name() + ": " + result.summary());
+            failures += result.passed() ? 0 : 1;
         }
         final String written = write(options.report(), report);
         if (failures > 0)
@@ -205,6 +283,54 @@ public final class RdmaHostCheck
         }
         out.println("reverb-rdma-check: PASSED" + written);
         return EXIT_OK;
+    }
+
+    /**
+     * READY needs, in this order (the first that fails is the one-line reason; libdisni is loaded last, only when
+     * everything readable from files passed): DiSNi's file-level checks (device, rdma_cm node, libdisni on the
+     * library path, the export), an ACTIVE port with carrier on a device that is not iWARP, a memlock limit that
+     * holds the engine's registrations, and libdisni loading and opening rdma_cm.
+     */
+    private static String verdict(final Host host, final List<RdmaDevices.Device> devices)
+    {
+        final String files = DisniAvailability.probe(host.sysfsInfiniband(), host.rdmaCmDevice(), host.libraryPath(),
+            host.sunNioChExported(), () -> { });
+        if (files != null)
+        {
+            return files;
+        }
+        final String port = RdmaHostReadiness.portProblem(devices);
+        if (port != null)
+        {
+            return port;
+        }
+        final String memlock = RdmaHostReadiness.memlockProblem(host.procLimits());
+        if (memlock != null)
+        {
+            return memlock;
+        }
+        return DisniAvailability.probe(host.sysfsInfiniband(), host.rdmaCmDevice(), host.libraryPath(),
+            host.sunNioChExported(), host.nativeProbe());
+    }
+
+    private static String localAddress(final Host host, final List<RdmaDevices.Device> devices)
+    {
+        try
+        {
+            final InetAddress configured = DisniVerbsContext.configuredLocalAddress();
+            return (configured != null ? configured : RdmaDevices.defaultAddress(devices, host.interfaces()))
+                .getHostAddress();
+        }
+        catch (final IOException ex)
+        {
+            return null;
+        }
+    }
+
+    private static void appendStep(final StringBuilder report, final String name, final StepResult result)
+    {
+        report.append("\n## ").append(name).append("\nresult: ").append(result.summary()).append('\n')
+            .append(result.outputTail());
     }
 
     static Options parse(final String[] args)
@@ -248,8 +374,38 @@ public final class RdmaHostCheck
         return args[index];
     }
 
+    private static void appendPort(final StringBuilder report, final Host host, final RdmaDevices.Port port,
+        final String address)
+    {
+        report.append("  port ").append(port.number()).append(": state ").append(orUnknown(port.state()))
+            .append(", phys_state ").append(orUnknown(port.physState()))
+            .append(port.isActive() && port.hasCarrier() ? " (usable)" : " (not usable: needs ACTIVE and LinkUp)")
+            .append(", link layer ").append(orUnknown(port.linkLayer())).append('\n');
+        report.append("    rate ").append(orUnknown(port.rate())).append(", active MTU ")
+            .append(RdmaHostReadiness.activeMtu(port, host.sysfsNet())).append('\n');
+        final RdmaDevices.Gid chosen = RdmaHostReadiness.chosenGid(port, address);
+        for (final RdmaDevices.Gid gid : port.gidTable())
+        {
+            report.append("    gid ").append(gid.index()).append('=').append(gid.gid())
+                .append(" type ").append(orUnknown(gid.type()))
+                .append(gid.netdev().isEmpty() ? "" : " netdev " + gid.netdev())
+                .append(gid.equals(chosen) ? "   <- rdma_cm uses this one for " +
+                    ("Ethernet".equalsIgnoreCase(port.linkLayer()) ? address : "this port") : "").append('\n');
+        }
+        if (port.gidTable().isEmpty())
+        {
+            report.append("    no GID (no address on the port's network interface?)\n");
+        }
+        else if (chosen == null && "Ethernet".equalsIgnoreCase(port.linkLayer()))
+        {
+            report.append("    no GID maps ").append(address == null ? "a local IPv4 address" : address)
+                .append(": rdma_cm cannot use this port for it\n");
+        }
+    }
+
     private static void appendFacts(final StringBuilder report, final Host host, final List<RdmaDevices.Device> devices)
     {
+        final String address = localAddress(host, devices);
         report.append("\n## facts\n");
         if (devices.isEmpty())
         {
@@ -268,17 +424,13 @@ public final class RdmaHostCheck
             }
             for (final RdmaDevices.Port port : device.ports())
             {
-                report.append("  port ").append(port.number()).append(": state ").append(orUnknown(port.state()))
-                    .append(", link layer ").append(orUnknown(port.linkLayer())).append('\n');
-                for (final String gid : port.gids())
-                {
-                    report.append("    gid ").append(gid).append('\n');
-                }
+                appendPort(report, host, port, address);
             }
         }
         report.append("rdma_cm: ").append(host.rdmaCmDevice())
             .append(Files.exists(host.rdmaCmDevice()) ? " present" : " absent (sudo modprobe rdma_ucm)").append('\n');
-        report.append("memlock (ulimit -l): ").append(memlock(host.procLimits())).append('\n');
+        report.append("memlock (ulimit -l): ").append(memlock(host.procLimits())).append("; rdma:// needs at least ")
+            .append(RdmaHostReadiness.mib(RdmaHostReadiness.requiredMemlockBytes())).append('\n');
         final Path library = DisniAvailability.findLibrary(System.mapLibraryName("disni"), host.libraryPath());
         report.append("libdisni: ").append(library == null ?
             "not found on java.library.path [" + host.libraryPath() + "]" : library.toString()).append('\n');
@@ -371,37 +523,9 @@ public final class RdmaHostCheck
     {
     }
 
-    private static List<Step> steps(
-        final Path root, final String address, final String target, final Options options, final String libraryDirectory)
+    private static Step benchStep(
+        final Path root, final String target, final Options options, final String libraryDirectory, final String address)
     {
-        final String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-        final String classPath = System.getProperty("java.class.path");
-        final Map<String, String> env = Map.of("LD_LIBRARY_PATH", libraryDirectory);
-        final List<String> jvm = List.of(java,
-            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
-            "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
-            "-D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + address,
-            "-cp", classPath);
-        final List<Step> steps = new ArrayList<>();
-
-        steps.add(new Step("verbs conformance suite over rdma:// (loopback through the NIC)",
-            List.of("mvn", "-B", "-Dstyle.color=never", "-pl", "rdma-transport", "-am", "test",
-                "-Dtest=DisniConformanceTest", "-Dsurefire.failIfNoSpecifiedTests=false",
-                "-Dreverb.test.rdma.address=" + address + ":0"),
-            root, env, 1_800,
-            root == null ? null : root.resolve("rdma-transport/target/surefire-reports/" +
-                "TEST-io.reverb.rdma.provider.disni.DisniConformanceTest.xml")));
-
-        for (final String scheme : List.of("rdma", "tcp"))
-        {
-            final List<String> command = new ArrayList<>(jvm);
-            // In the benchmarks module: bin/reverb-rdma-check runs this class from reverb-bench.jar, which holds both.
-            command.addAll(List.of("io.reverb.bench.pingpong.EnginePingPong", "--scheme", scheme,
-                "--address", address + ":0", "--modes", "BUSY,ADAPTIVE,EVENT", "--warmup", "20000", "--messages", "100000"));
-            steps.add(new Step("engine ping-pong over " + scheme + ":// (" + address + ", two processes)",
-                command, root, env, 900, null));
-        }
-
         final List<String> bench = new ArrayList<>(List.of(
             root == null ? "bin/reverb-bench" : root.resolve("bin/reverb-bench").toString()));
         if (options.peer() == null)
@@ -416,11 +540,10 @@ public final class RdmaHostCheck
         }
         final Path html = options.report().toAbsolutePath().resolveSibling("reverb-rdma-check-bench.html");
         bench.addAll(List.of("-z", options.duration(), "--payload", "64,4k,1MiB", "-q", "--html", html.toString()));
-        steps.add(new Step("reverb-bench rdma:// vs tcp:// vs grpc-java" + (options.peer() == null ? "" : " against " + target),
+        return new Step("reverb-bench rdma:// vs tcp:// vs grpc-java" + (options.peer() == null ? "" : " against " + target),
             bench, root, Map.of("LD_LIBRARY_PATH", libraryDirectory,
                 "REVERB_BENCH_JVM_OPTS", "-Xms1g -Xmx1g -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + address),
-            1_800, null));
-        return steps;
+            1_800, null);
     }
 
     /**

@@ -3,7 +3,10 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.ibm.disni.verbs.RdmaCmEvent;
+import io.reverb.rpc.util.LogLimiter;
 import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -78,6 +81,74 @@ class DisniCmEventDispatcherTest
         {
             dispatcher.stop();
         }
+    }
+
+    /** Issue 24, part 2 item 5: a lost event is logged, not only counted. */
+    @Test
+    void shouldLogALostEventOnce() throws Exception
+    {
+        final List<String> lines = new CopyOnWriteArrayList<>();
+        final Script script = new Script(1, true);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, script, false, "test-cm", lines::add);
+        dispatcher.start();
+        try
+        {
+            assertThat(script.polledAtLeast(5)).isTrue();
+        }
+        finally
+        {
+            dispatcher.stop();
+        }
+
+        assertThat(lines).hasSize(1);
+        assertThat(lines.get(0)).contains("test-cm").contains("rdma_cm event was lost").contains("bad event 1")
+            .contains("1 so far");
+    }
+
+    /** Lines about lost events are bounded; giving up is logged once, with its cause. */
+    @Test
+    void shouldBoundTheLinesAboutLostEventsAndLogGivingUp() throws Exception
+    {
+        final List<String> lines = new CopyOnWriteArrayList<>();
+        final Script script = new Script(Integer.MAX_VALUE, true);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, script, false, "test-cm", lines::add);
+        dispatcher.start();
+        awaitStopped(dispatcher);
+
+        assertThat(dispatcher.transientFailures()).isEqualTo(CmEventDispatcher.MAX_CONSECUTIVE_FAILURES);
+        // 19 lost events within far less than the 10 s interval: the burst, then the give-up line.
+        assertThat(lines).hasSize(LogLimiter.BURST + 1);
+        assertThat(lines.get(lines.size() - 1)).contains("giving up")
+            .contains("bad event " + CmEventDispatcher.MAX_CONSECUTIVE_FAILURES);
+    }
+
+    /** A handler that throws loses its event: counted and logged, and the dispatcher goes on. */
+    @Test
+    void shouldLogAHandlerThatThrows() throws Exception
+    {
+        final List<String> lines = new CopyOnWriteArrayList<>();
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, new Script(0, true), false, "test-cm", lines::add);
+        final CountDownLatch ticked = new CountDownLatch(1);
+        dispatcher.addTicker(() ->
+        {
+            ticked.countDown();
+            throw new IllegalStateException("ticker broke");
+        });
+        dispatcher.start();
+        try
+        {
+            assertThat(ticked.await(30, TimeUnit.SECONDS)).isTrue();
+            for (int i = 0; i < 3_000 && lines.isEmpty(); i++)
+            {
+                Thread.sleep(10);
+            }
+        }
+        finally
+        {
+            dispatcher.stop();
+        }
+        assertThat(lines).isNotEmpty().hasSizeLessThanOrEqualTo(LogLimiter.BURST);
+        assertThat(lines.get(0)).contains("ticker broke");
     }
 
     private static void awaitStopped(final CmEventDispatcher dispatcher) throws InterruptedException

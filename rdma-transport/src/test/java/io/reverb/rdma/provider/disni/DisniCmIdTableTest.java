@@ -113,6 +113,35 @@ class DisniCmIdTableTest
         assertThat(CmIdTable.size(channel)).isZero();
     }
 
+    /**
+     * Issue 24, part 2 item 5: DiSNi keys ids by the native id's address, which rdma_destroy_id frees. A
+     * CONNECT_REQUEST read right after (on the dispatcher thread) can get a new id at that same address; the
+     * table entry of the destroyed id must be gone before, or forgetting it afterwards drops the new id, whose
+     * events are then lost.
+     */
+    @Test
+    void shouldNotDropANewIdThatTakesTheAddressOfAnIdBeingDestroyed() throws Exception
+    {
+        final NatRdmaEventChannel channel = newChannel();
+        CmIdTable.install(channel);
+        final ScriptedCm cm = new ScriptedCm();
+        final NatCmaIdPrivate old = cm.attach(newId(channel, 42));
+        channel.addCmId(old);
+        final NatCmaIdPrivate reused = newId(channel, 42);
+        // What the native side allows once rdma_destroy_id returned: the address is free, and getCmEvent enters
+        // the id of a new CONNECT_REQUEST allocated there.
+        cm.onDestroy = id -> channel.addCmId(reused);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(channel, null, false, "test-cm");
+
+        dispatcher.destroyId(old);
+
+        assertThat(cm.calls).containsExactly("destroyCmId");
+        assertThat(channel.getCmId(42)).as("the new id at the reused address").isSameAs(reused);
+        cm.onDestroy = id -> { };
+        dispatcher.destroyId(cm.attach(reused));
+        assertThat(CmIdTable.size(channel)).isZero();
+    }
+
     private static void await(final CountDownLatch latch)
     {
         try

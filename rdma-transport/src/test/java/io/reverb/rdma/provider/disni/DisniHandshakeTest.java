@@ -31,7 +31,7 @@ class DisniHandshakeTest
     }
 
     @Test
-    void shouldCarryAcceptWithRdmaCmAddressAndPrivateData() throws IOException
+    void shouldCarryOfferWithRdmaCmAddressAndAcceptWithPrivateData() throws IOException
     {
         final ByteBuffer data = ByteBuffer.allocate(56);
         for (int i = 0; i < 56; i++)
@@ -39,12 +39,15 @@ class DisniHandshakeTest
             data.put((byte)i);
         }
         data.flip().position(6);
-        Handshake.writeAccept(out, new InetSocketAddress(InetAddress.getByAddress(new byte[] {10, 0, 1, 5}), 40_123), data);
+        Handshake.writeOffer(out, new InetSocketAddress(InetAddress.getByAddress(new byte[] {10, 0, 1, 5}), 40_123));
+        Handshake.writeAccept(out, data);
 
-        final Handshake.Message message = Handshake.read(in(), Handshake.ACCEPT);
+        final DataInputStream in = in();
+        final Handshake.Message offer = Handshake.read(in, Handshake.OFFER);
+        final Handshake.Message message = Handshake.read(in, Handshake.ACCEPT);
 
-        assertThat(message.rdmaPort()).isEqualTo(40_123);
-        assertThat(message.rdmaCmAddress().getAddress().getHostAddress()).isEqualTo("10.0.1.5");
+        assertThat(offer.rdmaPort()).isEqualTo(40_123);
+        assertThat(offer.rdmaCmAddress().getAddress().getHostAddress()).isEqualTo("10.0.1.5");
         assertThat(message.privateData().remaining()).isEqualTo(50);
         assertThat(message.privateData().get(0)).isEqualTo((byte)6);
         assertThat(data.position()).as("caller's buffer untouched").isEqualTo(6);

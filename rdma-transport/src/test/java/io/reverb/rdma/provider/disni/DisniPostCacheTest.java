@@ -73,6 +73,66 @@ class DisniPostCacheTest
         assertThat(wr.opcode()).isEqualTo(IbvSendWR.IBV_WR_SEND);
     }
 
+    /**
+     * Issue 24, part 2 item 6: on a QP created with max_inline_data 256, SENDs and WRITEs of 1..256 bytes go inline
+     * (the native work request carries IBV_SEND_INLINE), larger ones, empty ones and READs do not; the flag is
+     * cleared again on the reused call; a QP without inline data never sets it.
+     */
+    @Test
+    void shouldPostSmallSendsAndWritesInlineUpToTheQpsLimit() throws Exception
+    {
+        // The PD holds one region, lkey 7, [0x1000, 0x1400).
+        final PostSendCache inline = new PostSendCache(template ->
+            new NatPostSendCall(null, null, MemoryAllocation.getInstance(), null, List.of(template)), 4, 256,
+            (lkey, address, length) -> lkey == 7 && address >= 0x1000L && address + length <= 0x1400L);
+        try
+        {
+            final SendRequest request = new SendRequest().opcode(WrOpcode.SEND_WITH_IMM).immData(3);
+            request.setSge(0x1000L, 200, 7);
+            request.addSge(0x1200L, 56, 7);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags())
+                .isEqualTo(IbvSendWR.IBV_SEND_SIGNALED | IbvSendWR.IBV_SEND_INLINE);
+
+            request.setSge(0x1000L, 257, 7);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags()).as("over the limit")
+                .isEqualTo(IbvSendWR.IBV_SEND_SIGNALED);
+            request.setSge(0x1000L, 64, 7);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE).isNotZero();
+            // A wrong key or a range beyond the region goes gathered, so that the HCA reports it (an inline send's
+            // data is copied at post time and the HCA checks no key).
+            request.setSge(0x1000L, 64, 8);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE).isZero();
+            request.setSge(0x13F0L, 64, 7);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE).isZero();
+            request.setSge(0x1000L, 64, 7);
+
+            request.opcode(WrOpcode.RDMA_WRITE).remoteAddress(0xBEEFL).rkey(9);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE).isNotZero();
+            request.opcode(WrOpcode.RDMA_READ);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE)
+                .as("a READ never goes inline").isZero();
+            request.opcode(WrOpcode.SEND).setSge(0x1000L, 0, 7);
+            assertThat(NativeSendWr.of(inline.prepare(request)).sendFlags() & IbvSendWR.IBV_SEND_INLINE).isZero();
+
+            final SendRequest small = new SendRequest().opcode(WrOpcode.SEND);
+            small.setSge(0x1000L, 8, 7);
+            assertThat(NativeSendWr.of(sends.prepare(small)).sendFlags() & IbvSendWR.IBV_SEND_INLINE)
+                .as("a QP without inline data").isZero();
+        }
+        finally
+        {
+            inline.freeAll();
+        }
+    }
+
+    @Test
+    void shouldAskTheDeviceForInlineDataLargestFirstDownToTheRequestedSize()
+    {
+        assertThat(DisniVerbsContext.inlineCandidates(0)).containsExactly(256, 128, 64, 0);
+        assertThat(DisniVerbsContext.inlineCandidates(100)).containsExactly(256, 128, 100);
+        assertThat(DisniVerbsContext.inlineCandidates(512)).containsExactly(512);
+    }
+
     @Test
     void shouldBuildAnotherCallWhenOpcodeOrSgeCountChanges() throws Exception
     {

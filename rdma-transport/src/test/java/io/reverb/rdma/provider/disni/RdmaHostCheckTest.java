@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -105,7 +106,7 @@ class RdmaHostCheckTest
         assertThat(Files.readString(report))
             .contains("device rxe0: RoCE (node_type 1: CA)")
             .contains("netdev eth0: [/10.0.0.5]")
-            .contains("port 1: state 4: ACTIVE, link layer Ethernet")
+            .contains("port 1: state 4: ACTIVE, phys_state ? (not usable: needs ACTIVE and LinkUp), link layer Ethernet")
             .contains("gid 1=0000:0000:0000:0000:0000:ffff:0a00:0005")
             .contains("libdisni: " + root.resolve("lib").resolve(LIBRARY));
     }
@@ -127,6 +128,52 @@ class RdmaHostCheckTest
 
         assertThat(RdmaHostCheck.surefireCounts(xml)).isEqualTo("tests 33, failures 0, errors 0, skipped 33");
         assertThat(RdmaHostCheck.surefireCounts(root.resolve("none.xml"))).startsWith("no report at ");
+    }
+
+    @Test
+    void shouldReadTheLatencyTableFromEnginePingPongsOutputAndPrintMissingCellsAsDashes()
+    {
+        final List<String> output = List.of(
+            "Reverb engine ping-pong over rdma, two processes, 64 B, 100000 round trips (+20000 warm-up); ...",
+            "direct writes on, one-way payload not written (first 8 bytes only)",
+            "mode        p50 us   p99 us  p99.9 us    max us    cpu/rt us   alloc/rt cli   alloc/rt srv  idle cpu%" +
+                "  1MiB GB/s   alloc/1MiB",
+            "BUSY          2.10     3.50      5.00     40.00         4.20            0.0            0.0     200.00" +
+                "       9.80          0.0",
+            "ADAPTIVE      2.30     4.10      6.00     50.00         3.10            0.0            0.0       1.00" +
+                "       9.70          0.0");
+        final List<LatencyTable.Cell> cells = new ArrayList<>(LatencyTable.parsePingPong("rdma", output));
+
+        assertThat(cells).containsExactly(new LatencyTable.Cell("rdma", "BUSY", 2.10, 3.50),
+            new LatencyTable.Cell("rdma", "ADAPTIVE", 2.30, 4.10));
+        assertThat(LatencyTable.complete(cells)).isFalse();
+        assertThat(tokens(LatencyTable.format(cells))).contains(List.of("BUSY", "2.10", "-", "3.50", "-"));
+        cells.addAll(LatencyTable.parsePingPong("tcp", List.of("BUSY 11.5 20.25 x", "ADAPTIVE 12 30 y")));
+        assertThat(LatencyTable.complete(cells)).isTrue();
+        assertThat(tokens(LatencyTable.format(cells))).contains(List.of("ADAPTIVE", "2.30", "12.00", "4.10", "30.00"));
+    }
+
+    @Test
+    void shouldDeriveTheRoceMtuAndTheMemlockItNeeds() throws IOException
+    {
+        assertThat(RdmaHostReadiness.roceMtu(1500)).isEqualTo(1024);
+        assertThat(RdmaHostReadiness.roceMtu(9000)).isEqualTo(4096);
+        assertThat(RdmaHostReadiness.roceMtu(4200)).isEqualTo(4096);
+        assertThat(RdmaHostReadiness.roceMtu(4100)).isEqualTo(2048);
+        assertThat(RdmaHostReadiness.roceMtu(300)).isZero();
+        final long required = RdmaHostReadiness.requiredMemlockBytes();
+        assertThat(required).isGreaterThan(64L << 20).isLessThan(80L << 20);
+        final Path limits = root.resolve("limits-enough");
+        Files.writeString(limits, "Max locked memory         " + required + "  " + required + "  bytes\n");
+        assertThat(RdmaHostReadiness.memlockProblem(limits)).isNull();
+        Files.writeString(limits, "Max locked memory         " + (required - 1) + "  unlimited  bytes\n");
+        assertThat(RdmaHostReadiness.memlockProblem(limits)).contains("ulimit -l");
+        assertThat(RdmaHostReadiness.memlockProblem(root.resolve("absent"))).contains("could not be read");
+    }
+
+    private static List<List<String>> tokens(final String table)
+    {
+        return table.lines().map(line -> List.of(line.trim().split("\\s+"))).toList();
     }
 
     private RdmaHostCheck.Host fakeHost()
