@@ -3,14 +3,15 @@ package io.reverb.bench.fault;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The server side's count of handler calls: started, answered, cancelled (the server's cancel callback ran), found
- * cancelled by the handler itself when it came to answer although no cancel callback had run, started although their
- * client had already given up on them (its deadline, carried in the request, had passed), and which calls are
- * running right now (by call id).
+ * cancelled by the handler itself when it came to answer and whose cancel callback has not run (yet: at the server's
+ * exit, never), started although their client had already given up on them (its deadline, carried in the request,
+ * had passed), and which calls are running right now (by call id).
  */
 public final class HandlerLedger
 {
@@ -19,7 +20,8 @@ public final class HandlerLedger
     private final AtomicLong started = new AtomicLong();
     private final AtomicLong answered = new AtomicLong();
     private final AtomicLong cancelled = new AtomicLong();
-    private final AtomicLong cancelledUnannounced = new AtomicLong();
+    /** Calls found cancelled by their handler whose cancel callback has not run. */
+    private final Set<Long> awaitingCancelCallback = ConcurrentHashMap.newKeySet();
     private final AtomicLong expiredAtStart = new AtomicLong();
 
     /**
@@ -52,21 +54,23 @@ public final class HandlerLedger
      */
     public void cancelled(final long id)
     {
-        if (running.remove(id) != null)
+        if (running.remove(id) != null || awaitingCancelCallback.remove(id))
         {
             cancelled.incrementAndGet();
         }
     }
 
     /**
-     * @param id the call id whose handler, coming to answer, found the call cancelled (counted apart if no cancel
-     *           callback had run for it).
+     * @param id the call id whose handler, coming to answer, found the call cancelled (counted apart until its cancel
+     *           callback runs: the callback may come a moment after the call's cancelled flag is set).
      */
     public void foundCancelled(final long id)
     {
-        if (running.remove(id) != null)
+        // noted before it leaves 'running': a cancel callback running in between then finds it in one of the two
+        awaitingCancelCallback.add(id);
+        if (running.remove(id) == null)
         {
-            cancelledUnannounced.incrementAndGet();
+            awaitingCancelCallback.remove(id);
         }
     }
 
@@ -88,12 +92,13 @@ public final class HandlerLedger
     }
 
     /**
-     * @return one line: {@code started=N answered=N cancelled=N cancelled-unannounced=N expiredAtStart=N running=N}.
+     * @return one line: {@code started=N answered=N cancelled=N cancelled-unannounced=N expiredAtStart=N running=N}
+     *         (cancelled-unannounced: found cancelled by the handler, cancel callback not run so far).
      */
     public String describe()
     {
         return "started=" + started.get() + " answered=" + answered.get() + " cancelled=" + cancelled.get() +
-            " cancelled-unannounced=" + cancelledUnannounced.get() + " expiredAtStart=" + expiredAtStart.get() +
+            " cancelled-unannounced=" + awaitingCancelCallback.size() + " expiredAtStart=" + expiredAtStart.get() +
             " running=" + running.size();
     }
 }
