@@ -16,7 +16,8 @@ import java.nio.file.Path;
 
 /**
  * A listening Unix domain socket, {@code <shm dir>/<name>.sock}. A socket file nobody answers on
- * (left by a crashed process) is replaced; one that answers means the name is taken.
+ * (left by a crashed process) is replaced; one that answers means the name is taken. Closing deletes the socket
+ * file only if it is still the one this listener bound (a replacement may have taken the name).
  *
  * <p>Handshakes are read concurrently by a {@link ListenerHandshakes} thread, each against the
  * {@linkplain io.reverb.rdma.verbs.VerbsConfig#handshakeTimeoutNanos() handshake deadline}; a peer
@@ -27,6 +28,8 @@ final class ShmConnectionListener extends AbstractConnectionListener
     private final ShmVerbsContext context;
     private final String name;
     private final Path socketPath;
+    /** The identity of the socket file this listener bound: the path may name another listener's file later. */
+    private final Object socketKey;
     private final ListenerHandshakes<ShmConnectionRequest> handshakes;
 
     ShmConnectionListener(final ShmVerbsContext context, final String name, final Path socketPath, final int backlog)
@@ -47,6 +50,7 @@ final class ShmConnectionListener extends AbstractConnectionListener
         try
         {
             channel.bind(UnixDomainSocketAddress.of(socketPath), Math.max(1, backlog));
+            socketKey = ShmFiles.fileKey(socketPath);
             handshakes = new ListenerHandshakes<>("shm://" + name, channel, new Protocol(),
                 context.config().handshakeTimeoutNanos(), context.config().maxPendingHandshakes(),
                 new RefusalLog("shm://" + name));
@@ -121,12 +125,22 @@ final class ShmConnectionListener extends AbstractConnectionListener
         return handshakes.poll(timeoutNanos);
     }
 
+    /**
+     * The socket file goes first, while this listener still answers on it (so no other listener can have taken the
+     * name yet), and only if it is still this listener's: a replacement that took the name keeps its file.
+     */
     @Override
     protected void release()
     {
+        deleteSocket();
         handshakes.close();
-        ShmFiles.deleteQuietly(socketPath);
         context.removed(this);
+    }
+
+    /** Deletes the socket file if it is still the one this listener bound. */
+    void deleteSocket()
+    {
+        ShmFiles.deleteIfSameFile(socketPath, socketKey);
     }
 
     @Override

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileAttribute;
@@ -226,6 +227,37 @@ final class ShmFiles
         catch (final IOException ignore)
         {
             // Best effort: a file we cannot delete is cleaned as stale by the next process.
+        }
+    }
+
+    /**
+     * @param file a file.
+     * @return its identity (device and inode), or null if it does not exist or cannot be read.
+     */
+    static Object fileKey(final Path file)
+    {
+        try
+        {
+            return Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+        }
+        catch (final IOException ex)
+        {
+            return null;
+        }
+    }
+
+    /**
+     * Deletes {@code file} only if it is still the file whose identity is {@code key}: a socket path another
+     * process has bound since (a replacement taking the name) is not ours to delete.
+     *
+     * @param file the path.
+     * @param key  the identity it had when it was ours ({@link #fileKey}); null deletes nothing.
+     */
+    static void deleteIfSameFile(final Path file, final Object key)
+    {
+        if (key != null && key.equals(fileKey(file)))
+        {
+            deleteQuietly(file);
         }
     }
 

@@ -81,6 +81,8 @@ final class ShmVerbsContext implements VerbsContext
     private final AtomicInteger nextPdId = new AtomicInteger(1);
     private final AtomicInteger nextCqId = new AtomicInteger(1);
     private final Set<Path> files = ConcurrentHashMap.newKeySet();
+    /** Open listeners, for the shutdown hook (which must not wait for this context's monitor). */
+    private final Set<ShmConnectionListener> openListeners = ConcurrentHashMap.newKeySet();
     private final ConcurrentHashMap<Integer, ShmCompletionQueue> cqsById = new ConcurrentHashMap<>();
     private final List<ShmProtectionDomain> pds = new ArrayList<>();
     private final List<ShmCompletionChannel> channels = new ArrayList<>();
@@ -234,7 +236,7 @@ final class ShmVerbsContext implements VerbsContext
             ensureOpen();
             final ShmConnectionListener listener = new ShmConnectionListener(this, name, socketPath(name), backlog);
             listeners.add(listener);
-            files.add(listener.socketPath());
+            openListeners.add(listener);
             return listener;
         }
     }
@@ -433,7 +435,7 @@ final class ShmVerbsContext implements VerbsContext
     synchronized void removed(final ShmConnectionListener listener)
     {
         listeners.remove(listener);
-        files.remove(listener.socketPath());
+        openListeners.remove(listener);
     }
 
     synchronized void removed(final ShmQueuePair qp)
@@ -455,6 +457,10 @@ final class ShmVerbsContext implements VerbsContext
         for (final Path file : files)
         {
             ShmFiles.deleteQuietly(file);
+        }
+        for (final ShmConnectionListener listener : openListeners)
+        {
+            listener.deleteSocket();
         }
     }
 

@@ -168,6 +168,31 @@ class ShmProviderTest
         assertThat(list(directory)).isEmpty();
     }
 
+    /**
+     * A server shutting down while its replacement takes its name (issue 25's fault suite, graceful shutdown over
+     * shm): the old listener's close deleted the socket path whoever's file it named by then, so the replacement
+     * became unreachable ("no shm listener named ...") although it listened.
+     */
+    @Test
+    void shouldLeaveTheSocketOfAListenerThatTookTheNameWhenTheOldOneCloses() throws Exception
+    {
+        final Path socket = directory.resolve("handover" + ShmFiles.SOCKET_SUFFIX);
+        try (VerbsContext old = new ShmVerbsProvider().open(config);
+            VerbsContext replacement = new ShmVerbsProvider().open(config))
+        {
+            final ConnectionListener leaving = old.listen("handover", 1);
+            // the replacement takes the name as soon as the old file is gone, while the old listener still closes
+            Files.delete(socket);
+            try (ConnectionListener taking = replacement.listen("handover", 1))
+            {
+                leaving.close();
+                assertThat(socket).as("the replacement's socket").exists();
+                assertThat(ShmFiles.isAnswering(socket)).isTrue();
+            }
+        }
+        assertThat(list(directory)).isEmpty();
+    }
+
     @Test
     void shouldRefuseToListenOnANameThatIsInUse() throws Exception
     {
