@@ -8,7 +8,7 @@ import io.reverb.rdma.engine.EngineListener;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;

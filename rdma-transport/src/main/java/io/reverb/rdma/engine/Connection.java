@@ -1,7 +1,7 @@
 package io.reverb.rdma.engine;
 
-import io.reverb.rpc.transport.ClaimResult;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 

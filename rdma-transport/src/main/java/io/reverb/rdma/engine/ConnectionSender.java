@@ -9,7 +9,7 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

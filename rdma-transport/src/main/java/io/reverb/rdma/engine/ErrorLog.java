@@ -1,6 +1,6 @@
 package io.reverb.rdma.engine;
 
-import io.reverb.rpc.util.LogLimiter;
+import io.reverb.common.LogLimiter;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;

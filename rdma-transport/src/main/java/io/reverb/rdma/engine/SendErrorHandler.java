@@ -1,6 +1,6 @@
 package io.reverb.rdma.engine;
 
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 
 /**
  * Told about committed messages that will not be delivered: refused by the peer (too large), or

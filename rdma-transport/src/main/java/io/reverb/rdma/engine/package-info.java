@@ -8,8 +8,8 @@
  *       {@code Poller}s (Agrona agents run by an {@code AgentRunner} with {@code PollerIdleStrategy}),
  *       listeners and connections; configured by {@link io.reverb.rdma.engine.EngineConfig}.</li>
  *   <li>{@link io.reverb.rdma.engine.Connection}: claim/commit sending into rpc-core's
- *       {@link io.reverb.rpc.transport.WriteClaim} (one claim object for the engine and the RPC layer; Aeron-style
- *       return codes, rpc-core's {@link io.reverb.rpc.transport.ClaimResult} numbers),
+ *       {@link io.reverb.common.WriteClaim} (one claim object for the engine and the RPC layer; Aeron-style
+ *       return codes, rpc-core's {@link io.reverb.common.ClaimResult} numbers),
  *       a {@link io.reverb.rdma.engine.MessageHandler} for receiving on the poller thread, close
  *       and failure callbacks, introspection for leak checks.</li>
  *   <li>Handshake in rdma_cm private data ({@code Handshake}): version, ring geometry, limits,

@@ -18,7 +18,7 @@ import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;

@@ -13,7 +13,7 @@ import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;

@@ -3,7 +3,7 @@ package io.reverb.rdma.engine;
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.DirectBuffer;

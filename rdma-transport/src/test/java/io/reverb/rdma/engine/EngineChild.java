@@ -1,6 +1,6 @@
 package io.reverb.rdma.engine;
 
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;

@@ -3,7 +3,7 @@ package io.reverb.rdma.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.reverb.rdma.verbs.VerbsConfig;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;

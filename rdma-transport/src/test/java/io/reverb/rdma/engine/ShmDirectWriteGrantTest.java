@@ -26,7 +26,7 @@ import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

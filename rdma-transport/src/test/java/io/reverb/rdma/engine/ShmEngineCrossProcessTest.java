@@ -7,7 +7,7 @@ import static io.reverb.rdma.engine.EngineTestSupport.directMappingsOpen;
 import static io.reverb.rdma.engine.EngineTestSupport.fill;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicReference;

@@ -11,7 +11,7 @@ import static io.reverb.rdma.engine.EngineTestSupport.isRendezvous;
 import static io.reverb.rdma.engine.EngineTestSupport.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

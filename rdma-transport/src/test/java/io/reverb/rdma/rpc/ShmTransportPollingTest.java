@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rdma.engine.PollingMode;
-import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.common.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.Transports;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;

@@ -8,7 +8,7 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.util.LogLimiter;
+import io.reverb.common.LogLimiter;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;

@@ -1,5 +1,8 @@
 package io.reverb.rpc.transport;
 
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
+
 /**
  * A transport connection: reliable, ordered, message-oriented, bidirectional. See the package documentation for
  * the contract.

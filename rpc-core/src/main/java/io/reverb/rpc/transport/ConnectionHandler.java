@@ -1,5 +1,8 @@
 package io.reverb.rpc.transport;
 
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
+
 import java.nio.ByteBuffer;
 
 /**

@@ -15,11 +15,11 @@
  *
  * <h2>Writing</h2>
  * The RPC layer asks for space with {@link io.reverb.rpc.transport.Connection#tryClaim(int,
- * io.reverb.rpc.transport.WriteClaim)}, writes the frame (including the marshalled message: for protobuf,
+ * io.reverb.common.WriteClaim)}, writes the frame (including the marshalled message: for protobuf,
  * {@code CodedOutputStream} writes straight into the buffer, so for RDMA the message is serialized into
- * registered memory) and {@link io.reverb.rpc.transport.WriteClaim#commit() commits} or
- * {@link io.reverb.rpc.transport.WriteClaim#abort() aborts}. The result codes are in
- * {@link io.reverb.rpc.transport.ClaimResult}. After {@code BACK_PRESSURED} the transport calls
+ * registered memory) and {@link io.reverb.common.WriteClaim#commit() commits} or
+ * {@link io.reverb.common.WriteClaim#abort() aborts}. The result codes are in
+ * {@link io.reverb.common.ClaimResult}. After {@code BACK_PRESSURED} the transport calls
  * {@link io.reverb.rpc.transport.ConnectionHandler#onWritable} once space is free again. rpc-core serializes its
  * own claims per connection (one claim outstanding at a time per connection), but a transport should still be
  * thread-safe, since claims may come from any thread.

@@ -3,6 +3,8 @@ package io.reverb.rpc.transport;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;

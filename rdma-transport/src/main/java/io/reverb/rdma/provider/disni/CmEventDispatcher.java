@@ -5,7 +5,7 @@ import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import io.reverb.rdma.provider.Tasks;
-import io.reverb.rpc.util.LogLimiter;
+import io.reverb.common.LogLimiter;
 import java.io.IOException;
 import java.util.IdentityHashMap;
 import java.util.List;

@@ -3,7 +3,7 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.ibm.disni.verbs.RdmaCmEvent;
-import io.reverb.rpc.util.LogLimiter;
+import io.reverb.common.LogLimiter;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

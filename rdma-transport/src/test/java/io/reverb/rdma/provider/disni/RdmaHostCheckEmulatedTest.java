@@ -9,7 +9,7 @@ import io.reverb.rdma.engine.EngineListener;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.verbs.VerbsConfig;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

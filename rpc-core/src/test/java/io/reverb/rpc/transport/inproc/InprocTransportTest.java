@@ -2,11 +2,11 @@ package io.reverb.rpc.transport.inproc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rpc.transport.ClaimResult;
+import io.reverb.common.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ServerListener;
-import io.reverb.rpc.transport.WriteClaim;
+import io.reverb.common.WriteClaim;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;

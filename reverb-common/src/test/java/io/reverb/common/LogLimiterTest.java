@@ -1,4 +1,4 @@
-package io.reverb.rpc.util;
+package io.reverb.common;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.reverb.rpc.util;
+package io.reverb.common;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;

@@ -1,11 +1,11 @@
-package io.reverb.rpc.transport;
+package io.reverb.common;
 
 import java.nio.ByteBuffer;
 
 /**
- * A region of a transport's send buffer, claimed by {@link Connection#tryClaim(int, WriteClaim)}, to be written
- * and then committed or aborted. Owned by the caller and reused (as Aeron's {@code BufferClaim}): the transport
- * {@link #wrap wraps} it around its own memory on each successful claim.
+ * A region of a transport's send buffer, claimed by a transport connection's {@code tryClaim(int, WriteClaim)}
+ * (rpc-core's {@code Connection}, the engine's), to be written and then committed or aborted. Owned by the caller
+ * and reused (as Aeron's {@code BufferClaim}): the transport {@link #wrap wraps} it around its own memory on each successful claim.
  *
  * <p>{@link #buffer()} is a {@code ByteBuffer} dedicated to this claim until commit or abort (for RDMA, a view of
  * the registered slot): its position is {@link #offset()} and its limit {@code offset() + length()}. The writer may
@@ -153,8 +153,9 @@ public final class WriteClaim
     }
 
     /**
-     * Caller use: an object the transport hands back to {@link ConnectionHandler#onMessageRefused} if the peer
-     * refuses the message after it was committed (e.g. the peer's memory budget for large messages is exhausted).
+     * Caller use: an object the transport hands back to the sender's refusal callback (rpc-core:
+     * {@code ConnectionHandler.onMessageRefused}) if the peer refuses the message after it was committed (e.g. the
+     * peer's memory budget for large messages is exhausted).
      * Set before {@link #commit()}; the transport takes it at commit.
      *
      * @param attachment the caller's object, or null.

@@ -1,7 +1,7 @@
-package io.reverb.rpc.transport;
+package io.reverb.common;
 
 /**
- * Result codes of {@link Connection#tryClaim(int, WriteClaim)} and {@link WriteClaim#commit()}: the hot path
+ * Result codes of a transport connection's {@code tryClaim(int, WriteClaim)} and {@link WriteClaim#commit()}: the hot path
  * returns codes, not exceptions. One set for every layer: the RDMA connection engine returns the same numbers
  * (its {@code Connection.OK}, {@code BACK_PRESSURED}, ... are these constants), so a transport passes them through.
  */
@@ -9,13 +9,13 @@ public final class ClaimResult
 {
     /** Claimed (or committed). */
     public static final int OK = 0;
-    /** No space now; {@link ConnectionHandler#onWritable(Connection)} follows when there is. */
+    /** No space now; the transport's writable callback (rpc-core: {@code ConnectionHandler.onWritable}) follows when there is. */
     public static final int BACK_PRESSURED = -1;
     /** The connection failed (the peer is gone); nothing more can be sent. The RPC layer treats it as CLOSED. */
     public static final int NOT_CONNECTED = -2;
     /** The connection is closed or closing; nothing more can be sent. */
     public static final int CLOSED = -3;
-    /** Longer than {@link Connection#maxMessageLength()}; it will never fit. */
+    /** Longer than the connection's largest message (rpc-core: {@code Connection.maxMessageLength()}); it will never fit. */
     public static final int TOO_LARGE = -4;
 
     private ClaimResult()
