@@ -126,7 +126,7 @@ public final class Transports
         }
         else if (!schemeKnown)
         {
-            sb.append(" (shm://, tcp:// and rdma:// come with reverb-rdma-transport on the class path)");
+            sb.append(" (shm://, tcp:// and rdma:// come with io.reverb:reverb-transport on the class path)");
         }
         return sb.toString();
     }
