@@ -45,7 +45,7 @@ public final class JvmAccessCheck
         catch (final ClassNotFoundException ex)
         {
             throw new IllegalStateException("Agrona (org.agrona:agrona 2.x) is not on the class path: " +
-                "reverb-rdma-transport needs it", ex);
+                "reverb-transport needs it", ex);
         }
         if (!isExported(agrona))
         {

@@ -67,11 +67,11 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
             final Path directory = root != null ? root : Paths.get("").toAbsolutePath();
             return new RdmaHostCheck.Step("conformance", command, directory, env, 1_800, null).run();
         }
-        final List<String> command = List.of("mvn", "-B", "-Dstyle.color=never", "-pl", "rdma-transport", "-am", "test",
+        final List<String> command = List.of("mvn", "-B", "-Dstyle.color=never", "-pl", "rdma-transport/disni", "-am", "test",
             "-Dtest=DisniConformanceTest", "-Dsurefire.failIfNoSpecifiedTests=false",
             "-Dreverb.test.rdma.address=" + address + ":0");
         return new RdmaHostCheck.Step("conformance (Maven: this jar does not bundle the suite)", command, root, env, 1_800,
-            root == null ? null : root.resolve("rdma-transport/target/surefire-reports/" +
+            root == null ? null : root.resolve("rdma-transport/disni/target/surefire-reports/" +
                 "TEST-io.reverb.rdma.provider.disni.DisniConformanceTest.xml")).run();
     }
 

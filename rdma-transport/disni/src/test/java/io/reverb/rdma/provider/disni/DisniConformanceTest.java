@@ -39,7 +39,7 @@ import org.junit.jupiter.api.Test;
  *
  * <p>On an RDMA host (see rdma-transport/RDMA-HARDWARE.md):
  * <pre>
- * LD_LIBRARY_PATH=/usr/local/lib mvn -pl rdma-transport test -Dtest=DisniConformanceTest \
+ * LD_LIBRARY_PATH=/usr/local/lib mvn -pl rdma-transport/disni -am test -Dtest=DisniConformanceTest \
  *     -Dreverb.test.rdma.address=192.168.1.10:0
  * </pre>
  * {@value #ADDRESS_PROP} is {@code ipv4:port} of the local RDMA interface (IPoIB or RoCE netdev); port 0
