@@ -113,7 +113,7 @@ public final class Transports
         final StringBuilder sb = new StringBuilder();
         if (schemeKnown)
         {
-            sb.append("transport for '").append(scheme).append("' is not available on this machine, cannot use ").append(uri);
+            sb.append("transport for '").append(scheme).append("' is not available, cannot use ").append(uri);
         }
         else
         {
