@@ -211,7 +211,9 @@ final class EngineTransport
     {
         final String address;
         final SharedEngines.Lease lease;
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
         final CompletableFuture<io.reverb.rdma.engine.Connection> connecting;
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         final int limit = inboundLimit(options);
         try
         {
@@ -321,8 +323,10 @@ final class EngineTransport
     }
 
     /** An accepted connection: bound to the acceptor's handler, holding the engine until it closes. */
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
     private void accepted(final io.reverb.rdma.engine.Connection engineConnection, final SharedEngines.Lease lease,
         final int limit, final AtomicReference<EngineListener> bound, final ServerListener.Acceptor acceptor)
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         if (limit >= 0)
         {

@@ -54,7 +54,8 @@ final class DisniConnectionListener extends AbstractConnectionListener
             // Last: its threads call back into this listener.
             this.acceptor = new HandshakeAcceptor<>(bind, backlog, context.config().handshakeTimeoutNanos(),
                 context.config().maxPendingHandshakes(), this,
-                port -> "rdma://" + advertisedHost + ":" + port, ListenerHandshakes.refusalLog(), context.name() + "-listen-" + bind.getPort());
+                port -> "rdma://" + advertisedHost + ":" + port, ListenerHandshakes.refusalLog(),
+                context.name() + "-listen-" + bind.getPort());
         }
         catch (final IOException | RuntimeException ex)
         {

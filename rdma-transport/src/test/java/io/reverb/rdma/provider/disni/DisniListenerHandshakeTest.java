@@ -243,7 +243,8 @@ class DisniListenerHandshakeTest
 
             // Both waiting handshakes evicted; their threads leave the claim within a slice.
             awaitTrue(() -> acceptor.refused() == 2 && handshakeThreads() == 2);
-            assertThat(refusals).hasSize(2).allMatch(line -> line.contains(" refused a connection from ") && line.contains("evicted"));
+            assertThat(refusals).hasSize(2)
+                .allMatch(line -> line.contains(" refused a connection from ") && line.contains("evicted"));
             assertThat(acceptor.pendingCount()).isEqualTo(2);
         }
         finally
