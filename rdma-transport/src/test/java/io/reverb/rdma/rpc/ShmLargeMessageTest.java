@@ -70,25 +70,29 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         final long direct;
         // an engine of the test's own (client and server: one JVM, one engine), whose counters it reads; the address's
         // ?directWrite= agrees with it
-        try (RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().name("large-stream").directWrite(directWrite()));
-             RpcServer server = RpcServer.builder(uri).transportOptions(EngineOptions.of(engine)).addService(service)
-                 .build().start();
-             RpcChannel channel = RpcChannel.builder(uri).transportOptions(EngineOptions.of(engine)).build())
+        try (RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().name("large-stream").directWrite(directWrite())))
         {
-            final Long count = ClientCalls.serverStreaming(channel, stream, CallOptions.DEFAULT, Int32Value.of(MESSAGES))
-                .doOnNext(m ->
-                {
-                    // sampled at each delivery: registered memory of both ends (one JVM) while the stream runs
-                    maxBytes.accumulateAndGet(usage.bytesInUse(), Math::max);
-                    if (m.equals(message(index.getAndIncrement())))
+            try (RpcServer server = RpcServer.builder(uri).transportOptions(EngineOptions.of(engine)).addService(service)
+                    .build().start();
+                RpcChannel channel = RpcChannel.builder(uri).transportOptions(EngineOptions.of(engine)).build())
+            {
+                final Long count = ClientCalls.serverStreaming(channel, stream, CallOptions.DEFAULT,
+                        Int32Value.of(MESSAGES))
+                    .doOnNext(m ->
                     {
-                        intact.incrementAndGet();
-                    }
-                })
-                .limitRate(WINDOW)
-                .count()
-                .block(Duration.ofSeconds(60));
-            assertThat(count).isEqualTo(MESSAGES);
+                        // sampled at each delivery: registered memory of both ends (one JVM) while the stream runs
+                        maxBytes.accumulateAndGet(usage.bytesInUse(), Math::max);
+                        if (m.equals(message(index.getAndIncrement())))
+                        {
+                            intact.incrementAndGet();
+                        }
+                    })
+                    .limitRate(WINDOW)
+                    .count()
+                    .block(Duration.ofSeconds(60));
+                assertThat(count).isEqualTo(MESSAGES);
+            }
+            // read once both ends are closed: the server counts its last write after the client may have read it
             direct = engine.stats().directWritesSent();
             assertThat(engine.isClosed()).as("the transport never closes the caller's engine").isFalse();
         }
