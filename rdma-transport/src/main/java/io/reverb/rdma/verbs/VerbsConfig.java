@@ -162,19 +162,41 @@ public final class VerbsConfig
 
     private static long microsProperty(final String name, final long defaultMicros)
     {
+        try
+        {
+            return Math.multiplyExact(longProperty(name, defaultMicros), 1000L);
+        }
+        catch (final ArithmeticException ex)
+        {
+            throw new IllegalArgumentException("-D" + name + " is out of range: " + System.getProperty(name), ex);
+        }
+    }
+
+    private static int intProperty(final String name, final int defaultValue)
+    {
+        final long value = longProperty(name, defaultValue);
+        if (value != (int)value)
+        {
+            throw new IllegalArgumentException("-D" + name + " is out of range: " + value);
+        }
+        return (int)value;
+    }
+
+    /** @return the property as a whole number, or the default if unset; a value that is not one is refused. */
+    private static long longProperty(final String name, final long defaultValue)
+    {
         final String value = System.getProperty(name);
         if (value == null || value.isBlank())
         {
-            return defaultMicros * 1000;
+            return defaultValue;
         }
         try
         {
-            return Math.multiplyExact(Long.parseLong(value.trim()), 1000L);
+            return Long.parseLong(value.trim());
         }
-        catch (final NumberFormatException | ArithmeticException ex)
+        catch (final NumberFormatException ex)
         {
-            throw new IllegalArgumentException("-D" + name + " must be a number of microseconds, got '" + value + "'",
-                ex);
+            throw new IllegalArgumentException("-D" + name + " must be a whole number, got '" + value + "'", ex);
         }
     }
 
@@ -214,10 +236,10 @@ public final class VerbsConfig
     {
         return new VerbsConfig(
             Paths.get(System.getProperty(SHM_DIR_PROP, SHM_DIR_DEFAULT)),
-            Long.getLong(RNR_RETRY_MS_PROP, RNR_RETRY_MS_DEFAULT) * 1_000_000L,
-            Long.getLong(CONNECT_TIMEOUT_MS_PROP, CONNECT_TIMEOUT_MS_DEFAULT) * 1_000_000L,
-            Long.getLong(HANDSHAKE_TIMEOUT_MS_PROP, HANDSHAKE_TIMEOUT_MS_DEFAULT) * 1_000_000L,
-            Integer.getInteger(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT), null,
+            Math.multiplyExact(longProperty(RNR_RETRY_MS_PROP, RNR_RETRY_MS_DEFAULT), 1_000_000L),
+            Math.multiplyExact(longProperty(CONNECT_TIMEOUT_MS_PROP, CONNECT_TIMEOUT_MS_DEFAULT), 1_000_000L),
+            Math.multiplyExact(longProperty(HANDSHAKE_TIMEOUT_MS_PROP, HANDSHAKE_TIMEOUT_MS_DEFAULT), 1_000_000L),
+            intProperty(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT), null,
             booleanProperty(TCP_POLLER_READS_PROP, true),
             microsProperty(TCP_BUSY_POLL_MICROS_PROP, 0),
             microsProperty(TCP_ACK_HOLD_MICROS_PROP, TCP_ACK_HOLD_MICROS_DEFAULT),

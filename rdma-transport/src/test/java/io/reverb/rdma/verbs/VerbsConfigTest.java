@@ -17,6 +17,7 @@ class VerbsConfigTest
         System.clearProperty(VerbsConfig.TCP_BUSY_POLL_MICROS_PROP);
         System.clearProperty(VerbsConfig.TCP_ACK_HOLD_MICROS_PROP);
         System.clearProperty(VerbsConfig.RDMA_LOCAL_ADDRESS_PROP);
+        System.clearProperty(VerbsConfig.CONNECT_TIMEOUT_MS_PROP);
     }
 
     @Test
@@ -66,6 +67,13 @@ class VerbsConfigTest
         assertThatThrownBy(VerbsConfig::defaults).isInstanceOf(IllegalArgumentException.class)
             .hasMessageContaining(VerbsConfig.TCP_BUSY_POLL_MICROS_PROP);
         System.clearProperty(VerbsConfig.TCP_BUSY_POLL_MICROS_PROP);
+
+        System.setProperty(VerbsConfig.CONNECT_TIMEOUT_MS_PROP, "5s");
+        assertThatThrownBy(VerbsConfig::defaults).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(VerbsConfig.CONNECT_TIMEOUT_MS_PROP);
+        System.setProperty(VerbsConfig.CONNECT_TIMEOUT_MS_PROP, "750");
+        assertThat(VerbsConfig.defaults().connectTimeoutNanos()).isEqualTo(750_000_000L);
+        System.clearProperty(VerbsConfig.CONNECT_TIMEOUT_MS_PROP);
 
         assertThatThrownBy(() -> VerbsConfig.defaults().withTcpAckHoldNanos(-1))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcpAckHoldNanos");
