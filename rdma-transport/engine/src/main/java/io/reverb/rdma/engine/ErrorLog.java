@@ -8,20 +8,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The engine's default error handler: logs what cannot be returned to a caller, and never without bound.
- * Errors are grouped by kind (exception class, and the refusal reason of a handshake); of each kind the first
- * {@value #BURST} are logged at once, then at most one per {@link #INTERVAL_NANOS}, saying how many were left
- * out (rpc-core's {@link LogLimiter}). A refused handshake is one line without a stack trace (it is the peer's doing, not a bug here);
- * anything else carries its stack trace.
+ * The engine's default error handler: logs what cannot be returned to a caller, and never without bound. It decides
+ * only what is one kind of error (exception class and cause's class; the refusal reason of a handshake) and how a
+ * line reads; the rate limit is reverb-common's {@link LogLimiter}, the project's one policy (of each kind the first
+ * {@value LogLimiter#BURST} at once, then at most one per 10 s, saying how many were left out). A refused handshake
+ * is one line without a stack trace (it is the peer's doing, not a bug here); anything else carries its stack trace.
  */
 final class ErrorLog implements Consumer<Throwable>
 {
-    static final int BURST = LogLimiter.BURST;
-    static final long INTERVAL_NANOS = LogLimiter.INTERVAL_NANOS;
     private static final Logger LOG = LoggerFactory.getLogger(RdmaEngine.class);
 
     private final LogLimiter limiter;
-    private final BiConsumer<String, Throwable> sink;
 
     ErrorLog()
     {
@@ -34,26 +31,19 @@ final class ErrorLog implements Consumer<Throwable>
      */
     ErrorLog(final BiConsumer<String, Throwable> sink, final LongSupplier clock)
     {
-        this.sink = sink;
-        this.limiter = new LogLimiter(clock);
+        this.limiter = new LogLimiter(sink, clock);
     }
 
     @Override
     public void accept(final Throwable t)
     {
-        final long leftOut = limiter.admit(key(t));
-        if (leftOut == LogLimiter.SUPPRESS)
-        {
-            return;
-        }
-        final String more = LogLimiter.leftOutSuffix(leftOut);
         if (t instanceof HandshakeException)
         {
-            sink.accept(t.getMessage() + more, null);
+            limiter.log(key(t), t.getMessage(), null);
         }
         else
         {
-            sink.accept(t + more, t);
+            limiter.log(key(t), t.toString(), t);
         }
     }
 

@@ -583,6 +583,12 @@ public final class RdmaEngine implements AutoCloseable
         }
     }
 
+    /** @return true once {@link #close()} has begun (the engine takes no new listener or connection). */
+    public boolean isClosed()
+    {
+        return closed;
+    }
+
     /**
      * Closes listeners, closes every connection gracefully (bounded by the close timeout), stops
      * the pollers and closes the verbs context. Idempotent.

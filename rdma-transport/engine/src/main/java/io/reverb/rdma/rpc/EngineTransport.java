@@ -16,13 +16,7 @@ import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.UnauthenticatedException;
 import java.io.IOException;
 import java.net.URI;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.Iterator;
-import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -31,14 +25,14 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToLongFunction;
 
 /**
- * What the transport providers of one verbs scheme share: the engines of this JVM, the live connections, and the
- * connect/listen logic. The scheme's address (a name for shm, host:port for tcp) is the URI's authority.
+ * What the transport provider of one verbs scheme holds: its engines ({@link SharedEngines}), the live connections,
+ * and the connect/listen logic. The scheme's address (a name for shm, host:port for tcp) is the URI's authority.
  *
- * <p>An engine is opened per distinct (engine settings, polling override) and shared by every server and channel
- * that asks for the same: the settings are the builder's {@link EngineOptions} ({@link EngineConfig} object,
- * compared by identity), or the scheme's default when there are none; the overrides are the address's
- * {@code ?polling=MODE} and {@code ?directWrite=true|false}, which change only those fields of a copy of the settings.
- * The RPC layer's
+ * <p>Which engine serves a server or channel: the one the builder's {@link EngineOptions} name
+ * ({@link EngineOptions#of(RdmaEngine)}: the caller's own), else the shared engine of the builder's settings
+ * ({@link EngineOptions#of(EngineConfig)}, or the scheme's defaults without options) and of the address's
+ * {@code ?polling=MODE} and {@code ?directWrite=true|false} overrides, opened on first use and closed when its last
+ * listener or connection closes. The RPC layer's
  * {@link TransportOptions#MAX_INBOUND_MESSAGE_SIZE} (its {@code maxInboundMessageSize}, plus
  * {@value #RPC_FRAMING_HEADROOM} bytes for the frames around a message) lowers the inbound limit of each of its
  * connections ({@code Connection.limitInboundMessageSize}), so that the engine refuses a message the RPC layer
@@ -50,35 +44,13 @@ final class EngineTransport
     static final int RPC_FRAMING_HEADROOM = 64 * 1024;
 
     private final String scheme;
-    // guarded by this
-    private EngineConfig defaultConfig;
-    private final Map<EngineKey, RdmaEngine> engines = new HashMap<>();
+    private final SharedEngines engines;
     private final Set<EngineTransportConnection> connections = ConcurrentHashMap.newKeySet();
-
-    /**
-     * What an engine was opened from: the options' config (null: the scheme's default), a polling override and a
-     * direct-write override (null: none).
-     */
-    private record EngineKey(EngineConfig base, PollingMode polling, Boolean directWrite)
-    {
-        @Override
-        public boolean equals(final Object other)
-        {
-            return other instanceof EngineKey && ((EngineKey)other).base == base && ((EngineKey)other).polling == polling &&
-                Objects.equals(((EngineKey)other).directWrite, directWrite);
-        }
-
-        @Override
-        public int hashCode()
-        {
-            return 31 * (31 * System.identityHashCode(base) + (polling == null ? 0 : polling.hashCode())) +
-                Objects.hashCode(directWrite);
-        }
-    }
 
     EngineTransport(final String scheme)
     {
         this.scheme = scheme;
+        this.engines = new SharedEngines(scheme);
     }
 
     String scheme()
@@ -87,41 +59,62 @@ final class EngineTransport
     }
 
     /**
-     * Sets the default engine's configuration (used by addresses without {@link EngineOptions}); only before an
-     * engine of the default configuration is first used.
-     *
-     * @param engineConfig the configuration (concluded here).
-     * @throws IllegalStateException if an engine of the default configuration is already open.
+     * @param uri     the address; its {@code ?polling=} and {@code ?directWrite=} override those fields of the settings.
+     * @param options the builder's options: {@link EngineOptions#ENGINE} (the caller's engine) or
+     *                {@link EngineOptions#ENGINE_CONFIG} (settings of a shared engine), else the scheme's defaults.
+     * @return a lease on the engine for them, opened now if it is a shared one not open yet; release it when done.
+     * @throws IOException              if it cannot be opened.
+     * @throws IllegalArgumentException if the options contradict each other or the address.
      */
-    synchronized void configure(final EngineConfig engineConfig)
+    SharedEngines.Lease acquire(final URI uri, final TransportOptions options) throws IOException
     {
-        for (final EngineKey key : engines.keySet())
+        final PollingMode polling = pollingMode(uri);
+        final Boolean directWrite = directWrite(uri);
+        final RdmaEngine own = options.get(EngineOptions.ENGINE);
+        if (own == null)
         {
-            if (key.base() == null)
-            {
-                throw new IllegalStateException("the default " + scheme + ":// engine of this JVM is already open with " +
-                    defaultConfig + "; configure it before the first " + scheme + ":// connect or listen, or give " +
-                    "the server or channel builder transportOptions(EngineOptions.of(config))");
-            }
+            return engines.acquire(options.get(EngineOptions.ENGINE_CONFIG), polling, directWrite);
         }
-        defaultConfig = engineConfig.conclude();
-    }
-
-    /** @return the scheme's default engine (EngineConfig defaults, or what {@link #configure} set), opened on first use. */
-    RdmaEngine defaultEngine() throws IOException
-    {
-        return engine(null, null, null);
+        if (options.get(EngineOptions.ENGINE_CONFIG) != null)
+        {
+            throw new IllegalArgumentException("transport options name both an engine and engine settings; give " +
+                "EngineOptions.of(engine) or EngineOptions.of(config), not both");
+        }
+        final String engineScheme = own.context().provider().scheme();
+        if (!scheme.equalsIgnoreCase(engineScheme))
+        {
+            throw new IllegalArgumentException("the engine given with EngineOptions.of(engine) runs " + engineScheme +
+                "://, not " + scheme + ":// as " + uri + " asks");
+        }
+        if (polling != null && polling != own.config().pollingMode())
+        {
+            throw new IllegalArgumentException(uri + " asks for " + polling + " polling, but the engine given with " +
+                "EngineOptions.of(engine) runs " + own.config().pollingMode() + "; drop ?polling= or open the engine " +
+                "with that mode");
+        }
+        if (directWrite != null && directWrite != own.config().directWrite())
+        {
+            throw new IllegalArgumentException(uri + " asks for directWrite=" + directWrite + ", but the engine given " +
+                "with EngineOptions.of(engine) has directWrite=" + own.config().directWrite());
+        }
+        return engines.own(own);
     }
 
     /**
-     * @param uri     the address; its {@code ?polling=} and {@code ?directWrite=} override those fields of the settings.
-     * @param options the builder's options; {@link EngineOptions#ENGINE_CONFIG} if set, else the default settings.
-     * @return the engine for them, opened on first use.
-     * @throws IOException if it cannot be opened.
+     * @param uri     an address.
+     * @param options the builder's options.
+     * @return the shared engine open for them now, or null (test hooks: its counters while a server or channel holds
+     *         it); never opens one.
      */
-    RdmaEngine engineFor(final URI uri, final TransportOptions options) throws IOException
+    RdmaEngine sharedEngine(final URI uri, final TransportOptions options)
     {
-        return engine(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri), directWrite(uri));
+        return engines.peek(options.get(EngineOptions.ENGINE_CONFIG), pollingMode(uri), directWrite(uri));
+    }
+
+    /** @return shared engines open now (test hooks: each closes when its last listener or connection does). */
+    int openEngines()
+    {
+        return engines.openEngines();
     }
 
     /**
@@ -132,67 +125,6 @@ final class EngineTransport
     {
         final Integer rpcLimit = options.get(TransportOptions.MAX_INBOUND_MESSAGE_SIZE);
         return rpcLimit == null || rpcLimit <= 0 ? -1 : (int)Math.min(Integer.MAX_VALUE, (long)rpcLimit + RPC_FRAMING_HEADROOM);
-    }
-
-    private synchronized RdmaEngine engine(final EngineConfig base, final PollingMode polling, final Boolean directWrite)
-        throws IOException
-    {
-        final EngineKey key = new EngineKey(base, polling, directWrite);
-        RdmaEngine engine = engines.get(key);
-        if (engine == null)
-        {
-            final EngineConfig config = (base != null ? base : defaultConfig()).copy();
-            if (polling != null)
-            {
-                config.pollingMode(polling).name(config.name() + "-" + polling.name().toLowerCase(Locale.ROOT));
-            }
-            if (directWrite != null)
-            {
-                config.directWrite(directWrite).name(config.name() + (directWrite ? "-direct" : "-copying"));
-            }
-            engine = RdmaEngine.open(scheme, config);
-            engines.put(key, engine);
-        }
-        return engine;
-    }
-
-    // guarded by this
-    private EngineConfig defaultConfig()
-    {
-        if (defaultConfig == null)
-        {
-            defaultConfig = new EngineConfig().name("reverb-" + scheme).conclude();
-        }
-        return defaultConfig;
-    }
-
-    /**
-     * Closes the engines opened for these settings, if any, whatever their direct-write override (tests: a BUSY engine
-     * spins a core until closed).
-     *
-     * @param base    the options' config, or null for the default.
-     * @param polling the polling override, or null.
-     */
-    void closeEngine(final EngineConfig base, final PollingMode polling)
-    {
-        final List<RdmaEngine> closing = new ArrayList<>();
-        synchronized (this)
-        {
-            final Iterator<Map.Entry<EngineKey, RdmaEngine>> entries = engines.entrySet().iterator();
-            while (entries.hasNext())
-            {
-                final Map.Entry<EngineKey, RdmaEngine> entry = entries.next();
-                if (entry.getKey().base() == base && entry.getKey().polling() == polling)
-                {
-                    closing.add(entry.getValue());
-                    entries.remove();
-                }
-            }
-        }
-        for (final RdmaEngine engine : closing)
-        {
-            engine.close();
-        }
     }
 
     String unavailabilityCause()
@@ -278,21 +210,35 @@ final class EngineTransport
     CompletableFuture<Connection> connect(final URI uri, final TransportOptions options, final ConnectionHandler handler)
     {
         final String address;
-        final RdmaEngine e;
+        final SharedEngines.Lease lease;
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
+        final CompletableFuture<io.reverb.rdma.engine.Connection> connecting;
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         final int limit = inboundLimit(options);
         try
         {
             address = address(uri);
-            e = engineFor(uri, options);
+            lease = acquire(uri, options);
         }
         catch (final IOException | RuntimeException ex)
         {
             return CompletableFuture.failedFuture(ex instanceof IOException ? ex : new IOException(ex.getMessage(), ex));
         }
-        return e.connectAsync(address).handle((engineConnection, failure) ->
+        final RdmaEngine e = lease.engine();
+        try
+        {
+            connecting = e.connectAsync(address);
+        }
+        catch (final RuntimeException ex)
+        {
+            lease.release();
+            return CompletableFuture.failedFuture(new IOException(ex.getMessage(), ex));
+        }
+        return connecting.handle((engineConnection, failure) ->
         {
             if (failure != null)
             {
+                lease.release();
                 final Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
                 throw new CompletionException(isAuthenticationFailure(cause) ?
                     new UnauthenticatedException(cause.getMessage(), cause) : cause instanceof IOException ? cause :
@@ -305,7 +251,7 @@ final class EngineTransport
             final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
                 scheme + "://pid:" + ProcessHandle.current().pid(), scheme + "://" + address,
                 e.config().maxOutboundMessageSize());
-            track(connection);
+            track(connection, lease);
             connection.bind(handler);
             return connection;
         });
@@ -325,31 +271,20 @@ final class EngineTransport
     ServerListener listen(final URI uri, final TransportOptions options, final ServerListener.Acceptor acceptor)
         throws IOException
     {
-        final RdmaEngine e = engineFor(uri, options);
+        final SharedEngines.Lease lease = acquire(uri, options);
+        final RdmaEngine e = lease.engine();
         final int limit = inboundLimit(options);
         final AtomicReference<EngineListener> bound = new AtomicReference<>();
-        final EngineListener listener = e.listen(address(uri), engineConnection ->
+        final EngineListener listener;
+        try
         {
-            if (limit >= 0)
-            {
-                engineConnection.limitInboundMessageSize(limit); // before the connection is polled
-            }
-            EngineListener self;
-            while ((self = bound.get()) == null)
-            {
-                Thread.yield(); // accepted before listen() returned: the bound address is a moment away
-            }
-            final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
-                scheme + "://" + self.address(), engineConnection.remoteAddress(), e.config().maxOutboundMessageSize());
-            final ConnectionHandler handler = acceptor.onConnection(connection);
-            if (handler == null)
-            {
-                engineConnection.closeAsync();
-                return;
-            }
-            track(connection);
-            connection.bind(handler);
-        });
+            listener = e.listen(address(uri), engineConnection -> accepted(engineConnection, lease, limit, bound, acceptor));
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            lease.release();
+            throw ex;
+        }
         bound.set(listener);
         final String address = scheme + "://" + listener.address();
         return new ServerListener()
@@ -382,14 +317,48 @@ final class EngineTransport
             public void close()
             {
                 listener.close();
+                lease.release(); // the engine stays open while connections accepted here are
             }
         };
     }
 
-    private void track(final EngineTransportConnection connection)
+    /** An accepted connection: bound to the acceptor's handler, holding the engine until it closes. */
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - two Connection types: rpc-core's is imported, the engine's is spelled out
+    private void accepted(final io.reverb.rdma.engine.Connection engineConnection, final SharedEngines.Lease lease,
+        final int limit, final AtomicReference<EngineListener> bound, final ServerListener.Acceptor acceptor)
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
+    {
+        if (limit >= 0)
+        {
+            engineConnection.limitInboundMessageSize(limit); // before the connection is polled
+        }
+        EngineListener self;
+        while ((self = bound.get()) == null)
+        {
+            Thread.yield(); // accepted before listen() returned: the bound address is a moment away
+        }
+        final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
+            scheme + "://" + self.address(), engineConnection.remoteAddress(),
+            lease.engine().config().maxOutboundMessageSize());
+        final ConnectionHandler handler = acceptor.onConnection(connection);
+        if (handler == null)
+        {
+            engineConnection.closeAsync();
+            return;
+        }
+        track(connection, lease.retain());
+        connection.bind(handler);
+    }
+
+    /** Counts the connection as live, and as a user of its engine, until it closes. */
+    private void track(final EngineTransportConnection connection, final SharedEngines.Lease lease)
     {
         connections.add(connection);
-        connection.engineConnection().onClose(cause -> connections.remove(connection));
+        connection.engineConnection().onClose(cause ->
+        {
+            connections.remove(connection);
+            lease.release();
+        });
     }
 
     /** @return the live connections (test hooks reach them through this package-private seam). */

@@ -12,8 +12,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * What the rpc-core transports over the connection engine ({@code shm://}, {@code tcp://},
- * {@code rdma://}) have in common: each is one {@link EngineTransport} for its scheme, and the
- * subclasses only name it.
+ * {@code rdma://}) have in common: each instance owns one {@link EngineTransport} for its scheme (its engines and
+ * connections), and the subclasses only name the scheme.
  */
 public abstract class EngineTransportProvider implements TransportProvider
 {
@@ -76,7 +76,7 @@ public abstract class EngineTransportProvider implements TransportProvider
         return transport.listen(uri, options, acceptor);
     }
 
-    /** @return the scheme's shared transport (package-private seam for test hooks). */
+    /** @return this provider's transport (package-private seam for test hooks). */
     final EngineTransport transport()
     {
         return transport;

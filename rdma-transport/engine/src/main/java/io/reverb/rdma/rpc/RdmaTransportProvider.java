@@ -1,7 +1,5 @@
 package io.reverb.rdma.rpc;
 
-import io.reverb.rdma.engine.EngineConfig;
-
 /**
  * rpc-core's transport for {@code rdma://host:port}: the connection engine over the DiSNi verbs
  * provider (InfiniBand, RoCE, Soft-RoCE; iWARP devices are refused: they lack RDMA_WRITE_WITH_IMM and RNR
@@ -9,7 +7,7 @@ import io.reverb.rdma.engine.EngineConfig;
  * {@value io.reverb.rdma.verbs.VerbsProviders#RDMA_ARTIFACT}, which alone brings DiSNi; without it on the class path
  * this transport is unavailable with a cause that names it. With it, unavailable, with the DiSNi provider's cause,
  * on machines without an RDMA device or libdisni; the JVM also needs
- * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. Engine settings ({@link EngineOptions})
+ * {@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}. Engine settings ({@link EngineOptions}), shared engines
  * and {@code ?polling=MODE} as for {@link ShmTransportProvider}.
  *
  * <p>Not run on RDMA hardware in this project's development or CI (none was available): see
@@ -17,24 +15,9 @@ import io.reverb.rdma.engine.EngineConfig;
  */
 public final class RdmaTransportProvider extends EngineTransportProvider
 {
-    /** The JVM-wide {@code rdma://} transport (package-private: test hooks reach it from the same package). */
-    static final EngineTransport TRANSPORT = new EngineTransport("rdma");
-
-    /** ServiceLoader's constructor; every instance serves the JVM-wide {@code rdma://} transport. */
+    /** ServiceLoader's constructor: a provider with engines of its own ({@code Transports} loads one per JVM). */
     public RdmaTransportProvider()
     {
-        super(TRANSPORT);
-    }
-
-    /**
-     * Sets the JVM-wide default engine configuration, used by servers and channels without {@link EngineOptions};
-     * only before that engine is first used. Prefer per-builder {@code transportOptions(EngineOptions.of(config))}.
-     *
-     * @param engineConfig the configuration (concluded here).
-     * @throws IllegalStateException if the default engine is already open.
-     */
-    public static void configure(final EngineConfig engineConfig)
-    {
-        TRANSPORT.configure(engineConfig);
+        super(new EngineTransport("rdma"));
     }
 }

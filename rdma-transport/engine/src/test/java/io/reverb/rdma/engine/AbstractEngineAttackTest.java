@@ -132,7 +132,7 @@ abstract class AbstractEngineAttackTest
         originalErr = System.err;
         lines = new LineCounter(originalErr);
         System.setErr(new PrintStream(lines, true));
-        // The default error handler (ErrorLog: rate-limited, one line per refusal) logs to System.err here.
+        // The default error handler (ErrorLog on LogLimiter: rate-limited, one line per refusal) logs to System.err here.
         server = RdmaEngine.open(scheme(), engineConfig("attacked").authToken(TOKEN).maxConnections(6));
         client = RdmaEngine.open(scheme(), engineConfig("good").authToken(TOKEN));
         listener = server.listen(listenAddress(), c -> c.setHandler((buffer, offset, length) -> delivered.incrementAndGet()));

@@ -2,6 +2,7 @@ package io.reverb.rdma.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.common.LogLimiter;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,13 +27,13 @@ class ErrorLogTest
         {
             log.accept(new HandshakeException(HandshakeException.Reason.AUTHENTICATION, "refused connection from peer" + i));
         }
-        assertThat(lines).hasSize(ErrorLog.BURST);
+        assertThat(lines).hasSize(LogLimiter.BURST);
         assertThat(stacks).containsOnlyNulls(); // a refusal is the peer's doing: no stack trace
-        now += ErrorLog.INTERVAL_NANOS;
+        now += LogLimiter.INTERVAL_NANOS;
         log.accept(new HandshakeException(HandshakeException.Reason.AUTHENTICATION, "refused connection from late"));
-        assertThat(lines).hasSize(ErrorLog.BURST + 1);
-        assertThat(lines.get(ErrorLog.BURST)).contains("refused connection from late")
-            .contains((2_000 - ErrorLog.BURST) + " more like this");
+        assertThat(lines).hasSize(LogLimiter.BURST + 1);
+        assertThat(lines.get(LogLimiter.BURST)).contains("refused connection from late")
+            .contains((2_000 - LogLimiter.BURST) + " more like this");
     }
 
     @Test
@@ -43,10 +44,10 @@ class ErrorLogTest
             log.accept(new HandshakeException(HandshakeException.Reason.GEOMETRY, "bad geometry " + i));
             log.accept(new EngineException("poller failed", new IOException("boom")));
         }
-        assertThat(lines).hasSize(2 * ErrorLog.BURST);
-        assertThat(stacks.stream().filter(t -> t instanceof EngineException)).hasSize(ErrorLog.BURST);
+        assertThat(lines).hasSize(2 * LogLimiter.BURST);
+        assertThat(stacks.stream().filter(t -> t instanceof EngineException)).hasSize(LogLimiter.BURST);
         now += TimeUnit.SECONDS.toNanos(1);
         log.accept(new EngineException("poller failed", new IOException("boom")));
-        assertThat(lines).as("still inside the interval").hasSize(2 * ErrorLog.BURST);
+        assertThat(lines).as("still inside the interval").hasSize(2 * LogLimiter.BURST);
     }
 }

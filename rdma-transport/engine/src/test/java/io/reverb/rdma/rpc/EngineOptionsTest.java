@@ -14,6 +14,7 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.Transports;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -27,27 +28,145 @@ class EngineOptionsTest
 {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
+    private static EngineTransport shm()
+    {
+        return ((EngineTransportProvider)Transports.providerFor(URI.create("shm://x"))).transport();
+    }
+
     @Test
-    void shouldKeepEveryOtherSettingWhenTheAddressOverridesThePollingMode() throws Exception
+    void shouldKeepEveryOtherSettingWhenTheAddressOverridesThePollingModeAndCloseTheEngineWithItsLastUser()
+        throws Exception
     {
         final EngineConfig config = new EngineConfig().name("options-test").authToken("s3cret").receiveSlots(32);
+        final SharedEngines.Lease lease = shm().acquire(URI.create("shm://x?polling=event"), EngineOptions.of(config));
+        final SharedEngines.Lease same = shm().acquire(URI.create("shm://y?polling=event"), EngineOptions.of(config));
+        final SharedEngines.Lease other = shm().acquire(URI.create("shm://x"), TransportOptions.EMPTY);
+        final RdmaEngine engine = lease.engine();
         try
         {
-            final RdmaEngine engine = ShmTransportProvider.TRANSPORT.engineFor(
-                URI.create("shm://x?polling=event"), EngineOptions.of(config));
             assertThat(engine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
             assertThat(engine.config().authToken()).isEqualTo("s3cret".getBytes(StandardCharsets.UTF_8));
             assertThat(engine.config().receiveSlots()).isEqualTo(32);
             // the same settings share the engine; the caller's config stays unconcluded (a copy was opened)
-            assertThat(ShmTransportProvider.TRANSPORT.engineFor(URI.create("shm://y?polling=event"), EngineOptions.of(config)))
-                .isSameAs(engine);
+            assertThat(same.engine()).isSameAs(engine);
             assertThat(config.isConcluded()).isFalse();
-            assertThat(ShmTransportProvider.TRANSPORT.engineFor(URI.create("shm://x"), TransportOptions.EMPTY))
-                .isNotSameAs(engine);
+            assertThat(other.engine()).isNotSameAs(engine);
         }
         finally
         {
-            EngineTransportTestHooks.closeEngine("shm", config, PollingMode.EVENT);
+            lease.release();
+            other.release();
+        }
+        lease.release(); // a lease counts once
+        assertThat(engine.isClosed()).as("one user left").isFalse();
+        assertThat(EngineTransportTestHooks.sharedEngine("shm://x?polling=event", EngineOptions.of(config)))
+            .isSameAs(engine);
+        same.release();
+        EngineTransportTestHooks.awaitEngineClosed("shm://x?polling=event", EngineOptions.of(config), engine);
+        // a new user of the same settings gets a new engine
+        final SharedEngines.Lease again = shm().acquire(URI.create("shm://x?polling=event"), EngineOptions.of(config));
+        try
+        {
+            assertThat(again.engine()).isNotSameAs(engine);
+            assertThat(again.engine().isClosed()).isFalse();
+        }
+        finally
+        {
+            again.release();
+        }
+        EngineTransportTestHooks.awaitEngineClosed("shm://x?polling=event", EngineOptions.of(config), again.engine());
+    }
+
+    @Test
+    void shouldGiveTwoChannelsOfOneJvmTheEngineSettingsOfTheirOwnBuilders()
+    {
+        final EngineConfig serverConfig = new EngineConfig().name("two-server");
+        final EngineConfig eventConfig = new EngineConfig().name("two-event").pollingMode(PollingMode.EVENT)
+            .receiveSlots(16);
+        final EngineConfig adaptiveConfig = new EngineConfig().name("two-adaptive").receiveSlots(64);
+        final RpcServer server = RpcServer.builder("tcp://127.0.0.1:0").transportOptions(EngineOptions.of(serverConfig))
+            .addService(new TestService()).build().start();
+        final RpcChannel event = RpcChannel.builder(server.address()).transportOptions(EngineOptions.of(eventConfig))
+            .build();
+        final RpcChannel adaptive = RpcChannel.builder(server.address())
+            .transportOptions(EngineOptions.of(adaptiveConfig)).build();
+        final RdmaEngine eventEngine;
+        final RdmaEngine adaptiveEngine;
+        try
+        {
+            assertThat(event.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("e")).block(WAIT))
+                .isEqualTo(StringValue.of("e"));
+            assertThat(adaptive.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("a")).block(WAIT))
+                .isEqualTo(StringValue.of("a"));
+            eventEngine = EngineTransportTestHooks.sharedEngine(server.address(), EngineOptions.of(eventConfig));
+            adaptiveEngine = EngineTransportTestHooks.sharedEngine(server.address(), EngineOptions.of(adaptiveConfig));
+            assertThat(eventEngine).isNotSameAs(adaptiveEngine);
+            assertThat(eventEngine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
+            assertThat(eventEngine.config().receiveSlots()).isEqualTo(16);
+            assertThat(adaptiveEngine.config().pollingMode()).isEqualTo(PollingMode.ADAPTIVE);
+            assertThat(adaptiveEngine.config().receiveSlots()).isEqualTo(64);
+            assertThat(eventEngine.stats().eagerMessagesSent()).isPositive();
+            assertThat(adaptiveEngine.stats().eagerMessagesSent()).isPositive();
+        }
+        finally
+        {
+            event.close();
+        }
+        // one channel closed: its engine with it; the other channel's engine serves on
+        EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(eventConfig), eventEngine);
+        try
+        {
+            assertThat(adaptiveEngine.isClosed()).isFalse();
+            assertThat(adaptive.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("b")).block(WAIT))
+                .isEqualTo(StringValue.of("b"));
+        }
+        finally
+        {
+            adaptive.close();
+            server.close();
+        }
+        EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(adaptiveConfig), adaptiveEngine);
+        EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(serverConfig), null);
+    }
+
+    @Test
+    void shouldServeOverTheCallersOwnEngineAndNeverCloseIt() throws Exception
+    {
+        final String address = "shm://own-engine-" + ProcessHandle.current().pid();
+        try (RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().name("own-engine")))
+        {
+            final RpcServer server = RpcServer.builder(address).transportOptions(EngineOptions.of(engine))
+                .addService(new TestService()).build().start();
+            final RpcChannel channel = RpcChannel.builder(address).transportOptions(EngineOptions.of(engine)).build();
+            try
+            {
+                assertThat(channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("own"))
+                    .block(WAIT)).isEqualTo(StringValue.of("own"));
+                // both ends on the caller's engine: its counters are the caller's to read, no reflection needed
+                assertThat(engine.stats().eagerMessagesSent()).isGreaterThanOrEqualTo(2);
+                assertThat(EngineTransportTestHooks.sharedEngine(address, EngineOptions.of(engine)))
+                    .as("not a shared engine").isNull();
+            }
+            finally
+            {
+                channel.close();
+                server.close();
+            }
+            assertThat(engine.isClosed()).as("the transport never closes the caller's engine").isFalse();
+
+            final EngineTransport shm = shm();
+            assertThatThrownBy(() -> shm.acquire(URI.create(address + "?polling=busy"), EngineOptions.of(engine)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("BUSY polling")
+                .hasMessageContaining("ADAPTIVE");
+            assertThat(shm.acquire(URI.create(address + "?polling=adaptive"), EngineOptions.of(engine)).engine())
+                .as("an override that agrees with the engine").isSameAs(engine);
+            assertThatThrownBy(() -> shm.acquire(URI.create(address), EngineOptions.of(engine)
+                .with(EngineOptions.ENGINE_CONFIG, new EngineConfig()))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("not both");
+            final EngineTransport tcp =
+                ((EngineTransportProvider)Transports.providerFor(URI.create("tcp://127.0.0.1:1"))).transport();
+            assertThatThrownBy(() -> tcp.acquire(URI.create("tcp://127.0.0.1:1"), EngineOptions.of(engine)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("runs shm://");
         }
     }
 
@@ -79,9 +198,9 @@ class EngineOptionsTest
             withoutToken.close();
             withToken.close();
             server.close();
-            EngineTransportTestHooks.closeEngine("tcp", serverConfig, PollingMode.EVENT);
-            EngineTransportTestHooks.closeEngine("tcp", clientConfig, PollingMode.EVENT);
         }
+        EngineTransportTestHooks.awaitEngineClosed(server.address() + "?polling=event", EngineOptions.of(serverConfig), null);
+        EngineTransportTestHooks.awaitEngineClosed(server.address() + "?polling=event", EngineOptions.of(clientConfig), null);
     }
 
     @ParameterizedTest
@@ -133,10 +252,10 @@ class EngineOptionsTest
             right.close();
             balanced.close();
             server.close();
-            for (final EngineConfig config : new EngineConfig[] {serverConfig, wrongConfig, noneConfig, rightConfig})
-            {
-                EngineTransportTestHooks.closeEngine(scheme, config, null);
-            }
+        }
+        for (final EngineConfig config : new EngineConfig[] {serverConfig, wrongConfig, noneConfig, rightConfig})
+        {
+            EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(config), null);
         }
     }
 }

@@ -1,12 +1,16 @@
 package io.reverb.rdma.rpc;
 
-import io.reverb.rdma.engine.EngineConfig;
-import io.reverb.rdma.engine.PollingMode;
+import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.TransportProvider;
+import io.reverb.rpc.transport.Transports;
 import java.io.IOException;
+import java.net.URI;
+import java.util.concurrent.TimeUnit;
 
 /**
- * Test-only faults for the engine transports, reached through the package-private {@link EngineTransport} seam (the
- * providers carry no test hooks).
+ * Test-only faults and probes for the engine transports of this JVM's providers (those {@link Transports} loaded),
+ * reached through the package-private {@link EngineTransport} seam (the providers carry no test hooks).
  */
 final class EngineTransportTestHooks
 {
@@ -76,30 +80,46 @@ final class EngineTransportTestHooks
     }
 
     /**
-     * Closes the engine opened for these settings (a BUSY engine spins a core until closed).
-     *
-     * @param scheme  {@code shm} or {@code tcp}.
-     * @param base    the {@link EngineOptions} config, or null for the default.
-     * @param polling the {@code ?polling=} override, or null.
+     * @param uri     an address (its {@code ?polling=} and {@code ?directWrite=} pick the engine as they do on connect).
+     * @param options the builder's options.
+     * @return the shared engine open for them now, or null; never opens one.
      */
-    static void closeEngine(final String scheme, final EngineConfig base, final PollingMode polling)
+    static RdmaEngine sharedEngine(final String uri, final TransportOptions options)
     {
-        transportOf(scheme + "://").closeEngine(base, polling);
+        return transportOf(uri).sharedEngine(URI.create(uri), options);
+    }
+
+    /**
+     * Waits until no shared engine is open for these settings and the one given is closed (its last listener or
+     * connection closed: the engine closes on a thread of its own).
+     *
+     * @param uri     an address.
+     * @param options the builder's options.
+     * @param engine  the engine they had, or null to wait only for the transport to let go of it.
+     */
+    static void awaitEngineClosed(final String uri, final TransportOptions options, final RdmaEngine engine)
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (sharedEngine(uri, options) != null || (engine != null && !engine.isClosed()))
+        {
+            if (System.nanoTime() > deadline)
+            {
+                throw new AssertionError("the engine of " + uri + " and " + options + " is still open 30 s after " +
+                    "its last user closed");
+            }
+            Thread.onSpinWait();
+        }
     }
 
     private static EngineTransport transportOf(final String uri)
     {
-        if (uri.startsWith("shm://"))
+        final String scheme = URI.create(uri).getScheme();
+        for (final TransportProvider provider : Transports.providers())
         {
-            return ShmTransportProvider.TRANSPORT;
-        }
-        if (uri.startsWith("tcp://"))
-        {
-            return TcpTransportProvider.TRANSPORT;
-        }
-        if (uri.startsWith("rdma://"))
-        {
-            return RdmaTransportProvider.TRANSPORT;
+            if (provider instanceof EngineTransportProvider && provider.scheme().equals(scheme))
+            {
+                return ((EngineTransportProvider)provider).transport();
+            }
         }
         throw new IllegalArgumentException("not an engine transport address: " + uri);
     }

@@ -13,7 +13,6 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.TransportOptions;
-import java.net.URI;
 import java.time.Duration;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -67,8 +66,8 @@ class RendezvousBudgetRpcTest
         {
             channel.close();
             server.close();
-            EngineTransportTestHooks.closeEngine(scheme, serverConfig, null);
         }
+        EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(serverConfig), null);
     }
 
     @ParameterizedTest
@@ -82,8 +81,7 @@ class RendezvousBudgetRpcTest
         final RpcChannel channel = RpcChannel.builder(server.address()).build();
         try
         {
-            final RdmaEngine serverEngine = (scheme.equals("shm") ? ShmTransportProvider.TRANSPORT :
-                TcpTransportProvider.TRANSPORT).engineFor(URI.create(server.address()), options);
+            final RdmaEngine serverEngine = EngineTransportTestHooks.sharedEngine(server.address(), options);
             // The engine's own limit stays (64 MiB: engines are shared); each connection of this server takes the
             // RPC limit, plus the headroom for frame headers and metadata.
             assertThat(serverEngine.config().maxInboundMessageSize()).isEqualTo(64 * MIB);
@@ -105,7 +103,7 @@ class RendezvousBudgetRpcTest
         {
             channel.close();
             server.close();
-            EngineTransportTestHooks.closeEngine(scheme, serverConfig, null);
         }
+        EngineTransportTestHooks.awaitEngineClosed(server.address(), EngineOptions.of(serverConfig), null);
     }
 }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rpc.AbstractLargeMessageTest;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
@@ -17,8 +19,6 @@ import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.Transports;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.URI;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -51,7 +51,7 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
     }
 
     @Test
-    void shouldStreamLargeMessagesWithinTheirWindowOfRegisteredMemory()
+    void shouldStreamLargeMessagesWithinTheirWindowOfRegisteredMemory() throws IOException
     {
         final String uri = newServerUri();
         final MethodDescriptor<Int32Value, BytesValue> stream = MethodDescriptor.<Int32Value, BytesValue>newBuilder()
@@ -67,27 +67,36 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         final AtomicLong maxBytes = new AtomicLong();
         final AtomicInteger intact = new AtomicInteger();
         final AtomicInteger index = new AtomicInteger();
-        final long directBefore = directWrites(uri);
-        try (RpcServer server = RpcServer.builder(uri).addService(service).build().start();
-             RpcChannel channel = RpcChannel.builder(uri).build())
+        final long direct;
+        // an engine of the test's own (client and server: one JVM, one engine), whose counters it reads; the address's
+        // ?directWrite= agrees with it
+        try (RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().name("large-stream").directWrite(directWrite())))
         {
-            final Long count = ClientCalls.serverStreaming(channel, stream, CallOptions.DEFAULT, Int32Value.of(MESSAGES))
-                .doOnNext(m ->
-                {
-                    // sampled at each delivery: registered memory of both ends (one JVM) while the stream runs
-                    maxBytes.accumulateAndGet(usage.bytesInUse(), Math::max);
-                    if (m.equals(message(index.getAndIncrement())))
+            try (RpcServer server = RpcServer.builder(uri).transportOptions(EngineOptions.of(engine)).addService(service)
+                    .build().start();
+                RpcChannel channel = RpcChannel.builder(uri).transportOptions(EngineOptions.of(engine)).build())
+            {
+                final Long count = ClientCalls.serverStreaming(channel, stream, CallOptions.DEFAULT,
+                        Int32Value.of(MESSAGES))
+                    .doOnNext(m ->
                     {
-                        intact.incrementAndGet();
-                    }
-                })
-                .limitRate(WINDOW)
-                .count()
-                .block(Duration.ofSeconds(60));
-            assertThat(count).isEqualTo(MESSAGES);
+                        // sampled at each delivery: registered memory of both ends (one JVM) while the stream runs
+                        maxBytes.accumulateAndGet(usage.bytesInUse(), Math::max);
+                        if (m.equals(message(index.getAndIncrement())))
+                        {
+                            intact.incrementAndGet();
+                        }
+                    })
+                    .limitRate(WINDOW)
+                    .count()
+                    .block(Duration.ofSeconds(60));
+                assertThat(count).isEqualTo(MESSAGES);
+            }
+            // read once both ends are closed: the server counts its last write after the client may have read it
+            direct = engine.stats().directWritesSent();
+            assertThat(engine.isClosed()).as("the transport never closes the caller's engine").isFalse();
         }
         // the server's 64 responses (and nothing else here is large) went straight into the client's grants, or not
-        final long direct = directWrites(uri) - directBefore;
         assertThat(direct).isEqualTo(directWrite() ? MESSAGES : 0);
         assertThat(intact.get()).isEqualTo(MESSAGES);
         // each message outstanding (at most WINDOW requested and not delivered, plus the one being delivered) holds at
@@ -97,19 +106,6 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         System.out.println("shm server stream of " + MESSAGES + " x 1 MiB, window " + WINDOW + ": at most " + maxBytes.get() +
             " registered bytes in use at a delivery (bound " + bound + ")");
         assertThat(maxBytes.get()).isPositive().isLessThanOrEqualTo(bound);
-    }
-
-    /** @return direct writes so far of the engine this address uses (client and server: one JVM, one engine). */
-    private static long directWrites(final String uri)
-    {
-        try
-        {
-            return ShmTransportProvider.engineFor(URI.create(uri)).stats().directWritesSent();
-        }
-        catch (final IOException e)
-        {
-            throw new UncheckedIOException(e);
-        }
     }
 
     private static BytesValue message(final int i)

@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rdma.engine.PollingMode;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.common.ClaimResult;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ServerListener;
+import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.common.WriteClaim;
 import java.net.URI;
@@ -16,33 +18,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** {@code shm://name?polling=MODE} picks an engine of that polling mode. */
+/**
+ * {@code shm://name?polling=MODE} picks a shared engine of that polling mode, which closes when its last listener or
+ * connection does.
+ */
 class ShmTransportPollingTest
 {
     @Test
-    void shouldServeEachPollingModeFromItsOwnEngine() throws Exception
-    {
-        try
-        {
-            echoBetweenModes();
-        }
-        finally
-        {
-            // a BUSY engine would spin a core for the rest of the run
-            EngineTransportTestHooks.closeEngine("shm", null, PollingMode.BUSY);
-            EngineTransportTestHooks.closeEngine("shm", null, PollingMode.EVENT);
-        }
-    }
-
-    private void echoBetweenModes() throws Exception
+    void shouldServeEachPollingModeFromItsOwnEngineAndCloseEachWithItsLastUser() throws Exception
     {
         final String name = "polling-" + ProcessHandle.current().pid();
         final ShmTransportProvider provider = (ShmTransportProvider)Transports.providerFor(URI.create("shm://" + name));
-        assertThat(ShmTransportProvider.engineFor(URI.create("shm://x?polling=event")).config().pollingMode())
-            .isEqualTo(PollingMode.EVENT);
-        assertThat(ShmTransportProvider.engineFor(URI.create("shm://x?polling=BUSY")).config().pollingMode())
-            .isEqualTo(PollingMode.BUSY);
-        assertThatThrownBy(() -> ShmTransportProvider.pollingMode(URI.create("shm://x?polling=sometimes")))
+        assertThatThrownBy(() -> EngineTransport.pollingMode(URI.create("shm://x?polling=sometimes")))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("polling=busy");
 
         // An EVENT server echoes to a BUSY client in the same JVM.
@@ -92,6 +79,10 @@ class ShmTransportPollingTest
                 closed.complete(cause);
             }
         }).get(20, TimeUnit.SECONDS);
+        final RdmaEngine eventEngine = EngineTransportTestHooks.sharedEngine("shm://x?polling=event", TransportOptions.EMPTY);
+        final RdmaEngine busyEngine = EngineTransportTestHooks.sharedEngine("shm://x?polling=busy", TransportOptions.EMPTY);
+        assertThat(eventEngine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
+        assertThat(busyEngine.config().pollingMode()).isEqualTo(PollingMode.BUSY);
         final WriteClaim claim = new WriteClaim();
         assertThat(client.tryClaim(4, claim)).isEqualTo(ClaimResult.OK);
         claim.buffer().putInt(claim.offset(), 4711);
@@ -99,6 +90,10 @@ class ShmTransportPollingTest
         assertThat(echoed.get(20, TimeUnit.SECONDS)).isEqualTo(4711);
         client.close();
         assertThat(closed.get(20, TimeUnit.SECONDS)).isNull();
+        // the BUSY engine's only user is gone: it stops (it would spin a core for the rest of the run otherwise)
+        EngineTransportTestHooks.awaitEngineClosed("shm://x?polling=busy", TransportOptions.EMPTY, busyEngine);
+        assertThat(eventEngine.isClosed()).as("the listener still holds the EVENT engine").isFalse();
         listener.close();
+        EngineTransportTestHooks.awaitEngineClosed("shm://x?polling=event", TransportOptions.EMPTY, eventEngine);
     }
 }

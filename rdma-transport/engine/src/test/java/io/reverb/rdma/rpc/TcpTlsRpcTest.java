@@ -69,9 +69,10 @@ class TcpTlsRpcTest
         {
             closeable.close();
         }
+        // every engine of these settings closes with its last server or channel (nothing stays open per JVM)
         for (final EngineConfig engine : engines)
         {
-            EngineTransportTestHooks.closeEngine("tcp", engine, null);
+            EngineTransportTestHooks.awaitEngineClosed("tcp://127.0.0.1:0", EngineOptions.of(engine), null);
         }
     }
 

@@ -150,7 +150,8 @@ final class CmEventDispatcher implements Runnable
     private volatile Throwable lastTransientFailure;
     private final AtomicLong transientFailures = new AtomicLong();
     private final Consumer<String> log;
-    private final LogLimiter logLimiter = new LogLimiter();
+    /** Lines about lost events, rate-limited per kind (the giving-up line goes to {@link #log} once, unlimited). */
+    private final LogLimiter logLimiter;
     private final String name;
 
     /**
@@ -204,6 +205,7 @@ final class CmEventDispatcher implements Runnable
     {
         this.name = name;
         this.log = log;
+        this.logLimiter = new LogLimiter((line, stack) -> log.accept(line));
         this.channel = channel;
         this.source = source;
         this.serialiseWithCmEvents = serialiseWithCmEvents;
@@ -442,11 +444,7 @@ final class CmEventDispatcher implements Runnable
 
     private void logLost(final String kind, final String line)
     {
-        final long leftOut = logLimiter.admit(kind);
-        if (leftOut != LogLimiter.SUPPRESS)
-        {
-            log.accept(name + ": " + line + " (" + transientFailures.get() + " so far)" + LogLimiter.leftOutSuffix(leftOut));
-        }
+        logLimiter.log(kind, name + ": " + line + " (" + transientFailures.get() + " so far)", null);
     }
 
     /** Stops the thread, waiting at most one poll slice (plus margin). */

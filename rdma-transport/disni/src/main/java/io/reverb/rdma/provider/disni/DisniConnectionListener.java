@@ -3,7 +3,7 @@ package io.reverb.rdma.provider.disni;
 import com.ibm.disni.verbs.RdmaCmId;
 import io.reverb.rdma.provider.base.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
-import io.reverb.rdma.verbs.RefusalLog;
+import io.reverb.rdma.provider.handshake.ListenerHandshakes;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -54,7 +54,8 @@ final class DisniConnectionListener extends AbstractConnectionListener
             // Last: its threads call back into this listener.
             this.acceptor = new HandshakeAcceptor<>(bind, backlog, context.config().handshakeTimeoutNanos(),
                 context.config().maxPendingHandshakes(), this,
-                port -> new RefusalLog("rdma://" + advertisedHost + ":" + port), context.name() + "-listen-" + bind.getPort());
+                port -> "rdma://" + advertisedHost + ":" + port, ListenerHandshakes.refusalLog(),
+                context.name() + "-listen-" + bind.getPort());
         }
         catch (final IOException | RuntimeException ex)
         {

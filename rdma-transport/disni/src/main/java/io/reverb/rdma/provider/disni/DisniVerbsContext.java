@@ -98,7 +98,7 @@ final class DisniVerbsContext implements VerbsContext
 
     static DisniVerbsContext open(final DisniVerbsProvider provider, final VerbsConfig config) throws IOException
     {
-        final InetAddress configured = configuredLocalAddress();
+        final InetAddress configured = configuredLocalAddress(config.rdmaLocalAddress());
         final String name = "reverb-disni-" + CONTEXT_IDS.incrementAndGet();
         final RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         if (channel == null)
@@ -747,10 +747,14 @@ final class DisniVerbsContext implements VerbsContext
         }
     }
 
-    /** @return {@value DisniVerbsProvider#LOCAL_ADDRESS_PROP} as an address, or null if unset. */
-    static InetAddress configuredLocalAddress() throws IOException
+    /**
+     * @param configured {@link VerbsConfig#rdmaLocalAddress()} (default {@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}),
+     *                   or null.
+     * @return it as an address, or null if unset.
+     * @throws IOException if it is not an address.
+     */
+    static InetAddress configuredLocalAddress(final String configured) throws IOException
     {
-        final String configured = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
         if (configured != null && !configured.isBlank())
         {
             return DisniAddress.parse(configured.trim() + ":0").getAddress();
@@ -759,13 +763,13 @@ final class DisniVerbsContext implements VerbsContext
     }
 
     /**
-     * The address a context uses when nothing picks one: the system property, else the first IPv4 address of
+     * The address a context uses when nothing picks one: the configured one, else the first IPv4 address of
      * an up network interface of the first non-iWARP RDMA device (sysfs: {@code ports/N/gid_attrs/ndevs/*},
      * {@code parent} for rxe/siw, {@code device/net/*}).
      */
-    static InetAddress findLocalAddress() throws IOException
+    static InetAddress findLocalAddress(final VerbsConfig config) throws IOException
     {
-        final InetAddress configured = configuredLocalAddress();
+        final InetAddress configured = configuredLocalAddress(config.rdmaLocalAddress());
         if (configured != null)
         {
             return configured;

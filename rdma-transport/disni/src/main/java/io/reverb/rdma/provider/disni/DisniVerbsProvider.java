@@ -14,8 +14,8 @@ import java.io.IOException;
  *
  * <table>
  *   <caption>Settings</caption>
- *   <tr><th>system property</th><th>meaning</th><th>default</th></tr>
- *   <tr><td>{@value #LOCAL_ADDRESS_PROP}</td><td>IPv4 address of the RDMA interface whose device a context
+ *   <tr><th>setting (its default from the system property)</th><th>meaning</th><th>default</th></tr>
+ *   <tr><td>{@link VerbsConfig#rdmaLocalAddress()} ({@value #LOCAL_ADDRESS_PROP})</td><td>IPv4 address of the RDMA interface whose device a context
  *       opens (PDs, CQs and QPs of one context live on one device)</td><td>the device of the first specific
  *       address the context listens on, else the first IPv4 address of an up interface of the first
  *       non-iWARP device, from sysfs</td></tr>
@@ -29,8 +29,8 @@ import java.io.IOException;
  */
 public final class DisniVerbsProvider implements VerbsProvider
 {
-    /** IPv4 address of the RDMA interface to open. */
-    public static final String LOCAL_ADDRESS_PROP = "reverb.disni.localAddress";
+    /** IPv4 address of the RDMA interface to open: the default of {@link VerbsConfig#rdmaLocalAddress()}. */
+    public static final String LOCAL_ADDRESS_PROP = VerbsConfig.RDMA_LOCAL_ADDRESS_PROP;
 
     private static final Object PROBE_LOCK = new Object();
     private static volatile boolean probed;

@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
-import io.reverb.rdma.verbs.RefusalLog;
+import io.reverb.common.LogLimiter;
+import io.reverb.rdma.provider.handshake.ListenerHandshakes;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -32,8 +33,8 @@ import java.util.function.IntFunction;
  * <p>At most {@code maxPending} handshakes are read or queued at once, as on {@code shm://} and {@code tcp://}
  * ({@code reverb.verbs.maxPendingHandshakes}): a new socket beyond that evicts the oldest handshake still being
  * read (so sockets that say nothing cannot keep out a client that speaks at once), or is closed at once if all
- * are complete and waiting. Every drop is counted and reported to a {@link RefusalLog} (one line each,
- * rate-limited); a peer that connects and closes without a byte (a liveness probe) is dropped silently.
+ * are complete and waiting. Every drop is counted and reported (one line each, rate-limited per kind by a
+ * {@link LogLimiter}); a peer that connects and closes without a byte (a liveness probe) is dropped silently.
  *
  * @param <I> what a claimed rdma_cm request is (DiSNi's {@code RdmaCmId}; anything in tests).
  */
@@ -90,7 +91,9 @@ final class HandshakeAcceptor<I> implements AutoCloseable
     private final long handshakeTimeoutNanos;
     private final int maxPending;
     private final Claimer<I> claimer;
-    private final RefusalLog refusals;
+    private final LogLimiter refusals;
+    /** The listener as refusal lines name it ({@code rdma://host:port}). */
+    private final String where;
     private final String name;
     private final BlockingQueue<Pending<I>> ready = new LinkedBlockingQueue<>();
     /** Guarded by this: sockets whose handshake is being read, oldest first. */
@@ -107,7 +110,8 @@ final class HandshakeAcceptor<I> implements AutoCloseable
      * @param handshakeTimeoutNanos how long a connector may take for its whole part of the handshake.
      * @param maxPending            handshakes read or queued at once, at most.
      * @param claimer               the rdma_cm side.
-     * @param refusals              where drops are reported, given the bound port.
+     * @param where                 the listener's name in refusal lines, given the bound port.
+     * @param refusals              where drops are reported ({@link ListenerHandshakes#refusalLog()} or a test's).
      * @param name                  thread name prefix.
      * @throws IOException if the address cannot be bound.
      */
@@ -117,7 +121,8 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         final long handshakeTimeoutNanos,
         final int maxPending,
         final Claimer<I> claimer,
-        final IntFunction<RefusalLog> refusals,
+        final IntFunction<String> where,
+        final LogLimiter refusals,
         final String name) throws IOException
     {
         if (maxPending <= 0)
@@ -138,7 +143,8 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         this.handshakeTimeoutNanos = handshakeTimeoutNanos;
         this.maxPending = maxPending;
         this.claimer = claimer;
-        this.refusals = refusals.apply(serverSocket.getLocalPort());
+        this.where = where.apply(serverSocket.getLocalPort());
+        this.refusals = refusals;
         this.name = name;
         this.acceptThread = new Thread(this::acceptLoop, name + "-accept");
         this.acceptThread.setDaemon(true);
@@ -190,7 +196,12 @@ final class HandshakeAcceptor<I> implements AutoCloseable
     /** @return connection attempts dropped before the engine saw them (over the cap, too slow, malformed, ...). */
     long refused()
     {
-        return refusals.refused();
+        return refusals.offered();
+    }
+
+    private void refused(final String kind, final String peer, final String reason)
+    {
+        refusals.log(kind, ListenerHandshakes.refusalLine(where, peer, reason), null);
     }
 
     /** @return sockets dropped silently (closed without a byte, or at close). */
@@ -260,7 +271,7 @@ final class HandshakeAcceptor<I> implements AutoCloseable
             }
             if (!admitted)
             {
-                refusals.refused("busy", peer(socket), maxPending + " complete handshakes are waiting for the " +
+                refused("busy", peer(socket), maxPending + " complete handshakes are waiting for the " +
                     "engine (reverb.verbs.maxPendingHandshakes); closed at once");
                 DisniVerbsContext.quietly(socket::close);
                 continue;
@@ -361,12 +372,12 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         }
         else if (slot.evicted)
         {
-            refusals.refused("busy", peer, "evicted by a newer connection: " + maxPending +
+            refused("busy", peer, "evicted by a newer connection: " + maxPending +
                 " handshakes were pending (reverb.verbs.maxPendingHandshakes)");
         }
         else if (ex instanceof SocketTimeoutException)
         {
-            refusals.refused("deadline", peer, "its part of the rdma:// handshake was not done within " +
+            refused("deadline", peer, "its part of the rdma:// handshake was not done within " +
                 TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos) + " ms (reverb.verbs.handshakeTimeoutMs)");
         }
         else if (ex instanceof EOFException && !anyByte)
@@ -376,11 +387,11 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         }
         else if (ex instanceof EOFException)
         {
-            refusals.refused("malformed", peer, "closed the connection in the middle of the rdma:// handshake");
+            refused("malformed", peer, "closed the connection in the middle of the rdma:// handshake");
         }
         else
         {
-            refusals.refused("malformed", peer, String.valueOf(ex.getMessage()));
+            refused("malformed", peer, String.valueOf(ex.getMessage()));
         }
     }
 

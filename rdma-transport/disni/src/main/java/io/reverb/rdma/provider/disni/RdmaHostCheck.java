@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.disni;
 
+import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -317,7 +318,7 @@ public final class RdmaHostCheck
     {
         try
         {
-            final InetAddress configured = DisniVerbsContext.configuredLocalAddress();
+            final InetAddress configured = DisniVerbsContext.configuredLocalAddress(VerbsConfig.defaults().rdmaLocalAddress());
             return (configured != null ? configured : RdmaDevices.defaultAddress(devices, host.interfaces()))
                 .getHostAddress();
         }

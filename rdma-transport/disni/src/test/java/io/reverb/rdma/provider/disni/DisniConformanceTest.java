@@ -79,7 +79,7 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
         }
         else
         {
-            host = DisniVerbsContext.findLocalAddress().getHostAddress();
+            host = DisniVerbsContext.findLocalAddress(VerbsConfig.defaults()).getHostAddress();
             basePort = 0;
         }
         System.out.println("[DisniConformanceTest] running over rdma:// on " + host + " (base port " + basePort + ")");

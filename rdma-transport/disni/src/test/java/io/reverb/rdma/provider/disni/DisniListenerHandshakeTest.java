@@ -3,7 +3,7 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.reverb.rdma.verbs.RefusalLog;
+import io.reverb.common.LogLimiter;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -79,8 +79,7 @@ class DisniListenerHandshakeTest
     private HandshakeAcceptor<String> acceptor(final long timeoutNanos, final int maxPending) throws IOException
     {
         return new HandshakeAcceptor<>(LOOPBACK, 16, timeoutNanos, maxPending, claims,
-            port -> new RefusalLog("rdma://127.0.0.1:" + port, (kind, line) -> refusals.add(kind + ": " + line),
-                System::nanoTime), "test");
+            port -> "rdma://127.0.0.1:" + port, new LogLimiter((line, stack) -> refusals.add(line)), "test");
     }
 
     private static InetSocketAddress target(final HandshakeAcceptor<String> acceptor)
@@ -176,7 +175,8 @@ class DisniListenerHandshakeTest
             while (read >= 0 && read != Integer.MIN_VALUE);
             awaitTrue(() -> acceptor.refused() == 1);
             assertThat(refusals).hasSize(1);
-            assertThat(refusals.get(0)).startsWith("deadline: ").contains("not done within 500 ms");
+            assertThat(refusals.get(0)).startsWith("rdma://127.0.0.1:").contains(" refused a connection from ")
+                .contains("not done within 500 ms");
             assertThat(acceptor.take(0)).isNull();
             awaitTrue(() -> acceptor.pendingCount() == 0);
         }
@@ -205,7 +205,7 @@ class DisniListenerHandshakeTest
                 pending.socket().close();
             }
             assertThat(acceptor.pendingCount()).isLessThanOrEqualTo(3);
-            assertThat(refusals).allMatch(line -> line.startsWith("busy: ") && line.contains("evicted"));
+            assertThat(refusals).allMatch(line -> line.contains(" refused a connection from ") && line.contains("evicted"));
         }
         finally
         {
@@ -243,7 +243,8 @@ class DisniListenerHandshakeTest
 
             // Both waiting handshakes evicted; their threads leave the claim within a slice.
             awaitTrue(() -> acceptor.refused() == 2 && handshakeThreads() == 2);
-            assertThat(refusals).hasSize(2).allMatch(line -> line.startsWith("busy: ") && line.contains("evicted"));
+            assertThat(refusals).hasSize(2)
+                .allMatch(line -> line.contains(" refused a connection from ") && line.contains("evicted"));
             assertThat(acceptor.pendingCount()).isEqualTo(2);
         }
         finally
@@ -303,7 +304,7 @@ class DisniListenerHandshakeTest
             }
             awaitTrue(() -> acceptor.refused() == 1 && acceptor.dropped() == 1);
             assertThat(refusals).hasSize(1);
-            assertThat(refusals.get(0)).startsWith("malformed: ").contains("not a Reverb rdma:// handshake");
+            assertThat(refusals.get(0)).contains(" refused a connection from ").contains("not a Reverb rdma:// handshake");
             try (Socket good = new Socket())
             {
                 good.connect(target(acceptor));

@@ -1,6 +1,6 @@
 package io.reverb.rdma.provider.handshake;
 
-import io.reverb.rdma.verbs.RefusalLog;
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.IOException;
 import java.net.SocketAddress;
@@ -15,6 +15,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The accepting side of a socket-based provider's connection management: one thread accepts sockets and
@@ -30,7 +32,8 @@ import java.util.concurrent.TimeUnit;
  *   <li>A handshake is read in two steps, a fixed header and then a body whose length the protocol takes
  *       from the header <em>after</em> checking it against its own limit; nothing is read beyond the body,
  *       so what the peer sends next stays in the socket for whoever owns it afterwards.</li>
- *   <li>Every drop is counted and reported to a {@link RefusalLog}, one line each, rate-limited; a peer
+ *   <li>Every drop is counted and reported, one line each without a stack trace (a refusal is the peer's doing),
+ *   rate-limited per kind by a {@link LogLimiter}; a peer
  *       that connects and closes without a byte (a liveness probe) is dropped silently.</li>
  * </ul>
  *
@@ -114,7 +117,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         private final transient ByteBuffer answer;
 
         /**
-         * @param kind    the refusal's kind for the rate limit of {@link RefusalLog}.
+         * @param kind    the refusal's kind for the rate limit ({@link LogLimiter} key).
          * @param message why, one line (logged).
          * @param answer  bytes written to the peer (best effort, without blocking) before the socket closes, or null.
          */
@@ -153,13 +156,15 @@ public final class ListenerHandshakes<T> implements AutoCloseable
 
     /** What a refusal with an answer reads of the peer's bytes before closing. */
     private static final int DRAIN_BYTES = 16 * 1024;
+    private static final Logger LOG = LoggerFactory.getLogger(ListenerHandshakes.class);
 
     private final String name;
     private final ServerSocketChannel server;
     private final Protocol<T> protocol;
     private final long timeoutNanos;
     private final int maxPending;
-    private final RefusalLog refusals;
+    /** Refusals, one line each, rate-limited per kind; its {@link LogLimiter#offered()} counts them all. */
+    private final LogLimiter refusals;
     private final Selector selector;
     private final ArrayBlockingQueue<T> ready;
     private final Thread thread;
@@ -174,7 +179,8 @@ public final class ListenerHandshakes<T> implements AutoCloseable
      * @param protocol     the handshake framing.
      * @param timeoutNanos deadline of each handshake from its accept.
      * @param maxPending   handshakes read at once, and complete ones waiting to be taken.
-     * @param refusals     where drops are reported.
+     * @param refusals     where drops are reported: a limiter with a sink (e.g. a logger's {@code warn}), keyed by the
+     *                     refusal's kind; every line names this listener, the peer and the reason.
      * @throws IOException if the selector cannot be opened.
      */
     public ListenerHandshakes(
@@ -183,7 +189,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         final Protocol<T> protocol,
         final long timeoutNanos,
         final int maxPending,
-        final RefusalLog refusals) throws IOException
+        final LogLimiter refusals) throws IOException
     {
         this.name = name;
         this.server = server;
@@ -235,10 +241,42 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         }
     }
 
-    /** @return the refusal log (its count is the number of sockets dropped). */
-    public RefusalLog refusals()
+    /** @return connection attempts refused so far (sockets dropped before the engine saw them), logged or not. */
+    public long refused()
     {
-        return refusals;
+        return refusals.offered();
+    }
+
+    /**
+     * Reports a refusal: one line, rate-limited per kind, counted.
+     *
+     * @param kind   a short stable word grouping refusals for the rate limit ("malformed", "deadline", "busy", ...).
+     * @param peer   the peer's address, or null if unknown.
+     * @param reason why, one line.
+     */
+    private void refused(final String kind, final String peer, final String reason)
+    {
+        refusals.log(kind, refusalLine(name, peer, reason), null);
+    }
+
+    /**
+     * @return a limiter that logs refusals as warnings of this class's logger (what a provider's listener gives
+     *         {@link ListenerHandshakes}); tests give one with their own sink and clock.
+     */
+    public static LogLimiter refusalLog()
+    {
+        return new LogLimiter((line, stack) -> LOG.warn(line, stack));
+    }
+
+    /**
+     * @param where  the listener, e.g. {@code "tcp://0.0.0.0:7000"}.
+     * @param peer   the peer's address, or null if unknown.
+     * @param reason why, one line.
+     * @return the line that reports a refused connection attempt (every provider's listener words it so).
+     */
+    public static String refusalLine(final String where, final String peer, final String reason)
+    {
+        return where + " refused a connection" + (peer == null ? "" : " from " + peer) + ": " + reason;
     }
 
     /** @return handshakes being read now. */
@@ -291,7 +329,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         {
             if (!closed)
             {
-                refusals.refused("listener-failed", null, "handshake thread stopped: " + ex);
+                refused("listener-failed", null, "handshake thread stopped: " + ex);
             }
         }
         finally
@@ -312,7 +350,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             catch (final IOException ex)
             {
                 // E.g. EMFILE: report, and let the next select try again.
-                refusals.refused("accept-failed", null, ex.toString());
+                refused("accept-failed", null, ex.toString());
                 return;
             }
             if (channel == null)
@@ -323,7 +361,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             if (ready.size() >= maxPending)
             {
                 closeQuietly(channel);
-                refusals.refused("busy", peer, maxPending + " complete handshakes wait for the engine to take them (" +
+                refused("busy", peer, maxPending + " complete handshakes wait for the engine to take them (" +
                     VerbsConfig.MAX_PENDING_HANDSHAKES_PROP + ")");
                 continue;
             }
@@ -342,7 +380,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             catch (final IOException ex)
             {
                 closeQuietly(channel);
-                refusals.refused("peer", peer, ex.getMessage());
+                refused("peer", peer, ex.getMessage());
             }
         }
     }
@@ -421,7 +459,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             key.cancel();
             pending--;
             closeQuietly(p.channel);
-            refusals.refused(ex.kind(), p.peer, ex.getMessage());
+            refused(ex.kind(), p.peer, ex.getMessage());
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -458,7 +496,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         closeQuietly(p.channel);
         if (reason != null)
         {
-            refusals.refused(reason.startsWith("no complete") ? "deadline" : reason.startsWith("evicted") ? "busy" : "malformed",
+            refused(reason.startsWith("no complete") ? "deadline" : reason.startsWith("evicted") ? "busy" : "malformed",
                 p.peer, reason);
         }
     }
@@ -476,7 +514,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         catch (final IOException | RuntimeException ex)
         {
             closeQuietly(p.channel);
-            refusals.refused("malformed", p.peer, "malformed handshake: " + ex.getMessage());
+            refused("malformed", p.peer, "malformed handshake: " + ex.getMessage());
             return;
         }
         if (request == null)
@@ -487,7 +525,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         if (closed || !ready.offer(request))
         {
             protocol.discard(request);
-            refusals.refused("busy", p.peer, "too many complete handshakes wait to be accepted");
+            refused("busy", p.peer, "too many complete handshakes wait to be accepted");
         }
     }
 

@@ -3,7 +3,6 @@ package io.reverb.rdma.provider.shm;
 import io.reverb.rdma.provider.base.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.provider.handshake.ListenerHandshakes;
-import io.reverb.rdma.verbs.RefusalLog;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -53,7 +52,7 @@ final class ShmConnectionListener extends AbstractConnectionListener
             socketKey = ShmFiles.fileKey(socketPath);
             handshakes = new ListenerHandshakes<>("shm://" + name, channel, new Protocol(),
                 context.config().handshakeTimeoutNanos(), context.config().maxPendingHandshakes(),
-                new RefusalLog("shm://" + name));
+                ListenerHandshakes.refusalLog());
         }
         catch (final IOException ex)
         {
@@ -110,7 +109,7 @@ final class ShmConnectionListener extends AbstractConnectionListener
     /** @return sockets dropped before the engine saw them (malformed, silent, another user, over the cap). */
     long refusedCount()
     {
-        return handshakes.refusals().refused();
+        return handshakes.refused();
     }
 
     @Override

@@ -9,12 +9,6 @@ package io.reverb.rdma.provider.tcp;
  */
 final class TcpAckHold
 {
-    /**
-     * System property: how long (µs) a lone ACK may wait to ride on a request; 0 sends every ACK at once. The NIC's
-     * timer has millisecond granularity, so a held ACK that no request picks up leaves 1-2 ms later.
-     */
-    static final String ACK_HOLD_MICROS_PROP = "reverb.tcp.ackHoldMicros";
-    static final long ACK_HOLD_MICROS_DEFAULT = 500;
     /** After a held ACK had to go alone, this many ACKs go at once before holding is tried again. */
     static final int ACK_HOLD_BACKOFF = 256;
 
@@ -24,11 +18,16 @@ final class TcpAckHold
     private int backoff;
     private boolean flush;
 
-    /** @param peerMaxSendWr the peer's send queue depth (told in the handshake, checked) */
-    TcpAckHold(final int peerMaxSendWr)
+    /**
+     * @param peerMaxSendWr the peer's send queue depth (told in the handshake, checked)
+     * @param holdNanos     how long a lone ACK may wait to ride on a request ({@code VerbsConfig#tcpAckHoldNanos()}); 0
+     *                      sends every ACK at once. The NIC's timer has millisecond granularity, so a held ACK that no
+     *                      request picks up leaves 1-2 ms later.
+     */
+    TcpAckHold(final int peerMaxSendWr, final long holdNanos)
     {
         this.maxAcks = Math.max(1, Math.min(TcpFrame.MAX_PIGGYBACK_ACKS, peerMaxSendWr / 4));
-        this.holdNanos = Math.max(0, Math.min(1_000_000, Long.getLong(ACK_HOLD_MICROS_PROP, ACK_HOLD_MICROS_DEFAULT))) * 1000;
+        this.holdNanos = holdNanos;
     }
 
     /** The first ACK of a run was queued (nothing else was owed). */

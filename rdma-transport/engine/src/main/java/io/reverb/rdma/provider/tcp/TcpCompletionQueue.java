@@ -35,7 +35,8 @@ import org.agrona.collections.ArrayUtil;
  * the NIC's idle select, ~120 ms). The NIC also takes it back from a poller that stops polling without sleeping in
  * the channel ({@link TcpQueuePair#POLLER_LEASE_NANOS}), and from one whose reads found nothing
  * {@value #RELEASE_AFTER_IDLE_READS} times in a row (an idle connection is not read by system calls on every poll).
- * On by default; {@code -Dreverb.tcp.pollerReads=false} turns it off (see TcpVerbsContext).
+ * On by default; {@link io.reverb.rdma.verbs.VerbsConfig#withTcpPollerReads(boolean)} (default
+ * {@code -Dreverb.tcp.pollerReads}) turns it off.
  */
 final class TcpCompletionQueue extends AbstractCompletionQueue<TcpVerbsContext, TcpCompletionChannel>
 {

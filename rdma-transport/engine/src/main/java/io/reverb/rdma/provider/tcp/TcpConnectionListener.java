@@ -4,7 +4,6 @@ import io.reverb.rdma.provider.base.AbstractConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.provider.handshake.HandshakeStream;
 import io.reverb.rdma.provider.handshake.ListenerHandshakes;
-import io.reverb.rdma.verbs.RefusalLog;
 import io.reverb.rdma.verbs.TlsConfig;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -48,7 +47,7 @@ final class TcpConnectionListener extends AbstractConnectionListener
             localAddress = TcpAddress.format(requested.getHostString(), bound.getPort());
             handshakes = new ListenerHandshakes<>("tcp://" + localAddress, server, new Protocol(),
                 context.config().handshakeTimeoutNanos(), context.config().maxPendingHandshakes(),
-                new RefusalLog("tcp://" + localAddress));
+                ListenerHandshakes.refusalLog());
         }
         catch (final IOException ex)
         {
@@ -133,7 +132,7 @@ final class TcpConnectionListener extends AbstractConnectionListener
     /** @return sockets dropped before the engine saw them (malformed, silent, over the pending cap). */
     long refusedCount()
     {
-        return handshakes.refusals().refused();
+        return handshakes.refused();
     }
 
     @Override

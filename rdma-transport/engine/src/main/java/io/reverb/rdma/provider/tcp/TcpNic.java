@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * sleep (or stopped polling: it takes the reading back after a lease), and still writes what a socket refused, times
  * RNR waits and held ACKs, and runs set-up and tear-down.
  *
- * <p>Busy polling (off by default): with {@code -Dreverb.tcp.busyPollMicros=N} the NIC keeps polling its sockets
+ * <p>Busy polling (off by default): with {@link io.reverb.rdma.verbs.VerbsConfig#tcpBusyPollNanos()} (default
+ * {@code -Dreverb.tcp.busyPollMicros=N}) the NIC keeps polling its sockets
  * without sleeping for N µs after the last event, so that a reply arriving within that time is read without a
  * wake-up. It costs a core while it spins: on a machine with fewer free cores than busy threads it makes latency
  * worse, not better.
@@ -34,9 +35,6 @@ final class TcpNic implements Runnable
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpNic.class);
     private static final long IDLE_SELECT_MS = 100;
-    /** System property: how long (µs) the NIC busy-polls after the last event before it sleeps; 0 (default) never. */
-    static final String BUSY_POLL_MICROS_PROP = "reverb.tcp.busyPollMicros";
-    private static final long MAX_BUSY_POLL_MICROS = 1_000_000;
     private static final TcpQueuePair[] NONE = new TcpQueuePair[0];
 
     private final Selector selector;
@@ -46,12 +44,13 @@ final class TcpNic implements Runnable
     private volatile boolean running = true;
     private volatile boolean asleep;
     private TcpQueuePair[] queuePairs = NONE;
-    private final long busyPollNanos =
-        Math.max(0, Math.min(MAX_BUSY_POLL_MICROS, Long.getLong(BUSY_POLL_MICROS_PROP, 0))) * 1000;
+    /** How long the NIC busy-polls after the last event before it sleeps; 0 never. */
+    private final long busyPollNanos;
     private long lastEventNanos;
 
-    TcpNic(final String name) throws IOException
+    TcpNic(final String name, final long busyPollNanos) throws IOException
     {
+        this.busyPollNanos = busyPollNanos;
         selector = Selector.open();
         thread = new Thread(this, name);
         thread.setDaemon(true);

@@ -119,7 +119,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.rq = new TcpRecvQueue(attributes.maxRecvWr());
         this.answers = new TcpAnswerQueue(peer.maxSendWr);
         this.transmitter = new TcpTransmitter(sq, answers);
-        this.ackHold = new TcpAckHold(peer.maxSendWr);
+        this.ackHold = new TcpAckHold(peer.maxSendWr, context.config().tcpAckHoldNanos());
         this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
         this.reader = new TcpReadOwner(recvCq.tcpChannel());
     }

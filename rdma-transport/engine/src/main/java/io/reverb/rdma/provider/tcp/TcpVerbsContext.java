@@ -42,19 +42,11 @@ final class TcpVerbsContext implements VerbsContext
     private static final int MAX_REGION_INDEX = (1 << 23) - 1;
     /** Largest receive queue a QP may have (its ring is sized from it). */
     static final int MAX_RECV_WR = 1 << 20;
-    /**
-     * System property, read when a context opens: whether the poller of a receive CQ reads its QPs' sockets while it
-     * polls ({@link TcpCompletionQueue}); default true. {@code false} leaves all reading to the NIC thread (one
-     * hand-over between threads per message). It was opt-in for a while because of a ~100 ms unread-socket stall;
-     * the cause (a poller that arms its CQ without polling it kept the reading) is fixed and tested
-     * (TcpPollerReadsTest).
-     */
-    static final String POLLER_READS_PROP = "reverb.tcp.pollerReads";
 
     private final TcpVerbsProvider provider;
     private final VerbsConfig config;
     private final TcpNic nic;
-    private final boolean pollerReads = Boolean.parseBoolean(System.getProperty(POLLER_READS_PROP, "true"));
+    private final boolean pollerReads;
     private volatile long pollerLeaseNanos = TcpQueuePair.POLLER_LEASE_NANOS;
     private final AtomicInteger regionIndexes = new AtomicInteger();
     private final AtomicInteger qpNums = new AtomicInteger();
@@ -67,7 +59,8 @@ final class TcpVerbsContext implements VerbsContext
     {
         this.provider = provider;
         this.config = config;
-        this.nic = new TcpNic("reverb-tcp-nic-" + CONTEXTS.incrementAndGet());
+        this.pollerReads = config.tcpPollerReads();
+        this.nic = new TcpNic("reverb-tcp-nic-" + CONTEXTS.incrementAndGet(), config.tcpBusyPollNanos());
     }
 
     VerbsConfig config()
@@ -80,7 +73,11 @@ final class TcpVerbsContext implements VerbsContext
         return nic;
     }
 
-    /** @return whether pollers of receive CQs read their QPs' sockets ({@link #POLLER_READS_PROP}) */
+    /**
+     * @return whether pollers of receive CQs read their QPs' sockets ({@link VerbsConfig#tcpPollerReads()}; default
+     *         true). It was opt-in for a while because of a ~100 ms unread-socket stall; the cause (a poller that arms
+     *         its CQ without polling it kept the reading) is fixed and tested (TcpPollerReadsTest).
+     */
     boolean pollerReads()
     {
         return pollerReads;

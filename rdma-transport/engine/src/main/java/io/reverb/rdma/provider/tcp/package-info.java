@@ -12,7 +12,8 @@
  * request in order, and produces completions into lock-free multi-producer CQs. While a receive CQ's poller keeps
  * polling, it reads its QPs' sockets itself and does all of that on its own thread (no hand-over between threads
  * per message); when it arms the CQ to sleep, the NIC thread reads again
- * ({@link io.reverb.rdma.provider.tcp.TcpCompletionQueue}; on by default; {@code -Dreverb.tcp.pollerReads=false} leaves all reading to the NIC thread). The semantics
+ * ({@link io.reverb.rdma.provider.tcp.TcpCompletionQueue}; on by default; {@code VerbsConfig.withTcpPollerReads(false)},
+ * default {@code -Dreverb.tcp.pollerReads}, leaves all reading to the NIC thread). The semantics
  * (errors, RNR, flush on disconnect) are those of the shm provider, pinned by the conformance suite;
  * see {@link io.reverb.rdma.provider.tcp.TcpQueuePair} for the details.
  *
@@ -23,7 +24,8 @@
  * <p>Known limits: a send buffer is read when its request is written to the socket, possibly after
  * {@code postSend} returned (as with a real NIC: reuse it after its completion); a send completion can come up to
  * about 2 ms after the peer received the request when the peer holds its ACK for a request that does not come
- * ({@code -Dreverb.tcp.ackHoldMicros=0} sends every ACK at once); a spinning poller reads each socket it holds with one
+ * ({@code VerbsConfig.withTcpAckHoldNanos(0)}, default {@code -Dreverb.tcp.ackHoldMicros}, sends every ACK at once);
+ * a spinning poller reads each socket it holds with one
  * system call per poll, so one serving many connections makes that many calls per duty cycle until idle sockets go
  * back to the NIC thread (after 1,024 empty reads); a peer that
  * vanishes without FIN or RST is noticed only when TCP gives up on it; without TLS nothing is

@@ -24,7 +24,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -56,11 +55,13 @@ class TcpPollerReadsTest
     private final RecvRequest recv = new RecvRequest();
     private final SendRequest send = new SendRequest();
     private CompletionChannel channel;
+    /** Poller reads on (the default, set so that a -D of the build cannot change these tests); one test turns it off. */
+    private VerbsConfig config = VerbsConfig.defaults().withTcpPollerReads(true);
 
     private void open(final long leaseNanos) throws Exception
     {
-        server = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
-        client = (TcpVerbsContext)new TcpVerbsProvider().open(VerbsConfig.defaults());
+        server = (TcpVerbsContext)new TcpVerbsProvider().open(config);
+        client = (TcpVerbsContext)new TcpVerbsProvider().open(config);
         server.pollerLeaseNanos(leaseNanos);
         client.pollerLeaseNanos(leaseNanos);
         try (ConnectionListener listener = server.listen("127.0.0.1:0", 4))
@@ -75,7 +76,7 @@ class TcpPollerReadsTest
     /** The receiver's CQ is bound to a completion channel, as the engine's are. */
     private void openWithChannel() throws Exception
     {
-        openWithChannel(VerbsConfig.defaults());
+        openWithChannel(config);
     }
 
     private void openWithChannel(final VerbsConfig config) throws Exception
@@ -121,17 +122,9 @@ class TcpPollerReadsTest
         }
     }
 
-    @BeforeEach
-    void pollerReadsOn()
-    {
-        // the default, set so that a -D of the build cannot change these tests; the one about "off" sets false itself
-        System.setProperty(TcpVerbsContext.POLLER_READS_PROP, "true");
-    }
-
     @AfterEach
     void close()
     {
-        System.clearProperty(TcpVerbsContext.POLLER_READS_PROP);
         if (client != null)
         {
             client.close();
@@ -390,7 +383,7 @@ class TcpPollerReadsTest
     @Test
     void shouldWakeAPollerSleepingInItsChannelWhenTheNicEndsAnRnrWait() throws Exception
     {
-        openWithChannel(VerbsConfig.defaults().withRnrRetryNanos(TimeUnit.SECONDS.toNanos(30)));
+        openWithChannel(config.withRnrRetryNanos(TimeUnit.SECONDS.toNanos(30)));
         armAndTakeReadingOver();
         // Use up every posted receive without reposting.
         for (int i = 0; i < SLOTS; i++)
@@ -438,7 +431,7 @@ class TcpPollerReadsTest
     @Test
     void shouldLeaveAllReadingToTheNicWhenPollerReadsAreOff() throws Exception
     {
-        System.setProperty(TcpVerbsContext.POLLER_READS_PROP, "false");
+        config = config.withTcpPollerReads(false);
         open(NO_LEASE_END);
         for (int i = 0; i < 100; i++)
         {

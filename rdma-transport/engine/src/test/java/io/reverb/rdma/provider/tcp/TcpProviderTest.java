@@ -412,12 +412,11 @@ class TcpProviderTest
     @Test
     void shouldDeliverEveryRequestWhenTheNicBusyPolls() throws Exception
     {
-        // The NIC reads the property when its context opens.
-        System.setProperty(TcpNic.BUSY_POLL_MICROS_PROP, "200");
-        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
-            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+        final VerbsConfig config = VerbsConfig.defaults().withTcpBusyPollNanos(TimeUnit.MICROSECONDS.toNanos(200));
+        try (VerbsContext server = new TcpVerbsProvider().open(config);
+            VerbsContext client = new TcpVerbsProvider().open(config))
         {
-            System.clearProperty(TcpNic.BUSY_POLL_MICROS_PROP);
+            assertThat(((TcpVerbsContext)server).config().tcpBusyPollNanos()).isEqualTo(200_000);
             final QueuePair[] pair = connectPair(server, client, 16);
             final QueuePair receiver = pair[0];
             final QueuePair sender = pair[1];
@@ -435,10 +434,6 @@ class TcpProviderTest
             assertThat(failures).isZero();
             assertThat(sender.state()).isEqualTo(QpState.RTS);
             assertThat(receiver.state()).isEqualTo(QpState.RTS);
-        }
-        finally
-        {
-            System.clearProperty(TcpNic.BUSY_POLL_MICROS_PROP);
         }
     }
 
