@@ -172,7 +172,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final Duration permitTime = permitKeepAliveTime;
         final Boolean permitIdle = permitKeepAliveWithoutCalls;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
-        return new ReverbServerTransport(uri, List.copyOf(services), tracerFactories, b ->
+        return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
         {
             if (maxInbound > 0)
             {
