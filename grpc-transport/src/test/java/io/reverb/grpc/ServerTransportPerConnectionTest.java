@@ -27,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -103,6 +104,11 @@ class ServerTransportPerConnectionTest
 
     private void start(final String scheme) throws Exception
     {
+        start(scheme, UnaryOperator.identity());
+    }
+
+    private void start(final String scheme, final UnaryOperator<ReverbServerBuilder> configure) throws Exception
+    {
         address = newAddress(scheme);
         final ServerInterceptor recordConnection = new ServerInterceptor()
         {
@@ -114,7 +120,7 @@ class ServerTransportPerConnectionTest
                 return next.startCall(call, headers);
             }
         };
-        server = ReverbServerBuilder.forAddress(address)
+        server = configure.apply(ReverbServerBuilder.forAddress(address))
             .addService(ServerInterceptors.intercept(service, recordConnection))
             .addTransportFilter(filter)
             .build().start();
@@ -232,5 +238,25 @@ class ServerTransportPerConnectionTest
             Thread.sleep(1);
         }
         assertThat(service.cancellations.get()).as("both handlers saw their Context cancelled").isEqualTo(2);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"inproc", "tcp"})
+    void maxConnectionAgeEndsEachTransportAndTheChannelGoesOnOverANewOne(final String scheme) throws Exception
+    {
+        start(scheme, b -> b.maxConnectionAge(50, TimeUnit.MILLISECONDS));
+        final ManagedChannel channel = channel();
+        assertThat(call(channel)).isEqualTo(1);
+        // calls go on (every one must succeed) until the first connection was drained and the channel made another
+        final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (filter.ready.get() < 2)
+        {
+            assertThat(System.nanoTime() - until).as("a second connection (safety net)").isNegative();
+            call(channel);
+        }
+        assertThat(filter.awaitTerminated(1)).as("the aged connection's transport terminated").isTrue();
+        assertThat(filter.terminated.get(1).get()).isOne();
+        final Integer onNewConnection = call(channel);
+        assertThat(onNewConnection).as("later calls on a newer connection").isGreaterThan(1);
     }
 }

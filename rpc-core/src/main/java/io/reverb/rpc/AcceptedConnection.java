@@ -22,7 +22,8 @@ public interface AcceptedConnection
     String localAddress();
 
     /**
-     * @return false once closing began (locally, by the peer, or because the connection failed).
+     * @return false once closing began: {@link #goAway} (also the server's shutdown or max connection age),
+     * {@link #closeNow}, the peer's close, or a failure.
      */
     boolean isOpen();
 
