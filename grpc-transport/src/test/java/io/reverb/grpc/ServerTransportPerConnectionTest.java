@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.ByteString;
 import io.grpc.Attributes;
 import io.grpc.Grpc;
+import io.grpc.InternalChannelz;
+import io.grpc.InternalInstrumented;
+import io.grpc.InternalWithLogId;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
@@ -141,6 +144,19 @@ class ServerTransportPerConnectionTest
         return lastCallConnection.get();
     }
 
+    /** @return the remote address of each socket grpc-java's channelz lists for the server. */
+    private List<SocketAddress> channelzSockets() throws Exception
+    {
+        final long serverId = ((InternalInstrumented<?>)server).getLogId().getId();
+        final List<SocketAddress> remotes = new ArrayList<>();
+        for (final InternalWithLogId socket : InternalChannelz.instance().getServerSockets(serverId, 0, 100).sockets)
+        {
+            remotes.add(InternalChannelz.instance().getSocket(socket.getLogId().getId()).getStats()
+                .get(WAIT_SECONDS, TimeUnit.SECONDS).remote);
+        }
+        return remotes;
+    }
+
     @AfterEach
     void tearDown() throws Exception
     {
@@ -176,9 +192,19 @@ class ServerTransportPerConnectionTest
             assertThat(filter.remotes).as("two client ports").hasSize(2); // shm and inproc name the server's address
         }
 
+        assertThat(channelzSockets()).as("channelz: one socket per connection, each with its remote address")
+            .hasSize(2).doesNotContainNull();
+
         first.shutdownNow();
         assertThat(first.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
         assertThat(filter.awaitTerminated(1)).as("the first connection's transport terminated").isTrue();
+        // grpc-java removes the socket from channelz right after the filters' transportTerminated, on that thread
+        final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (channelzSockets().size() > 1 && System.nanoTime() - until < 0)
+        {
+            Thread.sleep(1);
+        }
+        assertThat(channelzSockets()).as("channelz: the first connection's socket gone").hasSize(1);
         assertThat(filter.terminated).doesNotContainKey(2);
         assertThat(call(second)).as("the other connection still serves").isEqualTo(2);
 
