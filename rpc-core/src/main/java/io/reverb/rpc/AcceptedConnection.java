@@ -63,7 +63,9 @@ public interface AcceptedConnection
     {
         /**
          * A connection was accepted (its transport handshake is done); called once, before any call on it reaches a
-         * handler. If it throws, the connection is refused (closed) and {@link #connectionClosed} is not called.
+         * handler. If it throws, the connection is refused (closed): this listener and those after it are not told
+         * of its end, those told of it before are ({@link #connectionClosed} with the failure as cause). The transport
+         * has not taken the connection yet, so this callback must not end it itself (throw instead).
          *
          * @param connection the new connection.
          */
