@@ -230,7 +230,7 @@ final class ReverbServer implements InternalServer
             final Object attached = connection.attachment();
             if (!(attached instanceof ReverbServerTransport))
             {
-                return; // another listener refused it before this one was told
+                return; // never ours: a listener added before this one refused the connection
             }
             ((ReverbServerTransport)attached).terminated();
             transportEnded();

@@ -80,7 +80,9 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     }
 
     /**
-     * Settings of the underlying Reverb server (handler scheduler for rpc-core, metrics, timers...).
+     * Settings of the underlying Reverb server (handler scheduler for rpc-core, metrics, timers...). Connection
+     * listeners added here ({@link RpcServer.Builder#addConnectionListener}) are told before the one that makes each
+     * connection's grpc-java transport; the connections' {@code attachment} belongs to that one (do not replace it).
      *
      * @param configure applied to the {@link RpcServer.Builder}.
      * @return this.
