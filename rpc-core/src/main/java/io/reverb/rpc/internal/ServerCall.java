@@ -217,7 +217,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         if (rpcContext == null)
         {
             rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
-                connection.peer());
+                connection.peer(), connection);
             if (earlyEnd != null)
             {
                 rpcContext.cancel(earlyEnd); // no listener yet: nothing runs under this lock
