@@ -60,6 +60,9 @@ final class DisniCqShare
     private final IbvCQ cq;
     private final Object lock = new Object();
     private final SVCReqNotify notifyAny;
+    private final SVCReqNotify notifySolicited;
+    /** Guarded by {@link #lock}: armed for any completion since the last event (a solicited-only arming adds none). */
+    private boolean armedAny;
     private final SVCPollCq pollCall;
     private final IbvWC[] wcs;
     private final ByteBuffer rawWcs;
@@ -93,6 +96,7 @@ final class DisniCqShare
         this.compChannel = compChannel;
         this.cq = cq;
         this.notifyAny = cq.reqNotification(false);
+        this.notifySolicited = cq.reqNotification(true);
         this.wcs = new IbvWC[BATCH];
         for (int i = 0; i < BATCH; i++)
         {
@@ -334,8 +338,14 @@ final class DisniCqShare
         }
     }
 
-    /** Arms the native CQ (for any completion: an extra wake-up is harmless to a poller) and starts the pump. */
-    void arm()
+    /**
+     * Arms the native CQ and starts the pump. For solicited completions only when no CQ on it asked for any since the
+     * last event (ibverbs: arming for any completion after a solicited-only arming widens it), so a shared CQ's
+     * solicited-only arming may see extra events, never fewer: an event only means "poll".
+     *
+     * @param solicitedOnly what the caller asked for.
+     */
+    void arm(final boolean solicitedOnly)
     {
         final IOException broken;
         synchronized (lock)
@@ -353,7 +363,15 @@ final class DisniCqShare
             }
             try
             {
-                notifyAny.execute();
+                if (!solicitedOnly)
+                {
+                    armedAny = true;
+                    notifyAny.execute();
+                }
+                else if (!armedAny)
+                {
+                    notifySolicited.execute();
+                }
                 return;
             }
             catch (final IOException ex)
@@ -362,6 +380,14 @@ final class DisniCqShare
             }
         }
         fail("ibv_req_notify_cq", broken);
+    }
+
+    private void disarmed()
+    {
+        synchronized (lock)
+        {
+            armedAny = false;
+        }
     }
 
     private void pumpEvents()
@@ -377,6 +403,7 @@ final class DisniCqShare
                     {
                         // This channel serves this CQ only: the event is this CQ's, acknowledged on it at once.
                         cq.ackEvents(1);
+                        disarmed();
                         channel.signal(1);
                     }
                 }
@@ -460,6 +487,7 @@ final class DisniCqShare
             }
             pollCall.free();
             notifyAny.free();
+            notifySolicited.free();
             destroyHere = !pumpRunning;
         }
         if (destroyHere)

@@ -20,7 +20,7 @@ import java.util.List;
  * queue, as they would in a native CQ of their own; the queue holds {@link #capacity()} entries, which the share
  * reserved, and overflowing it fails its QPs, as an overflowing native CQ would.
  *
- * <p>Arming: {@link #requestNotify} arms the native CQs it is bound to. A completion queued here before arming
+ * <p>Arming: {@link #requestNotify} arms the native CQs it is bound to (see {@link DisniCqShare#arm}). A completion queued here before arming
  * raises no event, as in ibverbs; the caller's poll after arming finds it. An event on the channel therefore only
  * means "poll your CQs", which is what the engine's poller does (one SPI channel per poller). Polled by one thread at
  * a time; {@link #offer} is called by whichever thread drains the share, under the share's lock.
@@ -210,11 +210,11 @@ final class DisniSharedCompletionQueue extends AbstractCompletionQueue<DisniVerb
         final DisniCqShare recv = recvShare;
         if (send != null)
         {
-            send.arm();
+            send.arm(solicitedOnly);
         }
         if (recv != null && recv != send)
         {
-            recv.arm();
+            recv.arm(solicitedOnly);
         }
     }
 
