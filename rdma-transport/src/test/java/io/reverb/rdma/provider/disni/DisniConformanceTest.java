@@ -10,6 +10,7 @@ import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.SendRequest;
@@ -176,7 +177,7 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
         final MemoryRegion local = serverA.pd.allocate(64, Access.LOCAL_WRITE);
         final SendRequest bad = new SendRequest().wrId(99).opcode(WrOpcode.SEND).flags(SendRequest.FLAG_SIGNALED);
         bad.setSge(local.address(), 16, local.lkey() ^ 0x5A5A);
-        assertThat(serverA.qp.postSend(bad)).isEqualTo(io.reverb.rdma.verbs.PostResult.OK);
+        assertThat(serverA.qp.postSend(bad)).isEqualTo(PostResult.OK);
         final Completion failed = awaitCompletions(serverA.sendCq, 1).get(0);
         assertThat(failed.wrId).isEqualTo(99);
         assertThat(failed.status).isEqualTo(WcStatus.LOC_PROT_ERR);
