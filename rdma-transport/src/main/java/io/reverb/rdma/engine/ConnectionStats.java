@@ -17,6 +17,7 @@ public class ConnectionStats
     long rendezvousBytesReceived;
     long sendsPosted;
     long creditOnlySends;
+    long unsignaledSends;
     long creditStalls;
     long sendQueueStalls;
     long rendezvousQueued;
@@ -87,6 +88,12 @@ public class ConnectionStats
     public long creditOnlySends()
     {
         return creditOnlySends;
+    }
+
+    /** @return SENDs posted without asking for a completion (selective signaling; a later SEND's completion covers them). */
+    public long unsignaledSends()
+    {
+        return unsignaledSends;
     }
 
     /** @return times committed messages had to wait for credits. */
@@ -170,6 +177,7 @@ public class ConnectionStats
         rendezvousBytesReceived += o.rendezvousBytesReceived;
         sendsPosted += o.sendsPosted;
         creditOnlySends += o.creditOnlySends;
+        unsignaledSends += o.unsignaledSends;
         creditStalls += o.creditStalls;
         sendQueueStalls += o.sendQueueStalls;
         rendezvousQueued += o.rendezvousQueued;
@@ -189,7 +197,7 @@ public class ConnectionStats
         return "ConnectionStats{eagerSent=" + eagerMessagesSent + "/" + eagerBytesSent + "B, rdvSent=" + rendezvousMessagesSent +
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
-            creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
+            creditOnlySends + ", unsignaled=" + unsignaledSends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
             rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends +
             ", directSent=" + directWritesSent + ", abortsSent=" + rendezvousAbortsSent + ", abortsRecv=" +
             rendezvousAbortsReceived + '}';

@@ -405,6 +405,10 @@ abstract class AbstractEngineMessagingTest
             assertThat(pair.client.stats().creditStalls()).isPositive();
             // Messages that waited for credits left coalesced: fewer SENDs than messages.
             assertThat(pair.client.stats().sendsPosted()).isLessThan(pair.client.stats().eagerMessagesSent());
+            // The backlog left in several SENDs in a row: only some asked for a completion (selective signaling),
+            // and the completions of the others' successors still gave every byte of the ring back (quiescent).
+            assertThat(pair.client.stats().unsignaledSends()).as("unsignaled SENDs").isPositive();
+            assertThat(pair.client.stats().unsignaledSends()).isLessThan(pair.client.stats().sendsPosted());
             assertQuiescent(pair.client, serverSide.get());
         }
     }
