@@ -752,6 +752,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 {
                     // This SEND and the unsignaled ones posted before it (a send queue completes in order).
                     final int covered = (int)(seq + 1 - completedSeq);
+                    stats.sendCompletions++;
                     if (covered > 0)
                     {
                         completedSeq = seq + 1;

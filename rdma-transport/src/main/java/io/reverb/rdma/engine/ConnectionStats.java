@@ -18,6 +18,7 @@ public class ConnectionStats
     long sendsPosted;
     long creditOnlySends;
     long unsignaledSends;
+    long sendCompletions;
     long creditStalls;
     long sendQueueStalls;
     long rendezvousQueued;
@@ -94,6 +95,12 @@ public class ConnectionStats
     public long unsignaledSends()
     {
         return unsignaledSends;
+    }
+
+    /** @return SEND completions reaped (each accounts for itself and the unsignaled SENDs before it). */
+    public long sendCompletions()
+    {
+        return sendCompletions;
     }
 
     /** @return times committed messages had to wait for credits. */
@@ -178,6 +185,7 @@ public class ConnectionStats
         sendsPosted += o.sendsPosted;
         creditOnlySends += o.creditOnlySends;
         unsignaledSends += o.unsignaledSends;
+        sendCompletions += o.sendCompletions;
         creditStalls += o.creditStalls;
         sendQueueStalls += o.sendQueueStalls;
         rendezvousQueued += o.rendezvousQueued;
@@ -197,7 +205,8 @@ public class ConnectionStats
         return "ConnectionStats{eagerSent=" + eagerMessagesSent + "/" + eagerBytesSent + "B, rdvSent=" + rendezvousMessagesSent +
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
-            creditOnlySends + ", unsignaled=" + unsignaledSends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
+            creditOnlySends + ", unsignaled=" + unsignaledSends + ", sendCompletions=" + sendCompletions + ", creditStalls=" +
+            creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
             rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends +
             ", directSent=" + directWritesSent + ", abortsSent=" + rendezvousAbortsSent + ", abortsRecv=" +
             rendezvousAbortsReceived + '}';
