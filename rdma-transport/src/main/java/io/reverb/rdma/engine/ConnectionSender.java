@@ -41,12 +41,13 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * from a completion never waits on a CQ only it drains.
  *
  * <p>Selective signaling (issue 24, part 2 item 6): a SEND asks for a completion only every {@value #SIGNAL_EVERY}
- * SENDs, or when it carries CLOSE, fills the bound above, or posts the last data the ring holds; the others are
- * unsignaled. A send queue completes in order, so a SEND's completion accounts for the unsignaled SENDs before it
- * too: their ring space is released up to its batch end and they leave the in-flight count with it. Until then they
- * count as in flight (they hold send-queue entries and control slots). A SEND is only left unsignaled when more
- * data is in the ring, whose batch comes later (credits, a CTS or the send CQ permitting) and is signaled when it
- * ends the backlog, so no unsignaled SEND is left last with nothing behind it.
+ * SENDs, or when it carries CLOSE, or when the next batch could not follow it at once (no more data in the ring,
+ * too few credits, the bound above nearly reached, a rendezvous write to go first); the others are unsignaled. A
+ * send queue completes in order, so a SEND's completion accounts for the unsignaled SENDs before it too: their ring
+ * space is released up to its batch end and they leave the in-flight count with it. Until then they
+ * count as in flight (they hold send-queue entries and control slots). A SEND is only left unsignaled when the
+ * same flush can post the next batch, so a sender that stops (idle, out of credits, at the bound) has its last SEND
+ * signaled and all of its ring space back once that completes, as without selective signaling.
  *
  * <h2>Rendezvous</h2>
  * Claims above the eager limit (a pool buffer, or a direct write into the peer's mapped grant), the CTS and REFUSE
@@ -575,8 +576,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             req.addSge(ring.region().address() + start, dataLength, ring.region().lkey());
         }
+        // Unsignaled only if the next batch can follow at once: more data in the ring, credits and room for it, and
+        // no rendezvous write to go first; so a stalled sender's last SEND is signaled and its ring space comes back.
         final boolean signaled = carriesClose || unsignaledSinceSignaled + 1 >= SIGNAL_EVERY ||
-            signaledInFlight + 1 >= maxSignaledInFlight || ring.posted() + dataLength >= ring.tail();
+            signaledInFlight + 2 >= maxSignaledInFlight || ring.posted() + dataLength >= ring.tail() ||
+            !window.canSendDataAfterNextBatch() || outbound.nextWrite() != null;
         req.flags(signaled ? SendRequest.FLAG_SIGNALED : 0);
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
