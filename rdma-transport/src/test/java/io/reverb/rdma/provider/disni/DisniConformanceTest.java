@@ -189,6 +189,41 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     }
 
     /**
+     * A shared CQ holds its own capacity, as a native CQ would: more completions than that, unpolled, overflow it
+     * and move its QP to ERROR with the cause (the native CQ under it, sized for every CQ that shares it, does not
+     * overflow, and another QP on it carries on).
+     */
+    @Test
+    void shouldFailTheQueuePairOfASharedCqThatOverflows() throws Exception
+    {
+        final CompletionChannel shared = server.context.createCompletionChannel();
+        final Endpoint small = new Endpoint(server.context, shared, 4);
+        final Endpoint other = new Endpoint(server.context, shared, 300);
+        final Endpoint smallPeer = new Endpoint(client.context);
+        final Endpoint otherPeer = new Endpoint(client.context);
+        connect(small, smallPeer);
+        connect(other, otherPeer);
+        assumeTrue(DisniCqShare.available(), "DiSNi's native completion array is not readable: CQs are not shared");
+        final MemoryRegion recv = small.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion send = smallPeer.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        for (int i = 0; i < 6; i++)
+        {
+            postRecv(small.qp, recv, 0, RECV_SIZE, i);
+        }
+        for (int i = 0; i < 6; i++)
+        {
+            postSend(smallPeer.qp, WrOpcode.SEND, send, 0, 8, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        }
+        assertThat(awaitCompletions(smallPeer.sendCq, 6)).allMatch(c -> c.status == WcStatus.SUCCESS);
+        // Polling the other QP's CQ drains the native CQ: six completions for a CQ of four.
+        assertThat(pollAll(other.recvCq)).isEmpty();
+        assertThat(small.qp.state()).isEqualTo(QpState.ERROR);
+        assertThat(small.qp.failure()).hasMessageContaining("CQ overflow");
+        assertThat(other.qp.state()).isEqualTo(QpState.RTS);
+        assertThat(other.qp.failure()).isNull();
+    }
+
+    /**
      * The glue between the side-channel handshake and rdma_cm: with many connects at once, each request's
      * private data (side channel) and its rdma_cm connection (QP) must end up in the same accepted connection.
      * Checked on both levels: the accept's private data each client gets back, and a SEND from each client,
