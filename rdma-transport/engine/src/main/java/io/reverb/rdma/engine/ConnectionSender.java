@@ -40,6 +40,15 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * alone do not bound this: the peer returns credits before this side reaps its completions. A poller sending
  * from a completion never waits on a CQ only it drains.
  *
+ * <p>Selective signaling (issue 24, part 2 item 6): a SEND asks for a completion only every {@value #SIGNAL_EVERY}
+ * SENDs, or when it carries CLOSE, or when the next batch could not follow it at once (no more data in the ring,
+ * too few credits, the bound above nearly reached, a rendezvous write to go first); the others are unsignaled. A
+ * send queue completes in order, so a SEND's completion accounts for the unsignaled SENDs before it too: their ring
+ * space is released up to its batch end and they leave the in-flight count with it. Until then they
+ * count as in flight (they hold send-queue entries and control slots). A SEND is only left unsignaled when the
+ * same flush can post the next batch, so a sender that stops (idle, out of credits, at the bound) has its last SEND
+ * signaled and all of its ring space back once that completes, as without selective signaling.
+ *
  * <h2>Rendezvous</h2>
  * Claims above the eager limit (a pool buffer, or a direct write into the peer's mapped grant), the CTS and REFUSE
  * that answer them and refusals are the {@link RendezvousSender}'s; this class posts their RTS and writes.
@@ -51,6 +60,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private static final long TAG_WRITE = 1;
     private static final long TAG_READY = 2;
     private static final long ID_MASK = (1L << TAG_SHIFT) - 1;
+    /** At most this many SENDs in a row, the last one signaled (see the class comment). */
+    static final int SIGNAL_EVERY = 8;
 
     private final EngineConnection connection;
     private final Object lock;
@@ -73,6 +84,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private int sendEagerLimit;
 
     private long sendSeq;
+    /** Every SEND below this sequence is accounted for by a completion (its own or a later one's). */
+    private long completedSeq;
+    private int unsignaledSinceSignaled;
     private long[] batchEnds;
     private int sendsInFlight;
     private int signaledInFlight;
@@ -562,6 +576,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             req.addSge(ring.region().address() + start, dataLength, ring.region().lkey());
         }
+        // Unsignaled only if the next batch can follow at once: more data in the ring, credits and room for it, and
+        // no rendezvous write to go first; so a stalled sender's last SEND is signaled and its ring space comes back.
+        final boolean signaled = carriesClose || unsignaledSinceSignaled + 1 >= SIGNAL_EVERY ||
+            signaledInFlight + 2 >= maxSignaledInFlight || ring.posted() + dataLength >= ring.tail() ||
+            !window.canSendDataAfterNextBatch() || outbound.nextWrite() != null;
+        req.flags(signaled ? SendRequest.FLAG_SIGNALED : 0);
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
@@ -590,6 +610,15 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         sendSeq++;
         sendsInFlight++;
         signaledInFlight++;
+        if (signaled)
+        {
+            unsignaledSinceSignaled = 0;
+        }
+        else
+        {
+            unsignaledSinceSignaled++;
+            stats.unsignaledSends++;
+        }
         if (carriesClose)
         {
             closeBatchSeq = seq;
@@ -725,13 +754,20 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 final long seq = wrId & ID_MASK;
                 synchronized (lock)
                 {
-                    ring.release(batchEnds[(int)(seq % controlSlots)]);
-                    sendsInFlight--;
-                    signaledInFlight--;
-                    writableEpoch++;
-                    if (seq == closeBatchSeq)
+                    // This SEND and the unsignaled ones posted before it (a send queue completes in order).
+                    final int covered = (int)(seq + 1 - completedSeq);
+                    stats.sendCompletions++;
+                    if (covered > 0)
                     {
-                        closeSendCompleted = true;
+                        completedSeq = seq + 1;
+                        ring.release(batchEnds[(int)(seq % controlSlots)]);
+                        sendsInFlight -= covered;
+                        signaledInFlight -= covered;
+                        writableEpoch++;
+                        if (closeBatchSeq >= 0 && closeBatchSeq <= seq)
+                        {
+                            closeSendCompleted = true;
+                        }
                     }
                 }
             }

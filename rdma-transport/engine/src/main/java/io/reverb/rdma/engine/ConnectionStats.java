@@ -17,6 +17,8 @@ public class ConnectionStats
     long rendezvousBytesReceived;
     long sendsPosted;
     long creditOnlySends;
+    long unsignaledSends;
+    long sendCompletions;
     long creditStalls;
     long sendQueueStalls;
     long rendezvousQueued;
@@ -87,6 +89,18 @@ public class ConnectionStats
     public long creditOnlySends()
     {
         return creditOnlySends;
+    }
+
+    /** @return SENDs posted without asking for a completion (selective signaling; a later SEND's completion covers them). */
+    public long unsignaledSends()
+    {
+        return unsignaledSends;
+    }
+
+    /** @return SEND completions reaped (each accounts for itself and the unsignaled SENDs before it). */
+    public long sendCompletions()
+    {
+        return sendCompletions;
     }
 
     /** @return times committed messages had to wait for credits. */
@@ -170,6 +184,8 @@ public class ConnectionStats
         rendezvousBytesReceived += o.rendezvousBytesReceived;
         sendsPosted += o.sendsPosted;
         creditOnlySends += o.creditOnlySends;
+        unsignaledSends += o.unsignaledSends;
+        sendCompletions += o.sendCompletions;
         creditStalls += o.creditStalls;
         sendQueueStalls += o.sendQueueStalls;
         rendezvousQueued += o.rendezvousQueued;
@@ -189,7 +205,8 @@ public class ConnectionStats
         return "ConnectionStats{eagerSent=" + eagerMessagesSent + "/" + eagerBytesSent + "B, rdvSent=" + rendezvousMessagesSent +
             "/" + rendezvousBytesSent + "B, eagerRecv=" + eagerMessagesReceived + "/" + eagerBytesReceived + "B, rdvRecv=" +
             rendezvousMessagesReceived + "/" + rendezvousBytesReceived + "B, sends=" + sendsPosted + ", creditOnly=" +
-            creditOnlySends + ", creditStalls=" + creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
+            creditOnlySends + ", unsignaled=" + unsignaledSends + ", sendCompletions=" + sendCompletions + ", creditStalls=" +
+            creditStalls + ", sendQueueStalls=" + sendQueueStalls + ", rdvQueued=" +
             rendezvousQueued + ", rdvRefused=" + rendezvousRefused + ", rnr=" + rnrErrors + ", failedSends=" + failedSends +
             ", directSent=" + directWritesSent + ", abortsSent=" + rendezvousAbortsSent + ", abortsRecv=" +
             rendezvousAbortsReceived + '}';

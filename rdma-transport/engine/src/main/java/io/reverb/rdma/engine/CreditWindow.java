@@ -60,6 +60,12 @@ final class CreditWindow
         return credits >= 2;
     }
 
+    /** @return true if, after one more batch is posted, a batch with data may still be posted. */
+    boolean canSendDataAfterNextBatch()
+    {
+        return credits >= 3;
+    }
+
     /** @return true if a batch without data may be posted now: the reserved credit only if it returns credits. */
     boolean canSendControlOnly()
     {

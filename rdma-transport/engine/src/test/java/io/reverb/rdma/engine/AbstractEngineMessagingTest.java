@@ -405,7 +405,17 @@ abstract class AbstractEngineMessagingTest
             assertThat(pair.client.stats().creditStalls()).isPositive();
             // Messages that waited for credits left coalesced: fewer SENDs than messages.
             assertThat(pair.client.stats().sendsPosted()).isLessThan(pair.client.stats().eagerMessagesSent());
+            // The backlog left in several SENDs in a row: only some asked for a completion (selective signaling),
+            // and the completions of the others' successors still gave every byte of the ring back (quiescent).
             assertQuiescent(pair.client, serverSide.get());
+            assertThat(pair.client.stats().unsignaledSends()).as("unsignaled SENDs").isPositive();
+            // Each SEND either completed (signaled) or was covered by a later one's completion, and the provider
+            // produced no completion for an unsignaled one.
+            await(() -> "every SEND accounted: " + pair.client.stats(), () ->
+                pair.client.stats().sendCompletions() + pair.client.stats().unsignaledSends() ==
+                    pair.client.stats().sendsPosted());
+            final ConnectionStats stats = pair.client.stats();
+            assertThat(stats.sendCompletions()).isLessThan(stats.sendsPosted());
         }
     }
 

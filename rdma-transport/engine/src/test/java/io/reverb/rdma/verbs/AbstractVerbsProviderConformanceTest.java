@@ -945,11 +945,23 @@ public abstract class AbstractVerbsProviderConformanceTest
 
         public Endpoint(final VerbsContext context) throws IOException
         {
+            this(context, context.createCompletionChannel(), 1024);
+        }
+
+        /**
+         * @param context the context.
+         * @param channel the channel of both CQs, possibly shared with other endpoints (as a poller's is).
+         * @param entries entries of each CQ (at least the 256 work requests {@link #attributes()} allows).
+         * @throws IOException if the context refuses.
+         */
+        public Endpoint(final VerbsContext context, final CompletionChannel channel, final int entries)
+            throws IOException
+        {
             this.context = context;
             this.pd = context.allocPd();
-            this.channel = context.createCompletionChannel();
-            this.sendCq = context.createCq(1024, channel);
-            this.recvCq = context.createCq(1024, channel);
+            this.channel = channel;
+            this.sendCq = context.createCq(entries, channel);
+            this.recvCq = context.createCq(entries, channel);
         }
 
         public QueuePairAttributes attributes()

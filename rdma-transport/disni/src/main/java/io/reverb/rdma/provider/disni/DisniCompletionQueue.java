@@ -38,6 +38,7 @@ import org.slf4j.LoggerFactory;
  * returned 0 for ever, leaving its connections hanging.
  */
 final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsContext, DisniCompletionChannel>
+    implements DisniCq
 {
     private static final int PUMP_POLL_MS = 50;
     private static final Logger LOG = LoggerFactory.getLogger(DisniCompletionQueue.class);
@@ -343,16 +344,28 @@ final class DisniCompletionQueue extends AbstractCompletionQueue<DisniVerbsConte
         }
     }
 
-    void attach(final Member qp)
+    @Override
+    public IbvCQ nativeCq(final boolean send)
+    {
+        return cq;
+    }
+
+    @Override
+    public void attach(final Member qp, final boolean send)
     {
         synchronized (queuePairs)
         {
+            if (queuePairs.contains(qp))
+            {
+                return;
+            }
             queuePairs.add(qp);
             soleQueuePair = queuePairs.size() == 1 ? qp : null;
         }
     }
 
-    void detach(final Member qp)
+    @Override
+    public void detach(final Member qp, final boolean send)
     {
         synchronized (queuePairs)
         {

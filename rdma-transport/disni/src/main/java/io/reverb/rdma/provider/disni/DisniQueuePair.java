@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * are serialised on one lock, and the id is destroyed only after both, so no native call races another on
  * the same id.
  */
-final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, DisniCompletionQueue>
+final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, DisniCq>
     implements CmEventDispatcher.Handler, DisniCompletionQueue.Member
 {
     /** Calls kept per immediate, only if DiSNi's call cannot be patched (not DiSNi 2.1): see {@link PostSendCache}. */
@@ -76,11 +76,8 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         this.recvs = new PostRecvCache(
             template -> qp.postRecv(Collections.singletonList(template), null),
             Math.max(RECV_CACHE_MIN_LIMIT, 2 * attributes.maxRecvWr()));
-        sendCq.attach(this);
-        if (recvCq != sendCq)
-        {
-            recvCq.attach(this);
-        }
+        sendCq.attach(this, true);
+        recvCq.attach(this, false);
     }
 
     /** @param data the private data the listener answered with (ACCEPT comes after the QP is created). */
@@ -250,11 +247,8 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
             // the CQs and the PD at once.
             DisniVerbsContext.quietly(cmId::destroyQP);
         }
-        sendCq.detach(this);
-        if (recvCq != sendCq)
-        {
-            recvCq.detach(this);
-        }
+        sendCq.detach(this, true);
+        recvCq.detach(this, false);
         context.untrack(this);
 
         closeDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DISCONNECT_EVENT_WAIT_MS);

@@ -307,6 +307,11 @@ final class DisniVerbsContext implements VerbsContext
         {
             throw new IllegalArgumentException("channel was not created by a DiSNi context: " + channel);
         }
+        if (channel != null && DisniCqShare.available())
+        {
+            // A poller's CQ: a share of the native CQs of its channel (one per direction), not a native CQ of its own.
+            return track(new DisniSharedCompletionQueue(this, capacity, (DisniCompletionChannel)channel));
+        }
         return track(DisniCompletionQueue.create(this, capacity, (DisniCompletionChannel)channel));
     }
 
@@ -522,8 +527,8 @@ final class DisniVerbsContext implements VerbsContext
         init.cap().setMax_recv_sge(attributes.maxSge());
         init.cap().setMax_inline_data(maxInline);
         init.setQp_type(IbvQP.IBV_QPT_RC);
-        init.setSend_cq(((DisniCompletionQueue)attributes.sendCq()).ibvCq());
-        init.setRecv_cq(((DisniCompletionQueue)attributes.recvCq()).ibvCq());
+        init.setSend_cq(((DisniCq)attributes.sendCq()).nativeCq(true));
+        init.setRecv_cq(((DisniCq)attributes.recvCq()).nativeCq(false));
         final IbvQP qp = id.createQP(pd.ibvPd(), init);
         if (qp == null)
         {
@@ -685,7 +690,23 @@ final class DisniVerbsContext implements VerbsContext
         {
             cq.awaitDestroyed(DisniCompletionQueue.pumpExitMillis());
         }
+        final List<DisniCompletionChannel> channels = new ArrayList<>();
+        for (final AutoCloseable child : toClose)
+        {
+            if (child instanceof DisniCompletionChannel)
+            {
+                channels.add((DisniCompletionChannel)child);
+            }
+        }
         closeAll(toClose, DisniCompletionChannel.class);
+        for (final DisniCompletionChannel channel : channels)
+        {
+            channel.closeShares();
+        }
+        for (final DisniCompletionChannel channel : channels)
+        {
+            channel.awaitSharesDestroyed(DisniCqShare.pumpExitMillis());
+        }
         closeAll(toClose, AutoCloseable.class);
         dispatcher.stop();
         // QPs closed above wait on the dispatcher for their DISCONNECTED event; it has stopped: finish them here.

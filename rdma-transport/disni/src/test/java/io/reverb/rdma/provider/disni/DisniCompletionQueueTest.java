@@ -27,8 +27,8 @@ class DisniCompletionQueueTest
         final DisniCompletionQueue cq = fake.newCq(context, null, log);
         final Member first = new Member(1);
         final Member second = new Member(2);
-        cq.attach(first);
-        cq.attach(second);
+        cq.attach(first, true);
+        cq.attach(second, true);
         final WorkCompletions completions = new WorkCompletions(8);
         assertThat(cq.poll(completions)).isZero();
         assertThat(first.failures).isEmpty();
@@ -61,7 +61,7 @@ class DisniCompletionQueueTest
         final DisniCompletionChannel channel = new DisniCompletionChannel();
         final DisniCompletionQueue cq = fake.newCq(context, channel, log);
         final Member member = new Member(7);
-        cq.attach(member);
+        cq.attach(member, true);
         fake.notifyError = new IOException("ibv_req_notify_cq: EINVAL");
 
         cq.requestNotify(false);
@@ -83,8 +83,8 @@ class DisniCompletionQueueTest
         final FakeDisniCq fake = new FakeDisniCq();
         final DisniCompletionQueue cq = fake.newCq(context, null, log);
         final Member gone = new Member(3);
-        cq.attach(gone);
-        cq.detach(gone);
+        cq.attach(gone, true);
+        cq.detach(gone, true);
         fake.pollError = new IOException("boom");
 
         cq.poll(new WorkCompletions(4));

@@ -6,9 +6,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
 import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.ConnectionListener;
 import io.reverb.rdma.verbs.ConnectionRequest;
 import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
+import io.reverb.rdma.verbs.QpState;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.WcStatus;
@@ -114,6 +117,110 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
             assertThat(entry.getValue()).as("live emulated %s after every context closed: %s", entry.getKey(), live)
                 .isZero();
         }
+    }
+
+    /**
+     * The CQs of one completion channel (a poller's) share one native CQ per direction (issue 24, part 2 item 2):
+     * completions still reach only their own QP's CQ, a CQ that is not polled (a paused receiver) keeps its
+     * completions while another CQ's polls drain the native CQ, and a failed completion (whose {@code qp_num} DiSNi
+     * does not copy) goes to its own QP's CQ and moves only that QP to ERROR.
+     */
+    @Test
+    void shouldShareOneNativeCqPerDirectionAmongTheCqsOfAChannelAndKeepEachQueuePairsCompletionsApart() throws Exception
+    {
+        final CompletionChannel shared = server.context.createCompletionChannel();
+        // 300 entries: the four CQs fit two native CQs of the first size (1,024 entries).
+        final Endpoint serverA = new Endpoint(server.context, shared, 300);
+        final Endpoint serverB = new Endpoint(server.context, shared, 300);
+        final Endpoint clientA = new Endpoint(client.context);
+        final Endpoint clientB = new Endpoint(client.context);
+        connect(serverA, clientA);
+        connect(serverB, clientB);
+        assumeTrue(DisniCqShare.available(), "DiSNi's native completion array is not readable: CQs are not shared");
+        assertThat(((DisniCompletionChannel)shared).shares()).as("one native CQ per direction for four CQs")
+            .hasSize(2);
+
+        final MemoryRegion recvA = serverA.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion recvB = serverB.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion sendA = clientA.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion sendB = clientB.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        for (int i = 0; i < 3; i++)
+        {
+            postRecv(serverA.qp, recvA, 0, RECV_SIZE, 10 + i);
+        }
+        for (int i = 0; i < 2; i++)
+        {
+            postRecv(serverB.qp, recvB, 0, RECV_SIZE, 20 + i);
+        }
+        for (int i = 0; i < 3; i++)
+        {
+            postSend(clientA.qp, WrOpcode.SEND, sendA, 0, 8, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        }
+        for (int i = 0; i < 2; i++)
+        {
+            postSend(clientB.qp, WrOpcode.SEND, sendB, 0, 8, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        }
+        // A's sends completed: its receives are in the shared native CQ (or already drained into A's CQ).
+        assertThat(awaitCompletions(clientA.sendCq, 3)).allMatch(c -> c.status == WcStatus.SUCCESS);
+
+        // Only B is polled (A's receiver is paused): B gets its own two, in order, and nothing of A's.
+        final List<Completion> ofB = awaitCompletions(serverB.recvCq, 2);
+        assertThat(ofB).extracting(c -> c.wrId).containsExactly(20L, 21L);
+        assertThat(ofB).allMatch(c -> c.qpNum == serverB.qp.qpNum());
+        assertThat(pollAll(serverB.recvCq)).isEmpty();
+        // A's three waited in A's CQ, in order.
+        final List<Completion> ofA = awaitCompletions(serverA.recvCq, 3);
+        assertThat(ofA).extracting(c -> c.wrId).containsExactly(10L, 11L, 12L);
+        assertThat(ofA).allMatch(c -> c.qpNum == serverA.qp.qpNum() && c.status == WcStatus.SUCCESS);
+
+        // A failed send on A (a wrong lkey, checked by the device): only A's send CQ sees it, only A's QP fails.
+        final MemoryRegion local = serverA.pd.allocate(64, Access.LOCAL_WRITE);
+        final SendRequest bad = new SendRequest().wrId(99).opcode(WrOpcode.SEND).flags(SendRequest.FLAG_SIGNALED);
+        bad.setSge(local.address(), 16, local.lkey() ^ 0x5A5A);
+        assertThat(serverA.qp.postSend(bad)).isEqualTo(PostResult.OK);
+        final Completion failed = awaitCompletions(serverA.sendCq, 1).get(0);
+        assertThat(failed.wrId).isEqualTo(99);
+        assertThat(failed.status).isEqualTo(WcStatus.LOC_PROT_ERR);
+        assertThat(failed.qpNum).as("qp_num of a failed completion, read from the native ibv_wc")
+            .isEqualTo(serverA.qp.qpNum());
+        assertThat(serverA.qp.state()).isEqualTo(QpState.ERROR);
+        assertThat(pollAll(serverB.sendCq)).isEmpty();
+        assertThat(serverB.qp.state()).isEqualTo(QpState.RTS);
+    }
+
+    /**
+     * A shared CQ holds its own capacity, as a native CQ would: more completions than that, unpolled, overflow it
+     * and move its QP to ERROR with the cause (the native CQ under it, sized for every CQ that shares it, does not
+     * overflow, and another QP on it carries on).
+     */
+    @Test
+    void shouldFailTheQueuePairOfASharedCqThatOverflows() throws Exception
+    {
+        final CompletionChannel shared = server.context.createCompletionChannel();
+        final Endpoint small = new Endpoint(server.context, shared, 4);
+        final Endpoint other = new Endpoint(server.context, shared, 300);
+        final Endpoint smallPeer = new Endpoint(client.context);
+        final Endpoint otherPeer = new Endpoint(client.context);
+        connect(small, smallPeer);
+        connect(other, otherPeer);
+        assumeTrue(DisniCqShare.available(), "DiSNi's native completion array is not readable: CQs are not shared");
+        final MemoryRegion recv = small.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion send = smallPeer.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        for (int i = 0; i < 6; i++)
+        {
+            postRecv(small.qp, recv, 0, RECV_SIZE, i);
+        }
+        for (int i = 0; i < 6; i++)
+        {
+            postSend(smallPeer.qp, WrOpcode.SEND, send, 0, 8, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        }
+        assertThat(awaitCompletions(smallPeer.sendCq, 6)).allMatch(c -> c.status == WcStatus.SUCCESS);
+        // Polling the other QP's CQ drains the native CQ: six completions for a CQ of four.
+        assertThat(pollAll(other.recvCq)).isEmpty();
+        assertThat(small.qp.state()).isEqualTo(QpState.ERROR);
+        assertThat(small.qp.failure()).hasMessageContaining("CQ overflow");
+        assertThat(other.qp.state()).isEqualTo(QpState.RTS);
+        assertThat(other.qp.failure()).isNull();
     }
 
     /**
