@@ -45,7 +45,7 @@ class KeepAliveTest
     private final AtomicInteger connectionsLost = new AtomicInteger();
     private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
     private RpcServer server;
-    private RpcChannel channel;
+    private RpcClientConnection channel;
 
     private void start(final UnaryOperator<RpcServer.Builder> server, final UnaryOperator<RpcChannel.Builder> channel)
     {
@@ -56,8 +56,9 @@ class KeepAliveTest
                 started.incrementAndGet();
                 return r.getValue().equals("hold") ? gate.asMono().then(Mono.just(r)) : Mono.just(r);
             })).build())).build().start();
-        this.channel = channel.apply(RpcChannel.builder(uri)).build();
-        this.channel.onConnectionLost(connectionsLost::incrementAndGet);
+        // keep-alive is the connection's own (a channel's subchannels run the same connection code)
+        this.channel = RpcClientConnection.create(channel.apply(RpcChannel.builder(uri)));
+        this.channel.onLost(why -> connectionsLost.incrementAndGet());
     }
 
     @AfterEach

@@ -22,7 +22,7 @@ final class ClientConnection extends RpcConnection
     /** Stream ids are positive ints: a connection that used them all takes no new calls (the channel opens another). */
     static final int LAST_STREAM_ID = Integer.MAX_VALUE;
 
-    private final ChannelRuntime channel;
+    private final ClientCallHost channel;
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
@@ -36,7 +36,7 @@ final class ClientConnection extends RpcConnection
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
 
-    ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
+    ClientConnection(final ClientCallHost channel, final int maxInboundMessageSize, final int lastStreamId)
     {
         super(maxInboundMessageSize);
         this.channel = channel;
@@ -69,7 +69,8 @@ final class ClientConnection extends RpcConnection
         final int id = startStream(call, call);
         if (id > 0 && id == lastStreamId)
         {
-            channel.timer().schedule(() -> channel.connectionUnusable(this));
+            channel.timer().schedule(() -> channel.connectionUnusable(this,
+                Status.UNAVAILABLE.withDescription("stream ids used up")));
         }
         return id;
     }
@@ -101,6 +102,23 @@ final class ClientConnection extends RpcConnection
         }
         call.streamId = id;
         return id;
+    }
+
+    /**
+     * Takes no new calls from now on, and closes the connection once the calls running on it have ended (a graceful
+     * shutdown by this side).
+     */
+    void drain()
+    {
+        draining = true;
+        if (streams.isEmpty())
+        {
+            final Connection c = connection;
+            if (c != null)
+            {
+                c.close();
+            }
+        }
     }
 
     void remove(final int streamId)
@@ -172,7 +190,8 @@ final class ClientConnection extends RpcConnection
     {
         goAwayLastStreamId = Math.min(goAwayLastStreamId, lastStreamId);
         draining = true;
-        channel.connectionUnusable(this);
+        channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("server going away: " + status.description())
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
         // calls the server never saw can fail at once (they were not processed)
         for (final int id : streams.ids())
         {
@@ -301,14 +320,16 @@ final class ClientConnection extends RpcConnection
     void closeWithError(final Status status)
     {
         super.closeWithError(status);
-        channel.connectionUnusable(this);
+        channel.connectionUnusable(this, status);
     }
 
     @Override
     void connectionClosed(final Throwable cause)
     {
         disposeKeepAlive();
-        channel.connectionUnusable(this);
+        channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("connection closed" +
+            (cause != null ? ": " + cause.getMessage() : ""))
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST, cause)));
         channel.connectionClosed(this);
     }
 }

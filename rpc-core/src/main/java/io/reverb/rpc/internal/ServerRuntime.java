@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -24,7 +25,7 @@ import reactor.core.scheduler.Schedulers;
  * The runtime behind {@code io.reverb.rpc.RpcServer} (which depends on it, never the reverse): method registry,
  * listener, connections, graceful shutdown.
  */
-public final class ServerRuntime
+public final class ServerRuntime implements RpcServer.Runtime
 {
     private final ServerConfig config;
     private final URI uri;

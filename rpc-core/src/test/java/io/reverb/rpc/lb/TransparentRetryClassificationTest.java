@@ -107,8 +107,8 @@ class TransparentRetryClassificationTest
 
     private void connect(final List<String> uris)
     {
-        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin")
-            .channelFactory(uri -> RpcChannel.builder(uri.toString()).intercept(countRefusals).build())
+        channel = (BalancedChannel) RpcChannel.builder(uris).loadBalancingPolicy("round_robin")
+            .intercept(countRefusals)
             .build();
         Await.until("both ready", TIMEOUT, () ->
             channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == uris.size());
