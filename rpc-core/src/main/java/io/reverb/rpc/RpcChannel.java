@@ -100,6 +100,25 @@ public abstract class RpcChannel implements AutoCloseable
         MethodDescriptor<Req, Resp> method, CallOptions options, Req request);
 
     /**
+     * The channel's connectivity, as grpc-java's {@code ManagedChannel.getState}: for a channel to one address, its
+     * connection's (READY while it takes calls, IDLE when none is needed yet, CONNECTING, TRANSIENT_FAILURE after a
+     * failed attempt); for several, what the load-balancing policy reports over its subchannels; SHUTDOWN once closed.
+     *
+     * @param requestConnection true to connect now if the channel is IDLE (rather than on the first call).
+     * @return the state now.
+     */
+    public abstract ConnectivityState state(boolean requestConnection);
+
+    /**
+     * Runs {@code callback} once, when the state is no longer {@code source} (at once if it already is not), as
+     * grpc-java's {@code ManagedChannel.notifyWhenStateChanged}; on the thread that changed the state.
+     *
+     * @param source   the state the caller last saw.
+     * @param callback what to run.
+     */
+    public abstract void notifyWhenStateChanged(ConnectivityState source, Runnable callback);
+
+    /**
      * @return the address this channel connects to, or its target (a resolver target, or the addresses joined
      * with commas).
      */

@@ -45,7 +45,7 @@ class KeepAliveTest
     private final AtomicInteger connectionsLost = new AtomicInteger();
     private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
     private RpcServer server;
-    private RpcClientConnection channel;
+    private RpcChannel channel;
 
     private void start(final UnaryOperator<RpcServer.Builder> server, final UnaryOperator<RpcChannel.Builder> channel)
     {
@@ -56,9 +56,25 @@ class KeepAliveTest
                 started.incrementAndGet();
                 return r.getValue().equals("hold") ? gate.asMono().then(Mono.just(r)) : Mono.just(r);
             })).build())).build().start();
-        // keep-alive is the connection's own (a channel's subchannels run the same connection code)
-        this.channel = RpcClientConnection.create(channel.apply(RpcChannel.builder(uri)));
-        this.channel.onLost(why -> connectionsLost.incrementAndGet());
+        this.channel = channel.apply(RpcChannel.builder(uri)).build();
+        countConnectionsLost(this.channel.state(false));
+    }
+
+    /** Counts the channel's moves out of READY (its connection stopped taking calls), as grpc-java users watch. */
+    private void countConnectionsLost(final ConnectivityState seen)
+    {
+        channel.notifyWhenStateChanged(seen, () ->
+        {
+            final ConnectivityState now = channel.state(false);
+            if (seen == ConnectivityState.READY)
+            {
+                connectionsLost.incrementAndGet();
+            }
+            if (now != ConnectivityState.SHUTDOWN)
+            {
+                countConnectionsLost(now);
+            }
+        });
     }
 
     @AfterEach

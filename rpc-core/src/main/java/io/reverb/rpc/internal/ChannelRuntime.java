@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.retry.CallFailureCause;
@@ -40,6 +41,7 @@ public final class ChannelRuntime extends ClientCallHost
     private boolean reconnectScheduled;
     private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
     private volatile Runnable connectionLostListener;
+    private volatile Runnable stateListener;
     private Status lastFailure;
     private long nextAttemptNanos;
     private long lastFailureNanos;
@@ -67,6 +69,69 @@ public final class ChannelRuntime extends ClientCallHost
     public void onConnectionLost(final Runnable listener)
     {
         this.connectionLostListener = listener;
+    }
+
+    /**
+     * @param listener runs (on a caller's, transport or timer thread, never under this runtime's lock) after
+     *                 {@link #state()} may have changed; replaces the previous one.
+     */
+    public void onStateChange(final Runnable listener)
+    {
+        this.stateListener = listener;
+    }
+
+    /**
+     * @return the connection's state: READY while a connection takes calls, CONNECTING during an attempt,
+     * TRANSIENT_FAILURE after a failed attempt (until the next), IDLE when none is needed yet (connections are made on
+     * demand), SHUTDOWN once closed.
+     */
+    public synchronized ConnectivityState state()
+    {
+        if (closed)
+        {
+            return ConnectivityState.SHUTDOWN;
+        }
+        final ClientConnection current = ready;
+        if (current != null && current.isUsable())
+        {
+            return ConnectivityState.READY;
+        }
+        if (connecting)
+        {
+            return ConnectivityState.CONNECTING;
+        }
+        return lastFailure != null ? ConnectivityState.TRANSIENT_FAILURE : ConnectivityState.IDLE;
+    }
+
+    /**
+     * Connects now unless a connection is usable or an attempt is under way (as grpc-java's
+     * {@code getState(true)}); a failed attempt schedules no reconnect by itself (calls that want a connection do).
+     */
+    public void requestConnection()
+    {
+        final boolean start;
+        synchronized (this)
+        {
+            final ClientConnection current = ready;
+            start = !closed && !connecting && (current == null || !current.isUsable());
+            if (start)
+            {
+                connecting = true;
+            }
+        }
+        if (start)
+        {
+            connect();
+        }
+    }
+
+    private void stateMayHaveChanged()
+    {
+        final Runnable listener = stateListener;
+        if (listener != null)
+        {
+            listener.run();
+        }
     }
 
     @Override
@@ -158,6 +223,7 @@ public final class ChannelRuntime extends ClientCallHost
 
     private void connect()
     {
+        stateMayHaveChanged(); // CONNECTING
         final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
@@ -226,6 +292,7 @@ public final class ChannelRuntime extends ClientCallHost
         {
             transport.close();
         }
+        stateMayHaveChanged();
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(failure);
@@ -295,6 +362,10 @@ public final class ChannelRuntime extends ClientCallHost
         {
             listener.run();
         }
+        if (lost)
+        {
+            stateMayHaveChanged();
+        }
     }
 
     @Override
@@ -329,6 +400,7 @@ public final class ChannelRuntime extends ClientCallHost
         {
             connection.closeWithError(status);
         }
+        stateMayHaveChanged();
     }
 
     /**

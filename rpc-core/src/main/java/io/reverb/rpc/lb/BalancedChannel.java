@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.HedgingPolicy;
 import io.reverb.rpc.RetryPolicy;
@@ -24,7 +25,7 @@ import io.reverb.rpc.retry.RetryThrottle;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -36,7 +37,6 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 import reactor.util.context.Context;
 import reactor.util.context.ContextView;
 
@@ -89,6 +89,8 @@ public final class BalancedChannel extends RpcChannel
     private volatile Picker picker = Pickers.none(Status.UNAVAILABLE.withDescription("not connected yet"));
     private volatile ConnectivityState state = ConnectivityState.CONNECTING;
     private volatile boolean closed;
+    /** Callbacks of {@link #notifyWhenStateChanged}, with the state each waits to leave; guarded by itself. */
+    private final List<Map.Entry<ConnectivityState, Runnable>> stateWatchers = new ArrayList<>();
 
     /**
      * @param settings the channel's settings.
@@ -154,6 +156,7 @@ public final class BalancedChannel extends RpcChannel
                 picker = newPicker;
                 state = newState;
                 runWaiters();
+                stateChanged();
             }
 
             @Override
@@ -165,6 +168,10 @@ public final class BalancedChannel extends RpcChannel
         this.balancer = LoadBalancerRegistry.provider(policy).newLoadBalancer(helper);
         this.resolver = given != null ? given : settings.addresses() != null ?
             NameResolvers.forAddresses(settings.addresses()) : NameResolvers.newNameResolver(target, resolverArgs);
+        if (direct != null)
+        {
+            direct.onStateChange(this::stateChanged);
+        }
         resolver.start(new NameResolver.Listener()
         {
             @Override
@@ -187,6 +194,63 @@ public final class BalancedChannel extends RpcChannel
     public ConnectivityState state()
     {
         return state;
+    }
+
+    @Override
+    public ConnectivityState state(final boolean requestConnection)
+    {
+        if (direct != null)
+        {
+            if (requestConnection)
+            {
+                direct.requestConnection();
+            }
+            return direct.state();
+        }
+        // several addresses: the policy connects its subchannels as soon as the addresses are resolved
+        return closed ? ConnectivityState.SHUTDOWN : state;
+    }
+
+    @Override
+    public void notifyWhenStateChanged(final ConnectivityState source, final Runnable callback)
+    {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(callback, "callback");
+        synchronized (stateWatchers)
+        {
+            if (state(false) == source)
+            {
+                stateWatchers.add(Map.entry(source, callback));
+                return;
+            }
+        }
+        callback.run();
+    }
+
+    private void stateChanged()
+    {
+        final ConnectivityState now = state(false);
+        List<Runnable> run = null;
+        synchronized (stateWatchers)
+        {
+            for (final Iterator<Map.Entry<ConnectivityState, Runnable>> i = stateWatchers.iterator(); i.hasNext();)
+            {
+                final Map.Entry<ConnectivityState, Runnable> watcher = i.next();
+                if (watcher.getKey() != now)
+                {
+                    i.remove();
+                    if (run == null)
+                    {
+                        run = new ArrayList<>();
+                    }
+                    run.add(watcher.getValue());
+                }
+            }
+        }
+        if (run != null)
+        {
+            run.forEach(Runnable::run);
+        }
     }
 
     /**
@@ -623,6 +687,7 @@ public final class BalancedChannel extends RpcChannel
             direct.close();
         }
         runWaiters();
+        stateChanged();
     }
 
     @Override

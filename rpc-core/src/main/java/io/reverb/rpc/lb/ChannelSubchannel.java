@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import com.google.protobuf.Int32Value;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Status;
