@@ -22,6 +22,7 @@ import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.function.UnaryOperator;
@@ -178,8 +179,19 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public void ping(final PingCallback callback, final Executor executor)
     {
-        // the Reverb connection PINGs itself (its keep-alive settings); grpc-java's keep-alive is not needed over Reverb
-        executor.execute(() -> callback.onSuccess(0));
+        // a Reverb PING on this connection (which also PINGs itself per its keep-alive settings)
+        connection.ping().whenComplete((roundTripNanos, error) -> executor.execute(() ->
+        {
+            if (error == null)
+            {
+                callback.onSuccess(roundTripNanos);
+            }
+            else
+            {
+                callback.onFailure(GrpcBridge.statusOf(error instanceof CompletionException && error.getCause() != null ?
+                    error.getCause() : error));
+            }
+        }));
     }
 
     @Override

@@ -133,6 +133,15 @@ public interface RpcClientConnection extends AutoCloseable
         ClientCallContext context);
 
     /**
+     * Sends a PING (an owner may run its own keep-alive on it, as grpc-java's transports do on theirs). A server that
+     * enforces a keep-alive policy counts it like any other PING.
+     *
+     * @return completes with the round trip in nanoseconds when the server answers; fails with an
+     * {@link RpcException} (UNAVAILABLE) when the connection is not connected or closes first. No timeout of its own.
+     */
+    CompletableFuture<Long> ping();
+
+    /**
      * @param listener runs once, on a transport or timer thread, when this connection stops taking new calls after
      *                 it was READY (GOAWAY from the server, a failure, a keep-alive timeout, {@link #shutdown()},
      *                 {@link #close()}), with the reason; at once if that already happened. One listener: it replaces

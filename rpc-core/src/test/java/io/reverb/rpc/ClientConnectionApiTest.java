@@ -124,6 +124,24 @@ class ClientConnectionApiTest
     }
 
     @Test
+    void shouldAnswerPingsWhileConnectedAndFailThemOtherwise() throws Exception
+    {
+        assertThatThrownBy(() -> connection.ping().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).cause()
+            .isInstanceOfSatisfying(RpcException.class, e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+        connection.connect().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        for (int i = 0; i < 3; i++)
+        {
+            assertThat(connection.ping().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isNotNegative();
+        }
+        InprocTransportProvider.freezeServer(name, true); // the server reads nothing: this PING stays unanswered
+        final CompletableFuture<Long> unanswered = connection.ping();
+        connection.close();
+        assertThatThrownBy(() -> unanswered.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).cause()
+            .isInstanceOfSatisfying(RpcException.class, e -> assertThat(e.status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+        InprocTransportProvider.freezeServer(name, false);
+    }
+
+    @Test
     void shouldConnectForTheFirstCallWhenNotAskedBefore()
     {
         assertThat(call("first").block(TIMEOUT)).isEqualTo(StringValue.of("first"));

@@ -9,6 +9,8 @@ import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.Disposable;
@@ -35,6 +37,19 @@ final class ClientConnection extends RpcConnection
     private final AtomicLong outstandingPing = new AtomicLong();
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
+    /**
+     * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
+     * ones. Each entry holds the time it left, in nanoseconds.
+     */
+    private final ConcurrentHashMap<Long, PendingPing> pings = new ConcurrentHashMap<>();
+    private final AtomicLong pingPayloads = new AtomicLong();
+
+    /** A PING the owner is waiting for. */
+    private static final class PendingPing
+    {
+        final CompletableFuture<Long> result = new CompletableFuture<>();
+        final long sentNanos = System.nanoTime();
+    }
 
     ClientConnection(final ClientCallHost channel, final int maxInboundMessageSize, final int lastStreamId)
     {
@@ -269,9 +284,50 @@ final class ClientConnection extends RpcConnection
             .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
     }
 
+    /**
+     * Sends a PING now.
+     *
+     * @return completes with the round trip in nanoseconds when the ACK arrives; fails with UNAVAILABLE if the
+     * connection closes first. No timeout of its own: the owner bounds the wait (keep-alive has its own).
+     */
+    CompletableFuture<Long> ping()
+    {
+        final long payload = -pingPayloads.incrementAndGet();
+        final PendingPing pending = new PendingPing();
+        pings.put(payload, pending);
+        if (closed || !write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
+        {
+            failPings();
+        }
+        return pending.result;
+    }
+
+    private void failPings()
+    {
+        for (final Long payload : pings.keySet())
+        {
+            final PendingPing pending = pings.remove(payload);
+            if (pending != null)
+            {
+                pending.result.completeExceptionally(Status.UNAVAILABLE.withDescription("connection closed before " +
+                    "the PING was answered").withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST))
+                    .asException());
+            }
+        }
+    }
+
     @Override
     void onPingAck(final long payload)
     {
+        if (payload < 0)
+        {
+            final PendingPing pending = pings.remove(payload);
+            if (pending != null)
+            {
+                pending.result.complete(System.nanoTime() - pending.sentNanos);
+            }
+            return;
+        }
         if (outstandingPing.compareAndSet(payload, 0))
         {
             final Disposable t = pingTimeout;
@@ -327,6 +383,7 @@ final class ClientConnection extends RpcConnection
     void connectionClosed(final Throwable cause)
     {
         disposeKeepAlive();
+        failPings();
         channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("connection closed" +
             (cause != null ? ": " + cause.getMessage() : ""))
             .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST, cause)));

@@ -263,6 +263,22 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     }
 
     @Override
+    public CompletableFuture<Long> ping()
+    {
+        final ClientConnection c;
+        synchronized (this)
+        {
+            c = state == State.READY || state == State.DRAINING ? connection : null;
+        }
+        if (c == null)
+        {
+            return CompletableFuture.failedFuture(Status.UNAVAILABLE.withDescription("connection to " + config.uri +
+                " is not connected (" + state() + ")").asException());
+        }
+        return c.ping();
+    }
+
+    @Override
     public void onLost(final Consumer<Status> listener)
     {
         Objects.requireNonNull(listener, "listener");
