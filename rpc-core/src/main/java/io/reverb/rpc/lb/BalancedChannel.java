@@ -1,25 +1,23 @@
 package io.reverb.rpc.lb;
 
-import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.CallOptions;
-import io.reverb.rpc.HedgingPolicy;
-import io.reverb.rpc.RetryPolicy;
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Deadline;
+import io.reverb.rpc.HedgingPolicy;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
 import io.reverb.rpc.internal.ServerCallScope;
-import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
 import io.reverb.rpc.retry.CallFailureCause;
-import io.reverb.rpc.HedgingPolicy;
 import io.reverb.rpc.retry.RetryDecision;
-import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.retry.RetryState;
 import io.reverb.rpc.retry.RetryThrottle;
 import java.net.URI;
@@ -45,8 +43,8 @@ import reactor.util.context.ContextView;
  * {@code ManagedChannel}), built by {@link RpcChannel.Builder#build()}: a {@link NameResolver} gives the addresses, a
  * {@link LoadBalancer} policy ({@code pick_first} unless told otherwise) keeps one subchannel per address, each owning
  * the connection to its address (an {@link ChannelRuntime}: it connects, reconnects with backoff, keeps alive), and
- * picks one per call, optionally only among replicas whose health service says SERVING. Calls the server never saw (it could not be reached, or refused the call with
- * GOAWAY) are retried at once on another pick; calls of methods given a {@link RetryPolicy} (idempotent ones)
+ * picks one per call, optionally only among replicas whose health service says SERVING. Calls the server never saw (it
+ * could not be reached, or refused the call with GOAWAY) are retried at once on another pick; calls of methods given a {@link RetryPolicy} (idempotent ones)
  * are retried per the policy within the channel's {@link RetryThrottle}.
  *
  * <p>Unary and server-streaming calls are retried; client-streaming and bidi calls are picked and balanced but

@@ -7,7 +7,6 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
 import io.reverb.rpc.internal.ChannelRuntime;
-import io.reverb.rpc.lb.SubchannelReadiness;
 import java.net.URI;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
@@ -54,8 +53,9 @@ final class ChannelSubchannel implements Subchannel
     private long backoffNanos = MIN_BACKOFF_NANOS;
     private int generation;
 
-    ChannelSubchannel(final URI address, final SubchannelStateListener listener, final Function<URI, ChannelRuntime> channelFactory,
-        final Executor serializer, final Scheduler timer, final String healthService)
+    ChannelSubchannel(final URI address, final SubchannelStateListener listener,
+        final Function<URI, ChannelRuntime> channelFactory, final Executor serializer, final Scheduler timer,
+        final String healthService)
     {
         this.address = address;
         this.listener = listener;

@@ -130,7 +130,8 @@ class HedgingTest
     @Test
     void shouldCompleteEveryCallThroughAnotherReplicaWhenOneNeverAnswersAndCancelItsAttempts()
     {
-        channel = (BalancedChannel) RpcChannel.builder(start(Mode.ANSWER, Mode.ANSWER, Mode.NEVER)).loadBalancingPolicy("round_robin")
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.ANSWER, Mode.ANSWER, Mode.NEVER))
+            .loadBalancingPolicy("round_robin")
             .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(3).hedgingDelay(Duration.ofMillis(20)).build())
             .build();
         awaitReady();
