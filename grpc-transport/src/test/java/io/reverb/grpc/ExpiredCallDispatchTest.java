@@ -162,7 +162,9 @@ class ExpiredCallDispatchTest
         closeables.add(channel);
         // connected first: a call must not spend its short deadline connecting
         final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ConnectivityState is imported, Reverb's is spelled out
         while (channel.state(true) != io.reverb.rpc.ConnectivityState.READY)
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         {
             assertThat(System.nanoTime() - until).as("connected").isNegative();
             Thread.sleep(2);

@@ -90,6 +90,7 @@ class TcpKeepAliveTest
     }
 
     /** Counts the native channel's moves out of READY (its connection stopped taking calls). */
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ConnectivityState is imported, Reverb's is spelled out
     private static void countLost(final RpcChannel channel, final io.reverb.rpc.ConnectivityState seen,
         final AtomicInteger lost)
     {
@@ -106,6 +107,7 @@ class TcpKeepAliveTest
             }
         });
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     private ManagedChannel grpcChannel(final boolean withoutCalls)
     {
