@@ -4,13 +4,11 @@ import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.retry.CallFailureCause;
-import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -19,8 +17,9 @@ import java.util.concurrent.TimeUnit;
  * A subchannel's connection manager: the connection to one address, made when a call first needs it, made again
  * with exponential backoff when it fails or drains, and the calls that wait meanwhile (fail-fast or wait-for-ready).
  * The channel's load balancer picks among subchannels; each subchannel owns one of these
- * ({@code io.reverb.rpc.lb.ChannelSubchannel}). For one connection without a reconnect loop, see
- * {@link StandaloneConnection}.
+ * ({@code io.reverb.rpc.lb.ChannelSubchannel}). Each connection is a {@link StandaloneConnection}, the published
+ * connection-level API's implementation (one attempt, no reconnect of its own): this class is the reconnect loop
+ * above it, as grpc-java's subchannel is above a transport.
  */
 public final class ChannelRuntime extends ClientCallHost
 {
@@ -28,11 +27,9 @@ public final class ChannelRuntime extends ClientCallHost
     private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
         .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
 
-    private final URI uri;
-    private final TransportProvider provider;
-    private final Set<ClientConnection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<StandaloneConnection> connections = ConcurrentHashMap.newKeySet();
 
-    private volatile ClientConnection ready;
+    private volatile StandaloneConnection ready;
     /** The last stream id a connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in tests). */
     volatile int lastStreamId = ClientConnection.LAST_STREAM_ID;
     private volatile boolean closed;
@@ -55,8 +52,8 @@ public final class ChannelRuntime extends ClientCallHost
     public ChannelRuntime(final ChannelConfig config)
     {
         super(config);
-        this.uri = Transports.parse(config.uri);
-        this.provider = Transports.providerFor(uri);
+        // fails here, naming the scheme, when no transport serves the address (as a connection would)
+        Transports.providerFor(Transports.parse(config.uri));
         this.backoffNanos = config.initialBackoff.toNanos();
     }
 
@@ -91,8 +88,8 @@ public final class ChannelRuntime extends ClientCallHost
         {
             return ConnectivityState.SHUTDOWN;
         }
-        final ClientConnection current = ready;
-        if (current != null && current.isUsable())
+        final StandaloneConnection current = ready;
+        if (current != null && current.usable() != null)
         {
             return ConnectivityState.READY;
         }
@@ -112,8 +109,8 @@ public final class ChannelRuntime extends ClientCallHost
         final boolean start;
         synchronized (this)
         {
-            final ClientConnection current = ready;
-            start = !closed && !connecting && (current == null || !current.isUsable());
+            final StandaloneConnection current = ready;
+            start = !closed && !connecting && (current == null || current.usable() == null);
             if (start)
             {
                 connecting = true;
@@ -137,10 +134,11 @@ public final class ChannelRuntime extends ClientCallHost
     @Override
     void acquire(final ClientCall<?, ?> call)
     {
-        final ClientConnection current = ready;
-        if (current != null && current.isUsable())
+        final StandaloneConnection current = ready;
+        final ClientConnection usable = current != null ? current.usable() : null;
+        if (usable != null)
         {
-            call.onConnection(current);
+            call.onConnection(usable);
             return;
         }
         slowAcquire(call);
@@ -161,13 +159,12 @@ public final class ChannelRuntime extends ClientCallHost
             {
                 failure = CHANNEL_CLOSED;
             }
-            else if ((current = ready) != null && current.isUsable())
+            else if (ready != null && (current = ready.usable()) != null)
             {
                 // connected meanwhile
             }
             else
             {
-                current = null;
                 if (!connecting && lastFailure != null && System.nanoTime() - nextAttemptForCallsNanos() < 0)
                 {
                     if (call.waitForReady)
@@ -224,19 +221,12 @@ public final class ChannelRuntime extends ClientCallHost
     private void connect()
     {
         stateMayHaveChanged(); // CONNECTING
-        final ClientConnection connection = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
-        try
-        {
-            provider.connect(uri, config.transportOptions, connection)
-                .whenComplete((c, error) -> onConnectResult(connection, c, error));
-        }
-        catch (final RuntimeException e)
-        {
-            onConnectResult(connection, null, e);
-        }
+        final StandaloneConnection connection = new StandaloneConnection(config, this, lastStreamId);
+        connection.onLost(why -> connectionLost(connection));
+        connection.connect().whenComplete((ignored, error) -> onConnectResult(connection, error));
     }
 
-    private void onConnectResult(final ClientConnection connection, final Connection transport, final Throwable error)
+    private void onConnectResult(final StandaloneConnection connection, final Throwable error)
     {
         final List<ClientCall<?, ?>> run = new ArrayList<>();
         final List<ClientCall<?, ?>> fail = new ArrayList<>();
@@ -247,7 +237,6 @@ public final class ChannelRuntime extends ClientCallHost
             connecting = false;
             if (error == null)
             {
-                connection.attach(transport);
                 if (closed)
                 {
                     closeNow = true;
@@ -271,7 +260,9 @@ public final class ChannelRuntime extends ClientCallHost
                 lastFailureNanos = System.nanoTime();
                 nextAttemptNanos = lastFailureNanos + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
-                lastFailure = connectFailure(error);
+                // the connection's status: UNAUTHENTICATED, or UNAVAILABLE with CONNECT_FAILED
+                lastFailure = Status.fromThrowable(error instanceof CompletionException && error.getCause() != null ?
+                    error.getCause() : error);
                 // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
                 final boolean refused = lastFailure.code() == StatusCode.UNAUTHENTICATED;
                 failure = lastFailure;
@@ -290,16 +281,17 @@ public final class ChannelRuntime extends ClientCallHost
         }
         if (closeNow)
         {
-            transport.close();
+            connection.close(CHANNEL_CLOSED);
         }
         stateMayHaveChanged();
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(failure);
         }
+        final ClientConnection usable = run.isEmpty() ? null : connection.connected();
         for (final ClientCall<?, ?> call : run)
         {
-            call.onConnection(connection);
+            call.onConnection(usable); // no longer usable (lost meanwhile): the call comes back through reacquireLater
         }
     }
 
@@ -345,8 +337,11 @@ public final class ChannelRuntime extends ClientCallHost
         }, delay, TimeUnit.NANOSECONDS);
     }
 
-    @Override
-    void connectionUnusable(final ClientConnection connection, final Status why)
+    /**
+     * A connection of this subchannel stopped taking new calls (GOAWAY, failure, keep-alive timeout, stream ids used
+     * up): the next call that needs one makes another.
+     */
+    private void connectionLost(final StandaloneConnection connection)
     {
         final boolean lost;
         synchronized (this)
@@ -368,10 +363,26 @@ public final class ChannelRuntime extends ClientCallHost
         }
     }
 
+    /** A connection of this subchannel closed. */
+    void closed(final StandaloneConnection connection)
+    {
+        connections.remove(connection);
+    }
+
+    /**
+     * Not reached in use: this runtime's connections are {@link StandaloneConnection}s, the hosts of their
+     * {@link ClientConnection}s, which tell it through {@link #connectionLost} and {@link #closed}. A test that
+     * attaches a {@link ClientConnection} to a runtime directly (the call-path tests) gets nothing done here.
+     */
+    @Override
+    void connectionUnusable(final ClientConnection connection, final Status why)
+    {
+    }
+
+    /** Not reached in use: see {@link #connectionUnusable}. */
     @Override
     void connectionClosed(final ClientConnection connection)
     {
-        connections.remove(connection);
     }
 
     /**
@@ -396,9 +407,9 @@ public final class ChannelRuntime extends ClientCallHost
         {
             call.failBeforeStart(status);
         }
-        for (final ClientConnection connection : connections)
+        for (final StandaloneConnection connection : connections)
         {
-            connection.closeWithError(status);
+            connection.close(status);
         }
         stateMayHaveChanged();
     }

@@ -39,8 +39,18 @@ abstract class ClientCallHost
 
     ClientCallHost(final ChannelConfig config)
     {
+        this(config, null);
+    }
+
+    /**
+     * @param config  the settings.
+     * @param metrics the call metrics to share (a subchannel's connections count their calls as the subchannel's),
+     *                or null for metrics of its own.
+     */
+    ClientCallHost(final ChannelConfig config, final CallMetrics metrics)
+    {
         this.config = config;
-        this.metrics = CallMetrics.create(config.meterRegistry, "client");
+        this.metrics = metrics != null ? metrics : CallMetrics.create(config.meterRegistry, "client");
         this.interceptors = config.interceptors;
         this.keepAliveNanos = config.keepAliveTime.toNanos();
     }
@@ -74,13 +84,13 @@ abstract class ClientCallHost
     abstract void connectionClosed(ClientConnection connection);
 
     /** @return the keep-alive interval for a new connection (0 or less: no keep-alive). */
-    final long keepAliveNanos()
+    long keepAliveNanos()
     {
         return keepAliveNanos;
     }
 
     /** A server closed a connection for PINGs too frequent: the next connections PING half as often. */
-    final void keepAliveTooFrequent()
+    void keepAliveTooFrequent()
     {
         final long before = keepAliveNanos;
         if (before > 0)

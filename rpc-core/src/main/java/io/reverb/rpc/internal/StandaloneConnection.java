@@ -15,14 +15,17 @@ import java.util.function.Consumer;
 
 /**
  * The published one-connection API ({@link RpcClientConnection}) over rpc-core's client connection: one attempt to
- * connect, no reconnect, no transparent retry (a refused call fails as refused and its owner decides). The connection
- * code is the same as a subchannel's ({@link ClientConnection}, {@link ClientCall}); only the owner differs
- * ({@link ChannelRuntime} makes connections again, this one does not).
+ * connect, no reconnect, no transparent retry (a refused call fails as refused and its owner decides). Its owners:
+ * reverb-grpc's transports (through the API), and a channel's subchannels ({@link ChannelRuntime}, which makes one
+ * of these per connection, puts its own calls on it and makes another when it is lost).
  */
 public final class StandaloneConnection extends ClientCallHost implements RpcClientConnection
 {
     private final URI uri;
     private final TransportProvider provider;
+    /** The subchannel that owns this connection (its keep-alive interval, its metrics), or null. */
+    private final ChannelRuntime owner;
+    private final int lastStreamId;
     private final CompletableFuture<Void> connected = new CompletableFuture<>();
     /** The connection while it takes calls: the lock-free path of {@link #acquire}. */
     private volatile ClientConnection ready;
@@ -40,9 +43,54 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
      */
     public StandaloneConnection(final ChannelConfig config)
     {
-        super(config);
+        this(config, null, ClientConnection.LAST_STREAM_ID);
+    }
+
+    /**
+     * @param config       the connection's settings.
+     * @param owner        the subchannel that owns it, or null.
+     * @param lastStreamId the last stream id the connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in
+     *                     tests).
+     */
+    StandaloneConnection(final ChannelConfig config, final ChannelRuntime owner, final int lastStreamId)
+    {
+        super(config, owner != null ? owner.metrics() : null);
         this.uri = Transports.parse(config.uri);
         this.provider = Transports.providerFor(uri);
+        this.owner = owner;
+        this.lastStreamId = lastStreamId;
+    }
+
+    @Override
+    long keepAliveNanos()
+    {
+        return owner != null ? owner.keepAliveNanos() : super.keepAliveNanos();
+    }
+
+    @Override
+    void keepAliveTooFrequent()
+    {
+        if (owner != null)
+        {
+            owner.keepAliveTooFrequent(); // the subchannel's next connections PING half as often
+        }
+        else
+        {
+            super.keepAliveTooFrequent();
+        }
+    }
+
+    /** @return the connection while it takes new calls, or null. */
+    ClientConnection usable()
+    {
+        final ClientConnection c = ready;
+        return c != null && c.isUsable() ? c : null;
+    }
+
+    /** @return the connection once connected (usable or not any more), or null. */
+    synchronized ClientConnection connected()
+    {
+        return connection;
     }
 
     @Override
@@ -72,7 +120,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
 
     private void attempt()
     {
-        final ClientConnection c = new ClientConnection(this, config.maxInboundMessageSize, ClientConnection.LAST_STREAM_ID);
+        final ClientConnection c = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
             provider.connect(uri, config.transportOptions, c).whenComplete((transport, error) ->
@@ -255,10 +303,15 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     {
         synchronized (this)
         {
-            if (c == connection)
+            if (c != connection)
             {
-                state = State.CLOSED;
+                return;
             }
+            state = State.CLOSED;
+        }
+        if (owner != null)
+        {
+            owner.closed(this);
         }
     }
 
@@ -333,6 +386,17 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     @Override
     public void close()
     {
+        close(Status.UNAVAILABLE.withDescription("connection closed")
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED)));
+    }
+
+    /**
+     * Closes now: calls running on it fail with {@code status}.
+     *
+     * @param status why.
+     */
+    void close(final Status status)
+    {
         final ClientConnection c;
         final List<ClientCall<?, ?>> waiting;
         synchronized (this)
@@ -343,8 +407,6 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
             waiting = new ArrayList<>(waiters);
             waiters.clear();
         }
-        final Status status = Status.UNAVAILABLE.withDescription("connection closed")
-            .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
         connected.completeExceptionally(status.asException());
         for (final ClientCall<?, ?> call : waiting)
         {
