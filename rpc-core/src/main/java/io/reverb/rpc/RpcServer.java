@@ -154,6 +154,7 @@ public final class RpcServer implements AutoCloseable
         private final String uri;
         private final List<ServiceDefinition> services = new ArrayList<>();
         private final List<ServerInterceptor> interceptors = new ArrayList<>();
+        private final List<AcceptedConnection.Listener> connectionListeners = new ArrayList<>();
         private Scheduler handlerScheduler;
         private Scheduler timerScheduler = Schedulers.parallel();
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
@@ -204,6 +205,19 @@ public final class RpcServer implements AutoCloseable
         public Builder intercept(final ServerInterceptor interceptor)
         {
             interceptors.add(Objects.requireNonNull(interceptor, "interceptor"));
+            return this;
+        }
+
+        /**
+         * Tells a listener of every connection the server accepts and of its end; the handlers of the connection's
+         * calls find it through {@link RpcContext#connection()}. Each listener added is told, in the order added.
+         *
+         * @param listener the listener.
+         * @return this.
+         */
+        public Builder addConnectionListener(final AcceptedConnection.Listener listener)
+        {
+            connectionListeners.add(Objects.requireNonNull(listener, "listener"));
             return this;
         }
 
@@ -470,6 +484,12 @@ public final class RpcServer implements AutoCloseable
         public long maxConnectionAgeGraceNanos()
         {
             return maxConnectionAgeGraceNanos;
+        }
+
+        /** @return the listeners told of each accepted connection, in the order added (a copy). */
+        public List<AcceptedConnection.Listener> connectionListeners()
+        {
+            return List.copyOf(connectionListeners);
         }
     }
 

@@ -46,6 +46,6 @@ public final class DefaultRpcImplementation implements RpcImplementation
     @Override
     public RpcServer.Runtime newServer(final RpcServer.Builder settings)
     {
-        return new ServerRuntime(ServerConfig.of(settings));
+        return new ServerRuntime(ServerConfig.of(settings), settings.connectionListeners());
     }
 }
