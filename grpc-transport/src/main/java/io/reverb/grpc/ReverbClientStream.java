@@ -13,13 +13,14 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.MethodDescriptor.MethodType;
-import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcClientConnection;
 
 import java.io.InputStream;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The client side of one grpc-java call over Reverb: a Reverb call ({@link RpcChannel#newCall}) whose requests are
+ * The client side of one grpc-java call over Reverb: a Reverb call on the transport's connection
+ * ({@link RpcClientConnection#newCall}) whose requests are
  * what grpc-java writes and whose responses, headers and status go to grpc-java's listener. Frames on the wire are
  * Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the server may be a
  * grpc-java server over Reverb or a native Reverb server.
@@ -114,11 +115,11 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         if (single != null)
         {
             // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
-            transport.channel().newUnaryCall(method, options, single, context).subscribe(this);
+            transport.connection().newUnaryCall(method, options, single, context).subscribe(this);
         }
         else
         {
-            transport.channel().newCall(method, options, requests(), context).subscribe(this);
+            transport.connection().newCall(method, options, requests(), context).subscribe(this);
         }
     }
 

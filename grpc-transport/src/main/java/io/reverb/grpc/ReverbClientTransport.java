@@ -19,21 +19,27 @@ import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.SimpleDisconnectError;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcClientConnection;
 
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.function.UnaryOperator;
 
 /**
- * grpc-java's client transport over one {@link RpcChannel}: one Reverb connection (opened lazily by rpc-core, with
- * its reconnect backoff and keep-alive), on which every grpc-java stream is a Reverb call.
+ * grpc-java's client transport over one Reverb connection ({@link RpcClientConnection}), as Netty's and OkHttp's are
+ * over one socket: grpc-java's subchannel creates it, {@link #start} connects once, {@code transportReady} when the
+ * connection is up, {@code transportShutdown} when it is lost (GOAWAY, failure, keep-alive timeout) or shut down,
+ * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
+ * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
+ * stream is a Reverb call on the connection. The connection PINGs itself per the keep-alive settings.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
     private final InternalLogId logId;
     private final ReverbAddress address;
-    private final RpcChannel channel;
+    private final RpcClientConnection connection;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
@@ -54,13 +60,15 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
-        this.channel = configure.apply(RpcChannel.builder(address.uri())).build();
-        if (channel.balancer() != null)
+        try
         {
-            channel.close();
+            this.connection = RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
+        }
+        catch (final IllegalArgumentException e)
+        {
             // grpc-java's channel balances over its subchannels; each of them is one Reverb connection
             throw new IllegalArgumentException("reverbChannel(...) must not configure load balancing, health checking" +
-                " or retries (grpc-java's channel does that, per its service config): " + address);
+                " or retries (grpc-java's channel does that, per its service config): " + address, e);
         }
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
@@ -70,9 +78,9 @@ final class ReverbClientTransport implements ConnectionClientTransport
             .build();
     }
 
-    RpcChannel channel()
+    RpcClientConnection connection()
     {
-        return channel;
+        return connection;
     }
 
     ReverbAddress address()
@@ -89,9 +97,9 @@ final class ReverbClientTransport implements ConnectionClientTransport
         return () ->
         {
             // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
-            channel.onConnectionLost(() -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
-                " lost"), SimpleDisconnectError.CONNECTION_RESET));
-            channel.connect().whenComplete(this::connected);
+            connection.onLost(why -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
+                " lost: " + why.description()), SimpleDisconnectError.CONNECTION_RESET));
+            connection.connect().whenComplete(this::connected);
         };
     }
 
@@ -104,7 +112,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         }
         if (alreadyShutdown)
         {
-            return; // grpc-java gave up on this transport while it connected; terminate() closed the channel
+            return; // grpc-java gave up on this transport while it connected; terminate() closed the connection
         }
         if (error == null)
         {
@@ -171,8 +179,19 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public void ping(final PingCallback callback, final Executor executor)
     {
-        // rpc-core's keep-alive PINGs the connection itself; grpc-java's keep-alive is not needed over Reverb
-        executor.execute(() -> callback.onSuccess(0));
+        // a Reverb PING on this connection (which also PINGs itself per its keep-alive settings)
+        connection.ping().whenComplete((roundTripNanos, error) -> executor.execute(() ->
+        {
+            if (error == null)
+            {
+                callback.onSuccess(roundTripNanos);
+            }
+            else
+            {
+                callback.onFailure(GrpcBridge.statusOf(error instanceof CompletionException && error.getCause() != null ?
+                    error.getCause() : error));
+            }
+        }));
     }
 
     @Override
@@ -193,6 +212,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             shutdownStatus = reason;
         }
         listener.transportShutdown(reason, why);
+        connection.shutdown(); // no new calls on it; it closes once the calls running on it end
         final boolean terminate;
         synchronized (this)
         {
@@ -222,7 +242,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
 
     private void terminate()
     {
-        channel.close();
+        connection.close();
         listener.transportTerminated();
     }
 

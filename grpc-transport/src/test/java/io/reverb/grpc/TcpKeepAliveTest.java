@@ -84,10 +84,30 @@ class TcpKeepAliveTest
     {
         final RpcChannel channel = RpcChannel.builder(link.address()).keepAlive(INTERVAL, PING_TIMEOUT)
             .keepAliveWithoutCalls(withoutCalls).timerScheduler(clock).build();
-        channel.onConnectionLost(lost::incrementAndGet);
+        countLost(channel, channel.state(false), lost);
         closeables.add(channel);
         return channel;
     }
+
+    /** Counts the native channel's moves out of READY (its connection stopped taking calls). */
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ConnectivityState is imported, Reverb's is spelled out
+    private static void countLost(final RpcChannel channel, final io.reverb.rpc.ConnectivityState seen,
+        final AtomicInteger lost)
+    {
+        channel.notifyWhenStateChanged(seen, () ->
+        {
+            final io.reverb.rpc.ConnectivityState now = channel.state(false);
+            if (seen == io.reverb.rpc.ConnectivityState.READY)
+            {
+                lost.incrementAndGet();
+            }
+            if (now != io.reverb.rpc.ConnectivityState.SHUTDOWN)
+            {
+                countLost(channel, now, lost);
+            }
+        });
+    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     private ManagedChannel grpcChannel(final boolean withoutCalls)
     {

@@ -56,7 +56,7 @@ public interface AcceptedConnection
     Object attachment();
 
     /**
-     * Told of every connection the server accepts and of its end ({@link RpcServer.Builder#connectionListener}).
+     * Told of every connection the server accepts and of its end ({@link RpcServer.Builder#addConnectionListener}).
      * Both callbacks run on the transport's thread of the connection: they must not block.
      */
     interface Listener

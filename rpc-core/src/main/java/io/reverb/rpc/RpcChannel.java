@@ -1,12 +1,5 @@
 package io.reverb.rpc;
 
-import io.reverb.rpc.internal.ChannelConfig;
-import io.reverb.rpc.internal.ChannelRuntime;
-import io.reverb.rpc.lb.BalancedChannel;
-import io.reverb.rpc.resolver.NameResolvers;
-import io.reverb.rpc.retry.HedgingPolicy;
-import io.reverb.rpc.retry.RetryPolicy;
-import io.reverb.rpc.retry.RetryThrottle;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,7 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -24,48 +16,41 @@ import reactor.core.scheduler.Schedulers;
 /**
  * A client's connection to a server, or to several replicas of it, shared by all stubs and calls (thread-safe).
  *
- * <p>Connects lazily on the first call. When the connection fails it reconnects with exponential backoff; calls
- * made while it cannot connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()}
- * asks them to wait (bounded by their deadline). When the server refuses this side's credentials, or this side the
- * server's (an auth token, a TLS certificate, TLS on one side only), calls fail with UNAUTHENTICATED instead, wait
- * for ready or not: that does not heal by waiting. A keep-alive PING detects a silent peer.
+ * <p>Every channel runs a load-balancing policy ({@code pick_first} unless {@link Builder#loadBalancingPolicy} says
+ * otherwise) over one subchannel per address; a subchannel owns the connection to its address. It connects lazily
+ * on the first call. When the connection fails it reconnects with exponential backoff; calls made while it cannot
+ * connect fail fast with UNAVAILABLE, unless their {@link CallOptions#withWaitForReady()} asks them to wait (bounded
+ * by their deadline). When the server refuses this side's credentials, or this side the server's (an auth token, a
+ * TLS certificate, TLS on one side only), calls fail with UNAUTHENTICATED instead, wait for ready or not: that does
+ * not heal by waiting. A keep-alive PING detects a silent peer.
  *
  * <p>Several replicas: {@link #builder(List)} with several addresses, or {@link #builder(String)} with a resolver
- * target such as {@code dns:///host:port}. A load-balancing policy picks a replica per call
- * ({@link Builder#loadBalancingPolicy(String)}), optionally only among those whose health service reports SERVING
- * ({@link Builder#healthCheck(String)}); calls the server never saw are retried on another replica, and methods
- * given a {@link RetryPolicy} are retried per the policy ({@link io.reverb.rpc.lb.BalancedChannel} has the details;
- * interceptors then run once per attempt).
+ * target such as {@code dns:///host:port}. The policy picks a replica per call, optionally only among those whose
+ * health service reports SERVING ({@link Builder#healthCheck(String)}); calls the server never saw are retried on
+ * another replica, and methods given a {@link RetryPolicy} are retried per the policy (interceptors then run once
+ * per attempt).
  *
  * <p>A call made inside a handler inherits the handled call's remaining deadline and is cancelled when the handled
  * call ends early, whether it is composed into the handler's publisher or subscribed on its own (see
  * {@link RpcContext}), unless its options say {@link CallOptions#withoutContextPropagation()}.
+ *
+ * <p>This class is the API (as grpc-java's {@code ManagedChannel}); its one implementation lives in rpc-core's
+ * implementation packages and is reached through {@link RpcImplementation}, so this package imports none of them.
+ * One connection without a balancer or reconnect loop (for a bridge that has its own, such as reverb-grpc): see
+ * {@link RpcClientConnection}.
  */
-public final class RpcChannel implements AutoCloseable
+public abstract class RpcChannel implements AutoCloseable
 {
-    private final ChannelRuntime runtime;
-    private final BalancedChannel balanced;
-    private final String target;
-    private final Duration defaultDeadline;
-
-    private RpcChannel(final ChannelConfig config)
+    /**
+     * For the implementation only: a channel is made by {@link Builder#build()}.
+     */
+    protected RpcChannel()
     {
-        this.runtime = new ChannelRuntime(config);
-        this.balanced = null;
-        this.target = runtime.uri();
-        this.defaultDeadline = null;
-    }
-
-    private RpcChannel(final BalancedChannel balanced, final String target, final Duration defaultDeadline)
-    {
-        this.runtime = null;
-        this.balanced = balanced;
-        this.target = target;
-        this.defaultDeadline = defaultDeadline;
     }
 
     /**
-     * @param uri the server, e.g. {@code "shm://greeter"}, {@code "inproc://test"}.
+     * @param uri the server, e.g. {@code "shm://greeter"}, {@code "inproc://test"}, or a resolver target such as
+     *            {@code "dns:///host:7000"}.
      * @return a builder.
      */
     public static Builder builder(final String uri)
@@ -97,12 +82,8 @@ public final class RpcChannel implements AutoCloseable
      * @param <Resp>   response type.
      * @return the responses; ends with an {@link RpcException} unless the status is OK.
      */
-    public <Req, Resp> Flux<Resp> newCall(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
-    {
-        return balanced != null ? balanced.newCall(method, withDefaultDeadline(options), requests) :
-            runtime.newCall(method, options, requests);
-    }
+    public abstract <Req, Resp> Flux<Resp> newCall(
+        MethodDescriptor<Req, Resp> method, CallOptions options, Publisher<Req> requests);
 
     /**
      * Starts a unary call when the returned Mono is subscribed. The cheapest path: the request travels with the
@@ -115,144 +96,56 @@ public final class RpcChannel implements AutoCloseable
      * @param <Resp>  response type.
      * @return the response; an {@link RpcException} unless the status is OK.
      */
-    public <Req, Resp> Mono<Resp> newUnaryCall(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
-    {
-        return balanced != null ? balanced.newUnaryCall(method, withDefaultDeadline(options), request) :
-            runtime.newUnaryCall(method, options, request);
-    }
+    public abstract <Req, Resp> Mono<Resp> newUnaryCall(
+        MethodDescriptor<Req, Resp> method, CallOptions options, Req request);
 
     /**
-     * {@link #newCall(MethodDescriptor, CallOptions, Publisher)} for a bridge that reports the server's response
-     * headers, trailers and status itself (reverb-grpc's grpc-java transport): they are recorded into
-     * {@code context} before the returned Flux signals. The channel's interceptors run with that context; without
-     * interceptors the call takes the same direct path as an unintercepted call. The request metadata sent is
-     * {@link ClientCallContext#requestMetadata()}.
+     * The channel's connectivity, as grpc-java's {@code ManagedChannel.getState}: for a channel to one address, its
+     * connection's (READY while it takes calls, IDLE when none is needed yet, CONNECTING, TRANSIENT_FAILURE after a
+     * failed attempt); for several, what the load-balancing policy reports over its subchannels; SHUTDOWN once closed.
      *
-     * @param method   the method.
-     * @param options  call options.
-     * @param requests the requests.
-     * @param context  receives what the server answered; one call per context.
-     * @param <Req>    request type.
-     * @param <Resp>   response type.
-     * @return the responses.
-     * @throws UnsupportedOperationException on a channel to several replicas.
+     * @param requestConnection true to connect now if the channel is IDLE (rather than on the first call).
+     * @return the state now.
      */
-    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
-        final Publisher<Req> requests, final ClientCallContext context)
-    {
-        return singleAddressRuntime().newCall(method, options, requests, context);
-    }
+    public abstract ConnectivityState state(boolean requestConnection);
 
     /**
-     * {@link #newUnaryCall(MethodDescriptor, CallOptions, Object)} recording the server's response headers,
-     * trailers and status into {@code context} (see {@link #newCall(MethodDescriptor, CallOptions, Publisher,
-     * ClientCallContext)}); without interceptors it is the unary fast path (request with the CALL frame).
+     * Runs {@code callback} once, when the state is no longer {@code source} (at once if it already is not), as
+     * grpc-java's {@code ManagedChannel.notifyWhenStateChanged}; on the thread that changed the state.
      *
-     * @param method  the method.
-     * @param options call options.
-     * @param request the request.
-     * @param context receives what the server answered; one call per context.
-     * @param <Req>   request type.
-     * @param <Resp>  response type.
-     * @return the response.
-     * @throws UnsupportedOperationException on a channel to several replicas.
+     * @param source   the state the caller last saw.
+     * @param callback what to run.
      */
-    public <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
-        final Req request, final ClientCallContext context)
-    {
-        return singleAddressRuntime().newUnaryCall(method, options, request, context);
-    }
-
-    /**
-     * Connects now rather than on the first call (a single-address channel).
-     *
-     * @return completes when a connection is usable; fails with an {@link RpcException} (UNAVAILABLE) when this
-     * attempt cannot connect or the channel is closed.
-     * @throws UnsupportedOperationException on a channel to several replicas.
-     */
-    public CompletableFuture<Void> connect()
-    {
-        return singleAddressRuntime().connectNow();
-    }
-
-    /**
-     * @param listener runs each time the usable connection of this single-address channel stops taking new calls
-     *                 (GOAWAY, failure, close), on a transport or timer thread; replaces the previous one.
-     * @throws UnsupportedOperationException on a channel to several replicas.
-     */
-    public void onConnectionLost(final Runnable listener)
-    {
-        singleAddressRuntime().onConnectionLost(Objects.requireNonNull(listener, "listener"));
-    }
-
-    private ChannelRuntime singleAddressRuntime()
-    {
-        if (runtime == null)
-        {
-            throw new UnsupportedOperationException("calls with a ClientCallContext need a single-address channel: " + target);
-        }
-        return runtime;
-    }
-
-    private CallOptions withDefaultDeadline(final CallOptions options)
-    {
-        return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);
-    }
-
-    /**
-     * @return the balancing side of a channel to several replicas (policy state, subchannels), or null for a
-     * channel to one address.
-     */
-    public BalancedChannel balancer()
-    {
-        return balanced;
-    }
+    public abstract void notifyWhenStateChanged(ConnectivityState source, Runnable callback);
 
     /**
      * @return the address this channel connects to, or its target (a resolver target, or the addresses joined
      * with commas).
      */
-    public String uri()
-    {
-        return target;
-    }
+    public abstract String uri();
 
     /**
-     * Closes the channel: pending calls fail with UNAVAILABLE, the connection is closed.
+     * Closes the channel: pending calls fail with UNAVAILABLE, the connections are closed.
      */
     @Override
-    public void close()
-    {
-        if (balanced != null)
-        {
-            balanced.close();
-        }
-        else
-        {
-            runtime.close();
-        }
-    }
+    public abstract void close();
 
     /**
      * @return true once closed.
      */
-    public boolean isClosed()
-    {
-        return balanced != null ? balanced.isClosed() : runtime.isClosed();
-    }
-
-    @Override
-    public String toString()
-    {
-        return "RpcChannel{" + target + "}";
-    }
+    public abstract boolean isClosed();
 
     /**
      * Configures an {@link RpcChannel}.
      */
     public static final class Builder
     {
+        /**
+         * While calls want a connection (waiting, or failing fast and coming again), attempts are at most this far
+         * apart, however far the exponential backoff has grown.
+         */
+        public static final Duration DEFAULT_RECONNECT_WHILE_CALLS_WAIT = Duration.ofSeconds(1);
+
         private final String uri;
         private final List<ClientInterceptor> interceptors = new ArrayList<>();
         private Duration defaultDeadline;
@@ -264,7 +157,7 @@ public final class RpcChannel implements AutoCloseable
         private boolean transparentRetry = true;
         private Duration initialBackoff = Duration.ofMillis(100);
         private Duration maxBackoff = Duration.ofSeconds(30);
-        private Duration reconnectWhileCallsWait = ChannelConfig.DEFAULT_RECONNECT_WHILE_CALLS_WAIT;
+        private Duration reconnectWhileCallsWait = DEFAULT_RECONNECT_WHILE_CALLS_WAIT;
         private Scheduler timerScheduler = Schedulers.parallel();
         private TransportOptions transportOptions = TransportOptions.EMPTY;
         private final List<String> addresses;
@@ -347,7 +240,15 @@ public final class RpcChannel implements AutoCloseable
          */
         public Builder retryThrottling(final int maxTokens, final double tokenRatio)
         {
-            new RetryThrottle(maxTokens, tokenRatio); // validates now, naming the bad value
+            // validated now, naming the bad value
+            if (maxTokens <= 0 || maxTokens > 1000)
+            {
+                throw new IllegalArgumentException("maxTokens must be 1..1000: " + maxTokens);
+            }
+            if (!(tokenRatio > 0 && tokenRatio <= 1))
+            {
+                throw new IllegalArgumentException("tokenRatio must be in (0, 1]: " + tokenRatio);
+            }
             this.retryMaxTokens = maxTokens;
             this.retryTokenRatio = tokenRatio;
             return this;
@@ -514,49 +415,142 @@ public final class RpcChannel implements AutoCloseable
          */
         public RpcChannel build()
         {
-            final boolean balancing = addresses != null || loadBalancingPolicy != null || healthService != null ||
-                !retryPolicies.isEmpty() || !hedgingPolicies.isEmpty() || retryMaxTokens > 0 ||
-                NameResolvers.isResolverTarget(uri);
-            if (!balancing)
+            for (final String name : hedgingPolicies.keySet())
             {
-                return new RpcChannel(new ChannelConfig(uri, interceptors, defaultDeadline, maxInboundMessageSize,
-                    meterRegistry, keepAliveTime, keepAliveTimeout, keepAliveWithoutCalls, transparentRetry,
-                    initialBackoff, maxBackoff, reconnectWhileCallsWait, timerScheduler, transportOptions));
+                if (retryPolicies.containsKey(name))
+                {
+                    throw new IllegalArgumentException(name + " has both a retry policy and a hedging policy: choose one");
+                }
             }
-            // one single-address channel per replica, from a copy of these settings (the builder may change later);
-            // the default deadline is applied once per call by the balancing side, not per attempt, and refused calls
-            // are retried there too (on another pick), not by the replica's channel
-            final List<ClientInterceptor> chain = List.copyOf(interceptors);
-            final int maxInbound = maxInboundMessageSize;
-            final Object registry = meterRegistry;
-            final Duration pingEvery = keepAliveTime;
-            final Duration pingTimeout = keepAliveTimeout;
-            final boolean pingIdle = keepAliveWithoutCalls;
-            final Duration backoff = initialBackoff;
-            final Duration backoffMax = maxBackoff;
-            final Duration whileCallsWait = reconnectWhileCallsWait;
-            final Scheduler timer = timerScheduler;
-            final TransportOptions transport = transportOptions;
-            final BalancedChannel.Builder b = addresses != null ? BalancedChannel.builder(addresses) :
-                BalancedChannel.builder(uri);
-            b.channelFactory(address -> new RpcChannel(new ChannelConfig(address.toString(), chain, null, maxInbound,
-                registry, pingEvery, pingTimeout, pingIdle, false, backoff, backoffMax, whileCallsWait, timer, transport)));
-            b.timerScheduler(timer);
-            if (loadBalancingPolicy != null)
-            {
-                b.loadBalancingPolicy(loadBalancingPolicy);
-            }
-            if (healthService != null)
-            {
-                b.healthCheck(healthService);
-            }
-            retryPolicies.forEach(b::retryPolicy);
-            hedgingPolicies.forEach(b::hedgingPolicy);
-            if (retryMaxTokens > 0)
-            {
-                b.retryThrottling(retryMaxTokens, retryTokenRatio);
-            }
-            return new RpcChannel(b.build(), uri, defaultDeadline);
+            return RpcImplementation.get().newChannel(this);
+        }
+
+        // ------------------------------------------------------------------ the settings, read by the implementation
+
+        /** @return the address or target given to {@link RpcChannel#builder(String)} (addresses joined by commas). */
+        public String target()
+        {
+            return uri;
+        }
+
+        /** @return the addresses given to {@link RpcChannel#builder(List)}, or null for a single address or target. */
+        public List<String> addresses()
+        {
+            return addresses;
+        }
+
+        /** @return the interceptors, first outermost (a copy). */
+        public List<ClientInterceptor> interceptors()
+        {
+            return List.copyOf(interceptors);
+        }
+
+        /** @return the deadline of calls whose options set none, or null. */
+        public Duration defaultDeadline()
+        {
+            return defaultDeadline;
+        }
+
+        /** @return the largest response payload accepted. */
+        public int maxInboundMessageSize()
+        {
+            return maxInboundMessageSize;
+        }
+
+        /** @return the Micrometer MeterRegistry, or null. */
+        public Object meterRegistry()
+        {
+            return meterRegistry;
+        }
+
+        /** @return the keep-alive PING interval (zero or negative: off). */
+        public Duration keepAliveTime()
+        {
+            return keepAliveTime;
+        }
+
+        /** @return how long a PING's answer may take. */
+        public Duration keepAliveTimeout()
+        {
+            return keepAliveTimeout;
+        }
+
+        /** @return whether idle connections are PINGed too. */
+        public boolean keepAliveWithoutCalls()
+        {
+            return keepAliveWithoutCalls;
+        }
+
+        /** @return whether refused calls are sent again on a new connection. */
+        public boolean transparentRetry()
+        {
+            return transparentRetry;
+        }
+
+        /** @return the first reconnect delay. */
+        public Duration initialBackoff()
+        {
+            return initialBackoff;
+        }
+
+        /** @return the largest reconnect delay. */
+        public Duration maxBackoff()
+        {
+            return maxBackoff;
+        }
+
+        /** @return the longest gap between attempts while calls want a connection. */
+        public Duration reconnectWhileCallsWait()
+        {
+            return reconnectWhileCallsWait;
+        }
+
+        /** @return the timer scheduler. */
+        public Scheduler timerScheduler()
+        {
+            return timerScheduler;
+        }
+
+        /** @return the transport's settings. */
+        public TransportOptions transportOptions()
+        {
+            return transportOptions;
+        }
+
+        /** @return the load-balancing policy's name, or null for the default ({@code pick_first}). */
+        public String loadBalancingPolicy()
+        {
+            return loadBalancingPolicy;
+        }
+
+        /** @return the service whose health decides which replicas are picked, or null for no health checking. */
+        public String healthCheck()
+        {
+            return healthService;
+        }
+
+        /** @return the retry policies by method or service name (a copy). */
+        public Map<String, RetryPolicy> retryPolicies()
+        {
+            return Map.copyOf(retryPolicies);
+        }
+
+        /** @return the hedging policies by method or service name (a copy). */
+        public Map<String, HedgingPolicy> hedgingPolicies()
+        {
+            return Map.copyOf(hedgingPolicies);
+        }
+
+        /** @return the retry budget's size, or 0 for no retry throttling. */
+        public int retryMaxTokens()
+        {
+            return retryMaxTokens;
+        }
+
+        /** @return the tokens a success gives back to the retry budget. */
+        public double retryTokenRatio()
+        {
+            return retryTokenRatio;
         }
     }
 }

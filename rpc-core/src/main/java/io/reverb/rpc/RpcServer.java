@@ -1,7 +1,5 @@
 package io.reverb.rpc;
 
-import io.reverb.rpc.internal.ServerConfig;
-import io.reverb.rpc.internal.ServerRuntime;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,11 +30,11 @@ public final class RpcServer implements AutoCloseable
     /** Default grace period of {@link #shutdown()}. */
     public static final Duration DEFAULT_SHUTDOWN_GRACE_PERIOD = Duration.ofSeconds(10);
 
-    private final ServerRuntime runtime;
+    private final Runtime runtime;
 
-    private RpcServer(final ServerConfig config, final List<AcceptedConnection.Listener> connectionListeners)
+    private RpcServer(final Runtime runtime)
     {
-        this.runtime = new ServerRuntime(config, connectionListeners);
+        this.runtime = runtime;
     }
 
     /**
@@ -399,10 +397,142 @@ public final class RpcServer implements AutoCloseable
          */
         public RpcServer build()
         {
-            return new RpcServer(new ServerConfig(uri, services, interceptors, handlerScheduler, timerScheduler,
-                maxInboundMessageSize, meterRegistry, shutdownGracePeriod, transportOptions,
-                maxConcurrentCallsPerConnection, keepAlivePermitNanos, permitKeepAliveWithoutCalls, maxConnectionAgeNanos,
-                maxConnectionAgeGraceNanos), List.copyOf(connectionListeners));
+            return new RpcServer(RpcImplementation.get().newServer(this));
         }
+
+        // ------------------------------------------------------------------ the settings, read by the implementation
+
+        /** @return the address to listen on. */
+        public String uri()
+        {
+            return uri;
+        }
+
+        /** @return the services (a copy). */
+        public List<ServiceDefinition> services()
+        {
+            return List.copyOf(services);
+        }
+
+        /** @return the interceptors, first outermost (a copy). */
+        public List<ServerInterceptor> interceptors()
+        {
+            return List.copyOf(interceptors);
+        }
+
+        /** @return the scheduler handlers run on, or null for the transport's thread. */
+        public Scheduler handlerScheduler()
+        {
+            return handlerScheduler;
+        }
+
+        /** @return the timer scheduler. */
+        public Scheduler timerScheduler()
+        {
+            return timerScheduler;
+        }
+
+        /** @return the largest request payload accepted. */
+        public int maxInboundMessageSize()
+        {
+            return maxInboundMessageSize;
+        }
+
+        /** @return the Micrometer MeterRegistry, or null. */
+        public Object meterRegistry()
+        {
+            return meterRegistry;
+        }
+
+        /** @return the grace period of {@link RpcServer#shutdown()}. */
+        public Duration shutdownGracePeriod()
+        {
+            return shutdownGracePeriod;
+        }
+
+        /** @return the transport's settings. */
+        public TransportOptions transportOptions()
+        {
+            return transportOptions;
+        }
+
+        /** @return the calls one connection may run at once. */
+        public int maxConcurrentCallsPerConnection()
+        {
+            return maxConcurrentCallsPerConnection;
+        }
+
+        /** @return the shortest gap permitted between a client's PINGs, in nanoseconds (0: not enforced). */
+        public long keepAlivePermitNanos()
+        {
+            return keepAlivePermitNanos;
+        }
+
+        /** @return whether PINGs on a connection without calls are accepted. */
+        public boolean permitKeepAliveWithoutCalls()
+        {
+            return permitKeepAliveWithoutCalls;
+        }
+
+        /** @return the age after which a connection is drained, in nanoseconds (Long.MAX_VALUE: never). */
+        public long maxConnectionAgeNanos()
+        {
+            return maxConnectionAgeNanos;
+        }
+
+        /** @return the time a drained old connection's calls get, in nanoseconds (Long.MAX_VALUE: unbounded). */
+        public long maxConnectionAgeGraceNanos()
+        {
+            return maxConnectionAgeGraceNanos;
+        }
+
+        /** @return the listeners told of each accepted connection, in the order added (a copy). */
+        public List<AcceptedConnection.Listener> connectionListeners()
+        {
+            return List.copyOf(connectionListeners);
+        }
+    }
+
+    /**
+     * What a server's implementation does ({@link RpcImplementation#newServer}); {@link RpcServer} delegates to it, so
+     * that this API package imports none of the implementation. Not for applications.
+     */
+    public interface Runtime
+    {
+        /** Binds the address and starts accepting connections. */
+        void start();
+
+        /** @return the bound port (network transports), or -1. */
+        int port();
+
+        /** @return the address as bound. */
+        String address();
+
+        /** @return the grace period of a graceful shutdown without one given. */
+        Duration gracePeriod();
+
+        /**
+         * Graceful shutdown.
+         *
+         * @param gracePeriod how long running calls get.
+         */
+        void shutdown(Duration gracePeriod);
+
+        /** Closes now. */
+        void close();
+
+        /**
+         * @param timeout how long to wait.
+         * @param unit    its unit.
+         * @return true if terminated.
+         * @throws InterruptedException if interrupted.
+         */
+        boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException;
+
+        /** @return true once shut down. */
+        boolean isShutdown();
+
+        /** @return true once terminated. */
+        boolean isTerminated();
     }
 }

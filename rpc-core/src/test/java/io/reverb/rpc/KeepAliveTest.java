@@ -57,7 +57,24 @@ class KeepAliveTest
                 return r.getValue().equals("hold") ? gate.asMono().then(Mono.just(r)) : Mono.just(r);
             })).build())).build().start();
         this.channel = channel.apply(RpcChannel.builder(uri)).build();
-        this.channel.onConnectionLost(connectionsLost::incrementAndGet);
+        countConnectionsLost(this.channel.state(false));
+    }
+
+    /** Counts the channel's moves out of READY (its connection stopped taking calls), as grpc-java users watch. */
+    private void countConnectionsLost(final ConnectivityState seen)
+    {
+        channel.notifyWhenStateChanged(seen, () ->
+        {
+            final ConnectivityState now = channel.state(false);
+            if (seen == ConnectivityState.READY)
+            {
+                connectionsLost.incrementAndGet();
+            }
+            if (now != ConnectivityState.SHUTDOWN)
+            {
+                countConnectionsLost(now);
+            }
+        });
     }
 
     @AfterEach

@@ -3,12 +3,13 @@ package io.reverb.bench.balance;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
+import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
-import io.reverb.rpc.lb.ConnectivityState;
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.lb.Subchannel;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
@@ -179,7 +180,7 @@ public final class BalanceBench
         try (RpcChannel channel = RpcChannel.builder(uris).loadBalancingPolicy(policy).build())
         {
             final long readyBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count()
+            while (((BalancedChannel)channel).subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count()
                 < (policy.equals("pick_first") ? 1 : uris.size()) && System.nanoTime() < readyBy)
             {
                 Thread.sleep(10);
@@ -201,7 +202,7 @@ public final class BalanceBench
                 err.println(policy + ": " + errors.get() + " calls failed");
             }
             final StringBuilder subchannels = new StringBuilder();
-            for (final Subchannel s : channel.balancer().subchannels())
+            for (final Subchannel s : ((BalancedChannel)channel).subchannels())
             {
                 subchannels.append(' ').append(s.address()).append(' ').append(s.load());
             }

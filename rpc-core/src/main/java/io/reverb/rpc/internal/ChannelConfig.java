@@ -1,6 +1,7 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.ClientInterceptor;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.List;
@@ -17,7 +18,7 @@ public final class ChannelConfig
      * While calls want a connection (waiting, or failing fast and coming again), attempts are at most this far apart,
      * however far the exponential backoff has grown.
      */
-    public static final Duration DEFAULT_RECONNECT_WHILE_CALLS_WAIT = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_RECONNECT_WHILE_CALLS_WAIT = RpcChannel.Builder.DEFAULT_RECONNECT_WHILE_CALLS_WAIT;
 
     final String uri;
     final ClientInterceptor[] interceptors;
@@ -34,6 +35,26 @@ public final class ChannelConfig
     final Duration reconnectWhileCallsWait;
     final Scheduler timerScheduler;
     final TransportOptions transportOptions;
+
+    /**
+     * The settings of the connections to one address, from a channel builder's.
+     *
+     * @param settings         the channel's builder.
+     * @param address          the address (one of the channel's).
+     * @param defaultDeadline  the deadline of calls whose options set none, or null (a channel that balances applies
+     *                         its default deadline once per call, above the attempts).
+     * @param transparentRetry whether the subchannel itself resends refused calls (a channel that balances does that
+     *                         above the subchannels, on another pick).
+     * @return the configuration.
+     */
+    public static ChannelConfig of(final RpcChannel.Builder settings, final String address,
+        final Duration defaultDeadline, final boolean transparentRetry)
+    {
+        return new ChannelConfig(address, settings.interceptors(), defaultDeadline, settings.maxInboundMessageSize(),
+            settings.meterRegistry(), settings.keepAliveTime(), settings.keepAliveTimeout(),
+            settings.keepAliveWithoutCalls(), transparentRetry, settings.initialBackoff(), settings.maxBackoff(),
+            settings.reconnectWhileCallsWait(), settings.timerScheduler(), settings.transportOptions());
+    }
 
     /**
      * Copies the builder's values (the interceptor list too).

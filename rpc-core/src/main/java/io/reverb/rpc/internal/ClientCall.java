@@ -28,7 +28,7 @@ import reactor.core.Disposable;
  */
 abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription
 {
-    final ChannelRuntime channel;
+    final ClientCallHost channel;
     final MethodDescriptor<Req, Resp> method;
     final ClientCallContext context;
     final Metadata requestMetadata;
@@ -53,7 +53,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private int callInitialRequestN;
     private int callFrameLength;
 
-    ClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final ClientCallContext context,
+    ClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method, final ClientCallContext context,
         final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
     {
         this.channel = channel;

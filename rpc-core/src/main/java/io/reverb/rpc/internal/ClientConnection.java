@@ -9,6 +9,8 @@ import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.Disposable;
@@ -22,7 +24,7 @@ final class ClientConnection extends RpcConnection
     /** Stream ids are positive ints: a connection that used them all takes no new calls (the channel opens another). */
     static final int LAST_STREAM_ID = Integer.MAX_VALUE;
 
-    private final ChannelRuntime channel;
+    private final ClientCallHost channel;
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
@@ -35,8 +37,21 @@ final class ClientConnection extends RpcConnection
     private final AtomicLong outstandingPing = new AtomicLong();
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
+    /**
+     * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
+     * ones. Each entry holds the time it left, in nanoseconds.
+     */
+    private final ConcurrentHashMap<Long, PendingPing> pings = new ConcurrentHashMap<>();
+    private final AtomicLong pingPayloads = new AtomicLong();
 
-    ClientConnection(final ChannelRuntime channel, final int maxInboundMessageSize, final int lastStreamId)
+    /** A PING the owner is waiting for. */
+    private static final class PendingPing
+    {
+        final CompletableFuture<Long> result = new CompletableFuture<>();
+        final long sentNanos = System.nanoTime();
+    }
+
+    ClientConnection(final ClientCallHost channel, final int maxInboundMessageSize, final int lastStreamId)
     {
         super(maxInboundMessageSize);
         this.channel = channel;
@@ -69,7 +84,8 @@ final class ClientConnection extends RpcConnection
         final int id = startStream(call, call);
         if (id > 0 && id == lastStreamId)
         {
-            channel.timer().schedule(() -> channel.connectionUnusable(this));
+            channel.timer().schedule(() -> channel.connectionUnusable(this,
+                Status.UNAVAILABLE.withDescription("stream ids used up")));
         }
         return id;
     }
@@ -101,6 +117,23 @@ final class ClientConnection extends RpcConnection
         }
         call.streamId = id;
         return id;
+    }
+
+    /**
+     * Takes no new calls from now on, and closes the connection once the calls running on it have ended (a graceful
+     * shutdown by this side).
+     */
+    void drain()
+    {
+        draining = true;
+        if (streams.isEmpty())
+        {
+            final Connection c = connection;
+            if (c != null)
+            {
+                c.close();
+            }
+        }
     }
 
     void remove(final int streamId)
@@ -172,7 +205,8 @@ final class ClientConnection extends RpcConnection
     {
         goAwayLastStreamId = Math.min(goAwayLastStreamId, lastStreamId);
         draining = true;
-        channel.connectionUnusable(this);
+        channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("server going away: " + status.description())
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
         // calls the server never saw can fail at once (they were not processed)
         for (final int id : streams.ids())
         {
@@ -250,9 +284,50 @@ final class ClientConnection extends RpcConnection
             .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
     }
 
+    /**
+     * Sends a PING now.
+     *
+     * @return completes with the round trip in nanoseconds when the ACK arrives; fails with UNAVAILABLE if the
+     * connection closes first. No timeout of its own: the owner bounds the wait (keep-alive has its own).
+     */
+    CompletableFuture<Long> ping()
+    {
+        final long payload = -pingPayloads.incrementAndGet();
+        final PendingPing pending = new PendingPing();
+        pings.put(payload, pending);
+        if (closed || !write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
+        {
+            failPings();
+        }
+        return pending.result;
+    }
+
+    private void failPings()
+    {
+        for (final Long payload : pings.keySet())
+        {
+            final PendingPing pending = pings.remove(payload);
+            if (pending != null)
+            {
+                pending.result.completeExceptionally(Status.UNAVAILABLE.withDescription("connection closed before " +
+                    "the PING was answered").withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST))
+                    .asException());
+            }
+        }
+    }
+
     @Override
     void onPingAck(final long payload)
     {
+        if (payload < 0)
+        {
+            final PendingPing pending = pings.remove(payload);
+            if (pending != null)
+            {
+                pending.result.complete(System.nanoTime() - pending.sentNanos);
+            }
+            return;
+        }
         if (outstandingPing.compareAndSet(payload, 0))
         {
             final Disposable t = pingTimeout;
@@ -301,14 +376,17 @@ final class ClientConnection extends RpcConnection
     void closeWithError(final Status status)
     {
         super.closeWithError(status);
-        channel.connectionUnusable(this);
+        channel.connectionUnusable(this, status);
     }
 
     @Override
     void connectionClosed(final Throwable cause)
     {
         disposeKeepAlive();
-        channel.connectionUnusable(this);
+        failPings();
+        channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("connection closed" +
+            (cause != null ? ": " + cause.getMessage() : ""))
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST, cause)));
         channel.connectionClosed(this);
     }
 }

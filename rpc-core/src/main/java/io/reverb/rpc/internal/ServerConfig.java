@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.transport.TransportOptions;
@@ -27,6 +28,20 @@ public final class ServerConfig
     final boolean permitKeepAliveWithoutCalls;
     final long maxConnectionAgeNanos;
     final long maxConnectionAgeGraceNanos;
+
+    /**
+     * @param settings a server builder's settings.
+     * @return them, frozen.
+     */
+    public static ServerConfig of(final RpcServer.Builder settings)
+    {
+        return new ServerConfig(settings.uri(), settings.services(), settings.interceptors(),
+            settings.handlerScheduler(), settings.timerScheduler(), settings.maxInboundMessageSize(),
+            settings.meterRegistry(), settings.shutdownGracePeriod(), settings.transportOptions(),
+            settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
+            settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
+            settings.maxConnectionAgeGraceNanos());
+    }
 
     /**
      * Copies the builder's values (the lists too).

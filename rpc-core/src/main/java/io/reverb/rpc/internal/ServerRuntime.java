@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.common.LogLimiter;
 import io.reverb.rpc.AcceptedConnection;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -27,7 +28,7 @@ import reactor.core.scheduler.Schedulers;
  * The runtime behind {@code io.reverb.rpc.RpcServer} (which depends on it, never the reverse): method registry,
  * listener, connections, graceful shutdown.
  */
-public final class ServerRuntime
+public final class ServerRuntime implements RpcServer.Runtime
 {
     /** A connection listener that fails does so for every connection a peer opens: its lines are rate-limited. */
     private static final LogLimiter LISTENER_FAILURE_LOG = new LogLimiter();

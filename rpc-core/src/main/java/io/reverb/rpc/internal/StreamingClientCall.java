@@ -37,7 +37,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     private boolean responded;
     private boolean resending;
 
-    StreamingClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method,
+    StreamingClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method,
         final Publisher<Req> requests, final ClientCallContext context, final Metadata requestMetadata,
         final Deadline deadline, final boolean waitForReady)
     {

@@ -33,7 +33,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     private boolean delivered;
     private volatile int wip;
 
-    UnaryClientCall(final ChannelRuntime channel, final MethodDescriptor<Req, Resp> method, final Req request,
+    UnaryClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method, final Req request,
         final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline,
         final boolean waitForReady)
     {

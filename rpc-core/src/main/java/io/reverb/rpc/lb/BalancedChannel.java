@@ -1,26 +1,29 @@
 package io.reverb.rpc.lb;
 
 import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Deadline;
+import io.reverb.rpc.HedgingPolicy;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
-import io.reverb.rpc.internal.ServerCallScope;
 import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.internal.ChannelConfig;
+import io.reverb.rpc.internal.ChannelRuntime;
+import io.reverb.rpc.internal.ServerCallScope;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
 import io.reverb.rpc.retry.CallFailureCause;
-import io.reverb.rpc.retry.HedgingPolicy;
 import io.reverb.rpc.retry.RetryDecision;
-import io.reverb.rpc.retry.RetryPolicy;
 import io.reverb.rpc.retry.RetryState;
 import io.reverb.rpc.retry.RetryThrottle;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -32,15 +35,16 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 import reactor.util.context.Context;
 import reactor.util.context.ContextView;
 
 /**
- * A channel to several replicas: a {@link NameResolver} gives their addresses, a {@link LoadBalancer} policy keeps
- * one {@link RpcChannel} per address (a subchannel) and picks one per call, optionally only among replicas whose
- * health service says SERVING. Calls the server never saw (it could not be reached, or refused the call with
- * GOAWAY) are retried at once on another pick; calls of methods given a {@link RetryPolicy} (idempotent ones)
+ * The implementation of {@link RpcChannel} (the only one, as grpc-java's {@code ManagedChannelImpl} is of
+ * {@code ManagedChannel}), built by {@link RpcChannel.Builder#build()}: a {@link NameResolver} gives the addresses, a
+ * {@link LoadBalancer} policy ({@code pick_first} unless told otherwise) keeps one subchannel per address, each owning
+ * the connection to its address (an {@link ChannelRuntime}: it connects, reconnects with backoff, keeps alive), and
+ * picks one per call, optionally only among replicas whose health service says SERVING. Calls the server never saw (it
+ * could not be reached, or refused the call with GOAWAY) are retried at once on another pick; calls of methods given a {@link RetryPolicy} (idempotent ones)
  * are retried per the policy within the channel's {@link RetryThrottle}.
  *
  * <p>Unary and server-streaming calls are retried; client-streaming and bidi calls are picked and balanced but
@@ -56,9 +60,18 @@ import reactor.util.context.ContextView;
  * every replica is failing), bounded by their deadline; otherwise they fail fast with UNAVAILABLE naming the last
  * error.
  */
-public final class BalancedChannel implements AutoCloseable
+public final class BalancedChannel extends RpcChannel
 {
     private final String target;
+    /**
+     * A channel to one address with no balancing setting (no policy, health check, retry, hedging or resolver target)
+     * sends its calls straight to its one subchannel's connection manager: pick_first over one address always picks
+     * it, and there is no other replica to retry on, so the unary fast path (request with the CALL frame, response
+     * straight to the subscriber) stays free of the retry loop's operators. That subchannel itself resends calls the
+     * server refused (transparent retry) and applies the default deadline. Null otherwise.
+     */
+    private final ChannelRuntime direct;
+    private final Duration defaultDeadline;
     private final NameResolver resolver;
     private final LoadBalancer balancer;
     private final SerializingExecutor serializer = new SerializingExecutor();
@@ -67,22 +80,60 @@ public final class BalancedChannel implements AutoCloseable
     private final Map<String, HedgingPolicy> hedgingPolicies;
     private final RetryThrottle throttle;
     private final int maxTransparentRetries;
+    /** How many times a call the server never saw is retried at once on another pick. */
+    private static final int MAX_TRANSPARENT_RETRIES = 5;
     private final List<Runnable> waiters = new ArrayList<>();
     private final List<ChannelSubchannel> all = new ArrayList<>();
     private volatile Picker picker = Pickers.none(Status.UNAVAILABLE.withDescription("not connected yet"));
     private volatile ConnectivityState state = ConnectivityState.CONNECTING;
     private volatile boolean closed;
+    /** Callbacks of {@link #notifyWhenStateChanged}, with the state each waits to leave; guarded by itself. */
+    private final List<Map.Entry<ConnectivityState, Runnable>> stateWatchers = new ArrayList<>();
 
-    private BalancedChannel(final Builder builder)
+    /**
+     * @param settings the channel's settings.
+     */
+    public BalancedChannel(final RpcChannel.Builder settings)
     {
-        this.target = builder.target;
-        this.timer = builder.timer;
-        this.retryPolicies = Map.copyOf(builder.retryPolicies);
-        this.hedgingPolicies = Map.copyOf(builder.hedgingPolicies);
-        this.throttle = builder.throttle;
-        this.maxTransparentRetries = builder.maxTransparentRetries;
-        final Function<URI, RpcChannel> factory = builder.channelFactory;
-        final String healthService = builder.healthService;
+        this(settings, null);
+    }
+
+    /**
+     * @param settings the channel's settings.
+     * @param given    the name resolver to use (tests), or null for the one the target names.
+     */
+    BalancedChannel(final RpcChannel.Builder settings, final NameResolver given)
+    {
+        this.target = settings.target();
+        this.timer = settings.timerScheduler();
+        this.retryPolicies = settings.retryPolicies();
+        this.hedgingPolicies = settings.hedgingPolicies();
+        this.throttle = settings.retryMaxTokens() > 0 ?
+            new RetryThrottle(settings.retryMaxTokens(), settings.retryTokenRatio()) : null;
+        this.maxTransparentRetries = MAX_TRANSPARENT_RETRIES;
+        final boolean balancing = given != null || settings.addresses() != null ||
+            settings.loadBalancingPolicy() != null || settings.healthCheck() != null || !retryPolicies.isEmpty() ||
+            !hedgingPolicies.isEmpty() || throttle != null || NameResolvers.isResolverTarget(target);
+        final Function<URI, ChannelRuntime> factory;
+        if (balancing)
+        {
+            // the default deadline is applied once per call here, not per attempt, and refused calls are retried here
+            // too (on another pick), not by the subchannel
+            this.direct = null;
+            this.defaultDeadline = settings.defaultDeadline();
+            factory = address -> new ChannelRuntime(ChannelConfig.of(settings, address.toString(), null, false));
+        }
+        else
+        {
+            this.direct = new ChannelRuntime(ChannelConfig.of(settings, target, settings.defaultDeadline(),
+                settings.transparentRetry()));
+            this.defaultDeadline = null;
+            factory = address -> direct;
+        }
+        final String healthService = settings.healthCheck();
+        final String policy = settings.loadBalancingPolicy() != null ? settings.loadBalancingPolicy() :
+            LoadBalancerRegistry.DEFAULT_POLICY;
+        final NameResolver.Args resolverArgs = NameResolver.Args.defaults();
         final LoadBalancer.Helper helper = new LoadBalancer.Helper()
         {
             @Override
@@ -103,6 +154,7 @@ public final class BalancedChannel implements AutoCloseable
                 picker = newPicker;
                 state = newState;
                 runWaiters();
+                stateChanged();
             }
 
             @Override
@@ -111,9 +163,13 @@ public final class BalancedChannel implements AutoCloseable
                 resolver.refresh();
             }
         };
-        this.balancer = LoadBalancerRegistry.provider(builder.policy).newLoadBalancer(helper);
-        this.resolver = builder.resolver != null ? builder.resolver :
-            NameResolvers.newNameResolver(builder.target, builder.resolverArgs);
+        this.balancer = LoadBalancerRegistry.provider(policy).newLoadBalancer(helper);
+        this.resolver = given != null ? given : settings.addresses() != null ?
+            NameResolvers.forAddresses(settings.addresses()) : NameResolvers.newNameResolver(target, resolverArgs);
+        if (direct != null)
+        {
+            direct.onStateChange(this::stateChanged);
+        }
         resolver.start(new NameResolver.Listener()
         {
             @Override
@@ -131,29 +187,68 @@ public final class BalancedChannel implements AutoCloseable
     }
 
     /**
-     * @param target a resolver target ({@code dns:///host:port}, {@code static:a,b}) or a transport address.
-     * @return a builder.
-     */
-    public static Builder builder(final String target)
-    {
-        return new Builder(Objects.requireNonNull(target, "target"), null);
-    }
-
-    /**
-     * @param addresses transport addresses, any mix of schemes.
-     * @return a builder.
-     */
-    public static Builder builder(final List<String> addresses)
-    {
-        return new Builder(String.join(",", addresses), NameResolvers.forAddresses(addresses));
-    }
-
-    /**
      * @return the aggregate state published by the load balancer.
      */
     public ConnectivityState state()
     {
         return state;
+    }
+
+    @Override
+    public ConnectivityState state(final boolean requestConnection)
+    {
+        if (direct != null)
+        {
+            if (requestConnection)
+            {
+                direct.requestConnection();
+            }
+            return direct.state();
+        }
+        // several addresses: the policy connects its subchannels as soon as the addresses are resolved
+        return closed ? ConnectivityState.SHUTDOWN : state;
+    }
+
+    @Override
+    public void notifyWhenStateChanged(final ConnectivityState source, final Runnable callback)
+    {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(callback, "callback");
+        synchronized (stateWatchers)
+        {
+            if (state(false) == source)
+            {
+                stateWatchers.add(Map.entry(source, callback));
+                return;
+            }
+        }
+        callback.run();
+    }
+
+    private void stateChanged()
+    {
+        final ConnectivityState now = state(false);
+        List<Runnable> run = null;
+        synchronized (stateWatchers)
+        {
+            for (final Iterator<Map.Entry<ConnectivityState, Runnable>> i = stateWatchers.iterator(); i.hasNext();)
+            {
+                final Map.Entry<ConnectivityState, Runnable> watcher = i.next();
+                if (watcher.getKey() != now)
+                {
+                    i.remove();
+                    if (run == null)
+                    {
+                        run = new ArrayList<>();
+                    }
+                    run.add(watcher.getValue());
+                }
+            }
+        }
+        if (run != null)
+        {
+            run.forEach(Runnable::run);
+        }
     }
 
     /**
@@ -179,15 +274,21 @@ public final class BalancedChannel implements AutoCloseable
      * A unary call, picked, and retried as the class comment says. Lazy: nothing happens before subscription.
      *
      * @param method  the method.
-     * @param options call options.
+     * @param given   call options.
      * @param request the request.
      * @param <Req>   request type.
      * @param <Resp>  response type.
      * @return the response.
      */
+    @Override
     public <Req, Resp> Mono<Resp> newUnaryCall(
-        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
+        final MethodDescriptor<Req, Resp> method, final CallOptions given, final Req request)
     {
+        if (direct != null)
+        {
+            return direct.newUnaryCall(method, given, request);
+        }
+        final CallOptions options = withDefaultDeadline(given);
         final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
         final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
         if (hedging != null)
@@ -218,15 +319,21 @@ public final class BalancedChannel implements AutoCloseable
      * A call of any kind, picked; retried only for unary and server-streaming methods. Lazy.
      *
      * @param method   the method.
-     * @param options  call options.
+     * @param given    call options.
      * @param requests the requests.
      * @param <Req>    request type.
      * @param <Resp>   response type.
      * @return the responses.
      */
-    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+    @Override
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions given,
         final Publisher<Req> requests)
     {
+        if (direct != null)
+        {
+            return direct.newCall(method, given, requests);
+        }
+        final CallOptions options = withDefaultDeadline(given);
         final MethodDescriptor.MethodType type = method.type();
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
@@ -241,6 +348,11 @@ public final class BalancedChannel implements AutoCloseable
             return parent == null || RpcContext.from(context) == parent ? call :
                 call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
         });
+    }
+
+    private CallOptions withDefaultDeadline(final CallOptions options)
+    {
+        return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);
     }
 
     /**
@@ -547,7 +659,7 @@ public final class BalancedChannel implements AutoCloseable
     }
 
     /**
-     * Closes every subchannel's channel; calls running fail with UNAVAILABLE, waiting ones too.
+     * Closes every subchannel's connections; calls running fail with UNAVAILABLE, waiting ones too.
      */
     @Override
     public void close()
@@ -562,18 +674,30 @@ public final class BalancedChannel implements AutoCloseable
         }
         for (final ChannelSubchannel subchannel : toClose)
         {
-            final RpcChannel channel = subchannel.channel();
-            if (channel != null)
+            final ChannelRuntime runtime = subchannel.channel();
+            if (runtime != null)
             {
-                channel.close();
+                runtime.close();
             }
         }
+        if (direct != null)
+        {
+            direct.close();
+        }
         runWaiters();
+        stateChanged();
+    }
+
+    @Override
+    public String uri()
+    {
+        return target;
     }
 
     /**
      * @return true once closed.
      */
+    @Override
     public boolean isClosed()
     {
         return closed;
@@ -583,152 +707,5 @@ public final class BalancedChannel implements AutoCloseable
     public String toString()
     {
         return "BalancedChannel{" + target + ", " + state + "}";
-    }
-
-    /**
-     * Configures a {@link BalancedChannel}.
-     */
-    public static final class Builder
-    {
-        private final String target;
-        private final NameResolver resolver;
-        private String policy = LoadBalancerRegistry.DEFAULT_POLICY;
-        private Function<URI, RpcChannel> channelFactory = uri -> RpcChannel.builder(uri.toString()).build();
-        private String healthService;
-        private final Map<String, RetryPolicy> retryPolicies = new HashMap<>();
-        private final Map<String, HedgingPolicy> hedgingPolicies = new HashMap<>();
-        private RetryThrottle throttle;
-        private int maxTransparentRetries = 5;
-        private NameResolver.Args resolverArgs = NameResolver.Args.defaults();
-        private Scheduler timer = Schedulers.parallel();
-
-        Builder(final String target, final NameResolver resolver)
-        {
-            this.target = target;
-            this.resolver = resolver;
-        }
-
-        /**
-         * @param name {@code pick_first} (default), {@code round_robin}, {@code peak_ewma}, or a registered policy.
-         * @return this.
-         */
-        public Builder loadBalancingPolicy(final String name)
-        {
-            LoadBalancerRegistry.provider(name); // fail here, naming the policies there are
-            this.policy = name;
-            return this;
-        }
-
-        /**
-         * @param factory makes the single-address channel of each replica (engine settings, interceptors).
-         * @return this.
-         */
-        public Builder channelFactory(final Function<URI, RpcChannel> factory)
-        {
-            this.channelFactory = Objects.requireNonNull(factory, "factory");
-            return this;
-        }
-
-        /**
-         * Picks only replicas whose health service reports SERVING for the given service name (replicas without a
-         * health service count as serving).
-         *
-         * @param serviceName the service to watch, or "" for the whole server.
-         * @return this.
-         */
-        public Builder healthCheck(final String serviceName)
-        {
-            this.healthService = Objects.requireNonNull(serviceName, "serviceName");
-            return this;
-        }
-
-        /**
-         * Marks a method, or every method of a service, idempotent and retries it per the policy.
-         *
-         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
-         * @param retryPolicy     the policy.
-         * @return this.
-         */
-        public Builder retryPolicy(final String methodOrService, final RetryPolicy retryPolicy)
-        {
-            retryPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
-                Objects.requireNonNull(retryPolicy, "retryPolicy"));
-            return this;
-        }
-
-        /**
-         * Marks a method, or every method of a service, idempotent and hedges its unary calls per the policy (its
-         * streaming calls are neither hedged nor retried). A method has a retry policy or a hedging policy, not both.
-         *
-         * @param methodOrService {@code "pkg.Service/Method"} or {@code "pkg.Service"}.
-         * @param hedgingPolicy   the policy.
-         * @return this.
-         */
-        public Builder hedgingPolicy(final String methodOrService, final HedgingPolicy hedgingPolicy)
-        {
-            hedgingPolicies.put(Objects.requireNonNull(methodOrService, "methodOrService"),
-                Objects.requireNonNull(hedgingPolicy, "hedgingPolicy"));
-            return this;
-        }
-
-        /**
-         * @param maxTokens  budget size (1..1000).
-         * @param tokenRatio tokens a success gives back (0..1].
-         * @return this.
-         */
-        public Builder retryThrottling(final int maxTokens, final double tokenRatio)
-        {
-            this.throttle = new RetryThrottle(maxTokens, tokenRatio);
-            return this;
-        }
-
-        /**
-         * @param retries how many times a call the server never saw is retried at once (default 5).
-         * @return this.
-         */
-        public Builder maxTransparentRetries(final int retries)
-        {
-            if (retries < 0)
-            {
-                throw new IllegalArgumentException("maxTransparentRetries must not be negative: " + retries);
-            }
-            this.maxTransparentRetries = retries;
-            return this;
-        }
-
-        /**
-         * @param args the resolver's scheduler and refresh intervals.
-         * @return this.
-         */
-        public Builder resolverArgs(final NameResolver.Args args)
-        {
-            this.resolverArgs = Objects.requireNonNull(args, "args");
-            return this;
-        }
-
-        /**
-         * @param scheduler timer for retry backoff, health re-watch and deadlines while waiting.
-         * @return this.
-         */
-        public Builder timerScheduler(final Scheduler scheduler)
-        {
-            this.timer = Objects.requireNonNull(scheduler, "scheduler");
-            return this;
-        }
-
-        /**
-         * @return the channel; resolution starts now, connections as the policy asks.
-         */
-        public BalancedChannel build()
-        {
-            for (final String name : hedgingPolicies.keySet())
-            {
-                if (retryPolicies.containsKey(name))
-                {
-                    throw new IllegalArgumentException(name + " has both a retry policy and a hedging policy: choose one");
-                }
-            }
-            return new BalancedChannel(this);
-        }
     }
 }

@@ -1,12 +1,12 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import com.google.protobuf.Int32Value;
 import io.reverb.rpc.CallOptions;
-import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
-import io.reverb.rpc.health.SubchannelReadiness;
+import io.reverb.rpc.internal.ChannelRuntime;
 import java.net.URI;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
@@ -17,8 +17,8 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * A {@link Subchannel} over a single-address {@link RpcChannel} (which connects, reconnects with backoff and
- * drains on GOAWAY by itself). Its state comes from:
+ * A {@link Subchannel}: the connection to one address, through its connection manager ({@link ChannelRuntime}, which
+ * connects, reconnects with backoff, keeps alive and drains on GOAWAY). Its state comes from:
  * <ul>
  * <li>with health checking: a {@code reverb.health.v1.Health/Watch} stream on the channel; READY while it says
  * SERVING, TRANSIENT_FAILURE when it says otherwise or the stream fails (then watched again after a backoff);
@@ -37,7 +37,7 @@ final class ChannelSubchannel implements Subchannel
     private final URI address;
     private final SubchannelStateListener listener;
     private final SubchannelLoad load = SubchannelLoad.withDefaults();
-    private final Function<URI, RpcChannel> channelFactory;
+    private final Function<URI, ChannelRuntime> channelFactory;
     private final Executor serializer;
     private final Scheduler timer;
     private final String healthService;
@@ -45,7 +45,7 @@ final class ChannelSubchannel implements Subchannel
 
     // read from any thread, written on the serializer
     private volatile ConnectivityState state = ConnectivityState.IDLE;
-    private volatile RpcChannel channel;
+    private volatile ChannelRuntime channel;
     private volatile boolean shutdown;
     // serializer only
     private Disposable watch;
@@ -53,8 +53,9 @@ final class ChannelSubchannel implements Subchannel
     private long backoffNanos = MIN_BACKOFF_NANOS;
     private int generation;
 
-    ChannelSubchannel(final URI address, final SubchannelStateListener listener, final Function<URI, RpcChannel> channelFactory,
-        final Executor serializer, final Scheduler timer, final String healthService)
+    ChannelSubchannel(final URI address, final SubchannelStateListener listener,
+        final Function<URI, ChannelRuntime> channelFactory, final Executor serializer, final Scheduler timer,
+        final String healthService)
     {
         this.address = address;
         this.listener = listener;
@@ -86,7 +87,7 @@ final class ChannelSubchannel implements Subchannel
     /**
      * @return the channel to start calls on (null only before the first {@link #requestConnection()}).
      */
-    RpcChannel channel()
+    ChannelRuntime channel()
     {
         return channel;
     }
@@ -259,7 +260,7 @@ final class ChannelSubchannel implements Subchannel
 
     private void closeWhenIdle()
     {
-        final RpcChannel c = channel;
+        final ChannelRuntime c = channel;
         if (c != null && load.outstanding() == 0 && !c.isClosed())
         {
             c.close(); // no call of ours is running on it: nothing is failed by closing

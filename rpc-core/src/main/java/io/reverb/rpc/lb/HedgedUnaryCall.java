@@ -1,7 +1,7 @@
 package io.reverb.rpc.lb;
 
 import io.reverb.rpc.Status;
-import io.reverb.rpc.retry.HedgingPolicy;
+import io.reverb.rpc.HedgingPolicy;
 import io.reverb.rpc.retry.RetryThrottle;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;

@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Status;
 import java.net.URI;
 import java.util.List;

@@ -1,5 +1,7 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
+
 /**
  * Told each time a {@link Subchannel}'s state changes. Called serially for one subchannel, never while the
  * subchannel's own locks are held.

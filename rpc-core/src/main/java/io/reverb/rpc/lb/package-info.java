@@ -1,7 +1,8 @@
 /**
- * Load balancing for channels with several addresses: the {@link io.reverb.rpc.lb.LoadBalancer} a policy
- * implements, the {@link io.reverb.rpc.lb.Subchannel}s it creates (one connection each), and the
- * {@link io.reverb.rpc.lb.Picker} it publishes, which picks a subchannel per call without allocating.
+ * Load balancing, on in every channel: the {@link io.reverb.rpc.lb.LoadBalancer} a policy implements, the
+ * {@link io.reverb.rpc.lb.Subchannel}s it creates (one connection each), the {@link io.reverb.rpc.lb.Picker} it
+ * publishes, which picks a subchannel per call without allocating, and {@link io.reverb.rpc.lb.BalancedChannel}, the
+ * implementation of {@link io.reverb.rpc.RpcChannel} that runs them.
  *
  * <p>Built-in policies (by name, {@link io.reverb.rpc.lb.LoadBalancerRegistry}): {@code pick_first},
  * {@code round_robin} and {@code peak_ewma} (power of two choices over latency times outstanding calls).

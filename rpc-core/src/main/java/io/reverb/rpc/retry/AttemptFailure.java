@@ -17,7 +17,7 @@ public enum AttemptFailure
     REFUSED,
     /**
      * The server may have run the handler (the call failed with a status, or the connection died while it was out).
-     * Only an idempotent call's {@link RetryPolicy} may retry it.
+     * Only an idempotent call's {@link io.reverb.rpc.RetryPolicy} may retry it.
      */
     PROCESSED
 }

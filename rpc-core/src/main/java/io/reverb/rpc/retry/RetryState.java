@@ -1,5 +1,6 @@
 package io.reverb.rpc.retry;
 
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.StatusCode;
 

@@ -1,10 +1,12 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
@@ -14,7 +16,7 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
 import io.reverb.rpc.resolver.NameResolver;
-import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
@@ -138,7 +140,7 @@ class BalancedChannelTest
     @Test
     void shouldSpreadCallsEvenlyWithRoundRobin()
     {
-        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        channel = (BalancedChannel) RpcChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
         awaitReady(3);
         awaitPicking(replicas.get(0), replicas.get(1), replicas.get(2));
 
@@ -158,7 +160,7 @@ class BalancedChannelTest
     void shouldSendEverythingToTheFirstAddressWithPickFirst()
     {
         final List<String> uris = start(2);
-        channel = BalancedChannel.builder(uris).build();
+        channel = (BalancedChannel) RpcChannel.builder(uris).build();
 
         assertThat(calls(20)).containsOnlyKeys(replicas.get(0).name);
         assertThat(replicas.get(1).calls.get()).isZero();
@@ -167,7 +169,7 @@ class BalancedChannelTest
     @Test
     void shouldStopPickingAReplicaThatReportsNotServingAndComeBackWhenServing()
     {
-        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        channel = (BalancedChannel) RpcChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
         awaitReady(3);
         final Replica sick = replicas.get(1);
 
@@ -185,7 +187,7 @@ class BalancedChannelTest
     @Test
     void shouldNotFailAnyCallWhenAReplicaIsKilled()
     {
-        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
+        channel = (BalancedChannel) RpcChannel.builder(start(3)).loadBalancingPolicy("round_robin").healthCheck("").build();
         awaitReady(3);
         final Replica killed = replicas.get(0);
 
@@ -202,7 +204,7 @@ class BalancedChannelTest
     @Test
     void shouldRetryTransparentlyOnAnotherReplicaWhenOneIsDrainedWithoutHealthChecking() throws InterruptedException
     {
-        channel = BalancedChannel.builder(start(3)).loadBalancingPolicy("round_robin").build();
+        channel = (BalancedChannel) RpcChannel.builder(start(3)).loadBalancingPolicy("round_robin").build();
         awaitReady(3);
         calls(30); // every subchannel has a connection
         final Replica drained = replicas.get(2);
@@ -220,7 +222,7 @@ class BalancedChannelTest
     {
         final List<String> uris = start(1);
         final Replica replica = replicas.get(0);
-        channel = BalancedChannel.builder(uris)
+        channel = (BalancedChannel) RpcChannel.builder(uris)
             .retryPolicy(WHO.fullMethodName(), RetryPolicy.builder().maxAttempts(3)
                 .backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2).retryableCodes(StatusCode.UNAVAILABLE).build())
             .build();
@@ -230,7 +232,7 @@ class BalancedChannelTest
         assertThat(replica.calls.get()).isEqualTo(3);
 
         channel.close();
-        channel = BalancedChannel.builder(uris).build(); // no policy: not idempotent
+        channel = (BalancedChannel) RpcChannel.builder(uris).build(); // no policy: not idempotent
         replica.failNext.set(1);
         assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
             e -> assertThat(e.status().description()).isEqualTo("overloaded"));
@@ -242,7 +244,7 @@ class BalancedChannelTest
     {
         final List<String> uris = start(1);
         final Replica replica = replicas.get(0);
-        channel = BalancedChannel.builder(uris)
+        channel = (BalancedChannel) RpcChannel.builder(uris)
             .retryPolicy(SERVICE, RetryPolicy.builder().maxAttempts(5)
                 .backoff(Duration.ofMillis(1), Duration.ofMillis(1), 1).retryableCodes(StatusCode.UNAVAILABLE).build())
             .retryThrottling(10, 0.1)
@@ -272,7 +274,7 @@ class BalancedChannelTest
     {
         final List<String> uris = start(1);
         final Replica replica = replicas.get(0);
-        channel = BalancedChannel.builder(uris)
+        channel = (BalancedChannel) RpcChannel.builder(uris)
             .retryPolicy(SERVICE, RetryPolicy.builder().maxAttempts(2)
                 .backoff(Duration.ofMillis(1), Duration.ofMillis(1), 1).retryableCodes(StatusCode.UNAVAILABLE).build())
             .retryThrottling(10, 1.0)
@@ -317,7 +319,7 @@ class BalancedChannelTest
             {
             }
         };
-        channel = new BalancedChannel.Builder("test:", resolver).loadBalancingPolicy("round_robin").build();
+        channel = new BalancedChannel(RpcChannel.builder("test:").loadBalancingPolicy("round_robin"), resolver);
         assertThat(calls(5)).containsOnlyKeys(a.name);
         a.gate = Sinks.empty();
         final AtomicInteger done = new AtomicInteger();
@@ -336,7 +338,7 @@ class BalancedChannelTest
     @Test
     void shouldFailFastNamingTheErrorWhenNoReplicaCanBeReached()
     {
-        channel = BalancedChannel.builder(List.of("inproc://" + ReplicaServers.newName("nobody"))).build();
+        channel = (BalancedChannel) RpcChannel.builder(List.of("inproc://" + ReplicaServers.newName("nobody"))).build();
         Await.until("failure", TIMEOUT, () -> channel.state() == ConnectivityState.TRANSIENT_FAILURE
             || tryCallFails());
         assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,

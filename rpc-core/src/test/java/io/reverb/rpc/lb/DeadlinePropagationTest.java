@@ -91,7 +91,7 @@ class DeadlinePropagationTest
         }
         else
         {
-            toBack = BalancedChannel.builder(List.of(backUri)).build();
+            toBack = (BalancedChannel) RpcChannel.builder(List.of(backUri)).build();
         }
         // front forwards to back; "detached:" calls opt out of propagation
         front = RpcServer.builder(frontUri).addService(ServiceDefinition.builder("reverb.test.Prop")
@@ -116,7 +116,7 @@ class DeadlinePropagationTest
                 return plainToBack != null ? plainToBack.newUnaryCall(BACK, options, StringValue.of(forward)) :
                     toBack.newUnaryCall(BACK, options, StringValue.of(forward));
             })).build()).build().start();
-        toFront = BalancedChannel.builder(List.of(frontUri)).build();
+        toFront = (BalancedChannel) RpcChannel.builder(List.of(frontUri)).build();
     }
 
     @AfterEach

@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,10 +1,12 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.google.protobuf.StringValue;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcException;
@@ -12,8 +14,8 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
-import io.reverb.rpc.retry.HedgingPolicy;
-import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.HedgingPolicy;
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import java.time.Duration;
@@ -128,7 +130,8 @@ class HedgingTest
     @Test
     void shouldCompleteEveryCallThroughAnotherReplicaWhenOneNeverAnswersAndCancelItsAttempts()
     {
-        channel = BalancedChannel.builder(start(Mode.ANSWER, Mode.ANSWER, Mode.NEVER)).loadBalancingPolicy("round_robin")
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.ANSWER, Mode.ANSWER, Mode.NEVER))
+            .loadBalancingPolicy("round_robin")
             .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(3).hedgingDelay(Duration.ofMillis(20)).build())
             .build();
         awaitReady();
@@ -155,7 +158,7 @@ class HedgingTest
     @Test
     void shouldSendEachHedgeToAReplicaTheOthersDoNotUseAndCancelTheLosers()
     {
-        channel = BalancedChannel.builder(start(Mode.HOLD, Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.HOLD, Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
             .hedgingPolicy(HEDGED.fullMethodName(), HedgingPolicy.builder().maxAttempts(3)
                 .hedgingDelay(Duration.ofMillis(5)).build())
             .build();
@@ -178,7 +181,7 @@ class HedgingTest
     @Test
     void shouldSendAllAttemptsAtOnceWithAZeroDelay()
     {
-        channel = BalancedChannel.builder(start(Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.HOLD, Mode.HOLD)).loadBalancingPolicy("round_robin")
             .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ZERO).build())
             .build();
         awaitReady();
@@ -195,7 +198,7 @@ class HedgingTest
     @Test
     void shouldNotHedgeAMethodThatIsNotMarkedIdempotent()
     {
-        channel = BalancedChannel.builder(start(Mode.NEVER, Mode.ANSWER))
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.NEVER, Mode.ANSWER))
             .hedgingPolicy(HEDGED.fullMethodName(), HedgingPolicy.builder().maxAttempts(2)
                 .hedgingDelay(Duration.ofMillis(1)).build())
             .build(); // pick_first: every call goes to the first replica, which never answers
@@ -217,7 +220,7 @@ class HedgingTest
         final Replica failing = replicas.get(0);
         final Replica answering = replicas.get(1);
         // the hedging delay never comes: only a non-fatal failure lets the next hedge go
-        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
+        channel = (BalancedChannel) RpcChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
             HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ofHours(1))
                 .nonFatalCodes(StatusCode.UNAVAILABLE).build()).build();
         awaitReady();
@@ -230,7 +233,7 @@ class HedgingTest
         assertThat(failing.calls.get()).as("round_robin sent first attempts there too").isPositive();
 
         channel.close();
-        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
+        channel = (BalancedChannel) RpcChannel.builder(uris).loadBalancingPolicy("round_robin").hedgingPolicy(SERVICE,
             HedgingPolicy.builder().maxAttempts(2).hedgingDelay(Duration.ofHours(1)).build()).build(); // fatal now
         awaitReady();
         final int failingBefore = failing.calls.get();
@@ -260,7 +263,7 @@ class HedgingTest
     @Test
     void shouldStopHedgingOnceTheRetryBudgetIsSpent()
     {
-        channel = BalancedChannel.builder(start(Mode.FAIL_UNAVAILABLE))
+        channel = (BalancedChannel) RpcChannel.builder(start(Mode.FAIL_UNAVAILABLE))
             .hedgingPolicy(SERVICE, HedgingPolicy.builder().maxAttempts(3).hedgingDelay(Duration.ofHours(1))
                 .nonFatalCodes(StatusCode.UNAVAILABLE).build())
             .retryThrottling(10, 0.1)
@@ -288,7 +291,7 @@ class HedgingTest
     @Test
     void shouldRefuseARetryPolicyAndAHedgingPolicyForTheSameMethod()
     {
-        assertThatThrownBy(() -> BalancedChannel.builder(List.of("inproc://nobody"))
+        assertThatThrownBy(() -> RpcChannel.builder(List.of("inproc://nobody"))
             .retryPolicy(SERVICE, RetryPolicy.builder().build())
             .hedgingPolicy(SERVICE, HedgingPolicy.builder().build())
             .build()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("choose one");

@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -59,7 +60,7 @@ class RpcChannelReplicasTest
         channel = RpcChannel.builder(uris).loadBalancingPolicy("round_robin").healthCheck("").build();
         assertThat(channel.uri()).isEqualTo(String.join(",", uris));
         final long end = System.nanoTime() + TIMEOUT.toNanos();
-        while (channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() < 3)
+        while (((BalancedChannel)channel).subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() < 3)
         {
             assertThat(System.nanoTime() - end).isNegative();
             Thread.onSpinWait();
@@ -83,13 +84,18 @@ class RpcChannelReplicasTest
     }
 
     @Test
-    void shouldStayASingleConnectionChannelForOneAddress()
+    void shouldRunPickFirstOverTheOneSubchannelOfOneAddress()
     {
         final List<String> uris = start(1);
         channel = RpcChannel.builder(uris.get(0)).build();
-        assertThat(channel.balancer()).isNull();
         assertThat(ClientCalls.unary(channel, WHO, CallOptions.DEFAULT, StringValue.of("x")).block(TIMEOUT).getValue())
             .isEqualTo(uris.get(0));
+        // the one implementation, its balancer on: one subchannel, for the one address, picked
+        assertThat(channel).isInstanceOf(BalancedChannel.class);
+        final BalancedChannel balanced = (BalancedChannel)channel;
+        assertThat(balanced.subchannels()).hasSize(1);
+        assertThat(balanced.subchannels().get(0).address().toString()).isEqualTo(uris.get(0));
+        assertThat(balanced.state()).isEqualTo(ConnectivityState.READY);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.rpc.ConnectivityState;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
@@ -107,8 +108,8 @@ class TransparentRetryClassificationTest
 
     private void connect(final List<String> uris)
     {
-        channel = BalancedChannel.builder(uris).loadBalancingPolicy("round_robin")
-            .channelFactory(uri -> RpcChannel.builder(uri.toString()).intercept(countRefusals).build())
+        channel = (BalancedChannel) RpcChannel.builder(uris).loadBalancingPolicy("round_robin")
+            .intercept(countRefusals)
             .build();
         Await.until("both ready", TIMEOUT, () ->
             channel.subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count() == uris.size());

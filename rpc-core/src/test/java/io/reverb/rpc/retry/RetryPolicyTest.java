@@ -1,5 +1,6 @@
 package io.reverb.rpc.retry;
 
+import io.reverb.rpc.RetryPolicy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

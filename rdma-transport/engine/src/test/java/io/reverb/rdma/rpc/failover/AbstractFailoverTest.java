@@ -4,13 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
+import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
-import io.reverb.rpc.lb.ConnectivityState;
-import io.reverb.rpc.retry.RetryPolicy;
+import io.reverb.rpc.ConnectivityState;
+import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.transport.Transports;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -167,7 +168,7 @@ abstract class AbstractFailoverTest
 
     private long ready()
     {
-        return channel.balancer().subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count();
+        return ((BalancedChannel)channel).subchannels().stream().filter(s -> s.state() == ConnectivityState.READY).count();
     }
 
     @Test

@@ -1,8 +1,10 @@
-package io.reverb.rpc.health;
+package io.reverb.rpc.lb;
+
+import io.reverb.rpc.ConnectivityState;
+import io.reverb.rpc.health.HealthProtocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.reverb.rpc.lb.ConnectivityState;
 import org.junit.jupiter.api.Test;
 
 class SubchannelReadinessTest

@@ -1,6 +1,8 @@
-package io.reverb.rpc.health;
+package io.reverb.rpc.lb;
 
-import io.reverb.rpc.lb.ConnectivityState;
+import io.reverb.rpc.ConnectivityState;
+import io.reverb.rpc.health.HealthProtocol;
+
 
 /**
  * Folds what a subchannel knows of its replica into the one state a load balancer sees: the connection's state,

@@ -1,6 +1,5 @@
-package io.reverb.rpc.retry;
+package io.reverb.rpc;
 
-import io.reverb.rpc.StatusCode;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Objects;

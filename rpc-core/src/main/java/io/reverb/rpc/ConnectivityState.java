@@ -1,7 +1,7 @@
-package io.reverb.rpc.lb;
+package io.reverb.rpc;
 
 /**
- * The state of one connection to one address (a {@link Subchannel}) or of a whole channel, as in gRPC.
+ * The state of one connection to one address (a subchannel) or of a whole channel, as in gRPC.
  *
  * <p>A subchannel is {@link #READY} only when it can take a call now: connected, reporting SERVING to the health
  * service when health checking is on, and not draining (no GOAWAY received). A load balancer never has to look at

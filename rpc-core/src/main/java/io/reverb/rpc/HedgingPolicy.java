@@ -1,6 +1,5 @@
-package io.reverb.rpc.retry;
+package io.reverb.rpc;
 
-import io.reverb.rpc.StatusCode;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Objects;
@@ -12,7 +11,7 @@ import java.util.Set;
  * {@link #maxAttempts()} in all, each to a replica not yet tried when there is one. The first OK answer wins and
  * the other attempts are cancelled (their servers see a CANCEL). An attempt failing with one of the
  * {@link #nonFatalCodes()} lets the next hedge go at once; any other failure ends the call with it. Hedges share
- * the channel's {@link RetryThrottle}: a non-fatal failure takes a token, a success gives some back, and no hedge
+ * the channel's retry budget ({@link RpcChannel.Builder#retryThrottling}): a non-fatal failure takes a token, a success gives some back, and no hedge
  * beyond the first attempt is sent while the budget is spent. Immutable.
  */
 public final class HedgingPolicy

@@ -1,0 +1,170 @@
+package io.reverb.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.StringValue;
+import io.grpc.Status;
+import io.grpc.internal.ClientTransport;
+import io.grpc.internal.DisconnectError;
+import io.grpc.internal.ManagedClientTransport;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
+import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+
+/**
+ * One grpc-java client transport is one Reverb connection, as Netty's is one socket: {@code start} connects once,
+ * {@code transportReady} when it is up, {@code transportShutdown} then {@code transportTerminated} when it is lost,
+ * and the transport never connects again by itself (grpc-java's subchannel makes the next transport); {@code ping}
+ * is a Reverb PING on the connection.
+ */
+class ClientTransportPerConnectionTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final long TIMEOUT_SECONDS = 20;
+    private static final MethodDescriptor<StringValue, StringValue> ECHO = MethodDescriptor.<StringValue, StringValue>newBuilder()
+        .type(MethodDescriptor.MethodType.UNARY)
+        .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.PerConnection", "Echo"))
+        .requestMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .responseMarshaller(ProtoMarshaller.of(StringValue.getDefaultInstance()))
+        .build();
+
+    private final String name = "transport-per-connection-" + IDS.incrementAndGet();
+    private final String uri = "inproc://" + name;
+    private final List<String> events = new CopyOnWriteArrayList<>();
+    private final CountDownLatch ready = new CountDownLatch(1);
+    private final CountDownLatch terminated = new CountDownLatch(1);
+    private RpcServer server;
+    private ReverbClientTransport transport;
+
+    private final ManagedClientTransport.Listener listener = new ManagedClientTransport.Listener()
+    {
+        @Override
+        public void transportShutdown(final Status status, final DisconnectError error)
+        {
+            events.add("shutdown " + status.getCode());
+        }
+
+        @Override
+        public void transportTerminated()
+        {
+            events.add("terminated");
+            terminated.countDown();
+        }
+
+        @Override
+        public void transportReady()
+        {
+            events.add("ready");
+            ready.countDown();
+        }
+
+        @Override
+        public void transportInUse(final boolean inUse)
+        {
+        }
+    };
+
+    @BeforeEach
+    void start()
+    {
+        server = RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.PerConnection")
+            .addMethod(ECHO, ServerCalls.unary(Mono::just)).build()).build().start();
+        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
+            new ConcurrentHashMap<>());
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException
+    {
+        transport.shutdownNow(Status.UNAVAILABLE.withDescription("test over"));
+        server.shutdown(Duration.ZERO);
+        assertThat(server.awaitTermination(Duration.ofSeconds(TIMEOUT_SECONDS))).isTrue();
+    }
+
+    @Test
+    void shouldBeOneConnectionThatEndsTheTransportWhenLostAndNeverComesBack() throws Exception
+    {
+        transport.start(listener).run();
+        assertThat(ready.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(transport.connection().state()).isEqualTo(RpcClientConnection.State.READY);
+        assertThat(transport.connection().newUnaryCall(ECHO, CallOptions.DEFAULT, StringValue.of("x"))
+            .block(Duration.ofSeconds(TIMEOUT_SECONDS))).isEqualTo(StringValue.of("x"));
+
+        assertThat(InprocTransportProvider.killConnections(name)).as("one connection").isEqualTo(1);
+        assertThat(terminated.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(events).containsExactly("ready", "shutdown UNAVAILABLE", "terminated");
+        // no reconnect of its own: its one connection is closed, and the server has none from it
+        assertThat(transport.connection().state()).isEqualTo(RpcClientConnection.State.CLOSED);
+        assertThat(InprocTransportProvider.killConnections(name)).isZero();
+    }
+
+    @Test
+    void shouldShutDownBeforeReadyWhenItCannotConnect() throws Exception
+    {
+        server.shutdown(Duration.ZERO);
+        assertThat(server.awaitTermination(Duration.ofSeconds(TIMEOUT_SECONDS))).isTrue();
+        transport.start(listener).run();
+        assertThat(terminated.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(events).containsExactly("shutdown UNAVAILABLE", "terminated");
+    }
+
+    @Test
+    void shouldPingOverTheReverbConnection() throws Exception
+    {
+        transport.start(listener).run();
+        assertThat(ready.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        final CompletableFuture<Long> roundTrip = new CompletableFuture<>();
+        transport.ping(new ClientTransport.PingCallback()
+        {
+            @Override
+            public void onSuccess(final long roundTripTimeNanos)
+            {
+                roundTrip.complete(roundTripTimeNanos);
+            }
+
+            @Override
+            public void onFailure(final Status cause)
+            {
+                roundTrip.completeExceptionally(cause.asException());
+            }
+        }, Runnable::run);
+        assertThat(roundTrip.get(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isNotNegative();
+
+        transport.shutdown(Status.UNAVAILABLE.withDescription("done"));
+        assertThat(terminated.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        final CompletableFuture<Status> failed = new CompletableFuture<>();
+        transport.ping(new ClientTransport.PingCallback()
+        {
+            @Override
+            public void onSuccess(final long roundTripTimeNanos)
+            {
+                failed.completeExceptionally(new AssertionError("a closed connection answered a PING"));
+            }
+
+            @Override
+            public void onFailure(final Status cause)
+            {
+                failed.complete(cause);
+            }
+        }, Runnable::run);
+        assertThat(failed.get(TIMEOUT_SECONDS, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+    }
+}

@@ -1,0 +1,51 @@
+package io.reverb.rpc.impl;
+
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.RpcImplementation;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.internal.ChannelConfig;
+import io.reverb.rpc.internal.ServerConfig;
+import io.reverb.rpc.internal.ServerRuntime;
+import io.reverb.rpc.internal.StandaloneConnection;
+import io.reverb.rpc.lb.BalancedChannel;
+import io.reverb.rpc.resolver.NameResolvers;
+
+/**
+ * rpc-core's implementation of its API, registered in {@code META-INF/services/io.reverb.rpc.RpcImplementation}: the
+ * one place that knows both the API package and the implementation's ({@code lb} for the channel, {@code internal}
+ * for connections and servers).
+ */
+public final class DefaultRpcImplementation implements RpcImplementation
+{
+    @Override
+    public RpcChannel newChannel(final RpcChannel.Builder settings)
+    {
+        return new BalancedChannel(settings);
+    }
+
+    @Override
+    public RpcClientConnection newConnection(final RpcChannel.Builder settings)
+    {
+        final String target = settings.target();
+        if (settings.addresses() != null && settings.addresses().size() > 1 || NameResolvers.isResolverTarget(target))
+        {
+            throw new IllegalArgumentException("a connection is to one transport address, not " + target +
+                " (a channel balances over several)");
+        }
+        if (settings.loadBalancingPolicy() != null || settings.healthCheck() != null ||
+            !settings.retryPolicies().isEmpty() || !settings.hedgingPolicies().isEmpty() || settings.retryMaxTokens() > 0)
+        {
+            throw new IllegalArgumentException("load balancing, health checking, retries and hedging need a channel, " +
+                "not one connection: " + target);
+        }
+        final String address = settings.addresses() != null ? settings.addresses().get(0) : target;
+        return new StandaloneConnection(ChannelConfig.of(settings, address, settings.defaultDeadline(), false));
+    }
+
+    @Override
+    public RpcServer.Runtime newServer(final RpcServer.Builder settings)
+    {
+        return new ServerRuntime(ServerConfig.of(settings), settings.connectionListeners());
+    }
+}

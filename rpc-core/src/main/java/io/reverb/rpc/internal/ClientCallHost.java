@@ -1,0 +1,356 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.ClientInterceptor;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.retry.CallFailureCause;
+import io.reverb.rpc.transport.UnauthenticatedException;
+import java.util.Objects;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import org.reactivestreams.Publisher;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.context.ContextView;
+
+/**
+ * What starts calls on connections to one address, and what those calls and connections ask of their owner: the
+ * calls as Reactor publishers (the interceptor chain, the deadline, the unary fast path), the timers, the metrics.
+ * Two owners: {@link ChannelRuntime} (a subchannel's connection manager: it reconnects with backoff and keeps calls
+ * waiting while it cannot connect) and {@link StandaloneConnection} (the published one-connection API: one attempt, no
+ * reconnect of its own).
+ */
+abstract class ClientCallHost
+{
+    final ChannelConfig config;
+    private final CallMetrics metrics;
+    private final ClientInterceptor[] interceptors;
+    /** The keep-alive interval of new connections: doubled each time a server said "too many pings" (as grpc-java). */
+    private volatile long keepAliveNanos;
+
+    ClientCallHost(final ChannelConfig config)
+    {
+        this(config, null);
+    }
+
+    /**
+     * @param config  the settings.
+     * @param metrics the call metrics to share (a subchannel's connections count their calls as the subchannel's),
+     *                or null for metrics of its own.
+     */
+    ClientCallHost(final ChannelConfig config, final CallMetrics metrics)
+    {
+        this.config = config;
+        this.metrics = metrics != null ? metrics : CallMetrics.create(config.meterRegistry, "client");
+        this.interceptors = config.interceptors;
+        this.keepAliveNanos = config.keepAliveTime.toNanos();
+    }
+
+    // ------------------------------------------------------------------ what calls and connections ask of the owner
+
+    /**
+     * Gives the call a usable connection ({@link ClientCall#onConnection}), parks it until there is one, or fails it
+     * ({@link ClientCall#failBeforeStart}).
+     */
+    abstract void acquire(ClientCall<?, ?> call);
+
+    /**
+     * The call lost its connection before it was sent (a race with GOAWAY), or was refused and will be sent again:
+     * acquire again, off the transport's thread.
+     */
+    abstract void reacquireLater(ClientCall<?, ?> call);
+
+    /** The call ended while parked: forget it. */
+    abstract void removeWaiter(ClientCall<?, ?> call);
+
+    /**
+     * The connection takes no new calls any more (GOAWAY, failure, close, its stream ids used up); may be called more
+     * than once per connection.
+     *
+     * @param why the reason.
+     */
+    abstract void connectionUnusable(ClientConnection connection, Status why);
+
+    /** The connection is closed. */
+    abstract void connectionClosed(ClientConnection connection);
+
+    /** @return the keep-alive interval for a new connection (0 or less: no keep-alive). */
+    long keepAliveNanos()
+    {
+        return keepAliveNanos;
+    }
+
+    /** A server closed a connection for PINGs too frequent: the next connections PING half as often. */
+    void keepAliveTooFrequent()
+    {
+        final long before = keepAliveNanos;
+        if (before > 0)
+        {
+            final long after = before > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : before * 2;
+            keepAliveNanos = after;
+            RpcConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
+                KeepAliveEnforcer.TOO_MANY_PINGS, before / 1_000_000, after / 1_000_000);
+        }
+    }
+
+    /**
+     * @param error why a connection attempt failed.
+     * @return the status of the calls it fails: UNAUTHENTICATED when the server refused this side's credentials (or
+     * this side the server's), which does not heal by waiting; UNAVAILABLE ({@code CONNECT_FAILED}) otherwise.
+     */
+    final Status connectFailure(final Throwable error)
+    {
+        final Throwable cause = error instanceof CompletionException && error.getCause() != null ?
+            error.getCause() : error;
+        return cause instanceof UnauthenticatedException
+            ? Status.UNAUTHENTICATED.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                .withCause(cause)
+            : Status.UNAVAILABLE.withDescription("cannot connect to " + config.uri + ": " + cause.getMessage())
+                .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECT_FAILED, cause));
+    }
+
+    final ChannelConfig config()
+    {
+        return config;
+    }
+
+    /**
+     * A call's deadline: on the shared {@link DeadlineTimer} unless the user gave the channel a timer scheduler of
+     * their own (e.g. a virtual-time one in tests), which then keeps all of the channel's timers.
+     */
+    final Disposable scheduleDeadline(final Runnable task, final long delayNanos)
+    {
+        return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
+            config.timerScheduler.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    final Scheduler timer()
+    {
+        return config.timerScheduler;
+    }
+
+    final CallMetrics metrics()
+    {
+        return metrics;
+    }
+
+    /**
+     * @return the address.
+     */
+    public final String uri()
+    {
+        return config.uri;
+    }
+
+    // ------------------------------------------------------------------ calls
+
+    /**
+     * A call of any kind; each subscription is a new call.
+     *
+     * @param method   the method.
+     * @param options  call options.
+     * @param requests the requests.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     */
+    public final <Req, Resp> Flux<Resp> newCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Publisher<Req> requests)
+    {
+        if (interceptors.length == 0)
+        {
+            return new CallFlux<>(this, method, options, requests, null);
+        }
+        return intercepted(method, options, requests, null);
+    }
+
+    /**
+     * A call that records what the server answered into {@code context}, and takes the direct path when there are no
+     * interceptors.
+     *
+     * @param method   the method.
+     * @param options  call options.
+     * @param requests the requests.
+     * @param context  receives the server's headers, trailers and status; one call per context.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     */
+    public final <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext context)
+    {
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new CallFlux<>(this, method, options, requests, context);
+        }
+        return intercepted(method, options, requests, context);
+    }
+
+    /**
+     * A unary call recording what the server answered into {@code context}; the unary fast path when there are no
+     * interceptors.
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param context receives the server's headers, trailers and status; one call per context.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response.
+     */
+    public final <Req, Resp> Mono<Resp> newUnaryCall(final MethodDescriptor<Req, Resp> method,
+        final CallOptions options, final Req request, final ClientCallContext context)
+    {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(context, "context");
+        if (interceptors.length == 0)
+        {
+            return new UnaryMono<>(this, method, options, request, context);
+        }
+        return unaryResult(method, intercepted(method, options, Mono.just(request), context));
+    }
+
+    /**
+     * A unary call: without interceptors the request travels with the CALL frame and the response goes straight to
+     * the subscriber, without intermediate operators.
+     *
+     * @param method  the method.
+     * @param options call options.
+     * @param request the request.
+     * @param <Req>   request type.
+     * @param <Resp>  response type.
+     * @return the response.
+     */
+    public final <Req, Resp> Mono<Resp> newUnaryCall(
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
+    {
+        Objects.requireNonNull(request, "request");
+        if (interceptors.length == 0)
+        {
+            return new UnaryMono<>(this, method, options, request, null);
+        }
+        return unaryResult(method, intercepted(method, options, Mono.just(request), null));
+    }
+
+    private static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
+    {
+        return responses
+            .singleOrEmpty()
+            .switchIfEmpty(Mono.error(() -> Status.INTERNAL
+                .withDescription("No value received for " + method.fullMethodName()).asException()));
+    }
+
+    private <Req, Resp> Flux<Resp> intercepted(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final ClientCallContext given)
+    {
+        return Flux.defer(() ->
+        {
+            final ClientCallContext context = given != null ? given : new ClientCallContext(method, options);
+            ClientInterceptor.Next<Req, Resp> next = r -> new CallFlux<>(this, method, options, r, context);
+            for (int i = interceptors.length - 1; i >= 0; i--)
+            {
+                final ClientInterceptor interceptor = interceptors[i];
+                final ClientInterceptor.Next<Req, Resp> inner = next;
+                next = r -> interceptor.interceptCall(context, r, inner);
+            }
+            return next.call(Flux.from(requests));
+        });
+    }
+
+    private Deadline deadlineOf(final CallOptions options, final RpcContext parent)
+    {
+        Deadline deadline = options.deadline();
+        if (deadline == null && config.defaultDeadline != null)
+        {
+            deadline = Deadline.after(config.defaultDeadline);
+        }
+        // a call made inside a handler finishes no later than the call being handled
+        if (parent != null && parent.deadline() != null)
+        {
+            deadline = parent.deadline().minimum(deadline);
+        }
+        return deadline;
+    }
+
+    private static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
+    {
+        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+    }
+
+    private static RpcContext assembledParent(final CallOptions options)
+    {
+        return options.isDetached() ? null : ServerCallScope.current();
+    }
+
+    /** A unary call as a Mono: each subscription is a new call. */
+    private static final class UnaryMono<Req, Resp> extends Mono<Resp>
+    {
+        private final ClientCallHost host;
+        private final MethodDescriptor<Req, Resp> method;
+        private final CallOptions options;
+        private final Req request;
+        private final RpcContext assembled;
+        private final ClientCallContext context;
+
+        UnaryMono(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Req request, final ClientCallContext context)
+        {
+            this.host = host;
+            this.method = method;
+            this.options = options;
+            this.request = request;
+            this.assembled = assembledParent(options);
+            this.context = context;
+        }
+
+        @Override
+        public void subscribe(final CoreSubscriber<? super Resp> actual)
+        {
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            new UnaryClientCall<>(host, method, request, context, metadata, host.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
+        }
+    }
+
+    /** The call as a Flux: each subscription is a new call. */
+    private static final class CallFlux<Req, Resp> extends Flux<Resp>
+    {
+        private final ClientCallHost host;
+        private final MethodDescriptor<Req, Resp> method;
+        private final CallOptions options;
+        private final Publisher<Req> requests;
+        private final ClientCallContext context;
+        private final RpcContext assembled;
+
+        CallFlux(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Publisher<Req> requests, final ClientCallContext context)
+        {
+            this.host = host;
+            this.method = method;
+            this.options = options;
+            this.requests = requests;
+            this.context = context;
+            this.assembled = assembledParent(options);
+        }
+
+        @Override
+        public void subscribe(final CoreSubscriber<? super Resp> actual)
+        {
+            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            new StreamingClientCall<>(host, method, requests, context, metadata, host.deadlineOf(options, parent),
+                options.isWaitForReady()).inheritCancellation(parent).start(actual);
+        }
+    }
+}

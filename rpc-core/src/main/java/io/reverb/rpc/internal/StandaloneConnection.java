@@ -1,0 +1,427 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.Status;
+import io.reverb.rpc.retry.CallFailureCause;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.TransportProvider;
+import io.reverb.rpc.transport.Transports;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * The published one-connection API ({@link RpcClientConnection}) over rpc-core's client connection: one attempt to
+ * connect, no reconnect, no transparent retry (a refused call fails as refused and its owner decides). Its owners:
+ * reverb-grpc's transports (through the API), and a channel's subchannels ({@link ChannelRuntime}, which makes one
+ * of these per connection, puts its own calls on it and makes another when it is lost).
+ */
+public final class StandaloneConnection extends ClientCallHost implements RpcClientConnection
+{
+    private final URI uri;
+    private final TransportProvider provider;
+    /** The subchannel that owns this connection (its keep-alive interval, its metrics), or null. */
+    private final ChannelRuntime owner;
+    private final int lastStreamId;
+    private final CompletableFuture<Void> connected = new CompletableFuture<>();
+    /** The connection while it takes calls: the lock-free path of {@link #acquire}. */
+    private volatile ClientConnection ready;
+
+    // guarded by this
+    private State state = State.IDLE;
+    private ClientConnection connection;
+    private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
+    private boolean closeWhenConnected;
+    private Consumer<Status> lostListener;
+    private Status lost;
+
+    /**
+     * @param config the connection's settings (transparent retry and reconnect settings are not used).
+     */
+    public StandaloneConnection(final ChannelConfig config)
+    {
+        this(config, null, ClientConnection.LAST_STREAM_ID);
+    }
+
+    /**
+     * @param config       the connection's settings.
+     * @param owner        the subchannel that owns it, or null.
+     * @param lastStreamId the last stream id the connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in
+     *                     tests).
+     */
+    StandaloneConnection(final ChannelConfig config, final ChannelRuntime owner, final int lastStreamId)
+    {
+        super(config, owner != null ? owner.metrics() : null);
+        this.uri = Transports.parse(config.uri);
+        this.provider = Transports.providerFor(uri);
+        this.owner = owner;
+        this.lastStreamId = lastStreamId;
+    }
+
+    @Override
+    long keepAliveNanos()
+    {
+        return owner != null ? owner.keepAliveNanos() : super.keepAliveNanos();
+    }
+
+    @Override
+    void keepAliveTooFrequent()
+    {
+        if (owner != null)
+        {
+            owner.keepAliveTooFrequent(); // the subchannel's next connections PING half as often
+        }
+        else
+        {
+            super.keepAliveTooFrequent();
+        }
+    }
+
+    /** @return the connection while it takes new calls, or null. */
+    ClientConnection usable()
+    {
+        final ClientConnection c = ready;
+        return c != null && c.isUsable() ? c : null;
+    }
+
+    /** @return the connection once connected (usable or not any more), or null. */
+    synchronized ClientConnection connected()
+    {
+        return connection;
+    }
+
+    @Override
+    public synchronized State state()
+    {
+        return state;
+    }
+
+    @Override
+    public CompletableFuture<Void> connect()
+    {
+        final boolean start;
+        synchronized (this)
+        {
+            start = state == State.IDLE;
+            if (start)
+            {
+                state = State.CONNECTING;
+            }
+        }
+        if (start)
+        {
+            attempt();
+        }
+        return connected.copy(); // a caller completing its copy cannot change this connection's outcome
+    }
+
+    private void attempt()
+    {
+        final ClientConnection c = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
+        try
+        {
+            provider.connect(uri, config.transportOptions, c).whenComplete((transport, error) ->
+                onConnectResult(c, transport, error));
+        }
+        catch (final RuntimeException e)
+        {
+            onConnectResult(c, null, e);
+        }
+    }
+
+    private void onConnectResult(final ClientConnection c, final Connection transport, final Throwable error)
+    {
+        final List<ClientCall<?, ?>> waiting;
+        Status failure = null;
+        boolean closeNow = false;
+        synchronized (this)
+        {
+            waiting = new ArrayList<>(waiters);
+            waiters.clear();
+            if (error != null)
+            {
+                failure = connectFailure(error);
+                state = State.CLOSED;
+            }
+            else
+            {
+                c.attach(transport);
+                if (state == State.CLOSED)
+                {
+                    closeNow = true; // closed while connecting
+                    failure = notTakingCalls();
+                }
+                else
+                {
+                    connection = c;
+                    state = State.READY;
+                    ready = c;
+                    if (closeWhenConnected)
+                    {
+                        state = State.DRAINING;
+                        ready = null;
+                        failure = notTakingCalls();
+                    }
+                }
+            }
+        }
+        if (closeNow)
+        {
+            c.closeWithError(failure);
+        }
+        else if (error == null && failure != null)
+        {
+            c.drain(); // shut down while connecting: nothing runs on it, so it closes now
+        }
+        if (failure == null)
+        {
+            connected.complete(null);
+            for (final ClientCall<?, ?> call : waiting)
+            {
+                call.onConnection(c);
+            }
+        }
+        else
+        {
+            connected.completeExceptionally(failure.asException());
+            for (final ClientCall<?, ?> call : waiting)
+            {
+                call.failBeforeStart(failure);
+            }
+        }
+    }
+
+    /** Guarded by this: why a call cannot start here now; the server never saw it, so it may go elsewhere. */
+    private Status notTakingCalls()
+    {
+        return Status.UNAVAILABLE.withDescription("connection to " + config.uri + " takes no new calls (" + state + ")")
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
+    }
+
+    @Override
+    void acquire(final ClientCall<?, ?> call)
+    {
+        final ClientConnection current = ready;
+        if (current != null && current.isUsable())
+        {
+            call.onConnection(current);
+            return;
+        }
+        Status failure = null;
+        boolean start = false;
+        ClientConnection usable = null;
+        synchronized (this)
+        {
+            if (call.isDone())
+            {
+                return;
+            }
+            switch (state)
+            {
+                case IDLE:
+                    state = State.CONNECTING;
+                    start = true;
+                    waiters.add(call);
+                    break;
+                case CONNECTING:
+                    waiters.add(call);
+                    break;
+                case READY:
+                    if (connection.isUsable())
+                    {
+                        usable = connection;
+                    }
+                    else
+                    {
+                        failure = notTakingCalls();
+                    }
+                    break;
+                default:
+                    failure = notTakingCalls();
+            }
+        }
+        if (usable != null)
+        {
+            call.onConnection(usable);
+        }
+        else if (failure != null)
+        {
+            call.failBeforeStart(failure);
+        }
+        else if (start)
+        {
+            attempt();
+        }
+    }
+
+    @Override
+    void reacquireLater(final ClientCall<?, ?> call)
+    {
+        // transparent retry is off here, so only a call that lost a race with GOAWAY comes back: it fails as refused
+        timer().schedule(() -> acquire(call));
+    }
+
+    @Override
+    synchronized void removeWaiter(final ClientCall<?, ?> call)
+    {
+        waiters.remove(call);
+    }
+
+    @Override
+    void connectionUnusable(final ClientConnection c, final Status why)
+    {
+        final Consumer<Status> listener;
+        synchronized (this)
+        {
+            if (c != connection)
+            {
+                return;
+            }
+            ready = null;
+            if (state == State.READY)
+            {
+                state = State.DRAINING;
+            }
+            if (lost != null)
+            {
+                return;
+            }
+            lost = why;
+            listener = lostListener;
+        }
+        if (listener != null)
+        {
+            listener.accept(why);
+        }
+    }
+
+    @Override
+    void connectionClosed(final ClientConnection c)
+    {
+        synchronized (this)
+        {
+            if (c != connection)
+            {
+                return;
+            }
+            state = State.CLOSED;
+        }
+        if (owner != null)
+        {
+            owner.closed(this);
+        }
+    }
+
+    @Override
+    public CompletableFuture<Long> ping()
+    {
+        final ClientConnection c;
+        synchronized (this)
+        {
+            c = state == State.READY || state == State.DRAINING ? connection : null;
+        }
+        if (c == null)
+        {
+            return CompletableFuture.failedFuture(Status.UNAVAILABLE.withDescription("connection to " + config.uri +
+                " is not connected (" + state() + ")").asException());
+        }
+        return c.ping();
+    }
+
+    @Override
+    public void onLost(final Consumer<Status> listener)
+    {
+        Objects.requireNonNull(listener, "listener");
+        final Status already;
+        synchronized (this)
+        {
+            lostListener = listener;
+            already = lost;
+        }
+        if (already != null)
+        {
+            listener.accept(already);
+        }
+    }
+
+    @Override
+    public void shutdown()
+    {
+        final ClientConnection c;
+        synchronized (this)
+        {
+            switch (state)
+            {
+                case IDLE:
+                    state = State.CLOSED;
+                    c = null;
+                    break;
+                case CONNECTING:
+                    closeWhenConnected = true;
+                    c = null;
+                    break;
+                case READY:
+                    state = State.DRAINING;
+                    ready = null;
+                    c = connection;
+                    break;
+                default:
+                    c = null;
+            }
+        }
+        if (c != null)
+        {
+            connectionUnusable(c, Status.UNAVAILABLE.withDescription("connection shut down by this side"));
+            c.drain();
+        }
+        if (state() == State.CLOSED)
+        {
+            connected.completeExceptionally(Status.UNAVAILABLE.withDescription("connection shut down").asException());
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        close(Status.UNAVAILABLE.withDescription("connection closed")
+            .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED)));
+    }
+
+    /**
+     * Closes now: calls running on it fail with {@code status}.
+     *
+     * @param status why.
+     */
+    void close(final Status status)
+    {
+        final ClientConnection c;
+        final List<ClientCall<?, ?>> waiting;
+        synchronized (this)
+        {
+            state = State.CLOSED;
+            ready = null;
+            c = connection;
+            waiting = new ArrayList<>(waiters);
+            waiters.clear();
+        }
+        connected.completeExceptionally(status.asException());
+        for (final ClientCall<?, ?> call : waiting)
+        {
+            call.failBeforeStart(status);
+        }
+        if (c != null)
+        {
+            connectionUnusable(c, status);
+            c.closeWithError(status);
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "RpcClientConnection{" + config.uri + ", " + state() + "}";
+    }
+}
