@@ -27,8 +27,9 @@ package io.reverb.rdma.engine;
  *       under it;</li>
  *   <li>this send lock;</li>
  *   <li>the send pool's monitor ({@link BufferPool}), then the engine-wide {@link RendezvousBudget};</li>
- *   <li>the provider's QP: {@code QueuePair.postSend} takes its own locks (shm: the QP's send lock, then its write
- *       lock; tcp: the QP's send lock, then its wire lock, only ever tried).</li>
+ *   <li>the provider's QP: {@code QueuePair.postSend} takes its own locks (shm: the QP's send lock, then the write
+ *       lock of its doorbell socket; tcp: the QP's send lock, released before its wire lock is tried, never waited
+ *       for).</li>
  * </ol>
  * Nothing runs user or RPC code while holding this lock: writable callbacks, close callbacks and failed-send reports
  * run after it is released, and providers report through completion queues, which the poller drains without it.
