@@ -40,7 +40,7 @@ dependencies {
     // One version for every Reverb artifact.
     implementation(platform("io.reverb:reverb-bom:$reverbVersion"))
     implementation("io.reverb:reverb-rpc-core")
-    implementation("io.reverb:reverb-rdma-transport")
+    implementation("io.reverb:reverb-transport")
     implementation("com.google.protobuf:protobuf-java:$protobufVersion")
     runtimeOnly("org.slf4j:slf4j-simple:$slf4jVersion")
 

@@ -15,7 +15,6 @@ import io.reverb.bench.report.JsonReport;
 import io.reverb.bench.report.TextReport;
 import io.reverb.bench.target.BenchServer;
 import io.reverb.bench.target.EchoClient;
-import io.reverb.bench.target.ShmPolling;
 import io.reverb.bench.target.Target;
 import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
@@ -221,10 +220,11 @@ public final class ReverbBench
                 for (final String mode : modes)
                 {
                     final URI unique = uniqueName(uri, o, runIndex++);
-                    // A BUSY engine spins for the rest of the JVM's life, which would steal a core from the
-                    // runs after it; and a JVM's shm engine runs one mode. Either way: a fresh client JVM.
+                    // A BUSY run gets a fresh client JVM when other runs share this one: its engine spins a core
+                    // until its channel closes, and a run after it should not start in its wake (the transport reads
+                    // ?polling= from the address, an engine per mode, so any other mode runs here).
                     final boolean busyAmongOthers = "BUSY".equals(mode) && totalRuns > 1;
-                    if (mode != null && "shm".equals(uri.getScheme()) && (busyAmongOthers || !ShmPolling.canApply(mode)))
+                    if (mode != null && "shm".equals(uri.getScheme()) && busyAmongOthers)
                     {
                         runs.addAll(runInClientProcess(unique, payload, mode, o, err));
                     }

@@ -164,7 +164,11 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return "ReverbChannelBuilder{" + target + "}";
     }
 
-    private ClientTransportFactory buildTransportFactory()
+    /**
+     * @return a new factory of this builder's Reverb client transports, one per grpc-java subchannel connection
+     * (package-private: also for tests that build grpc-java's channel around it with a name resolver of their own).
+     */
+    ClientTransportFactory buildTransportFactory()
     {
         final int maxInbound = maxInboundMessageSize;
         final Duration keepAlive = keepAliveTime;

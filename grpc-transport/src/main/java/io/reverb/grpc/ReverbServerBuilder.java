@@ -38,6 +38,9 @@ import java.util.function.UnaryOperator;
  */
 public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbServerBuilder>
 {
+    /** As grpc-java's Netty server: an age or grace this long or longer means none. */
+    private static final long AS_LARGE_AS_INFINITE_NANOS = TimeUnit.DAYS.toNanos(1000L);
+
     private final String uri;
     private final ServerImplBuilder delegate;
     private final List<ServerServiceDefinition> services = new ArrayList<>();
@@ -45,6 +48,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private int maxInboundMessageSize = -1;
     private Duration permitKeepAliveTime;
     private Boolean permitKeepAliveWithoutCalls;
+    private Duration maxConnectionAge;
+    private Duration maxConnectionAgeGrace;
 
     private ReverbServerBuilder(final String uri)
     {
@@ -75,7 +80,9 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     }
 
     /**
-     * Settings of the underlying Reverb server (handler scheduler for rpc-core, metrics, timers...).
+     * Settings of the underlying Reverb server (handler scheduler for rpc-core, metrics, timers...). Connection
+     * listeners added here ({@link RpcServer.Builder#addConnectionListener}) are told before the one that makes each
+     * connection's grpc-java transport; the connections' {@code attachment} belongs to that one (do not replace it).
      *
      * @param configure applied to the {@link RpcServer.Builder}.
      * @return this.
@@ -147,6 +154,40 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         return this;
     }
 
+    /**
+     * Drains each connection once it is about this old (+-10% jitter), as Netty's server does: GOAWAY, so that its
+     * client opens a new connection (maybe to another replica), then up to {@link #maxConnectionAgeGrace} for the
+     * calls still running on it ({@link RpcServer.Builder#maxConnectionAge}). Each connection is one grpc-java
+     * transport, so its transport ends with it. Off by default; 1000 days or more is off.
+     */
+    @Override
+    public ReverbServerBuilder maxConnectionAge(final long maxConnectionAge, final TimeUnit timeUnit)
+    {
+        if (maxConnectionAge <= 0)
+        {
+            throw new IllegalArgumentException("maxConnectionAge must be positive: " + maxConnectionAge);
+        }
+        final long nanos = timeUnit.toNanos(maxConnectionAge);
+        this.maxConnectionAge = nanos >= AS_LARGE_AS_INFINITE_NANOS ? null : Duration.ofNanos(nanos);
+        return this;
+    }
+
+    /**
+     * How long the calls of a connection drained by {@link #maxConnectionAge} may still run before it is closed
+     * (their clients then see UNAVAILABLE). Unlimited by default; 1000 days or more is unlimited.
+     */
+    @Override
+    public ReverbServerBuilder maxConnectionAgeGrace(final long maxConnectionAgeGrace, final TimeUnit timeUnit)
+    {
+        if (maxConnectionAgeGrace < 0)
+        {
+            throw new IllegalArgumentException("maxConnectionAgeGrace must not be negative: " + maxConnectionAgeGrace);
+        }
+        final long nanos = timeUnit.toNanos(maxConnectionAgeGrace);
+        this.maxConnectionAgeGrace = nanos >= AS_LARGE_AS_INFINITE_NANOS ? null : Duration.ofNanos(nanos);
+        return this;
+    }
+
     @Override
     public ReverbServerBuilder useTransportSecurity(final File certChain, final File privateKey)
     {
@@ -171,8 +212,10 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final int maxInbound = maxInboundMessageSize;
         final Duration permitTime = permitKeepAliveTime;
         final Boolean permitIdle = permitKeepAliveWithoutCalls;
+        final Duration maxAge = maxConnectionAge;
+        final Duration maxAgeGrace = maxConnectionAgeGrace;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
-        return new ReverbServerTransport(uri, List.copyOf(services), tracerFactories, b ->
+        return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
         {
             if (maxInbound > 0)
             {
@@ -185,6 +228,10 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
             if (permitIdle != null)
             {
                 b.permitKeepAliveWithoutCalls(permitIdle);
+            }
+            if (maxAge != null)
+            {
+                b.maxConnectionAge(maxAge, maxAgeGrace);
             }
             return user.apply(b);
         });

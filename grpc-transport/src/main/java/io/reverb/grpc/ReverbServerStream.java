@@ -32,12 +32,16 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     /** The status of grpc-java's {@link #cancel(Status)}, once called: the listener is closed with it. */
     private volatile Status cancelStatus;
 
-    ReverbServerStream(
-        final ReverbServerTransport transport, final RpcContext context, final StatsTraceContext statsTraceContext)
+    /**
+     * @param attributes        its transport's (one Reverb connection's) stream attributes.
+     * @param context           the Reverb call's context.
+     * @param statsTraceContext the stream's tracers.
+     */
+    ReverbServerStream(final Attributes attributes, final RpcContext context, final StatsTraceContext statsTraceContext)
     {
         super(statsTraceContext);
         this.context = context;
-        this.attributes = transport.attributesFor(context.peer());
+        this.attributes = attributes;
     }
 
     OutboundMessages responses()

@@ -10,7 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.UnaryOperator;
 
 /**
- * The transport contract suite over a Reverb transport: {@link ReverbServerTransport} and
+ * The transport contract suite over a Reverb transport: {@link ReverbServer} (one {@link ReverbServerTransport} per connection) and
  * {@link ReverbClientTransport} as {@link ReverbServerBuilder} and {@link ReverbChannelBuilder} create them. After
  * each test every registered buffer and credit of the transport must be back.
  */
@@ -28,7 +28,7 @@ abstract class AbstractReverbTransportContractTest extends AbstractTransportCont
         final List<ServerServiceDefinition> services)
     {
         address = newAddress();
-        return new ReverbServerTransport(address, services, tracers, UnaryOperator.identity());
+        return new ReverbServer(address, services, tracers, UnaryOperator.identity());
     }
 
     @Override

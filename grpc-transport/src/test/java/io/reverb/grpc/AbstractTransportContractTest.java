@@ -4,6 +4,7 @@ import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
 import io.grpc.Context;
 import io.grpc.Deadline;
+import io.grpc.Grpc;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Server;
@@ -22,6 +23,7 @@ import io.reverb.grpc.ContractListeners.ClientRecording;
 import io.reverb.grpc.ContractListeners.StreamCreation;
 import io.reverb.grpc.ContractListeners.TestClientTransportListener;
 import io.reverb.grpc.ContractListeners.TestServerListener;
+import io.reverb.grpc.ContractListeners.TransportRecording;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -162,6 +164,12 @@ abstract class AbstractTransportContractTest
         }
         server.shutdown();
         assertThat(serverListener.shutdown.await(WAIT_SECONDS, TimeUnit.SECONDS)).as("server shut down").isTrue();
+        for (final TransportRecording recording : serverListener.recordings)
+        {
+            assertThat(recording.terminated.await(WAIT_SECONDS, TimeUnit.SECONDS))
+                .as("server transport %s terminated", recording.transport).isTrue();
+            assertThat(recording.readyCount.get()).as("transportReady of %s", recording.transport).isOne();
+        }
         assertThat(violations).as("breaches of grpc-java's listener rules").isEmpty();
         assertTransportResourcesReleased();
     }
@@ -460,6 +468,75 @@ abstract class AbstractTransportContractTest
         assertThat(clientListener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
         assertThat(clientListener.closedCount.get()).isOne();
         assertThat(created.listener.closedCount.get()).isOne();
+    }
+
+    // ------------------------------------------------------------------------------------------------ one per connection
+
+    @Test
+    void eachClientConnectionIsOneServerTransportTerminatedWithIt() throws Exception
+    {
+        final ClientRecording firstListener = clientListener();
+        final ClientStream firstStream = newStream(firstListener);
+        final StreamCreation first = serverListener.takeStream();
+        final ManagedClientTransport second = startClient(server);
+        final ClientRecording secondListener = clientListener();
+        newStream(second, BIDI, new Metadata(), CallOptions.DEFAULT, null, secondListener);
+        final StreamCreation secondCreated = serverListener.takeStream();
+
+        assertThat(secondCreated.transport).as("a server transport per client connection").isNotSameAs(first.transport);
+        assertThat(serverListener.transports).hasSize(2);
+        assertThat(first.stream.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)).isNotNull();
+        assertThat(first.stream.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR)).isNotNull();
+
+        // the second client going away ends its server transport and that transport's stream, nothing else
+        second.shutdownNow(Status.UNAVAILABLE.withDescription("second client gone"));
+        assertThat(secondCreated.listener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        assertThat(serverListener.recordingOf(secondCreated.transport).terminated.await(WAIT_SECONDS, TimeUnit.SECONDS))
+            .as("the second client's server transport terminated").isTrue();
+        assertThat(serverListener.recordingOf(first.transport).terminatedCount.get()).isZero();
+        assertThat(first.listener.closedCount.get()).isZero();
+
+        first.stream.writeHeaders(new Metadata(), true);
+        first.stream.writeMessage(STRINGS.stream("still here"));
+        first.stream.close(Status.OK, new Metadata());
+        firstStream.request(1);
+        assertThat(firstListener.takeMessages(1)).containsExactly("still here");
+        assertThat(firstListener.awaitClose().getCode()).isEqualTo(Status.Code.OK);
+    }
+
+    @Test
+    void serverTransportShutdownDrainsItsConnectionAlone() throws Exception
+    {
+        final ClientRecording firstListener = clientListener();
+        final ClientStream firstStream = newStream(firstListener);
+        final StreamCreation first = serverListener.takeStream();
+        final ManagedClientTransport second = startClient(server);
+        final ClientRecording secondListener = clientListener();
+        newStream(second, BIDI, new Metadata(), CallOptions.DEFAULT, null, secondListener);
+        final StreamCreation secondCreated = serverListener.takeStream();
+
+        // graceful: the running stream goes on to its end, then the transport terminates
+        first.transport.shutdown();
+        firstStream.request(1);
+        firstStream.writeMessage(STRINGS.stream("after shutdown"));
+        firstStream.flush();
+        firstStream.halfClose();
+        first.stream.request(1);
+        assertThat(first.listener.takeMessages(1)).containsExactly("after shutdown");
+        first.stream.writeHeaders(new Metadata(), true);
+        first.stream.writeMessage(STRINGS.stream("answered"));
+        first.stream.close(Status.OK, new Metadata());
+        assertThat(firstListener.takeMessages(1)).containsExactly("answered");
+        assertThat(firstListener.awaitClose().getCode()).isEqualTo(Status.Code.OK);
+        assertThat(first.listener.awaitClose().getCode()).isEqualTo(Status.Code.OK);
+        assertThat(serverListener.recordingOf(first.transport).terminated.await(WAIT_SECONDS, TimeUnit.SECONDS))
+            .as("the drained transport terminated once its stream ended").isTrue();
+
+        // the other connection is untouched
+        assertThat(serverListener.recordingOf(secondCreated.transport).terminatedCount.get()).isZero();
+        secondCreated.stream.writeHeaders(new Metadata(), true);
+        secondCreated.stream.close(Status.OK, new Metadata());
+        assertThat(secondListener.awaitClose().getCode()).isEqualTo(Status.Code.OK);
     }
 
     // ------------------------------------------------------------------------------------------------ flow control

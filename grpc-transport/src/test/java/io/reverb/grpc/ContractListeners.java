@@ -276,14 +276,74 @@ final class ContractListeners
         final String method;
         final Metadata headers;
         final ServerRecording listener;
+        /** The server transport whose listener was given the stream. */
+        final ServerTransport transport;
 
         StreamCreation(final ServerStream stream, final String method, final Metadata headers,
-            final ServerRecording listener)
+            final ServerRecording listener, final ServerTransport transport)
         {
             this.stream = stream;
             this.method = method;
             this.headers = headers;
             this.listener = listener;
+            this.transport = transport;
+        }
+    }
+
+    /**
+     * One server transport's listener, checking grpc-java's rules for it: transportReady once, before any stream;
+     * no stream after transportTerminated; transportTerminated once.
+     */
+    static final class TransportRecording implements ServerTransportListener
+    {
+        final ServerTransport transport;
+        final CountDownLatch ready = new CountDownLatch(1);
+        final CountDownLatch terminated = new CountDownLatch(1);
+        final AtomicInteger readyCount = new AtomicInteger();
+        final AtomicInteger terminatedCount = new AtomicInteger();
+        private final TestServerListener server;
+
+        TransportRecording(final ServerTransport transport, final TestServerListener server)
+        {
+            this.transport = transport;
+            this.server = server;
+        }
+
+        @Override
+        public void streamCreated(final ServerStream stream, final String method, final Metadata headers)
+        {
+            if (readyCount.get() != 1)
+            {
+                server.violations.add("streamCreated on " + transport + " before transportReady");
+            }
+            if (terminatedCount.get() != 0)
+            {
+                server.violations.add("streamCreated on " + transport + " after transportTerminated");
+            }
+            final ServerRecording listener = new ServerRecording(server.violations);
+            stream.setListener(listener); // before returning, as grpc-java's ServerImpl does
+            server.streams.add(new StreamCreation(stream, method, headers, listener, transport));
+        }
+
+        @Override
+        public Attributes transportReady(final Attributes attributes)
+        {
+            if (readyCount.incrementAndGet() != 1)
+            {
+                server.violations.add("transportReady more than once on " + transport);
+            }
+            ready.countDown();
+            return attributes;
+        }
+
+        @Override
+        public void transportTerminated()
+        {
+            if (terminatedCount.incrementAndGet() != 1)
+            {
+                server.violations.add("transportTerminated more than once on " + transport);
+            }
+            terminated.countDown();
         }
     }
 
@@ -292,6 +352,8 @@ final class ContractListeners
     {
         final BlockingQueue<StreamCreation> streams = new LinkedBlockingQueue<>();
         final List<ServerTransport> transports = new CopyOnWriteArrayList<>();
+        /** Every transport's listener, in order of creation. */
+        final List<TransportRecording> recordings = new CopyOnWriteArrayList<>();
         final CountDownLatch shutdown = new CountDownLatch(1);
         private final List<String> violations;
 
@@ -304,27 +366,25 @@ final class ContractListeners
         public ServerTransportListener transportCreated(final ServerTransport transport)
         {
             transports.add(transport);
-            return new ServerTransportListener()
+            final TransportRecording recording = new TransportRecording(transport, this);
+            recordings.add(recording);
+            return recording;
+        }
+
+        /**
+         * @param transport a transport this listener was told of.
+         * @return its recording.
+         */
+        TransportRecording recordingOf(final ServerTransport transport)
+        {
+            for (final TransportRecording recording : recordings)
             {
-                @Override
-                public void streamCreated(final ServerStream stream, final String method, final Metadata headers)
+                if (recording.transport == transport)
                 {
-                    final ServerRecording listener = new ServerRecording(violations);
-                    stream.setListener(listener); // before returning, as grpc-java's ServerImpl does
-                    streams.add(new StreamCreation(stream, method, headers, listener));
+                    return recording;
                 }
-
-                @Override
-                public Attributes transportReady(final Attributes attributes)
-                {
-                    return attributes;
-                }
-
-                @Override
-                public void transportTerminated()
-                {
-                }
-            };
+            }
+            throw new AssertionError("no transportCreated for " + transport);
         }
 
         @Override

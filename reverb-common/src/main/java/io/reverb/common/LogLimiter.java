@@ -1,7 +1,10 @@
 package io.reverb.common;
 
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
 
 /**
@@ -9,10 +12,17 @@ import java.util.function.LongSupplier;
  * from repeating without bound. Lines are grouped by a key; of each key the first {@value #BURST} pass, then at
  * most one per {@link #INTERVAL_NANOS}, which carries the count of those left out in between. At most
  * {@value #MAX_KEYS} keys are tracked; lines of any further key share one budget, so that a peer cannot grow the
- * table by inventing keys. Thread-safe; the clock is injected for tests.
+ * table by inventing keys. Thread-safe; the clock and the sink are injected for tests.
  *
- * <p>rpc-core (a server handler's failures), the engine's default error handler and the verbs providers' refusal
- * log all use this one class.
+ * <p>The one rate limit of the project's logs: rpc-core (a server handler's failures), the engine's default error
+ * handler, the verbs providers' refusals of connection attempts and the DiSNi event dispatcher all use this class.
+ * Most callers give it a sink and call {@link #log}, which also counts every line offered ({@link #offered()}, logged
+ * or not); {@link #admit} is the bare decision for a caller that formats its own line.
+ *
+ * <pre>{@code
+ * LogLimiter refusals = new LogLimiter((line, stack) -> LOG.warn(line, stack));
+ * refusals.log("malformed", "tcp://0.0.0.0:7000 refused a connection from 10.0.0.1:4000: bad magic", null);
+ * }</pre>
  */
 public final class LogLimiter
 {
@@ -29,6 +39,8 @@ public final class LogLimiter
 
     private final ConcurrentHashMap<String, State> keys = new ConcurrentHashMap<>();
     private final LongSupplier clock;
+    private final BiConsumer<String, Throwable> sink;
+    private final AtomicLong offered = new AtomicLong();
 
     private static final class State
     {
@@ -37,16 +49,65 @@ public final class LogLimiter
         long suppressed;
     }
 
-    /** A limiter on {@link System#nanoTime()}. */
+    /** A limiter on {@link System#nanoTime()} without a sink: {@link #admit} only. */
     public LogLimiter()
     {
-        this(System::nanoTime);
+        this(null, System::nanoTime);
     }
 
-    /** @param clock nanosecond clock. */
+    /** @param clock nanosecond clock; no sink: {@link #admit} only. */
     public LogLimiter(final LongSupplier clock)
     {
-        this.clock = clock;
+        this(null, clock);
+    }
+
+    /** @param sink receives each line {@link #log} lets through, with the throwable it carries (or null). */
+    public LogLimiter(final BiConsumer<String, Throwable> sink)
+    {
+        this(sink, System::nanoTime);
+    }
+
+    /**
+     * @param sink  receives each line {@link #log} lets through, with the throwable it carries (or null); null for a
+     *              limiter used through {@link #admit} only.
+     * @param clock nanosecond clock.
+     */
+    public LogLimiter(final BiConsumer<String, Throwable> sink, final LongSupplier clock)
+    {
+        this.sink = sink;
+        this.clock = Objects.requireNonNull(clock, "clock");
+    }
+
+    /**
+     * Counts a line and hands it to the sink unless its key is over the rate limit; a line that follows left-out ones
+     * says how many ({@link #leftOutSuffix}).
+     *
+     * @param key   what kind of line (the unit of the rate limit).
+     * @param line  the line, one sentence.
+     * @param stack the throwable whose stack trace the line carries, or null for none (a peer's doing).
+     * @return true if the line went to the sink.
+     * @throws IllegalStateException if this limiter has no sink.
+     */
+    public boolean log(final String key, final String line, final Throwable stack)
+    {
+        if (sink == null)
+        {
+            throw new IllegalStateException("this LogLimiter has no sink: construct it with one to use log()");
+        }
+        offered.incrementAndGet();
+        final long leftOut = admit(key);
+        if (leftOut == SUPPRESS)
+        {
+            return false;
+        }
+        sink.accept(line + leftOutSuffix(leftOut), stack);
+        return true;
+    }
+
+    /** @return lines offered to {@link #log} so far, logged or left out. */
+    public long offered()
+    {
+        return offered.get();
     }
 
     /**

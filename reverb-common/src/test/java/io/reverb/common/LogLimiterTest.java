@@ -1,7 +1,10 @@
 package io.reverb.common;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class LogLimiterTest
@@ -55,5 +58,46 @@ class LogLimiterTest
     {
         assertThat(LogLimiter.leftOutSuffix(0)).isEmpty();
         assertThat(LogLimiter.leftOutSuffix(3)).isEqualTo(" (3 more like this in the last 10 s were not logged)");
+    }
+
+    @Test
+    void shouldLogABurstThenOneLinePerIntervalWithTheCountLeftOutAndCountEveryLine()
+    {
+        final List<String> lines = new ArrayList<>();
+        final List<Throwable> stacks = new ArrayList<>();
+        final LogLimiter log = new LogLimiter((line, stack) ->
+        {
+            lines.add(line);
+            stacks.add(stack);
+        }, () -> now);
+        for (int i = 0; i < 2_000; i++)
+        {
+            assertThat(log.log("malformed", "refused 10.0.0." + (i % 250) + ": bad magic", null))
+                .isEqualTo(i < LogLimiter.BURST);
+        }
+        assertThat(log.offered()).isEqualTo(2_000);
+        assertThat(lines).hasSize(LogLimiter.BURST);
+        assertThat(lines.get(0)).isEqualTo("refused 10.0.0.0: bad magic");
+        assertThat(stacks).containsOnlyNulls();
+
+        now += LogLimiter.INTERVAL_NANOS;
+        final IllegalStateException bug = new IllegalStateException("a bug");
+        assertThat(log.log("malformed", "again", bug)).isTrue();
+        assertThat(lines).hasSize(LogLimiter.BURST + 1);
+        assertThat(lines.get(LogLimiter.BURST)).isEqualTo("again (" + (2_000 - LogLimiter.BURST) +
+            " more like this in the last 10 s were not logged)");
+        assertThat(stacks.get(LogLimiter.BURST)).isSameAs(bug);
+
+        // another key has its own budget
+        assertThat(log.log("deadline", "no handshake within 2000 ms", null)).isTrue();
+        assertThat(log.offered()).isEqualTo(2_002);
+    }
+
+    @Test
+    void shouldRefuseToLogWithoutASink()
+    {
+        assertThatThrownBy(() -> limiter.log("m", "line", null)).isInstanceOf(IllegalStateException.class)
+            .hasMessageContaining("no sink");
+        assertThat(limiter.admit("m")).as("admit works without one").isZero();
     }
 }

@@ -38,6 +38,7 @@ public final class RpcContext
     private final Metadata requestMetadata;
     private final Deadline deadline;
     private final String peer;
+    private final AcceptedConnection connection;
     // created on first use: most calls add none
     private Metadata responseHeaders;
     private Metadata responseTrailers;
@@ -56,10 +57,26 @@ public final class RpcContext
     public RpcContext(
         final MethodDescriptor<?, ?> method, final Metadata requestMetadata, final Deadline deadline, final String peer)
     {
+        this(method, requestMetadata, deadline, peer, null);
+    }
+
+    /**
+     * Created by the runtime for each call, with the connection the call came on.
+     *
+     * @param method          the method called.
+     * @param requestMetadata the client's initial metadata.
+     * @param deadline        the call's deadline, or null.
+     * @param peer            a description of the client's address.
+     * @param connection      the server connection the call came on, or null if there is none.
+     */
+    public RpcContext(final MethodDescriptor<?, ?> method, final Metadata requestMetadata, final Deadline deadline,
+        final String peer, final AcceptedConnection connection)
+    {
         this.method = method;
         this.requestMetadata = requestMetadata;
         this.deadline = deadline;
         this.peer = peer;
+        this.connection = connection;
     }
 
     /**
@@ -109,6 +126,15 @@ public final class RpcContext
     public String peer()
     {
         return peer;
+    }
+
+    /**
+     * @return the server connection this call came on (what its {@link AcceptedConnection.Listener} was told of, with
+     * its {@link AcceptedConnection#attachment()}), or null for a context the runtime did not create.
+     */
+    public AcceptedConnection connection()
+    {
+        return connection;
     }
 
     /**

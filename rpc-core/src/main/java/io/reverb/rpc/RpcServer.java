@@ -34,9 +34,9 @@ public final class RpcServer implements AutoCloseable
 
     private final ServerRuntime runtime;
 
-    private RpcServer(final ServerConfig config)
+    private RpcServer(final ServerConfig config, final List<AcceptedConnection.Listener> connectionListeners)
     {
-        this.runtime = new ServerRuntime(config);
+        this.runtime = new ServerRuntime(config, connectionListeners);
     }
 
     /**
@@ -156,6 +156,7 @@ public final class RpcServer implements AutoCloseable
         private final String uri;
         private final List<ServiceDefinition> services = new ArrayList<>();
         private final List<ServerInterceptor> interceptors = new ArrayList<>();
+        private final List<AcceptedConnection.Listener> connectionListeners = new ArrayList<>();
         private Scheduler handlerScheduler;
         private Scheduler timerScheduler = Schedulers.parallel();
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
@@ -206,6 +207,19 @@ public final class RpcServer implements AutoCloseable
         public Builder intercept(final ServerInterceptor interceptor)
         {
             interceptors.add(Objects.requireNonNull(interceptor, "interceptor"));
+            return this;
+        }
+
+        /**
+         * Tells a listener of every connection the server accepts and of its end; the handlers of the connection's
+         * calls find it through {@link RpcContext#connection()}. Each listener added is told, in the order added.
+         *
+         * @param listener the listener.
+         * @return this.
+         */
+        public Builder addConnectionListener(final AcceptedConnection.Listener listener)
+        {
+            connectionListeners.add(Objects.requireNonNull(listener, "listener"));
             return this;
         }
 
@@ -388,7 +402,7 @@ public final class RpcServer implements AutoCloseable
             return new RpcServer(new ServerConfig(uri, services, interceptors, handlerScheduler, timerScheduler,
                 maxInboundMessageSize, meterRegistry, shutdownGracePeriod, transportOptions,
                 maxConcurrentCallsPerConnection, keepAlivePermitNanos, permitKeepAliveWithoutCalls, maxConnectionAgeNanos,
-                maxConnectionAgeGraceNanos));
+                maxConnectionAgeGraceNanos), List.copyOf(connectionListeners));
         }
     }
 }

@@ -19,7 +19,7 @@ import reactor.core.publisher.Mono;
 
 /**
  * Large messages and the lifetime of the memory they are read from, over one transport (subclassed per transport,
- * as {@link AbstractRpcTransportTest}). Released arrays are poisoned ({@link ProtoMarshaller#poisonReleasedArrays}),
+ * as {@link AbstractRpcTransportTest}). Released arrays are poisoned ({@link ProtoMarshaller#aliasing(com.google.protobuf.MessageLite, boolean)}),
  * so a message read after its memory was reused shows as {@code 0xDB} bytes: the tests would catch a recycled buffer
  * being read, and one of them shows that they do.
  */
@@ -40,7 +40,6 @@ public abstract class AbstractLargeMessageTest
     @AfterEach
     void closeAll() throws Exception
     {
-        ProtoMarshaller.poisonReleasedArrays(false);
         for (int i = closeables.size() - 1; i >= 0; i--)
         {
             closeables.get(i).close();
@@ -90,7 +89,6 @@ public abstract class AbstractLargeMessageTest
     @Test
     void shouldKeepHeldMessagesIntactWhileTheirBuffersAreReusedByDefault()
     {
-        ProtoMarshaller.poisonReleasedArrays(true);
         final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
         final List<BytesValue> keptByServer = new CopyOnWriteArrayList<>();
         final RpcChannel channel = start(echo(m, m), keptByServer, new CopyOnWriteArrayList<>());
@@ -110,11 +108,10 @@ public abstract class AbstractLargeMessageTest
     @Test
     void shouldLendArraysForTheMessagesLifetimeOnlyInAliasingMode()
     {
-        ProtoMarshaller.poisonReleasedArrays(true);
         final ProtoMarshaller<BytesValue> serverSide =
-            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance());
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance(), true);
         final ProtoMarshaller<BytesValue> clientSide =
-            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance());
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance(), true);
         final List<BytesValue> keptByServer = new CopyOnWriteArrayList<>();
         final List<Boolean> intactInHandler = new CopyOnWriteArrayList<>();
         final RpcChannel channel = start(echo(serverSide, serverSide), keptByServer, intactInHandler);
@@ -159,8 +156,7 @@ public abstract class AbstractLargeMessageTest
     @Test
     void shouldNeverReuseAnArrayWhileItsMessageIsStillInUse()
     {
-        ProtoMarshaller.poisonReleasedArrays(true);
-        final Marshaller<BytesValue> m = ProtoMarshaller.aliasing(BytesValue.getDefaultInstance());
+        final Marshaller<BytesValue> m = ProtoMarshaller.aliasing(BytesValue.getDefaultInstance(), true);
         final RpcChannel channel = start(echo(m, m), new CopyOnWriteArrayList<>(), new CopyOnWriteArrayList<>());
         // several calls in flight at once: each response must be its own request, never another call's bytes
         final List<Mono<Boolean>> calls = new ArrayList<>();

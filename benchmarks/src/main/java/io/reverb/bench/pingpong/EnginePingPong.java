@@ -8,6 +8,7 @@ import io.reverb.rdma.engine.EngineListener;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.common.WriteClaim;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -50,17 +51,17 @@ import picocli.CommandLine.Option;
  * [--messages 200000] [--throughput 2000] [--scheme shm|tcp|rdma] [--address host:0]}; run with
  * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} (and, for rdma, {@code java.base/sun.nio.ch}).
  * {@code --address} is where a tcp/rdma echo server listens (default 127.0.0.1:0; for rdma, the RDMA
- * interface's address); the child JVM inherits {@code java.library.path} and {@code reverb.disni.localAddress}.
+ * interface's address); the child JVM inherits {@code java.library.path} and the RDMA interface address (the default of
+ * {@code VerbsConfig.rdmaLocalAddress()}).
  */
 public final class EnginePingPong
 {
     private static final int PING = 64;
-    private static final String LARGE_PROPERTY = "reverb.pingpong.large";
-    /** Size of the one-way throughput phase's messages (1 MiB, or --large-size; the child gets it as a property). */
-    private static int large = Integer.getInteger(LARGE_PROPERTY, 1 << 20);
-    private static final String DIRECT_PROPERTY = "reverb.pingpong.directWrite";
-    /** {@link EngineConfig#directWrite(boolean)} of both sides (the child gets it as a property). */
-    private static boolean directWrite = !"false".equals(System.getProperty(DIRECT_PROPERTY));
+    // This run's settings, set once from the command line before anything runs (the child gets the same options).
+    /** Size of the one-way throughput phase's messages (1 MiB, or --large-size). */
+    private static int large = 1 << 20;
+    /** {@link EngineConfig#directWrite(boolean)} of both sides (--direct-write). */
+    private static boolean directWrite = true;
     /** Copy every payload byte into each one-way message (as a serialiser would) instead of only its first 8. */
     private static boolean writePayload;
     private static final int STATS = 3;
@@ -125,12 +126,9 @@ public final class EnginePingPong
         @Override
         public Integer call() throws Exception
         {
-            if (serve == null)
-            {
-                large = largeSize;
-                directWrite = directWriteOption;
-                writePayload = writePayloadOption;
-            }
+            large = largeSize;
+            directWrite = directWriteOption;
+            writePayload = writePayloadOption;
             if (serve != null)
             {
                 serve(serve.get(0), PollingMode.valueOf(serve.get(1)), serve.get(2));
@@ -170,15 +168,14 @@ public final class EnginePingPong
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
             "-Djava.library.path=" + System.getProperty("java.library.path", "")));
-        final String disniLocal = System.getProperty("reverb.disni.localAddress");
+        final String disniLocal = VerbsConfig.defaults().rdmaLocalAddress();
         if (disniLocal != null)
         {
-            command.add("-Dreverb.disni.localAddress=" + disniLocal);
+            command.add("-D" + VerbsConfig.RDMA_LOCAL_ADDRESS_PROP + "=" + disniLocal);
         }
-        command.add("-D" + LARGE_PROPERTY + "=" + large);
-        command.add("-D" + DIRECT_PROPERTY + "=" + directWrite);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-            EnginePingPong.class.getName(), "--serve", name, mode.name(), scheme));
+            EnginePingPong.class.getName(), "--large-size", String.valueOf(large), "--direct-write",
+            String.valueOf(directWrite), "--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         final String ready = out.readLine();

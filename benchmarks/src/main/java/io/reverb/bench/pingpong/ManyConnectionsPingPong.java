@@ -19,7 +19,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * server engine in this process, {@code N} connections between them, one 64-byte ping in flight on each, every pong
  * answered by the next ping from the client's poller thread. Prints round trips per second over all connections and
  * the round-trip time distribution. Made to see what the tcp provider's poller reads cost when a poller holds many
- * sockets ({@code -Dreverb.tcp.pollerReads=true|false}).
+ * sockets ({@code -Dreverb.tcp.pollerReads=true|false}, the default of {@code VerbsConfig.tcpPollerReads()}).
  *
  * <p>Usage: {@code ManyConnectionsPingPong [scheme] [connections] [seconds] [mode]}, e.g.
  * {@code java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp benchmarks/target/reverb-bench.jar
@@ -101,7 +101,7 @@ public final class ManyConnectionsPingPong
             }
             System.out.printf(Locale.ROOT, "%s %s connections=%d pollerReads=%s: %,.0f round trips/s, p50 %.1f us, " +
                 "p99 %.1f us, p99.9 %.1f us%n", scheme, mode, connections,
-                System.getProperty("reverb.tcp.pollerReads", "default"), roundTrips / elapsed,
+                client.config().verbsConfig().tcpPollerReads(), roundTrips / elapsed,
                 all.getValueAtPercentile(50) / 1000.0, all.getValueAtPercentile(99) / 1000.0,
                 all.getValueAtPercentile(99.9) / 1000.0);
             for (final Pinger pinger : pingers)

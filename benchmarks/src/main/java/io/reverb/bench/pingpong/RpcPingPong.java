@@ -3,7 +3,10 @@ package io.reverb.bench.pingpong;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.sun.management.ThreadMXBean;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
@@ -19,7 +22,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
-import java.lang.reflect.Method;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -141,12 +143,13 @@ public final class RpcPingPong
         final String query = URI.create(uri).getRawQuery();
         final String target = query == null || address.contains("?") ? address : address + "?" + query;
         System.out.println("server: " + address + ", client connects to " + target);
-        try (RpcChannel channel = RpcChannel.builder(target).build())
+        try (RdmaEngine engine = clientEngine(target);
+            RpcChannel channel = engine == null ? RpcChannel.builder(target).build() :
+                RpcChannel.builder(target).transportOptions(EngineOptions.of(engine)).build())
         {
             System.out.printf(Locale.ROOT, "%-8s %8s %8s %9s %9s %14s %14s %15s%n",
                 "caller", "p50 us", "p99 us", "p99.9 us", "max us", "alloc/call cli", "alloc/call srv", "sleeps/call cli");
-            final RdmaEngine engine = clientEngine(target);
-            System.out.println("client engine: " + (engine == null ? "not reachable (sleeps not counted)" :
+            System.out.println("client engine: " + (engine == null ? "none (not an engine scheme: sleeps not counted)" :
                 engine.config().name() + ", " + engine.config().pollingMode() + ", " + engine.pollerCount() + " poller(s)"));
             for (int round = 0; round < rounds; round++)
             {
@@ -271,23 +274,35 @@ public final class RpcPingPong
     }
 
     /**
-     * The client's engine, for its poller counters; null if not reachable. {@code ShmTransportProvider.engineFor} is
-     * package-private in io.reverb.rdma.rpc (the engine behind a channel is not API), so it is looked up reflectively:
-     * when it moves or changes, sleeps are reported as not counted instead of failing the benchmark.
+     * @param uri the address the client connects to.
+     * @return an engine for the client, opened here so that its poller counters can be read (the channel runs on it,
+     *         with the address's {@code ?polling=} and {@code ?directWrite=}); null for a scheme without an engine.
+     * @throws IOException if it cannot be opened.
      */
-    private static RdmaEngine clientEngine(final String uri)
+    private static RdmaEngine clientEngine(final String uri) throws IOException
     {
-        try
-        {
-            final Method m = Class.forName("io.reverb.rdma.rpc.ShmTransportProvider")
-                .getDeclaredMethod("engineFor", URI.class);
-            m.setAccessible(true);
-            return (RdmaEngine)m.invoke(null, URI.create(uri));
-        }
-        catch (final ReflectiveOperationException | RuntimeException ex)
+        final URI parsed = URI.create(uri);
+        if (!List.of("shm", "tcp", "rdma").contains(parsed.getScheme()))
         {
             return null;
         }
+        final EngineConfig config = new EngineConfig().name("rpcpingpong-client");
+        final String query = parsed.getQuery() == null ? "" : parsed.getQuery();
+        for (final String parameter : query.split("&"))
+        {
+            final int eq = parameter.indexOf('=');
+            final String key = eq < 0 ? parameter : parameter.substring(0, eq);
+            final String value = eq < 0 ? "" : parameter.substring(eq + 1);
+            if ("polling".equalsIgnoreCase(key))
+            {
+                config.pollingMode(PollingMode.valueOf(value.toUpperCase(Locale.ROOT)));
+            }
+            else if ("directWrite".equalsIgnoreCase(key))
+            {
+                config.directWrite(Boolean.parseBoolean(value));
+            }
+        }
+        return RdmaEngine.open(parsed.getScheme(), config);
     }
 
     private static long sleeps(final RdmaEngine engine)

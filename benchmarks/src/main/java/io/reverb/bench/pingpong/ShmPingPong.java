@@ -139,11 +139,8 @@ public final class ShmPingPong
         command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         command.add("--add-exports");
         command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
-        final String dir = System.getProperty(VerbsConfig.SHM_DIR_PROP);
-        if (dir != null)
-        {
-            command.add("-D" + VerbsConfig.SHM_DIR_PROP + "=" + dir);
-        }
+        // the child's provider takes the same directory as this one's (the default of VerbsConfig.shmDirectory())
+        command.add("-D" + VerbsConfig.SHM_DIR_PROP + "=" + VerbsConfig.defaults().shmDirectory());
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(ShmPingPong.class.getName());

@@ -26,8 +26,7 @@ import java.util.function.Consumer;
  *
  * <p>A polling mode from {@link TargetSettings} is passed as the URI query parameter
  * {@code polling=MODE} to transports that poll completions (not {@code inproc://}), unless the
- * URI already names one; for {@code shm://}, whose transport does not read it yet, it is also
- * installed in the JVM's engine configuration ({@link ShmPolling}).
+ * URI already names one; the transport opens an engine of that mode (an engine per mode, none configured per JVM).
  *
  * <p>The query parameter {@code aliasing=true} (read here, not passed to the transport) marshals with
  * {@link ProtoMarshaller#aliasing}: large messages are parsed from pooled arrays, on both sides. The transport's
@@ -214,10 +213,6 @@ public final class ReverbTarget implements Target
      */
     public static URI withPolling(final URI uri, final TargetSettings settings)
     {
-        if (settings.polling() != null && "shm".equals(uri.getScheme()))
-        {
-            ShmPolling.apply(settings.polling());
-        }
         if (settings.polling() == null || "inproc".equals(uri.getScheme()) ||
             (uri.getQuery() != null && uri.getQuery().contains("polling=")))
         {

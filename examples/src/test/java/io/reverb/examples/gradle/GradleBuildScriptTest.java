@@ -97,7 +97,7 @@ class GradleBuildScriptTest
             managed.add(versionless.group(1));
             assertThat(bom).contains("<artifactId>" + versionless.group(1) + "</artifactId>");
         }
-        assertThat(managed).containsExactly("reverb-rpc-core", "reverb-rdma-transport");
+        assertThat(managed).containsExactly("reverb-rpc-core", "reverb-transport");
 
         // A .jar protoc plugin must be self-contained and executable: the shaded "standalone" jar with a Main-Class.
         final String codegenPom = Files.readString(ROOT.resolve("codegen-plugin/pom.xml"));

@@ -35,7 +35,7 @@ import reactor.util.context.Context;
  */
 abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>
 {
-    private static final LogLimiter FAILURE_LOG = new LogLimiter();
+    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
 
     final ServerConnection connection;
     final ServerRuntime server;
@@ -217,7 +217,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         if (rpcContext == null)
         {
             rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
-                connection.peer());
+                connection.peer(), connection);
             if (earlyEnd != null)
             {
                 rpcContext.cancel(earlyEnd); // no listener yet: nothing runs under this lock
@@ -356,12 +356,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
             // fail); the client gets the code and message only
-            final long left = FAILURE_LOG.admit(method.fullMethodName());
-            if (left != LogLimiter.SUPPRESS)
-            {
-                RpcConnection.LOG.warn("call {} from {} failed{}", method.fullMethodName(), connection.peer(),
-                    left > 0 ? " (" + left + " more failures of this method were not logged)" : "", t);
-            }
+            FAILURE_LOG.log(method.fullMethodName(), "call " + method.fullMethodName() + " from " + connection.peer() +
+                " failed", t);
         }
         finish(status, trailers);
     }

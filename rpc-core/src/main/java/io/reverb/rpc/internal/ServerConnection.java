@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -15,9 +16,10 @@ import reactor.core.Disposable;
 
 /**
  * The server side of one connection: opens a {@link ServerCall} per CALL frame, routes the client's frames to it,
- * and drains on shutdown (GOAWAY, then close once the last call ended).
+ * and drains on shutdown (GOAWAY, then close once the last call ended). It is the {@link AcceptedConnection} the
+ * server's connection listeners and the calls' contexts see.
  */
-final class ServerConnection extends RpcConnection
+final class ServerConnection extends RpcConnection implements AcceptedConnection
 {
     private final ServerRuntime server;
     private volatile int lastStreamId;
@@ -38,6 +40,9 @@ final class ServerConnection extends RpcConnection
     private final boolean deferStarts;
     /** Calls of the current read batch whose start waits for its end, in arrival order; the transport's thread only. */
     private final ArrayDeque<ServerCall<?, ?>> deferred = new ArrayDeque<>();
+    /** Whether the connection listeners were told of it (then they are told of its end). */
+    private volatile boolean announced;
+    private volatile Object attachment;
 
     ServerConnection(final ServerRuntime server, final Connection connection)
     {
@@ -57,6 +62,55 @@ final class ServerConnection extends RpcConnection
                 ThreadLocalRandom.current().nextDouble());
             ageTimer = server.timer().schedule(this::onMaxAge, age, TimeUnit.NANOSECONDS);
         }
+    }
+
+    /** The connection listeners were told of this connection: they are told of its end too. */
+    void announced()
+    {
+        announced = true;
+    }
+
+    /** The server refused this connection before the transport handed it any event: nothing of it may stay. */
+    void refused()
+    {
+        draining = true;
+        final Disposable timer = ageTimer;
+        if (timer != null)
+        {
+            timer.dispose();
+        }
+    }
+
+    @Override
+    public String remoteAddress()
+    {
+        return peer();
+    }
+
+    @Override
+    public String localAddress()
+    {
+        final Connection c = connection;
+        return c == null ? "unconnected" : c.localAddress();
+    }
+
+    @Override
+    public boolean isOpen()
+    {
+        final Connection c = connection;
+        return !draining && !closed && c != null && c.isOpen();
+    }
+
+    @Override
+    public void attach(final Object attachment)
+    {
+        this.attachment = attachment;
+    }
+
+    @Override
+    public Object attachment()
+    {
+        return attachment;
     }
 
     private void onMaxAge()
@@ -228,7 +282,8 @@ final class ServerConnection extends RpcConnection
     /**
      * Graceful shutdown: no new calls, running ones finish, then the connection closes.
      */
-    void goAway()
+    @Override
+    public void goAway()
     {
         goAway(SHUTTING_DOWN);
     }
@@ -264,8 +319,13 @@ final class ServerConnection extends RpcConnection
     /**
      * Ends every call with the status (sending it to the client) and closes the connection.
      */
-    void closeNow(final Status status)
+    @Override
+    public void closeNow(final Status status)
     {
+        if (status.isOk())
+        {
+            throw new IllegalArgumentException("closeNow needs a status that is not OK: " + status);
+        }
         draining = true;
         for (final int id : streams.ids())
         {
@@ -298,5 +358,9 @@ final class ServerConnection extends RpcConnection
         }
         deferred.clear(); // every call in it was ended with the connection (failStreams): none starts
         server.connectionClosed(this);
+        if (announced)
+        {
+            server.announceClosed(this, cause);
+        }
     }
 }

@@ -1,5 +1,7 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.common.LogLimiter;
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -11,6 +13,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,6 +29,8 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class ServerRuntime
 {
+    /** A connection listener that fails does so for every connection a peer opens: its lines are rate-limited. */
+    private static final LogLimiter LISTENER_FAILURE_LOG = new LogLimiter();
     private final ServerConfig config;
     private final URI uri;
     private final TransportProvider provider;
@@ -34,6 +39,7 @@ public final class ServerRuntime
     private final MethodRegistry registry;
     private final ServerInterceptor[] interceptors;
     private final CallMetrics metrics;
+    private final AcceptedConnection.Listener[] connectionListeners;
     private final Set<ServerConnection> connections = ConcurrentHashMap.newKeySet();
     private final CountDownLatch terminated = new CountDownLatch(1);
     private volatile ServerListener listener;
@@ -46,7 +52,17 @@ public final class ServerRuntime
      */
     public ServerRuntime(final ServerConfig config)
     {
+        this(config, List.of());
+    }
+
+    /**
+     * @param config              the server's configuration.
+     * @param connectionListeners told of each accepted connection and its end, in order.
+     */
+    public ServerRuntime(final ServerConfig config, final List<AcceptedConnection.Listener> connectionListeners)
+    {
         this.config = config;
+        this.connectionListeners = connectionListeners.toArray(new AcceptedConnection.Listener[0]);
         this.uri = Transports.parse(config.uri);
         this.provider = Transports.providerFor(uri);
         for (final ServiceDefinition service : config.services)
@@ -132,6 +148,12 @@ public final class ServerRuntime
                 }
                 final ServerConnection serverConnection = new ServerConnection(this, connection);
                 connections.add(serverConnection);
+                if (!announce(serverConnection))
+                {
+                    serverConnection.refused(); // the transport closes it: no handler, no event
+                    connectionClosed(serverConnection);
+                    return null;
+                }
                 return serverConnection;
             });
         }
@@ -226,10 +248,75 @@ public final class ServerRuntime
         }
     }
 
+    /**
+     * Tells the connection listeners of a new connection, before any of its events.
+     *
+     * @return false if one of them threw: the connection is refused, and those told before are told of its end.
+     */
+    private boolean announce(final ServerConnection connection)
+    {
+        for (int i = 0; i < connectionListeners.length; i++)
+        {
+            try
+            {
+                connectionListeners[i].connectionAccepted(connection);
+            }
+            catch (final RuntimeException e)
+            {
+                logListenerFailure("connectionAccepted", connection, e);
+                final Exception cause = new IllegalStateException("refused: a connection listener failed", e);
+                for (int j = 0; j < i; j++)
+                {
+                    notifyClosed(connectionListeners[j], connection, cause);
+                }
+                return false;
+            }
+        }
+        connection.announced();
+        return true;
+    }
+
     void connectionClosed(final ServerConnection connection)
     {
         connections.remove(connection);
         checkTerminated();
+    }
+
+    /**
+     * Tells the connection listeners that an announced connection ended (after the runtime let go of it).
+     *
+     * @param connection the connection.
+     * @param cause      null for an orderly close.
+     */
+    void announceClosed(final ServerConnection connection, final Throwable cause)
+    {
+        for (final AcceptedConnection.Listener listener : connectionListeners)
+        {
+            notifyClosed(listener, connection, cause);
+        }
+    }
+
+    private static void notifyClosed(
+        final AcceptedConnection.Listener listener, final ServerConnection connection, final Throwable cause)
+    {
+        try
+        {
+            listener.connectionClosed(connection, cause);
+        }
+        catch (final RuntimeException e)
+        {
+            logListenerFailure("connectionClosed", connection, e);
+        }
+    }
+
+    private static void logListenerFailure(final String event, final ServerConnection connection, final Throwable e)
+    {
+        final long left = LISTENER_FAILURE_LOG.admit(event);
+        if (left != LogLimiter.SUPPRESS)
+        {
+            RpcConnection.LOG.warn("a connection listener failed in {} (connection from {}){}", event,
+                connection.remoteAddress(), left > 0 ? " (" + left + " more such failures were not logged)" : "", e);
+        }
     }
 
     private void checkTerminated()

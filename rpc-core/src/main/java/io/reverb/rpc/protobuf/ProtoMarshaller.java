@@ -39,7 +39,8 @@ import java.util.Objects;
  *   (copy what you keep: {@code ByteString.copyFrom(...)}), and do not hand it to another call from the client's
  *   {@code onNext}. No garbage per large message, so the heap's size and the collector no longer matter. An array
  *   whose lifetime cannot be bounded (a request of a client-streaming call) is never reused.
- *   {@link #poisonReleasedArrays(boolean)} makes a use after release visible in tests.</li>
+ *   {@link #aliasing(MessageLite, boolean)} with {@code poisonReleasedArrays} makes a use after release visible in
+ *   tests, for the messages of that marshaller only (there is no JVM-wide switch).</li>
  * </ul>
  *
  * @param <T> message type.
@@ -56,6 +57,8 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private final T defaultInstance;
     private final Parser<T> parser;
     private final boolean aliasing;
+    /** Aliasing mode: fill arrays with {@code 0xDB} when this marshaller gives them back (debugging aid). */
+    private final boolean poisonReleasedArrays;
     /**
      * Aliasing mode: each message read from a lent array, and that array, until released, oldest first; at most
      * {@link #MAX_LENT_BYTES} of arrays are remembered (a message never released, e.g. of a cancelled call, is
@@ -65,11 +68,12 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private long lentBytes;
 
     @SuppressWarnings("unchecked")
-    private ProtoMarshaller(final T defaultInstance, final boolean aliasing)
+    private ProtoMarshaller(final T defaultInstance, final boolean aliasing, final boolean poisonReleasedArrays)
     {
         this.defaultInstance = Objects.requireNonNull(defaultInstance, "defaultInstance");
         this.parser = (Parser<T>)defaultInstance.getParserForType();
         this.aliasing = aliasing;
+        this.poisonReleasedArrays = poisonReleasedArrays;
         this.lent = aliasing ? new LinkedHashMap<>() : null;
     }
 
@@ -80,7 +84,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
      */
     public static <T extends MessageLite> Marshaller<T> of(final T defaultInstance)
     {
-        return new ProtoMarshaller<>(defaultInstance, false);
+        return new ProtoMarshaller<>(defaultInstance, false, false);
     }
 
     /**
@@ -93,19 +97,32 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
      */
     public static <T extends MessageLite> Marshaller<T> aliasing(final T defaultInstance)
     {
-        return new ProtoMarshaller<>(defaultInstance, true);
+        return new ProtoMarshaller<>(defaultInstance, true, false);
     }
 
     /**
-     * Debugging aid: from now on, arrays given back by aliasing marshallers are filled with {@code 0xDB} before they
-     * are reused, so that a message kept beyond its lifetime shows as garbage at once instead of as another message's
-     * bytes later. Costs a fill per large message; off by default.
+     * {@link #aliasing(MessageLite)}, with a debugging aid: when {@code poisonReleasedArrays} is true, the arrays this
+     * marshaller gives back are filled with {@code 0xDB} before they can be reused, so that a message kept beyond its
+     * lifetime shows as garbage at once instead of as another message's bytes later. Costs a fill per large message.
+     * It applies to this marshaller's messages only: other marshallers of the JVM are unaffected.
      *
-     * @param poison true to fill released arrays.
+     * @param defaultInstance      the message type's default instance.
+     * @param poisonReleasedArrays true to fill released arrays.
+     * @param <T>                  message type.
+     * @return a marshaller in aliasing mode.
      */
-    public static void poisonReleasedArrays(final boolean poison)
+    public static <T extends MessageLite> Marshaller<T> aliasing(final T defaultInstance,
+        final boolean poisonReleasedArrays)
     {
-        LendingPool.SHARED.poison = poison;
+        return new ProtoMarshaller<>(defaultInstance, true, poisonReleasedArrays);
+    }
+
+    /**
+     * @return true if this marshaller fills the arrays it gives back ({@link #aliasing(MessageLite, boolean)}).
+     */
+    public boolean poisonsReleasedArrays()
+    {
+        return poisonReleasedArrays;
     }
 
     /**
@@ -212,7 +229,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             {
                 lentBytes -= array.length;
                 // under the lock, so that lentArrays() counts an array until it is back (and poisoned, in tests)
-                LendingPool.SHARED.giveBack(array);
+                LendingPool.SHARED.giveBack(array, poisonReleasedArrays);
             }
         }
     }
@@ -247,7 +264,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         }
         catch (final InvalidProtocolBufferException e)
         {
-            LendingPool.SHARED.giveBack(array);
+            LendingPool.SHARED.giveBack(array, poisonReleasedArrays);
             throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
                 .withCause(e).asException();
         }
@@ -352,7 +369,6 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
 
         private final Map<Integer, ArrayDeque<byte[]>> idle = new HashMap<>();
         private long idleBytes;
-        volatile boolean poison;
 
         static int sizeClass(final int length)
         {
@@ -382,7 +398,11 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             return new byte[size];
         }
 
-        void giveBack(final byte[] array)
+        /**
+         * @param array  an array {@link #take} returned, no longer read by anyone.
+         * @param poison true to fill it with {@code 0xDB} first (the giving marshaller's setting).
+         */
+        void giveBack(final byte[] array, final boolean poison)
         {
             if (poison)
             {

@@ -113,7 +113,7 @@ public final class Transports
         final StringBuilder sb = new StringBuilder();
         if (schemeKnown)
         {
-            sb.append("transport for '").append(scheme).append("' is not available on this machine, cannot use ").append(uri);
+            sb.append("transport for '").append(scheme).append("' is not available, cannot use ").append(uri);
         }
         else
         {
@@ -126,7 +126,7 @@ public final class Transports
         }
         else if (!schemeKnown)
         {
-            sb.append(" (shm://, tcp:// and rdma:// come with reverb-rdma-transport on the class path)");
+            sb.append(" (shm://, tcp:// and rdma:// come with io.reverb:reverb-transport on the class path)");
         }
         return sb.toString();
     }

@@ -14,11 +14,7 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
-import io.reverb.common.ClaimResult;
-import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.TransportOptions;
-import io.reverb.common.WriteClaim;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
@@ -28,8 +24,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -233,102 +227,5 @@ class ReadBatchStartTest
             types.add(FrameType.fromValue(header.type()));
         }
         return types;
-    }
-
-    /** A transport connection that keeps every committed message; it signals batch ends if told to. */
-    private static final class RecordingConnection implements Connection, WriteClaim.Committer
-    {
-        final List<byte[]> messages = new ArrayList<>();
-        private final boolean signalsReadComplete;
-
-        RecordingConnection(final boolean signalsReadComplete)
-        {
-            this.signalsReadComplete = signalsReadComplete;
-        }
-
-        @Override
-        public boolean signalsReadComplete()
-        {
-            return signalsReadComplete;
-        }
-
-        @Override
-        public int tryClaim(final int length, final WriteClaim claim)
-        {
-            claim.wrap(ByteBuffer.allocate(length), 0, length, this, 0);
-            return ClaimResult.OK;
-        }
-
-        @Override
-        public int commit(final WriteClaim claim)
-        {
-            final byte[] bytes = new byte[claim.length()];
-            claim.buffer().get(claim.offset(), bytes);
-            messages.add(bytes);
-            return ClaimResult.OK;
-        }
-
-        @Override
-        public void abort(final WriteClaim claim)
-        {
-        }
-
-        @Override
-        public int maxMessageLength()
-        {
-            return 1 << 20;
-        }
-
-        @Override
-        public void close()
-        {
-        }
-
-        @Override
-        public boolean isOpen()
-        {
-            return true;
-        }
-
-        @Override
-        public String localAddress()
-        {
-            return "test://local";
-        }
-
-        @Override
-        public String remoteAddress()
-        {
-            return "test://remote";
-        }
-
-        @Override
-        public ResourceUsage resourceUsage()
-        {
-            return ResourceUsage.NONE;
-        }
-    }
-
-    private static final class Recorder<T> implements CoreSubscriber<T>
-    {
-        @Override
-        public void onSubscribe(final Subscription s)
-        {
-        }
-
-        @Override
-        public void onNext(final T value)
-        {
-        }
-
-        @Override
-        public void onError(final Throwable t)
-        {
-        }
-
-        @Override
-        public void onComplete()
-        {
-        }
     }
 }

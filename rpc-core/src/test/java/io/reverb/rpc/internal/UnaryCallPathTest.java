@@ -11,15 +11,9 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
-import io.reverb.common.ClaimResult;
-import io.reverb.rpc.transport.Connection;
-import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.TransportOptions;
-import io.reverb.common.WriteClaim;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
-import java.lang.management.ManagementFactory;
-import java.lang.management.MonitorInfo;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,8 +22,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
-import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -280,105 +272,5 @@ class UnaryCallPathTest
             types.add(FrameType.fromValue(header.type()));
         }
         return types;
-    }
-
-    /** A transport connection that keeps every committed message and notes the monitors held at each claim. */
-    private static final class RecordingConnection implements Connection, WriteClaim.Committer
-    {
-        final List<byte[]> messages = new ArrayList<>();
-        final List<List<String>> monitorsAtClaim = new ArrayList<>();
-
-        @Override
-        public int tryClaim(final int length, final WriteClaim claim)
-        {
-            final List<String> held = new ArrayList<>();
-            for (final MonitorInfo monitor : ManagementFactory.getThreadMXBean()
-                .getThreadInfo(new long[]{Thread.currentThread().getId()}, true, false)[0].getLockedMonitors())
-            {
-                held.add(monitor.getClassName());
-            }
-            monitorsAtClaim.add(held);
-            claim.wrap(ByteBuffer.allocate(length), 0, length, this, 0);
-            return ClaimResult.OK;
-        }
-
-        @Override
-        public int commit(final WriteClaim claim)
-        {
-            final byte[] bytes = new byte[claim.length()];
-            claim.buffer().get(claim.offset(), bytes);
-            messages.add(bytes);
-            return ClaimResult.OK;
-        }
-
-        @Override
-        public void abort(final WriteClaim claim)
-        {
-        }
-
-        @Override
-        public int maxMessageLength()
-        {
-            return 1 << 20;
-        }
-
-        @Override
-        public void close()
-        {
-        }
-
-        @Override
-        public boolean isOpen()
-        {
-            return true;
-        }
-
-        @Override
-        public String localAddress()
-        {
-            return "test://local";
-        }
-
-        @Override
-        public String remoteAddress()
-        {
-            return "test://remote";
-        }
-
-        @Override
-        public ResourceUsage resourceUsage()
-        {
-            return ResourceUsage.NONE;
-        }
-    }
-
-    private static final class Recorder<T> implements CoreSubscriber<T>
-    {
-        final List<T> values = new ArrayList<>();
-        boolean completed;
-        Throwable error;
-
-        @Override
-        public void onSubscribe(final Subscription s)
-        {
-        }
-
-        @Override
-        public void onNext(final T value)
-        {
-            values.add(value);
-        }
-
-        @Override
-        public void onError(final Throwable t)
-        {
-            error = t;
-        }
-
-        @Override
-        public void onComplete()
-        {
-            completed = true;
-        }
     }
 }

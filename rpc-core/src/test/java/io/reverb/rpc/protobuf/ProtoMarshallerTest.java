@@ -140,4 +140,33 @@ class ProtoMarshallerTest
         assertThat((long)m.lentArrays()).isEqualTo(bound - 1);
         assertThat(first).isEqualTo(value);
     }
+
+    @Test
+    void shouldPoisonTheArraysOfThePoisoningMarshallerOnly()
+    {
+        final ProtoMarshaller<BytesValue> poisoning =
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance(), true);
+        final ProtoMarshaller<BytesValue> plain =
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.aliasing(BytesValue.getDefaultInstance());
+        assertThat(poisoning.poisonsReleasedArrays()).isTrue();
+        assertThat(plain.poisonsReleasedArrays()).isFalse();
+        final byte[] bytes = new byte[ProtoMarshaller.LEND_THRESHOLD * 2];
+        Arrays.fill(bytes, (byte)5);
+        final BytesValue value = BytesValue.of(ByteString.copyFrom(bytes));
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(plain.serializedSize(value));
+        plain.write(value, buffer);
+
+        final BytesValue fromPlain = plain.read(buffer.clear());
+        final BytesValue fromPoisoning = poisoning.read(buffer.clear());
+        assertThat(plain.lentArrays()).isEqualTo(1);
+        assertThat(poisoning.lentArrays()).isEqualTo(1);
+        plain.release(fromPlain);
+        poisoning.release(fromPoisoning);
+
+        // read beyond their lifetime on purpose (nothing took the arrays again): only the poisoning one was filled
+        assertThat(fromPlain.getValue().byteAt(bytes.length / 2)).isEqualTo((byte)5);
+        assertThat(fromPoisoning.getValue().byteAt(bytes.length / 2)).isEqualTo((byte)0xDB);
+        assertThat(plain.lentArrays()).isZero();
+        assertThat(poisoning.lentArrays()).isZero();
+    }
 }

@@ -1,0 +1,372 @@
+package io.reverb.grpc;
+
+import io.grpc.InternalChannelz;
+import io.grpc.InternalInstrumented;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.MethodDescriptor.MethodType;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerStreamTracer;
+import io.grpc.internal.GrpcUtil;
+import io.grpc.internal.InternalServer;
+import io.grpc.internal.ServerListener;
+import io.grpc.internal.ServerTransport;
+import io.grpc.internal.SharedResourceHolder;
+import io.grpc.internal.StatsTraceContext;
+import io.reverb.rpc.AcceptedConnection;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServerCallHandler;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscriber;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Operators;
+
+import java.io.IOException;
+import java.net.SocketAddress;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.function.UnaryOperator;
+
+/**
+ * grpc-java's transport server (its {@link InternalServer}, the listener) over one {@link RpcServer}: the Reverb
+ * server listens, accepts connections and runs the wire protocol. Each connection it accepts becomes one grpc-java
+ * {@link ServerTransport} ({@link ReverbServerTransport}), as each accepted channel is one for Netty: grpc-java's
+ * per-transport filters, channelz and handshake timeout see one transport per Reverb connection. Every call on a
+ * connection becomes a {@link ReverbServerStream} handed to that transport's listener, which dispatches it to the
+ * service, its interceptors and executor as it would a Netty stream.
+ */
+final class ReverbServer implements InternalServer
+{
+    /** Graceful shutdown lets calls run to their end, as grpc-java's does; shutdownNow cancels them. */
+    private static final Duration GRACEFUL = Duration.ofDays(365);
+
+    private final ReverbAddress address;
+    private final RpcServer rpcServer;
+    private final List<? extends ServerStreamTracer.Factory> tracerFactories;
+    private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
+    private ServerListener serverListener;
+    private volatile ReverbAddress boundAddress;
+    /** Transports created and not yet terminated; with {@link #shutdown}, decides when the timer is released. */
+    private int liveTransports;
+    private boolean shutdown;
+    private boolean timerReleased;
+
+    ReverbServer(
+        final String uri, final List<ServerServiceDefinition> services,
+        final List<? extends ServerStreamTracer.Factory> tracerFactories, final UnaryOperator<RpcServer.Builder> configure)
+    {
+        this.address = new ReverbAddress(uri);
+        this.boundAddress = address;
+        this.tracerFactories = tracerFactories;
+        final RpcServer.Builder builder = RpcServer.builder(uri);
+        final Map<String, ServiceDefinition.Builder> byService = new LinkedHashMap<>();
+        for (final ServerServiceDefinition service : services)
+        {
+            final String serviceName = service.getServiceDescriptor().getName();
+            final ServiceDefinition.Builder definition = byService.computeIfAbsent(serviceName, ServiceDefinition::builder);
+            for (final ServerMethodDefinition<?, ?> method : service.getMethods())
+            {
+                final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
+                definition.addMethod(
+                    GrpcBridge.descriptor(grpcMethod.getFullMethodName(), grpcMethod.getType()),
+                    grpcMethod.getType() == MethodType.UNARY ?
+                        new UnaryHandler(grpcMethod.getFullMethodName()) : new Handler(grpcMethod.getFullMethodName()));
+            }
+        }
+        byService.values().forEach(b -> builder.addService(b.build()));
+        // added after the user's settings, which may add listeners of their own
+        this.rpcServer = configure.apply(builder).addConnectionListener(new Connections()).build();
+    }
+
+    ReverbAddress address()
+    {
+        return boundAddress;
+    }
+
+    List<? extends ServerStreamTracer.Factory> tracerFactories()
+    {
+        return tracerFactories;
+    }
+
+    ScheduledExecutorService timer()
+    {
+        return timer;
+    }
+
+    // ---------------------------------------------------------------- InternalServer
+
+    @Override
+    public void start(final ServerListener listener) throws IOException
+    {
+        this.serverListener = listener;
+        try
+        {
+            rpcServer.start();
+        }
+        catch (final RuntimeException e)
+        {
+            synchronized (this)
+            {
+                shutdown = true;
+                releaseTimerIfDoneLocked();
+            }
+            throw new IOException("cannot serve " + address + ": " + e.getMessage(), e);
+        }
+        boundAddress = new ReverbAddress(rpcServer.address());
+    }
+
+    /**
+     * Stops listening and tells grpc-java's server, which then shuts down (or, after its shutdownNow, closes) each
+     * connection's transport. The Reverb server's own graceful shutdown sends every connection GOAWAY at once, so that
+     * a connection accepted as the listener closed is drained too.
+     */
+    @Override
+    public void shutdown()
+    {
+        synchronized (this)
+        {
+            if (shutdown)
+            {
+                return;
+            }
+            shutdown = true;
+        }
+        rpcServer.shutdown(GRACEFUL); // accepts no connection from here on
+        synchronized (this)
+        {
+            releaseTimerIfDoneLocked();
+        }
+        if (serverListener != null)
+        {
+            serverListener.serverShutdown();
+        }
+    }
+
+    @Override
+    public SocketAddress getListenSocketAddress()
+    {
+        return boundAddress;
+    }
+
+    @Override
+    public InternalInstrumented<InternalChannelz.SocketStats> getListenSocketStats()
+    {
+        return null;
+    }
+
+    @Override
+    public List<? extends SocketAddress> getListenSocketAddresses()
+    {
+        return Collections.singletonList(boundAddress);
+    }
+
+    @Override
+    public List<InternalInstrumented<InternalChannelz.SocketStats>> getListenSocketStatsList()
+    {
+        return null;
+    }
+
+    /** The grpc-java timer is shared (reference-counted): released once shut down and every transport ended. */
+    private void releaseTimerIfDoneLocked()
+    {
+        if (shutdown && liveTransports == 0 && !timerReleased)
+        {
+            timerReleased = true;
+            SharedResourceHolder.release(GrpcUtil.TIMER_SERVICE, timer);
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ReverbServer{" + boundAddress + "}";
+    }
+
+    /** Makes one grpc-java transport of each connection the Reverb server accepts, and ends it with the connection. */
+    private final class Connections implements AcceptedConnection.Listener
+    {
+        @Override
+        public void connectionAccepted(final AcceptedConnection connection)
+        {
+            final ReverbServerTransport transport = new ReverbServerTransport(ReverbServer.this, connection);
+            synchronized (ReverbServer.this)
+            {
+                if (timerReleased)
+                {
+                    // accepted as the server shut down: rpc-core refuses the connection (nothing was created for it)
+                    throw new IllegalStateException("the grpc-java server is shut down");
+                }
+                liveTransports++;
+            }
+            connection.attach(transport);
+            try
+            {
+                // before the first call on the connection reaches a handler (rpc-core's guarantee): before streamCreated
+                transport.start(serverListener.transportCreated(transport), boundAddress);
+            }
+            catch (final RuntimeException | Error e)
+            {
+                connection.attach(null); // rpc-core refuses the connection and tells no end of it to this listener
+                transportEnded();
+                throw e;
+            }
+        }
+
+        @Override
+        public void connectionClosed(final AcceptedConnection connection, final Throwable cause)
+        {
+            final Object attached = connection.attachment();
+            if (!(attached instanceof ReverbServerTransport))
+            {
+                return; // never ours: a listener added before this one refused the connection
+            }
+            ((ReverbServerTransport)attached).terminated();
+            transportEnded();
+        }
+
+        private void transportEnded()
+        {
+            synchronized (ReverbServer.this)
+            {
+                liveTransports--;
+                releaseTimerIfDoneLocked();
+            }
+        }
+    }
+
+    /** Turns each Reverb call of one method into a grpc-java stream. */
+    private class Handler implements ServerCallHandler<Payload, Payload>
+    {
+        private final String fullMethodName;
+
+        Handler(final String fullMethodName)
+        {
+            this.fullMethodName = fullMethodName;
+        }
+
+        @Override
+        public Publisher<Payload> handle(final Flux<Payload> requests)
+        {
+            return subscriber ->
+            {
+                final ReverbServerStream stream = open(subscriber);
+                if (stream != null)
+                {
+                    requests.subscribe(stream);
+                }
+            };
+        }
+
+        /**
+         * Creates the grpc-java stream of a call and subscribes rpc-core's subscriber to its responses.
+         *
+         * @return the stream, or null if the call could not start (the subscriber got the error).
+         */
+        final ReverbServerStream open(final Subscriber<? super Payload> subscriber)
+        {
+            final RpcContext context = subscriber instanceof CoreSubscriber ?
+                RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
+            if (context == null)
+            {
+                // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
+                Operators.error(subscriber, Status.INTERNAL
+                    .withDescription("no call context for " + fullMethodName).asException());
+                return null;
+            }
+            final AcceptedConnection connection = context.connection();
+            final Object attached = connection == null ? null : connection.attachment();
+            if (!(attached instanceof ReverbServerTransport))
+            {
+                // every connection gets its transport when accepted, before its first call; anything else is a bug
+                Operators.error(subscriber, Status.INTERNAL
+                    .withDescription("no grpc-java transport for the connection of " + fullMethodName).asException());
+                return null;
+            }
+            final ReverbServerTransport transport = (ReverbServerTransport)attached;
+            final Metadata headers = GrpcBridge.toGrpc(context.metadata());
+            // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
+            headers.discardAll(GrpcUtil.TIMEOUT_KEY);
+            final Deadline deadline = context.deadline();
+            if (deadline != null)
+            {
+                headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
+            }
+            final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
+            final ReverbServerStream stream = new ReverbServerStream(transport.streamAttributes(), context, stats);
+            transport.streamCreated(stream, fullMethodName, headers);
+            stream.responses().subscribe(subscriber);
+            return stream;
+        }
+    }
+
+    /**
+     * A unary method: rpc-core invokes it with the request itself (its unary fast path, no request Flux), and the
+     * stream gets that one message when grpc-java asks for it.
+     */
+    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<Payload, Payload>
+    {
+        UnaryHandler(final String fullMethodName)
+        {
+            super(fullMethodName);
+        }
+
+        @Override
+        public Publisher<Payload> invoke(final Payload request)
+        {
+            return subscriber ->
+            {
+                final ReverbServerStream stream = open(subscriber);
+                if (stream != null)
+                {
+                    stream.onSubscribe(new SingleRequest(stream, request));
+                }
+            };
+        }
+    }
+
+    /** The one request of a unary call, given to the stream on its first demand, then the end of requests. */
+    private static final class SingleRequest implements Subscription
+    {
+        private static final AtomicIntegerFieldUpdater<SingleRequest> STATE =
+            AtomicIntegerFieldUpdater.newUpdater(SingleRequest.class, "state");
+
+        private final ReverbServerStream stream;
+        private final Payload request;
+        /** 0 waiting, 1 delivered or cancelled. */
+        private volatile int state;
+
+        SingleRequest(final ReverbServerStream stream, final Payload request)
+        {
+            this.stream = stream;
+            this.request = request;
+        }
+
+        @Override
+        public void request(final long n)
+        {
+            if (n > 0 && STATE.compareAndSet(this, 0, 1))
+            {
+                stream.onNext(request);
+                stream.onComplete();
+            }
+        }
+
+        @Override
+        public void cancel()
+        {
+            state = 1;
+        }
+    }
+}

@@ -1,0 +1,261 @@
+package io.reverb.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.grpc.EquivalentAddressGroup;
+import io.grpc.ManagedChannel;
+import io.grpc.NameResolver;
+import io.grpc.NameResolverProvider;
+import io.grpc.NameResolverRegistry;
+import io.grpc.Server;
+import io.grpc.internal.ManagedChannelImplBuilder;
+import io.grpc.stub.StreamObserver;
+import io.reverb.grpc.test.EchoGrpc;
+import io.reverb.grpc.test.EchoReply;
+import io.reverb.grpc.test.EchoRequest;
+import java.net.SocketAddress;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * grpc-java's own load balancing over Reverb connections (issue 26): one grpc-java {@code ManagedChannel} whose name
+ * resolver gives three Reverb server addresses and whose policy is {@code round_robin} spreads its calls over all three
+ * servers, each through its own subchannel and Reverb connection, and goes on serving every call from the other two
+ * once one of them is killed ({@code shutdownNow}). The resolver is a small one of the test's (grpc-testing's manual
+ * resolver is not available offline); the channel is grpc-java's, its transports {@link ReverbChannelBuilder}'s.
+ * Calls are counted per server; nothing is timed.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RoundRobinOverReverbServersTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final String SCHEME = "reverb-test-replicas";
+    private static final int SERVERS = 3;
+    /** A safety net for the warm-up only: calls until every server answered one. */
+    private static final int MAX_WARM_UP_CALLS = 10_000;
+    private static final long WAIT_SECONDS = 30;
+
+    private final List<Server> servers = new ArrayList<>();
+    private final List<CountingEcho> services = new ArrayList<>();
+    private final List<String> addresses = new ArrayList<>();
+    private ManagedChannel channel;
+
+    /** Counts the unary calls one server answered. */
+    private static final class CountingEcho extends EchoGrpc.EchoImplBase
+    {
+        final AtomicInteger calls = new AtomicInteger();
+
+        @Override
+        public void unary(final EchoRequest request, final StreamObserver<EchoReply> responses)
+        {
+            calls.incrementAndGet();
+            responses.onNext(EchoReply.newBuilder().setPayload(request.getPayload()).build());
+            responses.onCompleted();
+        }
+    }
+
+    /** Resolves any target of its scheme to the given Reverb addresses, one address group per server. */
+    private static final class FixedAddresses extends NameResolverProvider
+    {
+        private final List<EquivalentAddressGroup> groups = new ArrayList<>();
+
+        FixedAddresses(final List<String> uris)
+        {
+            for (final String uri : uris)
+            {
+                groups.add(new EquivalentAddressGroup(new ReverbAddress(uri)));
+            }
+        }
+
+        @Override
+        protected boolean isAvailable()
+        {
+            return true;
+        }
+
+        @Override
+        protected int priority()
+        {
+            return 5;
+        }
+
+        @Override
+        public String getDefaultScheme()
+        {
+            return SCHEME;
+        }
+
+        @Override
+        public String getScheme()
+        {
+            return SCHEME;
+        }
+
+        @Override
+        public Collection<Class<? extends SocketAddress>> getProducedSocketAddressTypes()
+        {
+            return Collections.singleton(ReverbAddress.class);
+        }
+
+        @Override
+        public NameResolver newNameResolver(final URI target, final NameResolver.Args args)
+        {
+            return new NameResolver()
+            {
+                private Listener2 listener;
+
+                @Override
+                public String getServiceAuthority()
+                {
+                    return "replicas";
+                }
+
+                @Override
+                public void start(final Listener2 resolved)
+                {
+                    this.listener = resolved;
+                    refresh();
+                }
+
+                @Override
+                public void refresh()
+                {
+                    // the same three every time (round_robin asks again when a subchannel fails)
+                    listener.onResult(ResolutionResult.newBuilder().setAddresses(groups).build());
+                }
+
+                @Override
+                public void shutdown()
+                {
+                }
+            };
+        }
+    }
+
+    private String newAddress(final String scheme)
+    {
+        switch (scheme)
+        {
+            case "inproc":
+                return "inproc://round-robin-" + IDS.incrementAndGet();
+            case "shm":
+                return "shm://round-robin-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
+            case "tcp":
+                return "tcp://127.0.0.1:0";
+            default:
+                throw new IllegalArgumentException(scheme);
+        }
+    }
+
+    private void start(final String scheme) throws Exception
+    {
+        for (int i = 0; i < SERVERS; i++)
+        {
+            final CountingEcho service = new CountingEcho();
+            final Server server = ReverbServerBuilder.forAddress(newAddress(scheme)).addService(service).build().start();
+            servers.add(server);
+            services.add(service);
+            addresses.add(server.getListenSockets().get(0).toString()); // the bound address (tcp: its port)
+        }
+        final FixedAddresses resolver = new FixedAddresses(addresses);
+        final NameResolverRegistry registry = new NameResolverRegistry();
+        registry.register(resolver);
+        final ReverbChannelBuilder reverb = ReverbChannelBuilder.forTarget(addresses.get(0));
+        final ManagedChannelImplBuilder builder = new ManagedChannelImplBuilder(SCHEME + ":///replicas", null, null,
+            reverb::buildTransportFactory, () -> -1, registry, resolver);
+        builder.proxyDetector(address -> null);
+        channel = builder.defaultLoadBalancingPolicy("round_robin").build();
+    }
+
+    @AfterEach
+    void tearDown() throws Exception
+    {
+        if (channel != null)
+        {
+            channel.shutdownNow();
+            assertThat(channel.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        }
+        for (final Server server : servers)
+        {
+            server.shutdownNow();
+            assertThat(server.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        }
+        for (final String address : addresses)
+        {
+            AbstractReverbConformanceTest.assertReleased(address);
+        }
+    }
+
+    private void call()
+    {
+        EchoGrpc.newBlockingStub(channel).withDeadlineAfter(WAIT_SECONDS, TimeUnit.SECONDS)
+            .unary(EchoRequest.newBuilder().setPayload(ByteString.copyFromUtf8("x")).build());
+    }
+
+    private int[] counts()
+    {
+        final int[] counts = new int[SERVERS];
+        for (int i = 0; i < SERVERS; i++)
+        {
+            counts[i] = services.get(i).calls.get();
+        }
+        return counts;
+    }
+
+    private static int[] since(final int[] before, final int[] after)
+    {
+        final int[] delta = new int[before.length];
+        for (int i = 0; i < before.length; i++)
+        {
+            delta[i] = after[i] - before[i];
+        }
+        return delta;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"inproc", "shm", "tcp"})
+    void roundRobinSpreadsCallsOverThreeServersAndSurvivesOneKilled(final String scheme) throws Exception
+    {
+        start(scheme);
+
+        // warm-up: round_robin picks among the subchannels already READY, so calls go on until all three answered
+        int warmUp = 0;
+        while (services.stream().anyMatch(s -> s.calls.get() == 0))
+        {
+            assertThat(warmUp++).as("calls before every server answered one").isLessThan(MAX_WARM_UP_CALLS);
+            call();
+        }
+
+        // all three READY: sequential calls rotate over them, the same number each
+        final int[] beforeSpread = counts();
+        for (int i = 0; i < SERVERS * 10; i++)
+        {
+            call();
+        }
+        assertThat(since(beforeSpread, counts())).as("30 calls over three READY servers").containsExactly(10, 10, 10);
+
+        // kill the middle one: every later call succeeds, served by the other two
+        servers.get(1).shutdownNow();
+        assertThat(servers.get(1).awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        final int[] beforeKill = counts();
+        for (int i = 0; i < 60; i++)
+        {
+            call(); // throws (and fails the test) if a call fails
+        }
+        final int[] afterKill = since(beforeKill, counts());
+        assertThat(afterKill[1]).as("the killed server answers nothing").isZero();
+        assertThat(afterKill[0] + afterKill[2]).isEqualTo(60);
+        assertThat(afterKill[0]).as("the first survivor still gets calls").isPositive();
+        assertThat(afterKill[2]).as("the third survivor still gets calls").isPositive();
+    }
+}

@@ -1,0 +1,264 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
+import io.reverb.rdma.verbs.Access;
+import io.reverb.rdma.verbs.ConnectionListener;
+import io.reverb.rdma.verbs.ConnectionRequest;
+import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.QueuePair;
+import io.reverb.rdma.verbs.SendRequest;
+import io.reverb.rdma.verbs.WcStatus;
+import io.reverb.rdma.verbs.WrOpcode;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.VerbsContext;
+import io.reverb.rdma.verbs.VerbsProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The conformance suite over real RDMA. Runs only where DiSNi is available (an RDMA device, rdma_cm and
+ * libdisni 2.1); everywhere else the whole class is skipped with the provider's unavailability cause,
+ * which is also printed so that it shows in CI logs. It has not been run on RDMA hardware in this
+ * project's development or CI.
+ *
+ * <p>On an RDMA host (see rdma-transport/RDMA-HARDWARE.md):
+ * <pre>
+ * LD_LIBRARY_PATH=/usr/local/lib mvn -pl rdma-transport/disni -am test -Dtest=DisniConformanceTest \
+ *     -Dreverb.test.rdma.address=192.168.1.10:0
+ * </pre>
+ * {@value #ADDRESS_PROP} is {@code ipv4:port} of the local RDMA interface (IPoIB or RoCE netdev); port 0
+ * lets every test listen on a fresh port, a fixed port P makes the tests use P, P+1, ... . Without it the
+ * address DiSNi contexts open by default is used ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, else
+ * the first RDMA interface found in sysfs). Both contexts of each test live in this JVM and talk through
+ * the one device (loopback through the NIC); the peer-death test starts a second JVM.
+ */
+class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
+{
+    /** {@code ipv4:port} to listen on. */
+    static final String ADDRESS_PROP = "reverb.test.rdma.address";
+
+    private final DisniVerbsProvider provider = new DisniVerbsProvider();
+    private final AtomicInteger nextPort = new AtomicInteger();
+    private String host;
+    private int basePort;
+
+    @BeforeAll
+    void reportAndResolveAddress() throws IOException
+    {
+        final String cause = RdmaTestDevice.unavailabilityCause();
+        if (cause != null)
+        {
+            // Printed on both streams so that the reason shows in CI logs whatever they capture.
+            final String message = "[DisniConformanceTest] SKIPPED, not run: " + cause;
+            System.out.println(message);
+            System.err.println(message);
+            return;
+        }
+        final String configured = System.getProperty(ADDRESS_PROP);
+        if (configured != null && !configured.isBlank())
+        {
+            final InetSocketAddress address = DisniAddress.parse(configured.trim());
+            host = address.getAddress().getHostAddress();
+            basePort = address.getPort();
+        }
+        else
+        {
+            host = DisniVerbsContext.findLocalAddress(VerbsConfig.defaults()).getHostAddress();
+            basePort = 0;
+        }
+        System.out.println("[DisniConformanceTest] running over rdma:// on " + host + " (base port " + basePort + ")");
+    }
+
+    /**
+     * Every test opens its contexts here first (in the suite's {@code @BeforeEach}), so assuming here
+     * skips each test with the cause; an assumption in {@code @BeforeAll} would make Surefire report
+     * "Tests run: 0" instead of the skipped tests.
+     */
+    @Override
+    protected VerbsContext open(final VerbsConfig config) throws IOException
+    {
+        assumeTrue(RdmaTestDevice.unavailabilityCause() == null, RdmaTestDevice.unavailabilityCause());
+        return super.open(config);
+    }
+
+    @Override
+    protected Process startPeerProcess(final String mode, final String address) throws IOException
+    {
+        assumeFalse(RdmaTestDevice.isEmulated(), "the emulated RDMA device lives in one JVM: no cross-process peer");
+        return super.startPeerProcess(mode, address);
+    }
+
+    @Override
+    protected void assertNothingLeaked()
+    {
+        // Over the emulated device, every rdma_cm id, QP, CQ, channel, PD and memory registration is gone.
+        final Map<String, Integer> live = RdmaTestDevice.liveEmulatedObjects();
+        for (final Map.Entry<String, Integer> entry : live.entrySet())
+        {
+            assertThat(entry.getValue()).as("live emulated %s after every context closed: %s", entry.getKey(), live)
+                .isZero();
+        }
+    }
+
+    /**
+     * The glue between the side-channel handshake and rdma_cm: with many connects at once, each request's
+     * private data (side channel) and its rdma_cm connection (QP) must end up in the same accepted connection.
+     * Checked on both levels: the accept's private data each client gets back, and a SEND from each client,
+     * which must arrive on the server QP accepted for that client's request.
+     */
+    @Test
+    void shouldPairEachHandshakeWithItsOwnRdmaCmRequestUnderConcurrentConnects() throws Exception
+    {
+        final int n = 16;
+        final ExecutorService pool = Executors.newFixedThreadPool(5);
+        try (ConnectionListener listener = server.context.listen(newAddress(), n))
+        {
+            final Map<Integer, QueuePair> serverQps = new ConcurrentHashMap<>();
+            final Future<?> acceptor = pool.submit(() ->
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    final ConnectionRequest request = listener.accept(TIMEOUT_NANOS);
+                    assertThat(request).as("request %d", i).isNotNull();
+                    final int index = request.privateData().getInt(0);
+                    serverQps.put(index, request.accept(server.attributes(), ByteBuffer.allocate(4).putInt(0, index + 1000)));
+                }
+                return null;
+            });
+            final List<Future<QueuePair>> connects = new ArrayList<>();
+            for (int i = 0; i < n; i++)
+            {
+                final int index = i;
+                connects.add(pool.submit(() -> client.context.connect(listener.localAddress(), client.attributes(),
+                    ByteBuffer.allocate(4).putInt(0, index))));
+            }
+            final List<QueuePair> clientQps = new ArrayList<>();
+            for (int i = 0; i < n; i++)
+            {
+                final QueuePair qp = connects.get(i).get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+                assertThat(qp.remotePrivateData().getInt(0)).as("accept data of client %d", i).isEqualTo(i + 1000);
+                clientQps.add(qp);
+            }
+            acceptor.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+            assertThat(serverQps).hasSize(n);
+
+            final MemoryRegion serverMr = server.pd.allocate(n * 64, Access.LOCAL_WRITE);
+            final MemoryRegion clientMr = client.pd.allocate(n * 64, Access.LOCAL_WRITE);
+            for (int i = 0; i < n; i++)
+            {
+                postRecv(serverQps.get(i), serverMr, i * 64, 64, i);
+            }
+            for (int i = 0; i < n; i++)
+            {
+                clientMr.buffer().putInt(i * 64, 5000 + i);
+                postSend(clientQps.get(i), WrOpcode.SEND, clientMr, i * 64, 4, i, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+            }
+            for (final Completion received : awaitCompletions(server.recvCq, n))
+            {
+                assertThat(received.status).isEqualTo(WcStatus.SUCCESS);
+                assertThat(serverMr.buffer().getInt((int)received.wrId * 64)).as("what server QP %d got", received.wrId)
+                    .isEqualTo(5000 + (int)received.wrId);
+            }
+            assertThat(awaitCompletions(client.sendCq, n)).allMatch(c -> c.status == WcStatus.SUCCESS);
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * Two hosts, each with its own device: over the emulated device every 127.x.y.z address is one, so a context
+     * opened on 127.0.0.3 connects to one listening on 127.0.0.2 and the message crosses devices. (On hardware
+     * the suite's contexts share the host's device; this case needs two machines there.)
+     */
+    @Test
+    void shouldConnectTwoHostsEachOnItsOwnDevice() throws Exception
+    {
+        assumeTrue(RdmaTestDevice.isEmulated(), "two hosts in one JVM need the emulated device (one per 127.x address)");
+        final String saved = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+        final Endpoint hostA;
+        final Endpoint hostB;
+        try
+        {
+            System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, "127.0.0.2");
+            hostA = new Endpoint(open(config()));
+            System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, "127.0.0.3");
+            hostB = new Endpoint(open(config()));
+        }
+        finally
+        {
+            if (saved == null)
+            {
+                System.clearProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+            }
+            else
+            {
+                System.setProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, saved);
+            }
+        }
+        final ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (ConnectionListener listener = hostA.context.listen("127.0.0.2:0", 4))
+        {
+            final Future<QueuePair> accepted = pool.submit(() ->
+                listener.accept(TIMEOUT_NANOS).accept(hostA.attributes(), null));
+            hostB.qp = hostB.context.connect(listener.localAddress(), hostB.attributes(), null);
+            hostA.qp = accepted.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+        assertThat(((DisniVerbsContext)hostA.context).localAddress().getHostAddress()).isEqualTo("127.0.0.2");
+        assertThat(((DisniVerbsContext)hostB.context).localAddress().getHostAddress()).isEqualTo("127.0.0.3");
+        final MemoryRegion a = hostA.pd.allocate(64, Access.LOCAL_WRITE);
+        final MemoryRegion b = hostB.pd.allocate(64, Access.LOCAL_WRITE);
+        postRecv(hostA.qp, a, 0, 64, 1);
+        b.buffer().putLong(0, 0x0123_4567_89abL);
+        postSend(hostB.qp, WrOpcode.SEND, b, 0, 8, 2, SendRequest.FLAG_SIGNALED, 0, 0, 0);
+        assertThat(awaitCompletions(hostA.recvCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+        assertThat(a.buffer().getLong(0)).isEqualTo(0x0123_4567_89abL);
+        assertThat(awaitCompletions(hostB.sendCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+    }
+
+    @Override
+    protected VerbsProvider provider()
+    {
+        return provider;
+    }
+
+    @Override
+    protected String newAddress()
+    {
+        return host + ':' + (basePort == 0 ? 0 : basePort + nextPort.getAndIncrement());
+    }
+
+    @Override
+    protected List<String> childJvmArguments()
+    {
+        // The peer JVM needs what this one has: DiSNi's export, libdisni's location and the RDMA interface.
+        final List<String> args = new ArrayList<>();
+        args.add("--add-exports");
+        args.add("java.base/sun.nio.ch=ALL-UNNAMED");
+        args.add("-Djava.library.path=" + System.getProperty("java.library.path", ""));
+        final String local = System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP);
+        args.add("-D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + (local != null ? local : host));
+        return args;
+    }
+}

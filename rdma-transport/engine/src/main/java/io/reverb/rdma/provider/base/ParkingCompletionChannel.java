@@ -1,0 +1,141 @@
+package io.reverb.rdma.provider.base;
+
+import io.reverb.rdma.verbs.CompletionChannel;
+import java.io.IOException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The completion channel of the software providers ({@code shm}, {@code tcp}): an armed CQ that
+ * receives a completion calls {@link #signal()}, which counts one event and wakes the waiter.
+ * {@link #await(long)}'s loop (closed, pending events, a requested wake-up, the deadline) is written here once;
+ * by default the waiter parks. A subclass that blocks elsewhere (tcp: in a selector that also watches sockets)
+ * overrides the four blocking hooks; subclasses say what closing unregisters.
+ */
+public abstract class ParkingCompletionChannel implements CompletionChannel
+{
+    private final AtomicInteger pendingEvents = new AtomicInteger();
+    private volatile boolean wakeupRequested;
+    private volatile Thread waiter;
+    private volatile boolean closed;
+
+    /** Records one CQ event and wakes the waiter. Any thread. */
+    public void signal()
+    {
+        pendingEvents.incrementAndGet();
+        wakeWaiter();
+    }
+
+    @Override
+    public int await(final long timeoutNanos) throws IOException
+    {
+        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        beginWait();
+        try
+        {
+            while (true)
+            {
+                if (closed)
+                {
+                    throw new IOException("completion channel is closed");
+                }
+                final int events = pendingEvents.getAndSet(0);
+                if (events > 0)
+                {
+                    return events;
+                }
+                if (wakeupRequested)
+                {
+                    wakeupRequested = false;
+                    return 0;
+                }
+                final long remaining = deadline - System.nanoTime();
+                if (remaining <= 0)
+                {
+                    return 0;
+                }
+                final int ready = block(remaining);
+                if (ready > 0)
+                {
+                    return ready;
+                }
+            }
+        }
+        finally
+        {
+            endWait();
+        }
+    }
+
+    @Override
+    public void wakeup()
+    {
+        wakeupRequested = true;
+        wakeWaiter();
+    }
+
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        wakeWaiter();
+        onClose();
+    }
+
+    /** @return events counted and not yet taken by a waiter */
+    protected final int pendingEvents()
+    {
+        return pendingEvents.get();
+    }
+
+    /**
+     * The waiter is about to read the flags: publish that it waits (a volatile write), so that {@link #wakeWaiter()}
+     * after a flag was set either is seen by the loop or wakes the waiter.
+     */
+    protected void beginWait()
+    {
+        waiter = Thread.currentThread();
+    }
+
+    /**
+     * Blocks at most {@code remainingNanos}; spurious returns are fine, the loop re-checks everything.
+     *
+     * @param remainingNanos time left until the deadline (positive).
+     * @return events the blocking itself found (returned to the caller), or 0.
+     * @throws IOException if the channel's own means of blocking was closed.
+     */
+    protected int block(final long remainingNanos) throws IOException
+    {
+        LockSupport.parkNanos(this, remainingNanos);
+        return 0;
+    }
+
+    /** The waiter left {@link #await(long)}. */
+    protected void endWait()
+    {
+        waiter = null;
+    }
+
+    /** Wakes the waiter if there is one. Any thread. */
+    protected void wakeWaiter()
+    {
+        final Thread thread = waiter;
+        if (thread != null)
+        {
+            LockSupport.unpark(thread);
+        }
+    }
+
+    /** Called once by the first {@link #close()}, after the waiter was woken: unregister from the context. */
+    protected abstract void onClose();
+
+    @Override
+    public String toString()
+    {
+        return getClass().getSimpleName() + "{pending=" + pendingEvents.get() + '}';
+    }
+}

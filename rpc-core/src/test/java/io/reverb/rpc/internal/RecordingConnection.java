@@ -1,0 +1,103 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ResourceUsage;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MonitorInfo;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A fake transport connection for call-path tests: keeps every committed message, notes the monitors the writing
+ * thread holds at each claim, and signals batch ends if told to.
+ */
+final class RecordingConnection implements Connection, WriteClaim.Committer
+{
+    final List<byte[]> messages = new ArrayList<>();
+    final List<List<String>> monitorsAtClaim = new ArrayList<>();
+    private final boolean signalsReadComplete;
+
+    /** A connection that does not signal batch ends (as most transports). */
+    RecordingConnection()
+    {
+        this(false);
+    }
+
+    /** @param signalsReadComplete what {@link #signalsReadComplete()} answers. */
+    RecordingConnection(final boolean signalsReadComplete)
+    {
+        this.signalsReadComplete = signalsReadComplete;
+    }
+
+    @Override
+    public boolean signalsReadComplete()
+    {
+        return signalsReadComplete;
+    }
+
+    @Override
+    public int tryClaim(final int length, final WriteClaim claim)
+    {
+        final List<String> held = new ArrayList<>();
+        for (final MonitorInfo monitor : ManagementFactory.getThreadMXBean()
+            .getThreadInfo(new long[]{Thread.currentThread().getId()}, true, false)[0].getLockedMonitors())
+        {
+            held.add(monitor.getClassName());
+        }
+        monitorsAtClaim.add(held);
+        claim.wrap(ByteBuffer.allocate(length), 0, length, this, 0);
+        return ClaimResult.OK;
+    }
+
+    @Override
+    public int commit(final WriteClaim claim)
+    {
+        final byte[] bytes = new byte[claim.length()];
+        claim.buffer().get(claim.offset(), bytes);
+        messages.add(bytes);
+        return ClaimResult.OK;
+    }
+
+    @Override
+    public void abort(final WriteClaim claim)
+    {
+    }
+
+    @Override
+    public int maxMessageLength()
+    {
+        return 1 << 20;
+    }
+
+    @Override
+    public void close()
+    {
+    }
+
+    @Override
+    public boolean isOpen()
+    {
+        return true;
+    }
+
+    @Override
+    public String localAddress()
+    {
+        return "test://local";
+    }
+
+    @Override
+    public String remoteAddress()
+    {
+        return "test://remote";
+    }
+
+    @Override
+    public ResourceUsage resourceUsage()
+    {
+        return ResourceUsage.NONE;
+    }
+}
