@@ -405,7 +405,7 @@ final class BufferPool
             while ((buffer = list.pollFirst()) != null)
             {
                 freed += buffer.sizeClass;
-                freeLocked(buffer);
+                discard(buffer);
             }
         }
         return freed;
@@ -462,8 +462,10 @@ final class BufferPool
         buffersInUse++;
     }
 
-    private void freeLocked(final Buffer buffer)
+    /** Deregisters a buffer's memory and gives its size back to the budget (this pool's monitor held). */
+    private void discard(final Buffer buffer)
     {
+        assert Thread.holdsLock(this);
         buffer.region.close();
         bytesAllocated -= buffer.sizeClass;
         if (budget != null)
@@ -488,7 +490,7 @@ final class BufferPool
             buffersInUse--;
             if (closed || (budget != null && budget.hasWaiters()))
             {
-                freeLocked(buffer); // someone waits for the engine-wide budget: trim rather than keep
+                discard(buffer); // someone waits for the engine-wide budget: trim rather than keep
             }
             else
             {
@@ -546,7 +548,7 @@ final class BufferPool
             trimIdle();
             if (fresh != null)
             {
-                freeLocked(fresh);
+                discard(fresh);
                 fresh = null;
             }
         }
@@ -569,7 +571,7 @@ final class BufferPool
             while (freed < needed && (buffer = free[i].pollLast()) != null)
             {
                 freed += buffer.sizeClass;
-                freeLocked(buffer);
+                discard(buffer);
             }
         }
     }

@@ -9,20 +9,20 @@ import java.util.function.Consumer;
  * The close callbacks of an {@link EngineConnection}, the cause its teardown recorded and the future that
  * {@code closeAsync()} returns.
  *
- * <p>Guarded by the connection's lock: callbacks added before the teardown run once, on the poller thread, when it
+ * <p>Guarded by the connection's {@link SendLock} (handed over at construction): callbacks added before the teardown run once, on the poller thread, when it
  * ends; a callback added after it runs at once, on the adding thread. A callback that throws is reported to the
  * engine's error handler and does not stop the others.
  */
 final class CloseCallbacks
 {
-    private final Object lock;
+    private final SendLock lock;
     private final Consumer<Throwable> errorHandler;
     private final List<Consumer<Throwable>> callbacks = new ArrayList<>();
     private final CompletableFuture<Void> future = new CompletableFuture<>();
     private boolean run;
     private Throwable cause;
 
-    CloseCallbacks(final Object lock, final Consumer<Throwable> errorHandler)
+    CloseCallbacks(final SendLock lock, final Consumer<Throwable> errorHandler)
     {
         this.lock = lock;
         this.errorHandler = errorHandler;
@@ -34,15 +34,17 @@ final class CloseCallbacks
         return future;
     }
 
-    /** @return whether the callbacks ran (lock held). */
-    boolean ranLocked()
+    /** @return whether the callbacks ran (send lock held). */
+    boolean ran()
     {
+        assert lock.isHeldByCurrentThread();
         return run;
     }
 
-    /** Records why the connection ended, null if it closed gracefully (lock held). */
-    void causeLocked(final Throwable cause)
+    /** Records why the connection ended, null if it closed gracefully (send lock held). */
+    void cause(final Throwable cause)
     {
+        assert lock.isHeldByCurrentThread();
         this.cause = cause;
     }
 

@@ -28,7 +28,9 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * {@link CreditWindow} allows; send completions; writable callbacks.
  *
  * <h2>Threads</h2>
- * Everything here is guarded by the connection's lock and touched by producers and the poller. Whoever
+ * Everything here is guarded by this side's {@link SendLock}, which this class creates and owns and hands to the
+ * {@link RendezvousSender}, the connection (its state transitions) and its {@link CloseCallbacks}; a method that
+ * needs it held says so and asserts it. It is touched by producers and the poller. Whoever
  * commits a message posts it right away if credits allow ("flush"), so the poller is not on the send path;
  * the poller flushes what waited for credits, a CTS or the send CQ.
  *
@@ -64,7 +66,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     static final int SIGNAL_EVERY = 8;
 
     private final EngineConnection connection;
-    private final Object lock;
+    /** This send side's lock, created here: see {@link SendLock} for what it guards and the lock order. */
+    private final SendLock lock = new SendLock();
     private final ConnectionStats stats;
     private final SendRing ring;
     private final CreditWindow window;
@@ -103,11 +106,10 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     /** ABORT frames queued, not yet posted: they count against the peer's announcement limit until then. */
     private int abortsQueued;
 
-    ConnectionSender(final EngineConnection connection, final Object lock, final ProtectionDomain pd) throws IOException
+    ConnectionSender(final EngineConnection connection, final ProtectionDomain pd) throws IOException
     {
         final EngineConfig config = connection.config;
         this.connection = connection;
-        this.lock = lock;
         this.stats = connection.statsRef();
         this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
         this.window = new CreditWindow(config.receiveSlots());
@@ -140,6 +142,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         window.start(connection.acceptor, peer.receiveSlots, localReceiveSlots);
     }
 
+    /** @return this send side's lock, which the connection's state transitions and close callbacks share */
+    SendLock lock()
+    {
+        return lock;
+    }
+
     SendRing ring()
     {
         return ring;
@@ -151,12 +159,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     }
 
     /** Posts what may go now (poller, on attention). */
-    void flush()
+    void flushAndReportRefused()
     {
         synchronized (lock)
         {
-            flushLocked();
-            if (!rendezvousSender.hasRefusedCommittedLocked())
+            flush();
+            if (!rendezvousSender.hasRefusedCommitted())
             {
                 return;
             }
@@ -164,11 +172,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         rendezvousSender.reportRefusedCommitted();
     }
 
-    /** The connection's state changed (lock held): writable callbacks must see it; closing gives up an announcement. */
-    void stateChangedLocked()
+    /** The connection's state changed (send lock held): writable callbacks must see it; closing gives up an announcement. */
+    void stateChanged()
     {
+        assert lock.isHeldByCurrentThread();
         writableEpoch++;
-        rendezvousSender.stateChangedLocked();
+        rendezvousSender.stateChanged();
     }
 
     /** @return the pool of this side's rendezvous buffers (the {@link RendezvousSender}'s). */
@@ -183,10 +192,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return rendezvousSender.directWrite();
     }
 
-    /** @return mappings of the peer's grants open now (lock held; tests: 0 when idle). */
-    int mappingsOpenLocked()
+    /** @return mappings of the peer's grants open now (send lock held; tests: 0 when idle). */
+    int mappingsOpen()
     {
-        return rendezvousSender.mappingsOpenLocked();
+        assert lock.isHeldByCurrentThread();
+        return rendezvousSender.mappingsOpen();
     }
 
     boolean hasWritableWaiters()
@@ -194,17 +204,19 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return !writableWaiters.isEmpty();
     }
 
-    /** @return true (lock held) once nothing claimed, committed or announced is left to post. */
-    boolean isDrainedLocked()
+    /** @return true (send lock held) once nothing claimed, committed or announced is left to post. */
+    boolean isDrained()
     {
+        assert lock.isHeldByCurrentThread();
         return ring.isFullyPosted() && outstandingClaims == 0 && outbound.isEmpty();
     }
 
-    /** Queues CLOSE and posts it (lock held); its SEND's completion sets {@link #closeSendCompleted()}. */
-    void sendCloseLocked()
+    /** Queues CLOSE and posts it (send lock held); its SEND's completion sets {@link #closeSendCompleted()}. */
+    void sendClose()
     {
+        assert lock.isHeldByCurrentThread();
         enqueueControl(Wire.CONTROL_CLOSE, 0, 0, 0, 0, 0);
-        flushLocked();
+        flush();
     }
 
     boolean closeSendCompleted()
@@ -212,33 +224,38 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return closeSendCompleted;
     }
 
-    /** @return claims not yet committed or aborted (lock held). */
-    int outstandingClaimsLocked()
+    /** @return claims not yet committed or aborted (send lock held). */
+    int outstandingClaims()
     {
+        assert lock.isHeldByCurrentThread();
         return outstandingClaims;
     }
 
-    int creditsLocked()
+    int credits()
     {
+        assert lock.isHeldByCurrentThread();
         return window.credits();
     }
 
-    int owedLocked()
+    int owed()
     {
+        assert lock.isHeldByCurrentThread();
         return window.owed();
     }
 
-    int outboundRendezvousLocked()
+    int outboundRendezvous()
     {
+        assert lock.isHeldByCurrentThread();
         return outbound.size();
     }
 
     /**
-     * Teardown (lock held): collects every committed eager frame not known delivered as {messageId, length}
+     * Teardown (send lock held): collects every committed eager frame not known delivered as {messageId, length}
      * and every rendezvous not done, and forgets queued control frames.
      */
-    void drainLocked(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
+    void drain(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
     {
+        assert lock.isHeldByCurrentThread();
         writableEpoch++;
         for (long p = ring.head(); p < ring.tail(); )
         {
@@ -249,7 +266,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             }
             p += ring.frameSize(index);
         }
-        rendezvousSender.drainLocked(failedFrames, failedRendezvous);
+        rendezvousSender.drain(failedFrames, failedRendezvous);
         abortsQueued = 0;
         controlQueue.clear();
     }
@@ -295,45 +312,51 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     {
         synchronized (lock)
         {
-            flushLocked();
+            flush();
         }
     }
 
-    /** @return OK if the connection takes messages, else NOT_CONNECTED (it failed) or CLOSED (lock held). */
-    int connectedLocked()
+    /** @return OK if the connection takes messages, else NOT_CONNECTED (it failed) or CLOSED (send lock held). */
+    int connectedResult()
     {
+        assert lock.isHeldByCurrentThread();
         final int s = connection.state();
         return s == EngineConnection.STATE_CONNECTED ? OK : s == EngineConnection.STATE_FAILED ? NOT_CONNECTED : CLOSED;
     }
 
-    /** A claim found no room: writable callbacks wait for progress from now on (lock held). */
-    int backPressuredLocked()
+    /** A claim found no room: writable callbacks wait for progress from now on (send lock held). */
+    int backPressured()
     {
+        assert lock.isHeldByCurrentThread();
         backPressureEpoch = writableEpoch;
         return BACK_PRESSURED;
     }
 
-    /** Something progressed (lock held): writable callbacks waiting since a back-pressure may run. */
-    void progressLocked()
+    /** Something progressed (send lock held): writable callbacks waiting since a back-pressure may run. */
+    void progressed()
     {
+        assert lock.isHeldByCurrentThread();
         writableEpoch++;
     }
 
-    /** @return the next message id (lock held). */
-    long nextMessageIdLocked()
+    /** @return the next message id (send lock held). */
+    long nextMessageId()
     {
+        assert lock.isHeldByCurrentThread();
         return nextMessageId++;
     }
 
-    /** A claim was handed out (lock held): the connection is not drained until it is committed or aborted. */
-    void claimOpenedLocked()
+    /** A claim was handed out (send lock held): the connection is not drained until it is committed or aborted. */
+    void claimOpened()
     {
+        assert lock.isHeldByCurrentThread();
         outstandingClaims++;
     }
 
-    /** Queues an ABORT for a granted rendezvous (lock held); it counts against the peer's limit until posted. */
-    void enqueueAbortLocked(final int id)
+    /** Queues an ABORT for a granted rendezvous (send lock held); it counts against the peer's limit until posted. */
+    void enqueueAbort(final int id)
     {
+        assert lock.isHeldByCurrentThread();
         enqueueControl(Wire.CONTROL_ABORT, 0, id, 0, 0, 0);
         abortsQueued++;
     }
@@ -360,16 +383,16 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         final long id;
         synchronized (lock)
         {
-            final int rc = connectedLocked();
+            final int rc = connectedResult();
             if (rc != OK)
             {
                 return rc;
             }
-            rendezvousSender.eagerClaimLocked(); // an announced message must not be overtaken: it is given up instead
+            rendezvousSender.eagerClaim(); // an announced message must not be overtaken: it is given up instead
             index = ring.claim(frameLength);
             if (index < 0)
             {
-                return backPressuredLocked();
+                return backPressured();
             }
             id = nextMessageId++;
             ring.writeHeader(index, length, -Wire.FRAME_DATA, id);
@@ -425,12 +448,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             }
             else if (rendezvous != null)
             {
-                rendezvousSender.committedLocked(frameIndex, rendezvous);
+                rendezvousSender.committed(frameIndex, rendezvous);
             }
             else
             {
                 ring.frameType(frameIndex, Wire.FRAME_DATA);
-                flushLocked();
+                flush();
             }
         }
         if (lost)
@@ -455,13 +478,13 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             terminal = connection.state() >= EngineConnection.STATE_CLOSED;
             if (rendezvous != null && rendezvous.direct)
             {
-                rendezvousSender.abortedDirectLocked(rendezvous, terminal);
+                rendezvousSender.abortedDirect(rendezvous, terminal);
             }
             else if (!terminal && frameIndex >= 0)
             {
                 ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
                 ring.frameType(frameIndex, Wire.FRAME_PAD);
-                flushLocked();
+                flush();
             }
         }
         if (rendezvous != null && !rendezvous.direct)
@@ -476,10 +499,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
 
     /**
      * Posts everything that may go now: a pending rendezvous write, then batches of control frames
-     * and committed data frames, as credits allow. Called with {@code lock} held.
+     * and committed data frames, as credits allow. Called with the send lock held.
      */
-    void flushLocked()
+    void flush()
     {
+        assert lock.isHeldByCurrentThread();
         if (connection.state() >= EngineConnection.STATE_CLOSED || qp == null || connection.isDisconnected())
         {
             return;
@@ -672,9 +696,10 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return true;
     }
 
-    /** Queues a control frame (lock held); it leaves with the next batch. */
+    /** Queues a control frame (send lock held); it leaves with the next batch. */
     void enqueueControl(final int type, final int code, final long id, final long address, final int rkey, final int length)
     {
+        assert lock.isHeldByCurrentThread();
         controlQueue.add(type, code, id, address, rkey, length);
     }
 
@@ -781,7 +806,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                     buffer = outbound.onWriteCompleted(id);
                     if (buffer != null)
                     {
-                        rendezvousSender.writeCompletedLocked(buffer);
+                        rendezvousSender.writeCompleted(buffer);
                     }
                 }
                 if (buffer != null && !buffer.direct)
@@ -795,7 +820,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             if (sendCqStalled)
             {
                 sendCqStalled = false;
-                flushLocked();
+                flush();
             }
         }
     }
@@ -806,7 +831,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         synchronized (lock)
         {
             window.onReceivesReposted(reposted);
-            flushLocked();
+            flush();
         }
     }
 

@@ -31,8 +31,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * </ul>
  *
  * <h2>Threads</h2>
- * Sender-side state and the state transitions are guarded by {@code lock} and touched by producers and the
- * poller. Receiver-side state belongs to the poller thread alone.
+ * Sender-side state and the state transitions are guarded by the send side's {@link SendLock} (created by the
+ * {@link ConnectionSender}, which owns it; its javadoc lists what it guards and the lock order) and touched by
+ * producers and the poller. Receiver-side state belongs to the poller thread alone.
  *
  * <h2>Close</h2>
  * CONNECTED → CLOSING (closeAsync or the peer's CLOSE) → CLOSE sent once everything committed is posted →
@@ -72,7 +73,8 @@ final class EngineConnection implements Connection
     private final ReceiveSlots receiver;
     private final ConnectionSender sender;
     private final MemoryRegion readyRegion;
-    private final Object lock = new Object();
+    /** The send side's lock ({@link SendLock}): this connection's state transitions and close take it too. */
+    private final SendLock lock;
     private final ConnectionStats stats = new ConnectionStats();
 
     private QueuePair qp;
@@ -81,7 +83,7 @@ final class EngineConnection implements Connection
     private int peerReceiveSlots;
     private int peerMaxInbound;
 
-    // ---- close, guarded by lock
+    // ---- close, guarded by the send lock
     private boolean closeSent;
 
     // ---- receiver side, poller thread only
@@ -119,7 +121,8 @@ final class EngineConnection implements Connection
         this.recvCq = recvCq;
         this.readyRegion = readyRegion;
         this.receiver = new ReceiveSlots(this, pd);
-        this.sender = new ConnectionSender(this, lock, pd);
+        this.sender = new ConnectionSender(this, pd);
+        this.lock = sender.lock();
         this.closeCallbacks = new CloseCallbacks(lock, engine::onError);
     }
 
@@ -187,7 +190,7 @@ final class EngineConnection implements Connection
     /** Connector: the first batch announces our receives. */
     void sendInitialCredits()
     {
-        sender.flush();
+        sender.flushAndReportRefused();
     }
 
     @Override
@@ -202,10 +205,11 @@ final class EngineConnection implements Connection
         sender.onWritable(callback);
     }
 
-    /** @return whether the close callbacks ran (lock held): a closed connection answers onWritable at once. */
+    /** @return whether the close callbacks ran (send lock held): a closed connection answers onWritable at once. */
     boolean closeCallbacksRun()
     {
-        return closeCallbacks.ranLocked();
+        assert lock.isHeldByCurrentThread();
+        return closeCallbacks.ran();
     }
 
     ConnectionStats statsRef()
@@ -290,7 +294,7 @@ final class EngineConnection implements Connection
         {
             inbound.grantQueued();
         }
-        sender.flush();
+        sender.flushAndReportRefused();
         if (state == STATE_CLOSING)
         {
             progressClose();
@@ -358,7 +362,7 @@ final class EngineConnection implements Connection
                     {
                         state = STATE_CLOSING;
                         closeDeadlineNanos = System.nanoTime() + config.closeTimeoutNanos();
-                        sender.stateChangedLocked();
+                        sender.stateChanged();
                     }
                 }
                 break;
@@ -395,7 +399,11 @@ final class EngineConnection implements Connection
         failLater(new PeerDisconnectedException("protocol error from " + remoteAddress + ": " + what));
     }
 
-    void protocolErrorLocked(final String what)
+    /**
+     * A protocol error found by a caller that holds the send lock: records it and leaves the QP to the poller, which
+     * disconnects it at its next attention check (the provider's QP is never entered from here, see {@link SendLock}).
+     */
+    void protocolErrorDeferred(final String what)
     {
         if (pendingFailure == null)
         {
@@ -481,7 +489,7 @@ final class EngineConnection implements Connection
             {
                 state = STATE_CLOSING;
                 closeDeadlineNanos = System.nanoTime() + config.closeTimeoutNanos();
-                sender.stateChangedLocked();
+                sender.stateChanged();
             }
         }
         requestAttention();
@@ -522,10 +530,10 @@ final class EngineConnection implements Connection
             {
                 return;
             }
-            if (!closeSent && sender.isDrainedLocked())
+            if (!closeSent && sender.isDrained())
             {
                 closeSent = true;
-                sender.sendCloseLocked();
+                sender.sendClose();
             }
             if (closeSent && sender.closeSendCompleted() && closeReceived && inbound.isEmpty() && !disconnectRequested)
             {
@@ -597,9 +605,9 @@ final class EngineConnection implements Connection
                 return;
             }
             state = cause == null ? STATE_CLOSED : STATE_FAILED;
-            closeCallbacks.causeLocked(cause);
+            closeCallbacks.cause(cause);
             // Frames committed but not known delivered: everything from head to tail.
-            sender.drainLocked(failedFrames, failedRendezvous);
+            sender.drain(failedFrames, failedRendezvous);
         }
         final Throwable reported = cause != null ? cause : lostCause();
         for (final long[] frame : failedFrames)
@@ -631,7 +639,7 @@ final class EngineConnection implements Connection
         synchronized (lock)
         {
             final BufferPool sendPool = sender.pool();
-            if (resourcesReleased || state < STATE_CLOSED || sender.outstandingClaimsLocked() > 0 ||
+            if (resourcesReleased || state < STATE_CLOSED || sender.outstandingClaims() > 0 ||
                 (recvPool != null && (recvPool.buffersInUse() > 0 || recvPool.allocationsPending() > 0)) ||
                 (sendPool != null && sendPool.buffersInUse() > 0))
             {
@@ -779,7 +787,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return sender.creditsLocked();
+            return sender.credits();
         }
     }
 
@@ -788,7 +796,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return sender.owedLocked();
+            return sender.owed();
         }
     }
 
@@ -824,7 +832,7 @@ final class EngineConnection implements Connection
         final int out;
         synchronized (lock)
         {
-            out = sender.outboundRendezvousLocked();
+            out = sender.outboundRendezvous();
         }
         return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
     }
@@ -834,7 +842,7 @@ final class EngineConnection implements Connection
     {
         synchronized (lock)
         {
-            return sender.mappingsOpenLocked();
+            return sender.mappingsOpen();
         }
     }
 
@@ -869,7 +877,10 @@ final class EngineConnection implements Connection
     @Override
     public String toString()
     {
-        return "Connection{" + remoteAddress + ", state=" + state + ", credits=" + sender.creditsLocked() + ", owed=" +
-            sender.owedLocked() + ", ring=" + sender.ring().bytesInFlight() + "/" + sender.ring().capacity() + '}';
+        synchronized (lock)
+        {
+            return "Connection{" + remoteAddress + ", state=" + state + ", credits=" + sender.credits() + ", owed=" +
+                sender.owed() + ", ring=" + sender.ring().bytesInFlight() + "/" + sender.ring().capacity() + '}';
+        }
     }
 }

@@ -19,7 +19,8 @@ import static io.reverb.rdma.engine.Connection.OK;
  * writes.
  *
  * <h2>Threads</h2>
- * Everything here is guarded by the connection's lock (the sender's), taken in the same places as before the split.
+ * Everything here is guarded by the {@link SendLock} that the {@link ConnectionSender} owns and hands over at
+ * construction; a method that needs it held says so and asserts it.
  *
  * <h2>Direct writes</h2>
  * When the QP can map the peer's memory ({@link QueuePair#canMapRemote()}, shm) and
@@ -45,12 +46,12 @@ import static io.reverb.rdma.engine.Connection.OK;
  */
 final class RendezvousSender
 {
-    /** {@link #claimDirectLocked}: not a direct write, claim a buffer of this side's pool (not a ClaimResult code). */
+    /** {@link #claimDirect}: not a direct write, claim a buffer of this side's pool (not a ClaimResult code). */
     private static final int CLAIM_COPY = Integer.MIN_VALUE;
 
     private final ConnectionSender sender;
     private final EngineConnection connection;
-    private final Object lock;
+    private final SendLock lock;
     private final ConnectionStats stats;
     private final SendRing ring;
     private final OutboundRendezvous outbound;
@@ -76,7 +77,7 @@ final class RendezvousSender
     RendezvousSender(
         final ConnectionSender sender,
         final EngineConnection connection,
-        final Object lock,
+        final SendLock lock,
         final SendRing ring,
         final OutboundRendezvous outbound)
     {
@@ -109,15 +110,17 @@ final class RendezvousSender
         return directWrite;
     }
 
-    /** @return mappings of the peer's grants open now (lock held; tests: 0 when idle). */
-    int mappingsOpenLocked()
+    /** @return mappings of the peer's grants open now (send lock held; tests: 0 when idle). */
+    int mappingsOpen()
     {
+        assert lock.isHeldByCurrentThread();
         return mappingsOpen;
     }
 
-    /** @return true (lock held) if committed messages of refused announcements wait to be reported. */
-    boolean hasRefusedCommittedLocked()
+    /** @return true (send lock held) if committed messages of refused announcements wait to be reported. */
+    boolean hasRefusedCommitted()
     {
+        assert lock.isHeldByCurrentThread();
         return !refusedCommitted.isEmpty();
     }
 
@@ -139,18 +142,20 @@ final class RendezvousSender
         }
     }
 
-    /** The connection's state changed (lock held): closing gives up an announcement. */
-    void stateChangedLocked()
+    /** The connection's state changed (send lock held): closing gives up an announcement. */
+    void stateChanged()
     {
+        assert lock.isHeldByCurrentThread();
         if (direct != null && connection.state() != EngineConnection.STATE_CONNECTED)
         {
-            abandonDirectLocked();
+            abandonDirect();
         }
     }
 
-    /** Teardown (lock held): collects every rendezvous not done and forgets the announcement and refusals. */
-    void drainLocked(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
+    /** Teardown (send lock held): collects every rendezvous not done and forgets the announcement and refusals. */
+    void drain(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
     {
+        assert lock.isHeldByCurrentThread();
         final int first = failedRendezvous.size();
         outbound.drainTo(failedRendezvous);
         // Direct writes own no pool buffer: a committed one fails like any message; one being written is left to its
@@ -165,7 +170,7 @@ final class RendezvousSender
                 {
                     continue;
                 }
-                unmapLocked(b);
+                unmap(b);
                 if (b.committed)
                 {
                     failedFrames.add(new long[] {b.messageId, b.length});
@@ -190,30 +195,31 @@ final class RendezvousSender
             final String error = outbound.onClearToSend(frame.id(), frame.length(), frame.address(), frame.rkey());
             if (error != null)
             {
-                connection.protocolErrorLocked(error);
+                connection.protocolErrorDeferred(error);
                 return;
             }
             final BufferPool.Buffer granted = outbound.lastGranted();
             if (granted.direct)
             {
-                grantedDirectLocked(granted);
+                grantedDirect(granted);
             }
         }
     }
 
-    /** The CTS of a direct write arrived (lock held): map the grant for its claimant, or give it back. */
-    private void grantedDirectLocked(final BufferPool.Buffer d)
+    /** The CTS of a direct write arrived (send lock held): map the grant for its claimant, or give it back. */
+    private void grantedDirect(final BufferPool.Buffer d)
     {
+        assert lock.isHeldByCurrentThread();
         if (d.abandoned)
         {
-            abortGrantedLocked(d);
+            abortGranted(d);
             return;
         }
         // The provider checks the peer's values (key, address, bounds, access, PD) before it maps anything.
         final RemoteMapping mapping = qp.mapRemote(d.remoteAddress, d.remoteRkey, d.length);
         if (mapping == null)
         {
-            connection.protocolErrorLocked("CTS for rendezvous " + d.id + " grants memory that cannot be written (address 0x" +
+            connection.protocolErrorDeferred("CTS for rendezvous " + d.id + " grants memory that cannot be written (address 0x" +
                 Long.toHexString(d.remoteAddress) + ", rkey 0x" + Integer.toHexString(d.remoteRkey) + ", " + d.length +
                 " bytes)");
             return;
@@ -221,7 +227,7 @@ final class RendezvousSender
         d.map(mapping);
         d.grantedAtNanos = System.nanoTime();
         mappingsOpen++;
-        sender.progressLocked(); // its claimant may come back now
+        sender.progressed(); // its claimant may come back now
     }
 
     /**
@@ -245,29 +251,31 @@ final class RendezvousSender
             if (d != null && d.mapping != null && nowNanos - d.grantedAtNanos > limit &&
                 connection.state() == EngineConnection.STATE_CONNECTED)
             {
-                abandonDirectLocked();
+                abandonDirect();
             }
         }
     }
 
-    /** An eager claim (lock held): an announced message must not be overtaken, it is given up instead. */
-    void eagerClaimLocked()
+    /** An eager claim (send lock held): an announced message must not be overtaken, it is given up instead. */
+    void eagerClaim()
     {
+        assert lock.isHeldByCurrentThread();
         if (direct != null)
         {
-            abandonDirectLocked();
+            abandonDirect();
         }
     }
 
-    /** Gives up the announced, unclaimed direct write (lock held): ABORT if granted, else when its CTS comes. */
-    private void abandonDirectLocked()
+    /** Gives up the announced, unclaimed direct write (send lock held): ABORT if granted, else when its CTS comes. */
+    private void abandonDirect()
     {
+        assert lock.isHeldByCurrentThread();
         final BufferPool.Buffer d = direct;
         direct = null;
         directBackoff = true;
         if (d.mapping != null)
         {
-            abortGrantedLocked(d);
+            abortGranted(d);
         }
         else
         {
@@ -275,20 +283,22 @@ final class RendezvousSender
         }
     }
 
-    /** A granted direct write will not be written (lock held): the receiver gets ABORT and returns its buffer. */
-    private void abortGrantedLocked(final BufferPool.Buffer d)
+    /** A granted direct write will not be written (send lock held): the receiver gets ABORT and returns its buffer. */
+    private void abortGranted(final BufferPool.Buffer d)
     {
+        assert lock.isHeldByCurrentThread();
         outbound.removeGranted(d);
-        unmapLocked(d);
-        sender.enqueueAbortLocked(d.id);
+        unmap(d);
+        sender.enqueueAbort(d.id);
         stats.rendezvousAbortsSent++;
-        sender.progressLocked();
-        sender.flushLocked();
+        sender.progressed();
+        sender.flush();
     }
 
-    /** Closes a direct write's mapping if still open (lock held). */
-    void unmapLocked(final BufferPool.Buffer d)
+    /** Closes a direct write's mapping if still open (send lock held). */
+    void unmap(final BufferPool.Buffer d)
     {
+        assert lock.isHeldByCurrentThread();
         if (d.unmap())
         {
             mappingsOpen--;
@@ -305,7 +315,7 @@ final class RendezvousSender
             buffer = outbound.onRefuse(id);
             if (buffer == null)
             {
-                connection.protocolErrorLocked("REFUSE for rendezvous " + id + " out of order");
+                connection.protocolErrorDeferred("REFUSE for rendezvous " + id + " out of order");
                 return;
             }
             if (buffer.direct)
@@ -319,7 +329,7 @@ final class RendezvousSender
                     refusedLength = buffer.length;
                     refusedCode = frame.code();
                     refusedLimit = frame.length();
-                    sender.progressLocked();
+                    sender.progressed();
                 }
                 return;
             }
@@ -367,14 +377,14 @@ final class RendezvousSender
         final long id;
         synchronized (lock)
         {
-            final int connected = sender.connectedLocked();
+            final int connected = sender.connectedResult();
             if (connected != OK)
             {
                 return connected;
             }
             if (directWrite)
             {
-                final int result = claimDirectLocked(length, claim);
+                final int result = claimDirect(length, claim);
                 if (result != CLAIM_COPY)
                 {
                     return result;
@@ -383,20 +393,20 @@ final class RendezvousSender
             buffer = sendPool.acquire(length);
             if (buffer == null)
             {
-                return sender.backPressuredLocked();
+                return sender.backPressured();
             }
             index = ring.claim(Wire.FRAME_HEADER_LENGTH);
             if (index < 0)
             {
                 sendPool.release(buffer);
-                return sender.backPressuredLocked();
+                return sender.backPressured();
             }
-            id = sender.nextMessageIdLocked();
+            id = sender.nextMessageId();
             ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
             buffer.id = (int)id;
             buffer.messageId = id;
             buffer.length = length;
-            sender.claimOpenedLocked();
+            sender.claimOpened();
         }
         buffer.frameIndex = index;
         claim.transportState(buffer);
@@ -405,20 +415,21 @@ final class RendezvousSender
     }
 
     /**
-     * The direct-write claim (lock held): hands out the granted, mapped announcement of this length; or announces one
+     * The direct-write claim (send lock held): hands out the granted, mapped announcement of this length; or announces one
      * (RTS now) and back-pressures; or says to copy.
      *
      * @return OK (claim wrapped), BACK_PRESSURED, or {@link #CLAIM_COPY}
      */
-    private int claimDirectLocked(final int length, final WriteClaim claim)
+    private int claimDirect(final int length, final WriteClaim claim)
     {
+        assert lock.isHeldByCurrentThread();
         if (refusedLength >= 0)
         {
             final boolean refused = refusedLength == length;
             refusedLength = -1;
             if (refused)
             {
-                return claimRefusedLocked(length, claim);
+                return claimRefused(length, claim);
             }
         }
         final BufferPool.Buffer d = direct;
@@ -428,19 +439,19 @@ final class RendezvousSender
             {
                 if (d.mapping == null)
                 {
-                    return sender.backPressuredLocked(); // its CTS has not arrived
+                    return sender.backPressured(); // its CTS has not arrived
                 }
                 direct = null;
                 d.claimed = true;
-                sender.claimOpenedLocked();
+                sender.claimOpened();
                 d.frameIndex = -1; // no ring frame: its RTS went at the announcement
                 claim.transportState(d);
                 claim.wrap(d.byteBuffer(), 0, length, sender, d.messageId); // the peer's grant, mapped
                 return OK;
             }
-            abandonDirectLocked(); // another message goes first: the announced one must not hold it back
+            abandonDirect(); // another message goes first: the announced one must not hold it back
         }
-        if (directBackoff && outbound.isEmpty() && sender.outstandingClaimsLocked() == 0)
+        if (directBackoff && outbound.isEmpty() && sender.outstandingClaims() == 0)
         {
             directBackoff = false;
         }
@@ -451,9 +462,9 @@ final class RendezvousSender
         final int index = ring.claim(Wire.FRAME_HEADER_LENGTH);
         if (index < 0)
         {
-            return sender.backPressuredLocked();
+            return sender.backPressured();
         }
-        final long id = sender.nextMessageIdLocked();
+        final long id = sender.nextMessageId();
         // Committed at once: the RTS leaves now, the message when its claimant comes back after the CTS.
         ring.writeHeader(index, length, Wire.FRAME_RTS, id);
         final BufferPool.Buffer announced = BufferPool.Buffer.direct();
@@ -462,42 +473,44 @@ final class RendezvousSender
         announced.length = length;
         outbound.committed(announced);
         direct = announced;
-        sender.flushLocked();
-        return sender.backPressuredLocked();
+        sender.flush();
+        return sender.backPressured();
     }
 
     /**
-     * The retry of a refused announcement (lock held): a claim of this side's pool, never announced; its commit
+     * The retry of a refused announcement (send lock held): a claim of this side's pool, never announced; its commit
      * reports the refusal (from the poller), its abort just returns the buffer.
      */
-    private int claimRefusedLocked(final int length, final WriteClaim claim)
+    private int claimRefused(final int length, final WriteClaim claim)
     {
+        assert lock.isHeldByCurrentThread();
         final BufferPool.Buffer buffer = sendPool.acquire(length);
         if (buffer == null)
         {
             refusedLength = length; // still to be reported once a buffer is free
-            return sender.backPressuredLocked();
+            return sender.backPressured();
         }
-        final long id = sender.nextMessageIdLocked();
+        final long id = sender.nextMessageId();
         buffer.id = (int)id;
         buffer.messageId = id;
         buffer.length = length;
         buffer.refusedCode = refusedCode;
         buffer.refusedLimit = refusedLimit;
-        sender.claimOpenedLocked();
+        sender.claimOpened();
         buffer.frameIndex = -1; // no ring frame: never announced
         claim.transportState(buffer);
         claim.wrap(buffer.byteBuffer(), 0, length, sender, id);
         return OK;
     }
 
-    /** A rendezvous claim was committed on a live connection (lock held). */
-    void committedLocked(final int frameIndex, final BufferPool.Buffer rendezvous)
+    /** A rendezvous claim was committed on a live connection (send lock held). */
+    void committed(final int frameIndex, final BufferPool.Buffer rendezvous)
     {
+        assert lock.isHeldByCurrentThread();
         if (rendezvous.direct)
         {
             rendezvous.committed = true; // its notification may go now (after the writes granted before it)
-            sender.flushLocked();
+            sender.flush();
         }
         else if (rendezvous.refusedCode != 0)
         {
@@ -508,32 +521,34 @@ final class RendezvousSender
         {
             outbound.committed(rendezvous);
             ring.frameType(frameIndex, Wire.FRAME_RTS);
-            sender.flushLocked();
+            sender.flush();
         }
     }
 
-    /** A direct write's claim was aborted (lock held): after teardown just its mapping goes, else ABORT. */
-    void abortedDirectLocked(final BufferPool.Buffer d, final boolean terminal)
+    /** A direct write's claim was aborted (send lock held): after teardown just its mapping goes, else ABORT. */
+    void abortedDirect(final BufferPool.Buffer d, final boolean terminal)
     {
+        assert lock.isHeldByCurrentThread();
         if (terminal)
         {
-            unmapLocked(d); // teardown left it to us
+            unmap(d); // teardown left it to us
         }
         else
         {
-            abortGrantedLocked(d);
+            abortGranted(d);
         }
     }
 
-    /** A rendezvous write completed (lock held): counts it; a direct write's mapping is closed. */
-    void writeCompletedLocked(final BufferPool.Buffer buffer)
+    /** A rendezvous write completed (send lock held): counts it; a direct write's mapping is closed. */
+    void writeCompleted(final BufferPool.Buffer buffer)
     {
+        assert lock.isHeldByCurrentThread();
         stats.rendezvousMessagesSent++;
         stats.rendezvousBytesSent += buffer.length;
         if (buffer.direct)
         {
             stats.directWritesSent++;
-            unmapLocked(buffer);
+            unmap(buffer);
         }
     }
 
@@ -544,7 +559,7 @@ final class RendezvousSender
         {
             synchronized (lock)
             {
-                unmapLocked(buffer);
+                unmap(buffer);
             }
         }
         else

@@ -68,6 +68,7 @@
  * <h2>Threads</h2>
  * Producers post their own SENDs when credits allow; pollers process completions, deliver
  * messages, answer rendezvous and post what waited for credits. Nothing on the per-message path
- * allocates.
+ * allocates. A connection's send side is guarded by one lock object, its {@code SendLock}, whose
+ * javadoc lists what it guards and the lock order (RPC write lock, send lock, send pool, provider QP).
  */
 package io.reverb.rdma.engine;

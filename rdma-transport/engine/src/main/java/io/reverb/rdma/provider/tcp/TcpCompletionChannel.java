@@ -19,7 +19,7 @@ import java.util.function.Consumer;
  * poller turns it on again ({@link TcpQueuePair#channelKeyFired()}), so a socket its poller does not read (a paused
  * receiver) cannot keep the waiter from sleeping.
  */
-final class TcpCompletionChannel extends ParkingCompletionChannel
+final class TcpCompletionChannel extends ParkingCompletionChannel implements TcpReadOwner.Channel
 {
     private final TcpVerbsContext context;
     private final Selector selector;
@@ -33,13 +33,15 @@ final class TcpCompletionChannel extends ParkingCompletionChannel
     }
 
     /** @return the selector the poller's sockets are registered with while it reads them */
-    Selector selector()
+    @Override
+    public Selector selector()
     {
         return selector;
     }
 
     /** @return true while a poller is blocked (or about to block) in {@link #await(long)} */
-    boolean waiting()
+    @Override
+    public boolean waiting()
     {
         return waiting;
     }
@@ -74,7 +76,7 @@ final class TcpCompletionChannel extends ParkingCompletionChannel
     }
 
     @Override
-    protected void wakeWaiter()
+    public void wakeWaiter()
     {
         if (waiting)
         {

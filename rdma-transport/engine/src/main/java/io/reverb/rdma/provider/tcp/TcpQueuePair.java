@@ -121,7 +121,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.transmitter = new TcpTransmitter(sq, answers);
         this.ackHold = new TcpAckHold(peer.maxSendWr, context.config().tcpAckHoldNanos());
         this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
-        this.reader = new TcpReadOwner(recvCq.tcpChannel());
+        this.reader = new TcpReadOwner(recvCq.tcpChannel(), wire);
     }
 
     // Posting (any thread)
@@ -352,8 +352,10 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            reader.requestRelease();
-            nic.wakeNow();
+            if (reader.requestRelease())
+            {
+                nic.wakeNow(); // the NIC applies it (TcpReadOwner: RELEASING)
+            }
             return;
         }
         try
@@ -473,7 +475,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            if (reader.pollerReading() && !reader.releaseRequested())
+            if (reader.pollerAtWork())
             {
                 // The poller is at work on this QP: it writes and answers too. Nothing to wait for.
                 return context.pollerLeaseNanos();
@@ -499,10 +501,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     private long checkLease(final long now)
     {
-        if (reader.releaseRequested())
-        {
-            releaseLocked();
-        }
         final long left = reader.leaseCheck(now, context.pollerLeaseNanos());
         if (left == TcpReadOwner.EXPIRED)
         {
@@ -551,7 +549,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!wire.tryLock())
         {
-            if (reader.pollerReading() && !reader.releaseRequested())
+            if (reader.pollerAtWork())
             {
                 return false;
             }
@@ -573,7 +571,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         {
             return false;
         }
-        if (reader.releaseRequested())
+        if (reader.releasePending())
         {
             return true;
         }

@@ -91,6 +91,12 @@ final class TcpWireLock
         return wait;
     }
 
+    /** @return true if the calling thread holds the lock (for assertions) */
+    boolean isHeldByCurrentThread()
+    {
+        return owner.get() == Thread.currentThread();
+    }
+
     void unlock()
     {
         if (--holds > 0)
