@@ -113,8 +113,9 @@ class ClientConnectionApiTest
             .expectNext(StringValue.of("x"), StringValue.of("y"), StringValue.of("z")).expectComplete().verify(TIMEOUT);
 
         final ClientCallContext unary = new ClientCallContext(CALL, CallOptions.DEFAULT);
-        assertThat(connection.newUnaryCall(CALL, CallOptions.DEFAULT, StringValue.of("b"), unary).block(TIMEOUT))
-            .isEqualTo(StringValue.of("b"));
+        // to the end, not block(): block() returns at the response, and the status is recorded with the end
+        StepVerifier.create(connection.newUnaryCall(CALL, CallOptions.DEFAULT, StringValue.of("b"), unary))
+            .expectNext(StringValue.of("b")).expectComplete().verify(TIMEOUT);
         assertThat(unary.status().isOk()).isTrue();
         final ClientCallContext streaming = new ClientCallContext(SPLIT, CallOptions.DEFAULT);
         StepVerifier.create(connection.newCall(SPLIT, CallOptions.DEFAULT, Mono.just(StringValue.of("p,q")), streaming))
