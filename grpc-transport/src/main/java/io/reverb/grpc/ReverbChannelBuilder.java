@@ -22,6 +22,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -89,6 +90,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     /** The authority of a channel over several addresses (change it with {@code overrideAuthority}). */
     private static final String LIST_AUTHORITY = "reverb";
     private static final Pattern SCHEME = Pattern.compile("([a-zA-Z][a-zA-Z0-9+.-]*):");
+    /** What grpc-java takes for a URI rather than a {@code host:port} to resolve by DNS. */
+    private static final Pattern URI_LIKE = Pattern.compile("[a-zA-Z][a-zA-Z0-9+.-]*:/.*");
 
     private final ManagedChannelImplBuilder delegate;
     private final String target;
@@ -137,6 +140,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
                 new ReverbAddress(target), authority, factory, () -> -1));
         }
         // grpc-java's: its default registry (dns, and whatever the application registered) finds the resolver
+        requirePortForDns(target, scheme);
         return new ReverbChannelBuilder(target, factory -> new ManagedChannelImplBuilder(
             target, null, null, factory, () -> -1, null, null));
     }
@@ -340,6 +344,47 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     {
         final Matcher m = SCHEME.matcher(target);
         return m.lookingAt() ? m.group(1).toLowerCase(Locale.ROOT) : null;
+    }
+
+    /**
+     * grpc-java's DNS resolver falls back on the channel's default port, which Reverb has none of (its resolver thread
+     * would fail and calls wait for a resolution that never comes): a DNS name must carry its port.
+     *
+     * @param target a target for grpc-java's resolvers.
+     * @param scheme its scheme, or null.
+     * @throws IllegalArgumentException if grpc-java would resolve it by DNS and it has no port.
+     */
+    private static void requirePortForDns(final String target, final String scheme)
+    {
+        final String name;
+        if ("dns".equals(scheme))
+        {
+            final String path = URI.create(target).getPath();
+            name = path == null ? "" : path.startsWith("/") ? path.substring(1) : path;
+        }
+        else if (scheme == null || NameResolverRegistry.getDefaultRegistry().getProviderForScheme(scheme) == null &&
+            !URI_LIKE.matcher(target).matches())
+        {
+            name = target; // grpc-java reads it as dns:///target (a scheme:/... it knows no resolver for, it rejects)
+        }
+        else
+        {
+            return; // another resolver's: its own rules
+        }
+        final int port;
+        try
+        {
+            port = new URI("//" + name).getPort();
+        }
+        catch (final URISyntaxException e)
+        {
+            return; // grpc-java's resolver reports a malformed name itself
+        }
+        if (port < 0)
+        {
+            throw new IllegalArgumentException("'" + target + "' names no port, and Reverb has no default port: " +
+                "use dns:///host:port (or host:port)");
+        }
     }
 
     /**

@@ -246,6 +246,11 @@ class NameResolvedTargetsTest
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("twice");
         assertThatThrownBy(() -> ReverbChannelBuilder.forTarget("static:"))
             .isInstanceOf(IllegalArgumentException.class);
+        // without a port grpc-java's DNS resolver would take the channel's default port, and Reverb has none
+        assertThatThrownBy(() -> ReverbChannelBuilder.forTarget("dns:///127.0.0.1"))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no port");
+        assertThatThrownBy(() -> ReverbChannelBuilder.forTarget("localhost"))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no port");
         assertThatThrownBy(() -> ReverbChannelBuilder.forAddress("127.0.0.1", 70_000))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("70000");
     }
