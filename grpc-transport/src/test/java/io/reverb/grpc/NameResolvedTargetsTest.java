@@ -8,6 +8,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ConnectivityState;
 import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingClientCallListener;
 import io.grpc.Grpc;
@@ -197,7 +198,7 @@ class NameResolvedTargetsTest
             assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
             assertThat(e.getStatus().getDescription()).contains("rdma://127.0.0.1:" + port);
         });
-        assertThat(channel.getState(false)).isNotEqualTo(io.grpc.ConnectivityState.SHUTDOWN);
+        assertThat(channel.getState(false)).isNotEqualTo(ConnectivityState.SHUTDOWN);
         assertThat(service.calls.get()).isZero();
     }
 
