@@ -245,6 +245,14 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return this;
     }
 
+    /**
+     * The largest message this channel accepts, enforced per channel (every connection's setting) rather than per
+     * call.
+     *
+     * @param bytes positive.
+     * @return this.
+     * @throws IllegalArgumentException if not positive.
+     */
     @Override
     public ReverbChannelBuilder maxInboundMessageSize(final int bytes)
     {
@@ -258,7 +266,11 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     }
 
     /**
-     * Keep-alive is rpc-core's PING on the Reverb connection.
+     * Keep-alive is rpc-core's PING on the Reverb connection: one every {@code time} while calls are open.
+     *
+     * @param time interval between PINGs.
+     * @param unit its unit.
+     * @return this.
      */
     @Override
     public ReverbChannelBuilder keepAliveTime(final long time, final TimeUnit unit)
@@ -267,6 +279,13 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return this;
     }
 
+    /**
+     * How long a PING may go unanswered before the connection is closed as dead (20 s by default, as grpc-java).
+     *
+     * @param timeout the wait.
+     * @param unit    its unit.
+     * @return this.
+     */
     @Override
     public ReverbChannelBuilder keepAliveTimeout(final long timeout, final TimeUnit unit)
     {
@@ -279,6 +298,9 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
      * dead peer within keep-alive time + timeout ({@link RpcChannel.Builder#keepAliveWithoutCalls}). The server must
      * permit it ({@link ReverbServerBuilder#permitKeepAliveWithoutCalls}); a server that does not closes the
      * connection with GOAWAY "too many pings".
+     *
+     * @param enable whether to PING idle connections.
+     * @return this.
      */
     @Override
     public ReverbChannelBuilder keepAliveWithoutCalls(final boolean enable)
@@ -287,12 +309,23 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return this;
     }
 
+    /**
+     * Accepted and ignored: Reverb's transports have no grpc-java TLS to switch off.
+     *
+     * @return this.
+     */
     @Override
     public ReverbChannelBuilder usePlaintext()
     {
         return this;
     }
 
+    /**
+     * Always fails: grpc-java's TLS is not used over Reverb.
+     *
+     * @return never.
+     * @throws UnsupportedOperationException always; {@code tcp://} encryption is a Reverb transport setting.
+     */
     @Override
     public ReverbChannelBuilder useTransportSecurity()
     {
@@ -329,6 +362,9 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         }
     }
 
+    /**
+     * @return the builder and its target.
+     */
     @Override
     public String toString()
     {
