@@ -3,7 +3,6 @@ package io.reverb.grpc;
 import io.grpc.SecurityLevel;
 
 import java.net.SocketAddress;
-import java.net.URI;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -40,8 +39,8 @@ public final class ReverbAddress extends SocketAddress
      */
     SecurityLevel securityLevel()
     {
-        final String scheme = URI.create(uri).getScheme();
-        final String s = scheme == null ? "" : scheme.toLowerCase(Locale.ROOT);
+        final int colon = uri.indexOf(':');
+        final String s = colon < 0 ? "" : uri.substring(0, colon).toLowerCase(Locale.ROOT);
         return s.equals("shm") || s.equals("inproc") ? SecurityLevel.PRIVACY_AND_INTEGRITY : SecurityLevel.NONE;
     }
 

@@ -20,6 +20,7 @@ import io.grpc.internal.SimpleDisconnectError;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.transport.Transports;
 
 import java.util.Set;
 import java.util.concurrent.CompletionException;
@@ -39,7 +40,9 @@ final class ReverbClientTransport implements ConnectionClientTransport
 {
     private final InternalLogId logId;
     private final ReverbAddress address;
+    /** Null when {@link #cannotConnect} says why no connection could be made. */
     private final RpcClientConnection connection;
+    private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
@@ -60,9 +63,24 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
+        // an address no transport on the class path serves (rdma:// without reverb-transport-rdma, a malformed
+        // resolved address) is a connection that cannot be made: start() fails it UNAVAILABLE and grpc-java's
+        // subchannel backs off and tries again, as for an unreachable server
+        Status cannot = null;
         try
         {
-            this.connection = RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
+            Transports.providerFor(Transports.parse(address.uri()));
+        }
+        catch (final IllegalArgumentException e)
+        {
+            cannot = Status.UNAVAILABLE.withDescription("cannot connect to " + address + ": " + e.getMessage())
+                .withCause(e);
+        }
+        this.cannotConnect = cannot;
+        try
+        {
+            this.connection = cannot != null ? null :
+                RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
         }
         catch (final IllegalArgumentException e)
         {
@@ -92,6 +110,10 @@ final class ReverbClientTransport implements ConnectionClientTransport
     public synchronized Runnable start(final Listener listener)
     {
         this.listener = listener;
+        if (cannotConnect != null)
+        {
+            return () -> shutdown(cannotConnect, SimpleDisconnectError.SOCKET_ERROR);
+        }
         // grpc-java's subchannel is CONNECTING until transportReady: READY only once the Reverb connection is up,
         // TRANSIENT_FAILURE (transportShutdown before ready) when it cannot connect, then grpc-java's own backoff
         return () ->
@@ -179,6 +201,11 @@ final class ReverbClientTransport implements ConnectionClientTransport
     @Override
     public void ping(final PingCallback callback, final Executor executor)
     {
+        if (connection == null)
+        {
+            executor.execute(() -> callback.onFailure(cannotConnect));
+            return;
+        }
         // a Reverb PING on this connection (which also PINGs itself per its keep-alive settings)
         connection.ping().whenComplete((roundTripNanos, error) -> executor.execute(() ->
         {
@@ -212,7 +239,10 @@ final class ReverbClientTransport implements ConnectionClientTransport
             shutdownStatus = reason;
         }
         listener.transportShutdown(reason, why);
-        connection.shutdown(); // no new calls on it; it closes once the calls running on it end
+        if (connection != null)
+        {
+            connection.shutdown(); // no new calls on it; it closes once the calls running on it end
+        }
         final boolean terminate;
         synchronized (this)
         {
@@ -242,7 +272,10 @@ final class ReverbClientTransport implements ConnectionClientTransport
 
     private void terminate()
     {
-        connection.close();
+        if (connection != null)
+        {
+            connection.close();
+        }
         listener.transportTerminated();
     }
 

@@ -3,43 +3,33 @@ package io.reverb.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
-import io.grpc.EquivalentAddressGroup;
 import io.grpc.ManagedChannel;
-import io.grpc.NameResolver;
-import io.grpc.NameResolverProvider;
-import io.grpc.NameResolverRegistry;
 import io.grpc.Server;
-import io.grpc.internal.ManagedChannelImplBuilder;
 import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
-import java.net.SocketAddress;
-import java.net.URI;
 import java.util.ArrayList;
-import java.util.Collection;
-import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * grpc-java's own load balancing over Reverb connections (issue 26): one grpc-java {@code ManagedChannel} whose name
- * resolver gives three Reverb server addresses and whose policy is {@code round_robin} spreads its calls over all three
- * servers, each through its own subchannel and Reverb connection, and goes on serving every call from the other two
- * once one of them is killed ({@code shutdownNow}). The resolver is a small one of the test's (grpc-testing's manual
- * resolver is not available offline); the channel is grpc-java's, its transports {@link ReverbChannelBuilder}'s.
- * Calls are counted per server; nothing is timed.
+ * grpc-java's own load balancing over Reverb connections (issue 26), through the public API: one channel built by
+ * {@link ReverbChannelBuilder#forAddresses} (or {@code forTarget("static:a,b,c")}) over three Reverb server
+ * addresses, with {@code defaultLoadBalancingPolicy("round_robin")}, spreads its calls over all three servers, each
+ * through its own grpc-java subchannel and Reverb connection, and goes on serving every call from the other two once
+ * one of them is killed ({@code shutdownNow}). One case mixes schemes (inproc, shm, tcp) in one channel. Calls are
+ * counted per server; nothing is timed.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RoundRobinOverReverbServersTest
 {
     private static final AtomicInteger IDS = new AtomicInteger();
-    private static final String SCHEME = "reverb-test-replicas";
     private static final int SERVERS = 3;
     /** A safety net for the warm-up only: calls until every server answered one. */
     private static final int MAX_WARM_UP_CALLS = 10_000;
@@ -64,84 +54,6 @@ class RoundRobinOverReverbServersTest
         }
     }
 
-    /** Resolves any target of its scheme to the given Reverb addresses, one address group per server. */
-    private static final class FixedAddresses extends NameResolverProvider
-    {
-        private final List<EquivalentAddressGroup> groups = new ArrayList<>();
-
-        FixedAddresses(final List<String> uris)
-        {
-            for (final String uri : uris)
-            {
-                groups.add(new EquivalentAddressGroup(new ReverbAddress(uri)));
-            }
-        }
-
-        @Override
-        protected boolean isAvailable()
-        {
-            return true;
-        }
-
-        @Override
-        protected int priority()
-        {
-            return 5;
-        }
-
-        @Override
-        public String getDefaultScheme()
-        {
-            return SCHEME;
-        }
-
-        @Override
-        public String getScheme()
-        {
-            return SCHEME;
-        }
-
-        @Override
-        public Collection<Class<? extends SocketAddress>> getProducedSocketAddressTypes()
-        {
-            return Collections.singleton(ReverbAddress.class);
-        }
-
-        @Override
-        public NameResolver newNameResolver(final URI target, final NameResolver.Args args)
-        {
-            return new NameResolver()
-            {
-                private Listener2 listener;
-
-                @Override
-                public String getServiceAuthority()
-                {
-                    return "replicas";
-                }
-
-                @Override
-                public void start(final Listener2 resolved)
-                {
-                    this.listener = resolved;
-                    refresh();
-                }
-
-                @Override
-                public void refresh()
-                {
-                    // the same three every time (round_robin asks again when a subchannel fails)
-                    listener.onResult(ResolutionResult.newBuilder().setAddresses(groups).build());
-                }
-
-                @Override
-                public void shutdown()
-                {
-                }
-            };
-        }
-    }
-
     private String newAddress(final String scheme)
     {
         switch (scheme)
@@ -157,9 +69,14 @@ class RoundRobinOverReverbServersTest
         }
     }
 
-    private void start(final String scheme) throws Exception
+    /**
+     * @param schemes one scheme per server.
+     * @param form    {@code list}: {@link ReverbChannelBuilder#forAddresses}; {@code static}: {@code forTarget} of
+     *                {@code static:} and the comma-separated addresses.
+     */
+    private void start(final String[] schemes, final String form) throws Exception
     {
-        for (int i = 0; i < SERVERS; i++)
+        for (final String scheme : schemes)
         {
             final CountingEcho service = new CountingEcho();
             final Server server = ReverbServerBuilder.forAddress(newAddress(scheme)).addService(service).build().start();
@@ -167,13 +84,8 @@ class RoundRobinOverReverbServersTest
             services.add(service);
             addresses.add(server.getListenSockets().get(0).toString()); // the bound address (tcp: its port)
         }
-        final FixedAddresses resolver = new FixedAddresses(addresses);
-        final NameResolverRegistry registry = new NameResolverRegistry();
-        registry.register(resolver);
-        final ReverbChannelBuilder reverb = ReverbChannelBuilder.forTarget(addresses.get(0));
-        final ManagedChannelImplBuilder builder = new ManagedChannelImplBuilder(SCHEME + ":///replicas", null, null,
-            reverb::buildTransportFactory, () -> -1, registry, resolver);
-        builder.proxyDetector(address -> null);
+        final ReverbChannelBuilder builder = form.equals("list") ? ReverbChannelBuilder.forAddresses(addresses)
+            : ReverbChannelBuilder.forTarget("static:" + String.join(",", addresses));
         channel = builder.defaultLoadBalancingPolicy("round_robin").build();
     }
 
@@ -222,11 +134,14 @@ class RoundRobinOverReverbServersTest
         return delta;
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"inproc", "shm", "tcp"})
-    void roundRobinSpreadsCallsOverThreeServersAndSurvivesOneKilled(final String scheme) throws Exception
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"inproc inproc inproc, list", "shm shm shm, list", "tcp tcp tcp, list", "tcp tcp tcp, static",
+        "inproc shm tcp, list", "shm tcp inproc, static"})
+    void roundRobinSpreadsCallsOverThreeServersAndSurvivesOneKilled(final String schemes, final String form)
+        throws Exception
     {
-        start(scheme);
+        start(schemes.split(" "), form);
+        assertThat(servers).hasSize(SERVERS);
 
         // warm-up: round_robin picks among the subchannels already READY, so calls go on until all three answered
         int warmUp = 0;
