@@ -62,10 +62,22 @@ public final class ServerRuntime implements RpcServer.Runtime
      */
     public ServerRuntime(final ServerConfig config, final List<AcceptedConnection.Listener> connectionListeners)
     {
+        this(config, connectionListeners, null);
+    }
+
+    /**
+     * @param config              the server's configuration.
+     * @param connectionListeners told of each accepted connection and its end, in order.
+     * @param provider            the transport, or null for the one registered for the address's scheme (tests
+     *                            give their own).
+     */
+    ServerRuntime(final ServerConfig config, final List<AcceptedConnection.Listener> connectionListeners,
+        final TransportProvider provider)
+    {
         this.config = config;
         this.connectionListeners = connectionListeners.toArray(new AcceptedConnection.Listener[0]);
         this.uri = Transports.parse(config.uri);
-        this.provider = Transports.providerFor(uri);
+        this.provider = provider != null ? provider : Transports.providerFor(uri);
         for (final ServiceDefinition service : config.services)
         {
             services.add(service.serviceName());
@@ -149,6 +161,15 @@ public final class ServerRuntime implements RpcServer.Runtime
                 }
                 final ServerConnection serverConnection = new ServerConnection(this, connection);
                 connections.add(serverConnection);
+                if (shutdown)
+                {
+                    // shutdown began after the check above: its GOAWAY loop and its grace timer may have missed
+                    // this connection, which would then stay open (and the server unterminated, or terminated
+                    // with it open). Refused like one a listener refuses; the transport closes it.
+                    serverConnection.refused();
+                    connectionClosed(serverConnection);
+                    return null;
+                }
                 if (!announce(serverConnection))
                 {
                     serverConnection.refused(); // the transport closes it: no handler, no event

@@ -14,7 +14,7 @@ import java.util.List;
  * A fake transport connection for call-path tests: keeps every committed message, notes the monitors the writing
  * thread holds at each claim, and signals batch ends if told to.
  */
-final class RecordingConnection implements Connection, WriteClaim.Committer
+class RecordingConnection implements Connection, WriteClaim.Committer
 {
     final List<byte[]> messages = new ArrayList<>();
     final List<List<String>> monitorsAtClaim = new ArrayList<>();
