@@ -1,9 +1,14 @@
-package io.reverb.services.reflection;
+package io.reverb.services.reflection.interop;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.grpc.Status;
+import io.grpc.reflection.v1.ServerReflectionProto;
+import io.grpc.reflection.v1.ServerReflectionRequest;
+import io.grpc.reflection.v1.ServerReflectionResponse;
+import io.grpc.reflection.v1.ServiceResponse;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
@@ -11,6 +16,8 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.services.health.HealthStatusManager;
+import io.reverb.services.reflection.ReflectionService;
+import io.reverb.services.reflection.ServerReflectionRpc;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -18,7 +25,8 @@ import reactor.core.publisher.Flux;
 
 /**
  * Our {@code grpc.reflection.v1} must be grpc's on the wire, so that grpcurl and grpc-java's reflection clients
- * read a Reverb server: checked against grpc-java's own generated messages (io.grpc:grpc-services).
+ * read a Reverb server: checked against grpc-java's own generated messages (io.grpc:grpc-services), which this
+ * test imports (ours are in io.reverb.services.reflection).
  */
 class ReflectionProtocolCompatibilityTest
 {
@@ -27,10 +35,11 @@ class ReflectionProtocolCompatibilityTest
     @Test
     void shouldDeclareTheSameFileAsGrpcJavaOptionsAside()
     {
-        final FileDescriptorProto ours = ServerReflectionProto.getDescriptor().toProto().toBuilder()
+        // ours as a server hands it out: the descriptor its service definition carries
+        final FileDescriptorProto ours = ReflectionService.of(List.of()).bindService().protoDescriptor().getFile()
+            .toProto().toBuilder().clearOptions().build();
+        final FileDescriptorProto theirs = ServerReflectionProto.getDescriptor().toProto().toBuilder()
             .clearOptions().build();
-        final FileDescriptorProto theirs = io.grpc.reflection.v1.ServerReflectionProto.getDescriptor().toProto()
-            .toBuilder().clearOptions().build();
 
         assertThat(ours.getName()).isEqualTo("grpc/reflection/v1/reflection.proto");
         assertThat(ours.getPackage()).isEqualTo("grpc.reflection.v1");
@@ -41,13 +50,12 @@ class ReflectionProtocolCompatibilityTest
     @Test
     void shouldAnswerAClientUsingGrpcJavasMessages() throws InterruptedException
     {
-        final MethodDescriptor<io.grpc.reflection.v1.ServerReflectionRequest, io.grpc.reflection.v1.ServerReflectionResponse>
-            method = MethodDescriptor.<io.grpc.reflection.v1.ServerReflectionRequest,
-                io.grpc.reflection.v1.ServerReflectionResponse>newBuilder()
+        final MethodDescriptor<ServerReflectionRequest, ServerReflectionResponse> method =
+            MethodDescriptor.<ServerReflectionRequest, ServerReflectionResponse>newBuilder()
             .type(MethodDescriptor.MethodType.BIDI_STREAMING)
             .fullMethodName("grpc.reflection.v1.ServerReflection/ServerReflectionInfo")
-            .requestMarshaller(ProtoMarshaller.of(io.grpc.reflection.v1.ServerReflectionRequest.getDefaultInstance()))
-            .responseMarshaller(ProtoMarshaller.of(io.grpc.reflection.v1.ServerReflectionResponse.getDefaultInstance()))
+            .requestMarshaller(ProtoMarshaller.of(ServerReflectionRequest.getDefaultInstance()))
+            .responseMarshaller(ProtoMarshaller.of(ServerReflectionResponse.getDefaultInstance()))
             .build();
         assertThat(method.fullMethodName()).isEqualTo(ServerReflectionRpc.getServerReflectionInfoMethod().fullMethodName());
 
@@ -56,18 +64,18 @@ class ReflectionProtocolCompatibilityTest
             .addService(new HealthStatusManager().healthService())).build().start();
         try (RpcChannel channel = RpcChannel.builder(uri).build())
         {
-            final List<io.grpc.reflection.v1.ServerReflectionResponse> responses = ClientCalls.bidiStreaming(
+            final List<ServerReflectionResponse> responses = ClientCalls.bidiStreaming(
                 channel, method, CallOptions.DEFAULT, Flux.just(
-                    io.grpc.reflection.v1.ServerReflectionRequest.newBuilder().setListServices("").build(),
-                    io.grpc.reflection.v1.ServerReflectionRequest.newBuilder()
+                    ServerReflectionRequest.newBuilder().setListServices("").build(),
+                    ServerReflectionRequest.newBuilder()
                         .setFileContainingSymbol("reverb.health.v1.Health.Watch").build(),
-                    io.grpc.reflection.v1.ServerReflectionRequest.newBuilder()
+                    ServerReflectionRequest.newBuilder()
                         .setFileContainingSymbol("reverb.health.v1.Nope").build()))
                 .collectList().block(TIMEOUT);
 
             assertThat(responses).hasSize(3);
             assertThat(responses.get(0).getListServicesResponse().getServiceList())
-                .extracting(io.grpc.reflection.v1.ServiceResponse::getName)
+                .extracting(ServiceResponse::getName)
                 .containsExactly("reverb.health.v1.Health", "grpc.reflection.v1.ServerReflection");
             assertThat(responses.get(1).getFileDescriptorResponse().getFileDescriptorProtoList())
                 .hasSize(1)
@@ -75,7 +83,7 @@ class ReflectionProtocolCompatibilityTest
                     .isEqualTo("reverb/health/v1/health.proto"));
             assertThat(responses.get(1).getOriginalRequest().getFileContainingSymbol())
                 .isEqualTo("reverb.health.v1.Health.Watch");
-            assertThat(responses.get(2).getErrorResponse().getErrorCode()).isEqualTo(io.grpc.Status.Code.NOT_FOUND.value());
+            assertThat(responses.get(2).getErrorResponse().getErrorCode()).isEqualTo(Status.Code.NOT_FOUND.value());
         }
         finally
         {
