@@ -2,9 +2,11 @@ package io.reverb.services.reflection;
 
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.EnumDescriptor;
+import com.google.protobuf.Descriptors.EnumValueDescriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Descriptors.FileDescriptor;
 import com.google.protobuf.Descriptors.MethodDescriptor;
+import com.google.protobuf.Descriptors.OneofDescriptor;
 import com.google.protobuf.Descriptors.ServiceDescriptor;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
@@ -44,7 +46,8 @@ import reactor.core.publisher.Flux;
  * <ul>
  *   <li>{@code list_services}: every service given, and this one, in the order given.</li>
  *   <li>{@code file_containing_symbol}: the file defining a service, method ({@code pkg.Svc.Method}), message or
- *       enum (nested ones too, {@code pkg.Outer.Inner}) or extension, by its fully qualified name.</li>
+ *       enum (nested ones too, {@code pkg.Outer.Inner}), field, oneof, enum value ({@code pkg.VALUE}, protobuf's
+ *       scope) or extension, by its fully qualified name (a leading dot is allowed), as grpc-go answers.</li>
  *   <li>{@code file_by_filename}: a file by its name as protoc saw it.</li>
  *   <li>{@code file_containing_extension}, {@code all_extension_numbers_of_type}: from the extensions those files
  *       declare.</li>
@@ -331,9 +334,22 @@ public final class ReflectionService extends ServerReflectionRpc.ServerReflectio
         }
         for (final EnumDescriptor enumType : file.getEnumTypes())
         {
-            symbols.putIfAbsent(enumType.getFullName(), file);
+            indexEnum(enumType, symbols);
         }
         indexExtensions(file.getExtensions(), symbols, extensions);
+    }
+
+    private static void indexEnum(final EnumDescriptor enumType, final Map<String, FileDescriptor> symbols)
+    {
+        symbols.putIfAbsent(enumType.getFullName(), enumType.getFile());
+        // the language scopes enum values beside their enum (pkg.VALUE, as grpc-go names them), where protobuf-java's
+        // getFullName() says pkg.Enum.VALUE
+        final String scope = enumType.getContainingType() != null ?
+            enumType.getContainingType().getFullName() : enumType.getFile().getPackage();
+        for (final EnumValueDescriptor value : enumType.getValues())
+        {
+            symbols.putIfAbsent(scope.isEmpty() ? value.getName() : scope + "." + value.getName(), enumType.getFile());
+        }
     }
 
     private static void indexMessage(
@@ -343,13 +359,21 @@ public final class ReflectionService extends ServerReflectionRpc.ServerReflectio
     {
         symbols.putIfAbsent(message.getFullName(), message.getFile());
         extensions.computeIfAbsent(message.getFullName(), name -> new TreeMap<>());
+        for (final FieldDescriptor field : message.getFields())
+        {
+            symbols.putIfAbsent(field.getFullName(), message.getFile());
+        }
+        for (final OneofDescriptor oneof : message.getOneofs())
+        {
+            symbols.putIfAbsent(oneof.getFullName(), message.getFile());
+        }
         for (final Descriptor nested : message.getNestedTypes())
         {
             indexMessage(nested, symbols, extensions);
         }
         for (final EnumDescriptor enumType : message.getEnumTypes())
         {
-            symbols.putIfAbsent(enumType.getFullName(), message.getFile());
+            indexEnum(enumType, symbols);
         }
         indexExtensions(message.getExtensions(), symbols, extensions);
     }

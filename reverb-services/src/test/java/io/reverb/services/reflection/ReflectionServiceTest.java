@@ -139,6 +139,15 @@ class ReflectionServiceTest
             })
             .then(() -> requests.tryEmitNext(symbol("reverb.services.reflecttest.Genre")))
             .assertNext(response -> assertThat(fileNames(response, received)).containsExactly(LIBRARY_FILE))
+            // a field, an enum value (protobuf scopes it beside its enum), a field of a nested message
+            .then(() -> requests.tryEmitNext(symbol("reverb.services.reflecttest.Book.title")))
+            .assertNext(response -> assertThat(fileNames(response, received)).containsExactly(LIBRARY_FILE))
+            .then(() -> requests.tryEmitNext(symbol("reverb.services.reflecttest.NOVEL")))
+            .assertNext(response -> assertThat(fileNames(response, received)).containsExactly(LIBRARY_FILE))
+            .then(() -> requests.tryEmitNext(symbol(SHELF + ".Slot.index")))
+            .assertNext(response -> assertThat(fileNames(response, received)).containsExactly(SHELF_FILE))
+            .then(() -> requests.tryEmitNext(symbol("reverb.services.reflecttest.Genre.NOVEL")))
+            .assertNext(response -> assertError(response, StatusCode.NOT_FOUND, "Genre.NOVEL"))
             // nothing asked: INVALID_ARGUMENT, and the stream goes on
             .then(() -> requests.tryEmitNext(ServerReflectionRequest.newBuilder().setHost("h").build()))
             .assertNext(response -> assertError(response, StatusCode.INVALID_ARGUMENT, "none of"))
