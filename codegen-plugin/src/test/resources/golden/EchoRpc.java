@@ -108,6 +108,7 @@ public final class EchoRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(EchoRpc.SERVICE_NAME)
+                .protoDescriptor(NoPackage.getDescriptor().findServiceByName("Echo"))
                 .addMethod(EchoRpc.getEchoMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::echo))
                 .build();
         }

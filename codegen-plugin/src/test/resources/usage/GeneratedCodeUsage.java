@@ -94,6 +94,10 @@ public final class GeneratedCodeUsage
         {
         }.bindService().methods().size());
         results.add("echo " + EchoRpc.getEchoMethod().fullMethodName() + " " + EchoRpc.getEchoMethod().type());
+        results.add("descriptor " + kinds.protoDescriptor().getFullName() + " in " +
+            kinds.protoDescriptor().getFile().getName() + " methods " + kinds.protoDescriptor().getMethods().size());
+        results.add("descriptor " + objects.protoDescriptor().getFullName() + " in " +
+            objects.protoDescriptor().getFile().getName());
         return results;
     }
 

@@ -23,6 +23,9 @@ import java.util.Set;
  * @param deprecated   the service's {@code deprecated} option.
  * @param comment      the service's comment lines.
  * @param methods      the methods, in declaration order.
+ * @param outerClassName fully qualified Java outer class protoc generates for {@code protoFile}: its
+ *                     {@code getDescriptor()} gives the file's descriptor, which the service definition carries.
+ * @param protoName    the service's simple name in the proto, e.g. {@code Greeter}.
  */
 public record ServiceModel(
     String protoFile,
@@ -33,7 +36,9 @@ public record ServiceModel(
     String implBaseClassName,
     boolean deprecated,
     List<String> comment,
-    List<Method> methods)
+    List<Method> methods,
+    String outerClassName,
+    String protoName)
 {
     /** Members of {@link Object}: a generated method of the same name would clash or confuse. */
     static final Set<String> OBJECT_METHODS = Set.of(
@@ -122,7 +127,10 @@ public record ServiceModel(
             service.getName() + "ImplBase",
             service.getOptions().getDeprecated(),
             Javadoc.commentLines(file.getSourceCodeInfo(), Javadoc.FILE_SERVICE_FIELD, serviceIndex),
-            List.copyOf(methods));
+            List.copyOf(methods),
+            javaPackage.isEmpty() ? JavaTypeIndex.outerClassName(file) :
+                javaPackage + "." + JavaTypeIndex.outerClassName(file),
+            service.getName());
     }
 
     /**

@@ -222,22 +222,17 @@ public final class ServiceWriter
         line("@java.lang.Override");
         line("public final " + SERVICE_DEFINITION + " bindService()");
         open();
-        if (service.methods().isEmpty())
+        line("return " + SERVICE_DEFINITION + ".builder(" + rpc + ".SERVICE_NAME)");
+        depth++;
+        line(".protoDescriptor(" + service.outerClassName() + ".getDescriptor().findServiceByName(\"" +
+            service.protoName() + "\"))");
+        for (final ServiceModel.Method method : service.methods())
         {
-            line("return " + SERVICE_DEFINITION + ".builder(" + rpc + ".SERVICE_NAME).build();");
+            line(".addMethod(" + rpc + "." + method.accessorName() + "(), " + SERVER_CALLS + "." +
+                method.kind().callsMethod() + "(this::" + method.javaName() + "))");
         }
-        else
-        {
-            line("return " + SERVICE_DEFINITION + ".builder(" + rpc + ".SERVICE_NAME)");
-            depth++;
-            for (final ServiceModel.Method method : service.methods())
-            {
-                line(".addMethod(" + rpc + "." + method.accessorName() + "(), " + SERVER_CALLS + "." +
-                    method.kind().callsMethod() + "(this::" + method.javaName() + "))");
-            }
-            line(".build();");
-            depth--;
-        }
+        line(".build();");
+        depth--;
         close();
         close();
     }

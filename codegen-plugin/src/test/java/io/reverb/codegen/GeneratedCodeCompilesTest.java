@@ -76,7 +76,9 @@ class GeneratedCodeCompilesTest
                 "GetClass UNIMPLEMENTED: Method reverb.test.clash.Object/GetClass is unimplemented",
                 "class UNIMPLEMENTED: Method reverb.test.clash.Object/class is unimplemented",
                 "empty service methods 0",
-                "echo Echo/Echo UNARY");
+                "echo Echo/Echo UNARY",
+                "descriptor reverb.test.kinds.Kinds in reverb/test/kinds.proto methods 8",
+                "descriptor reverb.test.clash.Object in reverb/test/name_clash.proto");
         }
     }
 

@@ -1,5 +1,6 @@
 package io.reverb.rpc;
 
+import com.google.protobuf.Descriptors;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -7,17 +8,23 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * A service's name and its methods, each bound to a {@link ServerCallHandler}. Immutable.
+ * A service's name and its methods, each bound to a {@link ServerCallHandler}, and, for a service generated
+ * from a .proto, its protobuf descriptor (what the reflection service of reverb-services answers from). Immutable.
  */
 public final class ServiceDefinition implements RpcService
 {
     private final String serviceName;
     private final Map<String, ServerMethodDefinition<?, ?>> methods;
+    private final Descriptors.ServiceDescriptor protoDescriptor;
 
-    private ServiceDefinition(final String serviceName, final Map<String, ServerMethodDefinition<?, ?>> methods)
+    private ServiceDefinition(
+        final String serviceName,
+        final Map<String, ServerMethodDefinition<?, ?>> methods,
+        final Descriptors.ServiceDescriptor protoDescriptor)
     {
         this.serviceName = serviceName;
         this.methods = Collections.unmodifiableMap(methods);
+        this.protoDescriptor = protoDescriptor;
     }
 
     /**
@@ -52,6 +59,15 @@ public final class ServiceDefinition implements RpcService
     public ServerMethodDefinition<?, ?> method(final String fullMethodName)
     {
         return methods.get(fullMethodName);
+    }
+
+    /**
+     * @return the service's protobuf descriptor (its file, with the file's dependencies, is reachable from it), or
+     *         null for a service not generated from a .proto (e.g. built by hand with other marshallers).
+     */
+    public Descriptors.ServiceDescriptor protoDescriptor()
+    {
+        return protoDescriptor;
     }
 
     @Override
@@ -101,6 +117,7 @@ public final class ServiceDefinition implements RpcService
     {
         private final String serviceName;
         private final Map<String, ServerMethodDefinition<?, ?>> methods = new LinkedHashMap<>();
+        private Descriptors.ServiceDescriptor protoDescriptor;
 
         private Builder(final String serviceName)
         {
@@ -131,11 +148,30 @@ public final class ServiceDefinition implements RpcService
         }
 
         /**
+         * Sets the protobuf descriptor of the service; generated service bases set it.
+         *
+         * @param descriptor the service's descriptor; its full name must be the service's name.
+         * @return this.
+         * @throws IllegalArgumentException if the descriptor names another service.
+         */
+        public Builder protoDescriptor(final Descriptors.ServiceDescriptor descriptor)
+        {
+            Objects.requireNonNull(descriptor, "descriptor");
+            if (!serviceName.equals(descriptor.getFullName()))
+            {
+                throw new IllegalArgumentException(
+                    "descriptor of " + descriptor.getFullName() + " given for service " + serviceName);
+            }
+            this.protoDescriptor = descriptor;
+            return this;
+        }
+
+        /**
          * @return the definition.
          */
         public ServiceDefinition build()
         {
-            return new ServiceDefinition(serviceName, new LinkedHashMap<>(methods));
+            return new ServiceDefinition(serviceName, new LinkedHashMap<>(methods), protoDescriptor);
         }
     }
 }

@@ -856,6 +856,7 @@ public final class ObjectRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(ObjectRpc.SERVICE_NAME)
+                .protoDescriptor(reverb.test.clash.NameClashOuterClass.getDescriptor().findServiceByName("Object"))
                 .addMethod(ObjectRpc.getGetClassMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::getClass_))
                 .addMethod(ObjectRpc.getWaitMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::wait_))
                 .addMethod(ObjectRpc.getToStringMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::toString_))

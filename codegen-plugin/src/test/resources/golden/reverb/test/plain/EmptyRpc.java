@@ -68,7 +68,9 @@ public final class EmptyRpc
         @java.lang.Override
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
-            return io.reverb.rpc.ServiceDefinition.builder(EmptyRpc.SERVICE_NAME).build();
+            return io.reverb.rpc.ServiceDefinition.builder(EmptyRpc.SERVICE_NAME)
+                .protoDescriptor(reverb.test.plain.PlainFile.getDescriptor().findServiceByName("Empty"))
+                .build();
         }
     }
 }

@@ -109,6 +109,7 @@ public final class FirstRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(FirstRpc.SERVICE_NAME)
+                .protoDescriptor(reverb.test.plain.PlainFile.getDescriptor().findServiceByName("First"))
                 .addMethod(FirstRpc.getQueryMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::query))
                 .build();
         }

@@ -139,6 +139,7 @@ public final class SecondRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(SecondRpc.SERVICE_NAME)
+                .protoDescriptor(reverb.test.plain.PlainFile.getDescriptor().findServiceByName("Second"))
                 .addMethod(SecondRpc.getQueryMethod(), io.reverb.rpc.stub.ServerCalls.serverStreaming(this::query))
                 .addMethod(SecondRpc.getTellMethod(), io.reverb.rpc.stub.ServerCalls.clientStreaming(this::tell))
                 .build();

@@ -526,6 +526,7 @@ public final class KindsRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(KindsRpc.SERVICE_NAME)
+                .protoDescriptor(io.reverb.codegen.test.kinds.KindsOuterClass.getDescriptor().findServiceByName("Kinds"))
                 .addMethod(KindsRpc.getUnaryMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::unary))
                 .addMethod(KindsRpc.getServerStreamMethod(), io.reverb.rpc.stub.ServerCalls.serverStreaming(this::serverStream))
                 .addMethod(KindsRpc.getClientStreamMethod(), io.reverb.rpc.stub.ServerCalls.clientStreaming(this::clientStream))

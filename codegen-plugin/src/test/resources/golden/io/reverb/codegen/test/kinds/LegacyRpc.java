@@ -125,6 +125,7 @@ public final class LegacyRpc
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
             return io.reverb.rpc.ServiceDefinition.builder(LegacyRpc.SERVICE_NAME)
+                .protoDescriptor(io.reverb.codegen.test.kinds.KindsOuterClass.getDescriptor().findServiceByName("Legacy"))
                 .addMethod(LegacyRpc.getGetMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::get))
                 .build();
         }
