@@ -1,12 +1,14 @@
 package io.reverb.bench.cli;
 
+import com.google.protobuf.Descriptors;
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FileDescriptor;
-import com.google.protobuf.Descriptors.MethodDescriptor;
 import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import io.grpc.protobuf.ProtoUtils;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import java.util.ArrayDeque;
 import java.util.Collection;
@@ -16,7 +18,7 @@ import java.util.Set;
 
 /**
  * One RPC method known only from its protobuf descriptors (reflection or a protoset), callable without generated
- * code: a Reverb {@link io.reverb.rpc.MethodDescriptor} and a grpc-java {@link io.grpc.MethodDescriptor}, both over
+ * code: a Reverb {@link MethodDescriptor} and a grpc-java {@link io.grpc.MethodDescriptor}, both over
  * {@link DynamicMessage}, and JSON in and out through protobuf's {@link JsonFormat} with a type registry of every
  * message of the files given (so that {@code google.protobuf.Any} fields print and parse).
  *
@@ -24,12 +26,12 @@ import java.util.Set;
  */
 public final class DynamicMethod
 {
-    private final MethodDescriptor method;
+    private final Descriptors.MethodDescriptor method;
     private final JsonFormat.TypeRegistry registry;
     private final JsonFormat.Parser parser;
     private final JsonFormat.Printer printer;
 
-    private DynamicMethod(final MethodDescriptor method, final JsonFormat.TypeRegistry registry)
+    private DynamicMethod(final Descriptors.MethodDescriptor method, final JsonFormat.TypeRegistry registry)
     {
         this.method = Objects.requireNonNull(method, "method");
         this.registry = Objects.requireNonNull(registry, "registry");
@@ -43,7 +45,7 @@ public final class DynamicMethod
      *               method's own file is always included.
      * @return the method, callable dynamically.
      */
-    public static DynamicMethod of(final MethodDescriptor method, final Collection<FileDescriptor> files)
+    public static DynamicMethod of(final Descriptors.MethodDescriptor method, final Collection<FileDescriptor> files)
     {
         final Set<FileDescriptor> all = new HashSet<>(files);
         all.add(method.getFile());
@@ -74,7 +76,7 @@ public final class DynamicMethod
     /**
      * @return the protobuf descriptor of the method.
      */
-    public MethodDescriptor descriptor()
+    public Descriptors.MethodDescriptor descriptor()
     {
         return method;
     }
@@ -90,23 +92,23 @@ public final class DynamicMethod
     /**
      * @return the kind of call, in Reverb's terms.
      */
-    public io.reverb.rpc.MethodDescriptor.MethodType type()
+    public MethodType type()
     {
         if (method.isClientStreaming())
         {
-            return method.isServerStreaming() ? io.reverb.rpc.MethodDescriptor.MethodType.BIDI_STREAMING
-                : io.reverb.rpc.MethodDescriptor.MethodType.CLIENT_STREAMING;
+            return method.isServerStreaming() ? MethodType.BIDI_STREAMING
+                : MethodType.CLIENT_STREAMING;
         }
-        return method.isServerStreaming() ? io.reverb.rpc.MethodDescriptor.MethodType.SERVER_STREAMING
-            : io.reverb.rpc.MethodDescriptor.MethodType.UNARY;
+        return method.isServerStreaming() ? MethodType.SERVER_STREAMING
+            : MethodType.UNARY;
     }
 
     /**
      * @return the method for a Reverb channel, marshalling {@link DynamicMessage}s of its input and output types.
      */
-    public io.reverb.rpc.MethodDescriptor<DynamicMessage, DynamicMessage> reverbMethod()
+    public MethodDescriptor<DynamicMessage, DynamicMessage> reverbMethod()
     {
-        return io.reverb.rpc.MethodDescriptor.<DynamicMessage, DynamicMessage>newBuilder()
+        return MethodDescriptor.<DynamicMessage, DynamicMessage>newBuilder()
             .type(type())
             .fullMethodName(fullMethodName())
             .requestMarshaller(ProtoMarshaller.of(DynamicMessage.getDefaultInstance(method.getInputType())))
@@ -114,6 +116,7 @@ public final class DynamicMethod
             .build();
     }
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName (grpc-java's MethodDescriptor beside Reverb's)
     /**
      * @return the method for a grpc-java channel, marshalling {@link DynamicMessage}s of its input and output types.
      */
@@ -142,6 +145,7 @@ public final class DynamicMethod
             .setResponseMarshaller(ProtoUtils.marshaller(DynamicMessage.getDefaultInstance(method.getOutputType())))
             .build();
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     /**
      * @param json a request as JSON (protobuf's JSON mapping).

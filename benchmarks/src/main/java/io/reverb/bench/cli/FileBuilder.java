@@ -58,8 +58,8 @@ final class FileBuilder
         }
         if (!building.add(name))
         {
-            throw new CliException(CliException.CALL_FAILED, "ERROR: the descriptors import in a cycle through "
-                + name);
+            throw new CliException(CliException.CALL_FAILED, "ERROR: the descriptors import in a cycle through " +
+                name);
         }
         try
         {
@@ -73,8 +73,8 @@ final class FileBuilder
                 proto = protos.get(name);
                 if (proto == null)
                 {
-                    throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: no descriptor of file "
-                        + name);
+                    throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: no descriptor of file " +
+                        name);
                 }
             }
             final FileDescriptor[] dependencies = new FileDescriptor[proto.getDependencyCount()];
@@ -88,8 +88,8 @@ final class FileBuilder
         }
         catch (final DescriptorValidationException ex)
         {
-            throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + name + ": "
-                + ex.getMessage());
+            throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + name + ": " +
+                ex.getMessage());
         }
         finally
         {

@@ -129,8 +129,8 @@ public final class GrpcCliTarget implements CliTarget
                     }
                     break;
                 default:
-                    throw new IllegalArgumentException(method.fullMethodName() + " is " + method.type()
-                        + ": reverb-cli calls unary and server-streaming methods only");
+                    throw new IllegalArgumentException(method.fullMethodName() + " is " + method.type() +
+                        ": reverb-cli calls unary and server-streaming methods only");
             }
         }
         catch (final IllegalArgumentException ex)

@@ -34,8 +34,8 @@ public final class ProtosetSource implements DescriptorSource
         }
         catch (final InvalidProtocolBufferException ex)
         {
-            throw new CliException(CliException.USAGE, "ERROR: " + path + " is not a FileDescriptorSet (protoc "
-                + "--include_imports --descriptor_set_out=FILE writes one): " + ex.getMessage());
+            throw new CliException(CliException.USAGE, "ERROR: " + path + " is not a FileDescriptorSet (protoc " +
+                "--include_imports --descriptor_set_out=FILE writes one): " + ex.getMessage());
         }
         catch (final IOException ex)
         {
@@ -51,8 +51,8 @@ public final class ProtosetSource implements DescriptorSource
             final FileDescriptorProto proto = protos.get(name);
             if (proto == null)
             {
-                throw new CliException(CliException.USAGE, "ERROR: protoset " + path + " lacks " + name
-                    + " (build it with protoc --include_imports)");
+                throw new CliException(CliException.USAGE, "ERROR: protoset " + path + " lacks " + name +
+                    " (build it with protoc --include_imports)");
             }
             return List.of(proto);
         });
@@ -83,8 +83,8 @@ public final class ProtosetSource implements DescriptorSource
                 return file;
             }
         }
-        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: symbol not found in the protoset: "
-            + symbol);
+        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: symbol not found in the protoset: " +
+            symbol);
     }
 
     @Override

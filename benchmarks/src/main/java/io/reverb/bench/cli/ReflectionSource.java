@@ -46,8 +46,8 @@ public final class ReflectionSource implements DescriptorSource
         final ServerReflectionResponse response = ask(ServerReflectionRequest.newBuilder().setListServices("").build());
         if (!response.hasListServicesResponse())
         {
-            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address
-                + " answered list_services with " + response.getMessageResponseCase());
+            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
+                " answered list_services with " + response.getMessageResponseCase());
         }
         final List<String> names = new ArrayList<>();
         for (final ServiceResponse service : response.getListServicesResponse().getServiceList())
@@ -64,8 +64,8 @@ public final class ReflectionSource implements DescriptorSource
             .setFileContainingSymbol(symbol).build()));
         if (answer.isEmpty())
         {
-            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address
-                + " answered no file for " + symbol);
+            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
+                " answered no file for " + symbol);
         }
         for (final FileDescriptorProto proto : answer)
         {
@@ -91,20 +91,20 @@ public final class ReflectionSource implements DescriptorSource
         {
             final String why = "UNIMPLEMENTED".equals(failure.code()) ? "no reflection service (grpc.reflection.v1)"
                 : "cannot reach the reflection service";
-            throw new CliException(CliException.NO_CONNECTION, "ERROR: " + why + " at " + address + ": "
-                + failure.getMessage());
+            throw new CliException(CliException.NO_CONNECTION, "ERROR: " + why + " at " + address + ": " +
+                failure.getMessage());
         }
         if (responses.size() != 1)
         {
-            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address
-                + " answered one request with " + responses.size() + " responses");
+            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
+                " answered one request with " + responses.size() + " responses");
         }
         final ServerReflectionResponse response = responses.get(0);
         if (response.hasErrorResponse())
         {
             final ErrorResponse error = response.getErrorResponse();
-            throw new CliException(CliException.CALL_FAILED, "ERROR: "
-                + Status.fromCodeValue(error.getErrorCode()).code().name() + ": " + error.getErrorMessage());
+            throw new CliException(CliException.CALL_FAILED, "ERROR: " +
+                Status.fromCodeValue(error.getErrorCode()).code().name() + ": " + error.getErrorMessage());
         }
         return response;
     }
@@ -113,8 +113,8 @@ public final class ReflectionSource implements DescriptorSource
     {
         if (!response.hasFileDescriptorResponse())
         {
-            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address
-                + " answered a file request with " + response.getMessageResponseCase());
+            throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
+                " answered a file request with " + response.getMessageResponseCase());
         }
         final List<FileDescriptorProto> protos = new ArrayList<>();
         for (final ByteString bytes : response.getFileDescriptorResponse().getFileDescriptorProtoList())
@@ -125,8 +125,8 @@ public final class ReflectionSource implements DescriptorSource
             }
             catch (final InvalidProtocolBufferException ex)
             {
-                throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address
-                    + " sent a file descriptor that does not parse: " + ex.getMessage());
+                throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
+                    " sent a file descriptor that does not parse: " + ex.getMessage());
             }
         }
         return protos;

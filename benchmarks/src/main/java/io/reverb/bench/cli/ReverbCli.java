@@ -39,13 +39,13 @@ import picocli.CommandLine.Spec;
  * reflection service.
  */
 @Command(name = "reverb-cli", mixinStandardHelpOptions = true, version = "reverb-cli 0.1",
-    description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://) and grpc://host:port (grpc-java over "
-        + "Netty, plaintext, for comparison). Descriptors come from the server's reflection service "
-        + "(grpc.reflection.v1) or from --protoset FILE (a binary FileDescriptorSet: protoc --include_imports "
-        + "--descriptor_set_out=FILE; .proto files are not read, so no protoc is needed at run time).",
-        "Exit codes: 0 OK; 1 the call (or a lookup) failed with a status other than OK, printed as "
-            + "'ERROR: CODE: description' on stderr; 2 usage error (bad flags, bad JSON); 3 cannot connect, or no "
-            + "reflection service."},
+    description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://) and grpc://host:port (grpc-java over " +
+        "Netty, plaintext, for comparison). Descriptors come from the server's reflection service " +
+        "(grpc.reflection.v1) or from --protoset FILE (a binary FileDescriptorSet: protoc --include_imports " +
+        "--descriptor_set_out=FILE; .proto files are not read, so no protoc is needed at run time).",
+        "Exit codes: 0 OK; 1 the call (or a lookup) failed with a status other than OK, printed as " +
+            "'ERROR: CODE: description' on stderr; 2 usage error (bad flags, bad JSON); 3 cannot connect, or no " +
+            "reflection service."},
     subcommands = {CommandLine.HelpCommand.class})
 public final class ReverbCli implements Runnable
 {
@@ -150,19 +150,19 @@ public final class ReverbCli implements Runnable
      */
     static final class Common
     {
-        @Parameters(index = "0", paramLabel = "URI", description = "shm://NAME, tcp://HOST:PORT, rdma://HOST:PORT "
-            + "(a Reverb server) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// lives in one process: "
-            + "not reachable from this tool.")
+        @Parameters(index = "0", paramLabel = "URI", description = "shm://NAME, tcp://HOST:PORT, rdma://HOST:PORT " +
+            "(a Reverb server) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// lives in one process: " +
+            "not reachable from this tool.")
         String uri;
 
-        @Option(names = "--protoset", paramLabel = "FILE", description = "Descriptors from this binary "
-            + "FileDescriptorSet (grpcurl's -protoset; protoc --include_imports --descriptor_set_out=FILE) instead of "
-            + "the server's reflection service.")
+        @Option(names = "--protoset", paramLabel = "FILE", description = "Descriptors from this binary " +
+            "FileDescriptorSet (grpcurl's -protoset; protoc --include_imports --descriptor_set_out=FILE) instead of " +
+            "the server's reflection service.")
         Path protoset;
 
         @Option(names = "--deadline", paramLabel = "DURATION", converter = DurationConverter.class,
-            description = "The call's deadline, and each reflection request's (default for those: 10s), e.g. 5s, "
-                + "250ms.")
+            description = "The call's deadline, and each reflection request's (default for those: 10s), e.g. 5s, " +
+                "250ms.")
         Duration deadline;
 
         CliTarget connect(final CommandLine line)
@@ -171,8 +171,8 @@ public final class ReverbCli implements Runnable
                 : "";
             if ("inproc".equals(scheme))
             {
-                throw new ParameterException(line, "inproc:// lives in one process: use shm:// or tcp:// to reach "
-                    + "a server from reverb-cli");
+                throw new ParameterException(line, "inproc:// lives in one process: use shm:// or tcp:// to reach " +
+                    "a server from reverb-cli");
             }
             if ("grpc".equals(scheme))
             {
@@ -231,8 +231,8 @@ public final class ReverbCli implements Runnable
      * {@code list URI [pkg.Service]}.
      */
     @Command(name = "list", mixinStandardHelpOptions = true,
-        description = "Lists the server's services, or one service's methods (pkg.Service.Method), one a line, "
-            + "sorted.")
+        description = "Lists the server's services, or one service's methods (pkg.Service.Method), one a line, " +
+            "sorted.")
     static final class ListVerb implements Runnable
     {
         private final PrintWriter out;
@@ -285,8 +285,8 @@ public final class ReverbCli implements Runnable
      * {@code describe URI [SYMBOL]}.
      */
     @Command(name = "describe", mixinStandardHelpOptions = true,
-        description = "Prints the declaration of a service, method (pkg.Service.Method), message or enum in .proto "
-            + "syntax; with no symbol, of every service.")
+        description = "Prints the declaration of a service, method (pkg.Service.Method), message or enum in .proto " +
+            "syntax; with no symbol, of every service.")
     static final class DescribeVerb implements Runnable
     {
         private final PrintWriter out;
@@ -327,8 +327,8 @@ public final class ReverbCli implements Runnable
                     final GenericDescriptor found = Symbols.find(source.fileContaining(name), name);
                     if (found == null)
                     {
-                        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: " + name
-                            + " is not a service, method, message or enum");
+                        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: " + name +
+                            " is not a service, method, message or enum");
                     }
                     out.print(Describer.describe(found));
                 }
@@ -341,8 +341,8 @@ public final class ReverbCli implements Runnable
      * {@code call URI pkg.Service/Method [-d JSON]}.
      */
     @Command(name = "call", mixinStandardHelpOptions = true,
-        description = "Calls a unary or server-streaming method with a JSON request (protobuf's JSON mapping; {} "
-            + "if -d is not given) and prints each response as JSON on stdout.")
+        description = "Calls a unary or server-streaming method with a JSON request (protobuf's JSON mapping; {} " +
+            "if -d is not given) and prints each response as JSON on stdout.")
     static final class CallVerb implements Runnable
     {
         private final InputStream in;
@@ -396,14 +396,14 @@ public final class ReverbCli implements Runnable
                 final MethodDescriptor descriptor = ((ServiceDescriptor)symbol).findMethodByName(methodName);
                 if (descriptor == null)
                 {
-                    throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: service " + serviceName
-                        + " has no method " + methodName);
+                    throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: service " + serviceName +
+                        " has no method " + methodName);
                 }
                 final DynamicMethod dynamic = DynamicMethod.of(descriptor, source.knownFiles());
                 if (descriptor.isClientStreaming())
                 {
-                    throw new ParameterException(line, dynamic.fullMethodName() + " is " + dynamic.type()
-                        + ": reverb-cli calls unary and server-streaming methods only");
+                    throw new ParameterException(line, dynamic.fullMethodName() + " is " + dynamic.type() +
+                        ": reverb-cli calls unary and server-streaming methods only");
                 }
                 final DynamicMessage request;
                 try
@@ -412,8 +412,8 @@ public final class ReverbCli implements Runnable
                 }
                 catch (final InvalidProtocolBufferException | RuntimeException ex)
                 {
-                    throw new CliException(CliException.USAGE, "ERROR: bad request JSON for "
-                        + descriptor.getInputType().getFullName() + ": " + ex.getMessage());
+                    throw new CliException(CliException.USAGE, "ERROR: bad request JSON for " +
+                        descriptor.getInputType().getFullName() + ": " + ex.getMessage());
                 }
                 try
                 {
@@ -421,8 +421,8 @@ public final class ReverbCli implements Runnable
                 }
                 catch (final CliTarget.CallFailure failure)
                 {
-                    throw new CliException(CliException.CALL_FAILED, "ERROR: " + failure.code() + ": "
-                        + failure.description());
+                    throw new CliException(CliException.CALL_FAILED, "ERROR: " + failure.code() + ": " +
+                        failure.description());
                 }
             }
         }
@@ -436,8 +436,8 @@ public final class ReverbCli implements Runnable
             }
             catch (final InvalidProtocolBufferException ex)
             {
-                throw new CliException(CliException.CALL_FAILED, "ERROR: a response does not print as JSON: "
-                    + ex.getMessage());
+                throw new CliException(CliException.CALL_FAILED, "ERROR: a response does not print as JSON: " +
+                    ex.getMessage());
             }
         }
 
@@ -461,8 +461,8 @@ public final class ReverbCli implements Runnable
                     }
                     catch (final IllegalArgumentException ex)
                     {
-                        throw new ParameterException(line, "-H " + name + ": a -bin value must be base64: "
-                            + ex.getMessage());
+                        throw new ParameterException(line, "-H " + name + ": a -bin value must be base64: " +
+                            ex.getMessage());
                     }
                 }
                 parsed.add(new String[] {name, value});

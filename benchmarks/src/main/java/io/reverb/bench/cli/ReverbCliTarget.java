@@ -80,8 +80,8 @@ public final class ReverbCliTarget implements CliTarget
                         .blockLast();
                     break;
                 default:
-                    throw new IllegalArgumentException(method.fullMethodName() + " is " + method.type()
-                        + ": reverb-cli calls unary and server-streaming methods only");
+                    throw new IllegalArgumentException(method.fullMethodName() + " is " + method.type() +
+                        ": reverb-cli calls unary and server-streaming methods only");
             }
         }
         catch (final IllegalArgumentException ex)

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.Any;
 import com.google.protobuf.Descriptors.FileDescriptor;
 import io.grpc.Context;
 import io.grpc.Contexts;
@@ -27,6 +28,7 @@ import io.grpc.stub.ServerCalls;
 import io.reverb.bench.clitest.Item;
 import io.reverb.bench.clitest.ItemRequest;
 import io.reverb.bench.clitest.ListRequest;
+import io.reverb.bench.clitest.Note;
 import io.reverb.bench.clitest.ShopOuterClass;
 import io.reverb.bench.cli.ReverbCliTest.Run;
 import java.io.IOException;
@@ -80,8 +82,8 @@ class GrpcCliTest
 
         final Run describe = ReverbCliTest.run("describe", uri, "grpc.health.v1.Health.Check");
         assertThat(describe.code).as(describe.err).isZero();
-        assertThat(describe.out).isEqualTo("grpc.health.v1.Health.Check is a method:\n"
-            + "rpc Check ( .grpc.health.v1.HealthCheckRequest ) returns ( .grpc.health.v1.HealthCheckResponse );\n");
+        assertThat(describe.out).isEqualTo("grpc.health.v1.Health.Check is a method:\n" +
+            "rpc Check ( .grpc.health.v1.HealthCheckRequest ) returns ( .grpc.health.v1.HealthCheckResponse );\n");
     }
 
     @Test
@@ -122,8 +124,8 @@ class GrpcCliTest
         // privileged and unused on the test machine's loopback
         final Run none = ReverbCliTest.run("list", "grpc://127.0.0.1:1", "--deadline", "10s");
         assertThat(none.code).as(none.err).isEqualTo(3);
-        assertThat(none.err).startsWith("ERROR: cannot reach the reflection service at grpc://127.0.0.1:1: "
-            + "UNAVAILABLE");
+        assertThat(none.err).startsWith("ERROR: cannot reach the reflection service at grpc://127.0.0.1:1: " +
+            "UNAVAILABLE");
     }
 
     private static ServerServiceDefinition shop()
@@ -156,7 +158,7 @@ class GrpcCliTest
                 }
                 responses.onNext(Item.newBuilder().setName(request.getName())
                     .setPriceCents(100L * request.getName().length())
-                    .setExtra(com.google.protobuf.Any.pack(io.reverb.bench.clitest.Note.newBuilder()
+                    .setExtra(Any.pack(Note.newBuilder()
                         .setText(String.valueOf(NOTE_IN_CONTEXT.get())).build()))
                     .build());
                 responses.onCompleted();

@@ -119,25 +119,25 @@ class ReverbCliTest
     {
         final Run service = run("describe", uri, "reverb.bench.clitest.Shop");
         assertThat(service.code).as(service.err).isZero();
-        assertThat(service.out).isEqualTo("reverb.bench.clitest.Shop is a service:\n"
-            + "service Shop {\n"
-            + "  rpc GetItem ( .reverb.bench.clitest.ItemRequest ) returns ( .reverb.bench.clitest.Item );\n"
-            + "  rpc ListItems ( .reverb.bench.clitest.ListRequest ) returns ( stream .reverb.bench.clitest.Item );\n"
-            + "}\n");
+        assertThat(service.out).isEqualTo("reverb.bench.clitest.Shop is a service:\n" +
+            "service Shop {\n" +
+            "  rpc GetItem ( .reverb.bench.clitest.ItemRequest ) returns ( .reverb.bench.clitest.Item );\n" +
+            "  rpc ListItems ( .reverb.bench.clitest.ListRequest ) returns ( stream .reverb.bench.clitest.Item );\n" +
+            "}\n");
 
         final Run method = run("describe", uri, "reverb.bench.clitest.Shop.ListItems");
         assertThat(method.code).as(method.err).isZero();
-        assertThat(method.out).isEqualTo("reverb.bench.clitest.Shop.ListItems is a method:\n"
-            + "rpc ListItems ( .reverb.bench.clitest.ListRequest ) returns ( stream .reverb.bench.clitest.Item );\n");
+        assertThat(method.out).isEqualTo("reverb.bench.clitest.Shop.ListItems is a method:\n" +
+            "rpc ListItems ( .reverb.bench.clitest.ListRequest ) returns ( stream .reverb.bench.clitest.Item );\n");
 
         final Run message = run("describe", uri, "reverb.bench.clitest.Item");
         assertThat(message.code).as(message.err).isZero();
-        assertThat(message.out).isEqualTo("reverb.bench.clitest.Item is a message:\n"
-            + "message Item {\n"
-            + "  string name = 1;\n"
-            + "  int64 price_cents = 2;\n"
-            + "  .google.protobuf.Any extra = 3;\n"
-            + "}\n");
+        assertThat(message.out).isEqualTo("reverb.bench.clitest.Item is a message:\n" +
+            "message Item {\n" +
+            "  string name = 1;\n" +
+            "  int64 price_cents = 2;\n" +
+            "  .google.protobuf.Any extra = 3;\n" +
+            "}\n");
     }
 
     @Test
@@ -180,8 +180,8 @@ class ReverbCliTest
     {
         final Run method = run("call", uri, "reverb.bench.clitest.Shop/Nope", "-d", "{}");
         assertThat(method.code).isEqualTo(1);
-        assertThat(method.err.trim()).isEqualTo("ERROR: NOT_FOUND: service reverb.bench.clitest.Shop has no method "
-            + "Nope");
+        assertThat(method.err.trim()).isEqualTo("ERROR: NOT_FOUND: service reverb.bench.clitest.Shop has no method " +
+            "Nope");
         assertThat(method.out).isEmpty();
 
         final Run service = run("call", uri, "reverb.bench.clitest.Nope/Get", "-d", "{}");
