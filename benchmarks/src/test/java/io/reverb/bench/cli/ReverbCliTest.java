@@ -130,6 +130,13 @@ class ReverbCliTest
         assertThat(method.out).isEqualTo("reverb.bench.clitest.Shop.ListItems is a method:\n" +
             "rpc ListItems ( .reverb.bench.clitest.ListRequest ) returns ( stream .reverb.bench.clitest.Item );\n");
 
+        final Run all = run("describe", uri);
+        assertThat(all.code).as(all.err).isZero();
+        assertThat(all.out).startsWith("grpc.reflection.v1.ServerReflection is a service:\n")
+            .contains("rpc ServerReflectionInfo ( stream .grpc.reflection.v1.ServerReflectionRequest ) returns ( " +
+                "stream .grpc.reflection.v1.ServerReflectionResponse );\n")
+            .endsWith(service.out);
+
         final Run message = run("describe", uri, "reverb.bench.clitest.Item");
         assertThat(message.code).as(message.err).isZero();
         assertThat(message.out).isEqualTo("reverb.bench.clitest.Item is a message:\n" +
@@ -205,6 +212,10 @@ class ReverbCliTest
         assertThat(unknownField.code).isEqualTo(2);
         assertThat(unknownField.err).startsWith("ERROR: bad request JSON for reverb.bench.clitest.ItemRequest: ")
             .contains("colour");
+
+        final Run bidi = run("call", uri, "grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "-d", "{}");
+        assertThat(bidi.code).isEqualTo(2);
+        assertThat(bidi.err).contains("is BIDI_STREAMING: reverb-cli calls unary and server-streaming methods only");
 
         assertThat(run().code).isEqualTo(2);
         assertThat(run("call", uri).code).isEqualTo(2);
