@@ -53,6 +53,7 @@ public final class ReverbCli implements Runnable
     static final Duration REFLECTION_DEADLINE = Duration.ofSeconds(10);
 
     private static final Pattern DURATION = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m|h)?");
+    private static final Pattern HEADER_NAME = Pattern.compile("[a-z0-9_.-]+");
 
     @Spec
     private CommandSpec spec;
@@ -99,7 +100,10 @@ public final class ReverbCli implements Runnable
                 err.flush();
                 return ((CliException)ex).exitCode();
             }
-            throw ex;
+            // not one of ours: a bug, or a failure nobody named; say what it was, without a stack trace
+            err.println("ERROR: " + ex);
+            err.flush();
+            return CliException.CALL_FAILED;
         });
         final int code = cli.execute(args);
         out.flush();
@@ -451,6 +455,11 @@ public final class ReverbCli implements Runnable
                 if (name.isEmpty())
                 {
                     throw new ParameterException(line, "-H takes 'NAME: VALUE': '" + header + "'");
+                }
+                if (!HEADER_NAME.matcher(name).matches())
+                {
+                    throw new ParameterException(line, "-H: a metadata name has only a-z, 0-9, '-', '_' and '.': '" +
+                        name + "'");
                 }
                 final String value = header.substring(colon + 1).trim();
                 if (name.endsWith("-bin"))

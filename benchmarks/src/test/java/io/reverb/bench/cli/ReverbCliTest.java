@@ -221,7 +221,10 @@ class ReverbCliTest
         assertThat(run("call", uri).code).isEqualTo(2);
         assertThat(run("call", uri, "Shop", "-d", "{}").code).isEqualTo(2);
         assertThat(run("call", uri, "reverb.bench.clitest.Shop/GetItem", "-H", "no colon").code).isEqualTo(2);
+        assertThat(run("call", uri, "reverb.bench.clitest.Shop/GetItem", "-H", "bad name: x").err)
+            .contains("a metadata name has only");
         assertThat(run("list", uri, "--deadline", "soon").code).isEqualTo(2);
+        assertThat(run("list", uri, "--deadline", "0s").code).isEqualTo(2);
         final Run inproc = run("list", "inproc://x");
         assertThat(inproc.code).isEqualTo(2);
         assertThat(inproc.err).contains("inproc:// lives in one process");
@@ -273,6 +276,16 @@ class ReverbCliTest
         final Run bad = run("list", uri, "--protoset", notASet.toString());
         assertThat(bad.code).isEqualTo(2);
         assertThat(bad.err).contains("is not a FileDescriptorSet");
+    }
+
+    @Test
+    void shouldParseDurations()
+    {
+        assertThat(ReverbCli.parseDuration("250ms")).isEqualTo(Duration.ofMillis(250));
+        assertThat(ReverbCli.parseDuration("1.5s")).isEqualTo(Duration.ofMillis(1500));
+        assertThat(ReverbCli.parseDuration("5")).isEqualTo(Duration.ofSeconds(5));
+        assertThat(ReverbCli.parseDuration("2m")).isEqualTo(Duration.ofMinutes(2));
+        assertThat(ReverbCli.parseDuration("1h")).isEqualTo(Duration.ofHours(1));
     }
 
     private static void collect(final FileDescriptor file, final Set<FileDescriptor> into)
