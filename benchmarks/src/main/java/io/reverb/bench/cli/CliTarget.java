@@ -30,7 +30,8 @@ public interface CliTarget extends AutoCloseable
      * @param request   the request.
      * @param headers   metadata, as name and value pairs ({@code -bin} names: values base64-encoded).
      * @param deadline  the call's deadline, or null for none.
-     * @param responses receives each response, in order, on the calling thread or the transport's.
+     * @param responses receives each response, in order, on the calling thread; a {@link CliException} it throws
+     *                  ends the call and comes out of this method as it is.
      * @throws CallFailure if the call ends with a status other than OK.
      */
     void call(DynamicMethod method, DynamicMessage request, List<String[]> headers, Duration deadline,

@@ -133,7 +133,7 @@ public final class GrpcCliTarget implements CliTarget
                         ": reverb-cli calls unary and server-streaming methods only");
             }
         }
-        catch (final IllegalArgumentException ex)
+        catch (final IllegalArgumentException | CliException ex)
         {
             throw ex;
         }

@@ -11,8 +11,10 @@ import io.reverb.services.reflection.ServerReflectionResponse;
 import io.reverb.services.reflection.ServerReflectionRpc;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Iterator;
 import java.util.List;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 import reactor.core.publisher.Flux;
 
 /**
@@ -75,16 +77,23 @@ public final class ReverbCliTarget implements CliTarget
                     }
                     break;
                 case SERVER_STREAMING:
-                    ClientCalls.serverStreaming(channel, method.reverbMethod(), options, request)
-                        .doOnNext(responses)
-                        .blockLast();
+                    // on this thread, not the transport's: the consumer prints (and may block on a full pipe)
+                    try (Stream<DynamicMessage> stream = ClientCalls.serverStreaming(channel, method.reverbMethod(),
+                        options, request).toStream())
+                    {
+                        final Iterator<DynamicMessage> it = stream.iterator();
+                        while (it.hasNext())
+                        {
+                            responses.accept(it.next());
+                        }
+                    }
                     break;
                 default:
                     throw new IllegalArgumentException(method.fullMethodName() + " is " + method.type() +
                         ": reverb-cli calls unary and server-streaming methods only");
             }
         }
-        catch (final IllegalArgumentException ex)
+        catch (final IllegalArgumentException | CliException ex)
         {
             throw ex;
         }
