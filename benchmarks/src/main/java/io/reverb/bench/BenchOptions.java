@@ -4,8 +4,10 @@ import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.Formats;
 import picocli.CommandLine;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.TypeConversionException;
 
 import java.util.ArrayList;
@@ -60,6 +62,13 @@ public final class BenchOptions
         }
     }
 
+    /** reverb-bench against any service: {@code --call} and its options ({@link CallBench}). */
+    @Mixin
+    public final CallBenchOptions call = new CallBenchOptions();
+    /** True if {@code --server} was given (not defaulted). */
+    public boolean serverGiven;
+    /** True if an option of the echo service's call shape was given: {@code --payload}, {@code --kind}, ... */
+    public boolean echoShapeGiven;
     /** Target addresses, in report order; empty means the defaults. */
     public final List<String> uris = new ArrayList<>();
     /** Calls outstanding. */
@@ -178,10 +187,14 @@ public final class BenchOptions
         final BenchOptions o = new BenchOptions();
         final CommandLine commandLine = new CommandLine(o)
             .setOverwrittenOptionsAllowed(true)   // the last of a repeated option wins
-            .setUnmatchedOptionsArePositionalParams(false);
+            .setUnmatchedOptionsArePositionalParams(false)
+            .setExpandAtFiles(false);             // -d @FILE is the request's JSON, not picocli's argument file
         try
         {
-            commandLine.parseArgs(args);
+            final ParseResult parsed = commandLine.parseArgs(args);
+            o.serverGiven = parsed.hasMatchedOption("--server");
+            o.echoShapeGiven = parsed.hasMatchedOption("--payload") || parsed.hasMatchedOption("--kind") ||
+                parsed.hasMatchedOption("--stream-messages");
         }
         catch (final CommandLine.ParameterException ex)
         {
@@ -198,6 +211,7 @@ public final class BenchOptions
         {
             throw new IllegalArgumentException("-c must be at least 1");
         }
+        o.call.check();
         return o;
     }
 

@@ -159,12 +159,14 @@ public final class ReverbBench
         final BenchOptions options = BenchOptions.parse(rest);
         if (options.help || command.equals("help"))
         {
-            out.print(USAGE);
+            out.print(USAGE + CallBench.USAGE);
             return 0;
         }
         return switch (command)
         {
-            case "run" -> runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
+            case "run" -> options.call.active() ?
+                CallBench.run(options, "reverb-bench " + String.join(" ", args), System.in, out, err) :
+                runBenchmarks(options, "reverb-bench " + String.join(" ", args), out, err);
             case "server" -> runServer(options, out, err);
             case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
             case "idle-cpu" -> idleCpu(options, out);
@@ -389,7 +391,7 @@ public final class ReverbBench
             spec.payloadSize(), spec.concurrency(), length, o.warmupNanos / 1e9);
     }
 
-    private static void emit(final List<RunResult> runs, final BenchOptions o, final PrintStream out, final PrintStream err)
+    static void emit(final List<RunResult> runs, final BenchOptions o, final PrintStream out, final PrintStream err)
         throws IOException
     {
         final String text = switch (o.format)

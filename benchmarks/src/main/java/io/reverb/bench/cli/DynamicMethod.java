@@ -22,7 +22,7 @@ import java.util.Set;
  * {@link DynamicMessage}, and JSON in and out through protobuf's {@link JsonFormat} with a type registry of every
  * message of the files given (so that {@code google.protobuf.Any} fields print and parse).
  *
- * <p>reverb-cli's {@code call} uses it; reverb-bench against any service (issue 28, part 3) is meant to.
+ * <p>reverb-cli's {@code call} and reverb-bench's {@code --call} use it.
  */
 public final class DynamicMethod
 {
@@ -50,6 +50,52 @@ public final class DynamicMethod
         final Set<FileDescriptor> all = new HashSet<>(files);
         all.add(method.getFile());
         return new DynamicMethod(method, registryOf(all));
+    }
+
+    /**
+     * @param name a method's name, {@code pkg.Service/Method} or {@code pkg.Service.Method}.
+     * @return the service's full name and the method's name, or null if {@code name} has neither form.
+     */
+    public static String[] splitName(final String name)
+    {
+        final int slash = name.lastIndexOf('/') >= 0 ? name.lastIndexOf('/') : name.lastIndexOf('.');
+        if (slash <= 0 || slash == name.length() - 1)
+        {
+            return null;
+        }
+        return new String[] {name.substring(0, slash), name.substring(slash + 1)};
+    }
+
+    /**
+     * Finds a method in a source of descriptors.
+     *
+     * @param source where the descriptors come from.
+     * @param name   {@code pkg.Service/Method} or {@code pkg.Service.Method}.
+     * @return the method, with the JSON type registry of every file the source has built.
+     * @throws CliException {@link CliException#USAGE} if the name is malformed or names no service;
+     *                      {@link CliException#CALL_FAILED} (NOT_FOUND) if the service or method does not exist.
+     */
+    public static DynamicMethod resolve(final DescriptorSource source, final String name)
+    {
+        final String[] parts = splitName(name);
+        if (parts == null)
+        {
+            throw new CliException(CliException.USAGE, "ERROR: a method is pkg.Service/Method: '" + name + "'");
+        }
+        final FileDescriptor file = source.fileContaining(parts[0]);
+        final Descriptors.GenericDescriptor symbol = Symbols.find(file, parts[0]);
+        if (!(symbol instanceof Descriptors.ServiceDescriptor))
+        {
+            throw new CliException(CliException.USAGE, "ERROR: " + parts[0] + " is not a service");
+        }
+        final Descriptors.MethodDescriptor descriptor =
+            ((Descriptors.ServiceDescriptor)symbol).findMethodByName(parts[1]);
+        if (descriptor == null)
+        {
+            throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: service " + parts[0] +
+                " has no method " + parts[1]);
+        }
+        return of(descriptor, source.knownFiles());
     }
 
     /**

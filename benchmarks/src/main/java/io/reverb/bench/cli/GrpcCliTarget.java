@@ -14,6 +14,7 @@ import io.grpc.protobuf.ProtoUtils;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
+import io.reverb.grpc.ReverbChannelBuilder;
 import io.reverb.services.reflection.ServerReflectionRequest;
 import io.reverb.services.reflection.ServerReflectionResponse;
 import java.time.Duration;
@@ -27,8 +28,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * reverb-cli's calls to a grpc-java (or any gRPC) server, {@code grpc://host:port}, plaintext HTTP/2 over grpc-java's
- * Netty transport: for comparison with the same calls over Reverb.
+ * reverb-cli's calls through grpc-java's channel: to a grpc-java (or any gRPC) server, {@code grpc://host:port},
+ * plaintext HTTP/2 over grpc-java's Netty transport, for comparison with the same calls over Reverb; or over a Reverb
+ * transport ({@code grpc+shm://NAME}: reverb-grpc's {@link ReverbChannelBuilder}).
  */
 public final class GrpcCliTarget implements CliTarget
 {
@@ -48,7 +50,22 @@ public final class GrpcCliTarget implements CliTarget
      */
     public GrpcCliTarget(final String host, final int port)
     {
-        this.channel = Grpc.newChannelBuilderForAddress(host, port, InsecureChannelCredentials.create()).build();
+        this(Grpc.newChannelBuilderForAddress(host, port, InsecureChannelCredentials.create()).build());
+    }
+
+    private GrpcCliTarget(final ManagedChannel channel)
+    {
+        this.channel = channel;
+    }
+
+    /**
+     * @param reverbUri a Reverb address ({@code shm://NAME}, {@code tcp://HOST:PORT}, ...).
+     * @return a target that calls through grpc-java's channel over that Reverb transport (reverb-grpc).
+     * @throws IllegalArgumentException if the address is malformed.
+     */
+    public static GrpcCliTarget overReverb(final String reverbUri)
+    {
+        return new GrpcCliTarget(ReverbChannelBuilder.forTarget(reverbUri).build());
     }
 
     @Override

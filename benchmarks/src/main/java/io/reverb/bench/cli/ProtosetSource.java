@@ -16,10 +16,12 @@ import java.util.Map;
 /**
  * Descriptors from a protoset: a binary {@code google.protobuf.FileDescriptorSet}, as grpcurl's {@code -protoset}
  * reads, written by {@code protoc --include_imports --descriptor_set_out=FILE}. No protoc is needed at run time.
+ * {@code --proto} files come here too, once {@link Protoc} has compiled them.
  */
 public final class ProtosetSource implements DescriptorSource
 {
     private final Map<String, FileDescriptor> files = new LinkedHashMap<>();
+    private final String origin;
 
     /**
      * @param path the protoset file.
@@ -27,20 +29,17 @@ public final class ProtosetSource implements DescriptorSource
      */
     public ProtosetSource(final Path path)
     {
-        final FileDescriptorSet set;
-        try
-        {
-            set = FileDescriptorSet.parseFrom(Files.readAllBytes(path));
-        }
-        catch (final InvalidProtocolBufferException ex)
-        {
-            throw new CliException(CliException.USAGE, "ERROR: " + path + " is not a FileDescriptorSet (protoc " +
-                "--include_imports --descriptor_set_out=FILE writes one): " + ex.getMessage());
-        }
-        catch (final IOException ex)
-        {
-            throw new CliException(CliException.USAGE, "ERROR: cannot read protoset " + path + ": " + ex);
-        }
+        this(read(path), "protoset " + path);
+    }
+
+    /**
+     * @param set    the files, with their imports.
+     * @param origin where they come from, for messages (e.g. {@code "protoset FILE"}).
+     * @throws CliException ({@link CliException#USAGE}) if a file lacks an import or does not build.
+     */
+    public ProtosetSource(final FileDescriptorSet set, final String origin)
+    {
+        this.origin = origin;
         final Map<String, FileDescriptorProto> protos = new LinkedHashMap<>();
         for (final FileDescriptorProto proto : set.getFileList())
         {
@@ -51,7 +50,7 @@ public final class ProtosetSource implements DescriptorSource
             final FileDescriptorProto proto = protos.get(name);
             if (proto == null)
             {
-                throw new CliException(CliException.USAGE, "ERROR: protoset " + path + " lacks " + name +
+                throw new CliException(CliException.USAGE, "ERROR: " + origin + " lacks " + name +
                     " (build it with protoc --include_imports)");
             }
             return List.of(proto);
@@ -59,6 +58,23 @@ public final class ProtosetSource implements DescriptorSource
         for (final String name : protos.keySet())
         {
             files.put(name, builder.build(name));
+        }
+    }
+
+    private static FileDescriptorSet read(final Path path)
+    {
+        try
+        {
+            return FileDescriptorSet.parseFrom(Files.readAllBytes(path));
+        }
+        catch (final InvalidProtocolBufferException ex)
+        {
+            throw new CliException(CliException.USAGE, "ERROR: " + path + " is not a FileDescriptorSet (protoc " +
+                "--include_imports --descriptor_set_out=FILE writes one): " + ex.getMessage());
+        }
+        catch (final IOException ex)
+        {
+            throw new CliException(CliException.USAGE, "ERROR: cannot read protoset " + path + ": " + ex);
         }
     }
 
@@ -83,8 +99,8 @@ public final class ProtosetSource implements DescriptorSource
                 return file;
             }
         }
-        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: symbol not found in the protoset: " +
-            symbol);
+        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: symbol not found in the " + origin +
+            ": " + symbol);
     }
 
     @Override

@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import picocli.CommandLine;
@@ -34,15 +35,16 @@ import picocli.CommandLine.Spec;
 /**
  * reverb-cli: grpcurl's verbs ({@code list}, {@code describe}, {@code call}) over any Reverb URI ({@code shm://},
  * {@code tcp://}, {@code rdma://}) and over {@code grpc://host:port} (grpc-java over Netty, plaintext), with the
- * server's reflection service ({@code grpc.reflection.v1}) or a protoset file for the descriptors, and JSON in and
- * out. Exit codes: 0 OK, 1 a call or lookup failed with a status other than OK, 2 usage, 3 no connection or no
- * reflection service.
+ * server's reflection service ({@code grpc.reflection.v1}), a protoset file or {@code .proto} files (compiled by
+ * {@link Protoc}) for the descriptors, and JSON in and out. Exit codes: 0 OK, 1 a call or lookup failed with a status
+ * other than OK, 2 usage, 3 no connection or no reflection service.
  */
 @Command(name = "reverb-cli", mixinStandardHelpOptions = true, version = "reverb-cli 0.1",
-    description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://) and grpc://host:port (grpc-java over " +
-        "Netty, plaintext, for comparison). Descriptors come from the server's reflection service " +
-        "(grpc.reflection.v1) or from --protoset FILE (a binary FileDescriptorSet: protoc --include_imports " +
-        "--descriptor_set_out=FILE; .proto files are not read, so no protoc is needed at run time).",
+    description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://; grpc+shm:// etc. through grpc-java " +
+        "on reverb-grpc) and grpc://host:port (grpc-java over Netty, plaintext, for comparison). Descriptors come " +
+        "from the server's reflection service (grpc.reflection.v1), from --protoset FILE (a binary " +
+        "FileDescriptorSet: protoc --include_imports --descriptor_set_out=FILE; no protoc at run time) or from " +
+        "--proto FILE.proto with -I DIR (compiled by protoc, which the build fetches).",
         "Exit codes: 0 OK; 1 the call (or a lookup) failed with a status other than OK, printed as " +
             "'ERROR: CODE: description' on stderr; 2 usage error (bad flags, bad JSON); 3 cannot connect, or no " +
             "reflection service."},
@@ -51,6 +53,9 @@ public final class ReverbCli implements Runnable
 {
     /** How long a reflection exchange may take when --deadline does not say. */
     static final Duration REFLECTION_DEADLINE = Duration.ofSeconds(10);
+
+    /** The scheme prefix of grpc-java over a Reverb transport: {@code grpc+shm://NAME}. */
+    static final String GRPC_OVER_REVERB = "grpc+";
 
     private static final Pattern DURATION = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m|h)?");
     private static final Pattern HEADER_NAME = Pattern.compile("[a-z0-9_.-]+");
@@ -155,14 +160,28 @@ public final class ReverbCli implements Runnable
     static final class Common
     {
         @Parameters(index = "0", paramLabel = "URI", description = "shm://NAME, tcp://HOST:PORT, rdma://HOST:PORT " +
-            "(a Reverb server) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// lives in one process: " +
-            "not reachable from this tool.")
+            "(a Reverb server, native or grpc-java on reverb-grpc), grpc+shm://NAME, grpc+tcp://HOST:PORT (the same " +
+            "through grpc-java's channel on reverb-grpc) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// " +
+            "lives in one process: not reachable from this tool.")
         String uri;
 
         @Option(names = "--protoset", paramLabel = "FILE", description = "Descriptors from this binary " +
             "FileDescriptorSet (grpcurl's -protoset; protoc --include_imports --descriptor_set_out=FILE) instead of " +
             "the server's reflection service.")
         Path protoset;
+
+        @Option(names = "--proto", paramLabel = "FILE", description = "Descriptors from this .proto file " +
+            "(repeatable; grpcurl's -proto) instead of the server's reflection service, compiled by protoc: the one " +
+            "the build copied to benchmarks/target/protoc/, else --protoc, $PROTOC, Maven's local repository, the " +
+            "PATH. The well-known types (google/protobuf/*.proto) need no import path.")
+        List<Path> protos = new ArrayList<>();
+
+        @Option(names = {"-I", "--import-path"}, paramLabel = "DIR", description = "Where --proto files and their " +
+            "imports are looked for (repeatable; protoc's -I). Default: each --proto file's directory.")
+        List<Path> importPaths = new ArrayList<>();
+
+        @Option(names = "--protoc", paramLabel = "PATH", description = "The protoc executable for --proto.")
+        Path protoc;
 
         @Option(names = "--deadline", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "The call's deadline, and each reflection request's (default for those: 10s), e.g. 5s, " +
@@ -171,44 +190,97 @@ public final class ReverbCli implements Runnable
 
         CliTarget connect(final CommandLine line)
         {
-            final String scheme = uri.contains("://") ? uri.substring(0, uri.indexOf("://")).toLowerCase(Locale.ROOT)
-                : "";
-            if ("inproc".equals(scheme))
-            {
-                throw new ParameterException(line, "inproc:// lives in one process: use shm:// or tcp:// to reach " +
-                    "a server from reverb-cli");
-            }
-            if ("grpc".equals(scheme))
-            {
-                final URI parsed;
-                try
-                {
-                    parsed = new URI(uri);
-                }
-                catch (final URISyntaxException ex)
-                {
-                    throw new ParameterException(line, "bad URI '" + uri + "': " + ex.getMessage());
-                }
-                if (parsed.getHost() == null || parsed.getPort() < 0)
-                {
-                    throw new ParameterException(line, "grpc:// needs a host and a port: grpc://HOST:PORT");
-                }
-                return new GrpcCliTarget(parsed.getHost(), parsed.getPort());
-            }
+            return ReverbCli.connect(uri, line);
+        }
+
+        DescriptorSource descriptors(final CliTarget target, final CommandLine line)
+        {
+            return descriptorSource(protoset, protos, importPaths, protoc, line,
+                () -> new ReflectionSource(target, uri, deadline != null ? deadline : REFLECTION_DEADLINE));
+        }
+    }
+
+    /**
+     * Where descriptors come from, as reverb-cli's and reverb-bench's options say.
+     *
+     * @param protoset    a protoset file, or null.
+     * @param protos      {@code .proto} files, or none.
+     * @param importPaths protoc's import paths for them.
+     * @param protoc      the protoc executable, or null to look for one.
+     * @param line        the command line, for usage errors.
+     * @param reflection  the server's reflection service, when neither files nor a protoset are given.
+     * @return the source.
+     * @throws ParameterException if both a protoset and {@code .proto} files are given, or import paths without files.
+     */
+    public static DescriptorSource descriptorSource(final Path protoset, final List<Path> protos,
+        final List<Path> importPaths, final Path protoc, final CommandLine line,
+        final Supplier<DescriptorSource> reflection)
+    {
+        if (protoset != null && !protos.isEmpty())
+        {
+            throw new ParameterException(line, "give --protoset or --proto, not both");
+        }
+        if (protos.isEmpty() && (!importPaths.isEmpty() || protoc != null))
+        {
+            throw new ParameterException(line, "-I/--import-path and --protoc go with --proto FILE");
+        }
+        if (protoset != null)
+        {
+            return new ProtosetSource(protoset);
+        }
+        if (!protos.isEmpty())
+        {
+            return new ProtosetSource(Protoc.locate(protoc).compile(protos, importPaths), ".proto files " + protos);
+        }
+        return reflection.get();
+    }
+
+    /**
+     * A client for reverb-cli: grpc-java over Netty for {@code grpc://HOST:PORT}, grpc-java over a Reverb transport
+     * (reverb-grpc) for {@code grpc+shm://NAME}, {@code grpc+tcp://HOST:PORT}, ..., Reverb's own channel otherwise.
+     *
+     * @param uri  the server's address.
+     * @param line the command line, for usage errors.
+     * @return the target.
+     * @throws ParameterException if the address is malformed or in-process only.
+     */
+    public static CliTarget connect(final String uri, final CommandLine line)
+    {
+        final String scheme = uri.contains("://") ? uri.substring(0, uri.indexOf("://")).toLowerCase(Locale.ROOT)
+            : "";
+        if ("inproc".equals(scheme) || "grpc+inproc".equals(scheme))
+        {
+            throw new ParameterException(line, "inproc:// lives in one process: use shm:// or tcp:// to reach " +
+                "a server from reverb-cli");
+        }
+        if ("grpc".equals(scheme))
+        {
+            final URI parsed;
             try
             {
-                return new ReverbCliTarget(uri);
+                parsed = new URI(uri);
             }
-            catch (final IllegalArgumentException ex)
+            catch (final URISyntaxException ex)
             {
                 throw new ParameterException(line, "bad URI '" + uri + "': " + ex.getMessage());
             }
+            if (parsed.getHost() == null || parsed.getPort() <= 0)
+            {
+                throw new ParameterException(line, "grpc:// needs a host and a port: grpc://HOST:PORT");
+            }
+            return new GrpcCliTarget(parsed.getHost(), parsed.getPort());
         }
-
-        DescriptorSource descriptors(final CliTarget target)
+        try
         {
-            return protoset != null ? new ProtosetSource(protoset)
-                : new ReflectionSource(target, uri, deadline != null ? deadline : REFLECTION_DEADLINE);
+            if (scheme.startsWith(GRPC_OVER_REVERB))
+            {
+                return GrpcCliTarget.overReverb(uri.substring(GRPC_OVER_REVERB.length()));
+            }
+            return new ReverbCliTarget(uri);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new ParameterException(line, "bad URI '" + uri + "': " + ex.getMessage());
         }
     }
 
@@ -260,7 +332,7 @@ public final class ReverbCli implements Runnable
         {
             try (CliTarget target = common.connect(spec.commandLine()))
             {
-                final DescriptorSource source = common.descriptors(target);
+                final DescriptorSource source = common.descriptors(target, spec.commandLine());
                 final List<String> names = new ArrayList<>();
                 if (service == null)
                 {
@@ -315,7 +387,7 @@ public final class ReverbCli implements Runnable
         {
             try (CliTarget target = common.connect(spec.commandLine()))
             {
-                final DescriptorSource source = common.descriptors(target);
+                final DescriptorSource source = common.descriptors(target, spec.commandLine());
                 final List<String> symbols = new ArrayList<>();
                 if (symbol == null)
                 {
@@ -379,31 +451,17 @@ public final class ReverbCli implements Runnable
         public void run()
         {
             final CommandLine line = spec.commandLine();
-            final int slash = method.lastIndexOf('/') >= 0 ? method.lastIndexOf('/') : method.lastIndexOf('.');
-            if (slash <= 0 || slash == method.length() - 1)
+            if (DynamicMethod.splitName(method) == null)
             {
                 throw new ParameterException(line, "METHOD must be pkg.Service/Method: '" + method + "'");
             }
-            final String serviceName = method.substring(0, slash);
-            final String methodName = method.substring(slash + 1);
             final List<String[]> metadata = parseHeaders(line);
             final String json = readData(line);
             try (CliTarget target = common.connect(line))
             {
-                final DescriptorSource source = common.descriptors(target);
-                final FileDescriptor file = source.fileContaining(serviceName);
-                final GenericDescriptor symbol = Symbols.find(file, serviceName);
-                if (!(symbol instanceof ServiceDescriptor))
-                {
-                    throw new ParameterException(line, serviceName + " is not a service");
-                }
-                final MethodDescriptor descriptor = ((ServiceDescriptor)symbol).findMethodByName(methodName);
-                if (descriptor == null)
-                {
-                    throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: service " + serviceName +
-                        " has no method " + methodName);
-                }
-                final DynamicMethod dynamic = DynamicMethod.of(descriptor, source.knownFiles());
+                final DescriptorSource source = common.descriptors(target, line);
+                final DynamicMethod dynamic = DynamicMethod.resolve(source, method);
+                final MethodDescriptor descriptor = dynamic.descriptor();
                 if (descriptor.isClientStreaming())
                 {
                     throw new ParameterException(line, dynamic.fullMethodName() + " is " + dynamic.type() +
