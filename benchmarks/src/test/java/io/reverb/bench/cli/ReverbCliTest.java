@@ -50,6 +50,8 @@ class ReverbCliTest
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static final Metadata.Key<String> NOTE = Metadata.Key.of("x-note", Metadata.ASCII_STRING_MARSHALLER);
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** The test protos, from the module's directory (Surefire's working directory). */
+    private static final Path PROTOS = Path.of("src", "test", "proto").toAbsolutePath();
 
     private static String uri;
     private static ResourceUsage usage;
@@ -237,7 +239,8 @@ class ReverbCliTest
         {
             final Run help = run(verb, "--help");
             assertThat(help.code).isZero();
-            assertThat(help.out).contains("Usage: reverb-cli " + verb).contains("--protoset");
+            assertThat(help.out).contains("Usage: reverb-cli " + verb).contains("--protoset").contains("--proto=FILE")
+                .contains("--import-path");
         }
         final Run top = run("--help");
         assertThat(top.code).isZero();
@@ -276,6 +279,67 @@ class ReverbCliTest
         final Run bad = run("list", uri, "--protoset", notASet.toString());
         assertThat(bad.code).isEqualTo(2);
         assertThat(bad.err).contains("is not a FileDescriptorSet");
+    }
+
+    @Test
+    void shouldUseProtoFilesInsteadOfReflection(@TempDir final Path dir) throws IOException
+    {
+        // with an import path, as protoc names the file; the well-known import (google/protobuf/any.proto) needs none
+        final Run list = run("list", uri, "--proto", "reverb/bench/clitest/shop.proto", "-I", PROTOS.toString());
+        assertThat(list.code).as(list.err).isZero();
+        assertThat(list.outLines()).containsExactly("reverb.bench.clitest.Shop");
+
+        final Run describe = run("describe", uri, "reverb.bench.clitest.ListRequest", "--proto",
+            PROTOS.resolve("reverb/bench/clitest/shop.proto").toString(), "--import-path", PROTOS.toString());
+        assertThat(describe.code).as(describe.err).isZero();
+        assertThat(describe.out).isEqualTo("reverb.bench.clitest.ListRequest is a message:\n" +
+            "message ListRequest {\n" +
+            "  int32 count = 1;\n" +
+            "  string prefix = 2;\n" +
+            "}\n");
+
+        // without an import path: the file's own directory
+        final Path copy = dir.resolve("shop.proto");
+        Files.copy(PROTOS.resolve("reverb/bench/clitest/shop.proto"), copy);
+        final Run call = run("call", uri, "reverb.bench.clitest.Shop/GetItem", "--proto", copy.toString(),
+            "-d", "{\"name\": \"nib\"}", "-H", "x-note: from a .proto");
+        assertThat(call.code).as(call.err).isZero();
+        final JsonNode item = JSON.readTree(call.out);
+        assertThat(item.get("priceCents").asText()).isEqualTo("300");
+        assertThat(item.get("extra").get("text").asText()).isEqualTo("from a .proto");
+
+        final Run stream = run("call", uri, "reverb.bench.clitest.Shop.ListItems", "--proto", copy.toString(),
+            "-d", "{\"count\": 2, \"prefix\": \"q\"}");
+        assertThat(stream.code).as(stream.err).isZero();
+        assertThat(stream.out).contains("\"q0\"").contains("\"q1\"").doesNotContain("\"q2\"");
+    }
+
+    @Test
+    void shouldExitTwoWithProtocsMessageOnABadProtoFile(@TempDir final Path dir) throws IOException
+    {
+        final Path broken = dir.resolve("broken.proto");
+        Files.writeString(broken, "syntax = \"proto3\";\nmessage Broken { strin name = 1; }\n");
+        final Run bad = run("list", uri, "--proto", broken.toString());
+        assertThat(bad.code).isEqualTo(2);
+        assertThat(bad.err).startsWith("ERROR: protoc could not compile ").contains("broken.proto:2:")
+            .contains("\"strin\" is not defined");
+
+        final Run missing = run("list", uri, "--proto", dir.resolve("nowhere.proto").toString());
+        assertThat(missing.code).isEqualTo(2);
+        assertThat(missing.err).startsWith("ERROR: protoc could not compile ").contains("nowhere.proto");
+
+        final Run noProtoc = run("list", uri, "--proto", broken.toString(), "--protoc", dir.resolve("no-protoc")
+            .toString());
+        assertThat(noProtoc.code).isEqualTo(2);
+        assertThat(noProtoc.err).contains("--protoc " + dir.resolve("no-protoc") + ": no such file");
+
+        final Run both = run("list", uri, "--proto", broken.toString(), "--protoset", broken.toString());
+        assertThat(both.code).isEqualTo(2);
+        assertThat(both.err).contains("give --protoset or --proto, not both");
+
+        final Run importWithoutProto = run("list", uri, "-I", dir.toString());
+        assertThat(importWithoutProto.code).isEqualTo(2);
+        assertThat(importWithoutProto.err).contains("go with --proto FILE");
     }
 
     @Test
