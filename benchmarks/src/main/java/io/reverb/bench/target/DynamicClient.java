@@ -26,6 +26,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
+// CHECKSTYLE.OFF: InlineFullyQualifiedName (grpc-java's Metadata, Status, CallOptions... beside Reverb's)
 /**
  * A client of any service, for reverb-bench's {@code --call}: every call sends one fixed request (a
  * {@link DynamicMessage} built from JSON) to one method known from its descriptors ({@link DynamicMethod}), with fixed
@@ -384,3 +385,4 @@ public final class DynamicClient implements EchoClient
         }
     }
 }
+// CHECKSTYLE.ON: InlineFullyQualifiedName

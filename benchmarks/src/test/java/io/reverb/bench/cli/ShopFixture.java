@@ -29,6 +29,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
+// CHECKSTYLE.OFF: InlineFullyQualifiedName (grpc-java's Metadata, Status, CallOptions... beside Reverb's)
 /**
  * The test service {@code reverb.bench.clitest.Shop} (not the echo service), served natively (Reverb's generated
  * {@link ShopRpc.ShopImplBase}) or through grpc-java (a hand-built {@link ServerServiceDefinition} with the file's
@@ -168,3 +169,4 @@ public final class ShopFixture
         }
     }
 }
+// CHECKSTYLE.ON: InlineFullyQualifiedName
