@@ -49,7 +49,7 @@ final class CallBench
         Any service (a running server; --server none):
           --call pkg.Svc/Method  benchmark this unary or server-streaming method instead of the echo service
           -d, --data JSON        the request (protobuf's JSON mapping; @FILE reads a file, @- stdin; default {})
-          -D, --data-file FILE   the request's JSON from a file
+          --data-file FILE       the request's JSON from a file (ghz's -D)
           --reflect              descriptors from the server's reflection service (the default), or
           --protoset FILE        from a binary FileDescriptorSet (protoc --include_imports --descriptor_set_out), or
           --proto FILE           from .proto files (repeatable), compiled by protoc (the build fetches it; --protoc

@@ -34,8 +34,11 @@ public final class CallBenchOptions
     @Option(names = {"-d", "--data"}, paramLabel = "JSON")
     public String data;
 
-    /** A file holding the request as JSON (ghz's {@code -D}). */
-    @Option(names = {"-D", "--data-file"}, paramLabel = "FILE")
+    /**
+     * A file holding the request as JSON (ghz's {@code -D}, long name only: {@code -D} would swallow
+     * {@code --server-jvm-arg -Dname=value}).
+     */
+    @Option(names = "--data-file", paramLabel = "FILE")
     public Path dataFile;
 
     /** {@code .proto} files with the method's service. */
@@ -85,14 +88,14 @@ public final class CallBenchOptions
             if (data != null || dataFile != null || !protos.isEmpty() || !importPaths.isEmpty() || protoc != null ||
                 protoset != null || reflect || metadata != null || connections != 1)
             {
-                throw new IllegalArgumentException("-d, -D, --proto, -I, --protoc, --protoset, --reflect, -m and " +
+                throw new IllegalArgumentException("-d, --data-file, --proto, -I, --protoc, --protoset, --reflect, -m and " +
                     "--connections go with --call pkg.Service/Method");
             }
             return;
         }
         if (data != null && dataFile != null)
         {
-            throw new IllegalArgumentException("give -d or -D, not both");
+            throw new IllegalArgumentException("give -d or --data-file, not both");
         }
         if (reflect && (protoset != null || !protos.isEmpty()))
         {

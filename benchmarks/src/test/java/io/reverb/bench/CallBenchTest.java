@@ -181,7 +181,7 @@ class CallBenchTest
         Files.writeString(request, "{\"name\": \"paced\"}");
 
         final int status = run("--uri", grpc, "--call", GET_ITEM, "--protoset", protoset.toString(),
-            "-D", request.toString(), "-n", "100", "--rps", "2000", "-c", "8", "--warmup", "0",
+            "--data-file", request.toString(), "-n", "100", "--rps", "2000", "-c", "8", "--warmup", "0",
             "--format", "json", "--html", html.toString(), "-q");
 
         assertThat(status).as(stderr()).isZero();
