@@ -136,7 +136,7 @@ public final class BenchOptions
     /** load-matrix: calls per cell when no cell duration is given. */
     @Option(names = "--cell-calls", converter = CountConverter.class, paramLabel = "N")
     public long cellCalls = 20_000;
-    /** load-matrix: deadline of every call. */
+    /** load-matrix and --call: deadline of every call. */
     @Option(names = "--deadline", converter = DurationConverter.class, paramLabel = "DURATION")
     public long deadlineNanos = 10_000_000_000L;
 

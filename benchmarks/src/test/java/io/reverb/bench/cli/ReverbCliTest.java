@@ -4,19 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.google.protobuf.Any;
 import com.google.protobuf.DescriptorProtos.FileDescriptorSet;
 import com.google.protobuf.Descriptors.FileDescriptor;
-import io.reverb.bench.clitest.Item;
-import io.reverb.bench.clitest.ItemRequest;
-import io.reverb.bench.clitest.ListRequest;
-import io.reverb.bench.clitest.Note;
 import io.reverb.bench.clitest.ShopOuterClass;
-import io.reverb.bench.clitest.ShopRpc;
-import io.reverb.rpc.Metadata;
-import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcServer;
-import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.services.reflection.ReflectionService;
@@ -36,8 +27,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * reverb-cli in this process ({@link ReverbCli#execute}) against a Reverb server over {@code shm://} serving a
@@ -48,7 +37,6 @@ import reactor.core.publisher.Mono;
 class ReverbCliTest
 {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
-    private static final Metadata.Key<String> NOTE = Metadata.Key.of("x-note", Metadata.ASCII_STRING_MARSHALLER);
     private static final ObjectMapper JSON = new ObjectMapper();
     /** The test protos, from the module's directory (Surefire's working directory). */
     private static final Path PROTOS = Path.of("src", "test", "proto").toAbsolutePath();
@@ -62,30 +50,8 @@ class ReverbCliTest
     {
         uri = "shm://reverb-cli-" + ProcessHandle.current().pid();
         usage = Transports.providerFor(Transports.parse(uri)).resourceUsage();
-        server = ReflectionService.addTo(RpcServer.builder(uri).addService(new ShopRpc.ShopImplBase()
-        {
-            @Override
-            public Mono<Item> getItem(final ItemRequest request)
-            {
-                if ("missing".equals(request.getName()))
-                {
-                    return Mono.error(Status.NOT_FOUND.withDescription("no item named missing").asException());
-                }
-                return RpcContext.current().map(context -> Item.newBuilder()
-                    .setName(request.getName())
-                    .setPriceCents(100L * request.getName().length())
-                    .setExtra(Any.pack(Note.newBuilder()
-                        .setText(String.valueOf(context.metadata().get(NOTE))).build()))
-                    .build());
-            }
-
-            @Override
-            public Flux<Item> listItems(final ListRequest request)
-            {
-                return Flux.range(0, request.getCount()).map(i -> Item.newBuilder()
-                    .setName(request.getPrefix() + i).setPriceCents(i).build());
-            }
-        })).build().start();
+        server = ReflectionService.addTo(RpcServer.builder(uri).addService(new ShopFixture().nativeShop())).build()
+            .start();
     }
 
     @AfterAll
