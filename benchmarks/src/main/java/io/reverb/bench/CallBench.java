@@ -53,7 +53,8 @@ final class CallBench
           --reflect              descriptors from the server's reflection service (the default), or
           --protoset FILE        from a binary FileDescriptorSet (protoc --include_imports --descriptor_set_out), or
           --proto FILE           from .proto files (repeatable), compiled by protoc (the build fetches it; --protoc
-                                 PATH to choose), with -I, --import-path DIR (repeatable; default: the file's dir)
+                                 PATH to choose), with -I, --import-path DIR (repeatable, or ghz's -i A,B; default:
+                                 the file's directory)
           -m, --metadata JSON    metadata sent with every call, e.g. '{"x-user": "ann"}'
           --connections N        channels per target (default 1); the -c lanes are spread over them
           --deadline DURATION    each call's deadline (default 10s)

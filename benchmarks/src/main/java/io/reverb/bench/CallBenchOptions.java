@@ -45,8 +45,8 @@ public final class CallBenchOptions
     @Option(names = "--proto", paramLabel = "FILE")
     public List<Path> protos = new ArrayList<>();
 
-    /** protoc's import paths for {@link #protos}. */
-    @Option(names = {"-I", "--import-path", "--import-paths"}, split = ",", paramLabel = "DIR")
+    /** protoc's import paths for {@link #protos} ({@code -I}, or ghz's {@code -i}/{@code --import-paths}, comma-separated). */
+    @Option(names = {"-I", "-i", "--import-path", "--import-paths"}, split = ",", paramLabel = "DIR")
     public List<Path> importPaths = new ArrayList<>();
 
     /** The protoc executable, or null to look for one. */

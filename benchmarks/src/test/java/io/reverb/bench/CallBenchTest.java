@@ -148,7 +148,7 @@ class CallBenchTest
     {
         final Path csv = dir.resolve("stream.csv");
         final int status = run("--uri", shm, "--call", LIST_ITEMS, "--proto", "reverb/bench/clitest/shop.proto",
-            "-I", PROTOS.toString(), "-d", "{\"count\": 5, \"prefix\": \"proto\"}", "-n", "60", "-c", "3",
+            "-i", "/nonexistent," + PROTOS, "-d", "{\"count\": 5, \"prefix\": \"proto\"}", "-n", "60", "-c", "3",
             "--warmup", "0", "--format", "csv", "-o", csv.toString(), "-q");
 
         assertThat(status).as(stderr()).isZero();
