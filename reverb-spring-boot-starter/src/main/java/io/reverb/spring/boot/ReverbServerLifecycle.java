@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -48,6 +49,8 @@ public class ReverbServerLifecycle implements SmartLifecycle
     private final Duration gracePeriod;
     private final List<String> serviceNames = new ArrayList<>();
     private Serving serving;
+    /** Counted down when the server stops; a non-daemon thread waits on it, so the JVM lives while serving. */
+    private CountDownLatch stopped;
     private volatile String boundAddress;
     private volatile boolean running;
 
@@ -137,6 +140,7 @@ public class ReverbServerLifecycle implements SmartLifecycle
         serving.start();
         boundAddress = serving.address();
         running = true;
+        keepJvmAlive();
         if (health != null)
         {
             for (final String name : serviceNames)
@@ -145,6 +149,29 @@ public class ReverbServerLifecycle implements SmartLifecycle
             }
         }
         LOG.info("Reverb server listening on {} ({} service(s): {})", boundAddress, serviceNames.size(), serviceNames);
+    }
+
+    /**
+     * Reverb's threads are daemons: without a web server nothing else keeps the JVM running after {@code main}
+     * returns. As Spring Boot's web servers do, a non-daemon thread waits until the server stops.
+     */
+    private void keepJvmAlive()
+    {
+        final CountDownLatch latch = new CountDownLatch(1);
+        stopped = latch;
+        final Thread awaiter = new Thread(() ->
+        {
+            try
+            {
+                latch.await();
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }, "reverb-server-await");
+        awaiter.setDaemon(false);
+        awaiter.start();
     }
 
     private RpcServer.Builder configure(final RpcServer.Builder builder)
@@ -208,6 +235,7 @@ public class ReverbServerLifecycle implements SmartLifecycle
     private void stopServing()
     {
         final Serving s;
+        final CountDownLatch latch;
         synchronized (this)
         {
             if (!running)
@@ -216,7 +244,20 @@ public class ReverbServerLifecycle implements SmartLifecycle
             }
             running = false;
             s = serving;
+            latch = stopped;
         }
+        try
+        {
+            drain(s);
+        }
+        finally
+        {
+            latch.countDown();
+        }
+    }
+
+    private void drain(final Serving s)
+    {
         if (health != null)
         {
             health.enterTerminalState(); // balancing clients stop picking this replica while its calls finish
