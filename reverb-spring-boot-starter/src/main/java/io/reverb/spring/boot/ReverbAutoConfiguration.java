@@ -1,5 +1,6 @@
 package io.reverb.spring.boot;
 
+import org.springframework.beans.factory.BeanFactory;
 import io.grpc.BindableService;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -114,7 +115,7 @@ public class ReverbAutoConfiguration
      * @return the injector of {@link ReverbClient} fields.
      */
     @Bean
-    static ReverbClientInjector reverbClientInjector(final org.springframework.beans.factory.BeanFactory beans)
+    static ReverbClientInjector reverbClientInjector(final BeanFactory beans)
     {
         return new ReverbClientInjector(beans);
     }

@@ -1,5 +1,6 @@
 package io.reverb.spring.boot;
 
+import io.grpc.ManagedChannel;
 import io.reverb.rpc.RpcChannel;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -90,7 +91,7 @@ final class ReverbClientInjector implements BeanPostProcessor
     {
         static boolean isGrpcChannelType(final Class<?> type)
         {
-            return type.isAssignableFrom(io.grpc.ManagedChannel.class);
+            return type.isAssignableFrom(ManagedChannel.class);
         }
 
         static Object channel(final BeanFactory beans, final String name)

@@ -1,5 +1,6 @@
 package io.reverb.spring.boot;
 
+import java.io.IOException;
 import io.grpc.stub.StreamObserver;
 import io.reverb.services.health.HealthCheckRequest;
 import io.reverb.services.health.HealthCheckResponse.ServingStatus;
@@ -56,7 +57,7 @@ public class EchoServerApplication
                     }
                 }
             }
-            catch (final java.io.IOException e)
+            catch (final IOException e)
             {
                 System.out.println("stdin: " + e);
             }

@@ -1,5 +1,6 @@
 package io.reverb.spring.boot;
 
+import java.io.IOException;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -50,7 +51,7 @@ final class ServerProcess implements AutoCloseable
                     lines.add(line);
                 }
             }
-            catch (final java.io.IOException e)
+            catch (final IOException e)
             {
                 lines.add("EOF " + e);
             }
@@ -87,7 +88,7 @@ final class ServerProcess implements AutoCloseable
         }
     }
 
-    void writeLine(final String line) throws java.io.IOException
+    void writeLine(final String line) throws IOException
     {
         stdin.write(line + "\n");
         stdin.flush();
