@@ -101,6 +101,12 @@ class ReverbStarterCrossProcessTest
                 assertThat(server.awaitExit(TIMEOUT)).as("exit code after SIGTERM").isEqualTo(143);
                 assertThatThrownBy(() -> clients.nativeEcho.echo(request("f")).block(TIMEOUT))
                     .satisfies(e -> assertThat(Status.fromThrowable(e).code()).isEqualTo(StatusCode.UNAVAILABLE));
+                // GrpcEcho/Echo was called once by a native stub and once by a grpc-java stub: both observed (checked
+                // here, long after those calls ended: an observation stops just after its caller has the answer)
+                final long grpcEchoCalls = meters.find("rpc.client.duration")
+                    .tag("rpc.service", "reverb.springtest.GrpcEcho").tag("rpc.method", "Echo").timers().stream()
+                    .mapToLong(t -> t.count()).sum();
+                assertThat(grpcEchoCalls).isEqualTo(2);
             }
         }
     }
