@@ -13,7 +13,6 @@ import java.time.Duration;
 import java.util.Locale;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -55,7 +54,6 @@ public class ReverbAutoConfiguration
      * @return the listener that carries the application's readiness into the health service.
      */
     @Bean
-    @ConditionalOnBean(HealthStatusManager.class)
     public ReverbReadiness reverbReadiness(final HealthStatusManager health)
     {
         return new ReverbReadiness(health);
