@@ -13,6 +13,10 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
+import org.springframework.boot.health.autoconfigure.actuate.endpoint.HealthEndpointAutoConfiguration;
+import org.springframework.boot.health.autoconfigure.contributor.HealthContributorAutoConfiguration;
+import org.springframework.boot.health.autoconfigure.registry.HealthContributorRegistryAutoConfiguration;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
@@ -119,6 +123,27 @@ class ReverbAutoConfigurationTest
                 report = indicator.health();
                 assertThat(report.getStatus()).isEqualTo(Status.DOWN);
                 assertThat(report.getDetails()).containsEntry("server", "not running");
+            });
+    }
+
+    @Test
+    void shouldShowTheHealthServiceInActuatorsHealthEndpoint()
+    {
+        final String address = shm();
+        runner.withConfiguration(AutoConfigurations.of(HealthContributorAutoConfiguration.class,
+                HealthContributorRegistryAutoConfiguration.class, HealthEndpointAutoConfiguration.class))
+            .withUserConfiguration(NativeEchoService.class)
+            .withPropertyValues("reverb.server.address=" + address, "management.endpoint.health.show-details=always")
+            .run(context ->
+            {
+                final HealthEndpoint endpoint = context.getBean(HealthEndpoint.class);
+                assertThat(endpoint.healthForPath("reverb").getStatus()).isEqualTo(Status.UP);
+                assertThat(endpoint.health().getStatus()).isEqualTo(Status.UP);
+
+                context.getBean(HealthStatusManager.class).setStatus(
+                    HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
+                assertThat(endpoint.healthForPath("reverb").getStatus()).isEqualTo(Status.DOWN);
+                assertThat(endpoint.health().getStatus()).isEqualTo(Status.DOWN);
             });
     }
 
