@@ -1,0 +1,325 @@
+package io.reverb.spring.boot;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Reverb's settings under {@code reverb.*}:
+ *
+ * <pre>
+ * reverb.server.address=tcp://0.0.0.0:9090          # or shm://name, rdma://host:port, reverb://host:port
+ * reverb.client.channels.greeter.address=shm://greeter
+ * </pre>
+ *
+ * Addresses are passed to Reverb as they are, so any scheme of a Reverb transport on the class path works.
+ */
+@ConfigurationProperties(prefix = "reverb")
+public class ReverbProperties
+{
+    private final Server server = new Server();
+    private final Client client = new Client();
+    private final Observations observations = new Observations();
+    private final Metrics metrics = new Metrics();
+
+    /** @return the server's settings. */
+    public Server getServer()
+    {
+        return server;
+    }
+
+    /** @return the channels' settings. */
+    public Client getClient()
+    {
+        return client;
+    }
+
+    /** @return the Micrometer Observation settings. */
+    public Observations getObservations()
+    {
+        return observations;
+    }
+
+    /** @return the Micrometer metrics settings. */
+    public Metrics getMetrics()
+    {
+        return metrics;
+    }
+
+    /** How the server stops when the application context closes. */
+    public enum Shutdown
+    {
+        /** Stop accepting, tell clients to go away, let calls in flight finish within the grace period. */
+        GRACEFUL,
+        /** Cancel every call and close every connection at once. */
+        IMMEDIATE
+    }
+
+    /** The server that serves the application's service beans. */
+    public static class Server
+    {
+        /** Whether to serve the application's service beans at all (a server starts only when there is one). */
+        private boolean enabled = true;
+        /**
+         * Where to listen: tcp://host:port (port 0: ephemeral), shm://name, rdma://host:port (needs
+         * reverb-transport-rdma), or any scheme of a Reverb transport on the class path.
+         */
+        private String address = "tcp://0.0.0.0:9090";
+        /** GRACEFUL or IMMEDIATE; by default what Spring Boot's server.shutdown says (graceful unless set). */
+        private Shutdown shutdown;
+        /**
+         * How long calls in flight may run after a graceful shutdown began; by default
+         * spring.lifecycle.timeout-per-shutdown-phase (30 s unless set).
+         */
+        private Duration shutdownGracePeriod;
+        /** Largest request message accepted (default 4 MiB, as gRPC). */
+        private DataSize maxInboundMessageSize;
+        /** Most calls one connection may run at once (default unlimited). */
+        private Integer maxConcurrentCallsPerConnection;
+        /** Whether to serve Reverb's health service (reverb.health.v1.Health), whose statuses Actuator reports. */
+        private boolean healthServiceEnabled = true;
+
+        /** @return whether the server may start. */
+        public boolean isEnabled()
+        {
+            return enabled;
+        }
+
+        /** @param enabled whether the server may start. */
+        public void setEnabled(final boolean enabled)
+        {
+            this.enabled = enabled;
+        }
+
+        /** @return the address to listen on. */
+        public String getAddress()
+        {
+            return address;
+        }
+
+        /** @param address the address to listen on. */
+        public void setAddress(final String address)
+        {
+            this.address = address;
+        }
+
+        /** @return GRACEFUL, IMMEDIATE, or null for Spring Boot's server.shutdown. */
+        public Shutdown getShutdown()
+        {
+            return shutdown;
+        }
+
+        /** @param shutdown GRACEFUL or IMMEDIATE. */
+        public void setShutdown(final Shutdown shutdown)
+        {
+            this.shutdown = shutdown;
+        }
+
+        /** @return the grace period, or null for spring.lifecycle.timeout-per-shutdown-phase. */
+        public Duration getShutdownGracePeriod()
+        {
+            return shutdownGracePeriod;
+        }
+
+        /** @param shutdownGracePeriod the grace period. */
+        public void setShutdownGracePeriod(final Duration shutdownGracePeriod)
+        {
+            this.shutdownGracePeriod = shutdownGracePeriod;
+        }
+
+        /** @return the largest request message, or null for Reverb's default. */
+        public DataSize getMaxInboundMessageSize()
+        {
+            return maxInboundMessageSize;
+        }
+
+        /** @param maxInboundMessageSize the largest request message. */
+        public void setMaxInboundMessageSize(final DataSize maxInboundMessageSize)
+        {
+            this.maxInboundMessageSize = maxInboundMessageSize;
+        }
+
+        /** @return the most calls per connection, or null for unlimited. */
+        public Integer getMaxConcurrentCallsPerConnection()
+        {
+            return maxConcurrentCallsPerConnection;
+        }
+
+        /** @param maxConcurrentCallsPerConnection the most calls per connection. */
+        public void setMaxConcurrentCallsPerConnection(final Integer maxConcurrentCallsPerConnection)
+        {
+            this.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection;
+        }
+
+        /** @return whether the health service is served. */
+        public boolean isHealthServiceEnabled()
+        {
+            return healthServiceEnabled;
+        }
+
+        /** @param healthServiceEnabled whether the health service is served. */
+        public void setHealthServiceEnabled(final boolean healthServiceEnabled)
+        {
+            this.healthServiceEnabled = healthServiceEnabled;
+        }
+    }
+
+    /** The channels the application calls other services through. */
+    public static class Client
+    {
+        /** The channels by name: reverb.client.channels.NAME.address and the other settings of a channel. */
+        private final Map<String, Channel> channels = new LinkedHashMap<>();
+
+        /** @return the channels by name. */
+        public Map<String, Channel> getChannels()
+        {
+            return channels;
+        }
+    }
+
+    /** One named channel. */
+    public static class Channel
+    {
+        /**
+         * The server's address (shm://name, tcp://host:port, rdma://host:port, reverb://host:port), several
+         * comma-separated, or a resolver target such as dns:///host:port.
+         */
+        private String address;
+        /** Deadline of calls made without one. */
+        private Duration defaultDeadline;
+        /** Load-balancing policy over the addresses: pick_first (default) or round_robin. */
+        private String loadBalancingPolicy;
+        /** Pick only replicas whose health service reports this service SERVING ("" for the whole server). */
+        private String healthCheck;
+        /** Largest response message accepted (default 4 MiB, as gRPC). */
+        private DataSize maxInboundMessageSize;
+        /** Keep-alive PING interval while calls are open (default 30 s). */
+        private Duration keepAliveTime;
+        /** How long a keep-alive PING may go unanswered before the connection is closed (default 10 s). */
+        private Duration keepAliveTimeout;
+
+        /** @return the address or target. */
+        public String getAddress()
+        {
+            return address;
+        }
+
+        /** @param address the address or target. */
+        public void setAddress(final String address)
+        {
+            this.address = address;
+        }
+
+        /** @return the default deadline, or null. */
+        public Duration getDefaultDeadline()
+        {
+            return defaultDeadline;
+        }
+
+        /** @param defaultDeadline the default deadline. */
+        public void setDefaultDeadline(final Duration defaultDeadline)
+        {
+            this.defaultDeadline = defaultDeadline;
+        }
+
+        /** @return the load-balancing policy, or null for pick_first. */
+        public String getLoadBalancingPolicy()
+        {
+            return loadBalancingPolicy;
+        }
+
+        /** @param loadBalancingPolicy the load-balancing policy. */
+        public void setLoadBalancingPolicy(final String loadBalancingPolicy)
+        {
+            this.loadBalancingPolicy = loadBalancingPolicy;
+        }
+
+        /** @return the service health-checked, or null for none. */
+        public String getHealthCheck()
+        {
+            return healthCheck;
+        }
+
+        /** @param healthCheck the service health-checked. */
+        public void setHealthCheck(final String healthCheck)
+        {
+            this.healthCheck = healthCheck;
+        }
+
+        /** @return the largest response message, or null for Reverb's default. */
+        public DataSize getMaxInboundMessageSize()
+        {
+            return maxInboundMessageSize;
+        }
+
+        /** @param maxInboundMessageSize the largest response message. */
+        public void setMaxInboundMessageSize(final DataSize maxInboundMessageSize)
+        {
+            this.maxInboundMessageSize = maxInboundMessageSize;
+        }
+
+        /** @return the keep-alive interval, or null for the default. */
+        public Duration getKeepAliveTime()
+        {
+            return keepAliveTime;
+        }
+
+        /** @param keepAliveTime the keep-alive interval. */
+        public void setKeepAliveTime(final Duration keepAliveTime)
+        {
+            this.keepAliveTime = keepAliveTime;
+        }
+
+        /** @return the keep-alive timeout, or null for the default. */
+        public Duration getKeepAliveTimeout()
+        {
+            return keepAliveTimeout;
+        }
+
+        /** @param keepAliveTimeout the keep-alive timeout. */
+        public void setKeepAliveTimeout(final Duration keepAliveTimeout)
+        {
+            this.keepAliveTimeout = keepAliveTimeout;
+        }
+    }
+
+    /** Micrometer Observations (traces and timers) of every call, with the context's ObservationRegistry. */
+    public static class Observations
+    {
+        /** Whether calls are observed when the context has an ObservationRegistry. */
+        private boolean enabled = true;
+
+        /** @return whether calls are observed. */
+        public boolean isEnabled()
+        {
+            return enabled;
+        }
+
+        /** @param enabled whether calls are observed. */
+        public void setEnabled(final boolean enabled)
+        {
+            this.enabled = enabled;
+        }
+    }
+
+    /** Reverb's transport metrics (messages, bytes, credits, pools, pollers), in the context's MeterRegistry. */
+    public static class Metrics
+    {
+        /** Whether Reverb's metrics are registered when the context has a MeterRegistry. */
+        private boolean enabled = true;
+
+        /** @return whether metrics are registered. */
+        public boolean isEnabled()
+        {
+            return enabled;
+        }
+
+        /** @param enabled whether metrics are registered. */
+        public void setEnabled(final boolean enabled)
+        {
+            this.enabled = enabled;
+        }
+    }
+}

@@ -1,0 +1,308 @@
+package io.reverb.spring.boot;
+
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.RpcService;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.services.health.HealthCheckResponse.ServingStatus;
+import io.reverb.services.health.HealthStatusManager;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * The Reverb server of a Spring application: serves every {@link RpcService} bean (generated {@code FooImplBase}
+ * subclasses) and, with reverb-grpc, every grpc-java {@code BindableService} bean, on {@code reverb.server.address},
+ * together with Reverb's health service. Starts with the context when there is at least one service bean, and stops
+ * with it, as Spring Boot's web servers do:
+ *
+ * <ul>
+ *   <li>graceful ({@code reverb.server.shutdown}, by default Spring Boot's {@code server.shutdown}, graceful unless
+ *   set): the health service turns NOT_SERVING, the server stops accepting and tells its clients to go away (GOAWAY),
+ *   and calls in flight may finish within the grace period ({@code reverb.server.shutdown-grace-period}, by default
+ *   {@code spring.lifecycle.timeout-per-shutdown-phase}); those still running then are cancelled;</li>
+ *   <li>immediate: every call is cancelled (clients see UNAVAILABLE) and every connection closed at once.</li>
+ * </ul>
+ *
+ * It stops in the phase of Spring Boot's web servers, before any bean is destroyed, so handlers can use other beans
+ * until the last call ends.
+ */
+public class ReverbServerLifecycle implements SmartLifecycle
+{
+    /** The phase of Spring Boot's web server start/stop: started late, stopped early. */
+    public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024;
+    /** How long an immediate shutdown (and the end of a graceful one) waits for connections to close. */
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
+    private static final Logger LOG = LoggerFactory.getLogger(ReverbServerLifecycle.class);
+
+    private final ReverbProperties.Server properties;
+    private final List<RpcService> services;
+    private final Serving.GrpcFactory grpc;
+    private final List<ReverbServerCustomizer> customizers;
+    private final HealthStatusManager health;
+    private final ReverbProperties.Shutdown shutdown;
+    private final Duration gracePeriod;
+    private final List<String> serviceNames = new ArrayList<>();
+    private Serving serving;
+    /** Counted down when the server stops; a non-daemon thread waits on it, so the JVM lives while serving. */
+    private CountDownLatch stopped;
+    private volatile String boundAddress;
+    private volatile boolean running;
+
+    /**
+     * @param properties  {@code reverb.server.*}.
+     * @param services    the native services.
+     * @param grpc        the grpc-java services and how to serve them, or null without reverb-grpc.
+     * @param customizers applied to the server's builder after the properties, in this order.
+     * @param health      the health service's state, or null for no health service.
+     * @param shutdown    graceful or immediate.
+     * @param gracePeriod how long calls in flight may run after a graceful shutdown began.
+     */
+    ReverbServerLifecycle(
+        final ReverbProperties.Server properties, final List<RpcService> services, final Serving.GrpcFactory grpc,
+        final List<ReverbServerCustomizer> customizers, final HealthStatusManager health,
+        final ReverbProperties.Shutdown shutdown, final Duration gracePeriod)
+    {
+        this.properties = Objects.requireNonNull(properties, "properties");
+        this.services = List.copyOf(services);
+        this.grpc = grpc;
+        this.customizers = List.copyOf(customizers);
+        this.health = health;
+        this.shutdown = Objects.requireNonNull(shutdown, "shutdown");
+        this.gracePeriod = Objects.requireNonNull(gracePeriod, "gracePeriod");
+    }
+
+    /**
+     * @return the address the server listens on (an ephemeral port resolved), or null while it is not running.
+     */
+    public String address()
+    {
+        return running ? boundAddress : null;
+    }
+
+    /**
+     * @return the names of the services served (native and grpc-java), empty before start.
+     */
+    public synchronized List<String> serviceNames()
+    {
+        return List.copyOf(serviceNames);
+    }
+
+    /**
+     * @return whether there is anything to serve (a server starts only then).
+     */
+    public boolean hasServices()
+    {
+        return !services.isEmpty() || grpc != null && !grpc.serviceNames().isEmpty();
+    }
+
+    /**
+     * @return graceful or immediate.
+     */
+    public ReverbProperties.Shutdown shutdownMode()
+    {
+        return shutdown;
+    }
+
+    /**
+     * @return the grace period of a graceful shutdown.
+     */
+    public Duration gracePeriod()
+    {
+        return gracePeriod;
+    }
+
+    @Override
+    public synchronized void start()
+    {
+        if (running)
+        {
+            return;
+        }
+        if (!hasServices())
+        {
+            LOG.debug("no Reverb service beans: no Reverb server started");
+            return;
+        }
+        final String address = properties.getAddress();
+        if (address == null || address.isBlank())
+        {
+            throw new IllegalStateException("reverb.server.address is empty: set where to serve, e.g. tcp://0.0.0.0:9090");
+        }
+        serving = grpc == null || grpc.serviceNames().isEmpty() ?
+            Serving.of(configure(RpcServer.builder(address.trim())).build()) :
+            grpc.create(address.trim(), this::configure);
+        serving.start();
+        boundAddress = serving.address();
+        running = true;
+        keepJvmAlive();
+        if (health != null)
+        {
+            for (final String name : serviceNames)
+            {
+                health.setStatus(name, ServingStatus.SERVING);
+            }
+        }
+        LOG.info("Reverb server listening on {} ({} service(s): {})", boundAddress, serviceNames.size(), serviceNames);
+    }
+
+    /**
+     * Reverb's threads are daemons: without a web server nothing else keeps the JVM running after {@code main}
+     * returns. As Spring Boot's web servers do, a non-daemon thread waits until the server stops.
+     */
+    private void keepJvmAlive()
+    {
+        final CountDownLatch latch = new CountDownLatch(1);
+        stopped = latch;
+        final Thread awaiter = new Thread(() ->
+        {
+            try
+            {
+                latch.await();
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }, "reverb-server-await");
+        awaiter.setDaemon(false);
+        awaiter.start();
+    }
+
+    private RpcServer.Builder configure(final RpcServer.Builder builder)
+    {
+        serviceNames.clear();
+        for (final RpcService service : services)
+        {
+            final ServiceDefinition definition = service.bindService();
+            builder.addService(definition);
+            serviceNames.add(definition.serviceName());
+        }
+        if (grpc != null)
+        {
+            serviceNames.addAll(grpc.serviceNames());
+        }
+        if (health != null)
+        {
+            final ServiceDefinition definition = health.healthService().bindService();
+            builder.addService(definition);
+        }
+        builder.shutdownGracePeriod(gracePeriod);
+        if (properties.getMaxInboundMessageSize() != null)
+        {
+            builder.maxInboundMessageSize(Math.toIntExact(properties.getMaxInboundMessageSize().toBytes()));
+        }
+        if (properties.getMaxConcurrentCallsPerConnection() != null)
+        {
+            builder.maxConcurrentCallsPerConnection(properties.getMaxConcurrentCallsPerConnection());
+        }
+        for (final ReverbServerCustomizer customizer : customizers)
+        {
+            customizer.customize(builder);
+        }
+        return builder;
+    }
+
+    @Override
+    public void stop()
+    {
+        stopServing();
+    }
+
+    @Override
+    public void stop(final Runnable callback)
+    {
+        final Thread stopper = new Thread(() ->
+        {
+            try
+            {
+                stopServing();
+            }
+            finally
+            {
+                callback.run();
+            }
+        }, "reverb-server-shutdown");
+        stopper.setDaemon(true);
+        stopper.start();
+    }
+
+    private void stopServing()
+    {
+        final Serving s;
+        final CountDownLatch latch;
+        synchronized (this)
+        {
+            if (!running)
+            {
+                return;
+            }
+            running = false;
+            s = serving;
+            latch = stopped;
+        }
+        try
+        {
+            drain(s);
+        }
+        finally
+        {
+            latch.countDown();
+        }
+    }
+
+    private void drain(final Serving s)
+    {
+        if (health != null)
+        {
+            health.enterTerminalState(); // balancing clients stop picking this replica while its calls finish
+        }
+        try
+        {
+            if (shutdown == ReverbProperties.Shutdown.GRACEFUL)
+            {
+                LOG.info("Reverb server on {}: graceful shutdown, calls in flight have {}", boundAddress, gracePeriod);
+                s.shutdown(gracePeriod);
+                if (s.awaitTermination(gracePeriod))
+                {
+                    LOG.info("Reverb server on {}: graceful shutdown complete", boundAddress);
+                    return;
+                }
+                LOG.warn("Reverb server on {}: calls still running after {}: cancelling them", boundAddress, gracePeriod);
+            }
+            s.shutdownNow();
+            if (!s.awaitTermination(CLOSE_WAIT))
+            {
+                LOG.warn("Reverb server on {}: not terminated {} s after closing", boundAddress, CLOSE_WAIT.toSeconds());
+            }
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            s.shutdownNow();
+        }
+    }
+
+    @Override
+    public boolean isRunning()
+    {
+        return running;
+    }
+
+    @Override
+    public int getPhase()
+    {
+        return PHASE;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ReverbServerLifecycle{" + (running ? boundAddress : "not running") + "}";
+    }
+}
