@@ -113,7 +113,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
-        CallOptions options = metadata.isEmpty() ? DETACHED : DETACHED.withMetadata(metadata);
+        CallOptions options = metadata == null ? DETACHED : DETACHED.withMetadata(metadata);
         if (deadline != null)
         {
             // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Deadline (see above)
