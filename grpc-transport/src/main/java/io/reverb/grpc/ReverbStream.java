@@ -18,11 +18,12 @@ import java.io.InputStream;
  *
  * @param <L> grpc-java's listener of this side.
  */
-abstract class ReverbStream<L extends StreamListener>
+abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     implements Stream, CoreSubscriber<Payload>, OutboundMessages.Events
 {
     final StatsTraceContext statsTraceContext;
-    final CallbackSerializer serializer = new CallbackSerializer();
+    /** Runs the listener's callbacks one at a time: this stream itself. */
+    final CallbackSerializer serializer = this;
     /** grpc-java's listener: set when the stream starts, before any message arrives. */
     L listener;
     /** The inbound messages: the client's responses, the server's requests. */
