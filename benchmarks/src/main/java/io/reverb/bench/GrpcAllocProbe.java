@@ -33,8 +33,8 @@ import java.util.concurrent.TimeUnit;
  * Bytes allocated per unary 64 B call, summed over every thread of the JVM (client and server both run in it, so
  * the poller, Netty's event loops and the caller all count), how many times per call the calling thread waited
  * (parked: each is a wake-up by another thread, {@code ThreadInfo.getWaitedCount}), with the p50 and minimum of the
- * same calls: blocking calls one after the other, {@code directExecutor()} on grpc-java's channels and servers. Allocation is counted,
- * not sampled, so it does not depend on the machine's load; the latencies do.
+ * same calls: blocking calls one after the other, {@code directExecutor()} on grpc-java's channels and servers.
+ * Allocation and waits are counted, not sampled, so they do not depend on the machine's load; the latencies do.
  *
  * <pre>
  * java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -cp benchmarks/target/reverb-bench.jar \
