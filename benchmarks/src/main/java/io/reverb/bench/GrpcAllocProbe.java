@@ -31,9 +31,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Bytes allocated per unary 64 B call, summed over every thread of the JVM (client and server both run in it, so
- * the poller, Netty's event loops and the caller all count), with the p50 and minimum of the same calls: blocking
- * calls one after the other, {@code directExecutor()} on grpc-java's channels and servers. Allocation is counted,
- * not sampled, so it does not depend on the machine's load; the latencies do.
+ * the poller, Netty's event loops and the caller all count), how many times per call the calling thread waited
+ * (parked: each is a wake-up by another thread, {@code ThreadInfo.getWaitedCount}), with the p50 and minimum of the
+ * same calls: blocking calls one after the other, {@code directExecutor()} on grpc-java's channels and servers.
+ * Allocation and waits are counted, not sampled, so they do not depend on the machine's load; the latencies do.
  *
  * <pre>
  * java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -cp benchmarks/target/reverb-bench.jar \
@@ -137,6 +138,8 @@ public final class GrpcAllocProbe
             call.run();
         }
         final long[] latency = new long[calls];
+        final long caller = Thread.currentThread().getId();
+        final long waitsBefore = threads.getThreadInfo(caller).getWaitedCount();
         final long before = allocated(threads);
         for (int i = 0; i < calls; i++)
         {
@@ -145,9 +148,11 @@ public final class GrpcAllocProbe
             latency[i] = System.nanoTime() - start;
         }
         final long after = allocated(threads);
+        final long waits = threads.getThreadInfo(caller).getWaitedCount() - waitsBefore;
         Arrays.sort(latency);
-        System.out.printf("%-13s %,7d B/call (all threads)   p50 %8.2f us   min %8.2f us   (%d calls)%n", mode,
-            (after - before) / calls, latency[calls / 2] / 1000.0, latency[0] / 1000.0, calls);
+        System.out.printf("%-13s %,7d B/call (all threads)   %5.2f waits/call (caller)   p50 %8.2f us   min %8.2f us" +
+            "   (%d calls)%n", mode, (after - before) / calls, (double)waits / calls, latency[calls / 2] / 1000.0,
+            latency[0] / 1000.0, calls);
         close.close();
     }
 

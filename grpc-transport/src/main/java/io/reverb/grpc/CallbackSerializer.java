@@ -10,8 +10,9 @@ import java.util.logging.Logger;
  * (the transport's thread, or a grpc-java thread asking for more), never blocking a submitter: a task submitted
  * while another runs is queued and run by that thread before it leaves. The same contract as grpc-java's
  * {@code SerializingExecutor} over a direct executor, without allocating a queue for streams that never contend.
+ * The streams extend it, so that it costs no object of its own per call.
  */
-final class CallbackSerializer
+class CallbackSerializer
 {
     private static final AtomicIntegerFieldUpdater<CallbackSerializer> WIP =
         AtomicIntegerFieldUpdater.newUpdater(CallbackSerializer.class, "wip");
@@ -22,7 +23,7 @@ final class CallbackSerializer
     /**
      * @param task runs now if nothing else of this stream runs, else after what runs.
      */
-    void execute(final Runnable task)
+    final void execute(final Runnable task)
     {
         if (WIP.compareAndSet(this, 0, 1))
         {

@@ -55,21 +55,26 @@ final class GrpcBridge
 
     /**
      * @param grpc grpc-java metadata, or null.
-     * @return the same entries as Reverb metadata (transport-owned names dropped).
+     * @return the same entries as Reverb metadata (transport-owned names dropped), or null when none is left (the
+     * common case: most calls carry nothing but what grpc-java's call layers add, and then no object is made).
      */
     static Metadata toReverb(final io.grpc.Metadata grpc)
     {
-        final Metadata reverb = new Metadata();
         if (grpc == null || onlyTransportOwned(grpc))
         {
-            return reverb;
+            return null;
         }
+        Metadata reverb = null;
         final byte[][] pairs = InternalMetadata.serialize(grpc);
         for (int i = 0; i + 1 < pairs.length; i += 2)
         {
             final String name = new String(pairs[i], StandardCharsets.US_ASCII);
             if (!transportOwned(name))
             {
+                if (reverb == null)
+                {
+                    reverb = new Metadata();
+                }
                 reverb.putRaw(name, pairs[i + 1]);
             }
         }

@@ -16,6 +16,8 @@ import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.RpcClientConnection;
 
 import java.io.InputStream;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -24,6 +26,14 @@ import java.util.concurrent.TimeUnit;
  * what grpc-java writes and whose responses, headers and status go to grpc-java's listener. Frames on the wire are
  * Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the server may be a
  * grpc-java server over Reverb or a native Reverb server.
+ *
+ * <p>A unary call made by one of grpc-java's blocking stubs is answered on the thread that waits for it: the blocking
+ * stub runs the call's callbacks in an executor of its own, drained by the waiting thread, and grpc-java's call layers
+ * hand each callback (the retry layer's commit, headers, message, close) to it in a task of its own. Given from the
+ * transport's thread one by one, each of those tasks wakes the waiting thread again; so rpc-core's response and status,
+ * which arrive together, are given to that executor as one task, and the callbacks it makes run on the waiting thread,
+ * where grpc-java's executor queues them behind it without another wake-up: one thread hand-off per call, as the
+ * blocking stub's own design requires, instead of up to four.
  */
 final class ReverbClientStream extends ReverbStream<ClientStreamListener> implements ClientStream
 {
@@ -33,6 +43,11 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
      * top, or a call forked off grpc-java's Context would still end with the handled call.
      */
     private static final CallOptions DETACHED = CallOptions.DEFAULT.withoutContextPropagation();
+    /**
+     * The executor in which grpc-java's blocking stubs ({@code ClientCalls.blockingUnaryCall}, the generated blocking
+     * stubs) wait for a call: its tasks run on the waiting thread, which drains it until the call is closed.
+     */
+    private static final String BLOCKING_STUB_EXECUTOR = "io.grpc.stub.ClientCalls$ThreadlessExecutor";
 
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
@@ -50,6 +65,12 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     private CallOptions options;
     private boolean callStarted;
     private boolean headersDelivered;
+    /** The executor of a blocking stub waiting for this call, or null. */
+    private final Executor waitingCaller;
+    /** A unary call sent on the fast path for a blocking stub: its end goes to {@link #waitingCaller} in one task. */
+    private volatile boolean handOff;
+    /** With {@link #handOff}, the response, held until its status (rpc-core gives both at once, on one thread). */
+    private Payload heldResponse;
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions is imported, grpc-java's is spelled out
     ReverbClientStream(
@@ -64,6 +85,24 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         this.waitForReady = callOptions.isWaitForReady();
         this.deadline = callOptions.getDeadline();
         this.unary = method.type() == MethodType.UNARY;
+        this.waitingCaller = waitingCaller(callOptions.getExecutor());
+    }
+
+    /**
+     * @param executor the executor of grpc-java's call (its call options'), or null.
+     * @return it if it is the one a blocking stub waits in, else null.
+     */
+    static Executor waitingCaller(final Executor executor)
+    {
+        return executor != null && BLOCKING_STUB_EXECUTOR.equals(executor.getClass().getName()) ? executor : null;
+    }
+
+    /**
+     * @return whether the call's end is handed to the waiting caller's thread (tests).
+     */
+    boolean handsOffToCaller()
+    {
+        return handOff;
     }
 
     @Override
@@ -74,7 +113,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
-        CallOptions options = metadata.isEmpty() ? DETACHED : DETACHED.withMetadata(metadata);
+        CallOptions options = metadata == null ? DETACHED : DETACHED.withMetadata(metadata);
         if (deadline != null)
         {
             // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Deadline (see above)
@@ -114,6 +153,9 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         callContext = context;
         if (single != null)
         {
+            // rpc-core's unary call gives its response only with its status: both then go to a waiting blocking stub
+            // in one task (see the class comment)
+            handOff = waitingCaller != null;
             // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
             transport.connection().newUnaryCall(method, options, single, context).subscribe(this);
         }
@@ -256,16 +298,77 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     }
 
     @Override
+    public void onNext(final Payload payload)
+    {
+        if (handOff)
+        {
+            heldResponse = payload; // its status follows at once, on this thread
+            return;
+        }
+        deliver(payload);
+    }
+
+    @Override
     public void onError(final Throwable t)
     {
-        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t), GrpcBridge.progressOf(t));
+        if (handOff)
+        {
+            heldResponse = null; // rpc-core gives a unary response only with an OK status; none came before this
+            toWaitingCaller(() -> failed(t));
+            return;
+        }
+        failed(t);
     }
 
     @Override
     public void onComplete()
     {
+        if (handOff)
+        {
+            final Payload response = heldResponse;
+            heldResponse = null;
+            toWaitingCaller(() ->
+            {
+                if (response != null)
+                {
+                    deliver(response);
+                }
+                completed();
+            });
+            return;
+        }
+        completed();
+    }
+
+    private void failed(final Throwable t)
+    {
+        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t), GrpcBridge.progressOf(t));
+    }
+
+    private void completed()
+    {
         final ClientCallContext ctx = callContext;
         close(Status.OK, GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null), ClientStreamListener.RpcProgress.PROCESSED);
+    }
+
+    /**
+     * Runs the end of the call on the thread of the blocking stub that waits for it. That thread drains its executor
+     * until grpc-java's call is closed, and the call is closed only by this stream's close (its listener's) or after
+     * this stream was cancelled (which closes it on the cancelling thread): so a task the executor drops, once shut down,
+     * belongs to a stream already closed, and has nothing left to do.
+     *
+     * @param end delivers the call's end to the listener.
+     */
+    private void toWaitingCaller(final Runnable end)
+    {
+        try
+        {
+            waitingCaller.execute(end);
+        }
+        catch (final RejectedExecutionException e)
+        {
+            end.run(); // shut down (the call is over for the caller): its stream is closed, this only checks that
+        }
     }
 
     // ---------------------------------------------------------------- rpc-core's demand for requests

@@ -63,7 +63,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata is imported, Reverb's is spelled out
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
         // CHECKSTYLE.ON: InlineFullyQualifiedName
-        if (!converted.isEmpty())
+        if (converted != null)
         {
             context.responseHeaders().merge(converted);
         }
@@ -89,7 +89,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (status.isOk())
         {
-            if (!converted.isEmpty())
+            if (converted != null)
             {
                 context.responseTrailers().merge(converted);
             }

@@ -18,11 +18,12 @@ import java.io.InputStream;
  *
  * @param <L> grpc-java's listener of this side.
  */
-abstract class ReverbStream<L extends StreamListener>
+abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     implements Stream, CoreSubscriber<Payload>, OutboundMessages.Events
 {
     final StatsTraceContext statsTraceContext;
-    final CallbackSerializer serializer = new CallbackSerializer();
+    /** Runs the listener's callbacks one at a time: this stream itself. */
+    final CallbackSerializer serializer = this;
     /** grpc-java's listener: set when the stream starts, before any message arrives. */
     L listener;
     /** The inbound messages: the client's responses, the server's requests. */
@@ -114,26 +115,22 @@ abstract class ReverbStream<L extends StreamListener>
     }
 
     @Override
-    public final void onNext(final Payload payload)
+    public void onNext(final Payload payload)
+    {
+        deliver(payload);
+    }
+
+    /**
+     * Counts an inbound message in the stream's stats and gives it to the listener on the serializer.
+     *
+     * @param payload the message.
+     */
+    final void deliver(final Payload payload)
     {
         statsTraceContext.inboundMessage(0);
         statsTraceContext.inboundWireSize(payload.length());
         statsTraceContext.inboundUncompressedSize(payload.length());
-        serializer.execute(() ->
-        {
-            if (closed)
-            {
-                return;
-            }
-            beforeMessage();
-            final InputStream[] next = {payload.stream()};
-            listener.messagesAvailable(() ->
-            {
-                final InputStream m = next[0];
-                next[0] = null;
-                return m;
-            });
-        });
+        serializer.execute(new Delivery(payload));
     }
 
     // ---------------------------------------------------------------- rpc-core's demand for outbound messages
@@ -199,6 +196,39 @@ abstract class ReverbStream<L extends StreamListener>
         if (s != null)
         {
             s.cancel();
+        }
+    }
+
+    /**
+     * One inbound message on its way to the listener: the serializer's task and grpc-java's message producer in one
+     * object (the producer gives the message once).
+     */
+    private final class Delivery implements Runnable, StreamListener.MessageProducer
+    {
+        private InputStream message;
+
+        Delivery(final Payload payload)
+        {
+            this.message = payload.stream();
+        }
+
+        @Override
+        public void run()
+        {
+            if (closed)
+            {
+                return;
+            }
+            beforeMessage();
+            listener.messagesAvailable(this);
+        }
+
+        @Override
+        public InputStream next()
+        {
+            final InputStream m = message;
+            message = null;
+            return m;
         }
     }
 }
