@@ -29,8 +29,10 @@ import java.util.Objects;
  * {@code UnsafeDirectNioDecoder} and {@code NioByteString} of the 3.x and early 4.x releases are gone): a message in
  * registered memory is copied into a heap array once, and its {@code bytes} fields alias that array.
  * <ul>
- *   <li>{@link #of(MessageLite)}, the default: a new array per large message, owned by the message (safe whatever
- *   the application does with it; a 1 MiB message is then a 1 MiB allocation, a G1 humongous object).</li>
+ *   <li>{@link #of(MessageLite)}, the default: new arrays per large message, owned by the message (safe whatever
+ *   the application does with it). A singular {@code bytes} field of more than 256 KiB of a full (descriptor-backed)
+ *   message type is read as a rope of 256 KiB arrays, so that a 1 MiB payload is not one 1 MiB array (a G1
+ *   humongous object, whose garbage starts concurrent collections); other large messages are one array each.</li>
  *   <li>{@link #aliasing(MessageLite)}, opt-in: messages of {@value #LEND_THRESHOLD} bytes and more are parsed from
  *   an array lent from a shared pool, and their {@code bytes} fields alias it. rpc-core gives the array back when
  *   the message's lifetime ends ({@link Marshaller#release(Object)}: on the client, when the {@code onNext} that
@@ -42,6 +44,10 @@ import java.util.Objects;
  *   {@link #aliasing(MessageLite, boolean)} with {@code poisonReleasedArrays} makes a use after release visible in
  *   tests, for the messages of that marshaller only (there is no JVM-wide switch).</li>
  * </ul>
+ * The default cannot lend pooled arrays and take them back once the garbage collector proves a message unreachable
+ * (a {@code Cleaner}): a {@code bytes} field's {@code asReadOnlyByteBuffer()}, {@code substring()} and
+ * {@code newInput()} reference the array but neither the message nor the field, so they can outlive both and would
+ * see the next message's bytes. Only the array's own unreachability would prove it unused, and then it is gone.
  *
  * @param <T> message type.
  */
@@ -57,6 +63,8 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private final T defaultInstance;
     private final Parser<T> parser;
     private final boolean aliasing;
+    /** Default mode, full message types with a singular bytes field: large fields read as ropes of small arrays. */
+    private final LargeFieldSplitter<T> splitter;
     /** Aliasing mode: fill arrays with {@code 0xDB} when this marshaller gives them back (debugging aid). */
     private final boolean poisonReleasedArrays;
     /**
@@ -73,6 +81,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         this.defaultInstance = Objects.requireNonNull(defaultInstance, "defaultInstance");
         this.parser = (Parser<T>)defaultInstance.getParserForType();
         this.aliasing = aliasing;
+        this.splitter = aliasing ? null : LargeFieldSplitter.forType(defaultInstance);
         this.poisonReleasedArrays = poisonReleasedArrays;
         this.lent = aliasing ? new LinkedHashMap<>() : null;
     }
@@ -314,6 +323,15 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
                 }
                 else
                 {
+                    if (splitter != null && length > LargeFieldSplitter.CHUNK)
+                    {
+                        // its large bytes fields as ropes of small arrays: no humongous array, no lifetime rule
+                        final T split = splitter.read(source, parser);
+                        if (split != null)
+                        {
+                            return split;
+                        }
+                    }
                     // large: one private copy, marked immutable so that bytes fields alias it (one copy of a 1 MiB
                     // payload, not two; a plain newInstance(byte[]) is mutable, and protobuf copies fields out of it)
                     final byte[] copy = new byte[length];
