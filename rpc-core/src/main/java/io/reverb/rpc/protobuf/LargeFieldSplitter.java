@@ -59,13 +59,13 @@ final class LargeFieldSplitter<T extends MessageLite>
     /**
      * @param defaultInstance a message type's default instance.
      * @param <T>             message type.
-     * @return a splitter for the type, or null if it has nothing to split (lite, or no singular bytes field).
+     * @return a splitter for the type; one that splits nothing if the type is lite or has no singular bytes field.
      */
     static <T extends MessageLite> LargeFieldSplitter<T> forType(final T defaultInstance)
     {
         if (!(defaultInstance instanceof Message))
         {
-            return null;
+            return new LargeFieldSplitter<>(new int[0], new FieldDescriptor[0]);
         }
         final List<FieldDescriptor> candidates = new ArrayList<>();
         for (final FieldDescriptor field : ((Message)defaultInstance).getDescriptorForType().getFields())
@@ -75,10 +75,6 @@ final class LargeFieldSplitter<T extends MessageLite>
             {
                 candidates.add(field);
             }
-        }
-        if (candidates.isEmpty())
-        {
-            return null;
         }
         final int[] numbers = new int[candidates.size()];
         for (int i = 0; i < numbers.length; i++)
@@ -98,6 +94,10 @@ final class LargeFieldSplitter<T extends MessageLite>
     @SuppressWarnings("unchecked")
     T read(final ByteBuffer source, final Parser<T> parser) throws InvalidProtocolBufferException
     {
+        if (numbers.length == 0)
+        {
+            return null;
+        }
         final int start = source.position();
         final int end = source.limit();
         int[] occurrences = new int[OCCURRENCE_INTS * 4];
