@@ -14,6 +14,7 @@ import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.DescriptorValidationException;
 import com.google.protobuf.Descriptors.FileDescriptor;
 import com.google.protobuf.DynamicMessage;
+import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import com.google.protobuf.UnknownFieldSet;
 import io.reverb.rpc.Marshaller;
@@ -185,7 +186,7 @@ class LargeFieldSplitterTest
         {
             assertThat(received).isEqualTo(type.getParserForType().parseFrom(wire));
         }
-        catch (final com.google.protobuf.InvalidProtocolBufferException e)
+        catch (final InvalidProtocolBufferException e)
         {
             throw new AssertionError(e);
         }
