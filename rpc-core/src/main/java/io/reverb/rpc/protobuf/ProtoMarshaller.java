@@ -29,8 +29,10 @@ import java.util.Objects;
  * {@code UnsafeDirectNioDecoder} and {@code NioByteString} of the 3.x and early 4.x releases are gone): a message in
  * registered memory is copied into a heap array once, and its {@code bytes} fields alias that array.
  * <ul>
- *   <li>{@link #of(MessageLite)}, the default: a new array per large message, owned by the message (safe whatever
- *   the application does with it; a 1 MiB message is then a 1 MiB allocation, a G1 humongous object).</li>
+ *   <li>{@link #of(MessageLite)}, the default: new arrays per large message, owned by the message (safe whatever
+ *   the application does with it). A singular {@code bytes} field of more than 256 KiB of a full (descriptor-backed)
+ *   message type is read as a rope of 256 KiB arrays, so that a 1 MiB payload is not one 1 MiB array (a G1
+ *   humongous object, whose garbage starts concurrent collections); other large messages are one array each.</li>
  *   <li>{@link #aliasing(MessageLite)}, opt-in: messages of {@value #LEND_THRESHOLD} bytes and more are parsed from
  *   an array lent from a shared pool, and their {@code bytes} fields alias it. rpc-core gives the array back when
  *   the message's lifetime ends ({@link Marshaller#release(Object)}: on the client, when the {@code onNext} that
@@ -42,6 +44,10 @@ import java.util.Objects;
  *   {@link #aliasing(MessageLite, boolean)} with {@code poisonReleasedArrays} makes a use after release visible in
  *   tests, for the messages of that marshaller only (there is no JVM-wide switch).</li>
  * </ul>
+ * The default cannot lend pooled arrays and take them back once the garbage collector proves a message unreachable
+ * (a {@code Cleaner}): a {@code bytes} field's {@code asReadOnlyByteBuffer()}, {@code substring()} and
+ * {@code newInput()} reference the array but neither the message nor the field, so they can outlive both and would
+ * see the next message's bytes. Only the array's own unreachability would prove it unused, and then it is gone.
  *
  * @param <T> message type.
  */
@@ -57,6 +63,14 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private final T defaultInstance;
     private final Parser<T> parser;
     private final boolean aliasing;
+    /**
+     * Default mode: reads large bytes fields as ropes of small arrays; null until the first message over
+     * {@link LargeFieldSplitter#CHUNK} bytes. Made then, not here: it reads the type's descriptor, and building a
+     * descriptor runs protobuf's own parsers, whose call profiles in shared protobuf code then cost every small message
+     * of the JVM an allocation (the parser's builder, no longer scalar-replaced: +130 bytes per unary call measured).
+     * Immutable once made; a race makes it twice, harmlessly.
+     */
+    private LargeFieldSplitter<T> splitter;
     /** Aliasing mode: fill arrays with {@code 0xDB} when this marshaller gives them back (debugging aid). */
     private final boolean poisonReleasedArrays;
     /**
@@ -265,8 +279,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         catch (final InvalidProtocolBufferException e)
         {
             LendingPool.SHARED.giveBack(array, poisonReleasedArrays);
-            throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
-                .withCause(e).asException();
+            throw invalidMessage(e);
         }
         synchronized (lent)
         {
@@ -286,9 +299,14 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     @Override
     public T read(final ByteBuffer source)
     {
-        if (aliasing && source.remaining() >= LEND_THRESHOLD)
+        final int length = source.remaining();
+        if (aliasing && length >= LEND_THRESHOLD)
         {
             return readLent(source);
+        }
+        if (length > SMALL_MESSAGE && !source.hasArray())
+        {
+            return readLarge(source, length);
         }
         try
         {
@@ -301,26 +319,11 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             }
             else
             {
-                // protobuf-java 4.x has no decoder over direct memory: it would copy the whole message into a new heap
-                // array and then copy every bytes field out of that array again.
-                final int length = source.remaining();
-                if (length <= SMALL_MESSAGE)
-                {
-                    // small: into this thread's scratch array (no allocation); bytes fields are copied out of it
-                    final byte[] scratch = ENCODERS.get().scratch;
-                    source.get(source.position(), scratch, 0, length);
-                    input = CodedInputStream.newInstance(scratch, 0, length);
-                    input.enableAliasing(false);
-                }
-                else
-                {
-                    // large: one private copy, marked immutable so that bytes fields alias it (one copy of a 1 MiB
-                    // payload, not two; a plain newInstance(byte[]) is mutable, and protobuf copies fields out of it)
-                    final byte[] copy = new byte[length];
-                    source.get(source.position(), copy);
-                    input = UnsafeByteOperations.unsafeWrap(copy).newCodedInput();
-                    input.enableAliasing(true);
-                }
+                // small, direct: into this thread's scratch array (no allocation); bytes fields are copied out of it
+                final byte[] scratch = ENCODERS.get().scratch;
+                source.get(source.position(), scratch, 0, length);
+                input = CodedInputStream.newInstance(scratch, 0, length);
+                input.enableAliasing(false);
             }
             final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
             input.checkLastTagWas(0);
@@ -328,9 +331,53 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         }
         catch (final InvalidProtocolBufferException e)
         {
-            throw Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
-                .withCause(e).asException();
+            throw invalidMessage(e);
         }
+    }
+
+    /**
+     * A large message in direct (registered) memory. protobuf-java 4.x has no decoder over direct memory: it would copy
+     * the whole message into a new heap array and then copy every bytes field out of that array again.
+     */
+    private T readLarge(final ByteBuffer source, final int length)
+    {
+        try
+        {
+            if (length > LargeFieldSplitter.CHUNK)
+            {
+                // its large bytes fields as ropes of small arrays: no humongous array, no lifetime rule
+                LargeFieldSplitter<T> splitter = this.splitter;
+                if (splitter == null)
+                {
+                    splitter = LargeFieldSplitter.forType(defaultInstance);
+                    this.splitter = splitter;
+                }
+                final T split = splitter.read(source, parser);
+                if (split != null)
+                {
+                    return split;
+                }
+            }
+            // one private copy, marked immutable so that bytes fields alias it (one copy of a 1 MiB payload, not two;
+            // a plain newInstance(byte[]) is mutable, and protobuf copies fields out of it)
+            final byte[] copy = new byte[length];
+            source.get(source.position(), copy);
+            final CodedInputStream input = UnsafeByteOperations.unsafeWrap(copy).newCodedInput();
+            input.enableAliasing(true);
+            final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
+            input.checkLastTagWas(0);
+            return message;
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw invalidMessage(e);
+        }
+    }
+
+    private static RuntimeException invalidMessage(final InvalidProtocolBufferException e)
+    {
+        return Status.INTERNAL.withDescription("invalid protobuf message: " + e.getMessage())
+            .withCause(e).asException();
     }
 
     /** A message as a key by identity (protobuf's equals and hashCode read the whole message). */
