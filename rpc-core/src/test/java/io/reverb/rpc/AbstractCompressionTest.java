@@ -84,8 +84,12 @@ public abstract class AbstractCompressionTest
             .build();
     }
 
-    /** A message of {@code size} bytes that gzip shrinks to a few percent: text-like, repetitive. */
-    static BytesValue compressible(final int size, final int seed)
+    /**
+     * @param size the message's value length.
+     * @param seed varies the text.
+     * @return a message that gzip shrinks to a few percent: text-like, repetitive.
+     */
+    protected static BytesValue compressible(final int size, final int seed)
     {
         final byte[] bytes = new byte[size];
         final byte[] word = ("reverb-" + seed + " compresses this line; ").getBytes(StandardCharsets.US_ASCII);
