@@ -4,6 +4,7 @@ import io.grpc.ChannelCredentials;
 import io.grpc.ChannelLogger;
 import io.grpc.ForwardingChannelBuilder2;
 import io.grpc.ManagedChannel;
+import io.grpc.DecompressorRegistry;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.NameResolverRegistry;
 import io.grpc.internal.ClientTransportFactory;
@@ -14,6 +15,7 @@ import io.grpc.internal.ManagedChannelImplBuilder.ClientTransportFactoryBuilder;
 import io.grpc.internal.SharedResourceHolder;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.resolver.StaticNameResolver;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
@@ -77,7 +79,12 @@ import java.util.regex.Pattern;
  * by itself. Each call is a Reverb call (Reverb's wire protocol) on that connection, so the server may be a grpc-java
  * server built with {@link ReverbServerBuilder} or a native Reverb server.
  *
- * <p>Not carried over from HTTP/2: message compression (messages travel uncompressed), grpc-java's keep-alive
+ * <p>Message compression works as over Netty: {@code CallOptions.withCompression("gzip")} (or a codec of
+ * {@code compressorRegistry}) compresses a call's requests, each one a Reverb MESSAGE frame flagged COMPRESSED, and
+ * {@link #decompressorRegistry} adds codecs this side decompresses (gzip is always there). Messages below Reverb's
+ * minimum size ({@code reverbChannel(b -> b.minCompressionSize(n))}, default 1 KiB) go uncompressed.
+ *
+ * <p>Not carried over from HTTP/2: grpc-java's keep-alive
  * (each Reverb connection PINGs itself: {@link #keepAliveTime}, {@link #keepAliveTimeout},
  * {@link #keepAliveWithoutCalls} map onto it), and per-call {@code maxInboundMessageSize} (enforced per channel).
  */
@@ -97,6 +104,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     private final String target;
     private String fabric = "tcp";
     private UnaryOperator<RpcChannel.Builder> reverbConfig = UnaryOperator.identity();
+    /** From {@link #decompressorRegistry}, or null for the default (gzip). */
+    private CodecRegistry codecs;
     private int maxInboundMessageSize = -1;
     private Duration keepAliveTime;
     private Duration keepAliveTimeout = Duration.ofSeconds(20);
@@ -465,6 +474,21 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     }
 
     /**
+     * The codecs responses may be compressed with, as over Netty; also the Reverb connections' registry, so that
+     * rpc-core decompresses them (gzip is always there).
+     *
+     * @param registry grpc-java's registry.
+     * @return this.
+     */
+    @Override
+    public ReverbChannelBuilder decompressorRegistry(final DecompressorRegistry registry)
+    {
+        delegate.decompressorRegistry(registry);
+        this.codecs = GrpcCodecs.of(registry);
+        return this;
+    }
+
+    /**
      * @return a new factory of this builder's Reverb client transports, one per grpc-java subchannel connection.
      */
     ClientTransportFactory buildTransportFactory()
@@ -474,8 +498,13 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         final Duration keepAliveWait = keepAliveTimeout;
         final boolean keepAliveIdle = keepAliveWithoutCalls;
         final UnaryOperator<RpcChannel.Builder> user = reverbConfig;
+        final CodecRegistry registry = codecs;
         return new Factory(fabric, b ->
         {
+            if (registry != null)
+            {
+                b.codecRegistry(registry);
+            }
             if (maxInbound > 0)
             {
                 b.maxInboundMessageSize(maxInbound);

@@ -14,6 +14,7 @@ import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.MethodDescriptor.MethodType;
 import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.compression.Codec;
 
 import java.io.InputStream;
 import java.util.concurrent.Executor;
@@ -125,6 +126,11 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         if (waitForReady)
         {
             options = options.withWaitForReady();
+        }
+        final Codec codec = outboundCodec();
+        if (codec != null)
+        {
+            options = options.withCompression(codec); // grpc-java's CallOptions.withCompression, as Reverb's flag
         }
         statsTraceContext.clientOutboundHeaders();
         this.options = options;

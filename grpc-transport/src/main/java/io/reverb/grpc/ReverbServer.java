@@ -30,6 +30,7 @@ import reactor.core.publisher.Operators;
 
 import java.io.IOException;
 import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -49,6 +50,8 @@ import java.util.function.UnaryOperator;
  */
 final class ReverbServer implements InternalServer
 {
+    /** The accept-encoding every Reverb client has. */
+    private static final byte[] GZIP = "gzip".getBytes(StandardCharsets.US_ASCII);
     /** Graceful shutdown lets calls run to their end, as grpc-java's does; shutdownNow cancels them. */
     private static final Duration GRACEFUL = Duration.ofDays(365);
 
@@ -298,6 +301,12 @@ final class ReverbServer implements InternalServer
             final Metadata headers = GrpcBridge.toGrpc(context.metadata());
             // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
             headers.discardAll(GrpcUtil.TIMEOUT_KEY);
+            if (!headers.containsKey(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY))
+            {
+                // every Reverb client decompresses gzip (engine protocol v3): grpc-java's ServerCall.setCompression
+                // compresses only for a client that says it accepts the codec
+                headers.put(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GZIP);
+            }
             final Deadline deadline = context.deadline();
             if (deadline != null)
             {

@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import io.grpc.BindableService;
+import io.grpc.DecompressorRegistry;
 import io.grpc.ForwardingServerBuilder;
 import io.grpc.HandlerRegistry;
 import io.grpc.ServerBuilder;
@@ -9,6 +10,7 @@ import io.grpc.ServerStreamTracer;
 import io.grpc.internal.InternalServer;
 import io.grpc.internal.ServerImplBuilder;
 import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.Transports;
 
 import java.io.File;
@@ -33,6 +35,11 @@ import java.util.function.UnaryOperator;
  * Reverb {@link RpcServer} accepts connections and speaks Reverb's wire protocol, so grpc-java channels built with
  * {@link ReverbChannelBuilder} and native Reverb stubs can both call it.
  *
+ * <p>Message compression works as over Netty: {@code ServerCall.setCompression("gzip")} (or a codec of
+ * {@code compressorRegistry}) compresses a call's responses into Reverb MESSAGE frames flagged COMPRESSED, and
+ * requests compressed with a codec of {@link #decompressorRegistry} (gzip is always there) are decompressed by the
+ * Reverb server, at most {@link #maxInboundMessageSize} bytes each (more: RESOURCE_EXHAUSTED).
+ *
  * <p>Unlike Netty's server, the methods served are fixed when {@link #build()} runs (Reverb's server routes calls by
  * method name before grpc-java sees them): {@link #fallbackHandlerRegistry} is not supported.
  */
@@ -45,6 +52,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private final ServerImplBuilder delegate;
     private final List<ServerServiceDefinition> services = new ArrayList<>();
     private UnaryOperator<RpcServer.Builder> reverbConfig = UnaryOperator.identity();
+    /** From {@link #decompressorRegistry}, or null for the default (gzip). */
+    private CodecRegistry codecs;
     private int maxInboundMessageSize = -1;
     private Duration permitKeepAliveTime;
     private Boolean permitKeepAliveWithoutCalls;
@@ -112,6 +121,21 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     {
         throw new UnsupportedOperationException(
             "a Reverb server routes by method name before grpc-java sees a call: add every service with addService");
+    }
+
+    /**
+     * The codecs requests may be compressed with, as over Netty; also the Reverb server's registry, which
+     * decompresses them (gzip is always there).
+     *
+     * @param registry grpc-java's registry.
+     * @return this.
+     */
+    @Override
+    public ReverbServerBuilder decompressorRegistry(final DecompressorRegistry registry)
+    {
+        delegate.decompressorRegistry(registry);
+        this.codecs = GrpcCodecs.of(registry);
+        return this;
     }
 
     @Override
@@ -215,8 +239,13 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final Duration maxAge = maxConnectionAge;
         final Duration maxAgeGrace = maxConnectionAgeGrace;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
+        final CodecRegistry registry = codecs;
         return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
         {
+            if (registry != null)
+            {
+                b.codecRegistry(registry);
+            }
             if (maxInbound > 0)
             {
                 b.maxInboundMessageSize(maxInbound);

@@ -9,6 +9,8 @@ import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
 import reactor.util.context.Context;
 
 import java.io.InputStream;
@@ -118,6 +120,22 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     @Override
     public void setDecompressor(final Decompressor decompressor)
     {
+        // rpc-core decompressed the messages already (the server's codec registry, see ReverbServerBuilder)
+    }
+
+    /** grpc-java's {@code ServerCall.setCompression} (or the switch): this call's responses from now on. */
+    @Override
+    void compressionChanged()
+    {
+        final Codec codec = outboundCodec();
+        if (codec == null)
+        {
+            context.responseCompression(CodecRegistry.IDENTITY);
+        }
+        else
+        {
+            context.responseCompression(codec);
+        }
     }
 
     @Override

@@ -4,6 +4,7 @@ import io.grpc.Compressor;
 import io.grpc.internal.StatsTraceContext;
 import io.grpc.internal.Stream;
 import io.grpc.internal.StreamListener;
+import io.reverb.rpc.compression.Codec;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 
@@ -30,6 +31,9 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     private volatile Subscription inbound;
     /** Demand grpc-java asked for before {@link #inbound} arrived; guarded by this. */
     private long pendingRequests;
+    /** The codec grpc-java set, or null for identity. */
+    private volatile Codec compressor;
+    private volatile boolean messageCompression = true;
     /** The listener was closed: it gets no callback any more. Written on the serializer only. */
     private volatile boolean closed;
 
@@ -67,14 +71,41 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     {
     }
 
+    /**
+     * grpc-java's codec for this stream's outbound messages (identity unless the call or the server call asked for
+     * compression): the messages go to rpc-core uncompressed and rpc-core compresses them into its MESSAGE frames
+     * with it (the COMPRESSED flag), once.
+     */
     @Override
     public void setCompressor(final Compressor compressor)
     {
-        // messages travel uncompressed: the transports are local or RDMA, where compression costs more than it saves
+        this.compressor = GrpcCodecs.of(compressor);
+        compressionChanged();
     }
 
+    /**
+     * grpc-java's per-message switch: rpc-core compresses a call's messages alike, so it applies to the messages that
+     * follow (on the client: only before the call starts).
+     */
     @Override
     public void setMessageCompression(final boolean enable)
+    {
+        this.messageCompression = enable;
+        compressionChanged();
+    }
+
+    /**
+     * @return the codec the outbound messages are compressed with, or null for none.
+     */
+    final Codec outboundCodec()
+    {
+        return messageCompression ? compressor : null;
+    }
+
+    /**
+     * The codec or the switch changed.
+     */
+    void compressionChanged()
     {
     }
 

@@ -471,7 +471,7 @@ abstract class AbstractGrpcConformanceTest
     @Test
     void shouldCarryCallsThatAskForCompression()
     {
-        // Netty compresses; Reverb ignores the request and sends the bytes as they are: either way the call works
+        // both compress (Reverb: COMPRESSED MESSAGE frames, see GrpcCompressionTest); either way the call works
         final EchoRequest request = payload(10_000);
         assertThat(blocking().withCompression("gzip").unary(request).getPayload()).isEqualTo(request.getPayload());
         final Iterator<EchoReply> replies = blocking().withCompression("gzip")

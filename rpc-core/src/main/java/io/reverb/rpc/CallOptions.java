@@ -1,6 +1,9 @@
 package io.reverb.rpc;
 
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
 import java.time.Duration;
+import java.util.Objects;
 import reactor.util.context.ContextView;
 
 /**
@@ -16,6 +19,8 @@ public final class CallOptions
     private final Metadata metadata;
     private final boolean waitForReady;
     private final boolean detached;
+    private final String compression;
+    private final Codec compressor;
 
     private CallOptions(final Deadline deadline, final Metadata metadata, final boolean waitForReady)
     {
@@ -24,10 +29,63 @@ public final class CallOptions
 
     private CallOptions(final Deadline deadline, final Metadata metadata, final boolean waitForReady, final boolean detached)
     {
+        this(deadline, metadata, waitForReady, detached, null, null);
+    }
+
+    private CallOptions(final Deadline deadline, final Metadata metadata, final boolean waitForReady,
+        final boolean detached, final String compression, final Codec compressor)
+    {
         this.deadline = deadline;
         this.metadata = metadata;
         this.waitForReady = waitForReady;
         this.detached = detached;
+        this.compression = compression;
+        this.compressor = compressor;
+    }
+
+    /**
+     * Compresses this call's request messages of at least the channel's {@code minCompressionSize} with the codec of
+     * that name in the channel's {@link io.reverb.rpc.compression.CodecRegistry} (as grpc-java's
+     * {@code withCompression}); a name the registry lacks fails the call with INTERNAL when it starts.
+     * {@code "identity"} sends this call uncompressed whatever the channel's default.
+     *
+     * @param codecName "gzip", "identity", or a registered codec's name.
+     * @return a copy with the codec set.
+     */
+    public CallOptions withCompression(final String codecName)
+    {
+        return new CallOptions(deadline, metadata, waitForReady, detached,
+            CodecRegistry.checkName(codecName), null);
+    }
+
+    /**
+     * Like {@link #withCompression(String)}, with a codec object that need not be in the channel's registry (the
+     * server must still have one of its name).
+     *
+     * @param codec the codec.
+     * @return a copy with the codec set.
+     */
+    public CallOptions withCompression(final Codec codec)
+    {
+        return new CallOptions(deadline, metadata, waitForReady, detached,
+            CodecRegistry.checkName(Objects.requireNonNull(codec, "codec").name()), codec);
+    }
+
+    /**
+     * @return the codec name this call compresses with, null for the channel's default.
+     */
+    public String compression()
+    {
+        return compression;
+    }
+
+    /**
+     * @return the codec given to {@link #withCompression(Codec)}, or null (then {@link #compression()} is looked up in
+     * the channel's registry).
+     */
+    public Codec compressor()
+    {
+        return compressor;
     }
 
     /**
@@ -39,7 +97,7 @@ public final class CallOptions
      */
     public CallOptions withoutContextPropagation()
     {
-        return new CallOptions(deadline, metadata, waitForReady, true);
+        return new CallOptions(deadline, metadata, waitForReady, true, compression, compressor);
     }
 
     /**
@@ -82,7 +140,7 @@ public final class CallOptions
         {
             return this;
         }
-        return new CallOptions(inherited, metadata, waitForReady, false);
+        return new CallOptions(inherited, metadata, waitForReady, false, compression, compressor);
     }
 
     /**
@@ -100,7 +158,7 @@ public final class CallOptions
      */
     public CallOptions withDeadline(final Deadline deadline)
     {
-        return new CallOptions(deadline, metadata, waitForReady, detached);
+        return new CallOptions(deadline, metadata, waitForReady, detached, compression, compressor);
     }
 
     /**
@@ -112,7 +170,7 @@ public final class CallOptions
         final Metadata merged = new Metadata();
         merged.merge(metadata);
         merged.merge(extra);
-        return new CallOptions(deadline, merged, waitForReady, detached);
+        return new CallOptions(deadline, merged, waitForReady, detached, compression, compressor);
     }
 
     /**
@@ -120,7 +178,7 @@ public final class CallOptions
      */
     public CallOptions withWaitForReady()
     {
-        return new CallOptions(deadline, metadata, true, detached);
+        return new CallOptions(deadline, metadata, true, detached, compression, compressor);
     }
 
     /**
@@ -128,7 +186,7 @@ public final class CallOptions
      */
     public CallOptions withoutWaitForReady()
     {
-        return new CallOptions(deadline, metadata, false, detached);
+        return new CallOptions(deadline, metadata, false, detached, compression, compressor);
     }
 
     /**
@@ -159,6 +217,6 @@ public final class CallOptions
     public String toString()
     {
         return "CallOptions{deadline=" + deadline + ", metadata=" + metadata + ", waitForReady=" + waitForReady +
-            (detached ? ", detached" : "") + "}";
+            (detached ? ", detached" : "") + (compression != null ? ", compression=" + compression : "") + "}";
     }
 }

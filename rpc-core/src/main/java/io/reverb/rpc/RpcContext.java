@@ -1,5 +1,7 @@
 package io.reverb.rpc;
 
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -43,6 +45,8 @@ public final class RpcContext
     private Metadata responseHeaders;
     private Metadata responseTrailers;
     private volatile Status cancellation;
+    private volatile String responseCompression;
+    private volatile Codec responseCompressor;
     // guarded by this; created on first use
     private List<Runnable> cancellationListeners;
 
@@ -135,6 +139,48 @@ public final class RpcContext
     public AcceptedConnection connection()
     {
         return connection;
+    }
+
+    /**
+     * Compresses this call's response messages (from the next one on) with the codec of that name in the server's
+     * registry, as grpc-java's {@code ServerCall.setCompression}; overrides the server's default. gzip is always
+     * used; another codec only when the client lists it in its {@code grpc-accept-encoding} metadata, and never when
+     * the server's registry lacks it (the responses then go uncompressed). Messages below the server's
+     * {@code minCompressionSize} go uncompressed.
+     *
+     * @param codecName "gzip", another registered codec's name, or "identity" for none.
+     */
+    public void responseCompression(final String codecName)
+    {
+        this.responseCompressor = null;
+        this.responseCompression = CodecRegistry.checkName(codecName);
+    }
+
+    /**
+     * Like {@link #responseCompression(String)}, with a codec object that need not be in the server's registry.
+     *
+     * @param codec the codec.
+     */
+    public void responseCompression(final Codec codec)
+    {
+        this.responseCompression = CodecRegistry.checkName(Objects.requireNonNull(codec, "codec").name());
+        this.responseCompressor = codec;
+    }
+
+    /**
+     * @return the codec name set by {@link #responseCompression(String)}, or null (the server's default applies).
+     */
+    public String responseCompression()
+    {
+        return responseCompression;
+    }
+
+    /**
+     * @return the codec set by {@link #responseCompression(Codec)}, or null.
+     */
+    public Codec responseCompressor()
+    {
+        return responseCompressor;
     }
 
     /**

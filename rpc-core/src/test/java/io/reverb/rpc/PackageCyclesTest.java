@@ -35,13 +35,19 @@ class PackageCyclesTest
     @Test
     void shouldKeepTheApiPackageFreeOfTheImplementation()
     {
-        // the API package may use the transport SPI (TransportOptions in the builders) and nothing else of rpc-core
+        // the API package may use the transport SPI (TransportOptions in the builders) and the codec SPI (codecs and
+        // their registry in the builders and call options), and nothing else of rpc-core
         final List<String> uses = graph.uses("io.reverb.rpc", "io.reverb.rpc").stream()
             .filter(use -> use.startsWith("io.reverb.rpc -> "))
             .filter(use -> !use.equals("io.reverb.rpc -> io.reverb.rpc"))
             .filter(use -> !use.startsWith("io.reverb.rpc -> io.reverb.rpc.transport"))
+            .filter(use -> !use.equals("io.reverb.rpc -> io.reverb.rpc.compression"))
             .collect(Collectors.toList());
         assertThat(uses).isEmpty();
+        // and the codec SPI stands alone: no rpc-core package behind it
+        assertThat(graph.uses("io.reverb.rpc.compression", "io.reverb.rpc").stream()
+            .filter(use -> !use.equals("io.reverb.rpc.compression -> io.reverb.rpc.compression"))
+            .collect(Collectors.toList())).isEmpty();
     }
 
     @Test

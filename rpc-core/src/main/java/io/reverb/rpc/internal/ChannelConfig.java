@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.List;
@@ -35,6 +36,12 @@ public final class ChannelConfig
     final Duration reconnectWhileCallsWait;
     final Scheduler timerScheduler;
     final TransportOptions transportOptions;
+    /** The codecs calls may compress with and responses are decompressed with. */
+    final CodecRegistry codecs;
+    /** The codec of calls whose options name none, or null for none. */
+    final String compression;
+    /** Messages smaller than this are sent uncompressed. */
+    final int minCompressionSize;
 
     /**
      * The settings of the connections to one address, from a channel builder's.
@@ -53,7 +60,8 @@ public final class ChannelConfig
         return new ChannelConfig(address, settings.interceptors(), defaultDeadline, settings.maxInboundMessageSize(),
             settings.meterRegistry(), settings.keepAliveTime(), settings.keepAliveTimeout(),
             settings.keepAliveWithoutCalls(), transparentRetry, settings.initialBackoff(), settings.maxBackoff(),
-            settings.reconnectWhileCallsWait(), settings.timerScheduler(), settings.transportOptions());
+            settings.reconnectWhileCallsWait(), settings.timerScheduler(), settings.transportOptions(),
+            settings.codecRegistry(), settings.compression(), settings.minCompressionSize());
     }
 
     /**
@@ -106,6 +114,21 @@ public final class ChannelConfig
         final Duration initialBackoff, final Duration maxBackoff, final Duration reconnectWhileCallsWait,
         final Scheduler timerScheduler, final TransportOptions transportOptions)
     {
+        this(uri, interceptors, defaultDeadline, maxInboundMessageSize, meterRegistry, keepAliveTime, keepAliveTimeout,
+            keepAliveWithoutCalls, transparentRetry, initialBackoff, maxBackoff, reconnectWhileCallsWait, timerScheduler,
+            transportOptions, CodecRegistry.defaults(), null, RpcChannel.Builder.DEFAULT_MIN_COMPRESSION_SIZE);
+    }
+
+    private ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration keepAliveTime,
+        final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final boolean transparentRetry,
+        final Duration initialBackoff, final Duration maxBackoff, final Duration reconnectWhileCallsWait,
+        final Scheduler timerScheduler, final TransportOptions transportOptions, final CodecRegistry codecs,
+        final String compression, final int minCompressionSize)
+    {
+        this.codecs = Objects.requireNonNull(codecs, "codecs");
+        this.compression = compression;
+        this.minCompressionSize = minCompressionSize;
         this.keepAliveWithoutCalls = keepAliveWithoutCalls;
         this.transparentRetry = transparentRetry;
         this.uri = Objects.requireNonNull(uri, "uri");

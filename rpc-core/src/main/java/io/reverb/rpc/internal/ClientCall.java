@@ -8,6 +8,7 @@ import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -35,6 +36,8 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     final Deadline deadline;
     final boolean waitForReady;
     CoreSubscriber<? super Resp> actual;
+    /** What requests are compressed with; set before start. */
+    OutboundCompression compression = OutboundCompression.NONE;
     private long startNanos;
 
     // guarded by this
@@ -72,6 +75,42 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         this.parent = handled;
         return this;
+    }
+
+    /**
+     * @param compression what this call's requests are compressed with (set before start).
+     * @return this.
+     */
+    final ClientCall<Req, Resp> compressWith(final OutboundCompression compression)
+    {
+        this.compression = compression;
+        return this;
+    }
+
+    /**
+     * @param value         a request.
+     * @param payloadLength its serialized size.
+     * @return the request compressed (or serialized plain, when compressing did not shrink it) if this call compresses
+     * messages of its size, else null: then it is written by the method's marshaller into the frame.
+     * @throws IOException if the codec fails.
+     */
+    final EncodedMessage encodeRequest(final Req value, final int payloadLength) throws IOException
+    {
+        return compression.applies(payloadLength) ? compression.encode(method.requestMarshaller(), value, payloadLength) :
+            null;
+    }
+
+    /**
+     * @return a request MESSAGE frame: compressed when this call compresses messages of its size.
+     * @throws IOException if the codec fails.
+     */
+    final OutboundFrame.Message<?> requestFrame(final int id, final boolean last, final Req value)
+        throws IOException
+    {
+        final int payloadLength = method.requestMarshaller().serializedSize(value);
+        final EncodedMessage encoded = encodeRequest(value, payloadLength);
+        return encoded == null ? new OutboundFrame.Message<>(id, last, method.requestMarshaller(), value, payloadLength, this) :
+            new OutboundFrame.Message<>(id, last, EncodedMessage.MARSHALLER, encoded, encoded.length, this);
     }
 
     /**
@@ -372,6 +411,12 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             context.responseHeaders(headers);
         }
+    }
+
+    @Override
+    void onUndecodableMessage(final Status status)
+    {
+        failLocally(status, true);
     }
 
     @Override

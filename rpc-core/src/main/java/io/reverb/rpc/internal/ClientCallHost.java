@@ -8,6 +8,8 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.UnauthenticatedException;
 import java.util.Objects;
@@ -18,6 +20,7 @@ import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.context.ContextView;
@@ -36,6 +39,8 @@ abstract class ClientCallHost
     private final ClientInterceptor[] interceptors;
     /** The keep-alive interval of new connections: doubled each time a server said "too many pings" (as grpc-java). */
     private volatile long keepAliveNanos;
+    /** What calls whose options name no codec compress with (the channel's {@code compression}). */
+    private final OutboundCompression defaultCompression;
 
     ClientCallHost(final ChannelConfig config)
     {
@@ -53,6 +58,35 @@ abstract class ClientCallHost
         this.metrics = metrics != null ? metrics : CallMetrics.create(config.meterRegistry, "client");
         this.interceptors = config.interceptors;
         this.keepAliveNanos = config.keepAliveTime.toNanos();
+        final Codec codec = config.compression == null ? null : config.codecs.lookup(config.compression);
+        this.defaultCompression = codec == null ? OutboundCompression.NONE :
+            new OutboundCompression(codec, config.minCompressionSize);
+    }
+
+    /**
+     * @param options a call's options.
+     * @return what the call's requests are compressed with, or null when the options name a codec the channel's
+     * registry does not have (the call then fails INTERNAL, as grpc-java's does).
+     */
+    final OutboundCompression compressionOf(final CallOptions options)
+    {
+        final String name = options.compression();
+        if (name == null)
+        {
+            return defaultCompression;
+        }
+        if (CodecRegistry.IDENTITY.equals(name))
+        {
+            return OutboundCompression.NONE;
+        }
+        final Codec codec = options.compressor() != null ? options.compressor() : config.codecs.lookup(name);
+        return codec == null ? null : new OutboundCompression(codec, config.minCompressionSize);
+    }
+
+    private static Status unknownCompressor(final CallOptions options)
+    {
+        return Status.INTERNAL.withDescription("Unable to find compressor by name " + options.compression() +
+            " (register it in the channel's codecRegistry)");
     }
 
     // ------------------------------------------------------------------ what calls and connections ask of the owner
@@ -317,9 +351,15 @@ abstract class ClientCallHost
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
             final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
+            final OutboundCompression compression = host.compressionOf(options);
+            if (compression == null)
+            {
+                Operators.error(actual, unknownCompressor(options).asException());
+                return;
+            }
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
             new UnaryClientCall<>(host, method, request, context, metadata, host.deadlineOf(options, parent),
-                options.isWaitForReady()).inheritCancellation(parent).start(actual);
+                options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);
         }
     }
 
@@ -347,10 +387,16 @@ abstract class ClientCallHost
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
+            final OutboundCompression compression = host.compressionOf(options);
+            if (compression == null)
+            {
+                Operators.error(actual, unknownCompressor(options).asException());
+                return;
+            }
             final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
             final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
             new StreamingClientCall<>(host, method, requests, context, metadata, host.deadlineOf(options, parent),
-                options.isWaitForReady()).inheritCancellation(parent).start(actual);
+                options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);
         }
     }
 }

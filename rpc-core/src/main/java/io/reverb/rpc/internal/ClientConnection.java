@@ -53,9 +53,15 @@ final class ClientConnection extends RpcConnection
 
     ClientConnection(final ClientCallHost channel, final int maxInboundMessageSize, final int lastStreamId)
     {
-        super(maxInboundMessageSize);
+        super(maxInboundMessageSize, channel.config().codecs);
         this.channel = channel;
         this.lastStreamId = lastStreamId;
+    }
+
+    @Override
+    boolean serverSide()
+    {
+        return false;
     }
 
     void attach(final Connection connection)

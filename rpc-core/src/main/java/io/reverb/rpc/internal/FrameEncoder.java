@@ -49,8 +49,10 @@ final class FrameEncoder
     <T> int message(final ByteBuffer buffer, final int offset, final int streamId, final boolean endOfStream,
         final Marshaller<T> marshaller, final T value, final int payloadLength)
     {
-        final int start = header(buffer, offset, HEADER + payloadLength, FrameType.MESSAGE,
-            endOfStream ? FrameType.Flags.END_STREAM : 0, streamId);
+        // a compressed message travels as an EncodedMessage (compressed before the claim, which needs its length)
+        final int flags = (endOfStream ? FrameType.Flags.END_STREAM : 0) |
+            (marshaller == EncodedMessage.MARSHALLER && ((EncodedMessage)value).compressed ? FrameType.Flags.COMPRESSED : 0);
+        final int start = header(buffer, offset, HEADER + payloadLength, FrameType.MESSAGE, flags, streamId);
         buffer.limit(start + payloadLength).position(start);
         marshaller.write(value, buffer);
         return start + payloadLength;

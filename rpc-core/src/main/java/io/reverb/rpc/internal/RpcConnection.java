@@ -3,6 +3,8 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.common.ClaimResult;
 import io.reverb.rpc.transport.Connection;
@@ -12,6 +14,7 @@ import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -33,6 +36,8 @@ abstract class RpcConnection implements ConnectionHandler
 
     final StreamMap streams = new StreamMap();
     final int maxInboundMessageSize;
+    /** Decompresses COMPRESSED messages: the channel's or the server's codecs. */
+    final CodecRegistry codecs;
     volatile Connection connection;
     volatile boolean closed;
 
@@ -43,10 +48,16 @@ abstract class RpcConnection implements ConnectionHandler
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
 
-    RpcConnection(final int maxInboundMessageSize)
+    RpcConnection(final int maxInboundMessageSize, final CodecRegistry codecs)
     {
         this.maxInboundMessageSize = maxInboundMessageSize;
+        this.codecs = codecs;
     }
+
+    /**
+     * @return true on the server's side of the connection (inbound messages are requests).
+     */
+    abstract boolean serverSide();
 
     String peer()
     {
@@ -334,6 +345,11 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     return; // the call already ended here (cancel, deadline): late frames are expected
                 }
+                if ((flags & FrameType.Flags.COMPRESSED) != 0)
+                {
+                    onCompressedMessage(stream, (flags & FrameType.Flags.END_STREAM) != 0, buffer, start, end);
+                    return;
+                }
                 final int length = end - start;
                 if (length > maxInboundMessageSize)
                 {
@@ -389,6 +405,60 @@ abstract class RpcConnection implements ConnectionHandler
             default:
                 throw new ProtocolException("unexpected " + type + " frame");
         }
+    }
+
+    /**
+     * A COMPRESSED MESSAGE: decompressed here, on the transport's thread, into a heap buffer of at most the inbound
+     * limit. A codec this side does not have, a message that inflates past the limit or bytes the codec cannot read
+     * fail that call only (the frame was well formed, the connection goes on); a malformed codec name is a protocol
+     * error like any malformed frame.
+     */
+    private void onCompressedMessage(final RpcStream stream, final boolean endOfStream, final ByteBuffer buffer,
+        final int start, final int end) throws ProtocolException
+    {
+        FrameCodec.check(end - start >= 1, "compressed MESSAGE truncated");
+        final int nameLength = buffer.get(start) & 0xFF;
+        FrameCodec.check(nameLength > 0 && nameLength <= end - start - 1, "bad codec name length " + nameLength);
+        final String name = FrameCodec.ascii(buffer, start + 1, nameLength);
+        try
+        {
+            CodecRegistry.checkName(name);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new ProtocolException("invalid codec name in a compressed MESSAGE");
+        }
+        final String kind = serverSide() ? "request" : "response";
+        final Codec codec = codecs.lookup(name);
+        if (codec == null)
+        {
+            // grpc-java's words and codes: the server answers UNIMPLEMENTED, the client fails INTERNAL
+            stream.onUndecodableMessage((serverSide() ? Status.UNIMPLEMENTED : Status.INTERNAL).withDescription(
+                "Can't find decompressor for " + name + " (the " + kind + " was compressed with it; this side has " +
+                    codecs.names() + ")"));
+            return;
+        }
+        final int compressedStart = start + 1 + nameLength;
+        final byte[][] out = new byte[1][];
+        final int length;
+        try
+        {
+            length = InboundDecompression.decompress(codec, buffer, compressedStart, end, maxInboundMessageSize, out);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            stream.onUndecodableMessage(Status.INTERNAL.withDescription("failed to decompress the " + kind +
+                " message (" + name + ", " + (end - compressedStart) + " bytes): " + e).withCause(e));
+            return;
+        }
+        if (length == InboundDecompression.TOO_LARGE)
+        {
+            stream.onUndecodableMessage(Status.RESOURCE_EXHAUSTED.withDescription("decompressed " + kind +
+                " message exceeds the limit of " + maxInboundMessageSize + " bytes (" + name + ", " +
+                (end - compressedStart) + " bytes compressed; maxInboundMessageSize)"));
+            return;
+        }
+        stream.onMessage(ByteBuffer.wrap(out[0], 0, length), endOfStream);
     }
 
     static Metadata readMetadata(final ByteBuffer buffer, final int start, final int end) throws ProtocolException

@@ -28,6 +28,14 @@ abstract class RpcStream
     abstract void onOversizedMessage(int length, int limit);
 
     /**
+     * A message arrived that cannot be read: compressed with a codec this side does not have, inflating past the
+     * inbound limit, or corrupt. The call ends with the status; the connection goes on.
+     *
+     * @param status what the call ends with (UNIMPLEMENTED, INTERNAL or RESOURCE_EXHAUSTED).
+     */
+    abstract void onUndecodableMessage(Status status);
+
+    /**
      * @param n more messages the peer wants; Integer.MAX_VALUE for unbounded.
      */
     abstract void onRequestN(int n);

@@ -8,6 +8,9 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.compression.Codec;
+import io.reverb.rpc.compression.CodecRegistry;
+import io.reverb.rpc.compression.GzipCodec;
 import io.reverb.common.LogLimiter;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
@@ -37,6 +40,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
 {
     private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
 
+    /** The encodings the client decompresses besides gzip, as grpc-java's header. */
+    static final Metadata.Key<String> ACCEPT_ENCODING = Metadata.Key.of("grpc-accept-encoding",
+        Metadata.ASCII_STRING_MARSHALLER);
     final ServerConnection connection;
     final ServerRuntime server;
     final MethodDescriptor<Req, Resp> method;
@@ -54,6 +60,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // the final frame(s), encoded by this object: the single response (if held back) and the STATUS
     private Resp pendingResponse;
     private int pendingPayloadLength;
+    // the held-back response compressed (or null: the marshaller writes it into the frame)
+    private EncodedMessage pendingEncoded;
     private int finalCode;
     private byte[] finalDescription;
     private Metadata finalTrailers;
@@ -284,9 +292,22 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
             return;
         }
+        final EncodedMessage encoded;
+        final OutboundCompression compression = responseCompression();
+        try
+        {
+            encoded = compression.applies(payloadLength) ?
+                compression.encode(method.responseMarshaller(), value, payloadLength) : null;
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
+            return;
+        }
         final OutboundFrame headers;
         Resp earlier = null;
         int earlierLength = 0;
+        EncodedMessage earlierEncoded = null;
         synchronized (this)
         {
             if (closed)
@@ -300,14 +321,17 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             {
                 // held back to travel with the STATUS in one transport message
                 pendingResponse = value;
-                pendingPayloadLength = payloadLength;
+                pendingEncoded = encoded;
+                pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
                 value = null;
             }
             else if (pendingResponse != null)
             {
                 earlier = pendingResponse;
                 earlierLength = pendingPayloadLength;
+                earlierEncoded = pendingEncoded;
                 pendingResponse = null;
+                pendingEncoded = null;
             }
         }
         if (headers != null)
@@ -316,14 +340,62 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         if (earlier != null)
         {
-            connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), earlier,
-                earlierLength, this));
+            connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
         }
         if (value != null)
         {
-            connection.write(new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value,
-                payloadLength, this));
+            connection.write(responseFrame(value, payloadLength, encoded));
         }
+    }
+
+    private OutboundFrame responseFrame(final Resp value, final int payloadLength, final EncodedMessage encoded)
+    {
+        return encoded == null ?
+            new OutboundFrame.Message<>(streamId, false, method.responseMarshaller(), value, payloadLength, this) :
+            new OutboundFrame.Message<>(streamId, false, EncodedMessage.MARSHALLER, encoded, encoded.length, this);
+    }
+
+    /**
+     * @return what the next response is compressed with: the handler's choice ({@link RpcContext#responseCompression})
+     * or the server's default; a codec other than gzip (which every peer has) only when the client accepts it.
+     */
+    private OutboundCompression responseCompression()
+    {
+        final RpcContext context = rpcContext;
+        final String name = context == null ? null : context.responseCompression();
+        if (name == null)
+        {
+            return server.defaultCompression();
+        }
+        if (CodecRegistry.IDENTITY.equals(name))
+        {
+            return OutboundCompression.NONE;
+        }
+        final Codec codec = context.responseCompressor() != null ? context.responseCompressor() :
+            server.config().codecs.lookup(name);
+        if (codec == null || (!GzipCodec.NAME.equals(name) && !clientAccepts(name)))
+        {
+            return OutboundCompression.NONE;
+        }
+        return new OutboundCompression(codec, server.config().minCompressionSize);
+    }
+
+    /** Whether the client's {@code grpc-accept-encoding} lists the codec. */
+    private boolean clientAccepts(final String name)
+    {
+        final String accepted = requestMetadata == null ? null : requestMetadata.get(ACCEPT_ENCODING);
+        if (accepted == null)
+        {
+            return false;
+        }
+        for (final String token : accepted.split(","))
+        {
+            if (token.trim().equals(name))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Guarded by this. @return the HEADERS frame to send before anything else, once, or null. */
@@ -415,8 +487,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         if (pendingResponse != null)
         {
             final int limit = buffer.limit();
-            at = encoder.message(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
-                pendingPayloadLength);
+            at = pendingEncoded != null ?
+                encoder.message(buffer, at, streamId, false, EncodedMessage.MARSHALLER, pendingEncoded,
+                    pendingPayloadLength) :
+                encoder.message(buffer, at, streamId, false, method.responseMarshaller(), pendingResponse,
+                    pendingPayloadLength);
             buffer.limit(limit); // the marshaller wrote within a limit narrowed to its payload
         }
         encoder.status(buffer, at, streamId, finalCode, finalDescription, finalTrailers);
@@ -469,6 +544,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     void onCancel(final Status reason)
     {
         cancelCall(null, reason);
+    }
+
+    @Override
+    void onUndecodableMessage(final Status status)
+    {
+        cancelCall(status, null);
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.reverb.rpc.internal;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.List;
@@ -28,6 +29,12 @@ public final class ServerConfig
     final boolean permitKeepAliveWithoutCalls;
     final long maxConnectionAgeNanos;
     final long maxConnectionAgeGraceNanos;
+    /** The codecs requests are decompressed with and responses may be compressed with. */
+    final CodecRegistry codecs;
+    /** The codec of responses whose handler names none, or null for none. */
+    final String compression;
+    /** Messages smaller than this are sent uncompressed. */
+    final int minCompressionSize;
 
     /**
      * @param settings a server builder's settings.
@@ -40,7 +47,8 @@ public final class ServerConfig
             settings.meterRegistry(), settings.shutdownGracePeriod(), settings.transportOptions(),
             settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
-            settings.maxConnectionAgeGraceNanos());
+            settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
+            settings.minCompressionSize());
     }
 
     /**
@@ -91,6 +99,23 @@ public final class ServerConfig
         final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
         final long maxConnectionAgeGraceNanos)
     {
+        this(uri, services, interceptors, handlerScheduler, timerScheduler, maxInboundMessageSize, meterRegistry,
+            shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
+            permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
+            null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE);
+    }
+
+    private ServerConfig(final String uri, final List<ServiceDefinition> services,
+        final List<ServerInterceptor> interceptors, final Scheduler handlerScheduler, final Scheduler timerScheduler,
+        final int maxInboundMessageSize, final Object meterRegistry, final Duration shutdownGracePeriod,
+        final TransportOptions transportOptions, final int maxConcurrentCallsPerConnection,
+        final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
+        final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
+        final int minCompressionSize)
+    {
+        this.codecs = Objects.requireNonNull(codecs, "codecs");
+        this.compression = compression;
+        this.minCompressionSize = minCompressionSize;
         this.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection;
         this.keepAlivePermitNanos = keepAlivePermitNanos;
         this.permitKeepAliveWithoutCalls = permitKeepAliveWithoutCalls;

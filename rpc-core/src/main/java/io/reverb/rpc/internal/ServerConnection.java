@@ -46,7 +46,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
 
     ServerConnection(final ServerRuntime server, final Connection connection)
     {
-        super(server.config().maxInboundMessageSize);
+        super(server.config().maxInboundMessageSize, server.config().codecs);
         this.server = server;
         this.connection = connection;
         final ServerConfig config = server.config();
@@ -62,6 +62,12 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 ThreadLocalRandom.current().nextDouble());
             ageTimer = server.timer().schedule(this::onMaxAge, age, TimeUnit.NANOSECONDS);
         }
+    }
+
+    @Override
+    boolean serverSide()
+    {
+        return true;
     }
 
     /** The connection listeners were told of this connection: they are told of its end too. */

@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.compression.Codec;
 import io.reverb.common.LogLimiter;
 import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.RpcServer;
@@ -33,6 +34,7 @@ public final class ServerRuntime implements RpcServer.Runtime
     /** A connection listener that fails does so for every connection a peer opens: its lines are rate-limited. */
     private static final LogLimiter LISTENER_FAILURE_LOG = new LogLimiter();
     private final ServerConfig config;
+    private final OutboundCompression defaultCompression;
     private final URI uri;
     private final TransportProvider provider;
     private final Map<String, ServiceDefinition.ServerMethodDefinition<?, ?>> methods = new HashMap<>();
@@ -75,6 +77,9 @@ public final class ServerRuntime implements RpcServer.Runtime
         final TransportProvider provider)
     {
         this.config = config;
+        final Codec codec = config.compression == null ? null : config.codecs.lookup(config.compression);
+        this.defaultCompression = codec == null ? OutboundCompression.NONE :
+            new OutboundCompression(codec, config.minCompressionSize);
         this.connectionListeners = connectionListeners.toArray(new AcceptedConnection.Listener[0]);
         this.uri = Transports.parse(config.uri);
         this.provider = provider != null ? provider : Transports.providerFor(uri);
@@ -89,6 +94,14 @@ public final class ServerRuntime implements RpcServer.Runtime
         this.registry = new MethodRegistry(methods.values());
         this.interceptors = config.interceptors;
         this.metrics = CallMetrics.create(config.meterRegistry, "server");
+    }
+
+    /**
+     * @return what responses are compressed with when the handler names no codec (the server's {@code compression}).
+     */
+    OutboundCompression defaultCompression()
+    {
+        return defaultCompression;
     }
 
     ServerConfig config()

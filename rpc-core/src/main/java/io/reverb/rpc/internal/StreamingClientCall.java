@@ -101,7 +101,17 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         if (again != null)
         {
             // sent again after a refusal: the one request (already taken from the publisher) goes as it went
-            conn.write(new OutboundFrame.Message<>(id, true, method.requestMarshaller(), again, this));
+            final OutboundFrame.Message<?> frame;
+            try
+            {
+                frame = requestFrame(id, true, again);
+            }
+            catch (final Throwable t)
+            {
+                failLocally(Status.INTERNAL.withDescription("failed to encode request: " + t).withCause(t), true);
+                return;
+            }
+            conn.write(frame);
             return;
         }
         requests.subscribe(this);
@@ -200,10 +210,10 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             conn = connection;
         }
         // requests arrive one at a time (Reactive Streams), so writing outside the monitor keeps their order
-        final OutboundFrame.Message<Req> frame;
+        final OutboundFrame.Message<?> frame;
         try
         {
-            frame = new OutboundFrame.Message<>(streamId, last, method.requestMarshaller(), value, this);
+            frame = requestFrame(streamId, last, value);
         }
         catch (final Throwable t)
         {

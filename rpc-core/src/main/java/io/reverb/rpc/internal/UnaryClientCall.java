@@ -23,6 +23,8 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
 
     private final Req request;
     private int requestPayloadLength = -1;
+    /** The request compressed (see {@link #encodeRequest}), or null when it is written by its marshaller. */
+    private EncodedMessage encodedRequest;
     // guarded by this
     private boolean requested;
     private Resp response;
@@ -49,6 +51,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
             try
             {
                 requestPayloadLength = method.requestMarshaller().serializedSize(request);
+                encodedRequest = encodeRequest(request, requestPayloadLength);
             }
             catch (final Throwable t)
             {
@@ -56,7 +59,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
                 return -1;
             }
         }
-        return HEADER + requestPayloadLength;
+        return HEADER + (encodedRequest != null ? encodedRequest.length : requestPayloadLength);
     }
 
     @Override
@@ -74,6 +77,12 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     @Override
     void encodeFirstMessage(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
     {
+        if (encodedRequest != null)
+        {
+            encoder.message(buffer, offset, streamId, true, EncodedMessage.MARSHALLER, encodedRequest,
+                encodedRequest.length);
+            return;
+        }
         encoder.message(buffer, offset, streamId, true, method.requestMarshaller(), request, requestPayloadLength);
     }
 

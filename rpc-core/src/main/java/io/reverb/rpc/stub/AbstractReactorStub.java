@@ -77,6 +77,18 @@ public abstract class AbstractReactorStub<S extends AbstractReactorStub<S>>
     }
 
     /**
+     * As grpc-java's {@code AbstractStub.withCompression}: requests of at least the channel's minimum size are
+     * compressed with the codec of that name ({@link CallOptions#withCompression(String)}).
+     *
+     * @param codecName "gzip", "identity" (none) or a codec of the channel's registry.
+     * @return a stub whose calls compress their requests.
+     */
+    public final S withCompression(final String codecName)
+    {
+        return build(channel, callOptions.withCompression(codecName));
+    }
+
+    /**
      * @param options replacement options.
      * @return a stub with these options.
      */

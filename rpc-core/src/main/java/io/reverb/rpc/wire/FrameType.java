@@ -17,6 +17,9 @@ package io.reverb.rpc.wire;
  *   |  Metadata block ...                                           |
  *
  * MESSAGE     either way: the marshalled message fills the rest of the frame. Flag END_STREAM: last message.
+ *             Flag COMPRESSED: the body is the codec's name, then the message compressed with it:
+ *   | Codec name length (uint8, 1..255) | Codec name (ASCII) ... | Compressed message ...            |
+ *             (only between peers that negotiated it: engine protocol v3 and later, inproc://)
  * HALF_CLOSE  client -> server: no more messages (when the last one was not flagged END_STREAM). Empty.
  * REQUEST_N   either way: demand for n more messages
  *   |                 n (int32, MAX_VALUE = unbounded)              |
@@ -44,7 +47,7 @@ public enum FrameType
     /** Opens a call. */
     CALL(1, 0),
     /** One message. */
-    MESSAGE(2, Flags.END_STREAM),
+    MESSAGE(2, Flags.END_STREAM | Flags.COMPRESSED),
     /** Client finished sending. */
     HALF_CLOSE(3, 0),
     /** Demand. */
@@ -67,6 +70,12 @@ public enum FrameType
     {
         /** MESSAGE: last message of this side. */
         public static final int END_STREAM = 0x1;
+        /**
+         * MESSAGE: the body is a codec name and the message compressed with that codec (see the layout above). A peer
+         * that predates it refuses the frame as a protocol error, so the transports negotiate it first (the engine's
+         * handshake refuses a peer of protocol v2 or older).
+         */
+        public static final int COMPRESSED = 0x2;
         /** PING: an answer. */
         public static final int ACK = 0x1;
         /**

@@ -20,6 +20,7 @@ import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.common.WriteClaim;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -30,6 +31,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.AfterAll;
 
 /**
@@ -215,6 +217,13 @@ class FrameDecoderFuzzTest
         write(server, "goaway", oneMessage(frame(FrameType.GOAWAY, 0, 0,
             body(b -> b.putInt(0).putInt(0).putInt(2).put(new byte[] {'b', 'y'})))));
         write(server, "bad-length", oneMessage(frame(FrameType.MESSAGE, 0, 1, body(b -> b.putInt(0, -5)))));
+        // a compressed request: the codec's name, then the message gzipped; and one whose name is empty
+        final byte[] gzipped = gzip(message);
+        final ByteBuffer compressed = frame(FrameType.MESSAGE, FrameType.Flags.END_STREAM | FrameType.Flags.COMPRESSED, 1,
+            body(b -> b.put((byte)4).put("gzip".getBytes(StandardCharsets.US_ASCII)).put(gzipped)));
+        write(server, "call-compressed-message", oneMessage(concat(call, compressed)));
+        write(server, "compressed-empty-codec-name", oneMessage(concat(call, frame(FrameType.MESSAGE,
+            FrameType.Flags.COMPRESSED, 1, body(b -> b.put((byte)0).put(gzipped))))));
 
         // Client side: answers to one call (stream id 1).
         final ByteBuffer headers = frame(FrameType.HEADERS, 0, 1, body(b ->
@@ -227,6 +236,7 @@ class FrameDecoderFuzzTest
             .put(new byte[] {'o', 'k'}).putShort((short)0)));
         write(client, "headers-message-status", concat(concat(headers, msg), status).array());
         write(client, "status-only", status.array());
+        write(client, "headers-compressed-message-status", concat(concat(headers, compressed), status).array());
         write(client, "request-n", frame(FrameType.REQUEST_N, 0, 1, body(b -> b.putInt(1))).array());
         write(client, "ping-ack", frame(FrameType.PING, FrameType.Flags.ACK, 0, body(b -> b.putLong(7))).array());
         write(client, "goaway", frame(FrameType.GOAWAY, 0, 0, body(b -> b.putInt(0).putInt(14).putInt(-1))).array());
@@ -276,6 +286,16 @@ class FrameDecoderFuzzTest
         final byte[] bytes = new byte[payload.capacity() + 4];
         System.arraycopy(payload.array(), 0, bytes, 0, payload.capacity());
         return bytes;
+    }
+
+    private static byte[] gzip(final byte[] bytes) throws IOException
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (GZIPOutputStream gzip = new GZIPOutputStream(out))
+        {
+            gzip.write(bytes);
+        }
+        return out.toByteArray();
     }
 
     private static void write(final Path dir, final String name, final byte[] bytes) throws IOException

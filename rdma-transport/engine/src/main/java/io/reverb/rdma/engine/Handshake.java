@@ -63,8 +63,14 @@ import javax.crypto.spec.SecretKeySpec;
 final class Handshake
 {
     static final int MAGIC = 0x42525652; // "RVRB" little-endian
-    /** 2: challenge-response authentication (v1 sent a constant token digest). */
-    static final short VERSION = 2;
+    /**
+     * 3: MESSAGE frames may be compressed (rpc-core's COMPRESSED flag; a v2 peer would close the connection on the
+     * first one as a protocol error, so it is refused here instead). 2: challenge-response authentication (v1 sent a
+     * constant token digest).
+     */
+    static final short VERSION = 3;
+    /** The first version whose peers read compressed MESSAGE frames. */
+    static final short FIRST_VERSION_WITH_COMPRESSION = 3;
     static final int FLAG_AUTH = 1;
     static final int NONCE_LENGTH = 16;
     static final int PROOF_LENGTH = 16;
@@ -300,7 +306,9 @@ final class Handshake
         {
             return new HandshakeException(HandshakeException.Reason.VERSION,
                 "refused connection from " + remote + ": it speaks engine protocol v" + hello.version +
-                ", this side speaks v" + VERSION + "; run the same Reverb version on both sides");
+                ", this side speaks v" + VERSION + (hello.version >= 0 && hello.version < FIRST_VERSION_WITH_COMPRESSION ?
+                " (v3 added compressed messages, which the peer would misread)" : "") +
+                "; run the same Reverb version on both sides");
         }
         if (token != null && (hello.flags & FLAG_AUTH) == 0)
         {

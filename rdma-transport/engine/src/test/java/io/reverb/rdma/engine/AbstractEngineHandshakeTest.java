@@ -118,6 +118,35 @@ abstract class AbstractEngineHandshakeTest
     }
 
     @Test
+    void shouldRefuseAPeerOfProtocolV2WhichWouldMisreadCompressedMessages() throws Exception
+    {
+        final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
+        final EngineConfig clientSide = config(PollingMode.EVENT).conclude();
+        try (RdmaEngine server = RdmaEngine.open(fabric().scheme(), config(PollingMode.EVENT).errorHandler(serverErrors::add));
+            VerbsContext raw = VerbsProviders.forScheme(fabric().scheme()).open(fabric().verbsConfig()))
+        {
+            final String name = server.listen(fabric().listenAddress("version2"), c -> { }).address();
+            final ProtectionDomain pd = raw.allocPd();
+            final CompletionQueue cq = raw.createCq(64, null);
+            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            final QueuePairAttributes attributes = new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq);
+            // the request a Reverb engine before compression sends: same layout, version 2
+            assertThatThrownBy(() -> raw.connect(name, attributes,
+                Handshake.encodeRequest(clientSide, null, ready.address(), ready.rkey(), 2)))
+                .isInstanceOf(ConnectionRejectedException.class)
+                .satisfies(t ->
+                {
+                    final HandshakeException decoded = Handshake.fromReject(((ConnectionRejectedException)t).privateData(), name);
+                    assertThat(decoded.reason()).isEqualTo(HandshakeException.Reason.VERSION);
+                    assertThat(decoded.getMessage()).contains("engine protocol v3").contains("same Reverb version");
+                });
+            await("server reported", () -> !serverErrors.isEmpty());
+            assertThat(serverErrors.peek()).hasMessageContaining("speaks engine protocol v2, this side speaks v3")
+                .hasMessageContaining("compressed messages");
+        }
+    }
+
+    @Test
     void shouldExposeMetricsThroughMicrometer() throws Exception
     {
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();

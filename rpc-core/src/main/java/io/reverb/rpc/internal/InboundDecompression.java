@@ -1,0 +1,106 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.compression.Codec;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+/**
+ * Decompresses the body of a COMPRESSED MESSAGE into a heap array, reading no more than the receiver's inbound limit
+ * allows (plus one byte, to tell "exactly the limit" from "over it"): a small frame that inflates to gigabytes (a zip
+ * bomb) costs at most the limit in memory and in work.
+ */
+final class InboundDecompression
+{
+    /** The message inflates past the limit. */
+    static final int TOO_LARGE = -1;
+
+    private InboundDecompression()
+    {
+    }
+
+    /**
+     * @param codec  the codec the frame names.
+     * @param buffer the frame's buffer.
+     * @param start  where the compressed bytes start.
+     * @param end    where they end.
+     * @param limit  the largest decompressed message accepted.
+     * @param out    receives the array (index 0) on success.
+     * @return the decompressed length, or {@link #TOO_LARGE}.
+     * @throws IOException if the bytes are not valid for the codec.
+     */
+    static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
+        final byte[][] out) throws IOException
+    {
+        final ByteBuffer compressed = buffer.duplicate();
+        compressed.limit(end).position(start);
+        byte[] array = new byte[(int)Math.min(limit + 1L, Math.max(256L, 4L * (end - start)))];
+        int length = 0;
+        try (InputStream in = codec.decompress(new BufferInput(compressed)))
+        {
+            while (true)
+            {
+                if (length == array.length)
+                {
+                    if (length > limit)
+                    {
+                        return TOO_LARGE;
+                    }
+                    array = Arrays.copyOf(array, (int)Math.min(limit + 1L, 2L * array.length));
+                }
+                final int n = in.read(array, length, array.length - length);
+                if (n < 0)
+                {
+                    break;
+                }
+                length += n;
+            }
+        }
+        if (length > limit)
+        {
+            return TOO_LARGE;
+        }
+        out[0] = array;
+        return length;
+    }
+
+    /** An input stream over a buffer's remaining bytes. */
+    private static final class BufferInput extends InputStream
+    {
+        private final ByteBuffer buffer;
+
+        BufferInput(final ByteBuffer buffer)
+        {
+            this.buffer = buffer;
+        }
+
+        @Override
+        public int read()
+        {
+            return buffer.hasRemaining() ? buffer.get() & 0xFF : -1;
+        }
+
+        @Override
+        public int read(final byte[] b, final int off, final int len)
+        {
+            if (len == 0)
+            {
+                return 0;
+            }
+            if (!buffer.hasRemaining())
+            {
+                return -1;
+            }
+            final int n = Math.min(len, buffer.remaining());
+            buffer.get(b, off, n);
+            return n;
+        }
+
+        @Override
+        public int available()
+        {
+            return buffer.remaining();
+        }
+    }
+}
