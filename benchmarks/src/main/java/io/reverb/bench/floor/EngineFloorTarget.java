@@ -13,11 +13,13 @@ import io.reverb.rdma.engine.EngineListener;
 import io.reverb.rdma.engine.MessageHandler;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rdma.engine.RetainedMessage;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.net.URI;
+import java.util.ArrayDeque;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -128,12 +130,18 @@ public final class EngineFloorTarget implements Target
         }
     }
 
-    /** The server side: every message copied into a reply on the poller thread. */
+    /**
+     * The server side: every message copied into a reply on the poller thread. A reply that finds no room (a large
+     * message waiting for its grant, a full ring) keeps its request ({@link Connection#retain()}) and later ones in
+     * order until the connection is writable again: a poller never spins waiting for itself.
+     */
     private static final class Echo implements MessageHandler
     {
         private final Connection connection;
         private final WriteClaim claim = new WriteClaim();
         private final UnsafeBuffer out = new UnsafeBuffer(0, 0);
+        private final ArrayDeque<RetainedMessage> waiting = new ArrayDeque<>();
+        private final Runnable drain = this::drain;
 
         Echo(final Connection connection)
         {
@@ -147,16 +155,48 @@ public final class EngineFloorTarget implements Target
             {
                 return; // not one of ours: nothing to route a reply to
             }
-            int rc;
-            // One message in flight per lane: the ring has room unless many lanes send large messages at once.
-            while ((rc = connection.tryClaim(length, claim)) == Connection.BACK_PRESSURED)
+            if (waiting.isEmpty())
             {
-                Thread.onSpinWait();
+                final int rc = connection.tryClaim(length, claim);
+                if (rc == Connection.OK)
+                {
+                    reply(buffer, offset, length);
+                    return;
+                }
+                if (rc != Connection.BACK_PRESSURED)
+                {
+                    return; // closing: the client's calls fail with the connection
+                }
             }
-            if (rc != Connection.OK)
+            waiting.add(connection.retain());
+            if (waiting.size() == 1)
             {
-                return; // closing: the client's calls fail with the connection
+                connection.onWritable(drain);
             }
+        }
+
+        private void drain()
+        {
+            RetainedMessage message;
+            while ((message = waiting.peek()) != null)
+            {
+                final int rc = connection.tryClaim(message.length(), claim);
+                if (rc == Connection.BACK_PRESSURED)
+                {
+                    connection.onWritable(drain);
+                    return;
+                }
+                waiting.poll();
+                if (rc == Connection.OK)
+                {
+                    reply(message.buffer(), message.offset(), message.length());
+                }
+                message.release();
+            }
+        }
+
+        private void reply(final DirectBuffer buffer, final int offset, final int length)
+        {
             out.wrap(claim.buffer());
             out.putBytes(claim.offset(), buffer, offset, length);
             claim.commit();
