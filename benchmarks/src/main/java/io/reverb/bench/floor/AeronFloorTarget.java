@@ -34,6 +34,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -60,6 +61,22 @@ public final class AeronFloorTarget implements Target
     private static final int IPC_TERM_LENGTH = 4 << 20;
     private static final int FRAGMENTS = 16;
     private static final long CONNECT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final long driverTimeoutMs;
+
+    /** A floor target whose clients give up on a silent media driver after Aeron's default 10 s. */
+    public AeronFloorTarget()
+    {
+        this(10_000);
+    }
+
+    /**
+     * @param driverTimeoutMs how long a client waits for a silent media driver (its server gone) before failing.
+     */
+    AeronFloorTarget(final long driverTimeoutMs)
+    {
+        this.driverTimeoutMs = driverTimeoutMs;
+    }
 
     @Override
     public String framework()
@@ -152,10 +169,24 @@ public final class AeronFloorTarget implements Target
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings) throws IOException
     {
-        final Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(directory(FloorTargets.name(uri))));
+        // The media driver lives in the server's process: when it goes, the client's conductor reports the driver's
+        // timeout here, and every call in flight or to come fails instead of waiting for ever.
+        final AtomicReference<Client> client = new AtomicReference<>();
+        final Aeron aeron = Aeron.connect(new Aeron.Context()
+            .aeronDirectoryName(directory(FloorTargets.name(uri)))
+            .driverTimeoutMs(driverTimeoutMs)
+            .errorHandler(error ->
+            {
+                final Client c = client.get();
+                if (c != null)
+                {
+                    c.fail(error);
+                }
+            }));
         try
         {
-            return new Client(aeron, idleStrategy(settings));
+            client.set(new Client(aeron, idleStrategy(settings)));
+            return client.get();
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -219,12 +250,11 @@ public final class AeronFloorTarget implements Target
             long result;
             while ((result = reply.offer(buffer, offset, length)) < 0)
             {
-                if (result == Publication.CLOSED || result == Publication.MAX_POSITION_EXCEEDED)
+                if (result == Publication.NOT_CONNECTED || result == Publication.CLOSED ||
+                    result == Publication.MAX_POSITION_EXCEEDED || !running)
                 {
-                    return;
-                }
-                if (result == Publication.NOT_CONNECTED && !running)
-                {
+                    // The client is not (yet, or any more) subscribed: a hello is repeated until it is, a call of a
+                    // client that went away has nobody to answer. Back pressure (the client's window) is waited out.
                     return;
                 }
                 Thread.onSpinWait();
@@ -243,6 +273,7 @@ public final class AeronFloorTarget implements Target
         private final AtomicInteger lanes = new AtomicInteger();
         private final AtomicReferenceArray<Lane> byNumber = new AtomicReferenceArray<>(FloorTargets.MAX_LANES);
         private volatile boolean running = true;
+        private volatile Throwable failure;
 
         Client(final Aeron aeron, final IdleStrategy idle) throws IOException
         {
@@ -372,6 +403,26 @@ public final class AeronFloorTarget implements Target
             return lane;
         }
 
+        /** The media driver is gone (or the client failed): calls in flight and to come end UNAVAILABLE. */
+        void fail(final Throwable cause)
+        {
+            failure = cause;
+            running = false;
+            failLanes(new IOException("floor+aeron: " + cause, cause));
+        }
+
+        private void failLanes(final IOException cause)
+        {
+            for (int i = 0; i < FloorTargets.MAX_LANES; i++)
+            {
+                final Lane lane = byNumber.get(i);
+                if (lane != null)
+                {
+                    lane.complete(FloorTargets.UNAVAILABLE, cause);
+                }
+            }
+        }
+
         @Override
         public void close()
         {
@@ -384,14 +435,7 @@ public final class AeronFloorTarget implements Target
             {
                 Thread.currentThread().interrupt();
             }
-            for (int i = 0; i < FloorTargets.MAX_LANES; i++)
-            {
-                final Lane lane = byNumber.get(i);
-                if (lane != null)
-                {
-                    lane.complete(FloorTargets.UNAVAILABLE, new IOException("floor+aeron client closed"));
-                }
-            }
+            failLanes(new IOException("floor+aeron client closed"));
             aeron.close();
         }
 
@@ -436,20 +480,27 @@ public final class AeronFloorTarget implements Target
 
             void offer()
             {
+                final Throwable failed = failure;
+                if (failed != null)
+                {
+                    complete(FloorTargets.UNAVAILABLE, new IOException("floor+aeron: " + failed, failed));
+                    return;
+                }
                 long result;
                 // A lane has one message in flight: back pressure is the term window, brief; spin it out.
                 while ((result = requests.offer(message, 0, EngineFloorTarget.HEADER + sent.length)) < 0)
                 {
-                    if (result == Publication.CLOSED || result == Publication.MAX_POSITION_EXCEEDED || !running)
-                    {
-                        complete(FloorTargets.UNAVAILABLE, new IOException("floor+aeron send failed: " + result));
-                        return;
-                    }
                     if (result == Publication.NOT_CONNECTED && observer == null)
                     {
                         return; // the hello, retried by the connect loop
                     }
-                    Thread.onSpinWait();
+                    if (result == Publication.NOT_CONNECTED || result == Publication.CLOSED ||
+                        result == Publication.MAX_POSITION_EXCEEDED || !running)
+                    {
+                        complete(FloorTargets.UNAVAILABLE, new IOException("floor+aeron send failed: " + result));
+                        return;
+                    }
+                    Thread.onSpinWait(); // back pressure or an admin action: the server's echo thread moves on
                 }
             }
 

@@ -124,7 +124,7 @@ class FloorTargetsTest
     @Test
     void engineFloorEchoesInBusyModeAndLargeMessagesByRendezvous() throws Exception
     {
-        echoOnLanes(EngineFloorTarget.SCHEME, "BUSY", 1, 64, 2_000);
+        echoOnLanes(EngineFloorTarget.SCHEME, "BUSY", 1, 64, 500);
         echoOnLanes(EngineFloorTarget.SCHEME, "EVENT", 3, 256 * 1024, 50);
     }
 
@@ -146,6 +146,25 @@ class FloorTargetsTest
             server.close();
             // Calls after the server went: each ends with UNAVAILABLE (at the send, or when the connection's loss
             // is noticed), none hangs.
+            final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
+            chain.caller = client.newCaller(chain);
+            chain.caller.echo(chain.request);
+            assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("a call failed").isTrue();
+            assertThat(chain.failures.get()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aeronFloorFailsCallsWhenItsServerIsGone() throws Exception
+    {
+        final URI uri = URI.create(unique(AeronFloorTarget.SCHEME));
+        final Target target = new AeronFloorTarget(2_000);
+        final BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+        try (EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            assertThat(client.blockingEcho(EchoService.payload(64))).isNotNull();
+            server.close();
+            // the media driver went with the server: the client's calls end UNAVAILABLE once it notices, none hangs
             final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
             chain.caller = client.newCaller(chain);
             chain.caller.echo(chain.request);
