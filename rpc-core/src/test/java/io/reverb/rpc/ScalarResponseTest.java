@@ -131,4 +131,19 @@ class ScalarResponseTest
         assertThat(scalar.code()).isEqualTo(subscribed.code());
         assertThat(scalar.description()).isEqualTo(subscribed.description());
     }
+
+    @Test
+    void shouldFailMonoErrorAsTheSameErrorSubscribed()
+    {
+        // Mono.error is a scalar too (its call() throws); a status, a checked exception and an Error end as before
+        for (final Throwable error : new Throwable[] {Status.NOT_FOUND.withDescription("none").asException(),
+            new java.io.IOException("checked"), new AssertionError("an error")})
+        {
+            final Status scalar = failure(request -> Mono.error(error));
+            final Status subscribed = failure(request -> Mono.<StringValue>error(error).hide());
+
+            assertThat(scalar.code()).as("%s", error).isEqualTo(subscribed.code());
+            assertThat(scalar.description()).as("%s", error).isEqualTo(subscribed.description());
+        }
+    }
 }

@@ -17,6 +17,7 @@ import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
+import reactor.core.Exceptions;
 import reactor.core.Fuseable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
@@ -223,7 +224,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
             catch (final Throwable t)
             {
-                onError(t);
+                onError(Exceptions.unwrap(t)); // Mono.error's call() wraps a checked or non-fatal Error
                 return;
             }
             if (value != null)
