@@ -10,6 +10,7 @@ import reactor.core.CoreSubscriber;
 import reactor.core.Fuseable;
 import reactor.core.publisher.Mono;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -137,7 +138,7 @@ class ScalarResponseTest
     {
         // Mono.error is a scalar too (its call() throws); a status, a checked exception and an Error end as before
         for (final Throwable error : new Throwable[] {Status.NOT_FOUND.withDescription("none").asException(),
-            new java.io.IOException("checked"), new AssertionError("an error")})
+            new IOException("checked"), new AssertionError("an error")})
         {
             final Status scalar = failure(request -> Mono.error(error));
             final Status subscribed = failure(request -> Mono.<StringValue>error(error).hide());
