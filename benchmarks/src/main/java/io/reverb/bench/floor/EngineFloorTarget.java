@@ -21,6 +21,8 @@ import java.io.IOException;
 import java.net.URI;
 import java.util.ArrayDeque;
 import java.util.Locale;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -209,6 +211,8 @@ public final class EngineFloorTarget implements Target
         private final RdmaEngine engine;
         private final Connection connection;
         private final AtomicInteger lanes = new AtomicInteger();
+        // numbers of blocking calls' lanes, taken again by later ones (a lane per blockingEcho would run out)
+        private final Queue<Integer> freeNumbers = new ConcurrentLinkedQueue<>();
         private final AtomicReferenceArray<Lane> byNumber = new AtomicReferenceArray<>(FloorTargets.MAX_LANES);
         private volatile Throwable failure;
 
@@ -225,20 +229,7 @@ public final class EngineFloorTarget implements Target
         {
             final CountDownLatch done = new CountDownLatch(1);
             final Throwable[] error = new Throwable[1];
-            final Lane lane = (Lane)newCaller(new CallObserver()
-            {
-                @Override
-                public void onMessage()
-                {
-                }
-
-                @Override
-                public void onClose(final int statusCode, final Throwable cause)
-                {
-                    error[0] = statusCode == 0 ? null : cause;
-                    done.countDown();
-                }
-            });
+            final Lane lane = (Lane)newCaller(new Blocking(done, error));
             lane.echo(request);
             try
             {
@@ -255,6 +246,10 @@ public final class EngineFloorTarget implements Target
             finally
             {
                 byNumber.set(lane.number, null);
+                if (done.getCount() == 0)
+                {
+                    freeNumbers.add(lane.number); // ended: no late reply can reach the next user of the number
+                }
             }
             if (error[0] != null)
             {
@@ -272,7 +267,8 @@ public final class EngineFloorTarget implements Target
         @Override
         public Caller newCaller(final CallObserver observer)
         {
-            final int number = lanes.getAndIncrement();
+            final Integer free = observer instanceof Blocking ? freeNumbers.poll() : null;
+            final int number = free != null ? free : lanes.getAndIncrement();
             if (number >= FloorTargets.MAX_LANES)
             {
                 throw new IllegalArgumentException("the floor serves at most " + FloorTargets.MAX_LANES + " lanes (-c)");
@@ -316,6 +312,31 @@ public final class EngineFloorTarget implements Target
         {
             connection.close();
             engine.close();
+        }
+
+        /** The observer of one blocking call. */
+        private static final class Blocking implements CallObserver
+        {
+            private final CountDownLatch done;
+            private final Throwable[] error;
+
+            Blocking(final CountDownLatch done, final Throwable[] error)
+            {
+                this.done = done;
+                this.error = error;
+            }
+
+            @Override
+            public void onMessage()
+            {
+            }
+
+            @Override
+            public void onClose(final int statusCode, final Throwable cause)
+            {
+                error[0] = statusCode == 0 ? null : cause;
+                done.countDown();
+            }
         }
 
         /** One lane of sequential calls: one message in flight at most. */

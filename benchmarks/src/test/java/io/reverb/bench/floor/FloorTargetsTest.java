@@ -135,6 +135,28 @@ class FloorTargetsTest
     }
 
     @Test
+    void blockingCallsReuseTheirLanes() throws Exception
+    {
+        // idle-cpu makes 10,000 blocking calls: more than a client has lanes, so a blocking call's lane is reused
+        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME))
+        {
+            final URI uri = URI.create(unique(scheme));
+            final Target target = Targets.forUri(uri);
+            try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+                EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+            {
+                final BytesValue request = EchoService.payload(64);
+                int answered = 0;
+                for (int i = 0; i <= FloorTargets.MAX_LANES; i++)
+                {
+                    answered += client.blockingEcho(request) == request ? 1 : 0;
+                }
+                assertThat(answered).isEqualTo(FloorTargets.MAX_LANES + 1);
+            }
+        }
+    }
+
+    @Test
     void engineFloorFailsCallsWhenItsServerIsGone() throws Exception
     {
         final URI uri = URI.create(unique(EngineFloorTarget.SCHEME));
