@@ -1,5 +1,6 @@
 package io.reverb.bench;
 
+import io.reverb.bench.floor.FloorTargets;
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.Formats;
 import picocli.CommandLine;
@@ -146,7 +147,7 @@ public final class BenchOptions
     @Option(names = {"--uri", "-u"}, paramLabel = "URI")
     void uri(final String uri)
     {
-        uris.add(uri);
+        uris.add(FloorTargets.expand(uri));
     }
 
     /**
@@ -159,7 +160,7 @@ public final class BenchOptions
         {
             if (!uri.isBlank())
             {
-                uris.add(uri.trim());
+                uris.add(FloorTargets.expand(uri.trim()));
             }
         }
     }

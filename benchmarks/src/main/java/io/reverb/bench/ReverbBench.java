@@ -4,6 +4,7 @@ import com.google.protobuf.BytesValue;
 import com.sun.management.OperatingSystemMXBean;
 import io.reverb.bench.BenchOptions.ServerPlacement;
 import io.reverb.bench.balance.BalanceBench;
+import io.reverb.bench.floor.FloorTargets;
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.LoadGenerator;
 import io.reverb.bench.load.LoadMatrix;
@@ -78,6 +79,8 @@ public final class ReverbBench
                                 grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
                                 grpc-java on Reverb: grpc+shm://name, grpc+tcp://host:port, grpc+inproc://name
                                 (add ?direct=true to a grpc URI for directExecutor on both sides)
+                                the floor, no RPC (two processes, same payload and polling mode): floor (the
+                                engine's shm rings), floor+aeron (Aeron IPC); a Reverb run's ratio to it is printed
           --compare A,B,...     several targets at once
                                 default: shm://reverb-bench (or inproc:// if shm is not available) and
                                 grpc://127.0.0.1:0, and an HTML report in reverb-bench-report.html
@@ -226,7 +229,7 @@ public final class ReverbBench
                     // until its channel closes, and a run after it should not start in its wake (the transport reads
                     // ?polling= from the address, an engine per mode, so any other mode runs here).
                     final boolean busyAmongOthers = "BUSY".equals(mode) && totalRuns > 1;
-                    if (mode != null && "shm".equals(uri.getScheme()) && busyAmongOthers)
+                    if (mode != null && isShmNamed(uri) && busyAmongOthers)
                     {
                         runs.addAll(runInClientProcess(unique, payload, mode, o, err));
                     }
@@ -254,9 +257,16 @@ public final class ReverbBench
         return 0;
     }
 
+    /** shm:// and the floors: servers named in shared memory, engines or drivers that spin in BUSY. */
+    private static boolean isShmNamed(final URI uri)
+    {
+        return "shm".equals(uri.getScheme()) || FloorTargets.isFloor(uri);
+    }
+
     private static boolean isPolling(final URI uri)
     {
-        return Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri);
+        return (Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri)) ||
+            FloorTargets.isFloor(uri);
     }
 
     private static List<RunResult> runInClientProcess(
@@ -318,7 +328,7 @@ public final class ReverbBench
      */
     private static URI uniqueName(final URI uri, final BenchOptions o, final int runIndex)
     {
-        if (runIndex == 0 || o.server == ServerPlacement.NONE || !"shm".equals(uri.getScheme()) ||
+        if (runIndex == 0 || o.server == ServerPlacement.NONE || !isShmNamed(uri) ||
             uri.getHost() == null)
         {
             return uri;

@@ -58,6 +58,7 @@ public final class JsonReport
             number(node, "p99_9LowerBy", c.p999Ratio());
             number(node, "throughputTimes", c.throughputRatio());
         }
+        FloorComparison.writeJson(root.putArray("floorComparisons"), runs);
         try
         {
             return MAPPER.writeValueAsString(root) + "\n";

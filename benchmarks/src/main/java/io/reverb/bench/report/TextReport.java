@@ -49,6 +49,7 @@ public final class TextReport
                     c.run().label, c.baseline().label, c.p50Ratio(), c.p999Ratio(), c.throughputRatio()));
             }
         }
+        FloorComparison.appendText(out, runs);
         return out.toString();
     }
 

@@ -1,5 +1,7 @@
 package io.reverb.bench.target;
 
+import io.reverb.bench.floor.AeronFloorTarget;
+import io.reverb.bench.floor.EngineFloorTarget;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 
@@ -8,11 +10,13 @@ import java.util.List;
 
 /**
  * Chooses the framework for an address: {@code grpc://} and {@code grpc-inproc://} are
- * grpc-java, every other scheme is Reverb (and must have a Reverb transport on the class path).
+ * grpc-java, {@code floor://} and {@code floor+aeron://} the raw shared-memory floors ({@code io.reverb.bench.floor}),
+ * every other scheme is Reverb (and must have a Reverb transport on the class path).
  */
 public final class Targets
 {
-    private static final List<Target> ALL = List.of(new GrpcTarget(), new ReverbTarget());
+    private static final List<Target> ALL = List.of(
+        new GrpcTarget(), new EngineFloorTarget(), new AeronFloorTarget(), new ReverbTarget());
 
     private Targets()
     {
@@ -71,6 +75,8 @@ public final class Targets
         {
             case GrpcTarget.NETTY_SCHEME -> "grpc-java netty" + (isDirect(uri) ? " direct" : "");
             case GrpcTarget.INPROC_SCHEME -> "grpc-java inproc" + (isDirect(uri) ? " direct" : "");
+            case EngineFloorTarget.SCHEME -> "floor engine rings";
+            case AeronFloorTarget.SCHEME -> "floor aeron ipc";
             default -> GrpcTarget.isOverReverb(uri) ?
                 "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
                     (isDirect(uri) ? " direct" : "") :

@@ -20,6 +20,8 @@ import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
+import reactor.core.Exceptions;
+import reactor.core.Fuseable;
 import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.context.Context;
@@ -217,7 +219,44 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             onError(new NullPointerException("handler of " + method.fullMethodName() + " returned null"));
             return;
         }
+        if (responses instanceof Fuseable.ScalarCallable && takeScalarDemand())
+        {
+            // A constant response (Mono.just, Mono.empty, Flux.just of one), the common unary handler's shape, is
+            // taken as Reactor's own operators fuse it: no Subscription, no demand exchange, no subscribe chain.
+            final Resp value;
+            try
+            {
+                @SuppressWarnings("unchecked")
+                final Fuseable.ScalarCallable<Resp> scalar = (Fuseable.ScalarCallable<Resp>)responses;
+                value = scalar.call();
+            }
+            catch (final Throwable t)
+            {
+                onError(Exceptions.unwrap(t)); // Mono.error's call() wraps a checked or non-fatal Error
+                return;
+            }
+            if (value != null)
+            {
+                onNext(value);
+            }
+            onComplete();
+            return;
+        }
         responses.subscribe(this);
+    }
+
+    /**
+     * @return true if a scalar response may be delivered now, without subscribing: the call is open, nothing was
+     *         subscribed, and the client's demand covers one message.
+     */
+    private synchronized boolean takeScalarDemand()
+    {
+        if (closed || upstream != null || upstreamDemandBeforeSubscribe <= 0)
+        {
+            return false;
+        }
+        upstreamDemandBeforeSubscribe--;
+        return true;
     }
 
     final synchronized RpcContext context()

@@ -1,0 +1,212 @@
+package io.reverb.bench.floor;
+
+import com.google.protobuf.BytesValue;
+import io.reverb.bench.BenchOptions;
+import io.reverb.bench.EchoService;
+import io.reverb.bench.target.BenchServer;
+import io.reverb.bench.target.CallObserver;
+import io.reverb.bench.target.EchoClient;
+import io.reverb.bench.target.Target;
+import io.reverb.bench.target.TargetSettings;
+import io.reverb.bench.target.Targets;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The floor targets echo through the load generator's interface: every call of every lane completes once, OK, with
+ * the reply routed to its own lane; a lost server fails calls instead of hanging them. Counted, not timed.
+ */
+class FloorTargetsTest
+{
+
+    /** One lane's chained calls, the next issued from the completion of the previous one (as the load generator). */
+    private static final class Chain implements CallObserver
+    {
+        final AtomicInteger messages = new AtomicInteger();
+        final AtomicInteger ok = new AtomicInteger();
+        final AtomicLong failures = new AtomicLong();
+        volatile Throwable error;
+        final CountDownLatch done = new CountDownLatch(1);
+        final BytesValue request;
+        final int calls;
+        EchoClient.Caller caller;
+
+        Chain(final BytesValue request, final int calls)
+        {
+            this.request = request;
+            this.calls = calls;
+        }
+
+        @Override
+        public void onMessage()
+        {
+            messages.incrementAndGet();
+        }
+
+        @Override
+        public void onClose(final int statusCode, final Throwable error)
+        {
+            if (statusCode != 0)
+            {
+                this.error = error;
+                failures.incrementAndGet();
+                done.countDown();
+                return;
+            }
+            if (ok.incrementAndGet() < calls)
+            {
+                caller.echo(request);
+            }
+            else
+            {
+                done.countDown();
+            }
+        }
+    }
+
+    private static String unique(final String scheme)
+    {
+        return scheme + "://floortest-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+    }
+
+    private static void echoOnLanes(
+        final String scheme, final String polling, final int lanes, final int payload, final int calls)
+        throws Exception
+    {
+        final URI uri = URI.create(unique(scheme));
+        final Target target = Targets.forUri(uri);
+        assertThat(target.framework()).isEqualTo(FloorTargets.FRAMEWORK);
+        final TargetSettings settings = new TargetSettings(polling);
+        try (BenchServer server = target.startServer(uri, settings);
+            EchoClient client = target.connect(URI.create(server.uri()), settings))
+        {
+            final List<Chain> chains = new ArrayList<>();
+            for (int i = 0; i < lanes; i++)
+            {
+                // A payload per lane of a different size: a reply routed to the wrong lane would not match its length.
+                final Chain chain = new Chain(EchoService.payload(payload + i), calls);
+                chain.caller = client.newCaller(chain);
+                chains.add(chain);
+            }
+            for (final Chain chain : chains)
+            {
+                chain.caller.echo(chain.request);
+            }
+            for (final Chain chain : chains)
+            {
+                assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("lane finished").isTrue();
+                assertThat(chain.failures.get()).as("failed calls (%s)", chain.error).isZero();
+                assertThat(chain.ok.get()).isEqualTo(calls);
+                assertThat(chain.messages.get()).isEqualTo(calls);
+            }
+            assertThat(client.blockingEcho(EchoService.payload(100))).isEqualTo(EchoService.payload(100));
+            assertThatThrownBy(() -> client.blockingStream(EchoService.payload(8)))
+                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("unary");
+        }
+    }
+
+    @Test
+    void engineFloorEchoesEveryCallOfEveryLaneOnce() throws Exception
+    {
+        echoOnLanes(EngineFloorTarget.SCHEME, null, 4, 64, 2_000);
+    }
+
+    @Test
+    void engineFloorEchoesInBusyModeAndLargeMessagesByRendezvous() throws Exception
+    {
+        echoOnLanes(EngineFloorTarget.SCHEME, "BUSY", 1, 64, 500);
+        echoOnLanes(EngineFloorTarget.SCHEME, "EVENT", 3, 256 * 1024, 50);
+    }
+
+    @Test
+    void aeronFloorEchoesEveryCallOfEveryLaneOnce() throws Exception
+    {
+        echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 4, 64, 2_000);
+    }
+
+    @Test
+    void blockingCallsReuseTheirLanes() throws Exception
+    {
+        // idle-cpu makes 10,000 blocking calls: more than a client has lanes, so a blocking call's lane is reused
+        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME))
+        {
+            final URI uri = URI.create(unique(scheme));
+            final Target target = Targets.forUri(uri);
+            try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+                EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+            {
+                final BytesValue request = EchoService.payload(64);
+                int answered = 0;
+                for (int i = 0; i <= FloorTargets.MAX_LANES; i++)
+                {
+                    answered += client.blockingEcho(request) == request ? 1 : 0;
+                }
+                assertThat(answered).isEqualTo(FloorTargets.MAX_LANES + 1);
+            }
+        }
+    }
+
+    @Test
+    void engineFloorFailsCallsWhenItsServerIsGone() throws Exception
+    {
+        final URI uri = URI.create(unique(EngineFloorTarget.SCHEME));
+        final Target target = Targets.forUri(uri);
+        final BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+        try (EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            assertThat(client.blockingEcho(EchoService.payload(64))).isNotNull();
+            server.close();
+            // Calls after the server went: each ends with UNAVAILABLE (at the send, or when the connection's loss
+            // is noticed), none hangs.
+            final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
+            chain.caller = client.newCaller(chain);
+            chain.caller.echo(chain.request);
+            assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("a call failed").isTrue();
+            assertThat(chain.failures.get()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aeronFloorFailsCallsWhenItsServerIsGone() throws Exception
+    {
+        final URI uri = URI.create(unique(AeronFloorTarget.SCHEME));
+        final Target target = new AeronFloorTarget(2_000);
+        final BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+        try (EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            assertThat(client.blockingEcho(EchoService.payload(64))).isNotNull();
+            server.close();
+            // the media driver went with the server: the client's calls end UNAVAILABLE once it notices, none hangs
+            final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
+            chain.caller = client.newCaller(chain);
+            chain.caller.echo(chain.request);
+            assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("a call failed").isTrue();
+            assertThat(chain.failures.get()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void bareFloorOnTheCommandLineBecomesANamedAddress()
+    {
+        final BenchOptions options = BenchOptions.parse(new String[] {"--compare", "shm://x,floor,floor+aeron"});
+
+        assertThat(options.uris).hasSize(3);
+        assertThat(options.uris.get(0)).isEqualTo("shm://x");
+        assertThat(options.uris.get(1)).startsWith("floor://reverb-floor-");
+        assertThat(options.uris.get(2)).startsWith("floor+aeron://reverb-floor-");
+        assertThat(FloorTargets.isFloor(URI.create(options.uris.get(1)))).isTrue();
+        assertThat(Targets.label(URI.create(options.uris.get(2)))).isEqualTo("floor aeron ipc");
+        assertThatThrownBy(() -> Targets.forUri(URI.create("floor:///")).startServer(URI.create("floor:///"),
+            TargetSettings.DEFAULTS)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("needs a name");
+    }
+}
