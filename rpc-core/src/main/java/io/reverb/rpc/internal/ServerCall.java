@@ -46,6 +46,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final long timeoutNanos;
     final Scheduler.Worker worker;
     private final long startNanos;
+    /** This method's counters in the process's counters file, or null. */
+    private final ServerMethodCounters counters;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
     // why the call ended early (guarded by this), for a context created after that
@@ -85,6 +87,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
+        this.counters = server.counters(method);
+        if (counters != null)
+        {
+            counters.callStarted();
+        }
     }
 
     /**
@@ -581,6 +588,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         connection.remove(streamId);
         server.metrics().callEnded(method, status, startNanos);
+        if (counters != null)
+        {
+            counters.callEnded(status.code().value());
+        }
         if (worker != null)
         {
             // let already scheduled signals run, then release the worker

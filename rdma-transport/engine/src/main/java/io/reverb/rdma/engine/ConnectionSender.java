@@ -549,7 +549,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             else if (ring.hasUnposted() && !creditStalled)
             {
                 creditStalled = true;
-                stats.creditStalls++;
+                stats.creditStalls.incrementRelease();
             }
             if (dataLength == 0)
             {
@@ -569,7 +569,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 if (!sendCqStalled)
                 {
                     sendCqStalled = true;
-                    stats.sendQueueStalls++;
+                    stats.sendQueueStalls.incrementRelease();
                 }
                 return;
             }
@@ -620,9 +620,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
         else
         {
-            stats.creditOnlySends++;
+            stats.creditOnlySends.incrementRelease();
         }
-        stats.sendsPosted++;
+        stats.sendsPosted.incrementRelease();
         window.onBatchPosted();
         if (abortsQueued > 0)
         {
@@ -641,7 +641,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         else
         {
             unsignaledSinceSignaled++;
-            stats.unsignaledSends++;
+            stats.unsignaledSends.incrementRelease();
         }
         if (carriesClose)
         {
@@ -660,8 +660,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             final int length = ring.frameLength(offset);
             if (type == Wire.FRAME_DATA)
             {
-                stats.eagerMessagesSent++;
-                stats.eagerBytesSent += length;
+                stats.eagerMessagesSent.incrementRelease();
+                stats.eagerBytesSent.getAndAddRelease(length);
             }
             else if (type == Wire.FRAME_RTS)
             {
@@ -781,7 +781,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 {
                     // This SEND and the unsignaled ones posted before it (a send queue completes in order).
                     final int covered = (int)(seq + 1 - completedSeq);
-                    stats.sendCompletions++;
+                    stats.sendCompletions.incrementRelease();
                     if (covered > 0)
                     {
                         completedSeq = seq + 1;
