@@ -1,5 +1,6 @@
 package io.reverb.common.counters;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
@@ -29,6 +30,10 @@ public final class CounterGroup implements AutoCloseable
     private final List<AtomicCounter> counters = new ArrayList<>();
     private final List<ProcessCounters.Sampled> gauges = new ArrayList<>();
     private boolean closed;
+    /** Where counters kept in memory live (a detached group, or the file full): 32 at a time. */
+    private UnsafeBuffer chunk;
+    private int chunkNext;
+    private static final int DETACHED_CHUNK = 32;
 
     CounterGroup(final ProcessCounters owner, final int kind, final long id, final long parentId, final String label)
     {
@@ -96,7 +101,11 @@ public final class CounterGroup implements AutoCloseable
         {
             throw new IllegalStateException("counter group closed: " + label);
         }
-        final AtomicCounter counter = owner == null ? detachedCounter() : owner.allocate(kind, id, parentId, label, name);
+        AtomicCounter counter = owner == null ? null : owner.allocate(kind, id, parentId, label, name);
+        if (counter == null)
+        {
+            counter = detachedCounter();
+        }
         counters.add(counter);
         return counter;
     }
@@ -119,9 +128,15 @@ public final class CounterGroup implements AutoCloseable
         return counter;
     }
 
-    static AtomicCounter detachedCounter()
+    /** A counter in this process's memory only: a slot of a direct (8-byte aligned) chunk of this group's. */
+    private AtomicCounter detachedCounter()
     {
-        return new AtomicCounter(new UnsafeBuffer(new byte[CountersReader.COUNTER_LENGTH]), 0);
+        if (chunk == null || chunkNext == DETACHED_CHUNK)
+        {
+            chunk = new UnsafeBuffer(ByteBuffer.allocateDirect(DETACHED_CHUNK * CountersReader.COUNTER_LENGTH));
+            chunkNext = 0;
+        }
+        return new AtomicCounter(chunk, chunkNext++);
     }
 
     /** Frees every counter of this group (its slots are reused after a grace period). Idempotent. */

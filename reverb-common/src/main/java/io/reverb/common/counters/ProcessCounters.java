@@ -2,6 +2,7 @@ package io.reverb.common.counters;
 
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -209,7 +210,7 @@ public final class ProcessCounters
                 LOG.log(Level.WARNING, "Reverb counters file " + file + " is full (" + MAX_PROPERTY + "=" +
                     manager.capacity() + "): further counters are kept in memory only, invisible to reverb-stat");
             }
-            return CounterGroup.detachedCounter();
+            return null;
         }
     }
 
@@ -332,7 +333,7 @@ public final class ProcessCounters
                     " to a directory of your own, or " + ENABLED_PROPERTY + "=off to silence this.");
             }
         }
-        return new ProcessCounters(null, null, null, new UnsafeBuffer(new byte[length]), maxCounters);
+        return new ProcessCounters(null, null, null, new UnsafeBuffer(ByteBuffer.allocateDirect(length)), maxCounters);
     }
 
     /**
