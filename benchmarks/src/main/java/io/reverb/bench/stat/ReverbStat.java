@@ -75,6 +75,9 @@ public final class ReverbStat implements Callable<Integer>
     @Option(names = {"-l", "--list"}, description = "List the processes only (pid, start, command), no counters.")
     private boolean list;
 
+    @Option(names = {"-z", "--non-zero"}, description = "Leave out counters at 0.")
+    private boolean nonZero;
+
     @Option(names = "--clean", description = "Delete the stale counters files of dead processes.")
     private boolean clean;
 
@@ -216,7 +219,7 @@ public final class ReverbStat implements Callable<Integer>
         final Map<Long, List<CounterValue>> groups = new LinkedHashMap<>();
         for (final CounterValue value : process.counters())
         {
-            if (matches(value))
+            if (matches(value) && !(nonZero && value.value() == 0))
             {
                 groups.computeIfAbsent(value.groupId(), g -> new ArrayList<>()).add(value);
             }

@@ -168,8 +168,9 @@ final class EngineConnection implements Connection
 
     private String counterLabel()
     {
-        return engine.config().name() + " #" + number + " " + engine.fabric() + "://" + remoteAddress +
-            (acceptor ? " (accepted)" : " (connected)");
+        // shm's peer addresses already carry their scheme
+        final String peer = remoteAddress.contains("://") ? remoteAddress : engine.fabric() + "://" + remoteAddress;
+        return engine.config().name() + " #" + number + " " + peer + (acceptor ? " (accepted)" : " (connected)");
     }
 
     /** @return a number unique in its engine (in its counters' label and its meters' tags). */
