@@ -205,4 +205,43 @@ class ProcessCountersTest
             counters.release();
         }
     }
+
+    @Test
+    void shouldCountWithoutAllocating()
+    {
+        final ProcessCounters counters = ProcessCounters.acquire();
+        try
+        {
+            final CounterGroup group = counters.newGroup(CountersLayout.KIND_CONNECTION, "c", 0);
+            final AtomicCounter single = group.counter("single writer");
+            final AtomicCounter shared = group.counter("several writers");
+            final AtomicCounter detached = CounterGroup.detached("memory").counter("in memory");
+            final com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean)java.lang.management.ManagementFactory.getThreadMXBean();
+            count(single, shared, detached, 10_000); // class loading and the first compilations
+            final long before = threads.getCurrentThreadAllocatedBytes();
+            count(single, shared, detached, 100_000);
+            final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+            assertThat(allocated).as("bytes allocated by 300,000 increments").isLessThan(1_000);
+            assertThat(single.get()).isEqualTo(110_000);
+            assertThat(shared.get()).isEqualTo(110_000 * 64L);
+            assertThat(detached.get()).isEqualTo(110_000);
+            group.close();
+        }
+        finally
+        {
+            counters.release();
+        }
+    }
+
+    private static void count(final AtomicCounter single, final AtomicCounter shared, final AtomicCounter detached,
+        final int times)
+    {
+        for (int i = 0; i < times; i++)
+        {
+            single.incrementRelease();
+            shared.getAndAdd(64);
+            detached.incrementRelease();
+        }
+    }
 }
