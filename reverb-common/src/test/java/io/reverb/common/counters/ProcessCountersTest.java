@@ -2,10 +2,14 @@ package io.reverb.common.counters;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.sun.management.ThreadMXBean;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -98,7 +102,7 @@ class ProcessCountersTest
             Files.copy(live.file(), stale);
             final Path foreign = counters.resolve(CountersLayout.FILE_PREFIX + "999999-2" + CountersLayout.FILE_SUFFIX);
             Files.write(foreign, new byte[2048]);
-            Files.write(foreign, "not a counters file".getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+            Files.write(foreign, "not a counters file".getBytes(StandardCharsets.US_ASCII),
                 StandardOpenOption.WRITE);
 
             final List<CountersDirectory.Entry> entries = CountersDirectory.scan(counters);
@@ -166,7 +170,7 @@ class ProcessCountersTest
     {
         final Path open = dir.resolve("open");
         Files.createDirectory(open);
-        Files.setPosixFilePermissions(open, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rwxrwxrwx"));
         System.setProperty(ProcessCounters.DIR_PROPERTY, open.toString());
         final ProcessCounters counters = ProcessCounters.acquire();
         try
@@ -216,8 +220,7 @@ class ProcessCountersTest
             final AtomicCounter single = group.counter("single writer");
             final AtomicCounter shared = group.counter("several writers");
             final AtomicCounter detached = CounterGroup.detached("memory").counter("in memory");
-            final com.sun.management.ThreadMXBean threads =
-                (com.sun.management.ThreadMXBean)java.lang.management.ManagementFactory.getThreadMXBean();
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             count(single, shared, detached, 10_000); // class loading and the first compilations
             final long before = threads.getCurrentThreadAllocatedBytes();
             count(single, shared, detached, 100_000);

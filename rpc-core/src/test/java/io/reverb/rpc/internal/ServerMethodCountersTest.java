@@ -1,7 +1,9 @@
 package io.reverb.rpc.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
+import com.sun.management.ThreadMXBean;
 import io.reverb.common.counters.CounterValue;
 import io.reverb.common.counters.ProcessCounters;
 import io.reverb.rpc.StatusCode;
@@ -43,13 +45,13 @@ class ServerMethodCountersTest
             final List<CounterValue> inFile = process.view().counters().stream()
                 .filter(c -> c.group().equals("server " + server + " pkg.Svc/Method")).toList();
             assertThat(inFile).extracting(CounterValue::name, CounterValue::value).containsExactly(
-                org.assertj.core.groups.Tuple.tuple("calls started", 10L),
-                org.assertj.core.groups.Tuple.tuple("calls finished OK", 6L),
-                org.assertj.core.groups.Tuple.tuple("calls in flight", 0L), // a gauge: the sampler sets it
-                org.assertj.core.groups.Tuple.tuple("calls finished NOT_FOUND", 1L),
-                org.assertj.core.groups.Tuple.tuple("calls finished UNKNOWN", 1L));
+                tuple("calls started", 10L),
+                tuple("calls finished OK", 6L),
+                tuple("calls in flight", 0L), // a gauge: the sampler sets it
+                tuple("calls finished NOT_FOUND", 1L),
+                tuple("calls finished UNKNOWN", 1L));
 
-            final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+            final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             calls(counters, 10_000);
             final long before = threads.getCurrentThreadAllocatedBytes();
             calls(counters, 100_000);
