@@ -46,8 +46,6 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final long timeoutNanos;
     final Scheduler.Worker worker;
     private final long startNanos;
-    /** This method's counters in the process's counters file, or null. */
-    private final ServerMethodCounters counters;
     // created on first use: a plain unary handler never asks for them
     private RpcContext rpcContext;
     // why the call ended early (guarded by this), for a context created after that
@@ -87,7 +85,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
-        this.counters = server.counters(method);
+        // The method's counters are looked up at the start and at the end rather than kept in a field: one more
+        // field would make every call object 8 bytes larger.
+        final ServerMethodCounters counters = server.counters(method);
         if (counters != null)
         {
             counters.callStarted();
@@ -588,6 +588,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         connection.remove(streamId);
         server.metrics().callEnded(method, status, startNanos);
+        final ServerMethodCounters counters = server.counters(method);
         if (counters != null)
         {
             counters.callEnded(status.code().value());

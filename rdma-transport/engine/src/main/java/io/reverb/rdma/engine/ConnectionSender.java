@@ -237,6 +237,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return window.credits();
     }
 
+    /** @return credits, read without the lock: a gauge's racy but harmless view (the counters' sampler). */
+    int creditsUnlocked()
+    {
+        return window.credits();
+    }
+
     int owed()
     {
         assert lock.isHeldByCurrentThread();

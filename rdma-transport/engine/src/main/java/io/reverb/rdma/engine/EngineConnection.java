@@ -161,8 +161,9 @@ final class EngineConnection implements Connection
         receiver.attach(qp, inbound);
         counters.relabel(counterLabel());
         counters.gauge("state (0 connected, 1 closing, 2 closed, 3 failed)", () -> state);
-        counters.gauge("credits available", this::creditsAvailable);
-        counters.gauge("send ring bytes used", this::sendBytesInFlight);
+        // Read without the send lock: a sampler taking it ten times a second would contend with the sender.
+        counters.gauge("credits available", sender::creditsUnlocked);
+        counters.gauge("send ring bytes used", () -> state >= STATE_CLOSED ? 0 : sender.ring().bytesInFlight());
         counters.gauge("rendezvous buffers used", this::poolBuffersInUse);
     }
 
