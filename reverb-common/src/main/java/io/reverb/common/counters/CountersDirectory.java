@@ -75,8 +75,10 @@ public final class CountersDirectory
 
     private static Entry open(final Path file)
     {
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ))
+        FileChannel channel = null;
+        try
         {
+            channel = FileChannel.open(file, StandardOpenOption.READ);
             final FileLock probe;
             try
             {
@@ -84,9 +86,11 @@ public final class CountersDirectory
             }
             catch (final OverlappingFileLockException ownedHere)
             {
-                // Locked by this JVM (another class loader's counters): keep the descriptor open for good, so that
+                // Locked by this JVM (another class loader's counters): the descriptor stays open for good, so that
                 // closing it cannot drop that lock.
-                return read(file, FileChannel.open(file, StandardOpenOption.READ));
+                final FileChannel kept = channel;
+                channel = null;
+                return read(file, kept);
             }
             if (probe != null)
             {
@@ -98,6 +102,25 @@ public final class CountersDirectory
         catch (final IOException | RuntimeException ex)
         {
             return new Entry(file, null, "unreadable: " + ex.getMessage());
+        }
+        finally
+        {
+            closeQuietly(channel);
+        }
+    }
+
+    private static void closeQuietly(final FileChannel channel)
+    {
+        if (channel != null)
+        {
+            try
+            {
+                channel.close(); // the mapping, if any, stays valid
+            }
+            catch (final IOException ignore)
+            {
+                // Read-only: nothing lost.
+            }
         }
     }
 
@@ -132,11 +155,18 @@ public final class CountersDirectory
      */
     public static int deleteStale(final Path dir)
     {
+        // This JVM's own files (another class loader's counters) are never opened here: closing a descriptor of a
+        // file drops every lock this process holds on it, which would make a live file look stale.
+        final String own = CountersLayout.FILE_PREFIX + ProcessHandle.current().pid() + "-";
         int deleted = 0;
         try
         {
             for (final Path file : counterFiles(dir))
             {
+                if (file.getFileName().toString().startsWith(own))
+                {
+                    continue;
+                }
                 try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
                 {
                     final FileLock lock = channel.tryLock();
@@ -146,9 +176,9 @@ public final class CountersDirectory
                         deleted++;
                     }
                 }
-                catch (final OverlappingFileLockException | IOException ignore)
+                catch (final IOException ignore)
                 {
-                    // Ours, or not ours to delete.
+                    // Not ours to delete.
                 }
             }
         }

@@ -115,10 +115,16 @@ class ProcessCountersTest
             assertThat(entries).filteredOn(e -> e.file().equals(live.file())).singleElement()
                 .satisfies(e -> assertThat(e.process()).isNotNull());
 
-            // stale files go (this one and the unlocked foreign one); the live file stays
+            // stale files go (this one and the unlocked foreign one); the live file stays, and so does a file named
+            // for this process's pid (never opened by the cleaner: closing it would drop this JVM's lock on it)
+            final Path ownPid = counters.resolve(CountersLayout.FILE_PREFIX + ProcessHandle.current().pid() + "-2" +
+                CountersLayout.FILE_SUFFIX);
+            Files.copy(live.file(), ownPid);
             assertThat(CountersDirectory.deleteStale(counters)).isEqualTo(2);
             assertThat(stale).doesNotExist();
+            assertThat(foreign).doesNotExist();
             assertThat(live.file()).exists();
+            assertThat(ownPid).exists();
         }
         finally
         {
