@@ -38,7 +38,10 @@ final class MicrometerCallMetrics implements CallMetrics
         else
         {
             // The server's methods' counters (the file reverb-stat reads) already count calls in flight: one number.
-            Gauge.builder("reverb." + side + ".calls.active", activeSource, LongSupplier::getAsLong).register(registry);
+            // A strong reference: nothing else holds the supplier, and a gauge's default weak one would read NaN
+            // after the next GC.
+            Gauge.builder("reverb." + side + ".calls.active", activeSource, LongSupplier::getAsLong)
+                .strongReference(true).register(registry);
         }
     }
 
