@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.reverb.rpc.stub.ClientCalls;
 import java.io.File;
+import java.lang.ref.WeakReference;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.time.Duration;
@@ -41,6 +42,24 @@ class MetricsTest
             assertThat(timerCount(registry, "reverb.server.calls", "OK")).isEqualTo(1);
             assertThat(timerCount(registry, "reverb.server.calls", "DEADLINE_EXCEEDED")).isEqualTo(1);
             assertThat(registry.get("reverb.server.message.size").tag("direction", "received").summary().count()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void shouldReadServerCallsActiveFromTheCountersAfterAGarbageCollection() throws Exception
+    {
+        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (RpcServer server = RpcServer.builder("inproc://metrics-active").addService(new TestService())
+            .meterRegistry(registry).build().start())
+        {
+            // a gauge holds its source weakly unless told otherwise: the server's (a method reference) must survive
+            final WeakReference<Object> collected = new WeakReference<>(new Object());
+            for (int i = 0; i < 50 && collected.get() != null; i++)
+            {
+                System.gc();
+            }
+            assertThat(collected.get()).as("a garbage collection ran").isNull();
+            assertThat(registry.get("reverb.server.calls.active").gauge().value()).isZero();
         }
     }
 

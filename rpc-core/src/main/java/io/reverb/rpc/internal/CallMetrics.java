@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.Status;
+import java.util.function.LongSupplier;
 
 /**
  * Call metrics hooks. {@link #NOOP} unless a Micrometer registry is configured; the Micrometer implementation is
@@ -22,6 +23,18 @@ public interface CallMetrics
      */
     static CallMetrics create(final Object registry, final String side)
     {
+        return create(registry, side, null);
+    }
+
+    /**
+     * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}, or null.
+     * @param side     "client" or "server".
+     * @param active   where the active-calls gauge reads (the process's counters), or null to count them here.
+     * @return metrics recording into it, or {@link #NOOP}.
+     * @throws IllegalArgumentException if registry is not a MeterRegistry or micrometer is missing.
+     */
+    static CallMetrics create(final Object registry, final String side, final LongSupplier active)
+    {
         if (registry == null)
         {
             return NOOP;
@@ -35,7 +48,7 @@ public interface CallMetrics
             throw new IllegalArgumentException("meterRegistry given but micrometer-core is not on the class path", e);
         }
         // only now is the class that links against micrometer loaded
-        return MicrometerCallMetrics.create(registry, side);
+        return MicrometerCallMetrics.create(registry, side, active);
     }
 
     /**

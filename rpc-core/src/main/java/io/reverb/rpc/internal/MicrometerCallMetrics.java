@@ -1,6 +1,7 @@
 package io.reverb.rpc.internal;
 
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.reverb.rpc.MethodDescriptor;
@@ -8,6 +9,7 @@ import io.reverb.rpc.Status;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * Micrometer metrics: {@code reverb.<side>.calls} timers (percentiles 0.5/0.9/0.99/0.999) tagged by method and
@@ -18,38 +20,58 @@ final class MicrometerCallMetrics implements CallMetrics
 {
     private final MeterRegistry registry;
     private final String side;
+    /** Calls started and not ended, counted here unless the process's counters count them (activeSource). */
     private final AtomicLong active = new AtomicLong();
+    private final boolean countActive;
     private final ConcurrentHashMap<String, Timer[]> timers = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, DistributionSummary[]> sizes = new ConcurrentHashMap<>();
 
-    private MicrometerCallMetrics(final MeterRegistry registry, final String side)
+    private MicrometerCallMetrics(final MeterRegistry registry, final String side, final LongSupplier activeSource)
     {
         this.registry = registry;
         this.side = side;
-        registry.gauge("reverb." + side + ".calls.active", active);
+        this.countActive = activeSource == null;
+        if (countActive)
+        {
+            registry.gauge("reverb." + side + ".calls.active", active);
+        }
+        else
+        {
+            // The server's methods' counters (the file reverb-stat reads) already count calls in flight: one number.
+            // A strong reference: nothing else holds the supplier, and a gauge's default weak one would read NaN
+            // after the next GC.
+            Gauge.builder("reverb." + side + ".calls.active", activeSource, LongSupplier::getAsLong)
+                .strongReference(true).register(registry);
+        }
     }
 
-    static CallMetrics create(final Object registry, final String side)
+    static CallMetrics create(final Object registry, final String side, final LongSupplier activeSource)
     {
         if (!(registry instanceof MeterRegistry))
         {
             throw new IllegalArgumentException("meterRegistry must be an io.micrometer.core.instrument.MeterRegistry, got " +
                 registry.getClass().getName());
         }
-        return new MicrometerCallMetrics((MeterRegistry)registry, side);
+        return new MicrometerCallMetrics((MeterRegistry)registry, side, activeSource);
     }
 
     @Override
     public long callStarted()
     {
-        active.incrementAndGet();
+        if (countActive)
+        {
+            active.incrementAndGet();
+        }
         return System.nanoTime();
     }
 
     @Override
     public void callEnded(final MethodDescriptor<?, ?> method, final Status status, final long startNanos)
     {
-        active.decrementAndGet();
+        if (countActive)
+        {
+            active.decrementAndGet();
+        }
         final Timer[] byCode = timers.computeIfAbsent(method.fullMethodName(), k -> new Timer[17]);
         final int code = status.code().value();
         Timer timer = byCode[code];

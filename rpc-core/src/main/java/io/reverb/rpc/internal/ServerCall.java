@@ -95,6 +95,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
+        // The method's counters are looked up at the start and at the end rather than kept in a field: one more
+        // field would make every call object 8 bytes larger.
+        final ServerMethodCounters counters = server.counters(method);
+        if (counters != null)
+        {
+            counters.callStarted();
+        }
     }
 
     /**
@@ -701,6 +708,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         connection.remove(streamId);
         server.metrics().callEnded(method, status, startNanos);
+        final ServerMethodCounters counters = server.counters(method);
+        if (counters != null)
+        {
+            counters.callEnded(status.code().value());
+        }
         if (worker != null)
         {
             // let already scheduled signals run, then release the worker

@@ -2,7 +2,9 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.compression.Codec;
 import io.reverb.common.LogLimiter;
+import io.reverb.common.counters.ProcessCounters;
 import io.reverb.rpc.AcceptedConnection;
+import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
@@ -15,12 +17,14 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -42,6 +46,11 @@ public final class ServerRuntime implements RpcServer.Runtime
     private final MethodRegistry registry;
     private final ServerInterceptor[] interceptors;
     private final CallMetrics metrics;
+    /** The process's counters file, or null where Agrona cannot run (the in-process transport without the flag). */
+    private final ProcessCounters processCounters;
+    /** Each method's counters (immutable after construction; empty without processCounters). */
+    private final IdentityHashMap<MethodDescriptor<?, ?>, ServerMethodCounters> methodCounters = new IdentityHashMap<>();
+    private final AtomicBoolean countersReleased = new AtomicBoolean();
     private final AcceptedConnection.Listener[] connectionListeners;
     private final Set<ServerConnection> connections = ConcurrentHashMap.newKeySet();
     private final CountDownLatch terminated = new CountDownLatch(1);
@@ -93,7 +102,49 @@ public final class ServerRuntime implements RpcServer.Runtime
         }
         this.registry = new MethodRegistry(methods.values());
         this.interceptors = config.interceptors;
-        this.metrics = CallMetrics.create(config.meterRegistry, "server");
+        this.processCounters = ProcessCounters.accessible() ? ProcessCounters.acquire() : null;
+        if (processCounters != null)
+        {
+            for (final ServiceDefinition.ServerMethodDefinition<?, ?> method : methods.values())
+            {
+                methodCounters.put(method.method(),
+                    new ServerMethodCounters(processCounters, String.valueOf(config.uri), method.method().fullMethodName()));
+            }
+        }
+        this.metrics = CallMetrics.create(config.meterRegistry, "server", processCounters == null ? null : this::callsInFlight);
+    }
+
+    /**
+     * @param method a method of this server.
+     * @return its counters, or null when this process keeps none.
+     */
+    ServerMethodCounters counters(final MethodDescriptor<?, ?> method)
+    {
+        return methodCounters.get(method);
+    }
+
+    /** @return calls started and not finished, over every method (from the counters). */
+    private long callsInFlight()
+    {
+        long total = 0;
+        for (final ServerMethodCounters counters : methodCounters.values())
+        {
+            total += counters.inFlight();
+        }
+        return total;
+    }
+
+    /** Frees the methods' counters once every call has ended. */
+    private void releaseCounters()
+    {
+        if (processCounters != null && countersReleased.compareAndSet(false, true))
+        {
+            for (final ServerMethodCounters counters : methodCounters.values())
+            {
+                counters.close();
+            }
+            processCounters.release();
+        }
     }
 
     /**
@@ -363,6 +414,7 @@ public final class ServerRuntime implements RpcServer.Runtime
             {
                 timer.dispose();
             }
+            releaseCounters();
             terminated.countDown();
         }
     }

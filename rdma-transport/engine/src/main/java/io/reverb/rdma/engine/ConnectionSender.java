@@ -237,6 +237,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return window.credits();
     }
 
+    /** @return credits, read without the lock: a gauge's racy but harmless view (the counters' sampler). */
+    int creditsUnlocked()
+    {
+        return window.credits();
+    }
+
     int owed()
     {
         assert lock.isHeldByCurrentThread();
@@ -549,7 +555,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             else if (ring.hasUnposted() && !creditStalled)
             {
                 creditStalled = true;
-                stats.creditStalls++;
+                stats.creditStalls.incrementRelease();
             }
             if (dataLength == 0)
             {
@@ -569,7 +575,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 if (!sendCqStalled)
                 {
                     sendCqStalled = true;
-                    stats.sendQueueStalls++;
+                    stats.sendQueueStalls.incrementRelease();
                 }
                 return;
             }
@@ -620,9 +626,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
         else
         {
-            stats.creditOnlySends++;
+            stats.creditOnlySends.incrementRelease();
         }
-        stats.sendsPosted++;
+        stats.sendsPosted.incrementRelease();
         window.onBatchPosted();
         if (abortsQueued > 0)
         {
@@ -641,7 +647,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         else
         {
             unsignaledSinceSignaled++;
-            stats.unsignaledSends++;
+            stats.unsignaledSends.incrementRelease();
         }
         if (carriesClose)
         {
@@ -660,8 +666,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             final int length = ring.frameLength(offset);
             if (type == Wire.FRAME_DATA)
             {
-                stats.eagerMessagesSent++;
-                stats.eagerBytesSent += length;
+                stats.eagerMessagesSent.incrementRelease();
+                stats.eagerBytesSent.getAndAddRelease(length);
             }
             else if (type == Wire.FRAME_RTS)
             {
@@ -781,7 +787,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 {
                     // This SEND and the unsignaled ones posted before it (a send queue completes in order).
                     final int covered = (int)(seq + 1 - completedSeq);
-                    stats.sendCompletions++;
+                    stats.sendCompletions.incrementRelease();
                     if (covered > 0)
                     {
                         completedSeq = seq + 1;

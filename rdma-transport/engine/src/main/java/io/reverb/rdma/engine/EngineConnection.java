@@ -1,5 +1,7 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.common.counters.CounterGroup;
+import io.reverb.common.counters.CountersLayout;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.MemoryRegion;
@@ -75,7 +77,10 @@ final class EngineConnection implements Connection
     private final MemoryRegion readyRegion;
     /** The send side's lock ({@link SendLock}): this connection's state transitions and close take it too. */
     private final SendLock lock;
-    private final ConnectionStats stats = new ConnectionStats();
+    private final ConnectionStats stats;
+    /** This connection's counters in the process's counters file: its stats and gauges. */
+    private final CounterGroup counters;
+    private final long number;
 
     private QueuePair qp;
     private String remoteAddress = "?";
@@ -120,8 +125,20 @@ final class EngineConnection implements Connection
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.readyRegion = readyRegion;
-        this.receiver = new ReceiveSlots(this, pd);
-        this.sender = new ConnectionSender(this, pd);
+        this.number = engine.nextConnectionNumber();
+        this.counters = engine.counters().newGroup(CountersLayout.KIND_CONNECTION, counterLabel(),
+            engine.engineCounters().id());
+        this.stats = new ConnectionStats(counters);
+        try
+        {
+            this.receiver = new ReceiveSlots(this, pd);
+            this.sender = new ConnectionSender(this, pd);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            counters.close();
+            throw ex;
+        }
         this.lock = sender.lock();
         this.closeCallbacks = new CloseCallbacks(lock, engine::onError);
     }
@@ -142,6 +159,35 @@ final class EngineConnection implements Connection
             this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS,
             config.rendezvousWriteTimeoutNanos(), stats, sender);
         receiver.attach(qp, inbound);
+        counters.relabel(counterLabel());
+        counters.gauge("state (0 connected, 1 closing, 2 closed, 3 failed)", () -> state);
+        // Read without the send lock: a sampler taking it ten times a second would contend with the sender.
+        counters.gauge("credits available", sender::creditsUnlocked);
+        counters.gauge("send ring bytes used", () -> state >= STATE_CLOSED ? 0 : sender.ring().bytesInFlight());
+        counters.gauge("rendezvous buffers used", this::poolBuffersInUse);
+    }
+
+    private String counterLabel()
+    {
+        // shm's peer addresses already carry their scheme
+        final String peer = remoteAddress.contains("://") ? remoteAddress : engine.fabric() + "://" + remoteAddress;
+        return engine.config().name() + " #" + number + " " + peer + (acceptor ? " (accepted)" : " (connected)");
+    }
+
+    /** @return a number unique in its engine (in its counters' label and its meters' tags). */
+    long number()
+    {
+        return number;
+    }
+
+    /**
+     * The connection is closed: its numbers move into this process's memory (stats() still answers) and its
+     * counters in the file are freed.
+     */
+    void releaseCounters()
+    {
+        stats.detach();
+        counters.close();
     }
 
     /** Connector: waits for the acceptor's ready write. */
@@ -318,7 +364,7 @@ final class EngineConnection implements Connection
         }
         if (status == WcStatus.RNR_RETRY_EXC_ERR)
         {
-            stats.rnrErrors++;
+            stats.rnrErrors.incrementRelease();
         }
         failLater(new PeerDisconnectedException(what + " to " + remoteAddress + " failed with " + status +
             (status == WcStatus.RNR_RETRY_EXC_ERR ? " (the peer had no receive posted: an engine credit bug)" : "")));
@@ -669,6 +715,7 @@ final class EngineConnection implements Connection
             state = STATE_FAILED;
             resourcesReleased = true;
         }
+        counters.close();
         if (qp != null)
         {
             qp.close();
@@ -685,7 +732,7 @@ final class EngineConnection implements Connection
 
     void reportFailedSend(final long messageId, final int length, final Object attachment, final Throwable cause)
     {
-        stats.failedSends++;
+        stats.failedSends.incrementRelease();
         final SendErrorHandler h = sendErrorHandler;
         if (h != null)
         {

@@ -78,6 +78,7 @@ final class EngineMetrics implements MetricsBinding
             metrics.counter("reverb.engine.poller.empty.polls", pollerTags, engine, e -> e.pollerEmptyPolls(poller));
             metrics.counter("reverb.engine.poller.wakeups", pollerTags, engine, e -> e.pollerWakeups(poller));
             metrics.counter("reverb.engine.poller.sleeps", pollerTags, engine, e -> e.pollerSleeps(poller));
+            metrics.counter("reverb.engine.poller.stalls", pollerTags, engine, e -> e.pollerStalls(poller));
             // Of all duty cycles so far, the share that ended in a sleep (near 0: spinning; near 1: idle).
             metrics.gauge("reverb.engine.poller.sleep.ratio", pollerTags, engine,
                 e -> e.pollerPolls(poller) == 0 ? 0 : (double)e.pollerSleeps(poller) / e.pollerPolls(poller));

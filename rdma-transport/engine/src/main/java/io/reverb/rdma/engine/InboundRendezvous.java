@@ -108,7 +108,7 @@ final class InboundRendezvous
         grantQueued();
         if (!queued.isEmpty())
         {
-            stats.rendezvousQueued++; // this one waits for a buffer (its own or an earlier one's)
+            stats.rendezvousQueued.incrementRelease(); // this one waits for a buffer (its own or an earlier one's)
         }
         return null;
     }
@@ -124,19 +124,19 @@ final class InboundRendezvous
             final int limit = maxInboundMessageSize;
             if (length > limit)
             {
-                stats.rendezvousRefused++;
+                stats.rendezvousRefused.incrementRelease();
                 answers.refuse(id, Wire.REFUSE_TOO_LARGE, limit);
             }
             else if (pool.sizeClassFor(length) > Math.min(pool.maxBytes(), budget.maxBytes()))
             {
-                stats.rendezvousRefused++;
+                stats.rendezvousRefused.incrementRelease();
                 answers.refuse(id, Wire.REFUSE_OVER_BUDGET, (int)Math.min(Integer.MAX_VALUE,
                     Math.min(pool.maxBytes(), budget.maxBytes())));
             }
             else if (!allocating && allocationFailure != null)
             {
                 allocationFailure = null;
-                stats.rendezvousRefused++;
+                stats.rendezvousRefused.incrementRelease();
                 answers.refuse(id, Wire.REFUSE_NO_MEMORY, pool.sizeClassFor(length));
             }
             else if (!grant(id, length))
@@ -174,7 +174,7 @@ final class InboundRendezvous
         {
             // Wait for a release anywhere; look once more, since a release may have come just before the wait.
             budget.await(wakeUp);
-            stats.rendezvousBudgetWaits++;
+            stats.rendezvousBudgetWaits.incrementRelease();
             result = pool.reserve(length);
             if (result == BufferPool.RESERVED)
             {
@@ -205,7 +205,7 @@ final class InboundRendezvous
         catch (final IOException ex)
         {
             allocationFailure = ex;
-            stats.rendezvousAllocationFailures++;
+            stats.rendezvousAllocationFailures.incrementRelease();
         }
         finally
         {
@@ -260,7 +260,7 @@ final class InboundRendezvous
         {
             return "ABORT for rendezvous " + id + ", which is not granted";
         }
-        stats.rendezvousAbortsReceived++;
+        stats.rendezvousAbortsReceived.incrementRelease();
         pool.release(buffer);
         grantQueued();
         return null;

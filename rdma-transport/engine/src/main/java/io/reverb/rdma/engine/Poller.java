@@ -1,5 +1,6 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.common.counters.CounterGroup;
 import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
@@ -9,6 +10,7 @@ import org.agrona.collections.ArrayUtil;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.AgentTerminationException;
+import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * A completion poller: an Agrona {@link Agent} whose duty cycle ({@link #doWork()}) polls the CQs of the
@@ -48,14 +50,20 @@ final class Poller implements Agent
     /** When the connections last ticked; poller thread only. */
     private long lastTickNanos = System.nanoTime();
 
-    // Counters: written by the poller thread only.
-    long polls;
-    long emptyPolls;
-    long wakeups;
-    long sleeps;
+    // Counters, in the process's counters file: written by the poller thread only (stalls: by the watchdog's).
+    final AtomicCounter polls;
+    final AtomicCounter emptyPolls;
+    final AtomicCounter wakeups;
+    final AtomicCounter sleeps;
+    final AtomicCounter stalls;
 
-    Poller(final RdmaEngine engine, final CompletionChannel channel, final int index)
+    Poller(final RdmaEngine engine, final CompletionChannel channel, final int index, final CounterGroup counters)
     {
+        this.polls = counters.counter("duty cycles");
+        this.emptyPolls = counters.counter("empty duty cycles");
+        this.sleeps = counters.counter("sleeps");
+        this.wakeups = counters.counter("wake-ups");
+        this.stalls = counters.counter("watchdog stalls");
         this.engine = engine;
         this.channel = channel;
         final EngineConfig config = engine.config();
@@ -194,12 +202,12 @@ final class Poller implements Agent
         {
             work += connection.poll(completions);
         }
-        polls++;
+        final long cycles = polls.incrementRelease() + 1;
         if (work == 0)
         {
-            emptyPolls++;
+            emptyPolls.incrementRelease();
         }
-        if ((polls & TICK_CHECK_MASK) == 0)
+        if ((cycles & TICK_CHECK_MASK) == 0)
         {
             final long now = System.nanoTime();
             if (now - lastTickNanos >= TICK_INTERVAL_NANOS)
@@ -283,12 +291,12 @@ final class Poller implements Agent
             reportError(t);
             return true;
         }
-        sleeps++;
+        sleeps.incrementRelease();
         try
         {
             if (channel.await(MAX_SLEEP_NANOS) > 0)
             {
-                wakeups++;
+                wakeups.incrementRelease();
             }
         }
         catch (final IOException ex)

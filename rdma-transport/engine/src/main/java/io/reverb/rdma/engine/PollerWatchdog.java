@@ -97,6 +97,7 @@ final class PollerWatchdog implements Runnable
         }
         reportedCycle[i] = cycle;
         stallsDetected++;
+        pollers[i].stalls.incrementRelease();
         if (lastReport[i] != 0 && now - lastReport[i] < REPORT_INTERVAL_NANOS)
         {
             suppressed[i]++;

@@ -1,5 +1,8 @@
 package io.reverb.rdma.engine;
 
+import io.reverb.common.counters.CounterGroup;
+import io.reverb.common.counters.CountersLayout;
+import io.reverb.common.counters.ProcessCounters;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
@@ -53,7 +56,14 @@ public final class RdmaEngine implements AutoCloseable
     private final SecureRandom random = new SecureRandom();
     private final CopyOnWriteArrayList<EngineConnection> connections = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
-    private final ConnectionStats retiredStats = new ConnectionStats();
+    /** This process's counters file, the engine's counters in it, and its pollers'. */
+    private final ProcessCounters counters;
+    private final CounterGroup engineCounters;
+    private final CounterGroup[] pollerCounters;
+    /** The fabric's URI scheme (shm, tcp, rdma), for the counters' labels. */
+    private final String fabric;
+    /** Totals of the closed connections (in the engine's counters; open ones have their own). */
+    private final ConnectionStats retiredStats;
     private volatile boolean closed;
     private MetricsBinding metricsBinding;
     private final AtomicLong connectionNumbers = new AtomicLong();
@@ -65,7 +75,21 @@ public final class RdmaEngine implements AutoCloseable
     private RdmaEngine(final VerbsProvider provider, final EngineConfig config) throws IOException
     {
         this.config = config.conclude();
-        this.context = provider.open(config.verbsConfig());
+        this.fabric = provider.scheme();
+        this.counters = ProcessCounters.acquire();
+        this.engineCounters = counters.newGroup(CountersLayout.KIND_ENGINE, this.config.name() + " " + fabric, 0);
+        this.retiredStats = new ConnectionStats(engineCounters, "closed connections: ");
+        this.pollerCounters = new CounterGroup[config.pollerCount()];
+        try
+        {
+            this.context = provider.open(config.verbsConfig());
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            engineCounters.close();
+            counters.release();
+            throw ex;
+        }
         this.token = config.authToken();
         this.pollers = new Poller[config.pollerCount()];
         this.rendezvousBudget = new RendezvousBudget(this.config.rendezvousMemoryBytes());
@@ -81,14 +105,20 @@ public final class RdmaEngine implements AutoCloseable
             for (int i = 0; i < pollers.length; i++)
             {
                 final CompletionChannel channel = context.createCompletionChannel();
-                pollers[i] = new Poller(this, channel, i);
+                pollerCounters[i] = counters.newGroup(CountersLayout.KIND_POLLER, this.config.name() + " poller " + i,
+                    engineCounters.id());
+                pollers[i] = new Poller(this, channel, i, pollerCounters[i]);
             }
         }
         catch (final IOException | RuntimeException ex)
         {
             context.close();
+            closeCounters();
             throw ex;
         }
+        engineCounters.gauge("connections open", () -> connections.size());
+        engineCounters.gauge("rendezvous memory reserved bytes", this::rendezvousMemoryReserved);
+        engineCounters.gauge("rendezvous memory limit bytes", () -> this.config.rendezvousMemoryBytes());
         for (final Poller poller : pollers)
         {
             poller.start();
@@ -291,7 +321,7 @@ public final class RdmaEngine implements AutoCloseable
             final MetricsBinding metrics = metricsBinding;
             if (metrics != null)
             {
-                metrics.bindConnection(connection, connectionNumbers.incrementAndGet());
+                metrics.bindConnection(connection, connection.number());
             }
             onOpened.opened(connection);
             return connection;
@@ -460,6 +490,7 @@ public final class RdmaEngine implements AutoCloseable
             {
                 retiredStats.add(connection.statsRef());
             }
+            connection.releaseCounters();
         }
     }
 
@@ -548,25 +579,31 @@ public final class RdmaEngine implements AutoCloseable
     /** @param i poller index. @return duty cycles run. */
     public long pollerPolls(final int i)
     {
-        return pollers[i].polls;
+        return pollers[i].polls.get();
     }
 
     /** @param i poller index. @return duty cycles that found nothing. */
     public long pollerEmptyPolls(final int i)
     {
-        return pollers[i].emptyPolls;
+        return pollers[i].emptyPolls.get();
     }
 
     /** @param i poller index. @return times the poller was woken by a completion event after blocking. */
     public long pollerWakeups(final int i)
     {
-        return pollers[i].wakeups;
+        return pollers[i].wakeups.get();
     }
 
     /** @param i poller index. @return times the poller blocked on its completion channel. */
     public long pollerSleeps(final int i)
     {
-        return pollers[i].sleeps;
+        return pollers[i].sleeps.get();
+    }
+
+    /** @param i poller index. @return duty cycles the watchdog saw overrun its threshold. */
+    public long pollerStalls(final int i)
+    {
+        return pollers[i].stalls.get();
     }
 
     /** @param i poller index. @return its thread (e.g. for CPU time measurements). */
@@ -664,5 +701,43 @@ public final class RdmaEngine implements AutoCloseable
             Thread.currentThread().interrupt();
         }
         context.close();
+        closeCounters();
+    }
+
+    private void closeCounters()
+    {
+        for (final CounterGroup group : pollerCounters)
+        {
+            if (group != null)
+            {
+                group.close();
+            }
+        }
+        engineCounters.close();
+        counters.release();
+    }
+
+    /** @return the process's counters file this engine writes into. */
+    ProcessCounters counters()
+    {
+        return counters;
+    }
+
+    /** @return the engine's counters group (the parent of its connections' and pollers'). */
+    CounterGroup engineCounters()
+    {
+        return engineCounters;
+    }
+
+    /** @return the fabric's URI scheme. */
+    String fabric()
+    {
+        return fabric;
+    }
+
+    /** @return a number for a new connection, unique in this engine. */
+    long nextConnectionNumber()
+    {
+        return connectionNumbers.incrementAndGet();
     }
 }

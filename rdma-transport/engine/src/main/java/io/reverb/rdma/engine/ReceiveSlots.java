@@ -275,8 +275,8 @@ final class ReceiveSlots
                     park(slot, offset, end, NO_RENDEZVOUS);
                     return false;
                 }
-                stats.eagerMessagesReceived++;
-                stats.eagerBytesReceived += length;
+                stats.eagerMessagesReceived.incrementRelease();
+                stats.eagerBytesReceived.getAndAddRelease(length);
                 deliver(h, buffer, frame.payloadOffset(), length, null);
                 offset += Wire.dataFrameLength(length);
             }
@@ -313,8 +313,8 @@ final class ReceiveSlots
             connection.protocolError("rendezvous data for unknown id " + id);
             return true;
         }
-        stats.rendezvousMessagesReceived++;
-        stats.rendezvousBytesReceived += granted.length;
+        stats.rendezvousMessagesReceived.incrementRelease();
+        stats.rendezvousBytesReceived.getAndAddRelease(granted.length);
         deliver(h, granted.buffer, 0, granted.length, granted);
         if (!granted.retained)
         {

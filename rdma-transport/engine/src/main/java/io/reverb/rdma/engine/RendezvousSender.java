@@ -290,7 +290,7 @@ final class RendezvousSender
         outbound.removeGranted(d);
         unmap(d);
         sender.enqueueAbort(d.id);
-        stats.rendezvousAbortsSent++;
+        stats.rendezvousAbortsSent.incrementRelease();
         sender.progressed();
         sender.flush();
     }
@@ -543,11 +543,11 @@ final class RendezvousSender
     void writeCompleted(final BufferPool.Buffer buffer)
     {
         assert lock.isHeldByCurrentThread();
-        stats.rendezvousMessagesSent++;
-        stats.rendezvousBytesSent += buffer.length;
+        stats.rendezvousMessagesSent.incrementRelease();
+        stats.rendezvousBytesSent.getAndAddRelease(buffer.length);
         if (buffer.direct)
         {
-            stats.directWritesSent++;
+            stats.directWritesSent.incrementRelease();
             unmap(buffer);
         }
     }

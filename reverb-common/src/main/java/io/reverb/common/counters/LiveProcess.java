@@ -1,0 +1,75 @@
+package io.reverb.common.counters;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.status.CountersReader;
+
+/**
+ * A reader of one live process's counters file: its header (pid, start, heartbeat, command) and its counters,
+ * read afresh on every call to {@link #counters()}.
+ */
+public final class LiveProcess
+{
+    private final Path file;
+    private final AtomicBuffer header;
+    private final CountersReader reader;
+
+    LiveProcess(final Path file, final AtomicBuffer header, final CountersReader reader)
+    {
+        this.file = file;
+        this.header = header;
+        this.reader = reader;
+    }
+
+    /** @return the file, or null for this process's counters kept in memory. */
+    public Path file()
+    {
+        return file;
+    }
+
+    /** @return the writer's process id. */
+    public long pid()
+    {
+        return header.getLong(CountersLayout.PID_OFFSET);
+    }
+
+    /** @return when the writer's process started, epoch ms. */
+    public long startTimeMillis()
+    {
+        return header.getLong(CountersLayout.START_TIME_OFFSET);
+    }
+
+    /** @return the writer's last heartbeat (written a few times a second), epoch ms. */
+    public long heartbeatMillis()
+    {
+        return header.getLongVolatile(CountersLayout.HEARTBEAT_OFFSET);
+    }
+
+    /** @return the writer's command line (main class and arguments), as far as it fits. */
+    public String command()
+    {
+        final int length = header.getInt(CountersLayout.COMMAND_LENGTH_OFFSET);
+        final byte[] bytes = new byte[Math.max(0, Math.min(length, CountersLayout.MAX_COMMAND_LENGTH))];
+        header.getBytes(CountersLayout.COMMAND_OFFSET, bytes);
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    /** @return every allocated counter, in id order, with its value now. */
+    public List<CounterValue> counters()
+    {
+        final List<CounterValue> values = new ArrayList<>();
+        reader.forEach((counterId, typeId, key, label) -> values.add(new CounterValue(counterId, typeId,
+            CountersLayout.groupId(key), CountersLayout.parentId(key), label, CountersLayout.name(key),
+            reader.getCounterValue(counterId))));
+        return values;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "LiveProcess{pid=" + pid() + ", file=" + file + '}';
+    }
+}
