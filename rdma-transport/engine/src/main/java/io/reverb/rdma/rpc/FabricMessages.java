@@ -279,15 +279,22 @@ final class FabricMessages
     static String refusedReason(final ByteBuffer message)
     {
         final ByteBuffer b = message.slice().order(ByteOrder.LITTLE_ENDIAN);
-        try
-        {
-            b.position(HEADER_LENGTH);
-            return string(b, "reason").replaceAll("[^\\x20-\\x7E]", "?");
-        }
-        catch (final IllegalArgumentException | IndexOutOfBoundsException ex)
+        if (b.remaining() < HEADER_LENGTH + 2)
         {
             return "(malformed refusal)";
         }
+        final int length = b.getShort(HEADER_LENGTH) & 0xFFFF;
+        if (length > MAX_STRING || length > b.remaining() - HEADER_LENGTH - 2)
+        {
+            return "(malformed refusal)";
+        }
+        final StringBuilder text = new StringBuilder(length);
+        for (int i = 0; i < length; i++)
+        {
+            final int c = b.get(HEADER_LENGTH + 2 + i);
+            text.append(c >= 0x20 && c <= 0x7E ? (char)c : '?');
+        }
+        return text.toString();
     }
 
     private static String string(final ByteBuffer b, final String what)

@@ -79,7 +79,7 @@ class FabricMessagesTest
     {
         final byte[] nonce = FabricMessages.random(16);
         final FabricMessages.Offer path = offer();
-        path.shmName = "../../tmp/evil";
+        path.shmName = "a/../../tmp/evil";
         assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(path, nonce, null), nonce, null))
             .hasMessageContaining("shm name").hasMessageContaining("only letters");
         final FabricMessages.Offer hidden = offer();
@@ -142,6 +142,9 @@ class FabricMessagesTest
         final ByteBuffer refused = FabricMessages.refused("no\u0007bell");
         assertThat(FabricMessages.refusedReason(refused)).isEqualTo("no?bell");
         assertThat(FabricMessages.refusedReason(ByteBuffer.allocate(9))).isEqualTo("(malformed refusal)");
+        final ByteBuffer lying = FabricMessages.refused("short");
+        lying.order(ByteOrder.LITTLE_ENDIAN).putShort(8, (short)200);
+        assertThat(FabricMessages.refusedReason(lying)).isEqualTo("(malformed refusal)");
     }
 
     @Test
