@@ -11,9 +11,14 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.TestService;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 import java.io.IOException;
+import java.net.URI;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -21,10 +26,13 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * {@code reverb://} in one JVM: the same client code lands on shm when it can prove it shares the server's host and
@@ -70,7 +78,7 @@ class ReverbTransportTest
     @AfterEach
     void tearDown() throws IOException
     {
-        reverb().logSink((line, stack) -> org.slf4j.LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
+        reverb().logSink((line, stack) -> LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
         try (Stream<Path> files = Files.walk(dir))
         {
@@ -131,7 +139,7 @@ class ReverbTransportTest
             // the server's tcp engine and both sides' shm engines
             assertThat(fabrics).containsExactly("shm", "tcp");
             final double shmSent = registry.find("reverb.engine.messages.sent").tag("fabric", "shm").meters().stream()
-                .flatMap(m -> java.util.stream.StreamSupport.stream(m.measure().spliterator(), false))
+                .flatMap(m -> StreamSupport.stream(m.measure().spliterator(), false))
                 .mapToDouble(m -> m.getValue()).sum();
             assertThat(shmSent).as("the call went over shm").isPositive();
         }
@@ -254,6 +262,70 @@ class ReverbTransportTest
             tcpChannel.close();
             shmChannel.close();
             server.close();
+        }
+    }
+
+    @Test
+    void shouldNotLetAPeerOnTheTcpPortRedirectTheClientToAnotherServersShmName() throws Exception
+    {
+        // the victim: a reverb:// server of this user on this host, whose shm name and secret file the peer knows
+        final RpcServer victim = server(config);
+        final ReverbListener victimListener = listener(victim.port());
+        // the peer on the tcp port: answers the fabric request with an offer of the victim's shm name, and a ticket of
+        // its own making (it cannot have one of the victim's: those are given only to the victim's own connections)
+        final FabricMessages.Offer forged = new FabricMessages.Offer();
+        forged.fabrics = FabricMessages.FABRIC_SHM;
+        forged.bootId = HostIdentity.bootId(HostIdentity.BOOT_ID);
+        final long[] key = HostIdentity.deviceAndInode(dir);
+        forged.shmDevice = key[0];
+        forged.shmInode = key[1];
+        forged.shmName = victimListener.shmAddress().substring("shm://".length());
+        forged.secretFile = victimListener.secretFile().getFileName().toString();
+        forged.ticket = FabricMessages.random(16);
+        final ServerListener peer = reverb().tcp.listen(
+            URI.create("tcp://127.0.0.1:0"), EngineOptions.of(config), connection -> new RecordingHandler()
+            {
+                @Override
+                public void onMessage(final Connection c, final ByteBuffer message)
+                {
+                    final byte[] nonce = FabricMessages.helloNonce(message);
+                    ReverbTransportProvider.send(c, FabricMessages.offer(forged, nonce, null));
+                }
+            });
+        final RecordingHandler client = new RecordingHandler();
+        try
+        {
+            final Connection connection = reverb().connect(
+                URI.create("reverb://127.0.0.1:" + peer.port()), EngineOptions.of(config), client)
+                .get(30, TimeUnit.SECONDS);
+            assertThat(connection.fabric()).as("still on the peer's tcp connection, not the victim's shm").isEqualTo("tcp");
+            assertThat(log).singleElement().asString().contains("refused the upgrade")
+                .contains("unknown, used or expired ticket");
+            connection.close();
+        }
+        finally
+        {
+            peer.close();
+            victim.close();
+        }
+    }
+
+    /** A connection handler that does nothing. */
+    private static class RecordingHandler implements ConnectionHandler
+    {
+        @Override
+        public void onMessage(final Connection connection, final ByteBuffer message)
+        {
+        }
+
+        @Override
+        public void onWritable(final Connection connection)
+        {
+        }
+
+        @Override
+        public void onClose(final Connection connection, final Throwable cause)
+        {
         }
     }
 
