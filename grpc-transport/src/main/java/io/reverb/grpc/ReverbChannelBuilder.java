@@ -224,7 +224,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         final String s = Objects.requireNonNull(scheme, "scheme").toLowerCase(Locale.ROOT);
         if (!FABRICS.contains(s))
         {
-            throw new IllegalArgumentException("fabric must be tcp, rdma or reverb (a host:port transport), not '" + scheme + "'");
+            throw new IllegalArgumentException("fabric must be tcp, rdma or reverb (a host:port transport), not '" +
+                scheme + "'");
         }
         this.fabric = s;
         return this;
