@@ -126,10 +126,7 @@ public abstract class RpcChannel implements AutoCloseable
      *
      * @return the fabric, or null while no connection takes calls (before the first call, or while reconnecting).
      */
-    public String fabric()
-    {
-        return null;
-    }
+    public abstract String fabric();
 
     /**
      * @return the address this channel connects to, or its target (a resolver target, or the addresses joined
