@@ -76,7 +76,7 @@ final class ReverbListener implements ServerListener
             ":" + port;
         listener.template = new FabricMessages.Offer();
         listener.openShm(uri, options, port);
-        listener.openRdma(uri, options, host, port);
+        listener.openRdma(uri, options, port);
         provider.listeners.add(listener);
         return listener;
     }
@@ -107,7 +107,7 @@ final class ReverbListener implements ServerListener
         }
     }
 
-    private void openRdma(final URI uri, final TransportOptions options, final String host, final int port)
+    private void openRdma(final URI uri, final TransportOptions options, final int port)
     {
         if (provider.rdma.unavailabilityCause() != null)
         {
@@ -115,19 +115,21 @@ final class ReverbListener implements ServerListener
         }
         try
         {
-            final InetAddress bind = InetAddress.getByName(host);
-            if (bind.isAnyLocalAddress())
-            {
-                provider.log("listen-rdma", address + " does not offer rdma: it listens on a wildcard address, which " +
-                    "names no RDMA device to clients; give the address of the device's interface (reverb://10.0.0.5:" +
-                    port + ")");
-                return;
-            }
-            rdmaListener = provider.rdma.listen(ReverbTransportProvider.sibling(uri, "rdma", uri.getHost() + ":" + port),
+            // A port of its own: the DiSNi provider's handshake takes a TCP port too, the tcp listener's is taken. On a
+            // wildcard the DiSNi listener binds rdma_cm to the device's address and reports that one.
+            rdmaListener = provider.rdma.listen(ReverbTransportProvider.sibling(uri, "rdma", uri.getHost() + ":0"),
                 options, connection -> onUpgradeConnection(connection, false));
             final String bound = rdmaListener.address();
-            template.rdmaAddress = bound.substring(bound.indexOf("://") + 3);
-            template.rdmaPrefix = RdmaChoice.prefixLength(bind);
+            final String hostPort = bound.substring(bound.indexOf("://") + 3);
+            final URI parsed = URI.create("rdma://" + hostPort);
+            final InetAddress advertised = InetAddress.getByName(parsed.getHost());
+            if (advertised.isAnyLocalAddress())
+            {
+                throw new IOException("the rdma listener reports the wildcard address " + hostPort + ", which names " +
+                    "no RDMA device to clients; give the address of the device's interface (reverb://10.0.0.5:" + port + ")");
+            }
+            template.rdmaAddress = hostPort;
+            template.rdmaPrefix = RdmaChoice.prefixLength(advertised);
             template.rdmaDevice = "";
             template.fabrics |= FabricMessages.FABRIC_RDMA;
         }
