@@ -8,7 +8,9 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -99,6 +101,7 @@ final class ReverbListener implements ServerListener
             template.shmName = name;
             template.secretFile = secretFile.getFileName().toString();
             template.fabrics |= FabricMessages.FABRIC_SHM;
+            deleteStaleSecrets(dir);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -141,6 +144,30 @@ final class ReverbListener implements ServerListener
                 rdmaListener.close();
                 rdmaListener = null;
             }
+        }
+    }
+
+    /**
+     * Deletes the secret files of servers that died without closing: a secret file whose shm listener's socket is
+     * gone (the shm fabric deletes a dead listener's socket). A live server's socket exists before its secret file.
+     */
+    private void deleteStaleSecrets(final Path dir)
+    {
+        try (DirectoryStream<Path> secrets = Files.newDirectoryStream(dir, SECRET_PREFIX + "*" + SECRET_SUFFIX))
+        {
+            for (final Path file : secrets)
+            {
+                final String fileName = file.getFileName().toString();
+                final String name = fileName.substring(SECRET_PREFIX.length(), fileName.length() - SECRET_SUFFIX.length());
+                if (!Files.exists(dir.resolve(name + ".sock"), LinkOption.NOFOLLOW_LINKS))
+                {
+                    Files.deleteIfExists(file);
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            provider.log("secret", "cannot clean up stale secret files in " + dir + ": " + ex.getMessage());
         }
     }
 

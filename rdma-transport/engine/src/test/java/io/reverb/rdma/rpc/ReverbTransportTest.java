@@ -123,6 +123,24 @@ class ReverbTransportTest
     }
 
     @Test
+    void shouldDeleteTheSecretFilesOfServersThatDiedWithoutClosing() throws IOException
+    {
+        // a server killed with SIGKILL: its secret file stays, its socket is gone (the shm fabric removes it)
+        final Path stale = dir.resolve(ReverbListener.SECRET_PREFIX + "reverb-1-dead" + ReverbListener.SECRET_SUFFIX);
+        HostIdentity.writeSecret(stale, FabricMessages.random(FabricMessages.SECRET_LENGTH));
+        final RpcServer server = server(config);
+        try
+        {
+            assertThat(stale).doesNotExist();
+            assertThat(listener(server.port()).secretFile()).as("its own stays").exists();
+        }
+        finally
+        {
+            server.close();
+        }
+    }
+
+    @Test
     void shouldTagEngineMetricsWithTheFabric()
     {
         final SimpleMeterRegistry registry = new SimpleMeterRegistry();
