@@ -9,8 +9,10 @@ def project = new File(basedir, 'hello-reverb')
 def jar = new File(project, 'target/hello-reverb-1.0-SNAPSHOT.jar')
 assert jar.isFile() : "not built: $jar"
 def java = new File(System.getProperty('java.home'), 'bin/java').path
-// A name of our own: other builds on this host may run the same test.
-def uri = "shm://hello-reverb-it-${ProcessHandle.current().pid()}"
+// The generated project's default kind of address (reverb://, which settles on shm here), on a port of our own:
+// other builds on this host may run the same test.
+def port = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()).withCloseable { it.localPort }
+def uri = "reverb://127.0.0.1:${port}"
 
 def server = new ProcessBuilder(java, '-jar', jar.path, 'server', uri)
     .directory(project).redirectErrorStream(true).start()

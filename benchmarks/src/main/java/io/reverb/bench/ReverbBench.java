@@ -373,7 +373,13 @@ public final class ReverbBench
                 new LoadGenerator(client, spec.withLength(0, o.warmupNanos, false), err, label).run();
             }
             final RunResult result = new LoadGenerator(client, spec, err, label).run();
-            result.label = label;
+            // the fabric the calls took: for reverb:// the one it settled on ("reverb reverb on shm")
+            final String fabric = client.fabric();
+            if (fabric != null)
+            {
+                err.printf(Locale.ROOT, "   fabric: %s%n", fabric);
+            }
+            result.label = fabric != null && !fabric.equals(uri.getScheme()) ? label + " on " + fabric : label;
             result.framework = target.framework();
             result.uri = address;
             result.server = placement.cliName();

@@ -91,9 +91,9 @@ import java.util.regex.Pattern;
 public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<ReverbChannelBuilder>
 {
     /** Reverb's own transport schemes, Reverb addresses even when their transport is not on the class path. */
-    private static final Set<String> REVERB_SCHEMES = Set.of("shm", "tcp", "rdma", "inproc");
+    private static final Set<String> REVERB_SCHEMES = Set.of("reverb", "shm", "tcp", "rdma", "inproc");
     /** Fabrics whose addresses are {@code host:port}: where a resolved {@link InetSocketAddress} can be reached. */
-    private static final Set<String> FABRICS = Set.of("tcp", "rdma");
+    private static final Set<String> FABRICS = Set.of("reverb", "tcp", "rdma");
     /** The authority of a channel over several addresses (change it with {@code overrideAuthority}). */
     private static final String LIST_AUTHORITY = "reverb";
     private static final Pattern SCHEME = Pattern.compile("([a-zA-Z][a-zA-Z0-9+.-]*):");
@@ -220,10 +220,11 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
 
     /**
      * The Reverb fabric over which an {@link InetSocketAddress} from a name resolver (grpc-java's DNS resolver gives
-     * those) is reached: {@code ip:port} becomes {@code tcp://ip:port} (the default) or {@code rdma://ip:port}.
-     * Reverb addresses, given directly or resolved, keep their own scheme.
+     * those) is reached: {@code ip:port} becomes {@code tcp://ip:port} (the default), {@code rdma://ip:port}, or
+     * {@code reverb://ip:port} (the best fabric both sides have: shm on one host, rdma, else tcp). Reverb addresses,
+     * given directly or resolved, keep their own scheme.
      *
-     * @param scheme {@code tcp} or {@code rdma}.
+     * @param scheme {@code tcp}, {@code rdma} or {@code reverb}.
      * @return this.
      * @throws IllegalArgumentException for another scheme.
      */
@@ -232,7 +233,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         final String s = Objects.requireNonNull(scheme, "scheme").toLowerCase(Locale.ROOT);
         if (!FABRICS.contains(s))
         {
-            throw new IllegalArgumentException("fabric must be tcp or rdma (a host:port transport), not '" + scheme + "'");
+            throw new IllegalArgumentException("fabric must be tcp, rdma or reverb (a host:port transport), not '" +
+                scheme + "'");
         }
         this.fabric = s;
         return this;

@@ -188,6 +188,26 @@ class NameResolvedTargetsTest
     }
 
     @Test
+    void reverbFabricReachesAReverbServerThroughItsResolvedIp() throws Exception
+    {
+        // a reverb:// server: tcp on its port, and shm, which a client on this host moves to
+        final Server both = ReverbServerBuilder.forAddress("reverb://127.0.0.1:0").addService(service).build().start();
+        try
+        {
+            final int reverbPort = URI.create(both.getListenSockets().get(0).toString()).getPort();
+            channel = ReverbChannelBuilder.forTarget("dns:///127.0.0.1:" + reverbPort).fabric("reverb")
+                .intercept(new RemoteRecorder()).build();
+            assertThat(call().getPayload().toStringUtf8()).isEqualTo("resolved");
+            assertThat(remotes).containsExactly(new ReverbAddress("reverb://127.0.0.1:" + reverbPort));
+        }
+        finally
+        {
+            both.shutdownNow();
+            assertThat(both.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
     void rdmaFabricConnectsToTheRdmaAddressOfTheResolvedIp()
     {
         // the same resolved address over rdma://: no server listens there (and without RDMA hardware or the rdma
@@ -235,7 +255,7 @@ class NameResolvedTargetsTest
     void badTargetsAndFabricsFailClearly()
     {
         assertThatThrownBy(() -> ReverbChannelBuilder.forTarget("dns:///127.0.0.1:1").fabric("shm"))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp or rdma");
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp, rdma or reverb");
         assertThatThrownBy(() -> ReverbChannelBuilder.forTarget("nosuchscheme://x").build())
             .isInstanceOf(IllegalArgumentException.class)
             .hasMessageContaining("nosuchscheme://x").hasMessageContaining("shm, tcp");

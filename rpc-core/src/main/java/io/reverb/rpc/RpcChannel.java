@@ -120,6 +120,16 @@ public abstract class RpcChannel implements AutoCloseable
     public abstract void notifyWhenStateChanged(ConnectivityState source, Runnable callback);
 
     /**
+     * Which fabric the channel's calls travel over now: {@code "shm"}, {@code "rdma"}, {@code "tcp"} (or
+     * {@code "inproc"}), as the connections of its READY subchannels report it; a {@code reverb://} channel reports
+     * the fabric its connection settled on. Several READY subchannels on different fabrics give them sorted and joined
+     * with commas ({@code "shm,tcp"}).
+     *
+     * @return the fabric, or null while no connection takes calls (before the first call, or while reconnecting).
+     */
+    public abstract String fabric();
+
+    /**
      * @return the address this channel connects to, or its target (a resolver target, or the addresses joined
      * with commas).
      */

@@ -33,6 +33,15 @@ public interface EchoClient extends AutoCloseable
     Caller newCaller(CallObserver observer);
 
     /**
+     * @return the fabric the calls travel over now ({@code RpcChannel.fabric()}: shm, tcp, rdma, inproc), or null
+     * where the framework does not say (grpc-java).
+     */
+    default String fabric()
+    {
+        return null;
+    }
+
+    /**
      * Closes the channel; calls in flight fail.
      */
     @Override

@@ -287,6 +287,12 @@ public final class ReverbTarget implements Target
         }
 
         @Override
+        public String fabric()
+        {
+            return channel.fabric();
+        }
+
+        @Override
         public void close()
         {
             channel.close();

@@ -10,15 +10,19 @@ import java.util.concurrent.TimeUnit;
  */
 public final class GreeterServer
 {
-    /** Where the server listens unless told otherwise: shared memory, for processes on this host. */
-    public static final String DEFAULT_URI = "shm://${artifactId}";
+    /**
+     * Where the server listens, and the client connects, unless told otherwise: {@code reverb://}, one address that
+     * picks the best fabric both sides have (shared memory on this host, RDMA where both have a device, else TCP).
+     * Loopback only; {@code reverb://0.0.0.0:7000} serves other hosts too.
+     */
+    public static final String DEFAULT_URI = "reverb://127.0.0.1:7000";
 
     private GreeterServer()
     {
     }
 
     /**
-     * @param uri where to listen, e.g. {@code shm://name} or {@code tcp://0.0.0.0:7000}.
+     * @param uri where to listen, e.g. {@code reverb://0.0.0.0:7000}, {@code shm://name} or {@code tcp://0.0.0.0:7000}.
      * @return the started server.
      */
     public static RpcServer start(final String uri)

@@ -4,6 +4,7 @@ import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.retry.CallFailureCause;
+import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.Transports;
 import java.util.ArrayList;
 import java.util.List;
@@ -75,6 +76,18 @@ public final class ChannelRuntime extends ClientCallHost
     public void onStateChange(final Runnable listener)
     {
         this.stateListener = listener;
+    }
+
+    /**
+     * @return the fabric of the connection that takes calls now ({@link Connection#fabric()}),
+     * or null when none does.
+     */
+    public String fabric()
+    {
+        final StandaloneConnection current = ready;
+        final ClientConnection usable = current == null ? null : current.usable();
+        final Connection transport = usable == null ? null : usable.connection;
+        return transport == null ? null : transport.fabric();
     }
 
     /**

@@ -27,6 +27,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeSet;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -692,6 +693,24 @@ public final class BalancedChannel extends RpcChannel
     public String uri()
     {
         return target;
+    }
+
+    @Override
+    public String fabric()
+    {
+        final TreeSet<String> fabrics = new TreeSet<>();
+        synchronized (all)
+        {
+            for (final ChannelSubchannel subchannel : all)
+            {
+                final String fabric = subchannel.state() == ConnectivityState.READY ? subchannel.fabric() : null;
+                if (fabric != null)
+                {
+                    fabrics.add(fabric);
+                }
+            }
+        }
+        return fabrics.isEmpty() ? null : String.join(",", fabrics);
     }
 
     /**

@@ -92,6 +92,15 @@ final class ChannelSubchannel implements Subchannel
         return channel;
     }
 
+    /**
+     * @return the fabric of this subchannel's connection while it takes calls, else null.
+     */
+    String fabric()
+    {
+        final ChannelRuntime runtime = channel;
+        return runtime == null ? null : runtime.fabric();
+    }
+
     @Override
     public void requestConnection()
     {

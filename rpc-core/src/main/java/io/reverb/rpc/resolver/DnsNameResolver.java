@@ -14,8 +14,9 @@ import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
 
 /**
- * {@code dns:///host:port[?transport=tcp|rdma&...]}: the host's A/AAAA records, each as a transport address
- * {@code tcp://ip:port} (default) or {@code rdma://ip:port}. Other query parameters (engine settings) are copied to
+ * {@code dns:///host:port[?transport=tcp|rdma|reverb&...]}: the host's A/AAAA records, each as a transport address
+ * {@code tcp://ip:port} (default), {@code rdma://ip:port} or {@code reverb://ip:port} (the best fabric both sides
+ * have: see the {@code reverb} transport). Other query parameters (engine settings) are copied to
  * every address. An authority ({@code dns://8.8.8.8/host:port}) is accepted and ignored: lookups go through the
  * JVM's resolver (and its cache, {@code networkaddress.cache.ttl}).
  *
@@ -95,9 +96,10 @@ public final class DnsNameResolver implements NameResolver
                 if (param.startsWith("transport="))
                 {
                     chosen = param.substring("transport=".length()).toLowerCase(Locale.ROOT);
-                    if (!chosen.equals("tcp") && !chosen.equals("rdma"))
+                    if (!chosen.equals("tcp") && !chosen.equals("rdma") && !chosen.equals("reverb"))
                     {
-                        throw new IllegalArgumentException(usage(target, "transport must be tcp or rdma, not '" + chosen + "'"));
+                        throw new IllegalArgumentException(usage(target, "transport must be tcp, rdma or reverb, not '" +
+                            chosen + "'"));
                     }
                 }
                 else if (!param.isEmpty())
@@ -116,7 +118,7 @@ public final class DnsNameResolver implements NameResolver
     private static String usage(final URI target, final String problem)
     {
         return "invalid DNS target '" + target + "': " + problem +
-            "; expected dns:///host:port or dns:///host:port?transport=rdma";
+            "; expected dns:///host:port or dns:///host:port?transport=rdma (or reverb)";
     }
 
     /**

@@ -2,6 +2,7 @@ package io.reverb.rpc.transport;
 
 import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
+import java.util.Locale;
 
 /**
  * A transport connection: reliable, ordered, message-oriented, bidirectional. See the package documentation for
@@ -57,6 +58,20 @@ public interface Connection
     default boolean signalsReadComplete()
     {
         return false;
+    }
+
+    /**
+     * The fabric this connection runs over, as the scheme of a Reverb address: {@code "shm"}, {@code "tcp"},
+     * {@code "rdma"}, {@code "inproc"}. A {@code reverb://} connection reports the fabric it settled on, never
+     * {@code "reverb"}. The default: the scheme of {@link #localAddress()}, or {@code "unknown"} if it has none.
+     *
+     * @return the fabric's scheme, lower case.
+     */
+    default String fabric()
+    {
+        final String local = localAddress();
+        final int end = local == null ? -1 : local.indexOf("://");
+        return end > 0 ? local.substring(0, end).toLowerCase(Locale.ROOT) : "unknown";
     }
 
     /**

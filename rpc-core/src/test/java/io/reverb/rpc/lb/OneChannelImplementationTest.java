@@ -95,8 +95,8 @@ class OneChannelImplementationTest
             }
         }
         // exactly the methods the next test calls on every kind of channel: a new one must be added there too
-        assertThat(methods).containsExactly("close", "isClosed", "newCall", "newUnaryCall", "notifyWhenStateChanged",
-            "state", "uri");
+        assertThat(methods).containsExactly("close", "fabric", "isClosed", "newCall", "newUnaryCall",
+            "notifyWhenStateChanged", "state", "uri");
     }
 
     @Test
@@ -134,12 +134,14 @@ class OneChannelImplementationTest
             assertThat(channel.newCall(TestService.RANGE, CallOptions.DEFAULT.withWaitForReady(), Mono.just(Int32Value.of(3)))
                 .collectList().block(TIMEOUT)).as(what).hasSize(3);
             assertThat(channel.state(false)).as(what).isEqualTo(ConnectivityState.READY);
+            assertThat(channel.fabric()).as(what).isEqualTo("inproc");
             final CountDownLatch left = new CountDownLatch(1);
             channel.notifyWhenStateChanged(ConnectivityState.READY, left::countDown);
             assertThat(channel.isClosed()).as(what).isFalse();
             channel.close();
             assertThat(channel.isClosed()).as(what).isTrue();
             assertThat(channel.state(false)).as(what).isEqualTo(ConnectivityState.SHUTDOWN);
+            assertThat(channel.fabric()).as(what + ": no connection once closed").isNull();
             assertThat(left.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as(what + ": told it left READY").isTrue();
             final CountDownLatch already = new CountDownLatch(1);
             channel.notifyWhenStateChanged(ConnectivityState.READY, already::countDown);

@@ -85,12 +85,24 @@ class DnsNameResolverTest
     }
 
     @Test
+    void shouldResolveToReverbAddressesWhenAskedForTheBestFabric()
+    {
+        records = new String[] {"10.0.0.1"};
+        final DnsNameResolver resolver = new DnsNameResolver(
+            URI.create("dns:///replicas.internal:7000?transport=reverb"), args, lookup);
+        resolver.start(listener);
+
+        assertThat(results.get(0)).map(URI::toString).containsExactly("reverb://10.0.0.1:7000");
+        resolver.shutdown();
+    }
+
+    @Test
     void shouldRejectMalformedTargetsSayingWhatIsExpected()
     {
         assertThatThrownBy(() -> new DnsNameResolver(URI.create("dns:///replicas.internal"), args, lookup))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("host:port");
         assertThatThrownBy(() -> new DnsNameResolver(URI.create("dns:///h:1?transport=shm"), args, lookup))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp or rdma");
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp, rdma or reverb");
     }
 
     @Test

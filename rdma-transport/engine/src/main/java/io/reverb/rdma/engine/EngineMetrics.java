@@ -23,17 +23,22 @@ final class EngineMetrics implements MetricsBinding
     private final Map<Connection, List<Meter>> perConnection = new ConcurrentHashMap<>();
 
     private final String engineName;
+    private final String fabric;
 
-    private EngineMetrics(final MeterRegistry registry, final String engineName)
+    private EngineMetrics(final MeterRegistry registry, final String engineName, final String fabric)
     {
         this.registry = registry;
         this.engineName = engineName;
+        this.fabric = fabric;
     }
 
     static EngineMetrics bind(final Object registryObject, final RdmaEngine engine)
     {
-        final EngineMetrics metrics = new EngineMetrics((MeterRegistry)registryObject, engine.config().name());
-        final Tags tags = Tags.of("engine", engine.config().name());
+        // fabric: the verbs provider's scheme (shm, tcp, rdma), so that a reverb:// server's or channel's meters say
+        // which fabric carried the traffic
+        final String fabric = engine.context().provider().scheme();
+        final EngineMetrics metrics = new EngineMetrics((MeterRegistry)registryObject, engine.config().name(), fabric);
+        final Tags tags = Tags.of("engine", engine.config().name(), "fabric", fabric);
         metrics.counter("reverb.engine.messages.sent", tags.and("path", "eager"), engine, e -> e.stats().eagerMessagesSent());
         metrics.counter("reverb.engine.messages.sent", tags.and("path", "rendezvous"), engine,
             e -> e.stats().rendezvousMessagesSent());
@@ -103,7 +108,8 @@ final class EngineMetrics implements MetricsBinding
     @Override
     public void bindConnection(final Connection connection, final long number)
     {
-        final Tags tags = Tags.of("engine", engineName, "connection", number + "/" + connection.remoteAddress());
+        final Tags tags = Tags.of("engine", engineName, "fabric", fabric, "connection",
+            number + "/" + connection.remoteAddress());
         final List<Meter> own = new ArrayList<>(3);
         own.add(Gauge.builder("reverb.engine.connection.credits.available", connection, Connection::creditsAvailable)
             .tags(tags).register(registry));

@@ -52,9 +52,20 @@ final class EngineTransportConnection
     void bind(final ConnectionHandler handler)
     {
         this.handler = handler;
-        engine.onClose(cause -> handler.onClose(this, cause));
+        engine.onClose(cause -> this.handler.onClose(this, cause));
         engine.setSendErrorHandler(this);
         engine.setHandler(this);
+    }
+
+    /**
+     * Hands the connection's events to another handler from now on: {@code reverb://} negotiates the fabric with a
+     * handler of its own, then gives the connection to the RPC layer's. Called on the connection's delivery thread
+     * (from the negotiating handler's {@code onMessage}), or before any message can arrive, so that no event is
+     * delivered to the old handler after this returns; the one {@code onClose} goes to the handler bound last.
+     */
+    void rebind(final ConnectionHandler next)
+    {
+        this.handler = next;
     }
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - the engine's Connection (see the field)

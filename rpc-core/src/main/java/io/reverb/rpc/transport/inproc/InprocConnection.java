@@ -311,6 +311,12 @@ final class InprocConnection implements Connection, WriteClaim.Committer
     }
 
     @Override
+    public String fabric()
+    {
+        return "inproc";
+    }
+
+    @Override
     public String localAddress()
     {
         return localAddress;
