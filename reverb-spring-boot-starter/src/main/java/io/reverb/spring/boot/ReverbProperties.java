@@ -10,7 +10,7 @@ import org.springframework.util.unit.DataSize;
  * Reverb's settings under {@code reverb.*}:
  *
  * <pre>
- * reverb.server.address=tcp://0.0.0.0:9090          # or shm://name, rdma://host:port, reverb://host:port
+ * reverb.server.address=reverb://0.0.0.0:9090       # or shm://name, tcp://host:port, rdma://host:port
  * reverb.client.channels.greeter.address=shm://greeter
  * </pre>
  *
@@ -63,10 +63,11 @@ public class ReverbProperties
         /** Whether to serve the application's service beans at all (a server starts only when there is one). */
         private boolean enabled = true;
         /**
-         * Where to listen: tcp://host:port (port 0: ephemeral), shm://name, rdma://host:port (needs
+         * Where to listen: reverb://host:port (tcp there, and shm or rdma where both sides can), tcp://host:port
+         * (port 0: ephemeral), shm://name, rdma://host:port (needs
          * reverb-transport-rdma), or any scheme of a Reverb transport on the class path.
          */
-        private String address = "tcp://0.0.0.0:9090";
+        private String address = "reverb://0.0.0.0:9090";
         /** GRACEFUL or IMMEDIATE; by default what Spring Boot's server.shutdown says (graceful unless set). */
         private Shutdown shutdown;
         /**

@@ -132,7 +132,7 @@ public class ReverbServerLifecycle implements SmartLifecycle
         final String address = properties.getAddress();
         if (address == null || address.isBlank())
         {
-            throw new IllegalStateException("reverb.server.address is empty: set where to serve, e.g. tcp://0.0.0.0:9090");
+            throw new IllegalStateException("reverb.server.address is empty: set where to serve, e.g. reverb://0.0.0.0:9090");
         }
         serving = grpc == null || grpc.serviceNames().isEmpty() ?
             Serving.of(configure(RpcServer.builder(address.trim())).build()) :
