@@ -92,6 +92,10 @@ public final class CounterGroup implements AutoCloseable
     }
 
     /**
+     * A new counter. After {@link #close()} (a call that ends while its server is being torn down asks for its
+     * status's counter late) the counter is one in this process's memory only: what it counts is lost, and
+     * nothing fails.
+     *
      * @param name the counter's short name (ASCII, at most {@link CountersLayout#MAX_NAME_LENGTH} characters).
      * @return a new counter at 0.
      */
@@ -99,7 +103,7 @@ public final class CounterGroup implements AutoCloseable
     {
         if (closed)
         {
-            throw new IllegalStateException("counter group closed: " + label);
+            return detachedCounter();
         }
         AtomicCounter counter = owner == null ? null : owner.allocate(kind, id, parentId, label, name);
         if (counter == null)

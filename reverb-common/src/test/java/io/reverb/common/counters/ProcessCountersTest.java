@@ -172,6 +172,29 @@ class ProcessCountersTest
     }
 
     @Test
+    void shouldGiveACounterOfMemoryOnlyToWhoAsksAfterTheGroupClosed() throws IOException
+    {
+        final ProcessCounters counters = ProcessCounters.acquire();
+        try
+        {
+            final CounterGroup method = counters.newGroup(CountersLayout.KIND_SERVER_METHOD, "server m", 0);
+            method.counter("calls started").increment();
+            method.close();
+
+            // A call cancelled while its server is torn down ends after the method's counters were freed.
+            final AtomicCounter late = method.counter("calls finished CANCELLED");
+            late.increment();
+            assertThat(late.get()).isEqualTo(1);
+            assertThat(CountersDirectory.scan(counters.file().getParent()).get(0).process().counters())
+                .as("nothing of the closed group in the file").isEmpty();
+        }
+        finally
+        {
+            counters.release();
+        }
+    }
+
+    @Test
     void shouldRefuseADirectoryOpenToOthers() throws IOException
     {
         final Path open = dir.resolve("open");
