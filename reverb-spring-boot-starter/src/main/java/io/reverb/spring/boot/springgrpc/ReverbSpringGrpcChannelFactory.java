@@ -1,0 +1,84 @@
+package io.reverb.spring.boot.springgrpc;
+
+import io.grpc.ChannelCredentials;
+import io.grpc.InsecureChannelCredentials;
+import io.reverb.grpc.ReverbChannelBuilder;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.springframework.grpc.client.ClientInterceptorsConfigurer;
+import org.springframework.grpc.client.DefaultGrpcChannelFactory;
+import org.springframework.grpc.client.GrpcChannelBuilderCustomizer;
+
+/**
+ * Spring gRPC's {@link org.springframework.grpc.client.GrpcChannelFactory} for Reverb addresses: it
+ * {@linkplain #supports(String) supports} the targets whose scheme is one of Reverb's ({@link #SCHEMES}) and builds
+ * their channels with reverb-grpc's {@link ReverbChannelBuilder#forTarget}. Spring gRPC's interceptors, customizers
+ * and channel shutdown apply as to its own channels, so
+ *
+ * <pre>{@code
+ * ManagedChannel channel = grpcChannelFactory.createChannel("shm://greeter");   // was "localhost:9090"
+ * }</pre>
+ *
+ * is the only change in a Spring gRPC application. Other targets are left to Spring gRPC's own factories (this one
+ * is ordered first among them, and Spring gRPC's composite factory asks each in turn). Reverb has no TLS: a target
+ * whose configured credentials are not insecure fails with an {@link IllegalArgumentException}.
+ */
+public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<ReverbChannelBuilder>
+{
+    /** The URI schemes of Reverb's transports that this factory takes. */
+    public static final Set<String> SCHEMES = Set.of("shm", "tcp", "rdma", "reverb", "inproc");
+
+    /**
+     * @param globalCustomizers      applied to every channel's builder.
+     * @param interceptorsConfigurer Spring gRPC's configurer of the global and per-channel client interceptors.
+     */
+    public ReverbSpringGrpcChannelFactory(
+        final List<GrpcChannelBuilderCustomizer<ReverbChannelBuilder>> globalCustomizers,
+        final ClientInterceptorsConfigurer interceptorsConfigurer)
+    {
+        super(globalCustomizers, interceptorsConfigurer);
+    }
+
+    /**
+     * @param target a target, or the name of a channel that Spring gRPC's virtual targets map to one.
+     * @return whether target (or what its name maps to) is a Reverb address such as {@code shm://name}.
+     */
+    @Override
+    public boolean supports(final String target)
+    {
+        return isReverbAddress(target) || isReverbAddress(targets.getTarget(target));
+    }
+
+    /**
+     * @param target      a Reverb address.
+     * @param credentials the channel's credentials: only insecure ones (Reverb has no TLS).
+     * @return reverb-grpc's builder for target.
+     * @throws IllegalArgumentException if the credentials ask for TLS, or target is a malformed Reverb address.
+     */
+    @Override
+    protected ReverbChannelBuilder newChannelBuilder(final String target, final ChannelCredentials credentials)
+    {
+        if (credentials != null && !(credentials instanceof InsecureChannelCredentials))
+        {
+            throw new IllegalArgumentException("Reverb channels have no TLS: the credentials configured for " + target
+                + " (" + credentials.getClass().getSimpleName() + ") cannot be used; configure none (insecure)");
+        }
+        return ReverbChannelBuilder.forTarget(target);
+    }
+
+    /**
+     * @param target a target, or null.
+     * @return whether its scheme is one of {@link #SCHEMES} and it has something after {@code ://}.
+     */
+    static boolean isReverbAddress(final String target)
+    {
+        if (target == null)
+        {
+            return false;
+        }
+        final int separator = target.indexOf("://");
+        return separator > 0 && separator + 3 < target.length()
+            && SCHEMES.contains(target.substring(0, separator).toLowerCase(Locale.ROOT));
+    }
+}

@@ -1,0 +1,193 @@
+package io.reverb.spring.boot.springgrpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.StreamObserver;
+import io.reverb.grpc.ReverbServerBuilder;
+import io.reverb.spring.boot.test.EchoReply;
+import io.reverb.spring.boot.test.EchoRequest;
+import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.support.StaticApplicationContext;
+import org.springframework.grpc.client.ClientInterceptorsConfigurer;
+import org.springframework.grpc.client.GlobalClientInterceptor;
+import org.springframework.grpc.client.GrpcChannelFactory;
+import org.springframework.grpc.client.VirtualTargets;
+import org.springframework.grpc.server.GrpcServerFactory;
+import org.springframework.grpc.server.ServerBuilderCustomizer;
+
+/**
+ * Spring gRPC's channel and server factories over Reverb, in real application contexts (no mocks): a grpc-java service
+ * served by Spring gRPC's server factory API on {@code shm://}, called through Spring gRPC's
+ * {@link GrpcChannelFactory#createChannel(String)} with its global interceptors applied.
+ */
+class ReverbSpringGrpcTest
+{
+    private static final AtomicInteger NAMES = new AtomicInteger();
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(ReverbSpringGrpcAutoConfiguration.class));
+
+    private static String shm()
+    {
+        return "shm://reverb-springgrpc-" + ProcessHandle.current().pid() + "-" + NAMES.incrementAndGet();
+    }
+
+    private static final class Echo extends GrpcEchoGrpc.GrpcEchoImplBase
+    {
+        @Override
+        public void echo(final EchoRequest request, final StreamObserver<EchoReply> responseObserver)
+        {
+            responseObserver.onNext(EchoReply.newBuilder().setText("spring-grpc:" + request.getText()).build());
+            responseObserver.onCompleted();
+        }
+    }
+
+    /** Counts the calls that pass Spring gRPC's global client interceptors. */
+    static final class CountingInterceptor implements ClientInterceptor
+    {
+        final AtomicInteger calls = new AtomicInteger();
+
+        @Override
+        public <Q, R> ClientCall<Q, R> interceptCall(
+            final MethodDescriptor<Q, R> method, final CallOptions options, final Channel next)
+        {
+            calls.incrementAndGet();
+            return next.newCall(method, options);
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class Interceptors
+    {
+        @Bean
+        @GlobalClientInterceptor
+        CountingInterceptor countingInterceptor()
+        {
+            return new CountingInterceptor();
+        }
+    }
+
+    /** Serves Echo with Spring gRPC's server factory API over Reverb; the caller stops it. */
+    private static Server serve(final String address, final AtomicInteger customized) throws Exception
+    {
+        final ServerBuilderCustomizer<ReverbServerBuilder> customizer = builder -> customized.incrementAndGet();
+        final GrpcServerFactory factory = new ReverbSpringGrpcServerFactory(address, List.of(customizer));
+        factory.addService(new Echo().bindService());
+        return factory.createServer().start();
+    }
+
+    private static ReverbSpringGrpcChannelFactory standalone()
+    {
+        return new ReverbSpringGrpcChannelFactory(List.of(), new ClientInterceptorsConfigurer(new StaticApplicationContext()));
+    }
+
+    private static String echo(final ManagedChannel channel, final String text)
+    {
+        return GrpcEchoGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
+            .echo(EchoRequest.newBuilder().setText(text).build()).getText();
+    }
+
+    @Test
+    void shouldCallAReverbServedServiceThroughSpringGrpcsChannelFactory() throws Exception
+    {
+        final String address = shm();
+        final AtomicInteger customized = new AtomicInteger();
+        final Server server = serve(address, customized);
+        final ManagedChannel[] made = new ManagedChannel[1];
+        try
+        {
+            assertThat(customized).hasValue(1);
+            runner.withUserConfiguration(Interceptors.class).run(context ->
+            {
+                assertThat(context).hasNotFailed();
+                final GrpcChannelFactory channels = context.getBean(GrpcChannelFactory.class);
+                assertThat(channels).isInstanceOf(ReverbSpringGrpcChannelFactory.class);
+                assertThat(channels.supports(address)).isTrue();
+                made[0] = channels.createChannel(address);
+                assertThat(echo(made[0], "a")).isEqualTo("spring-grpc:a");
+                assertThat(echo(made[0], "b")).isEqualTo("spring-grpc:b");
+                assertThat(context.getBean(CountingInterceptor.class).calls).hasValue(2);
+            });
+            // Spring gRPC's factory shuts its channels down with the context
+            assertThat(made[0].isShutdown()).isTrue();
+        }
+        finally
+        {
+            server.shutdownNow().awaitTermination(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void shouldResolveSpringGrpcChannelNamesThatMapToReverbAddresses() throws Exception
+    {
+        final String address = shm();
+        final Server server = serve(address, new AtomicInteger());
+        try
+        {
+            final VirtualTargets names = name -> "echo".equals(name) ? address : "static://" + name;
+            runner.withBean(VirtualTargets.class, () -> names).run(context ->
+            {
+                final GrpcChannelFactory channels = context.getBean(GrpcChannelFactory.class);
+                assertThat(channels.supports("echo")).isTrue();
+                assertThat(channels.supports("other:9090")).isFalse();
+                assertThat(echo(channels.createChannel("echo"), "n")).isEqualTo("spring-grpc:n");
+            });
+        }
+        finally
+        {
+            server.shutdownNow().awaitTermination(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void shouldTakeOnlyReverbSchemes()
+    {
+        final ReverbSpringGrpcChannelFactory factory = standalone();
+        for (final String target : List.of("shm://a", "SHM://a", "tcp://h:1", "rdma://h:1", "reverb://h:1", "inproc://a"))
+        {
+            assertThat(factory.supports(target)).as(target).isTrue();
+        }
+        for (final String target : List.of("localhost:9090", "dns:///h:1", "static://h:1", "in-process:a", "shm://",
+            "unix:///tmp/s", "xshm://a"))
+        {
+            assertThat(factory.supports(target)).as(target).isFalse();
+        }
+        assertThatThrownBy(() -> new ReverbSpringGrpcServerFactory("localhost:9090", List.of()))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a Reverb address: localhost:9090");
+    }
+
+    @Test
+    void shouldRejectTlsCredentialsWithAClearError()
+    {
+        final ReverbSpringGrpcChannelFactory factory = standalone();
+        factory.setCredentialsProvider(target -> TlsChannelCredentials.create());
+        assertThatThrownBy(() -> factory.createChannel(shm()))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Reverb channels have no TLS");
+        factory.destroy();
+    }
+
+    @Test
+    void shouldBackOffForAUserFactory()
+    {
+        final ReverbSpringGrpcChannelFactory mine = standalone();
+        runner.withBean(ReverbSpringGrpcChannelFactory.class, () -> mine)
+            .run(context -> assertThat(context.getBean(GrpcChannelFactory.class)).isSameAs(mine));
+    }
+}
