@@ -61,8 +61,8 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
     {
         if (credentials != null && !(credentials instanceof InsecureChannelCredentials))
         {
-            throw new IllegalArgumentException("Reverb channels have no TLS: the credentials configured for " + target
-                + " (" + credentials.getClass().getSimpleName() + ") cannot be used; configure none (insecure)");
+            throw new IllegalArgumentException("Reverb channels have no TLS: the credentials configured for " + target +
+                " (" + credentials.getClass().getSimpleName() + ") cannot be used; configure none (insecure)");
         }
         return ReverbChannelBuilder.forTarget(target);
     }

@@ -48,8 +48,8 @@ public class ReverbSpringGrpcServerFactory extends DefaultGrpcServerFactory<Reve
     {
         if (!ReverbSpringGrpcChannelFactory.isReverbAddress(address))
         {
-            throw new IllegalArgumentException("not a Reverb address: " + address + " (expected one of "
-                + ReverbSpringGrpcChannelFactory.SCHEMES + " followed by ://, such as shm://name)");
+            throw new IllegalArgumentException("not a Reverb address: " + address + " (expected one of " +
+                ReverbSpringGrpcChannelFactory.SCHEMES + " followed by ://, such as shm://name)");
         }
         return address;
     }
