@@ -16,25 +16,29 @@ import io.reverb.grpc.ReverbServerBuilder;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.support.StaticApplicationContext;
+import org.springframework.core.env.Environment;
 import org.springframework.grpc.client.ClientInterceptorsConfigurer;
 import org.springframework.grpc.client.GlobalClientInterceptor;
 import org.springframework.grpc.client.GrpcChannelFactory;
 import org.springframework.grpc.client.VirtualTargets;
 import org.springframework.grpc.server.GrpcServerFactory;
 import org.springframework.grpc.server.ServerBuilderCustomizer;
+import org.springframework.grpc.server.lifecycle.GrpcServerLifecycle;
 
 /**
  * Spring gRPC's channel and server factories over Reverb, in real application contexts (no mocks): a grpc-java service
- * served by Spring gRPC's server factory API on {@code shm://}, called through Spring gRPC's
+ * served by Spring gRPC's server (its factory and lifecycle) on {@code shm://}, called through Spring gRPC's
  * {@link GrpcChannelFactory#createChannel(String)} with its global interceptors applied.
  */
 class ReverbSpringGrpcTest
@@ -85,10 +89,9 @@ class ReverbSpringGrpcTest
     }
 
     /** Serves Echo with Spring gRPC's server factory API over Reverb; the caller stops it. */
-    private static Server serve(final String address, final AtomicInteger customized) throws Exception
+    private static Server serve(final String address) throws Exception
     {
-        final ServerBuilderCustomizer<ReverbServerBuilder> customizer = builder -> customized.incrementAndGet();
-        final GrpcServerFactory factory = new ReverbSpringGrpcServerFactory(address, List.of(customizer));
+        final GrpcServerFactory factory = new ReverbSpringGrpcServerFactory(address, List.of());
         factory.addService(new Echo().bindService());
         return factory.createServer().start();
     }
@@ -104,19 +107,41 @@ class ReverbSpringGrpcTest
             .echo(EchoRequest.newBuilder().setText(text).build()).getText();
     }
 
+    /** Spring gRPC's server over Reverb, as an application declares it: the factory and its lifecycle. */
+    @Configuration(proxyBeanMethods = false)
+    static class SpringGrpcServer
+    {
+        final AtomicInteger customized = new AtomicInteger();
+
+        @Bean
+        GrpcServerFactory reverbGrpcServerFactory(final Environment environment)
+        {
+            final ServerBuilderCustomizer<ReverbServerBuilder> customizer = builder -> customized.incrementAndGet();
+            final GrpcServerFactory factory =
+                new ReverbSpringGrpcServerFactory(environment.getRequiredProperty("test.address"), List.of(customizer));
+            factory.addService(new Echo().bindService());
+            return factory;
+        }
+
+        @Bean
+        GrpcServerLifecycle reverbGrpcServerLifecycle(final GrpcServerFactory factory, final ApplicationEventPublisher events)
+        {
+            return new GrpcServerLifecycle(factory, Duration.ofSeconds(10), events);
+        }
+    }
+
     @Test
-    void shouldCallAReverbServedServiceThroughSpringGrpcsChannelFactory() throws Exception
+    void shouldCallASpringGrpcServerOnReverbThroughSpringGrpcsChannelFactory()
     {
         final String address = shm();
-        final AtomicInteger customized = new AtomicInteger();
-        final Server server = serve(address, customized);
         final ManagedChannel[] made = new ManagedChannel[1];
-        try
-        {
-            assertThat(customized).hasValue(1);
-            runner.withUserConfiguration(Interceptors.class).run(context ->
+        runner.withUserConfiguration(SpringGrpcServer.class, Interceptors.class)
+            .withPropertyValues("test.address=" + address)
+            .run(context ->
             {
                 assertThat(context).hasNotFailed();
+                assertThat(context.getBean(GrpcServerLifecycle.class).isRunning()).isTrue();
+                assertThat(context.getBean(SpringGrpcServer.class).customized).hasValue(1);
                 final GrpcChannelFactory channels = context.getBean(GrpcChannelFactory.class);
                 assertThat(channels).isInstanceOf(ReverbSpringGrpcChannelFactory.class);
                 assertThat(channels.supports(address)).isTrue();
@@ -125,20 +150,15 @@ class ReverbSpringGrpcTest
                 assertThat(echo(made[0], "b")).isEqualTo("spring-grpc:b");
                 assertThat(context.getBean(CountingInterceptor.class).calls).hasValue(2);
             });
-            // Spring gRPC's factory shuts its channels down with the context
-            assertThat(made[0].isShutdown()).isTrue();
-        }
-        finally
-        {
-            server.shutdownNow().awaitTermination(30, TimeUnit.SECONDS);
-        }
+        // Spring gRPC's factory shuts its channels down with the context
+        assertThat(made[0].isShutdown()).isTrue();
     }
 
     @Test
     void shouldResolveSpringGrpcChannelNamesThatMapToReverbAddresses() throws Exception
     {
         final String address = shm();
-        final Server server = serve(address, new AtomicInteger());
+        final Server server = serve(address);
         try
         {
             final VirtualTargets names = name -> "echo".equals(name) ? address : "static://" + name;
