@@ -29,6 +29,8 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.support.StaticApplicationContext;
 import org.springframework.core.env.Environment;
 import org.springframework.grpc.client.ClientInterceptorsConfigurer;
+import org.springframework.grpc.client.CompositeGrpcChannelFactory;
+import org.springframework.grpc.client.DefaultGrpcChannelFactory;
 import org.springframework.grpc.client.GlobalClientInterceptor;
 import org.springframework.grpc.client.GrpcChannelFactory;
 import org.springframework.grpc.client.VirtualTargets;
@@ -169,6 +171,33 @@ class ReverbSpringGrpcTest
                 assertThat(channels.supports("other:9090")).isFalse();
                 assertThat(echo(channels.createChannel("echo"), "n")).isEqualTo("spring-grpc:n");
             });
+        }
+        finally
+        {
+            server.shutdownNow().awaitTermination(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void shouldComeFirstInSpringGrpcsCompositeFactory() throws Exception
+    {
+        final String address = shm();
+        final Server server = serve(address);
+        try
+        {
+            // as Spring gRPC's composite auto-configuration does: every factory bean, in order; the default factory
+            // (Netty's base class) says it supports any target that is not in-process, so order decides
+            final ClientInterceptorsConfigurer none = new ClientInterceptorsConfigurer(new StaticApplicationContext());
+            runner.withBean("nettyLike", DefaultGrpcChannelFactory.class, () -> new DefaultGrpcChannelFactory<>(List.of(), none))
+                .run(context ->
+                {
+                    final List<GrpcChannelFactory> ordered =
+                        context.getBeanProvider(GrpcChannelFactory.class).orderedStream().toList();
+                    assertThat(ordered.get(0)).isInstanceOf(ReverbSpringGrpcChannelFactory.class);
+                    final CompositeGrpcChannelFactory composite = new CompositeGrpcChannelFactory(ordered);
+                    assertThat(echo(composite.createChannel(address), "c")).isEqualTo("spring-grpc:c");
+                    assertThat(composite.supports("localhost:9090")).isTrue();
+                });
         }
         finally
         {
