@@ -45,6 +45,8 @@ abstract class RpcConnection implements ConnectionHandler
     private final WriteClaim claim = new WriteClaim();
     private final FrameEncoder encoder = new FrameEncoder();
     private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
+    /** Guarded by writeLock: close the transport connection once {@link #pending} has been written out. */
+    private boolean closeWhenFlushed;
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
 
@@ -214,10 +216,29 @@ abstract class RpcConnection implements ConnectionHandler
         }
     }
 
+    /**
+     * Closes the transport connection once every frame written so far has left: at once when nothing waits behind
+     * back-pressure, else when the last queued frame is written. A drained server connection closes this way, so
+     * that its last STATUS and its GOAWAY are not dropped with the queue when credits were short.
+     */
+    final void closeWhenFlushed()
+    {
+        synchronized (writeLock)
+        {
+            if (!pending.isEmpty())
+            {
+                closeWhenFlushed = true;
+                return;
+            }
+        }
+        connection.close();
+    }
+
     @Override
     public void onWritable(final Connection connection)
     {
         List<Object[]> failures = null;
+        boolean closeNow = false;
         synchronized (writeLock)
         {
             OutboundFrame frame;
@@ -239,6 +260,15 @@ abstract class RpcConnection implements ConnectionHandler
                     encodeFailure = null;
                 }
             }
+            if (closeWhenFlushed && pending.isEmpty())
+            {
+                closeWhenFlushed = false;
+                closeNow = true;
+            }
+        }
+        if (closeNow)
+        {
+            connection.close();
         }
         if (failures != null)
         {

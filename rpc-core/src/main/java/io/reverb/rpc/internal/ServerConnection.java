@@ -281,7 +281,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         streams.remove(streamId);
         if (draining && streams.isEmpty())
         {
-            connection.close();
+            closeWhenFlushed();
         }
     }
 
@@ -313,7 +313,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         write(new OutboundFrame.GoAway(lastStreamIdSeen(), status));
         if (streams.isEmpty())
         {
-            connection.close();
+            closeWhenFlushed();
         }
     }
 
