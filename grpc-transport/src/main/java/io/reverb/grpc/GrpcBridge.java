@@ -170,9 +170,10 @@ final class GrpcBridge
     }
 
     /**
-     * How far a failed Reverb call got, as grpc-java's transport reports it: a call the server never saw (it could not
-     * be sent, or the server refused it before any handler ran: GOAWAY, refused while shutting down) is REFUSED, so
-     * that grpc-java's transparent retry sends it again on another transport; any other failure was PROCESSED.
+     * How far a failed Reverb call got, as grpc-java's transport reports it: a call the server refused before any
+     * handler ran (GOAWAY, refused while shutting down) is REFUSED, so
+     * that grpc-java's transparent retry sends it again on another transport; a call that never left this client is
+     * MISCARRIED (retried transparently without grpc-java's once-only limit); any other failure was PROCESSED.
      *
      * @param t how a Reverb call failed.
      * @return its progress.
@@ -180,7 +181,18 @@ final class GrpcBridge
     static RpcProgress progressOf(final Throwable t)
     {
         final AttemptFailure failure = CallFailureCause.attemptFailure(io.reverb.rpc.Status.fromThrowable(t));
-        return failure == AttemptFailure.PROCESSED ? RpcProgress.PROCESSED : RpcProgress.REFUSED;
+        switch (failure)
+        {
+            case PROCESSED:
+                return RpcProgress.PROCESSED;
+            case NOT_SENT:
+                // never left this client (its connection was draining or closed when the call came): grpc-java
+                // retries such a call transparently on another transport however often it happens, as for its
+                // own transports shutting down; REFUSED would be retried once only
+                return RpcProgress.MISCARRIED;
+            default:
+                return RpcProgress.REFUSED;
+        }
     }
 
     /**

@@ -158,7 +158,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         {
             if (shutdown)
             {
-                return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.REFUSED, tracers);
+                return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
             }
             // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
             final io.reverb.rpc.MethodDescriptor<Payload, Payload> reverbMethod = methods.computeIfAbsent(
