@@ -13,12 +13,25 @@ import java.nio.ByteBuffer;
 
 /**
  * One grpc-java message in flight over Reverb: the stream grpc-java's marshaller produced (outbound) or the bytes
- * that arrived (inbound). Its {@link #MARSHALLER} writes the stream straight into the transport's claimed buffer,
- * registered memory for shm/tcp/rdma: {@link Drainable} streams (protobuf's) drain into it without an intermediate
- * array.
+ * that arrived (inbound). Its {@link #MARSHALLER} writes the stream into the transport's claimed buffer, registered
+ * memory for shm/tcp/rdma:
+ * <ul>
+ *   <li>a buffer with an array: the stream reads straight into it (protobuf's stream serializes the message there);
+ *   </li>
+ *   <li>registered memory, a message of up to {@link #SCRATCH_LIMIT} bytes: the stream reads into an array kept per
+ *   thread, then one copy into the buffer; protobuf's stream serializes the message into that array, where draining
+ *   it would allocate an array of the message's size (protobuf's own buffer) for every message;</li>
+ *   <li>larger messages: {@link Drainable} streams (protobuf's) drain into the buffer, others are read through the
+ *   per-thread array in pieces.</li>
+ * </ul>
  */
 final class Payload
 {
+    /** The largest message written through the per-thread array in one piece (and the array's largest size). */
+    static final int SCRATCH_LIMIT = 16 * 1024;
+    /** Per thread: the array messages are read into on their way to registered memory. */
+    private static final ThreadLocal<byte[]> SCRATCH = new ThreadLocal<>();
+
     /** Marshals payloads: the grpc-java marshaller already produced the bytes, this only moves them. */
     static final Marshaller<Payload> MARSHALLER = new Marshaller<>()
     {
@@ -93,36 +106,32 @@ final class Payload
     {
         try
         {
-            if (stream instanceof Drainable)
+            if (target.hasArray())
+            {
+                readFully(target.array(), target.arrayOffset() + target.position(), length);
+            }
+            else if (length <= SCRATCH_LIMIT)
+            {
+                final byte[] scratch = scratch(length);
+                readFully(scratch, 0, length);
+                target.put(scratch, 0, length);
+            }
+            else if (stream instanceof Drainable)
             {
                 ((Drainable)stream).drainTo(new ByteBufferOutputStream(target));
             }
-            else if (target.hasArray())
-            {
-                final int at = target.arrayOffset() + target.position();
-                int done = 0;
-                while (done < length)
-                {
-                    final int n = stream.read(target.array(), at + done, length - done);
-                    if (n < 0)
-                    {
-                        throw new IOException("message stream ended after " + done + " of " + length + " bytes");
-                    }
-                    done += n;
-                }
-            }
             else
             {
-                final byte[] chunk = new byte[Math.min(length, 8192)];
+                final byte[] scratch = scratch(SCRATCH_LIMIT);
                 int done = 0;
                 while (done < length)
                 {
-                    final int n = stream.read(chunk, 0, Math.min(chunk.length, length - done));
+                    final int n = stream.read(scratch, 0, Math.min(scratch.length, length - done));
                     if (n < 0)
                     {
                         throw new IOException("message stream ended after " + done + " of " + length + " bytes");
                     }
-                    target.put(chunk, 0, n);
+                    target.put(scratch, 0, n);
                     done += n;
                 }
             }
@@ -131,6 +140,39 @@ final class Payload
         {
             throw new UncheckedIOException("cannot write message", e);
         }
+    }
+
+    /**
+     * Reads exactly {@code count} bytes of the stream into the array.
+     */
+    private void readFully(final byte[] into, final int offset, final int count) throws IOException
+    {
+        int done = 0;
+        while (done < count)
+        {
+            final int n = stream.read(into, offset + done, count - done);
+            if (n < 0)
+            {
+                throw new IOException("message stream ended after " + done + " of " + count + " bytes");
+            }
+            done += n;
+        }
+    }
+
+    /**
+     * @param size at most {@link #SCRATCH_LIMIT}.
+     * @return this thread's array, of at least size bytes.
+     */
+    private static byte[] scratch(final int size)
+    {
+        byte[] scratch = SCRATCH.get();
+        if (scratch == null || scratch.length < size)
+        {
+            // grown in steps, so that a thread that writes small messages keeps a small array
+            scratch = new byte[Math.min(SCRATCH_LIMIT, Math.max(size, scratch == null ? 256 : 2 * scratch.length))];
+            SCRATCH.set(scratch);
+        }
+        return scratch;
     }
 
     /** A received message: grpc-java's parsers recognise {@link KnownLength} and size their buffers from it. */

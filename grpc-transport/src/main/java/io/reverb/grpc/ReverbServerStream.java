@@ -7,6 +7,7 @@ import io.grpc.Status;
 import io.grpc.internal.ServerStream;
 import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
+import io.grpc.internal.StreamListener;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.compression.Codec;
@@ -203,6 +204,35 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
                 listener.halfClosed();
             }
         });
+    }
+
+    /**
+     * A unary call's one request and the end of requests, given to the listener in one task of the serializer.
+     *
+     * @param request the request.
+     * @param task    the task: calls {@link #lastRequest} with the request's producer.
+     */
+    void deliverLast(final Payload request, final Runnable task)
+    {
+        countInbound(request);
+        serializer.execute(task);
+    }
+
+    /**
+     * On the serializer: gives the listener the last request and the end of requests.
+     *
+     * @param producer gives the request's stream to grpc-java, once.
+     */
+    void lastRequest(final StreamListener.MessageProducer producer)
+    {
+        if (!isClosed())
+        {
+            listener.messagesAvailable(producer);
+        }
+        if (!isClosed())
+        {
+            listener.halfClosed();
+        }
     }
 
     // ---------------------------------------------------------------- rpc-core's end of the responses
