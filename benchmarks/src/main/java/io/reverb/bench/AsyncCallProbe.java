@@ -30,9 +30,13 @@ import java.io.File;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
+import javax.management.ObjectName;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
@@ -51,8 +55,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <pre>
  * java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -cp benchmarks/target/reverb-bench.jar \
- *     io.reverb.bench.AsyncCallProbe [calls] [--query=polling=event] [modes...]
+ *     io.reverb.bench.AsyncCallProbe [calls] [--query=polling=event] [--histogram] [--blocking] [modes...]
  * </pre>
+ *
+ * {@code --histogram} prints what one call allocates, by class, from the JVM's class histograms of every object in
+ * the heap before and after (run it with {@code -XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xmx6g}: nothing
+ * is collected, so nothing allocated is missed); {@code --blocking} makes the calls with the blocking stubs, from one
+ * thread, one after the other (the JMH benchmark's and {@code GrpcAllocProbe}'s path).
  *
  * Modes: {@code native} (Reverb's stubs over shm), {@code grpc} (grpc-java on Reverb over shm), {@code grpc-noretry}
  * (the same with {@code disableRetry()}), {@code grpc-client} (grpc-java's channel on Reverb, a native server),
@@ -63,6 +72,10 @@ public final class AsyncCallProbe
 {
     private static final String SERVICE = "probe.Echo";
     private static final String METHOD = SERVICE + "/Unary";
+    /** Print what was allocated per call, by class (run with -XX:+UseEpsilonGC: no object may be collected). */
+    private static boolean histogram;
+    /** Blocking calls from the main thread, one after the other, instead of the async closed loop. */
+    private static boolean blocking;
 
     private AsyncCallProbe()
     {
@@ -91,6 +104,16 @@ public final class AsyncCallProbe
         if (args.length > first && args[first].startsWith("--query="))
         {
             query = "?" + args[first].substring("--query=".length());
+            first++;
+        }
+        if (args.length > first && "--histogram".equals(args[first]))
+        {
+            histogram = true;
+            first++;
+        }
+        if (args.length > first && "--blocking".equals(args[first]))
+        {
+            blocking = true;
             first++;
         }
         final String[] modes = args.length > first ? Arrays.copyOfRange(args, first, args.length) :
@@ -150,7 +173,11 @@ public final class AsyncCallProbe
         if (nativeClient)
         {
             final RpcChannel channel = RpcChannel.builder(address).build();
-            caller = loop -> io.reverb.rpc.stub.ClientCalls.unary(channel, nativeMethod, CallOptions.DEFAULT, request)
+            caller = blocking ? loop ->
+            {
+                io.reverb.rpc.stub.ClientCalls.unary(channel, nativeMethod, CallOptions.DEFAULT, request).block();
+                loop.ended(true);
+            } : loop -> io.reverb.rpc.stub.ClientCalls.unary(channel, nativeMethod, CallOptions.DEFAULT, request)
                 .subscribe(new BaseSubscriber<>()
                 {
                     @Override
@@ -181,7 +208,11 @@ public final class AsyncCallProbe
                 channelBuilder.disableRetry();
             }
             final ManagedChannel channel = channelBuilder.build();
-            caller = loop -> ClientCalls.asyncUnaryCall(channel.newCall(grpcMethod, io.grpc.CallOptions.DEFAULT), request,
+            caller = blocking ? loop ->
+            {
+                ClientCalls.blockingUnaryCall(channel, grpcMethod, io.grpc.CallOptions.DEFAULT, request);
+                loop.ended(true);
+            } : loop -> ClientCalls.asyncUnaryCall(channel.newCall(grpcMethod, io.grpc.CallOptions.DEFAULT), request,
                 loop.observer);
             close = () ->
             {
@@ -196,16 +227,29 @@ public final class AsyncCallProbe
         final long bytesBefore = allocated(threads);
         final long cpuBefore = cpu(threads, ids);
         final long waitsBefore = waits(threads, ids);
+        final Map<String, long[]> histogramBefore = histogram ? classHistogram() : null;
         final Map<String, Long> switchesBefore = contextSwitches();
         measured.run();
         final Map<String, Long> switchesAfter = contextSwitches();
+        final Map<String, long[]> histogramAfter = histogram ? classHistogram() : null;
         final long waits = waits(threads, ids) - waitsBefore;
         final long cpu = cpu(threads, ids) - cpuBefore;
         final long bytes = allocated(threads) - bytesBefore;
+        // the least disturbed tenth of the calls: on a loaded machine, other processes' time slices cost a thread
+        // CPU time too (caches refilled), unevenly
+        final Loop[] tenths = new Loop[10];
+        long minCpu = Long.MAX_VALUE;
+        for (int i = 0; i < tenths.length; i++)
+        {
+            tenths[i] = new Loop(caller, Math.max(1, calls / 10));
+            final long start = cpu(threads, ids);
+            tenths[i].run();
+            minCpu = Math.min(minCpu, (cpu(threads, ids) - start) / tenths[i].latency.length);
+        }
         Arrays.sort(measured.latency);
-        System.out.printf("%-13s %,7d B/call   %,7d CPU ns/call   %5.2f waits/call (all threads)   p50 %8.2f us" +
-            "   (%d calls, %d failed)%n", mode, bytes / calls, cpu / calls, (double)waits / calls,
-            measured.latency[calls / 2] / 1000.0, calls, measured.failed.get());
+        System.out.printf("%-13s %,7d B/call   %,7d CPU ns/call (least of ten rounds after: %,7d)   %5.2f waits/call" +
+            " (all threads)   p50 %8.2f us   (%d calls, %d failed)%n", mode, bytes / calls, cpu / calls, minCpu,
+            (double)waits / calls, measured.latency[calls / 2] / 1000.0, calls, measured.failed.get());
         long switches = 0;
         final StringBuilder byThread = new StringBuilder();
         for (final Map.Entry<String, Long> e : switchesAfter.entrySet())
@@ -219,6 +263,10 @@ public final class AsyncCallProbe
         }
         System.out.printf("              %5.2f context switches/call (voluntary, all threads):%s%n",
             (double)switches / calls, byThread);
+        if (histogramAfter != null)
+        {
+            printHistogram(histogramBefore, histogramAfter, calls);
+        }
         close.close();
     }
     // CHECKSTYLE.ON: InlineFullyQualifiedName
@@ -331,6 +379,52 @@ public final class AsyncCallProbe
             }
         }
         return byThread;
+    }
+
+    /**
+     * @return every object in the heap, live or not, by class: instances and bytes (the JVM's class histogram).
+     */
+    private static Map<String, long[]> classHistogram() throws Exception
+    {
+        final String text = (String)ManagementFactory.getPlatformMBeanServer().invoke(
+            new ObjectName("com.sun.management:type=DiagnosticCommand"), "gcClassHistogram",
+            new Object[] {new String[] {"-all"}}, new String[] {String[].class.getName()});
+        final Map<String, long[]> byClass = new HashMap<>();
+        for (final String line : text.split("\n"))
+        {
+            final String[] f = line.trim().split("\\s+");
+            if (f.length >= 4 && f[0].endsWith(":"))
+            {
+                byClass.put(f[3], new long[] {Long.parseLong(f[1]), Long.parseLong(f[2])});
+            }
+        }
+        return byClass;
+    }
+
+    private static void printHistogram(final Map<String, long[]> before, final Map<String, long[]> after, final int calls)
+    {
+        final List<Map.Entry<String, long[]>> grown = new ArrayList<>();
+        long total = 0;
+        for (final Map.Entry<String, long[]> e : after.entrySet())
+        {
+            final long[] b = before.getOrDefault(e.getKey(), new long[2]);
+            final long[] d = {e.getValue()[0] - b[0], e.getValue()[1] - b[1]};
+            if (d[1] > 0)
+            {
+                total += d[1];
+                grown.add(Map.entry(e.getKey(), d));
+            }
+        }
+        grown.sort((x, y) -> Long.compare(y.getValue()[1], x.getValue()[1]));
+        System.out.printf("              allocated per call, by class (%,d B in all):%n", total / calls);
+        for (final Map.Entry<String, long[]> e : grown)
+        {
+            if (e.getValue()[1] >= calls / 2)
+            {
+                System.out.printf("              %7.2f  %,6d B  %s%n", (double)e.getValue()[0] / calls,
+                    e.getValue()[1] / calls, e.getKey());
+            }
+        }
     }
 
     private static long allocated(final ThreadMXBean threads)

@@ -4,12 +4,12 @@ import io.grpc.Drainable;
 import io.grpc.KnownLength;
 import io.reverb.rpc.Marshaller;
 
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * One grpc-java message in flight over Reverb: the stream grpc-java's marshaller produced (outbound) or the bytes
@@ -24,8 +24,10 @@ import java.nio.ByteBuffer;
  *   <li>larger messages: {@link Drainable} streams (protobuf's) drain into the buffer, others are read through the
  *   per-thread array in pieces.</li>
  * </ul>
+ * A message that arrived (or whose length its marshaller did not know) holds its bytes and is its own stream, a
+ * {@link KnownLength} one: grpc-java's parsers size their buffers from it.
  */
-final class Payload
+final class Payload extends InputStream implements KnownLength
 {
     /** The largest message written through the per-thread array in one piece (and the array's largest size). */
     static final int SCRATCH_LIMIT = 16 * 1024;
@@ -52,17 +54,30 @@ final class Payload
         {
             final byte[] bytes = new byte[source.remaining()];
             source.get(bytes);
-            return new Payload(new Inbound(bytes), bytes.length);
+            return new Payload(bytes);
         }
     };
 
+    /** What grpc-java's marshaller returned, or null when this holds the bytes. */
     private final InputStream stream;
     private final int length;
+    /** The bytes, when {@link #stream} is null. */
+    private final byte[] bytes;
+    /** As a stream over {@link #bytes}: the next byte to read. */
+    private int position;
 
     private Payload(final InputStream stream, final int length)
     {
         this.stream = stream;
         this.length = length;
+        this.bytes = null;
+    }
+
+    private Payload(final byte[] bytes)
+    {
+        this.stream = null;
+        this.length = bytes.length;
+        this.bytes = bytes;
     }
 
     /**
@@ -77,8 +92,7 @@ final class Payload
             {
                 return new Payload(stream, stream.available());
             }
-            final byte[] bytes = stream.readAllBytes();
-            return new Payload(new Inbound(bytes), bytes.length);
+            return new Payload(stream.readAllBytes());
         }
         catch (final IOException e)
         {
@@ -91,7 +105,7 @@ final class Payload
      */
     InputStream stream()
     {
-        return stream;
+        return stream != null ? stream : this;
     }
 
     /**
@@ -106,7 +120,11 @@ final class Payload
     {
         try
         {
-            if (target.hasArray())
+            if (stream == null)
+            {
+                target.put(bytes, position, length - position);
+            }
+            else if (target.hasArray())
             {
                 readFully(target.array(), target.arrayOffset() + target.position(), length);
             }
@@ -175,13 +193,47 @@ final class Payload
         return scratch;
     }
 
-    /** A received message: grpc-java's parsers recognise {@link KnownLength} and size their buffers from it. */
-    static final class Inbound extends ByteArrayInputStream implements KnownLength
+    // ---------------------------------------------------------------- the stream over the bytes (one reader)
+
+    @Override
+    public int read()
     {
-        Inbound(final byte[] bytes)
+        return position < length ? bytes[position++] & 0xff : -1;
+    }
+
+    @Override
+    public int read(final byte[] into, final int offset, final int count)
+    {
+        Objects.checkFromIndexSize(offset, count, into.length);
+        if (count == 0)
         {
-            super(bytes);
+            return 0;
         }
+        final int n = Math.min(count, length - position);
+        if (n <= 0)
+        {
+            return -1;
+        }
+        System.arraycopy(bytes, position, into, offset, n);
+        position += n;
+        return n;
+    }
+
+    @Override
+    public long skip(final long n)
+    {
+        final int skipped = (int)Math.max(0, Math.min(n, length - position));
+        position += skipped;
+        return skipped;
+    }
+
+    /**
+     * @return the bytes left to read: all of them until read ({@link KnownLength}).
+     */
+    @Override
+    public int available()
+    {
+        return length - position;
     }
 
     /** Lets a {@link Drainable} write into the claimed buffer. */

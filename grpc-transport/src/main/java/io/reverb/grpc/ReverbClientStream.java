@@ -83,6 +83,8 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
     private volatile boolean handOff;
     /** With {@link #unaryEnd}, the response, held until its status. */
     private Payload heldResponse;
+    /** {@link #run} was given to the serializer: its next run delivers the end. */
+    private boolean endOnSerializer;
     /** The response of {@link #run}, until grpc-java takes it from this producer ({@link #next}). */
     private volatile Payload endMessage;
     /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
@@ -355,11 +357,11 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
             endMessage = response;
             if (handOff)
             {
-                toWaitingCaller(() -> serializer.execute(this));
+                toWaitingCaller(this); // runs there, and then again on the serializer
             }
             else
             {
-                serializer.execute(this);
+                run();
             }
             return;
         }
@@ -367,12 +369,20 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
     }
 
     /**
-     * On the serializer: the end of a unary call sent on the fast path (see {@link #unaryEnd}), its response (if any)
-     * and its OK status, given to the listener in one go.
+     * The end of a unary call sent on the fast path (see {@link #unaryEnd}), its response (if any) and its OK status,
+     * given to the listener in one go: the first run (on the thread that is to run the listener) gives this to the
+     * serializer, the second (on the serializer) delivers. The first happens-before the second (the serializer's
+     * hand-over), so the flag needs no lock.
      */
     @Override
     public void run()
     {
+        if (!endOnSerializer)
+        {
+            endOnSerializer = true;
+            serializer.execute(this);
+            return;
+        }
         if (isClosed())
         {
             endMessage = null; // cancelled meanwhile
