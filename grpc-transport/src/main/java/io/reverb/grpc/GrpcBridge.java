@@ -95,15 +95,20 @@ final class GrpcBridge
         {
             return true;
         }
+        if (count > TRANSPORT_OWNED_KEYS.length)
+        {
+            return false;
+        }
         int owned = 0;
+        // the common ones first: a call's metadata is usually grpc-accept-encoding alone
         for (final io.grpc.Metadata.Key<?> key : TRANSPORT_OWNED_KEYS)
         {
-            if (grpc.containsKey(key))
+            if (grpc.containsKey(key) && ++owned == count)
             {
-                owned++;
+                return true;
             }
         }
-        return owned == count;
+        return false;
     }
 
     /**
