@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import static io.reverb.rpc.internal.RecordingConnection.frameTypes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.BytesValue;
@@ -214,18 +215,5 @@ class ReadBatchStartTest
         read(connection, serverSide, unaryCall(false));
         assertThat(service.callsStarted.get()).isEqualTo(1);
         assertThat(serverSide.messages).hasSize(1);
-    }
-
-    private static List<FrameType> frameTypes(final byte[] message)
-    {
-        final ByteBuffer buffer = ByteBuffer.wrap(message);
-        final FrameHeaderFlyweight header = new FrameHeaderFlyweight();
-        final List<FrameType> types = new ArrayList<>();
-        for (int at = 0; at < message.length; at += header.frameLength())
-        {
-            header.wrap(buffer, at);
-            types.add(FrameType.fromValue(header.type()));
-        }
-        return types;
     }
 }
