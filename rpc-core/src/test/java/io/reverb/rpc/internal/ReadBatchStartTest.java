@@ -16,7 +16,6 @@ import io.reverb.rpc.TestService;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.TransportOptions;
-import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.time.Duration;
