@@ -249,6 +249,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return window.owed();
     }
 
+    int outboundGranted()
+    {
+        assert lock.isHeldByCurrentThread();
+        return outbound.grantedUnwritten();
+    }
+
     int outboundRendezvous()
     {
         assert lock.isHeldByCurrentThread();

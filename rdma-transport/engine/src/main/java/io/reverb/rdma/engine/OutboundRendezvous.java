@@ -61,6 +61,12 @@ final class OutboundRendezvous
         return next == null || !(next.direct || next.early) || next.committed ? next : null;
     }
 
+    /** @return rendezvous granted whose write is not yet posted (tests: an early announcement's CTS is in). */
+    int grantedUnwritten()
+    {
+        return pendingWrites.size();
+    }
+
     /** @return true if {@code buffer} is granted and its write not yet posted. */
     boolean isGranted(final BufferPool.Buffer buffer)
     {
