@@ -591,6 +591,10 @@ final class RendezvousSender
         else if (rendezvous.early)
         {
             rendezvous.committed = true; // its write may go once granted (after the writes granted before it)
+            if (outbound.isGranted(rendezvous))
+            {
+                stats.rendezvousGrantedAtCommit.incrementRelease();
+            }
             sender.flush();
         }
         else

@@ -65,6 +65,10 @@ class TcpEngineEarlyAnnounceTest
             assertThat(pair.client.stats().rendezvousMessagesSent()).isEqualTo(7);
             assertThat(pair.server.stats().rendezvousMessagesReceived()).isEqualTo(7);
             assertThat(pair.client.stats().rendezvousAbortsSent()).isZero();
+            if (!early)
+            {
+                assertThat(pair.client.stats().rendezvousGrantedAtCommit()).isZero();
+            }
             assertThat(pair.errors()).isEmpty();
         }
     }
@@ -87,6 +91,7 @@ class TcpEngineEarlyAnnounceTest
             assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.client.stats().rendezvousMessagesSent()).isEqualTo(1);
+            assertThat(pair.client.stats().rendezvousGrantedAtCommit()).isEqualTo(1);
             assertThat(pair.errors()).isEmpty();
         }
     }
@@ -110,6 +115,7 @@ class TcpEngineEarlyAnnounceTest
             final List<long[]> got = new ArrayList<>(recorder.messages);
             assertThat(got.get(0)).containsExactly(LARGE, 1);
             assertThat(got.get(1)).containsExactly(100, 1);
+            assertThat(pair.client.stats().rendezvousGrantedAtCommit()).isZero();
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.errors()).isEmpty();
         }
