@@ -11,6 +11,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.reverb.common.WriteClaim;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -283,6 +284,48 @@ class TcpEngineEarlyAnnounceTest
             assertThat(got.get(0)).containsExactly(LARGE, 1);
             assertThat(got.get(1)).containsExactly(LARGE + 1, 1);
             assertQuiescent(pair.client, pair.server);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldDeliverAnOpenClaimCommittedAfterAGracefulCloseBegan() throws Exception
+    {
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = pair(config(true), config(true), recorder))
+        {
+            final WriteClaim claim = new WriteClaim();
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.OK);
+            await("CTS in", () -> outboundGranted(pair.client) == 1);
+            final CompletableFuture<Void> closed = pair.client.closeAsync();
+            fill(claimed(claim), claim.offset(), LARGE, 0);
+            claim.commit();
+            closed.get(60, TimeUnit.SECONDS);
+            await("server side closed", () -> pair.server.isClosed());
+            assertThat(recorder.count.get()).isEqualTo(1);
+            assertThat(new ArrayList<>(recorder.messages).get(0)).containsExactly(LARGE, 1);
+            assertReleased(pair);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldCloseGracefullyOnceAnOpenClaimIsAbortedAndItsGrantReturned() throws Exception
+    {
+        final AtomicInteger delivered = new AtomicInteger();
+        try (EnginePair pair = pair(config(true), config(true), (b, o, l) -> delivered.incrementAndGet()))
+        {
+            final WriteClaim claim = new WriteClaim();
+            assertThat(pair.client.tryClaim(LARGE, claim)).isEqualTo(Connection.OK);
+            await("CTS in", () -> outboundGranted(pair.client) == 1);
+            final CompletableFuture<Void> closed = pair.client.closeAsync();
+            claim.abort();
+            closed.get(60, TimeUnit.SECONDS);
+            await("both sides closed", () -> pair.client.isClosed() && pair.server.isClosed());
+            assertReleased(pair);
+            assertThat(pair.client.stats().rendezvousAbortsSent()).isEqualTo(1);
+            assertThat(pair.server.stats().rendezvousAbortsReceived()).isEqualTo(1);
+            assertThat(delivered.get()).isZero();
             assertThat(pair.errors()).isEmpty();
         }
     }
