@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -66,6 +67,7 @@ public final class EngineConfig
     private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
+    private BooleanSupplier idleTask;
     private String name = "reverb";
     private boolean concluded;
 
@@ -455,6 +457,28 @@ public final class EngineConfig
         return pollerStallNanos;
     }
 
+    /**
+     * Work each poller thread runs after a duty cycle that found nothing to do, before it spins, yields or parks as
+     * its polling mode says: it must be short and bounded (the next duty cycle waits for it) and must not block.
+     * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
+     * unless one is set here. Default: none.
+     *
+     * @param task returns true if it did something; null for none.
+     * @return this.
+     */
+    public EngineConfig idleTask(final BooleanSupplier task)
+    {
+        checkMutable();
+        idleTask = task;
+        return this;
+    }
+
+    /** @return see {@link #idleTask(BooleanSupplier)}; null if none. */
+    public BooleanSupplier idleTask()
+    {
+        return idleTask;
+    }
+
     /** @return name used for threads and metric tags. */
     public String name()
     {
@@ -637,6 +661,7 @@ public final class EngineConfig
         copy.adaptiveMaxSpinNanos = adaptiveMaxSpinNanos;
         copy.adaptiveYieldNanos = adaptiveYieldNanos;
         copy.pollerStallNanos = pollerStallNanos;
+        copy.idleTask = idleTask;
         copy.name = name;
         return copy;
     }

@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import org.agrona.collections.ArrayUtil;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
@@ -57,6 +58,9 @@ final class Poller implements Agent
     final AtomicCounter sleeps;
     final AtomicCounter stalls;
 
+    /** {@link EngineConfig#idleTask(BooleanSupplier)}: run after a duty cycle without work. */
+    private final BooleanSupplier idleTask;
+
     Poller(final RdmaEngine engine, final CompletionChannel channel, final int index, final CounterGroup counters)
     {
         this.polls = counters.counter("duty cycles");
@@ -70,6 +74,7 @@ final class Poller implements Agent
         this.mode = config.pollingMode();
         this.roleName = config.name() + "-poller-" + index;
         this.idleStrategy = new PollerIdleStrategy(this, config);
+        this.idleTask = config.idleTask();
         this.runner = new AgentRunner(idleStrategy, this::onRunnerError, null, this);
     }
 
@@ -205,6 +210,10 @@ final class Poller implements Agent
         final long cycles = polls.incrementRelease() + 1;
         if (work == 0)
         {
+            if (idleTask != null)
+            {
+                idleTask.getAsBoolean(); // not counted as work: the polling mode's spin, yield and park are unchanged
+            }
             emptyPolls.incrementRelease();
         }
         if ((cycles & TICK_CHECK_MASK) == 0)
