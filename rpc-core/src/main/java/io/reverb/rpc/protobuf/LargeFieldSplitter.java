@@ -260,7 +260,7 @@ final class LargeFieldSplitter<T extends MessageLite>
     static ByteString chunks(final ByteBuffer source, final int from, final int to)
     {
         final int count = (to - from + CHUNK - 1) / CHUNK;
-        final FreshChunks stash = FreshChunks.expect(count);
+        final FreshChunks stash = FreshChunks.expect((to - from) / CHUNK); // full pieces: what the stash can serve
         final List<ByteString> pieces = new ArrayList<>(count);
         for (int p = from; p < to; p += CHUNK)
         {
