@@ -458,8 +458,9 @@ public final class EngineConfig
     }
 
     /**
-     * Work each poller thread runs after a duty cycle that found nothing to do, before it spins, yields or parks as
-     * its polling mode says: it must be short and bounded (the next duty cycle waits for it) and must not block.
+     * Work each poller thread runs after duty cycles that found nothing to do for 10 µs (not in the few microseconds
+     * a rendezvous's clear-to-send takes), before it spins, yields or parks as its polling mode says: it must be short
+     * and bounded (the next duty cycle waits for it) and must not block.
      * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
      * unless one is set here. Default: none.
      *

@@ -58,8 +58,12 @@ final class Poller implements Agent
     final AtomicCounter sleeps;
     final AtomicCounter stalls;
 
-    /** {@link EngineConfig#idleTask(BooleanSupplier)}: run after a duty cycle without work. */
+    /** How long a poller finds no work before it runs its {@link #idleTask}. */
+    static final long IDLE_TASK_AFTER_NANOS = TimeUnit.MICROSECONDS.toNanos(10);
+    /** {@link EngineConfig#idleTask(BooleanSupplier)}: run after duty cycles without work (this thread only). */
     private final BooleanSupplier idleTask;
+    /** When the current run of duty cycles without work began; 0 while there is work (this thread only). */
+    private long idleSinceNanos;
 
     Poller(final RdmaEngine engine, final CompletionChannel channel, final int index, final CounterGroup counters)
     {
@@ -207,12 +211,16 @@ final class Poller implements Agent
         {
             work += connection.poll(completions);
         }
+        if (work != 0)
+        {
+            idleSinceNanos = 0;
+        }
         final long cycles = polls.incrementRelease() + 1;
         if (work == 0)
         {
             if (idleTask != null)
             {
-                idleTask.getAsBoolean(); // not counted as work: the polling mode's spin, yield and park are unchanged
+                runIdleTask();
             }
             emptyPolls.incrementRelease();
         }
@@ -225,6 +233,25 @@ final class Poller implements Agent
             }
         }
         return work;
+    }
+
+    /**
+     * The idle task, once this poller has found no work for {@link #IDLE_TASK_AFTER_NANOS}: not in the short waits of
+     * a rendezvous (an RTS's CTS comes back within microseconds, and a task then would delay the message), but in
+     * the longer ones (the peer writing or handling a large message). Not counted as work: the polling mode's spin,
+     * yield and park are unchanged.
+     */
+    private void runIdleTask()
+    {
+        final long now = System.nanoTime();
+        if (idleSinceNanos == 0)
+        {
+            idleSinceNanos = now;
+        }
+        else if (now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS)
+        {
+            idleTask.getAsBoolean();
+        }
     }
 
     /**
