@@ -34,6 +34,32 @@ class EngineOptionsTest
     }
 
     @Test
+    void shouldGiveSharedEnginesTheMarshallersIdleTaskUnlessTheConfigHasOne() throws Exception
+    {
+        final EngineConfig plain = new EngineConfig().name("idle-default-test");
+        final java.util.function.BooleanSupplier own = () -> false;
+        final EngineConfig withOwn = new EngineConfig().name("idle-own-test").idleTask(own);
+        final SharedEngines.Lease defaulted = shm().acquire(URI.create("shm://x"), EngineOptions.of(plain));
+        final SharedEngines.Lease kept = shm().acquire(URI.create("shm://x"), EngineOptions.of(withOwn));
+        try
+        {
+            // the default marshaller's arrays for large messages, prepared while the pollers wait
+            assertThat(defaulted.engine().config().idleTask()).isNotNull();
+            assertThat(defaulted.engine().config().idleTask().getAsBoolean()).as("nothing to prepare on this thread")
+                .isFalse();
+            assertThat(kept.engine().config().idleTask()).isSameAs(own);
+            assertThat(plain.idleTask()).as("the caller's config is not changed").isNull();
+        }
+        finally
+        {
+            defaulted.release();
+            kept.release();
+        }
+        EngineTransportTestHooks.awaitEngineClosed("shm://x", EngineOptions.of(plain), defaulted.engine());
+        EngineTransportTestHooks.awaitEngineClosed("shm://x", EngineOptions.of(withOwn), kept.engine());
+    }
+
+    @Test
     void shouldKeepEveryOtherSettingWhenTheAddressOverridesThePollingModeAndCloseTheEngineWithItsLastUser()
         throws Exception
     {
