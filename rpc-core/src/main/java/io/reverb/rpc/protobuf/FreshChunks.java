@@ -14,7 +14,7 @@ import java.util.ArrayDeque;
  * <p>Nothing is reused: every array here is new (allocated by {@link #prepare()}, seen by nobody), is taken at most
  * once ({@link #take()} removes it) and becomes part of exactly one message; an array is never given back. So no
  * message, and no view of one, can ever observe another message's bytes. A thread that never read a large message has
- * no stash; one that did keeps at most as many arrays as its last large message took (at most
+ * no stash; one that did keeps at most as many arrays as its largest large message took (at most
  * {@link #MAX_CHUNKS}). Thread-confined: no locks.
  */
 final class FreshChunks

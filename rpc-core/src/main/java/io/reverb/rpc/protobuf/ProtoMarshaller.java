@@ -160,7 +160,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     /**
      * For transports: bounded work for a thread that delivers messages (a poller) and found nothing to do. If the
      * default marshaller ({@link #of}) has read a large message on this thread, allocates one fresh
-     * {@value LargeFieldSplitter#CHUNK}-byte array for the next one, up to as many as the last one took (at most
+     * {@value LargeFieldSplitter#CHUNK}-byte array for the next one, up to as many as the largest one took (at most
      * 4 MiB per thread), so that the JVM's zeroing and the first touch of new memory happen while the thread waits
      * rather than between a message's arrival and its delivery. The arrays are new and each becomes part of exactly
      * one message: nothing is reused, no lifetime rule. Does nothing on other threads, and costs a thread-local
