@@ -460,8 +460,8 @@ public final class EngineConfig
     /**
      * Work each poller thread runs after duty cycles that found nothing to do for 10 µs (not in the few microseconds
      * a rendezvous's clear-to-send takes), before it spins, yields or parks as its polling mode says: it must be short
-     * and bounded (the next duty cycle waits for it) and must not block. A run that returns true counts as work for
-     * the polling mode (its spin starts over), so a task that has more to do is called again before the poller parks.
+     * and bounded (the next duty cycle waits for it) and must not block. It does not count as work: the polling mode
+     * spins, yields and parks on the same clock as without it.
      * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
      * unless one is set here. Default: none.
      *

@@ -216,12 +216,11 @@ final class Poller implements Agent
             idleSinceNanos = 0;
         }
         final long cycles = polls.incrementRelease() + 1;
-        int idleWork = 0;
         if (work == 0)
         {
-            if (idleTask != null && runIdleTask())
+            if (idleTask != null)
             {
-                idleWork = 1;
+                runIdleTask();
             }
             emptyPolls.incrementRelease();
         }
@@ -233,27 +232,26 @@ final class Poller implements Agent
                 tick(conns, now);
             }
         }
-        return work + idleWork;
+        return work;
     }
 
     /**
      * The idle task, once this poller has found no work for {@link #IDLE_TASK_AFTER_NANOS}: not in the short waits of
      * a rendezvous (an RTS's CTS comes back within microseconds, and a task then would delay the message), but in
-     * the longer ones (the peer writing or handling a large message). A task that did something counts as work for
-     * the polling mode (its spin starts again after it, so the poller does not park because the task used its spin
-     * time), not for the idle clock (the next task may follow at once) nor for the empty duty cycle counter.
-     *
-     * @return true if the task ran and did something.
+     * the longer ones (the peer writing or handling a large message). Not counted as work: the polling mode's spin,
+     * yield and park are unchanged.
      */
-    private boolean runIdleTask()
+    private void runIdleTask()
     {
         final long now = System.nanoTime();
         if (idleSinceNanos == 0)
         {
             idleSinceNanos = now;
-            return false;
         }
-        return now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS && idleTask.getAsBoolean();
+        else if (now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS)
+        {
+            idleTask.getAsBoolean();
+        }
     }
 
     /**
