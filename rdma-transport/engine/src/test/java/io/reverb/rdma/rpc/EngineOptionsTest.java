@@ -19,6 +19,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -37,7 +38,7 @@ class EngineOptionsTest
     void shouldGiveSharedEnginesTheMarshallersIdleTaskUnlessTheConfigHasOne() throws Exception
     {
         final EngineConfig plain = new EngineConfig().name("idle-default-test");
-        final java.util.function.BooleanSupplier own = () -> false;
+        final BooleanSupplier own = () -> false;
         final EngineConfig withOwn = new EngineConfig().name("idle-own-test").idleTask(own);
         final SharedEngines.Lease defaulted = shm().acquire(URI.create("shm://x"), EngineOptions.of(plain));
         final SharedEngines.Lease kept = shm().acquire(URI.create("shm://x"), EngineOptions.of(withOwn));
