@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -68,6 +69,7 @@ public final class EngineConfig
     private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
+    private BooleanSupplier idleTask;
     private String name = "reverb";
     private boolean concluded;
 
@@ -499,6 +501,30 @@ public final class EngineConfig
         return pollerStallNanos;
     }
 
+    /**
+     * Work each poller thread runs after duty cycles that found nothing to do for 10 µs (not in the few microseconds
+     * a rendezvous's clear-to-send takes), before it spins, yields or parks as its polling mode says: it must be short
+     * and bounded (the next duty cycle waits for it) and must not block. It does not count as work: the polling mode
+     * spins, yields and parks on the same clock as without it.
+     * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
+     * unless one is set here. Default: none.
+     *
+     * @param task returns true if it did something; null for none.
+     * @return this.
+     */
+    public EngineConfig idleTask(final BooleanSupplier task)
+    {
+        checkMutable();
+        idleTask = task;
+        return this;
+    }
+
+    /** @return see {@link #idleTask(BooleanSupplier)}; null if none. */
+    public BooleanSupplier idleTask()
+    {
+        return idleTask;
+    }
+
     /** @return name used for threads and metric tags. */
     public String name()
     {
@@ -682,6 +708,7 @@ public final class EngineConfig
         copy.adaptiveMaxSpinNanos = adaptiveMaxSpinNanos;
         copy.adaptiveYieldNanos = adaptiveYieldNanos;
         copy.pollerStallNanos = pollerStallNanos;
+        copy.idleTask = idleTask;
         copy.name = name;
         return copy;
     }
