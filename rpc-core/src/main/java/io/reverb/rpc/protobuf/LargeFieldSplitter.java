@@ -252,16 +252,23 @@ final class LargeFieldSplitter<T extends MessageLite>
         return (T)message;
     }
 
-    /** @return the bytes from {@code from} to {@code to} as a rope of fresh {@value #CHUNK}-byte arrays */
+    /**
+     * @return the bytes from {@code from} to {@code to} as a rope of fresh {@value #CHUNK}-byte arrays: taken from this
+     *     thread's {@link FreshChunks} (allocated ahead while the thread was idle, never handed out before) when it has
+     *     some, else allocated here; a last piece shorter than {@value #CHUNK} bytes is always allocated here.
+     */
     static ByteString chunks(final ByteBuffer source, final int from, final int to)
     {
-        final List<ByteString> pieces = new ArrayList<>((to - from + CHUNK - 1) / CHUNK);
+        final int count = (to - from + CHUNK - 1) / CHUNK;
+        final FreshChunks stash = FreshChunks.expect((to - from) / CHUNK); // full pieces: what the stash can serve
+        final List<ByteString> pieces = new ArrayList<>(count);
         for (int p = from; p < to; p += CHUNK)
         {
             final int n = Math.min(CHUNK, to - p);
-            final byte[] piece = new byte[n];
+            final byte[] ready = n == CHUNK ? stash.take() : null;
+            final byte[] piece = ready != null ? ready : new byte[n];
             source.get(p, piece, 0, n);
-            // a private array nobody else references: wrapping it without a copy is safe
+            // a new array nobody else references, now this message's alone: wrapping it without a copy is safe
             pieces.add(UnsafeByteOperations.unsafeWrap(piece));
         }
         return ByteString.copyFrom(pieces); // concatenates as a rope, without copying the pieces

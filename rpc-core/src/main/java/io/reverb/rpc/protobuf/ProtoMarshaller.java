@@ -32,7 +32,9 @@ import java.util.Objects;
  *   <li>{@link #of(MessageLite)}, the default: new arrays per large message, owned by the message (safe whatever
  *   the application does with it). A singular {@code bytes} field of more than 256 KiB of a full (descriptor-backed)
  *   message type is read as a rope of 256 KiB arrays, so that a 1 MiB payload is not one 1 MiB array (a G1
- *   humongous object, whose garbage starts concurrent collections); other large messages are one array each.</li>
+ *   humongous object, whose garbage starts concurrent collections); other large messages are one array each. The
+ *   transports' pollers allocate those 256 KiB arrays ahead of time while they wait ({@link #prepareIdle()}): new
+ *   arrays, each given to one message only, zeroed before the message arrives.</li>
  *   <li>{@link #aliasing(MessageLite)}, opt-in: messages of {@value #LEND_THRESHOLD} bytes and more are parsed from
  *   an array lent from a shared pool, and their {@code bytes} fields alias it. rpc-core gives the array back when
  *   the message's lifetime ends ({@link Marshaller#release(Object)}: on the client, when the {@code onNext} that
@@ -153,6 +155,22 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     public T defaultInstance()
     {
         return defaultInstance;
+    }
+
+    /**
+     * For transports: bounded work for a thread that delivers messages (a poller) and found nothing to do. If the
+     * default marshaller ({@link #of}) has read a large message on this thread, allocates one fresh
+     * {@value LargeFieldSplitter#CHUNK}-byte array for the next one, up to as many as the largest one took (at most
+     * 4 MiB per thread), so that the JVM's zeroing and the first touch of new memory happen while the thread waits
+     * rather than between a message's arrival and its delivery. The arrays are new and each becomes part of exactly
+     * one message: nothing is reused, no lifetime rule. Does nothing on other threads, and costs a thread-local
+     * lookup when there is nothing to prepare.
+     *
+     * @return true if it allocated an array (there may be more to prepare), false if there was nothing to do.
+     */
+    public static boolean prepareIdle()
+    {
+        return FreshChunks.prepare();
     }
 
     @Override
@@ -345,7 +363,8 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         {
             if (length > LargeFieldSplitter.CHUNK)
             {
-                // its large bytes fields as ropes of small arrays: no humongous array, no lifetime rule
+                // its large bytes fields as ropes of small arrays (made ahead of time by prepareIdle() where this
+                // thread had time): no humongous array, no lifetime rule
                 LargeFieldSplitter<T> splitter = this.splitter;
                 if (splitter == null)
                 {

@@ -4,6 +4,7 @@ import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -20,6 +21,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
  *   <tr><td>{@link #rendezvousWriteTimeoutNanos(long)}</td><td>30 s</td><td>a peer holding a granted buffer unwritten this long is dropped</td></tr>
  *   <tr><td>{@link #directWrite(boolean)}</td><td>true</td><td>where the provider can map the peer's memory (shm), large messages are written straight into the receiver's granted buffer</td></tr>
+ *   <tr><td>{@link #announceAtClaim(boolean)}</td><td>true ({@code -Dreverb.rendezvous.announceAtClaim})</td><td>a large message's RTS leaves at its claim, so the receiver's grant comes back while the message is serialised</td></tr>
  *   <tr><td>{@link #rendezvousMemoryBytes(long)}</td><td>half the heap limit, 64 MiB..1 GiB</td><td>registered rendezvous receive memory of all connections together</td></tr>
  *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
@@ -51,6 +53,7 @@ public final class EngineConfig
     private long rendezvousMemoryBytes;
     private long rendezvousWriteTimeoutNanos = TimeUnit.SECONDS.toNanos(30);
     private boolean directWrite = true;
+    private boolean announceAtClaim = announceAtClaimDefault();
     private int maxInboundMessageSize = 64 * 1024 * 1024;
     private int maxOutboundMessageSize = 64 * 1024 * 1024;
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
@@ -66,6 +69,7 @@ public final class EngineConfig
     private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
+    private BooleanSupplier idleTask;
     private String name = "reverb";
     private boolean concluded;
 
@@ -214,6 +218,48 @@ public final class EngineConfig
         checkMutable();
         directWrite = enabled;
         return this;
+    }
+
+    /** @return whether a large message copied through this side's pool is announced (RTS) at its claim. */
+    public boolean announceAtClaim()
+    {
+        return announceAtClaim;
+    }
+
+    /**
+     * Early announcement: a message above the eager limit that is copied through this side's pool (every provider
+     * but shm's direct writes) sends its RTS when it is claimed rather than when it is committed, so that the RTS
+     * to CTS round trip (and a sleeping receiver's wake-up) overlaps the serialisation of the message; its write
+     * leaves at the commit if the CTS is in by then, else with the CTS. The wire protocol is the same: the receiver
+     * checks the RTS against its limits and budget as before, and grants its buffer a serialisation earlier. A claim
+     * aborted after its RTS sends ABORT once granted (the receiver returns the buffer); a REFUSE that comes before
+     * the commit fails the message at its commit. A claimant must commit within the peer's
+     * {@link #rendezvousWriteTimeoutNanos(long) write timeout} (30 s by default) of its grant, or the peer drops
+     * the connection. Default true ({@code -Dreverb.rendezvous.announceAtClaim=false} changes the default, e.g. to
+     * measure it).
+     *
+     * @param enabled false to send the RTS at the commit.
+     * @return this.
+     */
+    public EngineConfig announceAtClaim(final boolean enabled)
+    {
+        checkMutable();
+        announceAtClaim = enabled;
+        return this;
+    }
+
+    private static boolean announceAtClaimDefault()
+    {
+        final String value = System.getProperty("reverb.rendezvous.announceAtClaim");
+        if (value == null || value.isEmpty())
+        {
+            return true;
+        }
+        if ("true".equalsIgnoreCase(value) || "false".equalsIgnoreCase(value))
+        {
+            return Boolean.parseBoolean(value);
+        }
+        throw new IllegalArgumentException("-Dreverb.rendezvous.announceAtClaim must be true or false: " + value);
     }
 
     /** @return largest message accepted from a peer. */
@@ -455,6 +501,30 @@ public final class EngineConfig
         return pollerStallNanos;
     }
 
+    /**
+     * Work each poller thread runs after duty cycles that found nothing to do for 10 µs (not in the few microseconds
+     * a rendezvous's clear-to-send takes), before it spins, yields or parks as its polling mode says: it must be short
+     * and bounded (the next duty cycle waits for it) and must not block. It does not count as work: the polling mode
+     * spins, yields and parks on the same clock as without it.
+     * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
+     * unless one is set here. Default: none.
+     *
+     * @param task returns true if it did something; null for none.
+     * @return this.
+     */
+    public EngineConfig idleTask(final BooleanSupplier task)
+    {
+        checkMutable();
+        idleTask = task;
+        return this;
+    }
+
+    /** @return see {@link #idleTask(BooleanSupplier)}; null if none. */
+    public BooleanSupplier idleTask()
+    {
+        return idleTask;
+    }
+
     /** @return name used for threads and metric tags. */
     public String name()
     {
@@ -623,6 +693,7 @@ public final class EngineConfig
         copy.rendezvousMemoryBytes = rendezvousMemoryBytes;
         copy.rendezvousWriteTimeoutNanos = rendezvousWriteTimeoutNanos;
         copy.directWrite = directWrite;
+        copy.announceAtClaim = announceAtClaim;
         copy.maxInboundMessageSize = maxInboundMessageSize;
         copy.maxOutboundMessageSize = maxOutboundMessageSize;
         copy.pollingMode = pollingMode;
@@ -637,6 +708,7 @@ public final class EngineConfig
         copy.adaptiveMaxSpinNanos = adaptiveMaxSpinNanos;
         copy.adaptiveYieldNanos = adaptiveYieldNanos;
         copy.pollerStallNanos = pollerStallNanos;
+        copy.idleTask = idleTask;
         copy.name = name;
         return copy;
     }
@@ -647,6 +719,7 @@ public final class EngineConfig
         return "EngineConfig{receiveSlots=" + receiveSlots + ", eagerLimit=" + eagerLimit + ", sendSlots=" + sendSlots +
             ", rendezvousMinClass=" + rendezvousMinClass + ", rendezvousPoolBytes=" + rendezvousPoolBytes +
             ", rendezvousMemoryBytes=" + rendezvousMemoryBytes + ", directWrite=" + directWrite +
+            ", announceAtClaim=" + announceAtClaim +
             ", maxInboundMessageSize=" + maxInboundMessageSize + ", maxOutboundMessageSize=" + maxOutboundMessageSize +
             ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
             ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +

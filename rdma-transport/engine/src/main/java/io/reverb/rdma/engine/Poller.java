@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import org.agrona.collections.ArrayUtil;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
@@ -57,6 +58,13 @@ final class Poller implements Agent
     final AtomicCounter sleeps;
     final AtomicCounter stalls;
 
+    /** How long a poller finds no work before it runs its {@link #idleTask}. */
+    static final long IDLE_TASK_AFTER_NANOS = TimeUnit.MICROSECONDS.toNanos(10);
+    /** {@link EngineConfig#idleTask(BooleanSupplier)}: run after duty cycles without work (this thread only). */
+    private final BooleanSupplier idleTask;
+    /** When the current run of duty cycles without work began; 0 while there is work (this thread only). */
+    private long idleSinceNanos;
+
     Poller(final RdmaEngine engine, final CompletionChannel channel, final int index, final CounterGroup counters)
     {
         this.polls = counters.counter("duty cycles");
@@ -70,6 +78,7 @@ final class Poller implements Agent
         this.mode = config.pollingMode();
         this.roleName = config.name() + "-poller-" + index;
         this.idleStrategy = new PollerIdleStrategy(this, config);
+        this.idleTask = config.idleTask();
         this.runner = new AgentRunner(idleStrategy, this::onRunnerError, null, this);
     }
 
@@ -202,9 +211,17 @@ final class Poller implements Agent
         {
             work += connection.poll(completions);
         }
+        if (work != 0)
+        {
+            idleSinceNanos = 0;
+        }
         final long cycles = polls.incrementRelease() + 1;
         if (work == 0)
         {
+            if (idleTask != null)
+            {
+                runIdleTask();
+            }
             emptyPolls.incrementRelease();
         }
         if ((cycles & TICK_CHECK_MASK) == 0)
@@ -216,6 +233,25 @@ final class Poller implements Agent
             }
         }
         return work;
+    }
+
+    /**
+     * The idle task, once this poller has found no work for {@link #IDLE_TASK_AFTER_NANOS}: not in the short waits of
+     * a rendezvous (an RTS's CTS comes back within microseconds, and a task then would delay the message), but in
+     * the longer ones (the peer writing or handling a large message). Not counted as work: the polling mode's spin,
+     * yield and park are unchanged.
+     */
+    private void runIdleTask()
+    {
+        final long now = System.nanoTime();
+        if (idleSinceNanos == 0)
+        {
+            idleSinceNanos = now;
+        }
+        else if (now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS)
+        {
+            idleTask.getAsBoolean();
+        }
     }
 
     /**

@@ -3,6 +3,7 @@ package io.reverb.rdma.rpc;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.engine.PollingMode;
 import io.reverb.rdma.engine.RdmaEngine;
+import io.reverb.rpc.protobuf.ProtoMarshaller;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Locale;
@@ -150,6 +151,12 @@ final class SharedEngines
             if (directWrite != null)
             {
                 config.directWrite(directWrite).name(config.name() + (directWrite ? "-direct" : "-copying"));
+            }
+            if (config.idleTask() == null)
+            {
+                // the default marshaller's large-message arrays, allocated while the pollers wait (new arrays, never
+                // reused: see ProtoMarshaller.prepareIdle)
+                config.idleTask(ProtoMarshaller::prepareIdle);
             }
             shared = new Shared(key, RdmaEngine.open(scheme, config));
             engines.put(key, shared);

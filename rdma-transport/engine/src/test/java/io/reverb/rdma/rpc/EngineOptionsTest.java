@@ -19,6 +19,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -31,6 +32,32 @@ class EngineOptionsTest
     private static EngineTransport shm()
     {
         return ((EngineTransportProvider)Transports.providerFor(URI.create("shm://x"))).transport();
+    }
+
+    @Test
+    void shouldGiveSharedEnginesTheMarshallersIdleTaskUnlessTheConfigHasOne() throws Exception
+    {
+        final EngineConfig plain = new EngineConfig().name("idle-default-test");
+        final BooleanSupplier own = () -> false;
+        final EngineConfig withOwn = new EngineConfig().name("idle-own-test").idleTask(own);
+        final SharedEngines.Lease defaulted = shm().acquire(URI.create("shm://x"), EngineOptions.of(plain));
+        final SharedEngines.Lease kept = shm().acquire(URI.create("shm://x"), EngineOptions.of(withOwn));
+        try
+        {
+            // the default marshaller's arrays for large messages, prepared while the pollers wait
+            assertThat(defaulted.engine().config().idleTask()).isNotNull();
+            assertThat(defaulted.engine().config().idleTask().getAsBoolean()).as("nothing to prepare on this thread")
+                .isFalse();
+            assertThat(kept.engine().config().idleTask()).isSameAs(own);
+            assertThat(plain.idleTask()).as("the caller's config is not changed").isNull();
+        }
+        finally
+        {
+            defaulted.release();
+            kept.release();
+        }
+        EngineTransportTestHooks.awaitEngineClosed("shm://x", EngineOptions.of(plain), defaulted.engine());
+        EngineTransportTestHooks.awaitEngineClosed("shm://x", EngineOptions.of(withOwn), kept.engine());
     }
 
     @Test
