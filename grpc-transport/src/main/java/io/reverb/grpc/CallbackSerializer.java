@@ -2,6 +2,7 @@ package io.reverb.grpc;
 
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -10,14 +11,21 @@ import java.util.logging.Logger;
  * (the transport's thread, or a grpc-java thread asking for more), never blocking a submitter: a task submitted
  * while another runs is queued and run by that thread before it leaves. The same contract as grpc-java's
  * {@code SerializingExecutor} over a direct executor, without allocating a queue for streams that never contend.
- * The streams extend it, so that it costs no object of its own per call.
+ * The streams extend it, so that it costs no object of its own per call. A task submitted while another runs waits in
+ * one slot while no queue exists (a task that ends the stream from within another one, on either side of a unary
+ * call, every call), and in the queue once one had to be made: first in, first out for each submitting thread.
  */
 class CallbackSerializer
 {
     private static final AtomicIntegerFieldUpdater<CallbackSerializer> WIP =
         AtomicIntegerFieldUpdater.newUpdater(CallbackSerializer.class, "wip");
 
+    private static final AtomicReferenceFieldUpdater<CallbackSerializer, Runnable> SLOT =
+        AtomicReferenceFieldUpdater.newUpdater(CallbackSerializer.class, Runnable.class, "slot");
+
     private volatile int wip;
+    /** A waiting task, used only while {@link #queue} does not exist; taken before the queue's. */
+    private volatile Runnable slot;
     private volatile ConcurrentLinkedQueue<Runnable> queue;
 
     /**
@@ -35,7 +43,10 @@ class CallbackSerializer
         }
         else
         {
-            queue().offer(task);
+            if (queue != null || !SLOT.compareAndSet(this, null, task))
+            {
+                queue().offer(task);
+            }
             if (WIP.getAndIncrement(this) != 0)
             {
                 return;
@@ -53,7 +64,7 @@ class CallbackSerializer
             for (int i = 0; i < missed; i++)
             {
                 Runnable next;
-                while ((next = queue().poll()) == null)
+                while ((next = next()) == null)
                 {
                     Thread.onSpinWait(); // its submitter incremented and is about to offer
                 }
@@ -62,6 +73,18 @@ class CallbackSerializer
             missed = WIP.addAndGet(this, -missed);
         }
         while (missed != 0);
+    }
+
+    /** @return the oldest waiting task, or null. */
+    private Runnable next()
+    {
+        final Runnable inSlot = slot;
+        if (inSlot != null && SLOT.compareAndSet(this, inSlot, null))
+        {
+            return inSlot;
+        }
+        final ConcurrentLinkedQueue<Runnable> q = queue;
+        return q == null ? null : q.poll();
     }
 
     private ConcurrentLinkedQueue<Runnable> queue()

@@ -28,6 +28,8 @@ final class GrpcBridge
         GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY
     };
 
+    private static final byte[] ACCEPT_ENCODING_NAME = GrpcUtil.MESSAGE_ACCEPT_ENCODING.getBytes(StandardCharsets.US_ASCII);
+
     private GrpcBridge()
     {
     }
@@ -93,15 +95,20 @@ final class GrpcBridge
         {
             return true;
         }
+        if (count > TRANSPORT_OWNED_KEYS.length)
+        {
+            return false;
+        }
         int owned = 0;
+        // the common ones first: a call's metadata is usually grpc-accept-encoding alone
         for (final io.grpc.Metadata.Key<?> key : TRANSPORT_OWNED_KEYS)
         {
-            if (grpc.containsKey(key))
+            if (grpc.containsKey(key) && ++owned == count)
             {
-                owned++;
+                return true;
             }
         }
-        return owned == count;
+        return false;
     }
 
     /**
@@ -122,6 +129,42 @@ final class GrpcBridge
             pairs.add(reverb.valueAt(i));
         }
         return InternalMetadata.newMetadata(pairs.toArray(new byte[0][]));
+    }
+
+    /**
+     * The headers a grpc-java server sees for a call over Reverb: the call's metadata without {@code grpc-timeout} (the
+     * deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header), with
+     * {@code grpc-accept-encoding: gzip} when the client named no accepted encodings (every Reverb client decompresses
+     * gzip, and grpc-java's {@code ServerCall.setCompression} compresses only for a client that says it accepts the
+     * codec). Built in one go: no metadata grown and searched afterwards.
+     *
+     * @param reverb the call's metadata, or null.
+     * @param gzip   the value {@code gzip} in ASCII.
+     * @return grpc-java metadata of its own (grpc-java may change it).
+     */
+    static io.grpc.Metadata serverHeaders(final Metadata reverb, final byte[] gzip)
+    {
+        final int n = reverb == null ? 0 : reverb.size();
+        final byte[][] pairs = new byte[2 * (n + 1)][];
+        int at = 0;
+        boolean acceptEncoding = false;
+        for (int i = 0; i < n; i++)
+        {
+            final String name = reverb.nameAt(i);
+            if (GrpcUtil.TIMEOUT.equals(name))
+            {
+                continue;
+            }
+            acceptEncoding |= GrpcUtil.MESSAGE_ACCEPT_ENCODING.equals(name);
+            pairs[at++] = name.getBytes(StandardCharsets.US_ASCII);
+            pairs[at++] = reverb.valueAt(i);
+        }
+        if (!acceptEncoding)
+        {
+            pairs[at++] = ACCEPT_ENCODING_NAME;
+            pairs[at++] = gzip;
+        }
+        return InternalMetadata.newMetadata(at / 2, pairs); // pairs in use; the rest is spare capacity
     }
 
     /**

@@ -15,7 +15,9 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  * {@code isReady()} and a rise of demand is its {@code onReady()}. grpc-java lets an application write past
  * {@code isReady()}; those messages wait here (as they wait in Netty's buffers), bounded by the application.
  *
- * <p>One subscriber; offer/complete/fail from any thread (grpc-java serializes them per stream).
+ * <p>One subscriber; offer/complete/fail from any thread (grpc-java serializes them per stream). A message offered
+ * while the consumer's demand covers it and nothing waits goes to it at once; the queue exists only once a message
+ * has had to wait (a unary response never does).
  */
 final class OutboundMessages implements Publisher<Payload>, Subscription
 {
@@ -32,7 +34,8 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         void onTerminated();
     }
 
-    private final Queue<Payload> queue = new ConcurrentLinkedQueue<>();
+    /** Messages waiting for demand: created by the first that has to wait. */
+    private volatile Queue<Payload> queue;
     private static final AtomicIntegerFieldUpdater<OutboundMessages> WIP =
         AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "wip");
     private static final AtomicLongFieldUpdater<OutboundMessages> REQUESTED =
@@ -79,8 +82,46 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
             return;
         }
         QUEUED.incrementAndGet(this);
-        queue.offer(payload);
+        if (WIP.compareAndSet(this, 0, 1))
+        {
+            // nothing drains: the message goes to the consumer now if nothing waits before it and demand covers it
+            final Subscriber<? super Payload> s = actual;
+            final Queue<Payload> q = queue;
+            if (s != null && !terminated && !cancelled && requested > 0 && (q == null || q.isEmpty()))
+            {
+                QUEUED.decrementAndGet(this);
+                s.onNext(payload);
+                if (requested != Long.MAX_VALUE)
+                {
+                    REQUESTED.decrementAndGet(this);
+                }
+            }
+            else
+            {
+                queue().offer(payload);
+            }
+            drainLoop(WIP.decrementAndGet(this));
+            return;
+        }
+        queue().offer(payload);
         drain();
+    }
+
+    private Queue<Payload> queue()
+    {
+        Queue<Payload> q = queue;
+        if (q == null)
+        {
+            synchronized (this)
+            {
+                q = queue;
+                if (q == null)
+                {
+                    queue = q = new ConcurrentLinkedQueue<>();
+                }
+            }
+        }
+        return q;
     }
 
     /** No more messages. */
@@ -155,15 +196,27 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         {
             return;
         }
-        int missed = 1;
-        do
+        drainLoop(1);
+    }
+
+    /**
+     * @param missed the drain passes owed (0: none, the caller leaves).
+     */
+    private void drainLoop(final int missed)
+    {
+        int owed = missed;
+        while (owed != 0)
         {
             final Subscriber<? super Payload> s = actual;
+            final Queue<Payload> queue = this.queue;
             if (s != null && !terminated)
             {
                 if (cancelled)
                 {
-                    queue.clear();
+                    if (queue != null)
+                    {
+                        queue.clear();
+                    }
                     terminated = true;
                 }
                 else
@@ -173,7 +226,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
                     while (emitted != r)
                     {
                         final boolean d = done;
-                        final Payload p = queue.poll();
+                        final Payload p = queue == null ? null : queue.poll();
                         if (p == null)
                         {
                             if (d)
@@ -190,7 +243,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
                             break;
                         }
                     }
-                    if (emitted == r && !terminated && done && queue.isEmpty())
+                    if (emitted == r && !terminated && done && (queue == null || queue.isEmpty()))
                     {
                         terminate(s);
                     }
@@ -200,9 +253,8 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
                     }
                 }
             }
-            missed = WIP.addAndGet(this, -missed);
+            owed = WIP.addAndGet(this, -owed);
         }
-        while (missed != 0);
     }
 
     private void terminate(final Subscriber<? super Payload> s)

@@ -4,21 +4,36 @@ import io.grpc.Drainable;
 import io.grpc.KnownLength;
 import io.reverb.rpc.Marshaller;
 
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * One grpc-java message in flight over Reverb: the stream grpc-java's marshaller produced (outbound) or the bytes
- * that arrived (inbound). Its {@link #MARSHALLER} writes the stream straight into the transport's claimed buffer,
- * registered memory for shm/tcp/rdma: {@link Drainable} streams (protobuf's) drain into it without an intermediate
- * array.
+ * that arrived (inbound). Its {@link #MARSHALLER} writes the stream into the transport's claimed buffer, registered
+ * memory for shm/tcp/rdma:
+ * <ul>
+ *   <li>a buffer with an array: the stream reads straight into it (protobuf's stream serializes the message there);
+ *   </li>
+ *   <li>registered memory, a message of up to {@link #SCRATCH_LIMIT} bytes: the stream reads into an array kept per
+ *   thread, then one copy into the buffer; protobuf's stream serializes the message into that array, where draining
+ *   it would allocate an array of the message's size (protobuf's own buffer) for every message;</li>
+ *   <li>larger messages: {@link Drainable} streams (protobuf's) drain into the buffer, others are read through the
+ *   per-thread array in pieces.</li>
+ * </ul>
+ * A message that arrived (or whose length its marshaller did not know) holds its bytes and is its own stream, a
+ * {@link KnownLength} one: grpc-java's parsers size their buffers from it.
  */
-final class Payload
+final class Payload extends InputStream implements KnownLength
 {
+    /** The largest message written through the per-thread array in one piece (and the array's largest size). */
+    static final int SCRATCH_LIMIT = 16 * 1024;
+    /** Per thread: the array messages are read into on their way to registered memory. */
+    private static final ThreadLocal<byte[]> SCRATCH = new ThreadLocal<>();
+
     /** Marshals payloads: the grpc-java marshaller already produced the bytes, this only moves them. */
     static final Marshaller<Payload> MARSHALLER = new Marshaller<>()
     {
@@ -39,17 +54,30 @@ final class Payload
         {
             final byte[] bytes = new byte[source.remaining()];
             source.get(bytes);
-            return new Payload(new Inbound(bytes), bytes.length);
+            return new Payload(bytes);
         }
     };
 
+    /** What grpc-java's marshaller returned, or null when this holds the bytes. */
     private final InputStream stream;
     private final int length;
+    /** The bytes, when {@link #stream} is null. */
+    private final byte[] bytes;
+    /** As a stream over {@link #bytes}: the next byte to read. */
+    private int position;
 
     private Payload(final InputStream stream, final int length)
     {
         this.stream = stream;
         this.length = length;
+        this.bytes = null;
+    }
+
+    private Payload(final byte[] bytes)
+    {
+        this.stream = null;
+        this.length = bytes.length;
+        this.bytes = bytes;
     }
 
     /**
@@ -64,8 +92,7 @@ final class Payload
             {
                 return new Payload(stream, stream.available());
             }
-            final byte[] bytes = stream.readAllBytes();
-            return new Payload(new Inbound(bytes), bytes.length);
+            return new Payload(stream.readAllBytes());
         }
         catch (final IOException e)
         {
@@ -78,7 +105,7 @@ final class Payload
      */
     InputStream stream()
     {
-        return stream;
+        return stream != null ? stream : this;
     }
 
     /**
@@ -93,36 +120,36 @@ final class Payload
     {
         try
         {
-            if (stream instanceof Drainable)
+            if (stream == null)
             {
-                ((Drainable)stream).drainTo(new ByteBufferOutputStream(target));
+                target.put(bytes, position, length - position);
             }
             else if (target.hasArray())
             {
-                final int at = target.arrayOffset() + target.position();
-                int done = 0;
-                while (done < length)
-                {
-                    final int n = stream.read(target.array(), at + done, length - done);
-                    if (n < 0)
-                    {
-                        throw new IOException("message stream ended after " + done + " of " + length + " bytes");
-                    }
-                    done += n;
-                }
+                readFully(target.array(), target.arrayOffset() + target.position(), length);
+            }
+            else if (length <= SCRATCH_LIMIT)
+            {
+                final byte[] scratch = scratch(length);
+                readFully(scratch, 0, length);
+                target.put(scratch, 0, length);
+            }
+            else if (stream instanceof Drainable)
+            {
+                ((Drainable)stream).drainTo(new ByteBufferOutputStream(target));
             }
             else
             {
-                final byte[] chunk = new byte[Math.min(length, 8192)];
+                final byte[] scratch = scratch(SCRATCH_LIMIT);
                 int done = 0;
                 while (done < length)
                 {
-                    final int n = stream.read(chunk, 0, Math.min(chunk.length, length - done));
+                    final int n = stream.read(scratch, 0, Math.min(scratch.length, length - done));
                     if (n < 0)
                     {
                         throw new IOException("message stream ended after " + done + " of " + length + " bytes");
                     }
-                    target.put(chunk, 0, n);
+                    target.put(scratch, 0, n);
                     done += n;
                 }
             }
@@ -133,13 +160,80 @@ final class Payload
         }
     }
 
-    /** A received message: grpc-java's parsers recognise {@link KnownLength} and size their buffers from it. */
-    static final class Inbound extends ByteArrayInputStream implements KnownLength
+    /**
+     * Reads exactly {@code count} bytes of the stream into the array.
+     */
+    private void readFully(final byte[] into, final int offset, final int count) throws IOException
     {
-        Inbound(final byte[] bytes)
+        int done = 0;
+        while (done < count)
         {
-            super(bytes);
+            final int n = stream.read(into, offset + done, count - done);
+            if (n < 0)
+            {
+                throw new IOException("message stream ended after " + done + " of " + count + " bytes");
+            }
+            done += n;
         }
+    }
+
+    /**
+     * @param size at most {@link #SCRATCH_LIMIT}.
+     * @return this thread's array, of at least size bytes.
+     */
+    private static byte[] scratch(final int size)
+    {
+        byte[] scratch = SCRATCH.get();
+        if (scratch == null || scratch.length < size)
+        {
+            // grown in steps, so that a thread that writes small messages keeps a small array
+            scratch = new byte[Math.min(SCRATCH_LIMIT, Math.max(size, scratch == null ? 256 : 2 * scratch.length))];
+            SCRATCH.set(scratch);
+        }
+        return scratch;
+    }
+
+    // ---------------------------------------------------------------- the stream over the bytes (one reader)
+
+    @Override
+    public int read()
+    {
+        return position < length ? bytes[position++] & 0xff : -1;
+    }
+
+    @Override
+    public int read(final byte[] into, final int offset, final int count)
+    {
+        Objects.checkFromIndexSize(offset, count, into.length);
+        if (count == 0)
+        {
+            return 0;
+        }
+        final int n = Math.min(count, length - position);
+        if (n <= 0)
+        {
+            return -1;
+        }
+        System.arraycopy(bytes, position, into, offset, n);
+        position += n;
+        return n;
+    }
+
+    @Override
+    public long skip(final long n)
+    {
+        final int skipped = (int)Math.max(0, Math.min(n, length - position));
+        position += skipped;
+        return skipped;
+    }
+
+    /**
+     * @return the bytes left to read: all of them until read ({@link KnownLength}).
+     */
+    @Override
+    public int available()
+    {
+        return length - position;
     }
 
     /** Lets a {@link Drainable} write into the claimed buffer. */

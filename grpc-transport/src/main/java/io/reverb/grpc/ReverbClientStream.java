@@ -9,6 +9,7 @@ import io.grpc.internal.ClientStream;
 import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.InsightBuilder;
 import io.grpc.internal.StatsTraceContext;
+import io.grpc.internal.StreamListener;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
@@ -35,8 +36,13 @@ import java.util.concurrent.TimeUnit;
  * which arrive together, are given to that executor as one task, and the callbacks it makes run on the waiting thread,
  * where grpc-java's executor queues them behind it without another wake-up: one thread hand-off per call, as the
  * blocking stub's own design requires, instead of up to four.
+ *
+ * <p>The same holds for every unary call on that fast path, whatever its executor: its response, headers and status
+ * go to grpc-java's listener in one task of the stream's serializer (this stream is that task, and the producer of
+ * its one message), not in one task each.
  */
-final class ReverbClientStream extends ReverbStream<ClientStreamListener> implements ClientStream
+final class ReverbClientStream extends ReverbStream<ClientStreamListener>
+    implements ClientStream, Runnable, StreamListener.MessageProducer
 {
     /**
      * grpc-java's {@code io.grpc.Context} already carries a handled call's deadline and cancellation to the calls made
@@ -68,10 +74,23 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     private boolean headersDelivered;
     /** The executor of a blocking stub waiting for this call, or null. */
     private final Executor waitingCaller;
-    /** A unary call sent on the fast path for a blocking stub: its end goes to {@link #waitingCaller} in one task. */
+    /**
+     * A unary call sent on rpc-core's fast path, which gives the response only together with its status, on one
+     * thread: the response is held until then, and the end goes to the listener in one task ({@link #run}).
+     */
+    private volatile boolean unaryEnd;
+    /** With {@link #unaryEnd}: the end goes to {@link #waitingCaller} (a blocking stub's) in that one task. */
     private volatile boolean handOff;
-    /** With {@link #handOff}, the response, held until its status (rpc-core gives both at once, on one thread). */
+    /** With {@link #unaryEnd}, the response, held until its status. */
     private Payload heldResponse;
+    /** {@link #run} was given to the serializer: its next run delivers the end. */
+    private boolean endOnSerializer;
+    /** The response of {@link #run}, until grpc-java takes it from this producer ({@link #next}). */
+    private volatile Payload endMessage;
+    /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
+    boolean isLive;
+    ReverbClientStream previousLive;
+    ReverbClientStream nextLive;
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions is imported, grpc-java's is spelled out
     ReverbClientStream(
@@ -159,8 +178,9 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
         callContext = context;
         if (single != null)
         {
-            // rpc-core's unary call gives its response only with its status: both then go to a waiting blocking stub
-            // in one task (see the class comment)
+            // rpc-core's unary call gives its response only with its status: both then go to the listener in one
+            // task, to a waiting blocking stub's thread if there is one (see the class comment)
+            unaryEnd = true;
             handOff = waitingCaller != null;
             // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
             transport.connection().newUnaryCall(method, options, single, context).subscribe(this);
@@ -306,7 +326,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
     @Override
     public void onNext(final Payload payload)
     {
-        if (handOff)
+        if (unaryEnd)
         {
             heldResponse = payload; // its status follows at once, on this thread
             return;
@@ -323,27 +343,70 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
             toWaitingCaller(() -> failed(t));
             return;
         }
+        heldResponse = null;
         failed(t);
     }
 
     @Override
     public void onComplete()
     {
-        if (handOff)
+        if (unaryEnd)
         {
             final Payload response = heldResponse;
             heldResponse = null;
-            toWaitingCaller(() ->
+            endMessage = response;
+            if (handOff)
             {
-                if (response != null)
-                {
-                    deliver(response);
-                }
-                completed();
-            });
+                toWaitingCaller(this); // runs there, and then again on the serializer
+            }
+            else
+            {
+                run();
+            }
             return;
         }
         completed();
+    }
+
+    /**
+     * The end of a unary call sent on the fast path (see {@link #unaryEnd}), its response (if any) and its OK status,
+     * given to the listener in one go: the first run (on the thread that is to run the listener) gives this to the
+     * serializer, the second (on the serializer) delivers. The first happens-before the second (the serializer's
+     * hand-over), so the flag needs no lock.
+     */
+    @Override
+    public void run()
+    {
+        if (!endOnSerializer)
+        {
+            endOnSerializer = true;
+            serializer.execute(this);
+            return;
+        }
+        if (isClosed())
+        {
+            endMessage = null; // cancelled meanwhile
+            return;
+        }
+        final Payload response = endMessage;
+        if (response != null)
+        {
+            countInbound(response); // on the thread the listener runs on, as the message itself
+            deliverHeadersOnce();
+            listener.messagesAvailable(this);
+        }
+        closeNow(Status.OK, trailers(), ClientStreamListener.RpcProgress.PROCESSED);
+    }
+
+    /**
+     * grpc-java's producer of the one response of {@link #run}: gives it once.
+     */
+    @Override
+    public InputStream next()
+    {
+        final Payload m = endMessage;
+        endMessage = null;
+        return m == null ? null : m.stream();
     }
 
     private void failed(final Throwable t)
@@ -353,8 +416,13 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
 
     private void completed()
     {
+        close(Status.OK, trailers(), ClientStreamListener.RpcProgress.PROCESSED);
+    }
+
+    private Metadata trailers()
+    {
         final ClientCallContext ctx = callContext;
-        close(Status.OK, GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null), ClientStreamListener.RpcProgress.PROCESSED);
+        return GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null);
     }
 
     /**
@@ -438,27 +506,30 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener> implem
 
     private void close(final Status status, final Metadata trailers, final ClientStreamListener.RpcProgress progress)
     {
-        serializer.execute(() ->
+        serializer.execute(() -> closeNow(status, trailers, progress));
+    }
+
+    // on the serializer
+    private void closeNow(final Status status, final Metadata trailers, final ClientStreamListener.RpcProgress progress)
+    {
+        if (!markClosed())
         {
-            if (!markClosed())
+            return;
+        }
+        try
+        {
+            cancelRequests();
+            statsTraceContext.clientInboundTrailers(trailers);
+            statsTraceContext.streamClosed(status);
+            if (listener != null)
             {
-                return;
+                // REFUSED: the server never saw the call, and grpc-java may resend it (transparent retry)
+                listener.closed(status, progress, trailers);
             }
-            try
-            {
-                cancelRequests();
-                statsTraceContext.clientInboundTrailers(trailers);
-                statsTraceContext.streamClosed(status);
-                if (listener != null)
-                {
-                    // REFUSED: the server never saw the call, and grpc-java may resend it (transparent retry)
-                    listener.closed(status, progress, trailers);
-                }
-            }
-            finally
-            {
-                transport.streamClosed(this);
-            }
-        });
+        }
+        finally
+        {
+            transport.streamClosed(this);
+        }
     }
 }

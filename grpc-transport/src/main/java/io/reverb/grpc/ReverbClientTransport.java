@@ -22,7 +22,8 @@ import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
 
-import java.util.Set;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -47,7 +48,8 @@ final class ReverbClientTransport implements ConnectionClientTransport
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
-    private final Set<ReverbClientStream> streams = ConcurrentHashMap.newKeySet();
+    /** The streams not yet closed, a list through the streams themselves (no object per call); guarded by this. */
+    private ReverbClientStream live;
     private Listener listener;
     private boolean shutdown;
     private boolean shutdownNotified;
@@ -160,13 +162,15 @@ final class ReverbClientTransport implements ConnectionClientTransport
             {
                 return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
             }
-            // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
-            final io.reverb.rpc.MethodDescriptor<Payload, Payload> reverbMethod = methods.computeIfAbsent(
-                method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
-            // CHECKSTYLE.ON: InlineFullyQualifiedName
-            stream = new ReverbClientStream(this, reverbMethod, headers, callOptions, stats);
-            inUse = streams.isEmpty();
-            streams.add(stream);
+            stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, stats);
+            inUse = live == null;
+            stream.nextLive = live;
+            if (live != null)
+            {
+                live.previousLive = stream;
+            }
+            live = stream;
+            stream.isLive = true;
         }
         if (inUse)
         {
@@ -175,13 +179,41 @@ final class ReverbClientTransport implements ConnectionClientTransport
         return stream;
     }
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
+    private io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(final MethodDescriptor<?, ?> method)
+    {
+        final io.reverb.rpc.MethodDescriptor<Payload, Payload> known = methods.get(method.getFullMethodName());
+        return known != null ? known : methods.computeIfAbsent(
+            method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
+    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
+
     void streamClosed(final ReverbClientStream stream)
     {
         final boolean idle;
         final boolean terminate;
         synchronized (this)
         {
-            idle = streams.remove(stream) && streams.isEmpty();
+            final boolean wasLive = stream.isLive;
+            if (wasLive)
+            {
+                stream.isLive = false;
+                if (stream.previousLive != null)
+                {
+                    stream.previousLive.nextLive = stream.nextLive;
+                }
+                else
+                {
+                    live = stream.nextLive;
+                }
+                if (stream.nextLive != null)
+                {
+                    stream.nextLive.previousLive = stream.previousLive;
+                }
+                stream.previousLive = null;
+                stream.nextLive = null;
+            }
+            idle = wasLive && live == null;
             terminate = idle && shutdownNotified && !terminated;
             if (terminate)
             {
@@ -248,7 +280,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         {
             // grpc-java requires transportShutdown before transportTerminated: only now may the last stream terminate
             shutdownNotified = true;
-            terminate = streams.isEmpty() && !terminated;
+            terminate = live == null && !terminated;
             if (terminate)
             {
                 terminated = true;
@@ -264,9 +296,17 @@ final class ReverbClientTransport implements ConnectionClientTransport
     public void shutdownNow(final Status reason)
     {
         shutdown(reason);
-        for (final ReverbClientStream stream : streams)
+        final List<ReverbClientStream> open = new ArrayList<>();
+        synchronized (this)
         {
-            stream.cancel(reason);
+            for (ReverbClientStream s = live; s != null; s = s.nextLive)
+            {
+                open.add(s);
+            }
+        }
+        for (final ReverbClientStream stream : open)
+        {
+            stream.cancel(reason); // closes it: streamClosed takes the lock, so not under it
         }
     }
 

@@ -14,6 +14,7 @@ import io.grpc.internal.ServerListener;
 import io.grpc.internal.ServerTransport;
 import io.grpc.internal.SharedResourceHolder;
 import io.grpc.internal.StatsTraceContext;
+import io.grpc.internal.StreamListener;
 import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.RpcContext;
@@ -29,6 +30,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -298,15 +300,9 @@ final class ReverbServer implements InternalServer
                 return null;
             }
             final ReverbServerTransport transport = (ReverbServerTransport)attached;
-            final Metadata headers = GrpcBridge.toGrpc(context.metadata());
-            // the deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header
-            headers.discardAll(GrpcUtil.TIMEOUT_KEY);
-            if (!headers.containsKey(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY))
-            {
-                // every Reverb client decompresses gzip (engine protocol v3): grpc-java's ServerCall.setCompression
-                // compresses only for a client that says it accepts the codec
-                headers.put(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GZIP);
-            }
+            // without a peer's grpc-timeout (the deadline travels in the CALL frame), with gzip accepted unless the
+            // client said otherwise (every Reverb client decompresses gzip, engine protocol v3)
+            final Metadata headers = GrpcBridge.serverHeaders(context.metadata(), GZIP);
             final Deadline deadline = context.deadline();
             if (deadline != null)
             {
@@ -345,14 +341,20 @@ final class ReverbServer implements InternalServer
         }
     }
 
-    /** The one request of a unary call, given to the stream on its first demand, then the end of requests. */
-    private static final class SingleRequest implements Subscription
+    /**
+     * The one request of a unary call, given to the stream on its first demand together with the end of requests:
+     * one task on the stream's serializer (this, see {@link ReverbServerStream#deliverLast}), and the producer of
+     * the request.
+     */
+    private static final class SingleRequest implements Subscription, StreamListener.MessageProducer, Runnable
     {
         private static final AtomicIntegerFieldUpdater<SingleRequest> STATE =
             AtomicIntegerFieldUpdater.newUpdater(SingleRequest.class, "state");
 
         private final ReverbServerStream stream;
         private final Payload request;
+        /** The request's stream until grpc-java takes it ({@link #next}). */
+        private volatile InputStream message;
         /** 0 waiting, 1 delivered or cancelled. */
         private volatile int state;
 
@@ -367,9 +369,23 @@ final class ReverbServer implements InternalServer
         {
             if (n > 0 && STATE.compareAndSet(this, 0, 1))
             {
-                stream.onNext(request);
-                stream.onComplete();
+                message = request.stream();
+                stream.deliverLast(request, this);
             }
+        }
+
+        @Override
+        public void run()
+        {
+            stream.lastRequest(this);
+        }
+
+        @Override
+        public InputStream next()
+        {
+            final InputStream m = message;
+            message = null;
+            return m;
         }
 
         @Override

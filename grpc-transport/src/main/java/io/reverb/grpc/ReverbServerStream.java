@@ -7,6 +7,7 @@ import io.grpc.Status;
 import io.grpc.internal.ServerStream;
 import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
+import io.grpc.internal.StreamListener;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.compression.Codec;
@@ -15,6 +16,7 @@ import reactor.util.context.Context;
 
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 /**
  * The server side of one call over Reverb, seen by grpc-java's server as a stream: the client's messages come from
@@ -22,9 +24,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * response publisher ({@link OutboundMessages}), response headers and trailers go into the call's
  * {@link RpcContext}, and the status ends the publisher.
  */
-final class ReverbServerStream extends ReverbStream<ServerStreamListener> implements ServerStream
+final class ReverbServerStream extends ReverbStream<ServerStreamListener> implements ServerStream, Runnable
 {
     private static final AtomicInteger IDS = new AtomicInteger();
+    private static final AtomicReferenceFieldUpdater<ReverbServerStream, Status> CLOSING =
+        AtomicReferenceFieldUpdater.newUpdater(ReverbServerStream.class, Status.class, "closing");
 
     private final RpcContext context;
     private final Attributes attributes;
@@ -33,6 +37,8 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     private final int id = IDS.incrementAndGet();
     /** The status of grpc-java's {@link #cancel(Status)}, once called: the listener is closed with it. */
     private volatile Status cancelStatus;
+    /** The status the listener is closed with, once {@link #closeListener} was called. */
+    private volatile Status closing;
 
     /**
      * @param attributes        its transport's (one Reverb connection's) stream attributes.
@@ -205,6 +211,35 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
         });
     }
 
+    /**
+     * A unary call's one request and the end of requests, given to the listener in one task of the serializer.
+     *
+     * @param request the request.
+     * @param task    the task: calls {@link #lastRequest} with the request's producer.
+     */
+    void deliverLast(final Payload request, final Runnable task)
+    {
+        countInbound(request);
+        serializer.execute(task);
+    }
+
+    /**
+     * On the serializer: gives the listener the last request and the end of requests.
+     *
+     * @param producer gives the request's stream to grpc-java, once.
+     */
+    void lastRequest(final StreamListener.MessageProducer producer)
+    {
+        if (!isClosed())
+        {
+            listener.messagesAvailable(producer);
+        }
+        if (!isClosed())
+        {
+            listener.halfClosed();
+        }
+    }
+
     // ---------------------------------------------------------------- rpc-core's end of the responses
 
     @Override
@@ -243,16 +278,30 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
         return Status.CANCELLED.withDescription("call cancelled by the client");
     }
 
+    /**
+     * Closes the listener with the status, on the serializer; the first status given wins (the listener is closed
+     * once).
+     */
     private void closeListener(final Status status)
     {
-        serializer.execute(() ->
+        if (CLOSING.compareAndSet(this, null, status))
         {
-            if (!markClosed())
-            {
-                return;
-            }
-            statsTraceContext.streamClosed(status);
-            listener.closed(status);
-        });
+            serializer.execute(this);
+        }
+    }
+
+    /**
+     * On the serializer: closes the listener with the status {@link #closeListener} was first given.
+     */
+    @Override
+    public void run()
+    {
+        if (!markClosed())
+        {
+            return;
+        }
+        final Status status = closing;
+        statsTraceContext.streamClosed(status);
+        listener.closed(status);
     }
 }

@@ -158,10 +158,20 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
      */
     final void deliver(final Payload payload)
     {
+        countInbound(payload);
+        serializer.execute(new Delivery(payload));
+    }
+
+    /**
+     * Counts an inbound message in the stream's stats.
+     *
+     * @param payload the message.
+     */
+    final void countInbound(final Payload payload)
+    {
         statsTraceContext.inboundMessage(0);
         statsTraceContext.inboundWireSize(payload.length());
         statsTraceContext.inboundUncompressedSize(payload.length());
-        serializer.execute(new Delivery(payload));
     }
 
     // ---------------------------------------------------------------- rpc-core's demand for outbound messages

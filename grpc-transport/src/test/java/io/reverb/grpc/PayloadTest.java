@@ -1,0 +1,248 @@
+package io.reverb.grpc;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.BytesValue;
+import io.grpc.Drainable;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor.Marshaller;
+import io.grpc.protobuf.ProtoUtils;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A grpc-java message is written into the transport's buffer whole, whatever its size and whatever stream its
+ * marshaller made, by each of {@link Payload}'s ways (straight into a buffer with an array; through the per-thread
+ * array into registered memory, up to {@link Payload#SCRATCH_LIMIT} and one byte past it; drained or read in pieces
+ * above it), and a received message is a stream of its own bytes that stays valid once the transport's buffer is
+ * reused.
+ */
+class PayloadTest
+{
+    private static final int LIMIT = Payload.SCRATCH_LIMIT;
+    private static final Marshaller<BytesValue> PROTO = ProtoUtils.marshaller(BytesValue.getDefaultInstance());
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 100, 4096, LIMIT - 8, LIMIT - 3, LIMIT, LIMIT + 1, 65_537, 1 << 20})
+    void protobufMessagesShouldArriveWholeInEveryKindOfBuffer(final int size)
+    {
+        final BytesValue message = BytesValue.of(ByteString.copyFrom(bytes(size)));
+        final byte[] expected = message.toByteArray();
+        for (final ByteBuffer target : targets(expected.length))
+        {
+            final Payload payload = Payload.outbound(PROTO.stream(message));
+            assertThat(payload.length()).isEqualTo(expected.length);
+            assertThat(written(payload, target)).as("%d B into %s", size, target).isEqualTo(expected);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, LIMIT, LIMIT + 1, 3 * LIMIT + 5})
+    void streamsOfEveryKindShouldArriveWhole(final int size)
+    {
+        final byte[] expected = bytes(size);
+        for (final ByteBuffer target : targets(size))
+        {
+            // known length, not drainable, and giving few bytes per read
+            assertThat(written(Payload.outbound(new Trickle(expected)), target)).isEqualTo(expected);
+            // known length and drainable
+            assertThat(written(Payload.outbound(new DrainableStream(expected)), target)).isEqualTo(expected);
+            // length unknown: read whole first
+            assertThat(written(Payload.outbound(new ByteArrayInputStream(expected)), target)).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void aMessageLargerThanThePerThreadArrayShouldNotGrowIt()
+    {
+        final byte[] large = bytes(4 * LIMIT);
+        final ByteBuffer direct = ByteBuffer.allocateDirect(large.length);
+        assertThat(written(Payload.outbound(new Trickle(large)), direct)).isEqualTo(large);
+        // the next small message still goes through (the array is reused, not replaced by a larger one)
+        final byte[] small = bytes(10);
+        assertThat(written(Payload.outbound(new Trickle(small)), ByteBuffer.allocateDirect(10))).isEqualTo(small);
+    }
+
+    @Test
+    void aReceivedMessageShouldBeAKnownLengthStreamOfItsOwnBytes() throws IOException
+    {
+        final byte[] sent = BytesValue.of(ByteString.copyFrom(bytes(300))).toByteArray();
+        final ByteBuffer slot = ByteBuffer.allocateDirect(sent.length + 10);
+        slot.position(5);
+        slot.put(sent);
+        slot.flip().position(5);
+        final Payload received = Payload.MARSHALLER.read(slot);
+        // the transport reposts its buffer: the message must not change
+        slot.clear();
+        for (int i = 0; i < slot.capacity(); i++)
+        {
+            slot.put(i, (byte)0x7f);
+        }
+        final InputStream stream = received.stream();
+        assertThat(stream).isInstanceOf(KnownLength.class);
+        assertThat(received.length()).isEqualTo(sent.length);
+        assertThat(stream.available()).isEqualTo(sent.length);
+        assertThat(PROTO.parse(stream).getValue().toByteArray()).isEqualTo(bytes(300));
+        assertThat(stream.available()).isZero();
+        assertThat(stream.read()).isEqualTo(-1);
+        assertThat(stream.read(new byte[4], 0, 4)).isEqualTo(-1);
+    }
+
+    @Test
+    void aReceivedMessageShouldReadLikeAnyStream() throws IOException
+    {
+        final byte[] sent = {1, 2, (byte)0xff, 4, 5, 6};
+        final InputStream stream = Payload.MARSHALLER.read(ByteBuffer.wrap(sent)).stream();
+        assertThat(stream.read()).isEqualTo(1);
+        assertThat(stream.skip(1)).isEqualTo(1);
+        assertThat(stream.read()).isEqualTo(0xff);
+        assertThat(stream.read(new byte[0], 0, 0)).isZero();
+        final byte[] rest = new byte[8];
+        assertThat(stream.read(rest, 2, 6)).isEqualTo(3);
+        assertThat(Arrays.copyOfRange(rest, 2, 5)).containsExactly(4, 5, 6);
+        assertThat(stream.skip(10)).isZero();
+        assertThat(stream.read()).isEqualTo(-1);
+    }
+
+    @Test
+    void anEmptyReceivedMessageShouldParseAsTheDefaultMessage()
+    {
+        final Payload received = Payload.MARSHALLER.read(ByteBuffer.allocateDirect(0));
+        assertThat(received.length()).isZero();
+        assertThat(PROTO.parse(received.stream())).isEqualTo(BytesValue.getDefaultInstance());
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private static ByteBuffer[] targets(final int size)
+    {
+        // registered memory is direct; a heap buffer has an array (rpc-core's in-process transport); each with the
+        // message at an offset inside a larger buffer, as a claimed slot is
+        final ByteBuffer direct = ByteBuffer.allocateDirect(size + 16);
+        direct.position(7);
+        final ByteBuffer heap = ByteBuffer.allocate(size + 16);
+        heap.position(7);
+        final ByteBuffer slice = ByteBuffer.allocate(size + 32).position(9).slice();
+        slice.position(3);
+        return new ByteBuffer[] {direct, heap, slice};
+    }
+
+    private static byte[] written(final Payload payload, final ByteBuffer target)
+    {
+        final int at = target.position();
+        // a stale pattern where the message goes, so that a byte not written shows
+        for (int i = at; i < target.limit(); i++)
+        {
+            target.put(i, (byte)0x5a);
+        }
+        assertThat(Payload.MARSHALLER.serializedSize(payload)).isEqualTo(payload.length());
+        Payload.MARSHALLER.write(payload, target.duplicate());
+        final byte[] out = new byte[payload.length()];
+        target.duplicate().position(at).get(out);
+        return out;
+    }
+
+    private static byte[] bytes(final int size)
+    {
+        final byte[] b = new byte[size];
+        new Random(size).nextBytes(b);
+        return b;
+    }
+
+    /** Known length, not drainable, at most 7 bytes per read. */
+    private static final class Trickle extends InputStream implements KnownLength
+    {
+        private final byte[] bytes;
+        private int at;
+
+        Trickle(final byte[] bytes)
+        {
+            this.bytes = bytes;
+        }
+
+        @Override
+        public int read()
+        {
+            return at < bytes.length ? bytes[at++] & 0xff : -1;
+        }
+
+        @Override
+        public int read(final byte[] into, final int offset, final int count)
+        {
+            if (at == bytes.length)
+            {
+                return -1;
+            }
+            final int n = Math.min(Math.min(count, 7), bytes.length - at);
+            System.arraycopy(bytes, at, into, offset, n);
+            at += n;
+            return n;
+        }
+
+        @Override
+        public int available()
+        {
+            return bytes.length - at;
+        }
+    }
+
+    /** Known length and drainable (writes in pieces of 1000 bytes). */
+    private static final class DrainableStream extends InputStream implements KnownLength, Drainable
+    {
+        private final byte[] bytes;
+        private int at;
+
+        DrainableStream(final byte[] bytes)
+        {
+            this.bytes = bytes;
+        }
+
+        @Override
+        public int drainTo(final OutputStream target) throws IOException
+        {
+            final int n = bytes.length - at;
+            while (at < bytes.length)
+            {
+                final int piece = Math.min(1000, bytes.length - at);
+                target.write(bytes, at, piece);
+                at += piece;
+            }
+            return n;
+        }
+
+        @Override
+        public int read()
+        {
+            return at < bytes.length ? bytes[at++] & 0xff : -1;
+        }
+
+        @Override
+        public int read(final byte[] into, final int offset, final int count)
+        {
+            if (at == bytes.length)
+            {
+                return -1;
+            }
+            final int n = Math.min(count, bytes.length - at);
+            System.arraycopy(bytes, at, into, offset, n);
+            at += n;
+            return n;
+        }
+
+        @Override
+        public int available()
+        {
+            return bytes.length - at;
+        }
+    }
+}
