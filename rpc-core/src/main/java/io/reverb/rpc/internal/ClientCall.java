@@ -246,16 +246,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             return;
         }
-        final int initialDemand = initialDemand();
-        synchronized (this)
+        // Read without the monitor: this only spares the connection a call that already ended here. A call that ends
+        // meanwhile (or whose end this thread does not see yet) is sent, then cancelled below, under the monitor.
+        if (cancelled || terminalStatus != null)
         {
-            if (cancelled || terminalStatus != null)
-            {
-                return;
-            }
-            callInitialRequestN = initialDemand;
-            callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
+            return;
         }
+        // read by encode on this thread, or on the transport's after the write lock that queued the frame
+        callInitialRequestN = initialDemand();
+        callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
         // registers the stream and writes CALL (in stream id order), outside this call's monitor
         final int id = conn.startCall(this);
         if (id < 0)
@@ -428,6 +427,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     void onStatus(final Status status, final Metadata trailers)
     {
+        final boolean holdsMore;
         synchronized (this)
         {
             if (terminalStatus != null || cancelled)
@@ -437,8 +437,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
             terminalStatus = status;
             statusReceived = true;
             registered = false; // removed from the connection by the caller
+            // what cleanup() would release besides the registration: for a unary call usually nothing (no deadline,
+            // no parent call); a streaming call also holds its request subscription
+            holdsMore = !cleanupIsTimerAndParentOnly() || deadlineTimer != null || parentRegistration != null ||
+                connection == null;
         }
-        cleanup();
+        if (holdsMore)
+        {
+            cleanup();
+        }
         ended(status, trailers, false, false);
     }
 
@@ -498,6 +505,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         cleanup();
         ended(status, new Metadata(), true, false);
+    }
+
+    /**
+     * @return true if {@link #cleanup()} releases nothing but what this class holds (a kind that holds more, e.g.
+     *         a request subscription, overrides both).
+     */
+    boolean cleanupIsTimerAndParentOnly()
+    {
+        return false;
     }
 
     /** Releases what the call holds: timer, stream registration, request subscription, channel wait. */

@@ -139,11 +139,9 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         {
             return true;
         }
-        final boolean accepted;
-        synchronized (enforcer)
-        {
-            accepted = enforcer.onPing(System.nanoTime(), !streams.isEmpty());
-        }
+        // no lock: the enforcer is touched only here and in onCall, both on the transport's thread, which delivers
+        // one message at a time per connection (the transport SPI's contract)
+        final boolean accepted = enforcer.onPing(System.nanoTime(), !streams.isEmpty());
         if (!accepted)
         {
             LOG.debug("closing the connection from {}: {}", peer(), KeepAliveEnforcer.TOO_MANY_PINGS);
@@ -201,10 +199,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         final KeepAliveEnforcer enforcer = keepAlive;
         if (enforcer != null)
         {
-            synchronized (enforcer)
-            {
-                enforcer.onDataSent(); // an active client pings legitimately
-            }
+            enforcer.onDataSent(); // an active client pings legitimately
         }
         final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
         final long timeoutNanos = call.timeoutNanos();
@@ -269,10 +264,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         ServerCall<?, ?> call;
         while ((call = deferred.poll()) != null)
         {
-            if (!call.isClosed())
-            {
-                call.start();
-            }
+            call.start(); // a call the batch already ended runs no handler: start() and begin() check, under its monitor
         }
     }
 
