@@ -163,6 +163,26 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
         }
     }
 
+    @Override
+    int endLocked(final Status status, final Metadata trailers)
+    {
+        // what ended(status, trailers, false, false) does under the monitor
+        if (delivered || end != null)
+        {
+            return END_TAKEN;
+        }
+        end = status;
+        endTrailers = trailers;
+        endSilent = false;
+        return takeDeliveryLocked() ? END_DELIVER : END_TAKEN;
+    }
+
+    @Override
+    void deliverEnd()
+    {
+        deliver();
+    }
+
     /**
      * Guarded by this. The end is delivered once, by the thread that finds it deliverable here (the response counts
      * only with its OK status, and is delivered only when asked for): the decision and the state it reads are taken
