@@ -17,9 +17,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * {@code loopback://name}: a transport for measuring rpc-core alone, with nothing of a real transport in the way. Both
  * ends live in one process and every message is delivered on the thread that committed it: a commit queues the
- * message, and the first commit on a thread delivers the queue (each delivered message a read batch of its own, as
- * the engine's pollers end a batch) until it is empty, so that a chain of calls, each issued from the completion of the
- * previous one, runs on one thread without recursion. Buffers are reused (no allocation per message once warm).
+ * message, and a commit while no thread delivers delivers the queue (each delivered message a read batch of its own,
+ * as the engine's pollers end a batch) until it is empty, so that a chain of calls, each issued from the completion of
+ * the previous one, runs on one thread without recursion. Buffers are reused (no allocation per message once warm).
  *
  * <p>Used by {@link RpcCostProbe}; not a transport for applications (no back-pressure, no limits, no threads).
  */
@@ -29,7 +29,7 @@ public final class LoopbackTransportProvider implements TransportProvider
     public static final String SCHEME = "loopback";
 
     private static final ConcurrentHashMap<String, ServerListener.Acceptor> LISTENERS = new ConcurrentHashMap<>();
-    private static final ThreadLocal<Delivery> DELIVERY = ThreadLocal.withInitial(Delivery::new);
+    private static final Delivery DELIVERY = new Delivery();
 
     @Override
     public String scheme()
@@ -106,32 +106,55 @@ public final class LoopbackTransportProvider implements TransportProvider
         return ResourceUsage.NONE;
     }
 
-    /** The messages committed on one thread and not yet delivered, in commit order. */
+    /**
+     * The messages committed and not yet delivered, in commit order, for every connection of the process: one thread
+     * delivers at a time (the first that commits while none does, until the queue is empty), so each connection's
+     * messages arrive one at a time as the transport SPI requires, even when a timer thread writes (a keep-alive PING)
+     * while a chain of calls runs.
+     */
     private static final class Delivery
     {
-        final ArrayDeque<Object> queue = new ArrayDeque<>(); // pairs: the receiving end, then its buffer (or CLOSE)
-        boolean running;
+        private final ArrayDeque<Object> queue = new ArrayDeque<>(); // pairs: the receiving end, then its buffer (or CLOSE)
+        private boolean running;
 
         void add(final End to, final Object message)
         {
-            queue.addLast(to);
-            queue.addLast(message);
-            if (running)
+            synchronized (this)
             {
-                return;
-            }
-            running = true;
-            try
-            {
-                Object next;
-                while ((next = queue.pollFirst()) != null)
+                queue.addLast(to);
+                queue.addLast(message);
+                if (running)
                 {
-                    ((End)next).receive(queue.pollFirst());
+                    return;
                 }
+                running = true;
             }
-            finally
+            while (true)
             {
-                running = false;
+                final End next;
+                final Object item;
+                synchronized (this)
+                {
+                    next = (End)queue.pollFirst();
+                    if (next == null)
+                    {
+                        running = false;
+                        return;
+                    }
+                    item = queue.pollFirst();
+                }
+                try
+                {
+                    next.receive(item);
+                }
+                catch (final RuntimeException | Error e)
+                {
+                    synchronized (this)
+                    {
+                        running = false; // the queue's rest goes with the next commit
+                    }
+                    throw e;
+                }
             }
         }
     }
@@ -184,7 +207,7 @@ public final class LoopbackTransportProvider implements TransportProvider
             }
             final ByteBuffer buffer = claim.buffer();
             buffer.limit(claim.offset() + claim.length()).position(claim.offset());
-            DELIVERY.get().add(peer, buffer);
+            DELIVERY.add(peer, buffer);
             return ClaimResult.OK;
         }
 
@@ -244,9 +267,8 @@ public final class LoopbackTransportProvider implements TransportProvider
         @Override
         public void close()
         {
-            final Delivery delivery = DELIVERY.get();
-            delivery.add(peer, CLOSE);
-            delivery.add(this, CLOSE);
+            DELIVERY.add(peer, CLOSE);
+            DELIVERY.add(this, CLOSE);
         }
 
         @Override

@@ -83,7 +83,9 @@ public final class RpcCostProbe
     {
         final String uri = "loopback://cost-" + ProcessHandle.current().pid();
         try (RpcServer server = RpcServer.builder(uri).addService(ReverbTarget.serviceDefinition()).build().start();
-            RpcChannel channel = RpcChannel.builder(uri).build())
+            // no keep-alive: its PING (one per 30 s) is written by a timer thread, which would then deliver a part of
+            // the chain while it held the loopback's delivery, and the chain's CPU time would not all be this thread's
+            RpcChannel channel = RpcChannel.builder(uri).keepAlive(Duration.ZERO, Duration.ofSeconds(10)).build())
         {
             final BytesValue request = EchoService.payload(PAYLOAD);
             // connects, off the chain: the chain's calls find the connection ready
