@@ -271,12 +271,7 @@ public final class RpcServer implements AutoCloseable
          */
         public Builder compression(final String codecName)
         {
-            if (codecName != null && !CodecRegistry.IDENTITY.equals(codecName) && codecs.lookup(codecName) == null)
-            {
-                throw new IllegalArgumentException("no codec \"" + codecName + "\" in " + codecs +
-                    " (register it with codecRegistry(CodecRegistry.defaults().with(codec)) first)");
-            }
-            this.compression = CodecRegistry.IDENTITY.equals(codecName) ? null : codecName;
+            this.compression = codecs.defaultCodec(codecName);
             return this;
         }
 

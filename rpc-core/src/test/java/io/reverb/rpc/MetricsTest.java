@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.test.StepVerifier;
 
 class MetricsTest
@@ -60,6 +61,29 @@ class MetricsTest
             }
             assertThat(collected.get()).as("a garbage collection ran").isNull();
             assertThat(registry.get("reverb.server.calls.active").gauge().value()).isZero();
+        }
+    }
+
+    @Test
+    void shouldCountTheCallsInFlightOfEveryChannelOnOneRegistry() throws Exception
+    {
+        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (RpcServer server = RpcServer.builder("inproc://metrics-two-channels").addService(new TestService()).build()
+            .start();
+            RpcChannel first = RpcChannel.builder("inproc://metrics-two-channels").meterRegistry(registry).build();
+            RpcChannel second = RpcChannel.builder("inproc://metrics-two-channels").meterRegistry(registry).build())
+        {
+            // calls that never answer ("sleep"), two on the first channel and one on the second
+            final List<Disposable> calls = new ArrayList<>();
+            for (final RpcChannel channel : List.of(first, first, second))
+            {
+                calls.add(ClientCalls.unary(channel, TestService.ECHO, CallOptions.DEFAULT, StringValue.of("sleep"))
+                    .subscribe(r -> { }, e -> { }));
+            }
+            assertThat(registry.find("reverb.client.calls.active").gauges()).as("one gauge").hasSize(1);
+            assertThat(registry.get("reverb.client.calls.active").gauge().value()).isEqualTo(3);
+            calls.forEach(Disposable::dispose); // cancelled: each call ends
+            assertThat(registry.get("reverb.client.calls.active").gauge().value()).isZero();
         }
     }
 

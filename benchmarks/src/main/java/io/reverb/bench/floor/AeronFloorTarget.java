@@ -1,6 +1,5 @@
 package io.reverb.bench.floor;
 
-import com.google.protobuf.BytesValue;
 import io.aeron.Aeron;
 import io.aeron.ExclusivePublication;
 import io.aeron.Publication;
@@ -30,12 +29,8 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The reference floor of {@code shm://}: an Aeron IPC ping-pong between two processes, Aeron being a benchmark-only
@@ -263,22 +258,19 @@ public final class AeronFloorTarget implements Target
     }
 
     /** The client: one polling thread completes the calls of every lane. */
-    private static final class Client implements EchoClient, FragmentHandler, Runnable
+    private static final class Client extends FloorClient implements FragmentHandler, Runnable
     {
         private final Aeron aeron;
         private final IdleStrategy idle;
         private final Publication requests;
         private final Subscription replies;
         private final Thread poller;
-        private final AtomicInteger lanes = new AtomicInteger();
-        // numbers of blocking calls' lanes, taken again by later ones (a lane per blockingEcho would run out)
-        private final Queue<Integer> freeNumbers = new ConcurrentLinkedQueue<>();
-        private final AtomicReferenceArray<Lane> byNumber = new AtomicReferenceArray<>(FloorTargets.MAX_LANES);
         private volatile boolean running = true;
         private volatile Throwable failure;
 
         Client(final Aeron aeron, final IdleStrategy idle) throws IOException
         {
+            super("floor+aeron");
             this.aeron = aeron;
             this.idle = idle;
             this.requests = aeron.addPublication(publication(0), REQUEST_STREAM);
@@ -292,14 +284,13 @@ public final class AeronFloorTarget implements Target
             poller.setDaemon(true);
             poller.start();
             // The server opens this client's reply stream on its first message: one hello, not counted as a call.
-            final Lane hello = (Lane)newCaller(null);
-            hello.sent = new byte[0];
+            final AeronLane hello = (AeronLane)newCaller(null);
             while (!replies.isConnected())
             {
-                hello.offer();
+                hello.send();
                 pause(deadline, "the floor server's reply publication");
             }
-            byNumber.set(hello.number, null);
+            forget(hello);
         }
 
         private static void pause(final long deadline, final String what) throws IOException
@@ -331,70 +322,13 @@ public final class AeronFloorTarget implements Target
         @Override
         public void onFragment(final DirectBuffer buffer, final int offset, final int length, final Header header)
         {
-            if (length < EngineFloorTarget.HEADER)
-            {
-                return;
-            }
-            final int number = buffer.getInt(offset);
-            final Lane lane = number >= 0 && number < FloorTargets.MAX_LANES ? byNumber.get(number) : null;
-            if (lane != null && length == EngineFloorTarget.HEADER + lane.sent.length)
-            {
-                lane.complete(0, null);
-            }
+            onReply(buffer, offset, length);
         }
 
         @Override
-        public BytesValue blockingEcho(final BytesValue request)
+        Lane newLane(final int number, final CallObserver observer)
         {
-            final CountDownLatch done = new CountDownLatch(1);
-            final Throwable[] error = new Throwable[1];
-            final Lane lane = (Lane)newCaller(new Blocking(done, error));
-            try
-            {
-                lane.echo(request);
-                if (!done.await(30, TimeUnit.SECONDS))
-                {
-                    throw new IllegalStateException("no echo from the floor+aeron server within 30 s");
-                }
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted waiting for the floor's echo", ex);
-            }
-            finally
-            {
-                byNumber.set(lane.number, null);
-                if (done.getCount() == 0)
-                {
-                    freeNumbers.add(lane.number); // ended: no late reply can reach the next user of the number
-                }
-            }
-            if (error[0] != null)
-            {
-                throw new IllegalStateException("floor+aeron echo failed: " + error[0], error[0]);
-            }
-            return request;
-        }
-
-        @Override
-        public long blockingStream(final BytesValue request)
-        {
-            throw FloorTargets.unaryOnly();
-        }
-
-        @Override
-        public Caller newCaller(final CallObserver observer)
-        {
-            final Integer free = observer instanceof Blocking ? freeNumbers.poll() : null;
-            final int number = free != null ? free : lanes.getAndIncrement();
-            if (number >= FloorTargets.MAX_LANES)
-            {
-                throw new IllegalArgumentException("the floor serves at most " + FloorTargets.MAX_LANES + " lanes (-c)");
-            }
-            final Lane lane = new Lane(number, observer);
-            byNumber.set(number, lane);
-            return lane;
+            return new AeronLane(number, observer);
         }
 
         /** The media driver is gone (or the client failed): calls in flight and to come end UNAVAILABLE. */
@@ -403,18 +337,6 @@ public final class AeronFloorTarget implements Target
             failure = cause;
             running = false;
             failLanes(new IOException("floor+aeron: " + cause, cause));
-        }
-
-        private void failLanes(final IOException cause)
-        {
-            for (int i = 0; i < FloorTargets.MAX_LANES; i++)
-            {
-                final Lane lane = byNumber.get(i);
-                if (lane != null)
-                {
-                    lane.complete(FloorTargets.UNAVAILABLE, cause);
-                }
-            }
         }
 
         @Override
@@ -433,71 +355,27 @@ public final class AeronFloorTarget implements Target
             aeron.close();
         }
 
-        /** The observer of one blocking call. */
-        private static final class Blocking implements CallObserver
+        /** A lane with its message in direct memory: the lane's number, then the payload. */
+        private final class AeronLane extends Lane
         {
-            private final CountDownLatch done;
-            private final Throwable[] error;
-
-            Blocking(final CountDownLatch done, final Throwable[] error)
-            {
-                this.done = done;
-                this.error = error;
-            }
-
-            @Override
-            public void onMessage()
-            {
-            }
-
-            @Override
-            public void onClose(final int statusCode, final Throwable cause)
-            {
-                error[0] = statusCode == 0 ? null : cause;
-                done.countDown();
-            }
-        }
-
-        /** One lane of sequential calls: one message in flight at most. */
-        private final class Lane implements Caller
-        {
-            final int number;
-            final CallObserver observer;
-            final AtomicBoolean outstanding = new AtomicBoolean();
             UnsafeBuffer message = new UnsafeBuffer(ByteBuffer.allocateDirect(EngineFloorTarget.HEADER));
-            BytesValue request;
-            byte[] sent = new byte[0];
 
-            Lane(final int number, final CallObserver observer)
+            AeronLane(final int number, final CallObserver observer)
             {
-                this.number = number;
-                this.observer = observer;
+                super(number, observer);
                 message.putInt(0, number);
             }
 
             @Override
-            public void echo(final BytesValue request)
+            void prepare()
             {
-                if (request != this.request)
-                {
-                    // The load generator sends the same request object on a lane: its bytes are copied once.
-                    this.request = request;
-                    sent = request.getValue().toByteArray();
-                    message = new UnsafeBuffer(ByteBuffer.allocateDirect(EngineFloorTarget.HEADER + sent.length));
-                    message.putInt(0, number);
-                    message.putBytes(EngineFloorTarget.HEADER, sent);
-                }
-                outstanding.set(true);
-                offer();
+                message = new UnsafeBuffer(ByteBuffer.allocateDirect(EngineFloorTarget.HEADER + sent.length));
+                message.putInt(0, number);
+                message.putBytes(EngineFloorTarget.HEADER, sent);
             }
 
             @Override
-            public void stream(final BytesValue request)
-            {
-                throw FloorTargets.unaryOnly();
-            }
-
-            void offer()
+            void send()
             {
                 final Throwable failed = failure;
                 if (failed != null)
@@ -520,18 +398,6 @@ public final class AeronFloorTarget implements Target
                         return;
                     }
                     Thread.onSpinWait(); // back pressure or an admin action: the server's echo thread moves on
-                }
-            }
-
-            void complete(final int status, final Throwable error)
-            {
-                if (observer != null && outstanding.compareAndSet(true, false))
-                {
-                    if (status == 0)
-                    {
-                        observer.onMessage();
-                    }
-                    observer.onClose(status, error);
                 }
             }
         }

@@ -1,6 +1,5 @@
 package io.reverb.bench.floor;
 
-import com.google.protobuf.BytesValue;
 import io.reverb.bench.target.BenchServer;
 import io.reverb.bench.target.CallObserver;
 import io.reverb.bench.target.EchoClient;
@@ -21,14 +20,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.util.ArrayDeque;
 import java.util.Locale;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The floor of {@code shm://}, ours: a ping-pong over the RDMA engine's own shared-memory rings between two processes,
@@ -206,18 +198,15 @@ public final class EngineFloorTarget implements Target
     }
 
     /** The client side: lanes numbered from 0, each with its own claim; replies routed by lane number. */
-    private static final class Client implements EchoClient, MessageHandler
+    private static final class Client extends FloorClient implements MessageHandler
     {
         private final RdmaEngine engine;
         private final Connection connection;
-        private final AtomicInteger lanes = new AtomicInteger();
-        // numbers of blocking calls' lanes, taken again by later ones (a lane per blockingEcho would run out)
-        private final Queue<Integer> freeNumbers = new ConcurrentLinkedQueue<>();
-        private final AtomicReferenceArray<Lane> byNumber = new AtomicReferenceArray<>(FloorTargets.MAX_LANES);
         private volatile Throwable failure;
 
         Client(final RdmaEngine engine, final Connection connection)
         {
+            super("floor");
             this.engine = engine;
             this.connection = connection;
             connection.onClose(this::closed);
@@ -225,86 +214,21 @@ public final class EngineFloorTarget implements Target
         }
 
         @Override
-        public BytesValue blockingEcho(final BytesValue request)
+        Lane newLane(final int number, final CallObserver observer)
         {
-            final CountDownLatch done = new CountDownLatch(1);
-            final Throwable[] error = new Throwable[1];
-            final Lane lane = (Lane)newCaller(new Blocking(done, error));
-            lane.echo(request);
-            try
-            {
-                if (!done.await(30, TimeUnit.SECONDS))
-                {
-                    throw new IllegalStateException("no echo from the floor server within 30 s");
-                }
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted waiting for the floor's echo", ex);
-            }
-            finally
-            {
-                byNumber.set(lane.number, null);
-                if (done.getCount() == 0)
-                {
-                    freeNumbers.add(lane.number); // ended: no late reply can reach the next user of the number
-                }
-            }
-            if (error[0] != null)
-            {
-                throw new IllegalStateException("floor echo failed: " + error[0], error[0]);
-            }
-            return request;
-        }
-
-        @Override
-        public long blockingStream(final BytesValue request)
-        {
-            throw FloorTargets.unaryOnly();
-        }
-
-        @Override
-        public Caller newCaller(final CallObserver observer)
-        {
-            final Integer free = observer instanceof Blocking ? freeNumbers.poll() : null;
-            final int number = free != null ? free : lanes.getAndIncrement();
-            if (number >= FloorTargets.MAX_LANES)
-            {
-                throw new IllegalArgumentException("the floor serves at most " + FloorTargets.MAX_LANES + " lanes (-c)");
-            }
-            final Lane lane = new Lane(number, observer);
-            byNumber.set(number, lane);
-            return lane;
+            return new EngineLane(number, observer);
         }
 
         @Override
         public void onMessage(final DirectBuffer buffer, final int offset, final int length)
         {
-            if (length < HEADER)
-            {
-                return;
-            }
-            final int number = buffer.getInt(offset);
-            final Lane lane = number >= 0 && number < FloorTargets.MAX_LANES ? byNumber.get(number) : null;
-            if (lane == null || length != HEADER + lane.sent.length)
-            {
-                return; // not an echo of a call of ours: its call fails when the connection does
-            }
-            lane.complete(0, null);
+            onReply(buffer, offset, length);
         }
 
         private void closed(final Throwable cause)
         {
             failure = cause != null ? cause : new IOException("floor connection closed");
-            for (int i = 0; i < FloorTargets.MAX_LANES; i++)
-            {
-                final Lane lane = byNumber.get(i);
-                if (lane != null)
-                {
-                    lane.complete(FloorTargets.UNAVAILABLE, failure);
-                }
-            }
+            failLanes(failure);
         }
 
         @Override
@@ -314,70 +238,20 @@ public final class EngineFloorTarget implements Target
             engine.close();
         }
 
-        /** The observer of one blocking call. */
-        private static final class Blocking implements CallObserver
+        /** A lane with its own claim on the connection. */
+        private final class EngineLane extends Lane
         {
-            private final CountDownLatch done;
-            private final Throwable[] error;
-
-            Blocking(final CountDownLatch done, final Throwable[] error)
-            {
-                this.done = done;
-                this.error = error;
-            }
-
-            @Override
-            public void onMessage()
-            {
-            }
-
-            @Override
-            public void onClose(final int statusCode, final Throwable cause)
-            {
-                error[0] = statusCode == 0 ? null : cause;
-                done.countDown();
-            }
-        }
-
-        /** One lane of sequential calls: one message in flight at most. */
-        private final class Lane implements Caller
-        {
-            final int number;
-            final CallObserver observer;
             final WriteClaim claim = new WriteClaim();
             final UnsafeBuffer out = new UnsafeBuffer(0, 0);
             final Runnable retry = this::send;
-            BytesValue request;
-            byte[] sent = new byte[0];
-            // true from the send until the reply or the failure: set by the sender, cleared by the poller
-            final AtomicBoolean outstanding = new AtomicBoolean();
 
-            Lane(final int number, final CallObserver observer)
+            EngineLane(final int number, final CallObserver observer)
             {
-                this.number = number;
-                this.observer = observer;
+                super(number, observer);
             }
 
             @Override
-            public void echo(final BytesValue message)
-            {
-                if (message != request)
-                {
-                    // The load generator sends the same request object on a lane: its bytes are taken once.
-                    request = message;
-                    sent = message.getValue().toByteArray();
-                }
-                outstanding.set(true);
-                send();
-            }
-
-            @Override
-            public void stream(final BytesValue message)
-            {
-                throw FloorTargets.unaryOnly();
-            }
-
-            private void send()
+            void send()
             {
                 final Throwable failed = failure;
                 if (failed != null)
@@ -400,18 +274,6 @@ public final class EngineFloorTarget implements Target
                 out.putInt(claim.offset(), number);
                 out.putBytes(claim.offset() + HEADER, sent);
                 claim.commit();
-            }
-
-            void complete(final int status, final Throwable error)
-            {
-                if (outstanding.compareAndSet(true, false))
-                {
-                    if (status == 0)
-                    {
-                        observer.onMessage();
-                    }
-                    observer.onClose(status, error);
-                }
             }
         }
     }

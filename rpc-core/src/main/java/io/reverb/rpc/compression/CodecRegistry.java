@@ -59,6 +59,27 @@ public final class CodecRegistry
     }
 
     /**
+     * Checks a builder's default codec ({@code compression(name)} of a channel or server) against this registry.
+     *
+     * @param name a codec name, or "identity" or null for none.
+     * @return the name, or null for none.
+     * @throws IllegalArgumentException if this registry has no codec of that name.
+     */
+    public String defaultCodec(final String name)
+    {
+        if (name == null || IDENTITY.equals(name))
+        {
+            return null;
+        }
+        if (lookup(name) == null)
+        {
+            throw new IllegalArgumentException("no codec \"" + name + "\" in " + this +
+                " (register it with codecRegistry(CodecRegistry.defaults().with(codec)) first)");
+        }
+        return name;
+    }
+
+    /**
      * @return the names of the codecs held.
      */
     public Set<String> names()

@@ -134,11 +134,7 @@ final class ClientConnection extends RpcConnection
         draining = true;
         if (streams.isEmpty())
         {
-            final Connection c = connection;
-            if (c != null)
-            {
-                c.close();
-            }
+            closeWhenFlushed();
         }
     }
 
@@ -147,11 +143,7 @@ final class ClientConnection extends RpcConnection
         streams.remove(streamId);
         if (draining && streams.isEmpty())
         {
-            final Connection c = connection;
-            if (c != null)
-            {
-                c.close();
-            }
+            closeWhenFlushed();
         }
     }
 
@@ -239,11 +231,7 @@ final class ClientConnection extends RpcConnection
         }
         if (streams.isEmpty())
         {
-            final Connection c = connection;
-            if (c != null)
-            {
-                c.close();
-            }
+            closeWhenFlushed();
         }
     }
 

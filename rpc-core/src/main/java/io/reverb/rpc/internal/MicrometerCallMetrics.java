@@ -6,6 +6,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.Status;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -18,10 +21,17 @@ import java.util.function.LongSupplier;
  */
 final class MicrometerCallMetrics implements CallMetrics
 {
+    /**
+     * Per registry and side, the count behind the {@code calls.active} gauge of the channels (and servers without
+     * counters) that count here: one gauge sums them all, as the call timers are shared by every channel on a
+     * registry. A gauge per channel would be dropped from the second on (a meter's name and tags make its identity).
+     */
+    private static final Map<MeterRegistry, Map<String, AtomicLong>> ACTIVE = new WeakHashMap<>();
+
     private final MeterRegistry registry;
     private final String side;
     /** Calls started and not ended, counted here unless the process's counters count them (activeSource). */
-    private final AtomicLong active = new AtomicLong();
+    private final AtomicLong active;
     private final boolean countActive;
     private final ConcurrentHashMap<String, Timer[]> timers = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, DistributionSummary[]> sizes = new ConcurrentHashMap<>();
@@ -33,15 +43,27 @@ final class MicrometerCallMetrics implements CallMetrics
         this.countActive = activeSource == null;
         if (countActive)
         {
-            registry.gauge("reverb." + side + ".calls.active", active);
+            active = sharedActive(registry, side);
+            // registered again by every channel: returns the gauge already there, or brings back a removed one
+            Gauge.builder("reverb." + side + ".calls.active", active, AtomicLong::get).strongReference(true)
+                .register(registry);
         }
         else
         {
             // The server's methods' counters (the file reverb-stat reads) already count calls in flight: one number.
             // A strong reference: nothing else holds the supplier, and a gauge's default weak one would read NaN
             // after the next GC.
+            active = null;
             Gauge.builder("reverb." + side + ".calls.active", activeSource, LongSupplier::getAsLong)
                 .strongReference(true).register(registry);
+        }
+    }
+
+    private static AtomicLong sharedActive(final MeterRegistry registry, final String side)
+    {
+        synchronized (ACTIVE)
+        {
+            return ACTIVE.computeIfAbsent(registry, r -> new HashMap<>()).computeIfAbsent(side, k -> new AtomicLong());
         }
     }
 

@@ -218,8 +218,9 @@ abstract class RpcConnection implements ConnectionHandler
 
     /**
      * Closes the transport connection once every frame written so far has left: at once when nothing waits behind
-     * back-pressure, else when the last queued frame is written. A drained server connection closes this way, so
-     * that its last STATUS and its GOAWAY are not dropped with the queue when credits were short.
+     * back-pressure, else when the last queued frame is written. A drained connection closes this way on both sides,
+     * so that the last frames (a server's last STATUS and its GOAWAY, a client's CANCEL) are not dropped with the
+     * queue when credits were short.
      */
     final void closeWhenFlushed()
     {
@@ -231,7 +232,11 @@ abstract class RpcConnection implements ConnectionHandler
                 return;
             }
         }
-        connection.close();
+        final Connection c = connection;
+        if (c != null)
+        {
+            c.close();
+        }
     }
 
     @Override

@@ -24,6 +24,10 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     private final ServerRuntime server;
     private volatile int lastStreamId;
     private volatile boolean draining;
+    /** Guarded by drainLock: the GOAWAY was handed to {@link #write}; a drained connection may close after it. */
+    private boolean goAwayWritten;
+    /** Tests only: runs after the connection is marked draining and before its GOAWAY is written. */
+    volatile Runnable beforeGoAwayWrite;
     private final CallFlyweight inCall = new CallFlyweight(); // the transport's thread only
     /** Start of the RESOURCE_EXHAUSTED description of a call over the limit; clients recognise it as a refusal. */
     static final String TOO_MANY_CALLS = "too many concurrent calls on this connection: limit ";
@@ -288,9 +292,25 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     void remove(final int streamId)
     {
         streams.remove(streamId);
-        if (draining && streams.isEmpty())
+        if (draining && drainedEmpty())
         {
             closeWhenFlushed();
+        }
+    }
+
+    /**
+     * A draining connection closes when its last call ends, but never before its GOAWAY is written: the GOAWAY (and
+     * the REFUSED status of a call that arrives while it is being written) go out under the drain lock, and a call
+     * ending on another thread in that instant would otherwise close the connection under it. The client then never
+     * learns which calls the server did not see, and fails them all as lost with the connection.
+     *
+     * @return true once the GOAWAY is written and no call is running.
+     */
+    private boolean drainedEmpty()
+    {
+        synchronized (drainLock)
+        {
+            return goAwayWritten && streams.isEmpty();
         }
     }
 
@@ -319,7 +339,13 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
             return;
         }
         draining = true;
+        final Runnable hook = beforeGoAwayWrite;
+        if (hook != null)
+        {
+            hook.run();
+        }
         write(new OutboundFrame.GoAway(lastStreamIdSeen(), status));
+        goAwayWritten = true;
         if (streams.isEmpty())
         {
             closeWhenFlushed();

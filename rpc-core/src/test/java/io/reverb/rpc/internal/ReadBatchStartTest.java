@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import static io.reverb.rpc.internal.RecordingConnection.frameTypes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.BytesValue;
@@ -15,7 +16,6 @@ import io.reverb.rpc.TestService;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.TransportOptions;
-import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -214,18 +214,5 @@ class ReadBatchStartTest
         read(connection, serverSide, unaryCall(false));
         assertThat(service.callsStarted.get()).isEqualTo(1);
         assertThat(serverSide.messages).hasSize(1);
-    }
-
-    private static List<FrameType> frameTypes(final byte[] message)
-    {
-        final ByteBuffer buffer = ByteBuffer.wrap(message);
-        final FrameHeaderFlyweight header = new FrameHeaderFlyweight();
-        final List<FrameType> types = new ArrayList<>();
-        for (int at = 0; at < message.length; at += header.frameLength())
-        {
-            header.wrap(buffer, at);
-            types.add(FrameType.fromValue(header.type()));
-        }
-        return types;
     }
 }

@@ -4,6 +4,8 @@ import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ResourceUsage;
+import io.reverb.rpc.wire.FrameHeaderFlyweight;
+import io.reverb.rpc.wire.FrameType;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MonitorInfo;
 import java.nio.ByteBuffer;
@@ -93,6 +95,23 @@ class RecordingConnection implements Connection, WriteClaim.Committer
     public String remoteAddress()
     {
         return "test://remote";
+    }
+
+    /**
+     * @param message one transport message.
+     * @return the types of the frames in it, in order.
+     */
+    static List<FrameType> frameTypes(final byte[] message)
+    {
+        final ByteBuffer buffer = ByteBuffer.wrap(message);
+        final FrameHeaderFlyweight header = new FrameHeaderFlyweight();
+        final List<FrameType> types = new ArrayList<>();
+        for (int at = 0; at < message.length; at += header.frameLength())
+        {
+            header.wrap(buffer, at);
+            types.add(FrameType.fromValue(header.type()));
+        }
+        return types;
     }
 
     @Override

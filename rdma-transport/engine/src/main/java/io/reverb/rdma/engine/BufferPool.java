@@ -63,11 +63,16 @@ final class BufferPool
         final boolean direct;
         /** Direct write: the peer's granted buffer, mapped once its CTS arrived (null before, and once closed). */
         RemoteMapping mapping;
+        /**
+         * Sender side, a pool buffer announced at its claim ({@link EngineConfig#announceAtClaim(boolean)}): its RTS
+         * left before the claimant wrote the message, so its write waits for {@link #committed}.
+         */
+        boolean early;
         /** Direct write: handed to a claimant. */
         boolean claimed;
-        /** Direct write: committed by its claimant (its completion notification may be posted). */
+        /** Direct write or early announcement: committed by its claimant (its write or notification may be posted). */
         boolean committed;
-        /** Direct write: given up before its CTS arrived; the CTS is answered with ABORT. */
+        /** Direct write or early announcement: given up before its CTS arrived; the CTS is answered with ABORT. */
         boolean abandoned;
         /** Sender side: claimed for a message whose announcement the peer refused (code, limit); 0 otherwise. */
         int refusedCode;

@@ -249,6 +249,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return window.owed();
     }
 
+    int outboundGranted()
+    {
+        assert lock.isHeldByCurrentThread();
+        return outbound.grantedUnwritten();
+    }
+
     int outboundRendezvous()
     {
         assert lock.isHeldByCurrentThread();
@@ -478,6 +484,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private void abort(final int frameIndex, final int length, final BufferPool.Buffer rendezvous)
     {
         boolean terminal;
+        boolean release = rendezvous != null && !rendezvous.direct;
         synchronized (lock)
         {
             outstandingClaims--;
@@ -486,6 +493,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             {
                 rendezvousSender.abortedDirect(rendezvous, terminal);
             }
+            else if (rendezvous != null && rendezvous.early)
+            {
+                // Its RTS is out: ABORT once granted; the buffer goes back now or when the RTS is answered.
+                release = rendezvousSender.abortedEarly(rendezvous, terminal);
+            }
             else if (!terminal && frameIndex >= 0)
             {
                 ring.frameLength(frameIndex, rendezvous != null ? Wire.FRAME_HEADER_LENGTH : Wire.dataFrameLength(length));
@@ -493,7 +505,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 flush();
             }
         }
-        if (rendezvous != null && !rendezvous.direct)
+        if (release)
         {
             rendezvousSender.release(rendezvous);
         }

@@ -33,6 +33,7 @@ public class ConnectionStats
     AtomicCounter failedSends;
     AtomicCounter directWritesSent;
     AtomicCounter rendezvousAbortsSent;
+    AtomicCounter rendezvousGrantedAtCommit;
     AtomicCounter rendezvousAbortsReceived;
 
     /** Counters in this process's memory only (totals, snapshots). */
@@ -78,6 +79,7 @@ public class ConnectionStats
         failedSends = group.counter(prefix + "failed sends");
         directWritesSent = group.counter(prefix + "direct writes sent");
         rendezvousAbortsSent = group.counter(prefix + "rendezvous aborts sent");
+        rendezvousGrantedAtCommit = group.counter(prefix + "rendezvous granted before commit");
         rendezvousAbortsReceived = group.counter(prefix + "rendezvous aborts received");
     }
 
@@ -111,6 +113,7 @@ public class ConnectionStats
         failedSends = copy.failedSends;
         directWritesSent = copy.directWritesSent;
         rendezvousAbortsSent = copy.rendezvousAbortsSent;
+        rendezvousGrantedAtCommit = copy.rendezvousGrantedAtCommit;
         rendezvousAbortsReceived = copy.rendezvousAbortsReceived;
     }
 
@@ -243,10 +246,23 @@ public class ConnectionStats
         return directWritesSent.get();
     }
 
-    /** @return direct writes given up after their CTS (claim aborted or never taken): ABORT sent, nothing delivered. */
+    /**
+     * @return direct writes and early announcements given up after their CTS (claim aborted, or a direct write's
+     * never taken): ABORT sent, nothing delivered.
+     */
     public long rendezvousAbortsSent()
     {
         return rendezvousAbortsSent.get();
+    }
+
+    /**
+     * @return messages announced at their claim ({@link EngineConfig#announceAtClaim(boolean)}) whose CTS was in when
+     * their claimant committed: the RTS to CTS round trip was hidden entirely behind writing the message. The rest of
+     * the early announcements waited for their CTS after the commit, for less than a round trip.
+     */
+    public long rendezvousGrantedAtCommit()
+    {
+        return rendezvousGrantedAtCommit.get();
     }
 
     /** @return ABORTs received: granted buffers the peer gave back unwritten. */
@@ -280,6 +296,7 @@ public class ConnectionStats
         failedSends.getAndAddRelease(o.failedSends.get());
         directWritesSent.getAndAddRelease(o.directWritesSent.get());
         rendezvousAbortsSent.getAndAddRelease(o.rendezvousAbortsSent.get());
+        rendezvousGrantedAtCommit.getAndAddRelease(o.rendezvousGrantedAtCommit.get());
         rendezvousAbortsReceived.getAndAddRelease(o.rendezvousAbortsReceived.get());
     }
 
@@ -294,6 +311,6 @@ public class ConnectionStats
             creditStalls.get() + ", sendQueueStalls=" + sendQueueStalls.get() + ", rdvQueued=" + rendezvousQueued.get() +
             ", rdvRefused=" + rendezvousRefused.get() + ", rnr=" + rnrErrors.get() + ", failedSends=" + failedSends.get() +
             ", directSent=" + directWritesSent.get() + ", abortsSent=" + rendezvousAbortsSent.get() + ", abortsRecv=" +
-            rendezvousAbortsReceived.get() + '}';
+            rendezvousAbortsReceived.get() + ", grantedAtCommit=" + rendezvousGrantedAtCommit.get() + '}';
     }
 }

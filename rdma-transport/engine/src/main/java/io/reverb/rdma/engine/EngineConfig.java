@@ -20,6 +20,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #rendezvousPoolBytes(long)}</td><td>128 MiB</td><td>registered rendezvous memory per connection and direction, allocated lazily</td></tr>
  *   <tr><td>{@link #rendezvousWriteTimeoutNanos(long)}</td><td>30 s</td><td>a peer holding a granted buffer unwritten this long is dropped</td></tr>
  *   <tr><td>{@link #directWrite(boolean)}</td><td>true</td><td>where the provider can map the peer's memory (shm), large messages are written straight into the receiver's granted buffer</td></tr>
+ *   <tr><td>{@link #announceAtClaim(boolean)}</td><td>true ({@code -Dreverb.rendezvous.announceAtClaim})</td><td>a large message's RTS leaves at its claim, so the receiver's grant comes back while the message is serialised</td></tr>
  *   <tr><td>{@link #rendezvousMemoryBytes(long)}</td><td>half the heap limit, 64 MiB..1 GiB</td><td>registered rendezvous receive memory of all connections together</td></tr>
  *   <tr><td>{@link #maxInboundMessageSize(int)}</td><td>64 MiB</td><td>larger incoming messages are refused</td></tr>
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
@@ -51,6 +52,7 @@ public final class EngineConfig
     private long rendezvousMemoryBytes;
     private long rendezvousWriteTimeoutNanos = TimeUnit.SECONDS.toNanos(30);
     private boolean directWrite = true;
+    private boolean announceAtClaim = announceAtClaimDefault();
     private int maxInboundMessageSize = 64 * 1024 * 1024;
     private int maxOutboundMessageSize = 64 * 1024 * 1024;
     private PollingMode pollingMode = PollingMode.ADAPTIVE;
@@ -214,6 +216,48 @@ public final class EngineConfig
         checkMutable();
         directWrite = enabled;
         return this;
+    }
+
+    /** @return whether a large message copied through this side's pool is announced (RTS) at its claim. */
+    public boolean announceAtClaim()
+    {
+        return announceAtClaim;
+    }
+
+    /**
+     * Early announcement: a message above the eager limit that is copied through this side's pool (every provider
+     * but shm's direct writes) sends its RTS when it is claimed rather than when it is committed, so that the RTS
+     * to CTS round trip (and a sleeping receiver's wake-up) overlaps the serialisation of the message; its write
+     * leaves at the commit if the CTS is in by then, else with the CTS. The wire protocol is the same: the receiver
+     * checks the RTS against its limits and budget as before, and grants its buffer a serialisation earlier. A claim
+     * aborted after its RTS sends ABORT once granted (the receiver returns the buffer); a REFUSE that comes before
+     * the commit fails the message at its commit. A claimant must commit within the peer's
+     * {@link #rendezvousWriteTimeoutNanos(long) write timeout} (30 s by default) of its grant, or the peer drops
+     * the connection. Default true ({@code -Dreverb.rendezvous.announceAtClaim=false} changes the default, e.g. to
+     * measure it).
+     *
+     * @param enabled false to send the RTS at the commit.
+     * @return this.
+     */
+    public EngineConfig announceAtClaim(final boolean enabled)
+    {
+        checkMutable();
+        announceAtClaim = enabled;
+        return this;
+    }
+
+    private static boolean announceAtClaimDefault()
+    {
+        final String value = System.getProperty("reverb.rendezvous.announceAtClaim");
+        if (value == null || value.isEmpty())
+        {
+            return true;
+        }
+        if ("true".equalsIgnoreCase(value) || "false".equalsIgnoreCase(value))
+        {
+            return Boolean.parseBoolean(value);
+        }
+        throw new IllegalArgumentException("-Dreverb.rendezvous.announceAtClaim must be true or false: " + value);
     }
 
     /** @return largest message accepted from a peer. */
@@ -623,6 +667,7 @@ public final class EngineConfig
         copy.rendezvousMemoryBytes = rendezvousMemoryBytes;
         copy.rendezvousWriteTimeoutNanos = rendezvousWriteTimeoutNanos;
         copy.directWrite = directWrite;
+        copy.announceAtClaim = announceAtClaim;
         copy.maxInboundMessageSize = maxInboundMessageSize;
         copy.maxOutboundMessageSize = maxOutboundMessageSize;
         copy.pollingMode = pollingMode;
@@ -647,6 +692,7 @@ public final class EngineConfig
         return "EngineConfig{receiveSlots=" + receiveSlots + ", eagerLimit=" + eagerLimit + ", sendSlots=" + sendSlots +
             ", rendezvousMinClass=" + rendezvousMinClass + ", rendezvousPoolBytes=" + rendezvousPoolBytes +
             ", rendezvousMemoryBytes=" + rendezvousMemoryBytes + ", directWrite=" + directWrite +
+            ", announceAtClaim=" + announceAtClaim +
             ", maxInboundMessageSize=" + maxInboundMessageSize + ", maxOutboundMessageSize=" + maxOutboundMessageSize +
             ", pollingMode=" + pollingMode + ", pollerCount=" + pollerCount +
             ", authToken=" + (authToken == null ? "none" : "set(" + authToken.length + " bytes)") +

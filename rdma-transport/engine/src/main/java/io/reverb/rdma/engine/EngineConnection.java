@@ -884,6 +884,15 @@ final class EngineConnection implements Connection
         return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
     }
 
+    /** @return this side's rendezvous granted by the peer whose write is not posted yet (tests). */
+    int outboundGranted()
+    {
+        synchronized (lock)
+        {
+            return sender.outboundGranted();
+        }
+    }
+
     /** @return mappings of the peer's grants this side holds open for direct writes (0 when idle). */
     int directMappingsOpen()
     {

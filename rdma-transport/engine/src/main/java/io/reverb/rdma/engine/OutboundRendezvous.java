@@ -18,6 +18,9 @@ import org.agrona.collections.Int2ObjectHashMap;
  * the first claim, its CTS maps the granted buffer, the claimant writes straight into it, and its "write" is a
  * zero-length RDMA_WRITE_WITH_IMM that may be posted only once committed; until then it holds back the writes
  * granted after it. One given up after its CTS is removed ({@link #removeGranted}) and the receiver told with an ABORT.
+ * An <em>early announcement</em> ({@link BufferPool.Buffer#early}, {@link EngineConfig#announceAtClaim(boolean)}) is
+ * a pool buffer whose RTS goes at its claim: it is committed here at once and, granted, holds back the writes granted
+ * after it until its claimant commits, as a direct write does.
  *
  * <p>Not thread-safe: the connection guards it with its send lock.
  */
@@ -48,11 +51,26 @@ final class OutboundRendezvous
         return awaitingCts.size() + pendingWrites.size();
     }
 
-    /** @return the next granted rendezvous to write, or null (also while the next is a direct write not committed). */
+    /**
+     * @return the next granted rendezvous to write, or null (also while the next is a direct write or an early
+     * announcement its claimant has not committed)
+     */
     BufferPool.Buffer nextWrite()
     {
         final BufferPool.Buffer next = pendingWrites.peekFirst();
-        return next == null || !next.direct || next.committed ? next : null;
+        return next == null || !(next.direct || next.early) || next.committed ? next : null;
+    }
+
+    /** @return rendezvous granted whose write is not yet posted (tests: an early announcement's CTS is in). */
+    int grantedUnwritten()
+    {
+        return pendingWrites.size();
+    }
+
+    /** @return true if {@code buffer} is granted and its write not yet posted. */
+    boolean isGranted(final BufferPool.Buffer buffer)
+    {
+        return pendingWrites.contains(buffer);
     }
 
     /** @return the rendezvous granted last (by the CTS just accepted). */

@@ -43,6 +43,21 @@ import static io.reverb.rdma.engine.Connection.OK;
  * a refusal after commit is reported. Close and teardown give up an announcement, and so does {@link #tick} when its
  * grant has waited for its claimant half the write timeout; a mapping is closed only once its claimant committed or
  * aborted (the memory must outlive the writer).
+ *
+ * <h2>Early announcement</h2>
+ * A message copied through this side's pool ({@link EngineConfig#announceAtClaim(boolean)}, default) has its RTS
+ * committed to the ring at its claim, so the receiver's CTS comes back while the claimant serialises the message; its
+ * write waits for the commit ({@link OutboundRendezvous#nextWrite()}). What the claimant may still do meets what
+ * the peer may already have answered:
+ * <ul>
+ *   <li>commit after CTS: the write goes at once; before CTS: it goes with the CTS;</li>
+ *   <li>commit after REFUSE: the message fails with the refusal (reported from the poller, as for a direct write);</li>
+ *   <li>abort after CTS: ABORT, the receiver returns its buffer; before CTS: the buffer stays announced
+ *       ({@link BufferPool.Buffer#abandoned}) until the CTS (then ABORT) or REFUSE comes, and only then goes back to
+ *       the pool: it cannot serve another message while its RTS is unanswered;</li>
+ *   <li>teardown while it is claimed: its claimant's commit or abort returns the buffer (never the teardown: the
+ *       claimant may still be writing into it).</li>
+ * </ul>
  */
 final class RendezvousSender
 {
@@ -61,6 +76,8 @@ final class RendezvousSender
 
     /** Large messages are written directly into the peer's grant (the config allows it, the QP can map). */
     private boolean directWrite;
+    /** Messages copied through the pool are announced at their claim ({@link EngineConfig#announceAtClaim()}). */
+    private boolean announceAtClaim;
     /** The direct write announced and not yet claimed (at most one), or null. */
     private BufferPool.Buffer direct;
     /** An announcement was given up for another claim: large claims copy until no rendezvous is in flight. */
@@ -97,6 +114,7 @@ final class RendezvousSender
         this.sendPool = new BufferPool(pd, Access.LOCAL_WRITE, config.rendezvousMinClass(), config.rendezvousMaxClass(),
             config.rendezvousPoolBytes(), sender::onSendBufferReleased);
         this.directWrite = config.directWrite() && qp.canMapRemote();
+        this.announceAtClaim = config.announceAtClaim();
     }
 
     BufferPool pool()
@@ -163,6 +181,17 @@ final class RendezvousSender
         for (int i = failedRendezvous.size() - 1; i >= first; i--)
         {
             final BufferPool.Buffer b = failedRendezvous.get(i);
+            if (b.early && !b.committed)
+            {
+                // Announced at its claim, not committed: its claimant may still write into it, and its commit or
+                // abort returns it; one its claimant gave up just goes back (there is no message to fail).
+                failedRendezvous.remove(i);
+                if (b.abandoned)
+                {
+                    sendPool.release(b);
+                }
+                continue;
+            }
             if (b.direct)
             {
                 failedRendezvous.remove(i);
@@ -202,6 +231,16 @@ final class RendezvousSender
             if (granted.direct)
             {
                 grantedDirect(granted);
+            }
+            else if (granted.early && granted.abandoned)
+            {
+                // Its claimant aborted while the RTS was unanswered: the receiver gets its buffer back, ours goes back.
+                outbound.removeGranted(granted);
+                sender.enqueueAbort(granted.id);
+                stats.rendezvousAbortsSent.incrementRelease();
+                sendPool.release(granted);
+                sender.progressed();
+                sender.flush();
             }
         }
     }
@@ -333,6 +372,20 @@ final class RendezvousSender
                 }
                 return;
             }
+            if (buffer.early && !buffer.committed)
+            {
+                if (buffer.abandoned)
+                {
+                    sendPool.release(buffer); // its claimant aborted: no message to fail
+                }
+                else
+                {
+                    // Its claimant is still writing: the commit reports the refusal, an abort just returns the buffer.
+                    buffer.refusedCode = frame.code();
+                    buffer.refusedLimit = frame.length();
+                }
+                return;
+            }
         }
         reportRefused(buffer, frame.code(), frame.length());
     }
@@ -402,11 +455,25 @@ final class RendezvousSender
                 return sender.backPressured();
             }
             id = sender.nextMessageId();
-            ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
             buffer.id = (int)id;
             buffer.messageId = id;
             buffer.length = length;
+            buffer.early = announceAtClaim;
+            buffer.committed = false;
+            buffer.abandoned = false;
+            buffer.refusedCode = 0;
             sender.claimOpened();
+            if (announceAtClaim)
+            {
+                // The RTS leaves now: the CTS comes back while the claimant writes; the write waits for the commit.
+                ring.writeHeader(index, length, Wire.FRAME_RTS, id);
+                outbound.committed(buffer);
+                sender.flush();
+            }
+            else
+            {
+                ring.writeHeader(index, length, -Wire.FRAME_RTS, id);
+            }
         }
         buffer.frameIndex = index;
         claim.transportState(buffer);
@@ -496,6 +563,9 @@ final class RendezvousSender
         buffer.length = length;
         buffer.refusedCode = refusedCode;
         buffer.refusedLimit = refusedLimit;
+        buffer.early = false;
+        buffer.committed = false;
+        buffer.abandoned = false;
         sender.claimOpened();
         buffer.frameIndex = -1; // no ring frame: never announced
         claim.transportState(buffer);
@@ -514,8 +584,18 @@ final class RendezvousSender
         }
         else if (rendezvous.refusedCode != 0)
         {
+            rendezvous.committed = true;
             refusedCommitted.add(rendezvous);
             connection.requestAttention();
+        }
+        else if (rendezvous.early)
+        {
+            rendezvous.committed = true; // its write may go once granted (after the writes granted before it)
+            if (outbound.isGranted(rendezvous))
+            {
+                stats.rendezvousGrantedAtCommit.incrementRelease();
+            }
+            sender.flush();
         }
         else
         {
@@ -523,6 +603,31 @@ final class RendezvousSender
             ring.frameType(frameIndex, Wire.FRAME_RTS);
             sender.flush();
         }
+    }
+
+    /**
+     * An early-announced claim was aborted (send lock held).
+     *
+     * @return true if its buffer goes back to the pool now; false if it waits for the answer to its RTS
+     */
+    boolean abortedEarly(final BufferPool.Buffer b, final boolean terminal)
+    {
+        assert lock.isHeldByCurrentThread();
+        if (terminal || b.refusedCode != 0)
+        {
+            return true; // teardown left it to its claimant, or the peer refused it: no longer announced
+        }
+        if (outbound.isGranted(b))
+        {
+            outbound.removeGranted(b);
+            sender.enqueueAbort(b.id);
+            stats.rendezvousAbortsSent.incrementRelease();
+            sender.progressed();
+            sender.flush();
+            return true;
+        }
+        b.abandoned = true; // its RTS is unanswered (or not yet posted): ABORT at its CTS, nothing at its REFUSE
+        return false;
     }
 
     /** A direct write's claim was aborted (send lock held): after teardown just its mapping goes, else ABORT. */
