@@ -246,16 +246,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             return;
         }
-        final int initialDemand = initialDemand();
-        synchronized (this)
+        // Read without the monitor: this only spares the connection a call that already ended here. A call that ends
+        // meanwhile (or whose end this thread does not see yet) is sent, then cancelled below, under the monitor.
+        if (cancelled || terminalStatus != null)
         {
-            if (cancelled || terminalStatus != null)
-            {
-                return;
-            }
-            callInitialRequestN = initialDemand;
-            callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
+            return;
         }
+        // read by encode on this thread, or on the transport's after the write lock that queued the frame
+        callInitialRequestN = initialDemand();
+        callFrameLength = CallFlyweight.frameLength(method.fullMethodName(), requestMetadata) + firstMessageLength;
         // registers the stream and writes CALL (in stream id order), outside this call's monitor
         final int id = conn.startCall(this);
         if (id < 0)
@@ -426,8 +425,33 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
             "response message of " + length + " bytes exceeds the limit of " + limit + " bytes"), true);
     }
 
+    /** {@link #endLocked}: the kind hands the end over after the monitor, in {@link #ended}. */
+    static final int END_LATER = 0;
+    /** {@link #endLocked}: the kind took the end under the monitor and delivers it now ({@link #deliverEnd}). */
+    static final int END_DELIVER = 1;
+    /** {@link #endLocked}: the kind took the end under the monitor; nothing to deliver yet (it waits for demand). */
+    static final int END_TAKEN = 2;
+
+    /**
+     * Under this call's monitor, in the step that records the server's STATUS: a kind may take the end here (what
+     * {@link #ended} would do under the monitor a moment later), saving a second monitor per call.
+     *
+     * @return {@link #END_LATER} (the default), {@link #END_DELIVER} or {@link #END_TAKEN}.
+     */
+    int endLocked(final Status status, final Metadata trailers)
+    {
+        return END_LATER;
+    }
+
+    /** After {@link #endLocked} returned {@link #END_DELIVER}: signal the end to the subscriber. */
+    void deliverEnd()
+    {
+    }
+
     void onStatus(final Status status, final Metadata trailers)
     {
+        final boolean holdsMore;
+        final int end;
         synchronized (this)
         {
             if (terminalStatus != null || cancelled)
@@ -437,9 +461,24 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
             terminalStatus = status;
             statusReceived = true;
             registered = false; // removed from the connection by the caller
+            // what cleanup() would release besides the registration: for a unary call usually nothing (no deadline,
+            // no parent call); a streaming call also holds its request subscription
+            holdsMore = !cleanupIsTimerAndParentOnly() || deadlineTimer != null || parentRegistration != null ||
+                connection == null;
+            end = endLocked(status, trailers);
         }
-        cleanup();
-        ended(status, trailers, false, false);
+        if (holdsMore)
+        {
+            cleanup();
+        }
+        if (end == END_LATER)
+        {
+            ended(status, trailers, false, false);
+        }
+        else if (end == END_DELIVER)
+        {
+            deliverEnd();
+        }
     }
 
     @Override
@@ -498,6 +537,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         cleanup();
         ended(status, new Metadata(), true, false);
+    }
+
+    /**
+     * @return true if {@link #cleanup()} releases nothing but what this class holds (a kind that holds more, e.g.
+     *         a request subscription, overrides both).
+     */
+    boolean cleanupIsTimerAndParentOnly()
+    {
+        return false;
     }
 
     /** Releases what the call holds: timer, stream registration, request subscription, channel wait. */

@@ -7,6 +7,7 @@ import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Writes frames through the wire flyweights (the same ones the reading side uses), into a claimed transport buffer.
@@ -19,6 +20,8 @@ final class FrameEncoder
     private final FrameHeaderFlyweight header = new FrameHeaderFlyweight();
     private final CallFlyweight call = new CallFlyweight();
     private final StatusFlyweight status = new StatusFlyweight();
+    private String lastMethod;
+    private byte[] lastMethodBytes;
 
     /**
      * @return the offset of the body.
@@ -37,8 +40,22 @@ final class FrameEncoder
         final int initialRequestN, final Metadata metadata)
     {
         final int body = header(buffer, offset, CallFlyweight.frameLength(method, metadata), FrameType.CALL, 0, streamId);
-        return call.wrap(buffer, body).timeoutNanos(timeoutNanos).initialRequestN(initialRequestN).method(method)
-            .metadata(metadata);
+        return call.wrap(buffer, body).timeoutNanos(timeoutNanos).initialRequestN(initialRequestN)
+            .method(methodBytes(method)).metadata(metadata);
+    }
+
+    /**
+     * The method name's ASCII bytes: kept for the last name written on this connection (calls of one method in a row,
+     * the common case, encode it once). Used under the connection's write lock, like the rest of this encoder.
+     */
+    private byte[] methodBytes(final String method)
+    {
+        if (method != lastMethod)
+        {
+            lastMethodBytes = method.getBytes(StandardCharsets.US_ASCII);
+            lastMethod = method;
+        }
+        return lastMethodBytes;
     }
 
     /**

@@ -375,7 +375,7 @@ abstract class RpcConnection implements ConnectionHandler
         {
             case MESSAGE:
             {
-                final RpcStream stream = streams.get(streamId);
+                final RpcStream stream = messageTarget(streamId);
                 if (stream == null)
                 {
                     return; // the call already ended here (cancel, deadline): late frames are expected
@@ -440,6 +440,17 @@ abstract class RpcConnection implements ConnectionHandler
             default:
                 throw new ProtocolException("unexpected " + type + " frame");
         }
+    }
+
+    /**
+     * On the transport's thread: the open stream a MESSAGE is for.
+     *
+     * @param streamId the frame's stream id.
+     * @return the stream, or null if none is open under that id.
+     */
+    RpcStream messageTarget(final int streamId)
+    {
+        return streams.get(streamId);
     }
 
     /**

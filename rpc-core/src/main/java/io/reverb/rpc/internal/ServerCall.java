@@ -48,7 +48,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     final ServerConnection connection;
     final ServerRuntime server;
     final MethodDescriptor<Req, Resp> method;
-    final ServerCallHandler<Req, Resp> handler;
+    /** The method's counters in the process's counters file, or null when the process keeps none. */
+    private final ServerMethodCounters counters;
     private final Metadata requestMetadata;
     private final Deadline deadline;
     private final long timeoutNanos;
@@ -87,7 +88,6 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.server = server;
         this.streamId = streamId;
         this.method = (MethodDescriptor<Req, Resp>)definition.method();
-        this.handler = (ServerCallHandler<Req, Resp>)definition.handler();
         this.timeoutNanos = timeoutNanos;
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
@@ -95,9 +95,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
-        // The method's counters are looked up at the start and at the end rather than kept in a field: one more
-        // field would make every call object 8 bytes larger.
-        final ServerMethodCounters counters = server.counters(method);
+        // looked up once: the end counts into the same counters (the handler is the subclasses' field, so the call
+        // object is no larger for it)
+        this.counters = server.counters(method);
         if (counters != null)
         {
             counters.callStarted();
@@ -207,7 +207,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         return isClosed() || endIfExpired();
     }
 
-    private boolean endIfExpired()
+    final boolean endIfExpired()
     {
         return deadline != null && deadline.isExpired() && endExpired();
     }
@@ -226,7 +226,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             onError(new NullPointerException("handler of " + method.fullMethodName() + " returned null"));
             return;
         }
-        if (responses instanceof Fuseable.ScalarCallable && takeScalarDemand())
+        if (responses instanceof Fuseable.ScalarCallable)
         {
             // A constant response (Mono.just, Mono.empty, Flux.just of one), the common unary handler's shape, is
             // taken as Reactor's own operators fuse it: no Subscription, no demand exchange, no subscribe chain.
@@ -239,17 +239,122 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
             catch (final Throwable t)
             {
-                onError(Exceptions.unwrap(t)); // Mono.error's call() wraps a checked or non-fatal Error
+                if (takeScalarDemand())
+                {
+                    onError(Exceptions.unwrap(t)); // Mono.error's call() wraps a checked or non-fatal Error
+                    return;
+                }
+                responses.subscribe(this); // it signals the error itself, when asked
                 return;
             }
-            if (value != null)
+            if (value == null)
+            {
+                if (takeScalarDemand())
+                {
+                    onComplete();
+                    return;
+                }
+            }
+            else if (method.type().serverSendsOneMessage())
+            {
+                final int scalarResult = finishWithScalar(value);
+                if (scalarResult != SCALAR_NOT_TAKEN)
+                {
+                    return;
+                }
+            }
+            else if (takeScalarDemand())
             {
                 onNext(value);
+                onComplete();
+                return;
             }
-            onComplete();
-            return;
         }
         responses.subscribe(this);
+    }
+
+    private static final int SCALAR_TAKEN = 0;
+    private static final int SCALAR_NOT_TAKEN = 1;
+
+    /**
+     * The whole end of a one-response call whose handler returned a constant: the response and the OK status decided
+     * in one step under the monitor (what onNext, onComplete and the end's bookkeeping would each decide under it),
+     * then written as one transport message. Only when the client's demand already covers the response and nothing
+     * was subscribed; otherwise the caller subscribes as before.
+     *
+     * @return {@link #SCALAR_TAKEN} if the call is over (ended here, or already closed), {@link #SCALAR_NOT_TAKEN} if
+     *         the caller must subscribe to the publisher instead.
+     */
+    private int finishWithScalar(final Resp value)
+    {
+        final int payloadLength;
+        final EncodedMessage encoded;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+        }
+        catch (final Throwable t)
+        {
+            if (!takeScalarDemand())
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
+            return SCALAR_TAKEN;
+        }
+        try
+        {
+            final OutboundCompression compression = responseCompression();
+            encoded = compression.applies(payloadLength) ?
+                compression.encode(method.responseMarshaller(), value, payloadLength) : null;
+        }
+        catch (final Throwable t)
+        {
+            if (!takeScalarDemand())
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
+            return SCALAR_TAKEN;
+        }
+        final OutboundFrame headers;
+        final Disposable timer;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                Operators.onDiscard(value, currentContext()); // the monitor is reentrant (context())
+                return SCALAR_TAKEN;
+            }
+            if (upstream != null || upstreamDemandBeforeSubscribe <= 0)
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            upstreamDemandBeforeSubscribe--;
+            headers = takeHeaders();
+            server.metrics().messageSent(method, payloadLength);
+            // held back to travel with the STATUS in one transport message (the same as onNext, then onComplete)
+            pendingResponse = value;
+            pendingEncoded = encoded;
+            pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
+            closed = true;
+            final Metadata trailers = rpcContext != null && rpcContext.hasResponseTrailers() ?
+                rpcContext.responseTrailers().copy() : null;
+            finalCode = Status.OK.code().value();
+            finalDescription = null;
+            finalTrailers = trailers;
+            finalLength = StatusFlyweight.frameLength(null, trailers) + HEADER + pendingPayloadLength;
+            timer = deadlineTimer;
+            deadlineTimer = null;
+        }
+        responsesEnded();
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        connection.write(this);
+        released(Status.OK, timer);
+        return SCALAR_TAKEN;
     }
 
     /**
@@ -489,6 +594,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private void finish(final Status status, final Metadata trailers)
     {
         final OutboundFrame headers;
+        final Disposable timer;
         synchronized (this)
         {
             if (closed)
@@ -507,6 +613,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             finalTrailers = trailers;
             finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
+            timer = deadlineTimer;
+            deadlineTimer = null;
         }
         responsesEnded();
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
@@ -515,7 +623,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             connection.write(headers);
         }
         connection.write(this);
-        released(status);
+        released(status, timer);
     }
 
     // ------------------------------------------------------------ OutboundFrame (final response + STATUS)
@@ -662,6 +770,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         final Subscription s;
         final Metadata trailers;
         final RpcContext cancelContext;
+        final Disposable timer;
         final Status why = reason != null ? reason : status != null ? status : Status.CANCELLED;
         synchronized (this)
         {
@@ -676,6 +785,8 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             trailers = status != null ? trailersCopy() : null;
             earlyEnd = why;
             cancelContext = rpcContext;
+            timer = deadlineTimer;
+            deadlineTimer = null;
         }
         if (cancelContext != null)
         {
@@ -691,24 +802,21 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             s.cancel();
         }
         requestsAborted();
-        released(status != null ? status : reason != null ? reason : Status.CANCELLED);
+        released(status != null ? status : reason != null ? reason : Status.CANCELLED, timer);
     }
 
-    private void released(final Status status)
+    /**
+     * @param status how the call ended.
+     * @param timer  its deadline timer, taken (and cleared) in the step that closed the call, or null.
+     */
+    private void released(final Status status, final Disposable timer)
     {
-        final Disposable timer;
-        synchronized (this)
-        {
-            timer = deadlineTimer;
-            deadlineTimer = null;
-        }
         if (timer != null)
         {
             timer.dispose();
         }
         connection.remove(streamId);
         server.metrics().callEnded(method, status, startNanos);
-        final ServerMethodCounters counters = server.counters(method);
         if (counters != null)
         {
             counters.callEnded(status.code().value());

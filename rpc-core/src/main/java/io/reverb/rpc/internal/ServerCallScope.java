@@ -10,29 +10,45 @@ import io.reverb.rpc.RpcContext;
  */
 public final class ServerCallScope
 {
-    private static final ThreadLocal<ServerCall<?, ?>> CURRENT = new ThreadLocal<>();
+    /** The thread's current call, in a mutable slot: entering and leaving a handler costs one thread-local lookup. */
+    static final class Slot
+    {
+        private ServerCall<?, ?> call;
+
+        /**
+         * @param next the call whose handler runs now on this thread (null when it returns).
+         * @return the call that was current before (handlers may nest on one thread with the in-process transport).
+         */
+        ServerCall<?, ?> swap(final ServerCall<?, ?> next)
+        {
+            final ServerCall<?, ?> previous = call;
+            call = next;
+            return previous;
+        }
+    }
+
+    private static final ThreadLocal<Slot> CURRENT = ThreadLocal.withInitial(Slot::new);
+    /**
+     * Whether any thread of this process ever ran a handler in a scope. A plain field: a thread that entered a scope
+     * wrote it before, so it always sees its own write; a thread that never did has no current call whatever it
+     * reads. A process that only makes calls (a pure client) then never looks up the thread-local.
+     */
+    private static boolean everEntered;
 
     private ServerCallScope()
     {
     }
 
     /**
-     * @param call the call whose handler runs now on this thread.
-     * @return the call that was current before (handlers may nest on one thread with the in-process transport).
+     * @return this thread's slot; {@link Slot#swap} it to the call whose handler runs now, and back when it returns.
      */
-    static ServerCall<?, ?> enter(final ServerCall<?, ?> call)
+    static Slot enter()
     {
-        final ServerCall<?, ?> previous = CURRENT.get();
-        CURRENT.set(call);
-        return previous;
-    }
-
-    /**
-     * @param previous what {@link #enter} returned.
-     */
-    static void exit(final ServerCall<?, ?> previous)
-    {
-        CURRENT.set(previous);
+        if (!everEntered)
+        {
+            everEntered = true; // once: no store to a shared line per call
+        }
+        return CURRENT.get();
     }
 
     /**
@@ -40,7 +56,11 @@ public final class ServerCallScope
      */
     public static RpcContext current()
     {
-        final ServerCall<?, ?> call = CURRENT.get();
+        if (!everEntered)
+        {
+            return null;
+        }
+        final ServerCall<?, ?> call = CURRENT.get().call;
         return call == null ? null : call.context();
     }
 

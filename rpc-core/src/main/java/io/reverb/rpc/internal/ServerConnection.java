@@ -44,6 +44,11 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     private final boolean deferStarts;
     /** Calls of the current read batch whose start waits for its end, in arrival order; the transport's thread only. */
     private final ArrayDeque<ServerCall<?, ?>> deferred = new ArrayDeque<>();
+    /**
+     * The call the last CALL of the current read batch opened (the transport's thread only; null between batches):
+     * its MESSAGE, which travels in the same transport message, is routed without a lookup in {@link #streams}.
+     */
+    private ServerCall<?, ?> lastOpened;
     /** Whether the connection listeners were told of it (then they are told of its end). */
     private volatile boolean announced;
     private volatile Object attachment;
@@ -143,11 +148,9 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         {
             return true;
         }
-        final boolean accepted;
-        synchronized (enforcer)
-        {
-            accepted = enforcer.onPing(System.nanoTime(), !streams.isEmpty());
-        }
+        // no lock: the enforcer is touched only here and in onCall, both on the transport's thread, which delivers
+        // one message at a time per connection (the transport SPI's contract)
+        final boolean accepted = enforcer.onPing(System.nanoTime(), !streams.isEmpty());
         if (!accepted)
         {
             LOG.debug("closing the connection from {}: {}", peer(), KeepAliveEnforcer.TOO_MANY_PINGS);
@@ -179,6 +182,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
             }
             case CANCEL:
             {
+                lastOpened = null;
                 final int code = end - start >= 4 ? buffer.getInt(start) : Status.CANCELLED.code().value();
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
@@ -205,10 +209,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         final KeepAliveEnforcer enforcer = keepAlive;
         if (enforcer != null)
         {
-            synchronized (enforcer)
-            {
-                enforcer.onDataSent(); // an active client pings legitimately
-            }
+            enforcer.onDataSent(); // an active client pings legitimately
         }
         final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
         final long timeoutNanos = call.timeoutNanos();
@@ -256,6 +257,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         }
         if (deferStarts)
         {
+            lastOpened = serverCall; // nothing on this thread can end it before the batch's end, which forgets it
             // A handler on the transport's thread would run right now, before the rest of the batch is read. After a
             // stall (a frozen process, a long GC) the batch may hold this call's CANCEL too, sent when the caller's
             // deadline passed: started at the batch's end, a call cancelled meanwhile never runs its handler. Its
@@ -266,17 +268,24 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         serverCall.start();
     }
 
+    @Override
+    RpcStream messageTarget(final int streamId)
+    {
+        final ServerCall<?, ?> opened = lastOpened;
+        // the call was registered in this batch and no CANCEL came since: it is in the map unless another thread
+        // ended it meanwhile, and an ended call ignores its request as it would had the lookup missed
+        return opened != null && opened.streamId == streamId ? opened : streams.get(streamId);
+    }
+
     /** The end of a read batch: starts the calls it opened, in order, except those it already ended. */
     @Override
     public void onReadComplete(final Connection connection)
     {
+        lastOpened = null;
         ServerCall<?, ?> call;
         while ((call = deferred.poll()) != null)
         {
-            if (!call.isClosed())
-            {
-                call.start();
-            }
+            call.start(); // a call the batch already ended runs no handler: start() and begin() check, under its monitor
         }
     }
 
@@ -389,6 +398,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
             timer.dispose();
         }
         deferred.clear(); // every call in it was ended with the connection (failStreams): none starts
+        lastOpened = null;
         server.connectionClosed(this);
         if (announced)
         {

@@ -23,6 +23,7 @@ import reactor.core.publisher.Operators;
  */
 final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> implements Subscription
 {
+    private final ServerCallHandler<Req, Resp> handler;
     private final InboundQueue<Req> requests;
     // set once under this, read by the drain
     private volatile CoreSubscriber<? super Req> requestSubscriber;
@@ -32,6 +33,9 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         final int initialRequestN)
     {
         super(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        @SuppressWarnings("unchecked")
+        final ServerCallHandler<Req, Resp> h = (ServerCallHandler<Req, Resp>)definition.handler();
+        this.handler = h;
         this.requests = new InboundQueue<>(new InboundQueue.Sink<>()
         {
             @Override
@@ -76,7 +80,8 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         {
             return;
         }
-        final ServerCall<?, ?> previous = ServerCallScope.enter(this);
+        final ServerCallScope.Slot scope = ServerCallScope.enter();
+        final ServerCall<?, ?> previous = scope.swap(this);
         try
         {
             final Publisher<Resp> responses;
@@ -93,7 +98,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         }
         finally
         {
-            ServerCallScope.exit(previous);
+            scope.swap(previous);
         }
     }
 

@@ -6,7 +6,6 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.Status;
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * A unary call as the client makes it (a {@code Mono}): the request travels in the CALL's transport message, the
@@ -18,9 +17,6 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
 {
-    private static final AtomicIntegerFieldUpdater<UnaryClientCall> WIP =
-        AtomicIntegerFieldUpdater.newUpdater(UnaryClientCall.class, "wip");
-
     private final Req request;
     private int requestPayloadLength = -1;
     /** The request compressed (see {@link #encodeRequest}), or null when it is written by its marshaller. */
@@ -33,7 +29,6 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     private Metadata endTrailers;
     private boolean endSilent;
     private boolean delivered;
-    private volatile int wip;
 
     UnaryClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method, final Req request,
         final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline,
@@ -69,6 +64,12 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     }
 
     @Override
+    boolean cleanupIsTimerAndParentOnly()
+    {
+        return true; // the request travelled with the CALL: nothing subscribed to release
+    }
+
+    @Override
     int initialDemand()
     {
         return 1; // one response: it may come at once, the subscriber gets it with the status
@@ -100,11 +101,16 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
             failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
             return;
         }
+        final boolean deliver;
         synchronized (this)
         {
             requested = true;
+            deliver = takeDeliveryLocked();
         }
-        drain();
+        if (deliver)
+        {
+            deliver();
+        }
     }
 
     @Override
@@ -139,6 +145,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     @Override
     void ended(final Status status, final Metadata trailers, final boolean discard, final boolean silent)
     {
+        final boolean deliver;
         synchronized (this)
         {
             if (delivered || (end != null && !discard))
@@ -148,65 +155,80 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
             end = status;
             endTrailers = trailers;
             endSilent = silent;
+            deliver = takeDeliveryLocked();
         }
-        drain();
+        if (deliver)
+        {
+            deliver();
+        }
     }
 
-    private void drain()
+    @Override
+    int endLocked(final Status status, final Metadata trailers)
     {
-        if (WIP.getAndIncrement(this) != 0)
+        // what ended(status, trailers, false, false) does under the monitor
+        if (delivered || end != null)
         {
-            return;
+            return END_TAKEN;
         }
-        int missed = 1;
-        while (true)
+        end = status;
+        endTrailers = trailers;
+        endSilent = false;
+        return takeDeliveryLocked() ? END_DELIVER : END_TAKEN;
+    }
+
+    @Override
+    void deliverEnd()
+    {
+        deliver();
+    }
+
+    /**
+     * Guarded by this. The end is delivered once, by the thread that finds it deliverable here (the response counts
+     * only with its OK status, and is delivered only when asked for): the decision and the state it reads are taken
+     * under the monitor in the same step as the change that made it possible (demand, or the end), so no signal is
+     * missed and none is given twice, without a work-in-progress counter.
+     *
+     * @return true if the caller delivers now ({@link #deliver}); nothing of the end changes any more.
+     */
+    private boolean takeDeliveryLocked()
+    {
+        if (delivered || end == null || (!endSilent && end.isOk() && !requested))
         {
-            Resp value = null;
-            Status status = null;
-            Metadata trailers = null;
-            boolean silent = false;
-            synchronized (this)
+            return false;
+        }
+        delivered = true;
+        return true;
+    }
+
+    /** After {@link #takeDeliveryLocked} returned true: the end's fields are final from then on. */
+    private void deliver()
+    {
+        Status status = end;
+        final Metadata trailers = endTrailers;
+        final boolean silent = endSilent;
+        Resp value = null;
+        if (status.isOk())
+        {
+            value = response;
+            if (value == null)
             {
-                // the response counts only with its OK status, and is delivered only when asked for
-                if (!delivered && end != null && (endSilent || !end.isOk() || requested))
-                {
-                    delivered = true;
-                    status = end;
-                    trailers = endTrailers;
-                    silent = endSilent;
-                    if (status.isOk())
-                    {
-                        value = response;
-                        if (value == null)
-                        {
-                            status = Status.INTERNAL.withDescription("No value received for " + method.fullMethodName());
-                        }
-                    }
-                    response = null;
-                }
-            }
-            if (status != null)
-            {
-                if (value != null && !silent)
-                {
-                    try
-                    {
-                        actual.onNext(value);
-                    }
-                    finally
-                    {
-                        // the response's lifetime (Marshaller#release): memory its marshaller lent may be reused now
-                        method.responseMarshaller().release(value);
-                    }
-                }
-                terminate(status, trailers, silent);
-                return;
-            }
-            missed = WIP.addAndGet(this, -missed);
-            if (missed == 0)
-            {
-                return;
+                status = Status.INTERNAL.withDescription("No value received for " + method.fullMethodName());
             }
         }
+        response = null;
+        if (value != null && !silent)
+        {
+            try
+            {
+                actual.onNext(value);
+            }
+            finally
+            {
+                // the response's lifetime (Marshaller#release): memory its marshaller lent may be reused now
+                method.responseMarshaller().release(value);
+            }
+        }
+        terminate(status, trailers, silent);
     }
 }

@@ -28,7 +28,7 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
         final int initialRequestN)
     {
         super(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
-        this.unaryHandler = (ServerCallHandler.Unary<Req, Resp>)handler;
+        this.unaryHandler = (ServerCallHandler.Unary<Req, Resp>)definition.handler();
     }
 
     @Override
@@ -39,6 +39,10 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
         final Req held;
         synchronized (this)
         {
+            if (closed)
+            {
+                return; // ended before its start (e.g. its CANCEL came in the same read batch): no handler runs
+            }
             begun = true;
             held = heldRequest;
             heldRequest = null;
@@ -76,25 +80,35 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
         dispatch(value);
     }
 
+    /** Runs the handler; the caller found the call open under the monitor just before, on this thread. */
     private void dispatch(final Req value)
     {
         if (worker == null)
         {
+            // open a moment ago on this thread: only the deadline is checked again (another thread may still end
+            // the call at any time; the end's frames then win, as they would a moment later)
+            if (endIfExpired())
+            {
+                return;
+            }
             invoke(value);
         }
         else
         {
-            execute(() -> invoke(value));
+            execute(() ->
+            {
+                if (!endIfClosedOrExpired()) // it waited for the executor: it may have ended meanwhile
+                {
+                    invoke(value);
+                }
+            });
         }
     }
 
     private void invoke(final Req request)
     {
-        if (endIfClosedOrExpired())
-        {
-            return;
-        }
-        final ServerCall<?, ?> previous = ServerCallScope.enter(this);
+        final ServerCallScope.Slot scope = ServerCallScope.enter();
+        final ServerCall<?, ?> previous = scope.swap(this);
         try
         {
             final Publisher<Resp> response;
@@ -111,7 +125,7 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
         }
         finally
         {
-            ServerCallScope.exit(previous);
+            scope.swap(previous);
         }
     }
 
