@@ -90,6 +90,12 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         return result != CqRing.OVERFLOWED;
     }
 
+    /** @return the channel this CQ raises events on, or null */
+    ShmCompletionChannel shmChannel()
+    {
+        return channel;
+    }
+
     /** Raises an event on the channel (a doorbell for this CQ arrived). */
     void signal()
     {

@@ -196,7 +196,7 @@ final class ShmVerbsContext implements VerbsContext
         synchronized (this)
         {
             ensureOpen();
-            final ShmCompletionChannel channel = new ShmCompletionChannel(this);
+            final ShmCompletionChannel channel = new ShmCompletionChannel(this, config.shmPollerDoorbells());
             channels.add(channel);
             return channel;
         }
