@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.shm;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionChannel;
@@ -19,12 +20,14 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,6 +40,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmCompletionChannelTest
 {
+    private static final Path PROC_FDS = Path.of("/proc/self/fd");
     private static final AtomicInteger NAMES = new AtomicInteger();
     /** Long enough that only a lost wake-up (or a machine stalled for that long) ends a wait without an event. */
     private static final long LONG_WAIT_NANOS = TimeUnit.SECONDS.toNanos(20);
@@ -121,6 +125,50 @@ class ShmCompletionChannelTest
         // Unread doorbells pile up in the socket while the event thread is held: few messages, so that they fit (a
         // full socket makes the sender give the doorbell up after 10,000 yields, logged).
         loseNoWakeUp(config, true, 100);
+    }
+
+    @Test
+    void shouldReleaseTheSocketOfAClosedConnectionThatItsChannelWatched() throws Exception
+    {
+        assumeTrue(Files.isDirectory(PROC_FDS), "needs /proc/self/fd");
+        try (VerbsContext sender = new ShmVerbsProvider().open(config);
+            VerbsContext receiver = new ShmVerbsProvider().open(config))
+        {
+            final long before = openSockets();
+            final Pair pair = connect(sender, receiver, 16);
+            // One wait registers the doorbell socket with the channel's selector; then nobody waits any more (BUSY
+            // after a sleep): a socket closed now would keep its descriptor until the next wait without socketClosed.
+            assertThat(pair.channel.await(TimeUnit.MILLISECONDS.toNanos(1))).isZero();
+            assertThat(openSockets()).as("one socket per side").isEqualTo(before + 2);
+            pair.receiver.close();
+            pair.sender.close();
+            final long deadline = System.nanoTime() + LONG_WAIT_NANOS;
+            long open;
+            while ((open = openSockets()) > before && System.nanoTime() < deadline)
+            {
+                Thread.sleep(10); // the event threads' selectors drop their keys within their 1 s select
+            }
+            assertThat(open).as("sockets open after both QPs closed").isEqualTo(before);
+        }
+    }
+
+    /** @return this process's open socket descriptors */
+    private static long openSockets() throws IOException
+    {
+        try (Stream<Path> fds = Files.list(PROC_FDS))
+        {
+            return fds.filter(fd ->
+            {
+                try
+                {
+                    return Files.readSymbolicLink(fd).toString().startsWith("socket:");
+                }
+                catch (final IOException ex)
+                {
+                    return false; // closed while listing
+                }
+            }).count();
+        }
     }
 
     /**
