@@ -1,6 +1,9 @@
 package io.reverb.rdma.engine;
 
+import java.util.function.BooleanSupplier;
 import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.SystemNanoClock;
 
 /**
  * What a {@link Poller} does after a duty cycle, given the work it did ({@link PollingMode}):
@@ -11,8 +14,14 @@ import org.agrona.concurrent.IdleStrategy;
  *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between completions caught while
  *       spinning (clamped to [min, max]), then yield briefly, then arm and block like EVENT. Spinning
  *       continues only while it catches at least half of the idle periods (judged every {@value #WINDOW});
- *       otherwise the poller sleeps at once and probes with one full-length spin per window.</li>
+ *       otherwise the poller sleeps at once and probes with one full-length spin per window. A poller that slept
+ *       and found nothing sleeps again at once (an idle poller does not spin between its timed wake-ups).</li>
  * </ul>
+ *
+ * <p>The minimum spin must outlast the peer's wake-up: when one side sleeps, its next reply comes a wake-up later,
+ * and a peer whose budget is shorter than that sleeps too, and so on, each round trip paying a wake-up (the sleep
+ * chains measured in benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). Hence the defaults of
+ * {@link EngineConfig#adaptiveSpin}.</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
  * completion channel or learn the gap between completions, hence this one. Poller thread only.
  */
@@ -24,7 +33,9 @@ final class PollerIdleStrategy implements IdleStrategy
     private static final int PHASE_YIELD = 1;
     private static final int PHASE_SLEEP = 2;
 
-    private final Poller poller;
+    /** Arms, re-polls, blocks: true if the re-poll found work ({@link Poller#armAndAwait()}). */
+    private final BooleanSupplier sleeper;
+    private final NanoClock clock;
     private final PollingMode mode;
     private final long minSpinNanos;
     private final long maxSpinNanos;
@@ -32,6 +43,7 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private long lastWorkNanos;
     private long meanGapNanos;
+    private long budgetNanos;
     private int phase = PHASE_SPIN;
     private boolean spinning = true;
     private boolean idleStarted;
@@ -41,7 +53,18 @@ final class PollerIdleStrategy implements IdleStrategy
 
     PollerIdleStrategy(final Poller poller, final EngineConfig config)
     {
-        this.poller = poller;
+        this(poller::armAndAwait, config, SystemNanoClock.INSTANCE);
+    }
+
+    /**
+     * @param sleeper arms, re-polls and blocks; returns true if the re-poll found work.
+     * @param config  the mode and the ADAPTIVE settings.
+     * @param clock   the time (tests drive it).
+     */
+    PollerIdleStrategy(final BooleanSupplier sleeper, final EngineConfig config, final NanoClock clock)
+    {
+        this.sleeper = sleeper;
+        this.clock = clock;
         this.mode = config.pollingMode();
         this.minSpinNanos = config.adaptiveMinSpinNanos();
         this.maxSpinNanos = config.adaptiveMaxSpinNanos();
@@ -80,7 +103,7 @@ final class PollerIdleStrategy implements IdleStrategy
     @Override
     public void reset()
     {
-        lastWorkNanos = System.nanoTime();
+        lastWorkNanos = clock.nanoTime();
         phase = PHASE_SPIN;
         idleStarted = false;
     }
@@ -93,7 +116,7 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private void adaptiveIdle(final int work)
     {
-        final long now = System.nanoTime();
+        final long now = clock.nanoTime();
         final long idle = now - lastWorkNanos;
         if (work > 0)
         {
@@ -115,9 +138,14 @@ final class PollerIdleStrategy implements IdleStrategy
             judgeWindow();
             return;
         }
-        idleStarted = true;
-        final long budget = probing ? maxSpinNanos :
-            spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+        if (!idleStarted)
+        {
+            // The budget of this idle period, fixed at its start: a window judged during it changes the next one's.
+            idleStarted = true;
+            budgetNanos = probing ? maxSpinNanos :
+                spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+        }
+        final long budget = budgetNanos;
         if (idle < budget)
         {
             Thread.onSpinWait();
@@ -167,7 +195,7 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private void sleep()
     {
-        if (poller.armAndAwait())
+        if (sleeper.getAsBoolean())
         {
             reset(); // the re-poll after arming found work
         }
