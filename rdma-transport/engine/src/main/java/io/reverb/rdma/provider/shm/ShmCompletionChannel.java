@@ -71,15 +71,22 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
 
     /**
      * A watched socket was closed: its descriptor is released only once the selectors it is registered with select
-     * again, so make this one do so now (a waiter wakes once and loops; otherwise a non-blocking select here).
+     * again, so make this one do so now (a waiter wakes once and loops; otherwise a non-blocking select here). A
+     * socket not registered yet leaves the queue (a poller that never sleeps would otherwise keep every socket).
      * Any thread.
+     *
+     * @param socket the closed socket.
      */
-    void socketClosed()
+    void socketClosed(final SocketChannel socket)
     {
         final Selector s = selector;
         if (s == null)
         {
             return;
+        }
+        if (toWatch.remove(socket))
+        {
+            return; // never registered here
         }
         try
         {
@@ -94,6 +101,12 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         {
             // The channel is closed: the selector released everything.
         }
+    }
+
+    /** @return sockets waiting to be registered at the next wait (tests) */
+    int socketsToWatch()
+    {
+        return toWatch.size();
     }
 
     @Override
@@ -130,6 +143,12 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
             catch (final ClosedChannelException ignore)
             {
                 // Closed before its first wait: nothing to watch.
+            }
+            catch (final ClosedSelectorException ex)
+            {
+                // This channel was closed: the wait loop reports it.
+                toWatch.clear();
+                return;
             }
         }
     }

@@ -791,7 +791,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             final ShmCompletionChannel channel = recvCq.shmChannel();
             if (channel != null)
             {
-                channel.socketClosed();
+                channel.socketClosed(socket);
             }
             final Runnable handler = disconnectHandler;
             if (handler != null)

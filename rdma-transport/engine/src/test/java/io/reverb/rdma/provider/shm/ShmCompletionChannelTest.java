@@ -152,6 +152,27 @@ class ShmCompletionChannelTest
         }
     }
 
+    @Test
+    void shouldForgetTheClosedSocketsOfAChannelThatNeverWaits() throws Exception
+    {
+        // A BUSY poller never waits, so never registers its connections' sockets: closing them must not leave them
+        // queued for a registration that never comes (one per connection ever accepted).
+        try (VerbsContext sender = new ShmVerbsProvider().open(config);
+            VerbsContext receiver = new ShmVerbsProvider().open(config))
+        {
+            final Pair pair = connect(sender, receiver, 16);
+            final ShmCompletionChannel channel = (ShmCompletionChannel)pair.channel;
+            final long deadline = System.nanoTime() + LONG_WAIT_NANOS;
+            while (channel.socketsToWatch() == 0 && System.nanoTime() < deadline)
+            {
+                Thread.sleep(1); // the event thread hands the socket over once it is non-blocking
+            }
+            assertThat(channel.socketsToWatch()).as("queued for the next wait").isEqualTo(1);
+            pair.receiver.close();
+            assertThat(channel.socketsToWatch()).as("queued after the QP closed").isZero();
+        }
+    }
+
     /** @return this process's open socket descriptors */
     private static long openSockets() throws IOException
     {
