@@ -62,8 +62,8 @@ public final class EngineConfig
     private TlsConfig tls;
     private Consumer<Throwable> errorHandler;
     private long closeTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
-    private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(100);
-    private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(200);
+    private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
+    private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(100);
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
     private String name = "reverb";
@@ -418,10 +418,11 @@ public final class EngineConfig
     /**
      * ADAPTIVE tuning: the spin budget is four times the recent mean gap between completions caught
      * while spinning, clamped to [min, max]; spinning stops while spins miss more often than they
-     * catch (see {@link PollingMode#ADAPTIVE}). Defaults: 100 us, 200 us, 10 us. The minimum outlasts a thread
-     * wake-up (35-70 us on a small VM): a poller that stops spinning sooner sleeps whenever its peer did (the peer's
-     * reply comes a wake-up late), and the sleeps then chain from side to side. An idle poller spins once, for the
-     * budget, then sleeps until work comes; CPU is spent on spinning only after work.
+     * catch (see {@link PollingMode#ADAPTIVE}); the idle period right after a poller was woken by work spins for the
+     * max. Defaults: 50 us, 100 us, 10 us. The minimum outlasts one thread wake-up of a quiet small VM (about 35 us):
+     * a poller that stops spinning sooner sleeps whenever its peer did (the peer's reply comes a wake-up late), and
+     * the sleeps then chain from side to side. An idle poller spins once, for the budget, then sleeps until work
+     * comes; CPU is spent on spinning only after work.
      *
      * @param minSpinNanos shortest spin.
      * @param maxSpinNanos longest spin.

@@ -18,10 +18,12 @@ import org.agrona.concurrent.SystemNanoClock;
  *       and found nothing sleeps again at once (an idle poller does not spin between its timed wake-ups).</li>
  * </ul>
  *
- * <p>The minimum spin must outlast the peer's wake-up: when one side sleeps, its next reply comes a wake-up later,
- * and a peer whose budget is shorter than that sleeps too, and so on, each round trip paying a wake-up (the sleep
- * chains measured in benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). Hence the defaults of
- * {@link EngineConfig#adaptiveSpin}.</p>
+ * <p>Sleeps chain: when one side sleeps, its reply comes a wake-up late; a peer whose spin is shorter than that
+ * sleeps too, its answer comes a wake-up late in turn, and so on, each round trip paying a wake-up (measured in
+ * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). Two rules break the chain: the minimum spin outlasts one
+ * wake-up on a quiet machine (the defaults of {@link EngineConfig#adaptiveSpin}), and the idle period right after a
+ * poller was woken by work spins for the longest budget, so that it waits out its peer's wake-up as well. A spin
+ * longer in every idle period would cost the cores an oversubscribed machine's descheduled peer needs.</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
  * completion channel or learn the gap between completions, hence this one. Poller thread only.
  */
@@ -44,6 +46,7 @@ final class PollerIdleStrategy implements IdleStrategy
     private long lastWorkNanos;
     private long meanGapNanos;
     private long budgetNanos;
+    private boolean wokeToWork;
     private int phase = PHASE_SPIN;
     private boolean spinning = true;
     private boolean idleStarted;
@@ -120,6 +123,9 @@ final class PollerIdleStrategy implements IdleStrategy
         final long idle = now - lastWorkNanos;
         if (work > 0)
         {
+            // Woken from a sleep by work: the reply this poller sends now leaves a wake-up late, so its peer, waiting
+            // for it, may have gone to sleep as well, and the peer's answer will come a wake-up late in turn.
+            wokeToWork = phase == PHASE_SLEEP;
             if (phase == PHASE_SPIN && idleStarted)
             {
                 // Caught while spinning: the gap tells how long spinning must last.
@@ -142,8 +148,15 @@ final class PollerIdleStrategy implements IdleStrategy
         {
             // The budget of this idle period, fixed at its start: a window judged during it changes the next one's.
             idleStarted = true;
-            budgetNanos = probing ? maxSpinNanos :
+            long budget = probing ? maxSpinNanos :
                 spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+            if (wokeToWork && spinning)
+            {
+                // Wait out the peer's wake-up too, or both sides take turns sleeping (the sleeps chain).
+                budget = Math.max(budget, maxSpinNanos);
+            }
+            wokeToWork = false;
+            budgetNanos = budget;
         }
         final long budget = budgetNanos;
         if (idle < budget)
