@@ -23,7 +23,9 @@ import org.agrona.concurrent.SystemNanoClock;
  * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). Two rules break the chain: the minimum spin outlasts one
  * wake-up on a quiet machine (the defaults of {@link EngineConfig#adaptiveSpin}), and the idle period right after a
  * poller was woken by work spins for the longest budget, so that it waits out its peer's wake-up as well. A spin
- * longer in every idle period would cost the cores an oversubscribed machine's descheduled peer needs.</p>
+ * longer in every idle period would cost the cores an oversubscribed machine's descheduled peer needs; for the same
+ * reason a spin ends early once the poller finds it was descheduled in the middle of it (two empty duty cycles
+ * more than {@value #PREEMPTED_NANOS} ns apart).</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
  * completion channel or learn the gap between completions, hence this one. Poller thread only.
  */
@@ -31,6 +33,11 @@ final class PollerIdleStrategy implements IdleStrategy
 {
     private static final int GAP_SHIFT = 3; // mean over ~8 gaps
     static final int WINDOW = 16;
+    /**
+     * A gap this long between two empty duty cycles of a spin means the poller thread was descheduled: the machine
+     * has fewer free cores than busy threads, and the spin ends (an interrupt takes a few microseconds).
+     */
+    static final long PREEMPTED_NANOS = 20_000;
     private static final int PHASE_SPIN = 0;
     private static final int PHASE_YIELD = 1;
     private static final int PHASE_SLEEP = 2;
@@ -47,6 +54,8 @@ final class PollerIdleStrategy implements IdleStrategy
     private long meanGapNanos;
     private long budgetNanos;
     private boolean wokeToWork;
+    /** When the previous empty duty cycle of this idle period ended. */
+    private long lastIdleNanos;
     private int phase = PHASE_SPIN;
     private boolean spinning = true;
     private boolean idleStarted;
@@ -158,6 +167,13 @@ final class PollerIdleStrategy implements IdleStrategy
             wokeToWork = false;
             budgetNanos = budget;
         }
+        else if (phase == PHASE_SPIN && now - lastIdleNanos > PREEMPTED_NANOS)
+        {
+            // This spinning thread did not run for a while: another thread needed the core (or a safepoint stopped
+            // it). Spinning on would take the core from threads that may include the peer: stop the spin here.
+            budgetNanos = Math.min(budgetNanos, idle);
+        }
+        lastIdleNanos = now;
         final long budget = budgetNanos;
         if (idle < budget)
         {

@@ -59,6 +59,28 @@ class PollerIdleStrategyTest
     }
 
     @Test
+    void shouldEndTheSpinWhenThePollerFindsItWasDescheduledInIt()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        pingPong(strategy, 1_000, 2);
+        final int normal = idleUntilSleep(strategy);
+        strategy.idle(1);
+        idleFor(strategy, 5);
+        // The poller thread did not run for 30 us: the core is contended, spinning on takes it from others.
+        clock.now += TimeUnit.NANOSECONDS.toNanos(PollerIdleStrategy.PREEMPTED_NANOS + 10_000);
+        final int yieldMicros = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos());
+        assertThat(idleUntilSleep(strategy)).as("duty cycles from the gap to the sleep: the yield only")
+            .isEqualTo(yieldMicros + 1);
+        // A gap under the threshold (an interrupt) does not end the spin.
+        strategy.idle(1);
+        pingPong(strategy, 100, 2);
+        idleFor(strategy, 5);
+        clock.now += TimeUnit.NANOSECONDS.toNanos(PollerIdleStrategy.PREEMPTED_NANOS - 5_000);
+        assertThat(idleUntilSleep(strategy) + 5 + 15).isEqualTo(normal);
+    }
+
+    @Test
     void shouldNotSpinLongerAfterWakingWhileSpinsMiss()
     {
         // Sparse work (1 ms apart, beyond any spin): once spinning stopped paying, waking to work does not buy a spin.
