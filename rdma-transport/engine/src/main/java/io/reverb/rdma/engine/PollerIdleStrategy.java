@@ -20,10 +20,10 @@ import org.agrona.concurrent.SystemNanoClock;
  *
  * <p>Sleeps chain: when one side sleeps, its reply comes a wake-up late; a peer whose spin is shorter than that
  * sleeps too, its answer comes a wake-up late in turn, and so on, each round trip paying a wake-up (measured in
- * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). Two rules break the chain: the minimum spin outlasts one
- * wake-up on a quiet machine (the defaults of {@link EngineConfig#adaptiveSpin}), and the idle period right after a
- * poller was woken by work spins for the longest budget, so that it waits out its peer's wake-up as well. A spin
- * longer in every idle period would cost the cores an oversubscribed machine's descheduled peer needs; for the same
+ * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). The idle period right after a poller was woken by work
+ * therefore spins for the longest budget, so that it waits out its peer's wake-up as well: the chain breaks there. A
+ * spin as long in every idle period would cost the cores an oversubscribed machine's descheduled peer needs (see
+ * {@link EngineConfig#adaptiveSpin}); for the same
  * reason a spin ends early once the poller finds it was descheduled in the middle of it (two empty duty cycles
  * more than {@value #PREEMPTED_NANOS} ns apart).</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
