@@ -38,9 +38,9 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
     private final ShmVerbsContext context;
     /** Null when the doorbells are left to the event thread: the waiter parks. */
     private final Selector selector;
-    private final Consumer<SelectionKey> onReady = ShmCompletionChannel::onReady;
+    private final Consumer<SelectionKey> onReady = this::onReady;
     /** Doorbell sockets to register at the next wait (from the event thread, once a socket is non-blocking). */
-    private final Queue<SocketChannel> toWatch = new ConcurrentLinkedQueue<>();
+    private final Queue<Watch> toWatch = new ConcurrentLinkedQueue<>();
     /** Keys whose one-shot interest fired; re-armed at the next wait. Waiter only. */
     private final List<SelectionKey> fired = new ArrayList<>();
     private volatile boolean waiting;
@@ -61,11 +61,11 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
      * From the next wait on, a doorbell on this socket wakes the waiter directly. Any thread; the socket must be
      * non-blocking already. Does nothing without {@code reverb.shm.pollerDoorbells}.
      */
-    void watch(final SocketChannel socket)
+    void watch(final SocketChannel socket, final ShmCompletionQueue cq)
     {
         if (selector != null)
         {
-            toWatch.add(socket);
+            toWatch.add(new Watch(socket, cq));
         }
     }
 
@@ -84,7 +84,7 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         {
             return;
         }
-        if (toWatch.remove(socket))
+        if (toWatch.removeIf(watch -> watch.socket == socket))
         {
             return; // never registered here
         }
@@ -133,12 +133,12 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
             }
         }
         fired.clear();
-        SocketChannel socket;
-        while ((socket = toWatch.poll()) != null)
+        Watch watch;
+        while ((watch = toWatch.poll()) != null)
         {
             try
             {
-                socket.register(selector, SelectionKey.OP_READ, this);
+                watch.socket.register(selector, SelectionKey.OP_READ, watch.cq);
             }
             catch (final ClosedChannelException ignore)
             {
@@ -172,11 +172,19 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         }
     }
 
-    private static void onReady(final SelectionKey key)
+    private void onReady(final SelectionKey key)
     {
         // Waiter thread, inside select: one-shot, until the next wait.
-        key.interestOps(0);
-        ((ShmCompletionChannel)key.attachment()).fired.add(key);
+        try
+        {
+            key.interestOps(0);
+        }
+        catch (final CancelledKeyException ex)
+        {
+            return; // its socket was closed meanwhile: not a doorbell
+        }
+        fired.add(key);
+        ((ShmCompletionQueue)key.attachment()).noticedByWaiter();
     }
 
     @Override
@@ -201,6 +209,11 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         {
             selector.wakeup();
         }
+    }
+
+    /** A doorbell socket and the receive CQ it rings for. */
+    private record Watch(SocketChannel socket, ShmCompletionQueue cq)
+    {
     }
 
     @Override

@@ -28,6 +28,13 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
     private volatile boolean closed;
     /** Accesses in progress; see the class comment. */
     private final AtomicInteger users = new AtomicInteger();
+    /**
+     * The channel's waiter was woken by this CQ's doorbell socket since the CQ was last armed: the event thread's
+     * reading of that doorbell is then old news ({@link #doorbell()}).
+     */
+    private volatile boolean noticed;
+    /** Doorbells the event thread read for this CQ (written by the event thread only). */
+    private volatile long doorbellsRead;
 
     ShmCompletionQueue(
         final ShmVerbsContext context,
@@ -96,7 +103,53 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         return channel;
     }
 
-    /** Raises an event on the channel (a doorbell for this CQ arrived). */
+    /** The channel's waiter saw this CQ's doorbell socket ready (waiter thread, inside its select). */
+    void noticedByWaiter()
+    {
+        noticed = true;
+    }
+
+    /**
+     * The event thread read a doorbell for this CQ. Where the channel's waiter watches the doorbell sockets, it may
+     * have been woken by this very doorbell already; then the event is not raised again (an extra event would end
+     * the waiter's next wait at once, for nothing). It is old news if the CQ is armed again (its owner re-armed it
+     * after the completion that rang, and re-polls after arming) or if the waiter was woken by the socket since the
+     * last arming (it polls, and re-arms and re-polls, before it waits again). Otherwise it is raised as before.
+     */
+    void doorbell()
+    {
+        doorbellsRead++; // single writer
+        if (channel != null && channel.watchesDoorbells() && enter())
+        {
+            final boolean armed;
+            try
+            {
+                armed = ring.isArmed();
+            }
+            finally
+            {
+                users.decrementAndGet();
+            }
+            if (armed)
+            {
+                return;
+            }
+            if (noticed)
+            {
+                noticed = false;
+                return;
+            }
+        }
+        signal();
+    }
+
+    /** @return doorbells the event thread read for this CQ */
+    long doorbellsRead()
+    {
+        return doorbellsRead;
+    }
+
+    /** Raises an event on the channel (a completion of this JVM found the CQ armed). */
     void signal()
     {
         if (channel != null)
@@ -142,6 +195,7 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         {
             try
             {
+                noticed = false; // a new arming: a notice of the previous one's doorbell says nothing about this one
                 ring.arm(solicitedOnly);
             }
             finally

@@ -201,7 +201,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         final ShmCompletionChannel channel = recvCq.shmChannel();
         if (channel != null)
         {
-            channel.watch(socket);
+            channel.watch(socket, recvCq);
         }
     }
 

@@ -391,7 +391,7 @@ final class ShmVerbsContext implements VerbsContext
         final ShmCompletionQueue cq = cqsById.get(cqId);
         if (cq != null)
         {
-            cq.signal();
+            cq.doorbell();
         }
     }
 

@@ -86,6 +86,36 @@ class ShmCompletionChannelTest
     }
 
     @Test
+    void shouldRaiseOneEventPerDoorbellWhenTheSocketWokeTheWaiterFirst() throws Exception
+    {
+        try (VerbsContext sender = new ShmVerbsProvider().open(config);
+            VerbsContext receiver = new ShmVerbsProvider().open(config))
+        {
+            final Pair pair = connect(sender, receiver, 16);
+            pair.postReceives(2);
+            for (final boolean rearmBeforeTheEventThreadReads : new boolean[] {false, true})
+            {
+                final CountDownLatch release = new CountDownLatch(1);
+                blockEventThread(receiver, release);
+                pair.recvCq.requestNotify(false);
+                final CompletableFuture<Integer> woken = CompletableFuture.supplyAsync(() -> await(pair.channel));
+                pair.send(rearmBeforeTheEventThreadReads ? 2 : 1);
+                assertThat(woken.get(LONG_WAIT_NANOS * 2, TimeUnit.NANOSECONDS)).isEqualTo(1);
+                assertThat(pair.recvCq.poll(pair.wc)).isEqualTo(1);
+                if (rearmBeforeTheEventThreadReads)
+                {
+                    pair.recvCq.requestNotify(false);
+                }
+                // The event thread now reads the same doorbell: old news, whether the CQ was armed again or not.
+                release.countDown();
+                awaitDoorbellsRead(pair.recvCq, rearmBeforeTheEventThreadReads ? 2 : 1);
+                assertThat(pair.channel.await(0)).as("events left after one doorbell (re-armed: " +
+                    rearmBeforeTheEventThreadReads + ")").isZero();
+            }
+        }
+    }
+
+    @Test
     void shouldLeaveTheWakeUpToTheEventThreadWhenPollerDoorbellsAreOff() throws Exception
     {
         // The old path, kept behind reverb.shm.pollerDoorbells=false: the event thread reads the doorbell and signals.
@@ -285,6 +315,18 @@ class ShmCompletionChannelTest
         {
             throw new IllegalStateException(ex);
         }
+    }
+
+    /** Returns once the event thread has read {@code count} doorbells for the CQ. */
+    private static void awaitDoorbellsRead(final CompletionQueue cq, final long count) throws InterruptedException
+    {
+        final ShmCompletionQueue shmCq = (ShmCompletionQueue)cq;
+        final long deadline = System.nanoTime() + LONG_WAIT_NANOS;
+        while (shmCq.doorbellsRead() < count && System.nanoTime() < deadline)
+        {
+            Thread.sleep(1);
+        }
+        assertThat(shmCq.doorbellsRead()).as("doorbells the event thread read").isEqualTo(count);
     }
 
     /** Holds the context's event thread (it reads doorbells and signals channels) until {@code release}. */
