@@ -22,10 +22,11 @@ import java.util.function.Consumer;
  * <p>With {@code reverb.shm.pollerDoorbells} (the default) the waiter blocks in a selector of its own in which the
  * doorbell sockets of the QPs whose receive CQ is bound here are registered: a doorbell wakes the waiter directly,
  * one thread wake-up per message that finds the poller asleep, as with a NIC's completion channel. The context's
- * event thread still reads every doorbell frame (and the socket's EOF) and signals the channel as before; that
- * signal is then only a second, late notice (a pending event that makes the next wait return at once, once), and it
- * is what wakes the waiter if the selector path is off or a registration is not in place yet: no doorbell can be
- * missed. Without the option the waiter parks and only the event thread wakes it (two wake-ups).
+ * event thread still reads every doorbell frame (and the socket's EOF) and signals the channel as before, so a
+ * doorbell is never missed (a registration not in place yet, a socket whose one-shot interest is off). Whichever of
+ * the two comes first raises the CQ's event for its current arming, the other does not
+ * ({@link ShmCompletionQueue#doorbell()}): one event per doorbell. Without the option the waiter parks and only the
+ * event thread wakes it (two wake-ups).
  *
  * <p>A socket's registration fires once per wait: the waiter turns its interest off when it fires (the bytes stay
  * for the event thread to read, so the socket stays readable for a while) and back on at its next wait. Sockets are
@@ -163,8 +164,10 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remainingNanos + 999_999));
         try
         {
-            // > 0: a doorbell arrived; the caller polls its CQs (the event thread reads the frame itself).
-            return selector.select(onReady, millis);
+            // A doorbell socket that fired raised its CQ's event (onReady), unless the event thread did first: the
+            // loop then returns the events. The event thread reads the frame itself.
+            selector.select(onReady, millis);
+            return 0;
         }
         catch (final ClosedSelectorException ex)
         {
@@ -185,6 +188,12 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         }
         fired.add(key);
         ((ShmCompletionQueue)key.attachment()).noticedByWaiter();
+    }
+
+    /** The waiter noticed a doorbell socket of one of this channel's CQs and raised its event: waiter thread. */
+    void doorbellNoticed()
+    {
+        addEvent();
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -29,10 +30,10 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
     /** Accesses in progress; see the class comment. */
     private final AtomicInteger users = new AtomicInteger();
     /**
-     * The channel's waiter was woken by this CQ's doorbell socket since the CQ was last armed: the event thread's
-     * reading of that doorbell is then old news ({@link #doorbell()}).
+     * Whether the event of the current arming was raised, by the channel's waiter noticing the doorbell socket or by
+     * the event thread reading the doorbell: whichever comes first raises it, the other does not.
      */
-    private volatile boolean noticed;
+    private final AtomicBoolean raised = new AtomicBoolean();
     /** Doorbells the event thread read for this CQ (written by the event thread only). */
     private volatile long doorbellsRead;
 
@@ -106,15 +107,18 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
     /** The channel's waiter saw this CQ's doorbell socket ready (waiter thread, inside its select). */
     void noticedByWaiter()
     {
-        noticed = true;
+        if (raised.compareAndSet(false, true))
+        {
+            channel.doorbellNoticed();
+        }
     }
 
     /**
      * The event thread read a doorbell for this CQ. Where the channel's waiter watches the doorbell sockets, it may
-     * have been woken by this very doorbell already; then the event is not raised again (an extra event would end
-     * the waiter's next wait at once, for nothing). It is old news if the CQ is armed again (its owner re-armed it
-     * after the completion that rang, and re-polls after arming) or if the waiter was woken by the socket since the
-     * last arming (it polls, and re-arms and re-polls, before it waits again). Otherwise it is raised as before.
+     * have raised this arming's event already; then it is not raised again (an extra event would end the waiter's
+     * next wait at once, for nothing). A doorbell read while the CQ is armed again belongs to an earlier arming (its
+     * owner re-armed after the completion that rang, and re-polls after arming). An event raised for an arming by an
+     * earlier arming's doorbell is harmless: it wakes the waiter, which polls, re-arms and re-polls.
      */
     void doorbell()
     {
@@ -130,13 +134,8 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
             {
                 users.decrementAndGet();
             }
-            if (armed)
+            if (armed || !raised.compareAndSet(false, true))
             {
-                return;
-            }
-            if (noticed)
-            {
-                noticed = false;
                 return;
             }
         }
@@ -195,7 +194,7 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         {
             try
             {
-                noticed = false; // a new arming: a notice of the previous one's doorbell says nothing about this one
+                raised.set(false); // a new arming, whose event is still to be raised
                 ring.arm(solicitedOnly);
             }
             finally
