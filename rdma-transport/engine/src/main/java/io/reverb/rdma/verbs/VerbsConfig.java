@@ -449,7 +449,8 @@ public final class VerbsConfig
         return "VerbsConfig{shmDirectory=" + shmDirectory + ", rnrRetryNanos=" + rnrRetryNanos +
             ", connectTimeoutNanos=" + connectTimeoutNanos + ", handshakeTimeoutNanos=" + handshakeTimeoutNanos +
             ", maxPendingHandshakes=" + maxPendingHandshakes + ", tls=" + (tls == null ? "none" : tls) +
-            ", shmPollerDoorbells=" + shmPollerDoorbells + ", tcpPollerReads=" + tcpPollerReads + ", tcpBusyPollNanos=" + tcpBusyPollNanos + ", tcpAckHoldNanos=" +
-            tcpAckHoldNanos + ", rdmaLocalAddress=" + (rdmaLocalAddress == null ? "auto" : rdmaLocalAddress) + '}';
+            ", shmPollerDoorbells=" + shmPollerDoorbells + ", tcpPollerReads=" + tcpPollerReads +
+            ", tcpBusyPollNanos=" + tcpBusyPollNanos + ", tcpAckHoldNanos=" + tcpAckHoldNanos +
+            ", rdmaLocalAddress=" + (rdmaLocalAddress == null ? "auto" : rdmaLocalAddress) + '}';
     }
 }
