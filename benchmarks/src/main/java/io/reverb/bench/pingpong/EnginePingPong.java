@@ -11,16 +11,20 @@ import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.common.WriteClaim;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -39,6 +43,11 @@ import picocli.CommandLine.Option;
  *       measured phase, divided by round trips;</li>
  *   <li>allocation per round trip on both poller threads (com.sun.management.ThreadMXBean);</li>
  *   <li>idle CPU of both processes over 2 s without traffic;</li>
+ *   <li>what the slow round trips are made of ({@code --slow-us}, default 20): each round trip over the threshold is
+ *       counted by whether the client's poller slept while waiting for it, the server's poller slept before the ping
+ *       reached it (the server writes its poller's sleep count into each pong), both, or neither;
+ *       {@code --slow-dump FILE} writes each slow round trip (start and end {@code System.nanoTime()}, which is
+ *       CLOCK_MONOTONIC and so comparable with {@code -Xlog:safepoint} lines decorated {@code tn} in both JVMs);</li>
  *   <li>1 MiB one-way throughput (claimed and committed back to back, each acknowledged by an
  *       8-byte message; the payload bytes are not written by the benchmark, only moved by the engine, unless
  *       {@code --write-payload} copies every byte into each claim as a serialiser would), with the sending
@@ -64,6 +73,8 @@ public final class EnginePingPong
     private static boolean directWrite = true;
     /** Copy every payload byte into each one-way message (as a serialiser would) instead of only its first 8. */
     private static boolean writePayload;
+    /** ADAPTIVE's spin settings in microseconds (min, max, yield) of both sides (--adaptive-spin), or null: defaults. */
+    private static List<Long> adaptiveSpin;
     private static final int STATS = 3;
 
     private EnginePingPong()
@@ -111,6 +122,18 @@ public final class EnginePingPong
                 "(default: only its first 8 bytes are written)")
         boolean writePayloadOption;
 
+        @Option(names = "--adaptive-spin", split = ",", paramLabel = "MICROS",
+            description = "ADAPTIVE's min spin, max spin and yield in microseconds, both sides (default: the engine's)")
+        List<Long> adaptiveSpinOption;
+
+        @Option(names = "--slow-us", paramLabel = "MICROS",
+            description = "round trips above this are broken down by poller sleeps (default: ${DEFAULT-VALUE})")
+        long slowMicros = 20;
+
+        @Option(names = "--slow-dump", paramLabel = "FILE",
+            description = "write each slow round trip (start/end nanoTime, sleeps) to FILE-<mode>.txt")
+        String slowDump;
+
         @Option(names = "--scheme", paramLabel = "SCHEME", description = "shm, tcp or rdma (default: ${DEFAULT-VALUE})")
         String scheme = "shm";
 
@@ -128,6 +151,12 @@ public final class EnginePingPong
         {
             large = largeSize;
             directWrite = directWriteOption;
+            adaptiveSpin = adaptiveSpinOption;
+            if (adaptiveSpin != null && adaptiveSpin.size() != 3)
+            {
+                throw new CommandLine.ParameterException(new CommandLine(this),
+                    "--adaptive-spin takes three values (min,max,yield microseconds): " + adaptiveSpin);
+            }
             writePayload = writePayloadOption;
             if (serve != null)
             {
@@ -144,9 +173,22 @@ public final class EnginePingPong
             System.out.printf(Locale.ROOT, "%-9s %8s %8s %9s %9s %12s %14s %14s %10s %10s %12s%n",
                 "mode", "p50 us", "p99 us", "p99.9 us", "max us", "cpu/rt us", "alloc/rt cli", "alloc/rt srv",
                 "idle cpu%", "1MiB GB/s", "alloc/1MiB");
+            final List<String> slowLines = new ArrayList<>();
             for (final PollingMode mode : modes)
             {
-                run(scheme, address, mode, warmup, messages, throughput);
+                final SlowTrace trace = new SlowTrace(TimeUnit.MICROSECONDS.toNanos(slowMicros), messages);
+                run(scheme, address, mode, warmup, messages, throughput, trace);
+                slowLines.add(trace.summary(mode));
+                if (slowDump != null)
+                {
+                    final Path file = Path.of(slowDump + "-" + mode + ".txt");
+                    trace.dump(file);
+                    slowLines.add("  slow round trips written to " + file);
+                }
+            }
+            for (final String line : slowLines)
+            {
+                System.out.println(line);
             }
             return 0;
         }
@@ -154,13 +196,19 @@ public final class EnginePingPong
 
     static EngineConfig config(final PollingMode mode, final String name)
     {
-        return new EngineConfig().pollingMode(mode).name(name).directWrite(directWrite)
+        final EngineConfig config = new EngineConfig().pollingMode(mode).name(name).directWrite(directWrite)
             .maxInboundMessageSize(large).maxOutboundMessageSize(large).rendezvousPoolBytes(8L * large);
+        if (adaptiveSpin != null)
+        {
+            config.adaptiveSpin(TimeUnit.MICROSECONDS.toNanos(adaptiveSpin.get(0)),
+                TimeUnit.MICROSECONDS.toNanos(adaptiveSpin.get(1)), TimeUnit.MICROSECONDS.toNanos(adaptiveSpin.get(2)));
+        }
+        return config;
     }
 
     private static void run(
         final String scheme, final String address, final PollingMode mode, final int warmup, final int messages,
-        final int throughput) throws Exception
+        final int throughput, final SlowTrace trace) throws Exception
     {
         final String name = "shm".equals(scheme) ? "pingpong-" + ProcessHandle.current().pid() + "-" + mode : address;
         final List<String> command = new ArrayList<>(List.of(
@@ -175,10 +223,21 @@ public final class EnginePingPong
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
             EnginePingPong.class.getName(), "--large-size", String.valueOf(large), "--direct-write",
-            String.valueOf(directWrite), "--serve", name, mode.name(), scheme));
+            String.valueOf(directWrite)));
+        if (adaptiveSpin != null)
+        {
+            command.addAll(List.of("--adaptive-spin",
+                adaptiveSpin.get(0) + "," + adaptiveSpin.get(1) + "," + adaptiveSpin.get(2)));
+        }
+        command.addAll(List.of("--serve", name, mode.name(), scheme));
         final Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
         final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-        final String ready = out.readLine();
+        String ready = out.readLine();
+        // JAVA_TOOL_OPTIONS (e.g. -Xlog:safepoint for the slow round trips' correlation) makes the child say so first.
+        while (ready != null && ready.startsWith("Picked up "))
+        {
+            ready = out.readLine();
+        }
         if (ready == null || !ready.startsWith("READY "))
         {
             throw new IllegalStateException("echo server did not start: " + ready);
@@ -186,7 +245,7 @@ public final class EnginePingPong
         try (RdmaEngine engine = RdmaEngine.open(scheme, config(mode, "client")))
         {
             final Connection connection = engine.connect(ready.substring("READY ".length()));
-            final Client client = new Client(connection);
+            final Client client = new Client(connection, trace, () -> engine.pollerSleeps(0));
             connection.setHandler(client);
             final Thread poller = engine.pollerThread(0);
 
@@ -250,9 +309,16 @@ public final class EnginePingPong
         long sentAt;
         volatile int acks;
 
-        Client(final Connection connection)
+        final SlowTrace trace;
+        final LongSupplier pollerSleeps;
+        long sleepsAtSend;
+        long serverSleeps = -1;
+
+        Client(final Connection connection, final SlowTrace trace, final LongSupplier pollerSleeps)
         {
             this.connection = connection;
+            this.trace = trace;
+            this.pollerSleeps = pollerSleeps;
         }
 
         void pingPhase(final int count, final boolean record) throws InterruptedException
@@ -349,6 +415,7 @@ public final class EnginePingPong
             {
                 throw new IllegalStateException("tryClaim: " + Connection.resultName(rc));
             }
+            sleepsAtSend = pollerSleeps.getAsLong();
             sentAt = System.nanoTime();
             target.wrap(c.buffer());
             target.putLong(c.offset(), sentAt);
@@ -361,10 +428,17 @@ public final class EnginePingPong
             if (length == PING)
             {
                 final long now = System.nanoTime();
+                final long sent = buffer.getLong(offset);
+                // The server's poller's sleep count when it echoed this ping; its change since the previous pong
+                // says whether the server slept before the ping reached it.
+                final long sleepsThere = buffer.getLong(offset + 8);
                 if (record)
                 {
-                    histogram.recordValue(now - buffer.getLong(offset));
+                    histogram.recordValue(now - sent);
+                    trace.record(sent, now, pollerSleeps.getAsLong() != sleepsAtSend,
+                        serverSleeps >= 0 && sleepsThere != serverSleeps);
                 }
+                serverSleeps = sleepsThere;
                 if (--remaining > 0)
                 {
                     ping(claim, out);
@@ -382,6 +456,86 @@ public final class EnginePingPong
             {
                 stats = new long[] {buffer.getLong(offset), buffer.getLong(offset + 8)};
             }
+        }
+    }
+
+    /**
+     * The slow round trips of one mode: counted by which side's poller slept (the ADAPTIVE tail's suspects), and kept
+     * (start and end {@code System.nanoTime()}) for correlation with safepoint logs. Client poller thread only.
+     */
+    static final class SlowTrace
+    {
+        private static final int KEPT = 100_000;
+        final long thresholdNanos;
+        final long[] starts;
+        final long[] ends;
+        final byte[] sides;
+        long total;
+        long clientSleeps;
+        long serverSleeps;
+        long slow;
+        final long[] slowBySide = new long[4];
+
+        SlowTrace(final long thresholdNanos, final int messages)
+        {
+            this.thresholdNanos = thresholdNanos;
+            final int kept = Math.min(KEPT, messages);
+            this.starts = new long[kept];
+            this.ends = new long[kept];
+            this.sides = new byte[kept];
+        }
+
+        void record(final long start, final long end, final boolean clientSlept, final boolean serverSlept)
+        {
+            total++;
+            final int side = (clientSlept ? 1 : 0) | (serverSlept ? 2 : 0);
+            if (clientSlept)
+            {
+                clientSleeps++;
+            }
+            if (serverSlept)
+            {
+                serverSleeps++;
+            }
+            if (end - start > thresholdNanos)
+            {
+                if (slow < starts.length)
+                {
+                    starts[(int)slow] = start;
+                    ends[(int)slow] = end;
+                    sides[(int)slow] = (byte)side;
+                }
+                slow++;
+                slowBySide[side]++;
+            }
+        }
+
+        String summary(final PollingMode mode)
+        {
+            return String.format(Locale.ROOT,
+                "%-9s round trips > %d us: %d of %d (%.3f%%); of them client poller slept %d, server poller slept %d, " +
+                    "both %d, neither %d; round trips with a sleep: client %d, server %d (%.3f%% / %.3f%%)",
+                mode, TimeUnit.NANOSECONDS.toMicros(thresholdNanos), slow, total, percent(slow), slowBySide[1],
+                slowBySide[2], slowBySide[3], slowBySide[0], clientSleeps, serverSleeps, percent(clientSleeps),
+                percent(serverSleeps));
+        }
+
+        private double percent(final long count)
+        {
+            return total == 0 ? 0 : 100.0 * count / total;
+        }
+
+        /** One line per kept slow round trip: start end rtt-ns side (0 neither, 1 client, 2 server, 3 both). */
+        void dump(final Path file) throws IOException
+        {
+            final StringBuilder text = new StringBuilder("# start_ns end_ns rtt_ns slept(0 none,1 client,2 server,3 both)\n");
+            final int kept = (int)Math.min(slow, starts.length);
+            for (int i = 0; i < kept; i++)
+            {
+                text.append(starts[i]).append(' ').append(ends[i]).append(' ').append(ends[i] - starts[i]).append(' ')
+                    .append(sides[i]).append('\n');
+            }
+            Files.writeString(file, text);
         }
     }
 
@@ -413,6 +567,7 @@ public final class EnginePingPong
                     if (length == PING)
                     {
                         out.putBytes(reply.offset(), buffer, offset, PING);
+                        out.putLong(reply.offset() + 8, engine.pollerSleeps(0));
                     }
                     else if (length == STATS)
                     {

@@ -464,7 +464,12 @@ public final class EngineConfig
     /**
      * ADAPTIVE tuning: the spin budget is four times the recent mean gap between completions caught
      * while spinning, clamped to [min, max]; spinning stops while spins miss more often than they
-     * catch (see {@link PollingMode#ADAPTIVE}). Defaults: 20 us, 50 us, 10 us.
+     * catch (see {@link PollingMode#ADAPTIVE}); the idle period right after a poller was woken by work spins for the
+     * max, so that it waits out its peer's wake-up (without it, one side's sleep made the other sleep, and the sleeps
+     * chained from side to side). Defaults: 20 us, 50 us, 10 us. A longer minimum spins through longer hiccups of the
+     * peer, but on an oversubscribed machine it holds the core the descheduled peer needs (50 us at load 11-15 on 2
+     * vCPUs: 1.6x the CPU per round trip and 2-3x the p99; benchmarks/RESULTS.md). An idle poller spins once, for the
+     * budget, then sleeps until work comes.
      *
      * @param minSpinNanos shortest spin.
      * @param maxSpinNanos longest spin.

@@ -1,6 +1,9 @@
 package io.reverb.rdma.engine;
 
+import java.util.function.BooleanSupplier;
 import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.SystemNanoClock;
 
 /**
  * What a {@link Poller} does after a duty cycle, given the work it did ({@link PollingMode}):
@@ -11,8 +14,18 @@ import org.agrona.concurrent.IdleStrategy;
  *   <li>ADAPTIVE: spin for a budget of four times the recent mean gap between completions caught while
  *       spinning (clamped to [min, max]), then yield briefly, then arm and block like EVENT. Spinning
  *       continues only while it catches at least half of the idle periods (judged every {@value #WINDOW});
- *       otherwise the poller sleeps at once and probes with one full-length spin per window.</li>
+ *       otherwise the poller sleeps at once and probes with one full-length spin per window. A poller that slept
+ *       and found nothing sleeps again at once (an idle poller does not spin between its timed wake-ups).</li>
  * </ul>
+ *
+ * <p>Sleeps chain: when one side sleeps, its reply comes a wake-up late; a peer whose spin is shorter than that
+ * sleeps too, its answer comes a wake-up late in turn, and so on, each round trip paying a wake-up (measured in
+ * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). The idle period right after a poller was woken by work
+ * therefore spins for the longest budget, so that it waits out its peer's wake-up as well: the chain breaks there. A
+ * spin as long in every idle period would cost the cores an oversubscribed machine's descheduled peer needs (see
+ * {@link EngineConfig#adaptiveSpin}); for the same
+ * reason a spin ends early once the poller finds it was descheduled in the middle of it (two empty duty cycles
+ * more than {@value #PREEMPTED_NANOS} ns apart).</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
  * completion channel or learn the gap between completions, hence this one. Poller thread only.
  */
@@ -20,11 +33,18 @@ final class PollerIdleStrategy implements IdleStrategy
 {
     private static final int GAP_SHIFT = 3; // mean over ~8 gaps
     static final int WINDOW = 16;
+    /**
+     * A gap this long between two empty duty cycles of a spin means the poller thread was descheduled: the machine
+     * has fewer free cores than busy threads, and the spin ends (an interrupt takes a few microseconds).
+     */
+    static final long PREEMPTED_NANOS = 20_000;
     private static final int PHASE_SPIN = 0;
     private static final int PHASE_YIELD = 1;
     private static final int PHASE_SLEEP = 2;
 
-    private final Poller poller;
+    /** Arms, re-polls, blocks: true if the re-poll found work ({@link Poller#armAndAwait()}). */
+    private final BooleanSupplier sleeper;
+    private final NanoClock clock;
     private final PollingMode mode;
     private final long minSpinNanos;
     private final long maxSpinNanos;
@@ -32,6 +52,10 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private long lastWorkNanos;
     private long meanGapNanos;
+    private long budgetNanos;
+    private boolean wokeToWork;
+    /** When the previous empty duty cycle of this idle period ended. */
+    private long lastIdleNanos;
     private int phase = PHASE_SPIN;
     private boolean spinning = true;
     private boolean idleStarted;
@@ -41,7 +65,18 @@ final class PollerIdleStrategy implements IdleStrategy
 
     PollerIdleStrategy(final Poller poller, final EngineConfig config)
     {
-        this.poller = poller;
+        this(poller::armAndAwait, config, SystemNanoClock.INSTANCE);
+    }
+
+    /**
+     * @param sleeper arms, re-polls and blocks; returns true if the re-poll found work.
+     * @param config  the mode and the ADAPTIVE settings.
+     * @param clock   the time (tests drive it).
+     */
+    PollerIdleStrategy(final BooleanSupplier sleeper, final EngineConfig config, final NanoClock clock)
+    {
+        this.sleeper = sleeper;
+        this.clock = clock;
         this.mode = config.pollingMode();
         this.minSpinNanos = config.adaptiveMinSpinNanos();
         this.maxSpinNanos = config.adaptiveMaxSpinNanos();
@@ -80,7 +115,7 @@ final class PollerIdleStrategy implements IdleStrategy
     @Override
     public void reset()
     {
-        lastWorkNanos = System.nanoTime();
+        lastWorkNanos = clock.nanoTime();
         phase = PHASE_SPIN;
         idleStarted = false;
     }
@@ -93,10 +128,13 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private void adaptiveIdle(final int work)
     {
-        final long now = System.nanoTime();
+        final long now = clock.nanoTime();
         final long idle = now - lastWorkNanos;
         if (work > 0)
         {
+            // Woken from a sleep by work: the reply this poller sends now leaves a wake-up late, so its peer, waiting
+            // for it, may have gone to sleep as well, and the peer's answer will come a wake-up late in turn.
+            wokeToWork = phase == PHASE_SLEEP;
             if (phase == PHASE_SPIN && idleStarted)
             {
                 // Caught while spinning: the gap tells how long spinning must last.
@@ -115,9 +153,28 @@ final class PollerIdleStrategy implements IdleStrategy
             judgeWindow();
             return;
         }
-        idleStarted = true;
-        final long budget = probing ? maxSpinNanos :
-            spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+        if (!idleStarted)
+        {
+            // The budget of this idle period, fixed at its start: a window judged during it changes the next one's.
+            idleStarted = true;
+            long budget = probing ? maxSpinNanos :
+                spinning ? Math.max(minSpinNanos, Math.min(maxSpinNanos, meanGapNanos << 2)) : 0;
+            if (wokeToWork && spinning)
+            {
+                // Wait out the peer's wake-up too, or both sides take turns sleeping (the sleeps chain).
+                budget = Math.max(budget, maxSpinNanos);
+            }
+            wokeToWork = false;
+            budgetNanos = budget;
+        }
+        else if (phase == PHASE_SPIN && now - lastIdleNanos > PREEMPTED_NANOS)
+        {
+            // This spinning thread did not run for a while: another thread needed the core (or a safepoint stopped
+            // it). Spinning on would take the core from threads that may include the peer: stop the spin here.
+            budgetNanos = Math.min(budgetNanos, idle);
+        }
+        lastIdleNanos = now;
+        final long budget = budgetNanos;
         if (idle < budget)
         {
             Thread.onSpinWait();
@@ -167,7 +224,7 @@ final class PollerIdleStrategy implements IdleStrategy
 
     private void sleep()
     {
-        if (poller.armAndAwait())
+        if (sleeper.getAsBoolean())
         {
             reset(); // the re-poll after arming found work
         }

@@ -16,6 +16,7 @@ import java.util.Objects;
  *   <tr><td>{@link #handshakeTimeoutNanos()}</td><td>{@code reverb.verbs.handshakeTimeoutMs}</td><td>2 s</td></tr>
  *   <tr><td>{@link #maxPendingHandshakes()}</td><td>{@code reverb.verbs.maxPendingHandshakes}</td><td>64</td></tr>
  *   <tr><td>{@link #tls()}</td><td>none</td><td>none (plaintext {@code tcp://})</td></tr>
+ *   <tr><td>{@link #shmPollerDoorbells()}</td><td>{@code reverb.shm.pollerDoorbells}</td><td>true</td></tr>
  *   <tr><td>{@link #tcpPollerReads()}</td><td>{@code reverb.tcp.pollerReads}</td><td>true</td></tr>
  *   <tr><td>{@link #tcpBusyPollNanos()}</td><td>{@code reverb.tcp.busyPollMicros}</td><td>0 (never)</td></tr>
  *   <tr><td>{@link #tcpAckHoldNanos()}</td><td>{@code reverb.tcp.ackHoldMicros}</td><td>500 µs</td></tr>
@@ -53,6 +54,12 @@ public final class VerbsConfig
     /** Default for {@link #MAX_PENDING_HANDSHAKES_PROP}. */
     public static final int MAX_PENDING_HANDSHAKES_DEFAULT = 64;
     /**
+     * {@code shm://}: whether a sleeping poller is woken by its connections' doorbells directly (its completion channel
+     * watches their sockets); {@code false} leaves the doorbells to the context's event thread, which then wakes the
+     * poller (two thread wake-ups per message that finds the poller asleep).
+     */
+    public static final String SHM_POLLER_DOORBELLS_PROP = "reverb.shm.pollerDoorbells";
+    /**
      * {@code tcp://}: whether the poller of a receive CQ reads its QPs' sockets while it polls; {@code false} leaves all
      * reading to the NIC thread (one hand-over between threads per message).
      */
@@ -74,6 +81,7 @@ public final class VerbsConfig
     private final long handshakeTimeoutNanos;
     private final int maxPendingHandshakes;
     private final TlsConfig tls;
+    private final boolean shmPollerDoorbells;
     private final boolean tcpPollerReads;
     private final long tcpBusyPollNanos;
     private final long tcpAckHoldNanos;
@@ -87,6 +95,7 @@ public final class VerbsConfig
             change.handshakeTimeoutNanos != null ? change.handshakeTimeoutNanos : from.handshakeTimeoutNanos,
             change.maxPendingHandshakes != null ? change.maxPendingHandshakes : from.maxPendingHandshakes,
             change.tlsSet ? change.tls : from.tls,
+            change.shmPollerDoorbells != null ? change.shmPollerDoorbells : from.shmPollerDoorbells,
             change.tcpPollerReads != null ? change.tcpPollerReads : from.tcpPollerReads,
             change.tcpBusyPollNanos != null ? change.tcpBusyPollNanos : from.tcpBusyPollNanos,
             change.tcpAckHoldNanos != null ? change.tcpAckHoldNanos : from.tcpAckHoldNanos,
@@ -100,6 +109,7 @@ public final class VerbsConfig
         final long handshakeTimeoutNanos,
         final int maxPendingHandshakes,
         final TlsConfig tls,
+        final boolean shmPollerDoorbells,
         final boolean tcpPollerReads,
         final long tcpBusyPollNanos,
         final long tcpAckHoldNanos,
@@ -137,6 +147,7 @@ public final class VerbsConfig
             throw new IllegalArgumentException("tcpAckHoldNanos must be 0 to " + MAX_TCP_WAIT_NANOS + " (" +
                 TCP_ACK_HOLD_MICROS_PROP + ": 0 to 1000000 µs): " + tcpAckHoldNanos);
         }
+        this.shmPollerDoorbells = shmPollerDoorbells;
         this.tcpPollerReads = tcpPollerReads;
         this.tcpBusyPollNanos = tcpBusyPollNanos;
         this.tcpAckHoldNanos = tcpAckHoldNanos;
@@ -153,6 +164,7 @@ public final class VerbsConfig
         Integer maxPendingHandshakes;
         boolean tlsSet;
         TlsConfig tls;
+        Boolean shmPollerDoorbells;
         Boolean tcpPollerReads;
         Long tcpBusyPollNanos;
         Long tcpAckHoldNanos;
@@ -240,6 +252,7 @@ public final class VerbsConfig
             Math.multiplyExact(longProperty(CONNECT_TIMEOUT_MS_PROP, CONNECT_TIMEOUT_MS_DEFAULT), 1_000_000L),
             Math.multiplyExact(longProperty(HANDSHAKE_TIMEOUT_MS_PROP, HANDSHAKE_TIMEOUT_MS_DEFAULT), 1_000_000L),
             intProperty(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT), null,
+            booleanProperty(SHM_POLLER_DOORBELLS_PROP, true),
             booleanProperty(TCP_POLLER_READS_PROP, true),
             microsProperty(TCP_BUSY_POLL_MICROS_PROP, 0),
             microsProperty(TCP_ACK_HOLD_MICROS_PROP, TCP_ACK_HOLD_MICROS_DEFAULT),
@@ -343,6 +356,24 @@ public final class VerbsConfig
     }
 
     /**
+     * @return {@code shm://}: whether a completion channel's waiter is woken by its QPs' doorbell sockets directly (one
+     *         thread wake-up per message that finds the poller asleep); false leaves the doorbells to the context's
+     *         event thread, which then signals the channel (two wake-ups).
+     */
+    public boolean shmPollerDoorbells()
+    {
+        return shmPollerDoorbells;
+    }
+
+    /** @param on see {@link #shmPollerDoorbells()}. @return a copy with it. */
+    public VerbsConfig withShmPollerDoorbells(final boolean on)
+    {
+        final Builder change = new Builder();
+        change.shmPollerDoorbells = on;
+        return new VerbsConfig(this, change);
+    }
+
+    /**
      * @return {@code tcp://}: whether the thread that polls a receive CQ reads its QPs' sockets itself while it keeps
      *         polling (no hand-over to the NIC thread per message); false leaves all reading to the NIC thread.
      */
@@ -418,7 +449,8 @@ public final class VerbsConfig
         return "VerbsConfig{shmDirectory=" + shmDirectory + ", rnrRetryNanos=" + rnrRetryNanos +
             ", connectTimeoutNanos=" + connectTimeoutNanos + ", handshakeTimeoutNanos=" + handshakeTimeoutNanos +
             ", maxPendingHandshakes=" + maxPendingHandshakes + ", tls=" + (tls == null ? "none" : tls) +
-            ", tcpPollerReads=" + tcpPollerReads + ", tcpBusyPollNanos=" + tcpBusyPollNanos + ", tcpAckHoldNanos=" +
-            tcpAckHoldNanos + ", rdmaLocalAddress=" + (rdmaLocalAddress == null ? "auto" : rdmaLocalAddress) + '}';
+            ", shmPollerDoorbells=" + shmPollerDoorbells + ", tcpPollerReads=" + tcpPollerReads +
+            ", tcpBusyPollNanos=" + tcpBusyPollNanos + ", tcpAckHoldNanos=" + tcpAckHoldNanos +
+            ", rdmaLocalAddress=" + (rdmaLocalAddress == null ? "auto" : rdmaLocalAddress) + '}';
     }
 }

@@ -173,7 +173,8 @@ class EngineAuthTest
             final QueuePair qp = raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq)
                 .maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(server.config(), nonce(5), ready.address(),
                 ready.rkey(), Handshake.VERSION));
-            await("silent connector refused", () -> listener.refusedCount() == 1);
+            // The listener counts the refusal, then reports it: wait for both.
+            await("silent connector refused", () -> listener.refusedCount() == 1 && !serverErrors.isEmpty());
             assertThat(serverErrors).anySatisfy(t -> assertThat(t)
                 .hasMessageContaining("no proof of the authentication token within 300 ms"));
             await("its resources released", () -> server.connections().isEmpty());

@@ -86,6 +86,12 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
         onClose();
     }
 
+    /** Records one CQ event found by the waiter itself while it blocks (no wake-up needed). Waiter thread. */
+    protected final void addEvent()
+    {
+        pendingEvents.incrementAndGet();
+    }
+
     /** @return events counted and not yet taken by a waiter */
     protected final int pendingEvents()
     {

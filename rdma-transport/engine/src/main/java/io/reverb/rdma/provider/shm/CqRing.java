@@ -200,6 +200,12 @@ final class CqRing
         buffer.putIntVolatile(ARMED_OFFSET, solicitedOnly ? ARMED_SOLICITED : ARMED_ANY);
     }
 
+    /** @return whether the CQ is armed (any or solicited only) */
+    boolean isArmed()
+    {
+        return buffer.getIntVolatile(ARMED_OFFSET) != NOT_ARMED;
+    }
+
     boolean hasOverflowed()
     {
         return buffer.getIntVolatile(OVERFLOW_OFFSET) != 0;

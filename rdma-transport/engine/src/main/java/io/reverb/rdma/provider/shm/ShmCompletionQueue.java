@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -28,6 +29,13 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
     private volatile boolean closed;
     /** Accesses in progress; see the class comment. */
     private final AtomicInteger users = new AtomicInteger();
+    /**
+     * Whether the event of the current arming was raised, by the channel's waiter noticing the doorbell socket or by
+     * the event thread reading the doorbell: whichever comes first raises it, the other does not.
+     */
+    private final AtomicBoolean raised = new AtomicBoolean();
+    /** Doorbells the event thread read for this CQ (written by the event thread only). */
+    private volatile long doorbellsRead;
 
     ShmCompletionQueue(
         final ShmVerbsContext context,
@@ -90,7 +98,57 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         return result != CqRing.OVERFLOWED;
     }
 
-    /** Raises an event on the channel (a doorbell for this CQ arrived). */
+    /** @return the channel this CQ raises events on, or null */
+    ShmCompletionChannel shmChannel()
+    {
+        return channel;
+    }
+
+    /** The channel's waiter saw this CQ's doorbell socket ready (waiter thread, inside its select). */
+    void noticedByWaiter()
+    {
+        if (raised.compareAndSet(false, true))
+        {
+            channel.doorbellNoticed();
+        }
+    }
+
+    /**
+     * The event thread read a doorbell for this CQ. Where the channel's waiter watches the doorbell sockets, it may
+     * have raised this arming's event already; then it is not raised again (an extra event would end the waiter's
+     * next wait at once, for nothing). A doorbell read while the CQ is armed again belongs to an earlier arming (its
+     * owner re-armed after the completion that rang, and re-polls after arming). An event raised for an arming by an
+     * earlier arming's doorbell is harmless: it wakes the waiter, which polls, re-arms and re-polls.
+     */
+    void doorbell()
+    {
+        doorbellsRead++; // single writer
+        if (channel != null && channel.watchesDoorbells() && enter())
+        {
+            final boolean armed;
+            try
+            {
+                armed = ring.isArmed();
+            }
+            finally
+            {
+                users.decrementAndGet();
+            }
+            if (armed || !raised.compareAndSet(false, true))
+            {
+                return;
+            }
+        }
+        signal();
+    }
+
+    /** @return doorbells the event thread read for this CQ */
+    long doorbellsRead()
+    {
+        return doorbellsRead;
+    }
+
+    /** Raises an event on the channel (a completion of this JVM found the CQ armed). */
     void signal()
     {
         if (channel != null)
@@ -136,6 +194,7 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         {
             try
             {
+                raised.set(false); // a new arming, whose event is still to be raised
                 ring.arm(solicitedOnly);
             }
             finally

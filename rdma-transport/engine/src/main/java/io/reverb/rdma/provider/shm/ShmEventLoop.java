@@ -59,6 +59,7 @@ final class ShmEventLoop implements Runnable
             {
                 qp.socket().configureBlocking(false);
                 qp.socket().register(selector, SelectionKey.OP_READ, qp);
+                qp.watchDoorbells();
             }
             catch (final ClosedChannelException ex)
             {

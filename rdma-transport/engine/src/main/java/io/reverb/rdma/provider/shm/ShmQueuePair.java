@@ -192,6 +192,19 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         start(socket);
     }
 
+    /**
+     * Event thread, once the socket is non-blocking: the receive CQ's channel watches the socket for doorbells too, so
+     * that a doorbell wakes its waiter directly ({@link ShmCompletionChannel}).
+     */
+    void watchDoorbells()
+    {
+        final ShmCompletionChannel channel = recvCq.shmChannel();
+        if (channel != null)
+        {
+            channel.watch(socket, recvCq);
+        }
+    }
+
     SocketChannel socket()
     {
         return socket;
@@ -774,6 +787,11 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 {
                     // Closing anyway.
                 }
+            }
+            final ShmCompletionChannel channel = recvCq.shmChannel();
+            if (channel != null)
+            {
+                channel.socketClosed(socket);
             }
             final Runnable handler = disconnectHandler;
             if (handler != null)

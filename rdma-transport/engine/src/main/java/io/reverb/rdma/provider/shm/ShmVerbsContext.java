@@ -196,7 +196,7 @@ final class ShmVerbsContext implements VerbsContext
         synchronized (this)
         {
             ensureOpen();
-            final ShmCompletionChannel channel = new ShmCompletionChannel(this);
+            final ShmCompletionChannel channel = new ShmCompletionChannel(this, config.shmPollerDoorbells());
             channels.add(channel);
             return channel;
         }
@@ -391,7 +391,7 @@ final class ShmVerbsContext implements VerbsContext
         final ShmCompletionQueue cq = cqsById.get(cqId);
         if (cq != null)
         {
-            cq.signal();
+            cq.doorbell();
         }
     }
 

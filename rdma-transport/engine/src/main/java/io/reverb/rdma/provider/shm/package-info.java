@@ -9,7 +9,9 @@
  * requests inside {@code postSend} on the caller's thread, playing both NICs: it maps the peer's
  * files, checks the peer's region headers and copies; the peer's CPU does nothing. Connection
  * management, doorbells for armed CQs and disconnect detection (EOF) use one Unix domain socket per
- * connection, watched by a thread per context.
+ * connection, watched by a thread per context; a completion channel's waiter also watches its QPs' sockets in a
+ * selector of its own, so that a doorbell wakes a sleeping poller directly (one wake-up; see
+ * {@code ShmCompletionChannel}, {@code -Dreverb.shm.pollerDoorbells=false} to leave it to the context's thread).
  *
  * <p>Trust boundary: processes of one user. Both ends check each other's credentials on the socket
  * ({@code SO_PEERCRED}); any process of that user can read the shared memory, token or not (see the

@@ -1,0 +1,208 @@
+package io.reverb.rdma.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.NanoClock;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The polling modes' schedule, on a clock the test drives: one {@code idle(0)} per simulated microsecond, and the
+ * sleeps (arm, re-poll, block) counted instead of timed.
+ */
+class PollerIdleStrategyTest
+{
+    private final FakeClock clock = new FakeClock();
+    private int sleeps;
+    private boolean sleepFindsWork;
+
+    @Test
+    void shouldSleepWhenAnOrdinaryPeriodOutlastsItsSpin()
+    {
+        // Ordinary idle periods keep the short budget (20 us of spin, 10 us of yielding): a core held longer is a core
+        // the peer may need on an oversubscribed machine.
+        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        pingPong(strategy, 1_000, 2);
+        idleFor(strategy, 45);
+        assertThat(sleeps).as("sleeps while waiting 45 us").isPositive();
+    }
+
+    @Test
+    void shouldWaitOutThePeersWakeUpRightAfterBeingWokenByWork()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        pingPong(strategy, 1_000, 2);
+        final int normal = idleUntilSleep(strategy);
+        // Woken by the peer's message: this side's reply leaves a wake-up late, so the peer may be asleep now and its
+        // answer may come a wake-up late (about 35 us on a quiet small VM). It is caught spinning: no second sleep.
+        // Before this rule the poller slept again at 30 us, and the sleeps chained from side to side.
+        strategy.idle(1);
+        sleeps = 0;
+        idleFor(strategy, (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMaxSpinNanos()) - 1);
+        strategy.idle(1);
+        assertThat(sleeps).as("sleeps while the peer woke up").isZero();
+        // Then back to the usual budget.
+        pingPong(strategy, 100, 2);
+        assertThat(idleUntilSleep(strategy)).isEqualTo(normal);
+    }
+
+    @Test
+    void shouldEndTheSpinWhenThePollerFindsItWasDescheduledInIt()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        pingPong(strategy, 1_000, 2);
+        final int normal = idleUntilSleep(strategy);
+        strategy.idle(1);
+        idleFor(strategy, 5);
+        // The poller thread did not run for 30 us: the core is contended, spinning on takes it from others.
+        clock.now += TimeUnit.NANOSECONDS.toNanos(PollerIdleStrategy.PREEMPTED_NANOS + 10_000);
+        final int yieldMicros = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos());
+        assertThat(idleUntilSleep(strategy)).as("duty cycles from the gap to the sleep: the yield only")
+            .isEqualTo(yieldMicros + 1);
+        // A gap under the threshold (an interrupt) does not end the spin.
+        strategy.idle(1);
+        pingPong(strategy, 100, 2);
+        idleFor(strategy, 5);
+        clock.now += TimeUnit.NANOSECONDS.toNanos(PollerIdleStrategy.PREEMPTED_NANOS - 5_000);
+        assertThat(idleUntilSleep(strategy) + 5 + 15).isEqualTo(normal);
+    }
+
+    @Test
+    void shouldNotSpinLongerAfterWakingWhileSpinsMiss()
+    {
+        // Sparse work (1 ms apart, beyond any spin): once spinning stopped paying, waking to work does not buy a spin.
+        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        for (int period = 0; period < PollerIdleStrategy.WINDOW + 1; period++)
+        {
+            strategy.idle(1);
+            idleUntilSleep(strategy);
+            clock.now += TimeUnit.MILLISECONDS.toNanos(1);
+        }
+        strategy.idle(1);
+        assertThat(idleUntilSleep(strategy)).as("idle microseconds before sleeping: the yield only")
+            .isEqualTo((int)TimeUnit.NANOSECONDS.toMicros(new EngineConfig().adaptiveYieldNanos()));
+    }
+
+    @Test
+    void shouldSpinOnceAfterWorkThenSleepWithoutSpinningBetweenTimedWakeUps()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        pingPong(strategy, 100, 2);
+        final int spun = idleUntilSleep(strategy);
+        final long budget = TimeUnit.NANOSECONDS.toMicros(config.adaptiveMinSpinNanos() + config.adaptiveYieldNanos());
+        assertThat(spun).as("idle microseconds before the first sleep").isEqualTo((int)budget);
+        // Idle: every sleep times out (nothing comes); the poller sleeps again at once, it does not spin again.
+        sleeps = 0;
+        for (int i = 0; i < 1_000; i++)
+        {
+            strategy.idle(0);
+        }
+        assertThat(sleeps).as("sleeps in 1,000 idle calls after the first").isEqualTo(1_000);
+    }
+
+    @Test
+    void shouldStopSpinningWhileSpinsMissAndProbeOncePerWindow()
+    {
+        // Completions 1 ms apart, beyond the longest spin: after a window of misses the poller sleeps at once,
+        // except for one probing spin per window. (Before a period's budget was fixed at its start, the period in
+        // which a window was judged spun on for a probe's length as well: two spinning periods per window.)
+        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        int spinningPeriods = 0;
+        for (int period = 0; period < 10 * PollerIdleStrategy.WINDOW; period++)
+        {
+            strategy.idle(1);
+            final int before = idleUntilSleep(strategy);
+            // Not spinning, a period still yields (10 us by default) before it sleeps; a probe spins 200 us first.
+            if (period >= PollerIdleStrategy.WINDOW && before > 20)
+            {
+                spinningPeriods++;
+            }
+            clock.now += TimeUnit.MILLISECONDS.toNanos(1);
+        }
+        assertThat(spinningPeriods).as("periods that spun after the first window, of " +
+            9 * PollerIdleStrategy.WINDOW).isEqualTo(9);
+    }
+
+    @Test
+    void shouldStartAfreshWhenTheRepollAfterArmingFindsWork()
+    {
+        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        pingPong(strategy, 100, 2);
+        sleepFindsWork = true;
+        final int first = idleUntilSleep(strategy);
+        sleepFindsWork = false;
+        // The re-poll found work: as after a duty cycle with work, a full spin comes before the next sleep.
+        assertThat(idleUntilSleep(strategy)).isEqualTo(first);
+    }
+
+    @Test
+    void shouldNeverSleepWhenBusyAndSleepAtEveryEmptyCycleWhenEvent()
+    {
+        final PollerIdleStrategy busy = strategy(new EngineConfig().pollingMode(PollingMode.BUSY));
+        idleFor(busy, 10_000);
+        assertThat(sleeps).isZero();
+        final PollerIdleStrategy event = strategy(new EngineConfig().pollingMode(PollingMode.EVENT));
+        idleFor(event, 100);
+        event.idle(3);
+        assertThat(sleeps).isEqualTo(100);
+    }
+
+    private PollerIdleStrategy strategy(final EngineConfig config)
+    {
+        final PollerIdleStrategy strategy = new PollerIdleStrategy(() ->
+        {
+            sleeps++;
+            return sleepFindsWork;
+        }, config, clock);
+        strategy.reset();
+        return strategy;
+    }
+
+    /** {@code rounds} completions, each after {@code gapMicros} of empty duty cycles. */
+    private void pingPong(final PollerIdleStrategy strategy, final int rounds, final int gapMicros)
+    {
+        for (int i = 0; i < rounds; i++)
+        {
+            idleFor(strategy, gapMicros);
+            strategy.idle(1);
+        }
+    }
+
+    private void idleFor(final PollerIdleStrategy strategy, final int micros)
+    {
+        for (int i = 0; i < micros; i++)
+        {
+            clock.now += 1_000;
+            strategy.idle(0);
+        }
+    }
+
+    /** @return empty duty cycles, one per microsecond, until the one that slept (included) */
+    private int idleUntilSleep(final PollerIdleStrategy strategy)
+    {
+        final int before = sleeps;
+        int cycles = 0;
+        while (sleeps == before)
+        {
+            clock.now += 1_000;
+            strategy.idle(0);
+            cycles++;
+            assertThat(cycles).as("the poller never slept").isLessThan(1_000_000);
+        }
+        return cycles;
+    }
+
+    private static final class FakeClock implements NanoClock
+    {
+        long now = 1_000_000_000L;
+
+        @Override
+        public long nanoTime()
+        {
+            return now;
+        }
+    }
+}
