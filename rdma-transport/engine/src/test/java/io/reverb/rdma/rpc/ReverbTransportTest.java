@@ -6,6 +6,7 @@ import com.google.protobuf.StringValue;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.provider.shm.ShmTestDirectories;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.RpcChannel;
@@ -23,11 +24,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -80,10 +79,7 @@ class ReverbTransportTest
     {
         reverb().logSink((line, stack) -> LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
-        try (Stream<Path> files = Files.walk(dir))
-        {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
+        ShmTestDirectories.delete(dir);
     }
 
     private RpcServer server(final EngineConfig serverConfig)
