@@ -9,7 +9,6 @@ import io.reverb.rpc.Deadline;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.TestService;
-import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -20,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * A server connection that drains (GOAWAY) closes once its last call ends, but never before the GOAWAY is written:
@@ -35,12 +33,8 @@ class DrainCloseOrderTest
 {
     private final RecordingConnection clientSide = new RecordingConnection(false);
     private final TestService service = new TestService();
-    private final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig("inproc://unused", List.of(), null,
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
-        Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
-    private final ServerRuntime server = new ServerRuntime(new ServerConfig("inproc://unused",
-        List.of(service.bindService()), List.of(), null, Schedulers.parallel(),
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ZERO, TransportOptions.EMPTY));
+    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final ServerRuntime server = TestRuntimes.server(service);
     private final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
         ClientConnection.LAST_STREAM_ID);
 

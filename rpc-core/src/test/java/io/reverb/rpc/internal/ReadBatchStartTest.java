@@ -38,12 +38,8 @@ class ReadBatchStartTest
 {
     private final RecordingConnection clientSide = new RecordingConnection(false);
     private final TestService service = new TestService();
-    private final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig("inproc://unused", List.of(), null,
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
-        Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
-    private final ServerRuntime server = new ServerRuntime(new ServerConfig("inproc://unused",
-        List.of(service.bindService()), List.of(), null, Schedulers.parallel(),
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ZERO, TransportOptions.EMPTY));
+    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final ServerRuntime server = TestRuntimes.server(service);
     private final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
         ClientConnection.LAST_STREAM_ID);
 

@@ -11,11 +11,9 @@ import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
-import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,7 +21,6 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * One unary call driven by hand through a client and a server connection over a recording transport: which frames
@@ -35,12 +32,8 @@ class UnaryCallPathTest
 {
     private final RecordingConnection clientSide = new RecordingConnection();
     private final RecordingConnection serverSide = new RecordingConnection();
-    private final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig("inproc://unused", List.of(), null,
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
-        Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
-    private final ServerRuntime server = new ServerRuntime(new ServerConfig("inproc://unused",
-        List.of(new TestService().bindService()), List.of(), null, Schedulers.parallel(),
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ZERO, TransportOptions.EMPTY));
+    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final ServerRuntime server = TestRuntimes.server(new TestService());
 
     @Test
     void shouldCarryAUnaryCallInTwoTransportMessagesWithoutHoldingACallMonitorWhileWriting()

@@ -3,12 +3,8 @@ package io.reverb.rpc.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.StringValue;
-import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.TestService;
-import io.reverb.rpc.transport.TransportOptions;
-import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -19,7 +15,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * A unary call's end is delivered by whichever thread finds it deliverable under the call's monitor (no
@@ -31,9 +26,7 @@ class UnaryDeliveryRaceTest
 {
     private static final int ROUNDS = 3_000;
 
-    private final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig("inproc://unused", List.of(), null,
-        RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
-        Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
+    private final ChannelRuntime channel = TestRuntimes.channel();
     private final ExecutorService threads = Executors.newFixedThreadPool(2);
 
     @AfterEach
