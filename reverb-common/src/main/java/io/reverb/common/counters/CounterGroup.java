@@ -15,7 +15,8 @@ import org.agrona.concurrent.status.CountersReader;
  * <p>A counter is an Agrona {@link AtomicCounter}: its single writer increments it with
  * {@link AtomicCounter#incrementRelease()} (a plain add and an ordered store, no allocation, no lock); a counter
  * with several writers uses {@link AtomicCounter#increment()}. A gauge is a counter the process's sampler thread
- * sets from a supplier a few times a second, for values that are state rather than events (credits available).
+ * sets from a supplier once a second ({@link ProcessCounters#SAMPLE_PERIOD_MS}), for values that are state rather
+ * than events (credits available).
  *
  * <p>When the file is full, or counters are off, a group's counters live in the process's own memory: same code,
  * same numbers for Micrometer and the tests, only invisible to {@code reverb-stat}.
@@ -116,7 +117,7 @@ public final class CounterGroup implements AutoCloseable
 
     /**
      * @param name   the gauge's short name.
-     * @param source read by the sampler thread a few times a second; must be cheap and safe from any thread.
+     * @param source read by the sampler thread once a second; must be cheap and safe from any thread.
      * @return the counter the sampler writes (also set once now).
      */
     public synchronized AtomicCounter gauge(final String name, final LongSupplier source)

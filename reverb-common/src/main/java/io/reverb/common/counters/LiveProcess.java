@@ -42,7 +42,7 @@ public final class LiveProcess
         return header.getLong(CountersLayout.START_TIME_OFFSET);
     }
 
-    /** @return the writer's last heartbeat (written a few times a second), epoch ms. */
+    /** @return the writer's last heartbeat (written every {@link ProcessCounters#SAMPLE_PERIOD_MS} ms), epoch ms. */
     public long heartbeatMillis()
     {
         return header.getLongVolatile(CountersLayout.HEARTBEAT_OFFSET);

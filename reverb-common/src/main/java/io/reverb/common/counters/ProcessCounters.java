@@ -61,8 +61,12 @@ public final class ProcessCounters
     public static final String MAX_PROPERTY = "reverb.counters.max";
     /** Default capacity in counters. */
     public static final int DEFAULT_MAX_COUNTERS = 8192;
-    /** How often gauges are sampled and the heartbeat written. */
-    public static final long SAMPLE_PERIOD_MS = 100;
+    /**
+     * How often gauges are sampled and the heartbeat written: once a second, as often as {@code reverb-stat --watch}
+     * prints by default, and one wake-up a second of an otherwise idle process. Counters are written as they count,
+     * not sampled; a gauge (a state such as credits available) that {@code reverb-stat} prints is at most this old.
+     */
+    public static final long SAMPLE_PERIOD_MS = 1000;
     /** A freed counter's slot is not reused before this, so a late write to it cannot land in another counter. */
     static final long FREE_TO_REUSE_MS = 2_000;
 

@@ -289,6 +289,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         rendezvousSender.onClearToSend(frame);
     }
 
+    /** @return whether a direct write is announced and not yet written (racy read; poller thread). */
+    boolean hasDirectWriteAnnounced()
+    {
+        return rendezvousSender.hasDirectWriteAnnounced();
+    }
+
     /** @see RendezvousSender#tick */
     void tick(final long nowNanos)
     {

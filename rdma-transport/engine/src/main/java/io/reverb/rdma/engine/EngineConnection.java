@@ -505,6 +505,29 @@ final class EngineConnection implements Connection
      * drops a peer that holds granted rendezvous memory without writing, and gives back a grant this side holds
      * unclaimed for long (direct writes).
      */
+    /**
+     * Poller thread, before it sleeps: whether {@link #tick()} has something to watch, so the poller must not sleep
+     * without a time limit. A graceful close (its deadline), a direct write's grant from the peer not yet claimed, or
+     * memory this side granted and the peer has not written yet. A close begun on another thread wakes the poller
+     * ({@link #closeAsync()}); the grants are made on the poller thread (a CTS arrives, an RTS is answered).
+     *
+     * @return true while a deadline is pending.
+     */
+    boolean hasDeadline()
+    {
+        final int s = state;
+        if (s == STATE_CLOSING)
+        {
+            return true;
+        }
+        if (s == STATE_CONNECTED && sender.hasDirectWriteAnnounced())
+        {
+            return true;
+        }
+        final InboundRendezvous in = inbound;
+        return in != null && s < STATE_CLOSED && in.granted() > 0;
+    }
+
     void tick()
     {
         if (state == STATE_CLOSING)

@@ -21,6 +21,9 @@ import java.util.function.Consumer;
  */
 public final class EngineListener implements AutoCloseable
 {
+    /** How often the accept thread checks the proof deadlines of authenticating connections while there are any. */
+    static final long AUTH_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
     private final RdmaEngine engine;
     private final ConnectionListener listener;
     private final Consumer<Connection> onAccept;
@@ -72,7 +75,9 @@ public final class EngineListener implements AutoCloseable
             final ConnectionRequest request;
             try
             {
-                request = listener.accept(TimeUnit.MILLISECONDS.toNanos(200));
+                // Blocks until a request or close() (which makes accept throw), but wakes to check the deadlines of
+                // connections still proving the token while there are any.
+                request = listener.accept(authenticating.isEmpty() ? Long.MAX_VALUE : AUTH_CHECK_NANOS);
             }
             catch (final IOException ex)
             {

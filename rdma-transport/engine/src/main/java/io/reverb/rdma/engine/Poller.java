@@ -26,7 +26,14 @@ import org.agrona.concurrent.status.AtomicCounter;
  */
 final class Poller implements Agent
 {
-    private static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /**
+     * The longest sleep while a connection has a deadline to watch (a graceful close, a grant given or held): the
+     * connections {@link EngineConnection#tick() tick} at least this often then. A poller whose connections have no
+     * deadline, and whose idle task has nothing left to do, sleeps until an event or a {@link #wakeup()}: an idle
+     * engine's poller does not wake at all. Whoever gives a connection a deadline from another thread wakes its
+     * poller ({@link EngineConnection#closeAsync()}); deadlines made on the poller thread are seen at its next sleep.
+     */
+    static final long MAX_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /**
      * How often a poller that never sleeps (BUSY, or ADAPTIVE under steady load) still lets its connections
      * {@link EngineConnection#tick() tick}: a peer holding granted memory must be dropped, and a graceful close must
@@ -64,6 +71,15 @@ final class Poller implements Agent
     private final BooleanSupplier idleTask;
     /** When the current run of duty cycles without work began; 0 while there is work (this thread only). */
     private long idleSinceNanos;
+    /** The idle task's last run did something (it may have more to do): sleeps stay timed (this thread only). */
+    private boolean idleTaskBusy;
+    /** True while this poller blocks in its channel (the {@link PollerWatchdog} has nothing to watch then). */
+    private volatile boolean asleep;
+    /** Set by a {@link PollerWatchdog} that parks until a poller wakes; this poller then unparks it. */
+    private volatile PollerWatchdog dormantWatchdog;
+    // Sleeps without a time limit, and with one (a deadline or the idle task needed it): written by this thread only.
+    private final AtomicLong untimedSleeps = new AtomicLong();
+    private final AtomicLong timedSleeps = new AtomicLong();
 
     Poller(final RdmaEngine engine, final CompletionChannel channel, final int index, final CounterGroup counters)
     {
@@ -250,7 +266,7 @@ final class Poller implements Agent
         }
         else if (now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS)
         {
-            idleTask.getAsBoolean();
+            idleTaskBusy = idleTask.getAsBoolean();
         }
     }
 
@@ -303,8 +319,9 @@ final class Poller implements Agent
     }
 
     /**
-     * Arm, re-poll, block (at most {@value #MAX_SLEEP_NANOS} ns), then let closing connections check their
-     * deadline. Called by the idle strategy when it decides to sleep.
+     * Arm, re-poll, block (at most {@value #MAX_SLEEP_NANOS} ns while a connection has a deadline or the idle task
+     * more to do, else until an event or a {@link #wakeup()}), then let the connections check their deadlines.
+     * Called by the idle strategy when it decides to sleep.
      *
      * @return true if the re-poll after arming found work (the poller did not block)
      */
@@ -328,9 +345,13 @@ final class Poller implements Agent
             return true;
         }
         sleeps.incrementRelease();
+        final long timeout = sleepTimeoutNanos(conns);
+        final AtomicLong kind = timeout == CompletionChannel.NO_TIMEOUT ? untimedSleeps : timedSleeps;
+        kind.lazySet(kind.get() + 1);
+        asleep = true;
         try
         {
-            if (channel.await(MAX_SLEEP_NANOS) > 0)
+            if (channel.await(timeout) > 0)
             {
                 wakeups.incrementRelease();
             }
@@ -345,7 +366,66 @@ final class Poller implements Agent
                 failConnections(cause);
             }
         }
+        finally
+        {
+            asleep = false;
+            final PollerWatchdog watchdog = dormantWatchdog;
+            if (watchdog != null)
+            {
+                // Dekker with the watchdog's going dormant: it publishes itself, then reads asleep.
+                dormantWatchdog = null;
+                watchdog.pollerWoke();
+            }
+        }
         tick(connections, System.nanoTime());
         return false;
+    }
+
+    /**
+     * @return {@link #MAX_SLEEP_NANOS} if a connection has a deadline to watch or the idle task had something to do,
+     *         else {@link CompletionChannel#NO_TIMEOUT}
+     */
+    private long sleepTimeoutNanos(final EngineConnection[] conns)
+    {
+        if (idleTaskBusy)
+        {
+            return MAX_SLEEP_NANOS;
+        }
+        for (final EngineConnection connection : conns)
+        {
+            if (connection.hasDeadline())
+            {
+                return MAX_SLEEP_NANOS;
+            }
+        }
+        return CompletionChannel.NO_TIMEOUT;
+    }
+
+    /** @return true while this poller blocks in its channel (the watchdog's view). */
+    boolean isAsleep()
+    {
+        return asleep;
+    }
+
+    /**
+     * The watchdog parks until a poller wakes (it saw them all asleep). Watchdog thread.
+     *
+     * @param watchdog the watchdog to unpark when this poller wakes, or null to clear.
+     */
+    void watchdogDormant(final PollerWatchdog watchdog)
+    {
+        dormantWatchdog = watchdog;
+    }
+
+    /** @return sleeps without a time limit so far (tests). */
+    long untimedSleeps()
+    {
+        return untimedSleeps.get();
+    }
+
+    /** @return sleeps with a time limit so far: a deadline or the idle task needed ticks (tests). */
+    long timedSleeps()
+    {
+        return timedSleeps.get();
     }
 }

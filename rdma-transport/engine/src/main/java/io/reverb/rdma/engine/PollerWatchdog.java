@@ -13,7 +13,9 @@ import org.slf4j.LoggerFactory;
  * on the poller thread (a {@code Thread.sleep}, a {@code .block()}, a lock held elsewhere) freezes all of them.
  * This daemon samples each poller's duty-cycle counter a few times per threshold; a cycle that is still running
  * after the threshold is logged once, with the poller's stack (the culprit), at most once per
- * {@link #REPORT_INTERVAL_NANOS} per poller, with the number of stalls not logged since.
+ * {@link #REPORT_INTERVAL_NANOS} per poller, with the number of stalls not logged since. Once every poller has
+ * slept through a whole sampling period, it parks until one wakes (the poller unparks it), so an idle engine's
+ * watchdog costs no wake-ups.
  */
 final class PollerWatchdog implements Runnable
 {
@@ -33,6 +35,7 @@ final class PollerWatchdog implements Runnable
     private final Thread thread;
     private volatile boolean running = true;
     private volatile long stallsDetected;
+    private volatile long dormancies;
 
     PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos)
     {
@@ -66,6 +69,18 @@ final class PollerWatchdog implements Runnable
         return stallsDetected;
     }
 
+    /** @return times this watchdog parked until a poller woke (all of them were asleep: nothing to watch). */
+    long dormancies()
+    {
+        return dormancies;
+    }
+
+    /** A poller woke from a sleep while this watchdog was dormant. Poller thread. */
+    void pollerWoke()
+    {
+        LockSupport.unpark(thread);
+    }
+
     @Override
     public void run()
     {
@@ -74,11 +89,51 @@ final class PollerWatchdog implements Runnable
         {
             LockSupport.parkNanos(this, period);
             final long now = System.nanoTime();
+            boolean allAsleep = true;
             for (int i = 0; i < pollers.length; i++)
             {
+                final long before = seenCycle[i];
                 check(i, now);
+                // Asleep now, and no duty cycle since the last check: asleep for a whole period.
+                allAsleep &= pollers[i].isAsleep() && seenCycle[i] == before;
+            }
+            if (allAsleep && running)
+            {
+                parkUntilAPollerWakes();
             }
         }
+    }
+
+    /**
+     * Every poller has been asleep for a whole period: a duty cycle can only begin after one wakes, and a poller that
+     * wakes unparks this watchdog ({@link Poller#armAndAwait()}), so park until then instead of checking sleeping
+     * pollers several times per threshold (an idle engine's watchdog does not wake at all).
+     */
+    private void parkUntilAPollerWakes()
+    {
+        for (final Poller poller : pollers)
+        {
+            poller.watchdogDormant(this);
+        }
+        // Dekker with the poller: it clears asleep, then reads whether a watchdog is dormant; here the reverse.
+        boolean allAsleep = true;
+        for (final Poller poller : pollers)
+        {
+            allAsleep &= poller.isAsleep();
+        }
+        if (allAsleep)
+        {
+            dormancies++;
+            // Once, not in a loop: the poller that woke cleared its link to this watchdog, so after any return (a
+            // wake-up, stop(), or a spurious one) the checks resume and go dormant again only after a whole period.
+            LockSupport.park(this);
+        }
+        for (final Poller poller : pollers)
+        {
+            poller.watchdogDormant(null);
+        }
+        // The cycles seen before the sleep stay: a poller that woke starts its cycles now, and they are timed from the
+        // next check (as for a cycle that begins between two checks).
     }
 
     private void check(final int i, final long now)

@@ -270,6 +270,17 @@ final class RendezvousSender
     }
 
     /**
+     * Racy read without the lock, as {@link #tick}'s: the grant that {@link #tick} watches is made on the poller thread
+     * (its CTS), which asks this before it sleeps.
+     *
+     * @return whether a direct write is announced and not yet written or given up.
+     */
+    boolean hasDirectWriteAnnounced()
+    {
+        return direct != null;
+    }
+
+    /**
      * Poller, now and then: gives up a grant whose claimant has not come back within half this side's
      * {@link EngineConfig#rendezvousWriteTimeoutNanos() write timeout}, before the peer (if it has the same timeout)
      * drops the connection for holding its memory. The claimant's retry announces again. The RPC layer always comes

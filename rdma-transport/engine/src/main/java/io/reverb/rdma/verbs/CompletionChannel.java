@@ -10,11 +10,14 @@ import java.io.IOException;
  */
 public interface CompletionChannel extends AutoCloseable
 {
+    /** The timeout of an {@link #await(long)} that waits for an event or a wake-up however long it takes. */
+    long NO_TIMEOUT = Long.MAX_VALUE;
+
     /**
      * Blocks until an event arrives, {@link #wakeup()} is called, or the timeout passes.
      * Events are acknowledged (ibv_ack_cq_events) by the provider.
      *
-     * @param timeoutNanos maximum wait; 0 returns at once.
+     * @param timeoutNanos maximum wait; 0 returns at once; {@link #NO_TIMEOUT} has no time limit.
      * @return the number of CQ events consumed (0 on timeout or wake-up).
      * @throws IOException if the channel is broken or closed.
      */

@@ -13,7 +13,7 @@ public interface ConnectionListener extends AutoCloseable
     /**
      * Waits for the next connection request (RDMA_CM_EVENT_CONNECT_REQUEST).
      *
-     * @param timeoutNanos maximum wait.
+     * @param timeoutNanos maximum wait; {@code Long.MAX_VALUE} waits as long as it takes ({@link #close()} ends it).
      * @return the request, or null on timeout.
      * @throws IOException if the listener is closed or broken.
      */

@@ -158,37 +158,51 @@ final class HandshakeAcceptor<I> implements AutoCloseable
     }
 
     /**
-     * @param timeoutNanos maximum wait.
+     * @param timeoutNanos maximum wait ({@code Long.MAX_VALUE}: as long as it takes).
      * @return the next connector that did its part, or null on timeout.
-     * @throws IOException if closed.
+     * @throws IOException if closed, also while this waits ({@link #close()} wakes it).
      */
     Pending<I> take(final long timeoutNanos) throws IOException
     {
+        final boolean untimed = timeoutNanos == Long.MAX_VALUE;
+        final long deadline = untimed ? 0 : System.nanoTime() + Math.max(0, timeoutNanos);
+        final Pending<I> next;
+        synchronized (this)
+        {
+            while (true)
+            {
+                if (closed)
+                {
+                    throw new IOException("listener is closed");
+                }
+                final Pending<I> head = ready.poll();
+                if (head != null)
+                {
+                    pending--;
+                    next = head;
+                    break;
+                }
+                final long remaining = untimed ? Long.MAX_VALUE : deadline - System.nanoTime();
+                if (remaining <= 0)
+                {
+                    return null;
+                }
+                try
+                {
+                    // Woken by a queued connector or by close(), both under this lock.
+                    TimeUnit.NANOSECONDS.timedWait(this, remaining);
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                    return null;
+                }
+            }
+        }
         if (closed)
         {
+            discard(next);
             throw new IOException("listener is closed");
-        }
-        final Pending<I> next;
-        try
-        {
-            next = ready.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            return null;
-        }
-        if (next != null)
-        {
-            synchronized (this)
-            {
-                pending--;
-            }
-            if (closed)
-            {
-                discard(next);
-                throw new IOException("listener is closed");
-            }
         }
         return next;
     }
@@ -314,6 +328,7 @@ final class HandshakeAcceptor<I> implements AutoCloseable
                     reading.remove(slot);
                     ready.add(new Pending<>(socket, in, out, request.privateData(), id));
                     queued = true;
+                    notifyAll(); // a take() waiting
                 }
             }
         }
@@ -447,6 +462,10 @@ final class HandshakeAcceptor<I> implements AutoCloseable
     public void close()
     {
         closed = true;
+        synchronized (this)
+        {
+            notifyAll(); // a take() waiting throws
+        }
         DisniVerbsContext.quietly(serverSocket::close);
         final Slot[] open;
         synchronized (this)

@@ -2,6 +2,7 @@ package io.reverb.rdma.provider.base;
 
 import io.reverb.rdma.verbs.CompletionChannel;
 import java.io.IOException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -29,7 +30,8 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
     @Override
     public int await(final long timeoutNanos) throws IOException
     {
-        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        final boolean untimed = timeoutNanos == NO_TIMEOUT;
+        final long deadline = untimed ? 0 : System.nanoTime() + Math.max(0, timeoutNanos);
         beginWait();
         try
         {
@@ -49,7 +51,7 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
                     wakeupRequested = false;
                     return 0;
                 }
-                final long remaining = deadline - System.nanoTime();
+                final long remaining = untimed ? NO_TIMEOUT : deadline - System.nanoTime();
                 if (remaining <= 0)
                 {
                     return 0;
@@ -110,14 +112,35 @@ public abstract class ParkingCompletionChannel implements CompletionChannel
     /**
      * Blocks at most {@code remainingNanos}; spurious returns are fine, the loop re-checks everything.
      *
-     * @param remainingNanos time left until the deadline (positive).
+     * @param remainingNanos time left until the deadline (positive), or {@link #NO_TIMEOUT}: no time limit.
      * @return events the blocking itself found (returned to the caller), or 0.
      * @throws IOException if the channel's own means of blocking was closed.
      */
     protected int block(final long remainingNanos) throws IOException
     {
-        LockSupport.parkNanos(this, remainingNanos);
+        if (remainingNanos == NO_TIMEOUT)
+        {
+            LockSupport.park(this);
+        }
+        else
+        {
+            LockSupport.parkNanos(this, remainingNanos);
+        }
         return 0;
+    }
+
+    /**
+     * @param remainingNanos what {@link #block(long)} was given.
+     * @return the timeout of a {@code Selector.select(long)} for it: whole milliseconds rounded up (at least 1), or 0
+     *         (no time limit) for {@link #NO_TIMEOUT}.
+     */
+    protected static long selectTimeoutMillis(final long remainingNanos)
+    {
+        if (remainingNanos == NO_TIMEOUT)
+        {
+            return 0;
+        }
+        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.min(remainingNanos, NO_TIMEOUT - 999_999) + 999_999));
     }
 
     /** The waiter left {@link #await(long)}. */

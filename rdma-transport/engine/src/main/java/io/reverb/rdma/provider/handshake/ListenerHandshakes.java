@@ -15,6 +15,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,7 +30,8 @@ import org.slf4j.LoggerFactory;
  *       pending one (so sockets that say nothing cannot keep a client that speaks at once from getting in;
  *       an attacker would have to open sockets faster than a client completes its handshake). At most as
  *       many complete ones wait to be taken by {@link #poll(long)}; beyond that a new socket is closed at once.</li>
- *   <li>A handshake not complete within {@code timeoutNanos} of its accept is dropped.</li>
+ *   <li>A handshake not complete within {@code timeoutNanos} of its accept is dropped. The thread wakes for the
+ *       earliest such deadline only; with no handshake pending it blocks until a socket or {@link #close()} comes.</li>
  *   <li>A handshake is read in two steps, a fixed header and then a body whose length the protocol takes
  *       from the header <em>after</em> checking it against its own limit; nothing is read beyond the body,
  *       so what the peer sends next stays in the socket for whoever owns it afterwards.</li>
@@ -167,6 +170,10 @@ public final class ListenerHandshakes<T> implements AutoCloseable
     private final LogLimiter refusals;
     private final Selector selector;
     private final ArrayBlockingQueue<T> ready;
+    /** Held to wait in {@link #poll(long)}, and to signal {@link #readyOrClosed}. */
+    private final ReentrantLock readyLock = new ReentrantLock();
+    /** Signalled when a complete handshake is queued, and when this closes. */
+    private final Condition readyOrClosed = readyLock.newCondition();
     private final Thread thread;
     private volatile boolean closed;
     private int pending;
@@ -215,29 +222,56 @@ public final class ListenerHandshakes<T> implements AutoCloseable
     }
 
     /**
-     * @param timeoutNanos how long to wait.
+     * @param timeoutNanos how long to wait ({@code Long.MAX_VALUE}: as long as it takes).
      * @return the next complete handshake, or null if none came in time.
-     * @throws IOException if the listener is closed.
+     * @throws IOException if the listener is closed, also while this waits ({@link #close()} wakes it).
      */
     public T poll(final long timeoutNanos) throws IOException
     {
-        if (closed)
-        {
-            throw new IOException("listener " + name + " is closed");
-        }
+        long remaining = Math.max(0, timeoutNanos);
+        readyLock.lock();
         try
         {
-            final T request = ready.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
-            if (request == null && closed)
+            while (true)
             {
-                throw new IOException("listener " + name + " is closed");
+                if (closed)
+                {
+                    throw new IOException("listener " + name + " is closed");
+                }
+                final T request = ready.poll();
+                if (request != null)
+                {
+                    return request;
+                }
+                if (remaining <= 0)
+                {
+                    return null;
+                }
+                remaining = readyOrClosed.awaitNanos(remaining);
             }
-            return request;
         }
         catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for a connection on " + name, ex);
+        }
+        finally
+        {
+            readyLock.unlock();
+        }
+    }
+
+    /** Wakes the callers of {@link #poll(long)}: a handshake is queued, or this closed. */
+    private void signalReady()
+    {
+        readyLock.lock();
+        try
+        {
+            readyOrClosed.signalAll();
+        }
+        finally
+        {
+            readyLock.unlock();
         }
     }
 
@@ -288,11 +322,12 @@ public final class ListenerHandshakes<T> implements AutoCloseable
     private void run()
     {
         final List<Pending> completed = new ArrayList<>();
+        long selectMillis = 0; // no time limit: no handshake pending
         try
         {
             while (!closed)
             {
-                selector.select(100);
+                selector.select(selectMillis);
                 final long now = System.nanoTime();
                 final Iterator<SelectionKey> keys = selector.selectedKeys().iterator();
                 while (keys.hasNext())
@@ -312,7 +347,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                         read(key, completed);
                     }
                 }
-                expire(now);
+                final long untilNext = expire(now);
                 if (!completed.isEmpty())
                 {
                     // Deregister the cancelled keys so the sockets may go back to blocking mode.
@@ -323,6 +358,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                     }
                     completed.clear();
                 }
+                selectMillis = untilNext < 0 ? 0 : Math.max(1, TimeUnit.NANOSECONDS.toMillis(untilNext + 999_999));
             }
         }
         catch (final IOException | ClosedSelectorException ex)
@@ -473,20 +509,32 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         key.interestOps(p.stream.wantsWrite() ? SelectionKey.OP_READ | SelectionKey.OP_WRITE : SelectionKey.OP_READ);
     }
 
-    private void expire(final long now)
+    /**
+     * Drops the handshakes past their deadline.
+     *
+     * @return nanoseconds from {@code now} to the earliest deadline of the handshakes still pending, or -1 if none is.
+     */
+    private long expire(final long now)
     {
+        long untilNext = -1;
         for (final SelectionKey key : selector.keys())
         {
             if (key.isValid() && key.attachment() instanceof Pending)
             {
                 final Pending p = (Pending)key.attachment();
-                if (now - p.deadline >= 0)
+                final long left = p.deadline - now;
+                if (left <= 0)
                 {
                     drop(key, p, "no complete handshake within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) +
                         " ms (" + VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP + ")");
                 }
+                else if (untilNext < 0 || left < untilNext)
+                {
+                    untilNext = left;
+                }
             }
         }
+        return untilNext;
     }
 
     private void drop(final SelectionKey key, final Pending p, final String reason)
@@ -526,7 +574,9 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         {
             protocol.discard(request);
             refused("busy", p.peer, "too many complete handshakes wait to be accepted");
+            return;
         }
+        signalReady();
     }
 
     private static String peerOf(final SocketChannel channel)
@@ -589,6 +639,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         }
         closed = true;
         selector.wakeup();
+        signalReady();
         closeQuietly(server);
         if (Thread.currentThread() != thread)
         {

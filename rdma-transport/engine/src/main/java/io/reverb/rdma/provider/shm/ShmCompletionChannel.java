@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -161,7 +160,7 @@ final class ShmCompletionChannel extends ParkingCompletionChannel
         {
             return super.block(remainingNanos);
         }
-        final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remainingNanos + 999_999));
+        final long millis = selectTimeoutMillis(remainingNanos);
         try
         {
             // A doorbell socket that fired raised its CQ's event (onReady), unless the event thread did first: the

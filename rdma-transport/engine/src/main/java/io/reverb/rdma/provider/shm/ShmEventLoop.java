@@ -79,7 +79,8 @@ final class ShmEventLoop implements Runnable
         {
             try
             {
-                selector.select(1000);
+                // No time limit: tasks (execute) and close() wake the selector; nothing here is timed.
+                selector.select();
                 runTasks();
                 final Iterator<SelectionKey> keys = selector.selectedKeys().iterator();
                 while (keys.hasNext())

@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -57,7 +56,7 @@ final class TcpCompletionChannel extends ParkingCompletionChannel implements Tcp
     @Override
     protected int block(final long remainingNanos) throws IOException
     {
-        final long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(remainingNanos + 999_999));
+        final long millis = selectTimeoutMillis(remainingNanos);
         try
         {
             // > 0: bytes arrived on a socket this poller reads; it reads them when it polls.
