@@ -73,8 +73,11 @@ final class Poller implements Agent
     private long idleSinceNanos;
     /** The idle task's last run did something (it may have more to do): sleeps stay timed (this thread only). */
     private boolean idleTaskBusy;
-    /** True while this poller blocks in its channel (the {@link PollerWatchdog} has nothing to watch then). */
-    private volatile boolean asleep;
+    /**
+     * The timeout of the sleep this poller is in ({@link CompletionChannel#NO_TIMEOUT}: none), or 0 while awake: the
+     * {@link PollerWatchdog} has nothing to watch while it sleeps.
+     */
+    private volatile long asleepTimeout;
     /** Set by a {@link PollerWatchdog} that parks until a poller wakes; this poller then unparks it. */
     private volatile PollerWatchdog dormantWatchdog;
     // Sleeps without a time limit, and with one (a deadline or the idle task needed it): written by this thread only.
@@ -348,7 +351,7 @@ final class Poller implements Agent
         final long timeout = sleepTimeoutNanos(conns);
         final AtomicLong kind = timeout == CompletionChannel.NO_TIMEOUT ? untimedSleeps : timedSleeps;
         kind.lazySet(kind.get() + 1);
-        asleep = true;
+        asleepTimeout = timeout;
         try
         {
             if (channel.await(timeout) > 0)
@@ -368,7 +371,7 @@ final class Poller implements Agent
         }
         finally
         {
-            asleep = false;
+            asleepTimeout = 0;
             final PollerWatchdog watchdog = dormantWatchdog;
             if (watchdog != null)
             {
@@ -404,7 +407,13 @@ final class Poller implements Agent
     /** @return true while this poller blocks in its channel (the watchdog's view). */
     boolean isAsleep()
     {
-        return asleep;
+        return asleepTimeout != 0;
+    }
+
+    /** @return true while this poller sleeps without a time limit (tests). */
+    boolean isAsleepUntimed()
+    {
+        return asleepTimeout == CompletionChannel.NO_TIMEOUT;
     }
 
     /**

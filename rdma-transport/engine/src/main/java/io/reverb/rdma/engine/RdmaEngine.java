@@ -564,6 +564,18 @@ public final class RdmaEngine implements AutoCloseable
         return n;
     }
 
+    /** @param i poller index. @return that poller (tests). */
+    Poller poller(final int i)
+    {
+        return pollers[i];
+    }
+
+    /** @return the pollers' watchdog, or null if it is off (tests). */
+    PollerWatchdog watchdog()
+    {
+        return watchdog;
+    }
+
     /** @return poller duty cycles found running longer than the stall threshold (0 if the watchdog is off). */
     public long pollerStalls()
     {

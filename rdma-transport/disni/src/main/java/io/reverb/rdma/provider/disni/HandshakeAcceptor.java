@@ -190,7 +190,14 @@ final class HandshakeAcceptor<I> implements AutoCloseable
                 try
                 {
                     // Woken by a queued connector or by close(), both under this lock.
-                    TimeUnit.NANOSECONDS.timedWait(this, remaining);
+                    if (untimed)
+                    {
+                        wait();
+                    }
+                    else
+                    {
+                        TimeUnit.NANOSECONDS.timedWait(this, remaining);
+                    }
                 }
                 catch (final InterruptedException ex)
                 {

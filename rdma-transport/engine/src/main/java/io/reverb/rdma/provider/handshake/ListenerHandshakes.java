@@ -247,7 +247,14 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 {
                     return null;
                 }
-                remaining = readyOrClosed.awaitNanos(remaining);
+                if (remaining == Long.MAX_VALUE)
+                {
+                    readyOrClosed.await();
+                }
+                else
+                {
+                    remaining = readyOrClosed.awaitNanos(remaining);
+                }
             }
         }
         catch (final InterruptedException ex)

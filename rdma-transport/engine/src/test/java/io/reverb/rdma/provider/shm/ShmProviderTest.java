@@ -121,6 +121,37 @@ class ShmProviderTest
     }
 
     @Test
+    void shouldEndAnAcceptWithoutTimeLimitWhenTheListenerCloses() throws Exception
+    {
+        // The engine's accept thread waits with no time limit while nothing is being authenticated: close() ends it.
+        try (VerbsContext context = new ShmVerbsProvider().open(config))
+        {
+            final ConnectionListener listener = context.listen("untimed", 1);
+            final CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+            final Thread acceptor = new Thread(() ->
+            {
+                try
+                {
+                    listener.accept(Long.MAX_VALUE);
+                    outcome.complete(null);
+                }
+                catch (final Throwable t)
+                {
+                    outcome.complete(t);
+                }
+            }, "untimed-acceptor");
+            acceptor.start();
+            while (acceptor.getState() != Thread.State.WAITING && !outcome.isDone())
+            {
+                Thread.sleep(1); // until it parks without a time limit
+            }
+            listener.close();
+            assertThat(outcome.get(60, TimeUnit.SECONDS)).as("accept ended by close()").isInstanceOf(IOException.class)
+                .hasMessageContaining("closed");
+        }
+    }
+
+    @Test
     void shouldReplaceAListenSocketNobodyAnswers() throws Exception
     {
         // A crashed listener leaves its socket file behind; binding a channel and closing it does the same.
