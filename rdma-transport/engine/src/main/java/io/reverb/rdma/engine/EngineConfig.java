@@ -70,6 +70,7 @@ public final class EngineConfig
     private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
     private BooleanSupplier idleTask;
+    private long idleTaskDelayNanos = TimeUnit.MICROSECONDS.toNanos(10);
     private String name = "reverb";
     private boolean concluded;
 
@@ -507,10 +508,12 @@ public final class EngineConfig
     }
 
     /**
-     * Work each poller thread runs after duty cycles that found nothing to do for 10 µs (not in the few microseconds
-     * a rendezvous's clear-to-send takes), before it spins, yields or parks as its polling mode says: it must be short
-     * and bounded (the next duty cycle waits for it) and must not block. It does not count as work: the polling mode
-     * spins, yields and parks on the same clock as without it.
+     * Work each poller thread runs after duty cycles that found nothing to do for {@link #idleTaskDelayNanos(long)}
+     * (not in the few microseconds a rendezvous's clear-to-send takes), and at once in every duty cycle without work
+     * while one of its connections has granted a rendezvous whose data has not arrived (the peer is still writing
+     * the message, tens of microseconds or more for a large one), before it spins, yields or parks as its polling
+     * mode says: it must be short and bounded (the next duty cycle waits for it) and must not block. It does not
+     * count as work: the polling mode spins, yields and parks on the same clock as without it.
      * rpc-core's transports set {@code ProtoMarshaller::prepareIdle} (large messages' arrays allocated ahead of time)
      * unless one is set here. Default: none.
      *
@@ -528,6 +531,27 @@ public final class EngineConfig
     public BooleanSupplier idleTask()
     {
         return idleTask;
+    }
+
+    /**
+     * How long a poller finds no work before it runs its {@link #idleTask(BooleanSupplier) idle task}, unless it
+     * awaits the data of a rendezvous it granted (then at once). Default 10 µs: shorter, a poller waiting a few
+     * microseconds for the clear-to-send of its own large message would start the task and delay that message.
+     *
+     * @param nanos the delay, >= 0.
+     * @return this.
+     */
+    public EngineConfig idleTaskDelayNanos(final long nanos)
+    {
+        checkMutable();
+        idleTaskDelayNanos = nanos;
+        return this;
+    }
+
+    /** @return see {@link #idleTaskDelayNanos(long)}. */
+    public long idleTaskDelayNanos()
+    {
+        return idleTaskDelayNanos;
     }
 
     /** @return name used for threads and metric tags. */
@@ -616,6 +640,7 @@ public final class EngineConfig
         require(maxConnections >= 1, "maxConnections must be >= 1: " + maxConnections);
         require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
         require(pollerStallNanos >= 0, "pollerStallThresholdNanos must be >= 0: " + pollerStallNanos);
+        require(idleTaskDelayNanos >= 0, "idleTaskDelayNanos must be >= 0: " + idleTaskDelayNanos);
         require(closeTimeoutNanos > 0, "closeTimeoutNanos must be > 0");
         require(adaptiveMinSpinNanos >= 0 && adaptiveMaxSpinNanos >= adaptiveMinSpinNanos && adaptiveYieldNanos >= 0,
             "adaptive spin settings must satisfy 0 <= min <= max and yield >= 0");
@@ -714,6 +739,7 @@ public final class EngineConfig
         copy.adaptiveYieldNanos = adaptiveYieldNanos;
         copy.pollerStallNanos = pollerStallNanos;
         copy.idleTask = idleTask;
+        copy.idleTaskDelayNanos = idleTaskDelayNanos;
         copy.name = name;
         return copy;
     }

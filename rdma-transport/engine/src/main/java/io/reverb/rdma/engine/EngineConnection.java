@@ -907,6 +907,13 @@ final class EngineConnection implements Connection
         return out + (inbound == null ? 0 : inbound.granted() + inbound.queued());
     }
 
+    /** @return true if this side granted a rendezvous whose data has not arrived yet (its poller thread only). */
+    boolean awaitsGrantedData()
+    {
+        final InboundRendezvous in = inbound;
+        return in != null && in.granted() > 0;
+    }
+
     /** @return this side's rendezvous granted by the peer whose write is not posted yet (tests). */
     int outboundGranted()
     {

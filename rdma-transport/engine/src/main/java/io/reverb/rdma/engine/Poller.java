@@ -65,10 +65,10 @@ final class Poller implements Agent
     final AtomicCounter sleeps;
     final AtomicCounter stalls;
 
-    /** How long a poller finds no work before it runs its {@link #idleTask}. */
-    static final long IDLE_TASK_AFTER_NANOS = TimeUnit.MICROSECONDS.toNanos(10);
     /** {@link EngineConfig#idleTask(BooleanSupplier)}: run after duty cycles without work (this thread only). */
     private final BooleanSupplier idleTask;
+    /** {@link EngineConfig#idleTaskDelayNanos(long)}: how long a poller finds no work before it runs its idle task. */
+    private final long idleTaskDelayNanos;
     /** When the current run of duty cycles without work began; 0 while there is work (this thread only). */
     private long idleSinceNanos;
     /** The idle task's last run did something (it may have more to do): sleeps stay timed (this thread only). */
@@ -98,6 +98,7 @@ final class Poller implements Agent
         this.roleName = config.name() + "-poller-" + index;
         this.idleStrategy = new PollerIdleStrategy(this, config);
         this.idleTask = config.idleTask();
+        this.idleTaskDelayNanos = config.idleTaskDelayNanos();
         this.runner = new AgentRunner(idleStrategy, this::onRunnerError, null, this);
     }
 
@@ -239,7 +240,7 @@ final class Poller implements Agent
         {
             if (idleTask != null)
             {
-                runIdleTask();
+                runIdleTask(conns);
             }
             emptyPolls.incrementRelease();
         }
@@ -255,22 +256,36 @@ final class Poller implements Agent
     }
 
     /**
-     * The idle task, once this poller has found no work for {@link #IDLE_TASK_AFTER_NANOS}: not in the short waits of
-     * a rendezvous (an RTS's CTS comes back within microseconds, and a task then would delay the message), but in
-     * the longer ones (the peer writing or handling a large message). Not counted as work: the polling mode's spin,
-     * yield and park are unchanged.
+     * The idle task, once this poller has found no work for {@link #idleTaskDelayNanos}: not in the short waits of a
+     * rendezvous (an RTS's CTS comes back within microseconds, and a task then would delay the message), but in the
+     * longer ones (the peer writing or handling a large message). While one of its connections has granted a
+     * rendezvous whose data has not arrived, at once: the peer is still writing (or, announced at its claim, still
+     * serialising) that message, and what the task prepares (a large message's arrays) is needed when the data lands.
+     * Not counted as work: the polling mode's spin, yield and park are unchanged.
      */
-    private void runIdleTask()
+    private void runIdleTask(final EngineConnection[] conns)
     {
         final long now = System.nanoTime();
         if (idleSinceNanos == 0)
         {
             idleSinceNanos = now;
         }
-        else if (now - idleSinceNanos >= IDLE_TASK_AFTER_NANOS)
+        if (now - idleSinceNanos >= idleTaskDelayNanos || awaitsGrantedData(conns))
         {
             idleTaskBusy = idleTask.getAsBoolean();
         }
+    }
+
+    private static boolean awaitsGrantedData(final EngineConnection[] conns)
+    {
+        for (final EngineConnection connection : conns)
+        {
+            if (connection.awaitsGrantedData())
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

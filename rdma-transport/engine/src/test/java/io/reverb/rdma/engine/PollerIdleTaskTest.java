@@ -2,16 +2,20 @@ package io.reverb.rdma.engine;
 
 import static io.reverb.rdma.engine.EngineTestSupport.*;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.reverb.common.WriteClaim;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link EngineConfig#idleTask(BooleanSupplier)}: run by the engine's own poller threads once they find no work, and
- * kept by {@link EngineConfig#copy()}.
+ * {@link EngineConfig#idleTask(BooleanSupplier)}: run by the engine's own poller threads once they find no work, at
+ * once while a rendezvous they granted waits for its data ({@link EngineConfig#idleTaskDelayNanos(long)}), and kept
+ * by {@link EngineConfig#copy()}.
  */
 class PollerIdleTaskTest
 {
@@ -35,11 +39,68 @@ class PollerIdleTaskTest
         }
     }
 
+    /**
+     * With a delay no test outlives, the task runs only while the server awaits the data of a rendezvous it granted:
+     * the client's large message is announced at its claim and held unwritten, so the server's poller finds no work
+     * while it waits. Counted, not timed: never before the grant, at least once while it is open, never after the
+     * data came (more small messages then change nothing).
+     */
+    @Test
+    void shouldRunTheIdleTaskAtOnceWhileAGrantedRendezvousAwaitsItsData() throws Exception
+    {
+        final int large = 300_000;
+        final int small = 64;
+        final AtomicInteger runs = new AtomicInteger();
+        final EngineConfig server = config(EngineFabric.TCP, PollingMode.ADAPTIVE).announceAtClaim(true)
+            .idleTaskDelayNanos(TimeUnit.HOURS.toNanos(1))
+            .idleTask(() ->
+            {
+                runs.incrementAndGet();
+                return false;
+            });
+        final EngineConfig client = config(EngineFabric.TCP, PollingMode.ADAPTIVE).announceAtClaim(true);
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(EngineFabric.TCP, server, client, recorder))
+        {
+            final WriteClaim claim = new WriteClaim();
+            long seed = 0;
+            for (int i = 0; i < 50; i++)
+            {
+                send(pair.client, claim, small, seed++);
+            }
+            await("small messages delivered", () -> recorder.count.get() == 50);
+            assertThat(runs.get()).as("runs with nothing granted").isZero();
+
+            assertThat(pair.client.tryClaim(large, claim)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(claim)).isTrue();
+            await("granted", () -> pair.server.pendingRendezvous() == 1 && pair.server.queuedRendezvousRequests() == 0);
+            await("the idle task ran while the data was awaited", () -> runs.get() > 0);
+            fill(claimed(claim), claim.offset(), large, seed++);
+            claim.commit();
+            await("large message delivered", () -> recorder.count.get() == 51);
+            final int afterData = runs.get();
+
+            for (int i = 0; i < 50; i++)
+            {
+                send(pair.client, claim, small, seed++);
+            }
+            await("more small messages delivered", () -> recorder.count.get() == 101);
+            assertThat(runs.get()).as("runs after the data came").isEqualTo(afterData);
+            assertThat(recorder.messages).allSatisfy(m -> assertThat(m[1]).as("intact").isEqualTo(1));
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
     @Test
     void shouldKeepTheIdleTaskInACopy()
     {
         final BooleanSupplier task = () -> false;
         assertThat(new EngineConfig().idleTask(task).copy().idleTask()).isSameAs(task);
         assertThat(new EngineConfig().idleTask()).isNull();
+        assertThat(new EngineConfig().idleTaskDelayNanos()).isEqualTo(TimeUnit.MICROSECONDS.toNanos(10));
+        assertThat(new EngineConfig().idleTaskDelayNanos(123).copy().idleTaskDelayNanos()).isEqualTo(123);
+        assertThatThrownBy(() -> new EngineConfig().idleTaskDelayNanos(-1).conclude())
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("idleTaskDelayNanos");
     }
 }
