@@ -427,7 +427,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                         {
                             if (socket.isOpen() && !doorbellDropLogged)
                             {
-                                // The peer's poller then wakes on its sleep time-out (50 ms) instead: visible, once.
+                                // The peer's poller still wakes: the doorbells filling its socket are read (by its
+                                // event thread or its own selector) after this completion was written. Visible, once.
                                 doorbellDropLogged = true;
                                 LOG.warn("doorbell of QP {} to {} dropped: the peer process's event thread did not " +
                                     "read its socket for 10,000 yields (the peer is overloaded or stopped)", qpNum,
