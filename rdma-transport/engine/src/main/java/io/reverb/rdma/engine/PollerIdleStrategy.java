@@ -32,7 +32,10 @@ import org.agrona.concurrent.SystemNanoClock;
  * (a machine with fewer free cores than busy threads), spins miss, spinning stops, and the two answer each other
  * through the yield phase in a few microseconds; a probe then spins the whole max budget while the peer, queued
  * behind it on that core, cannot send the awaited message, and misses. One probe per window made 1 round trip in
- * 8 take the max budget (counted in benchmarks/RESULTS.md, "ADAPTIVE's tail: probes that hold the peer's core").</p>
+ * 8 take the max budget (counted in benchmarks/RESULTS.md, "ADAPTIVE's tail: probes that hold the peer's core").
+ * Spinning resumes without a probe when a message is caught right after a yield that did not give the core away
+ * (it returned within {@value #YIELD_KEPT_CORE_NANOS} ns): the peer answered from a core of its own, where a spin
+ * pays (a yield that let a peer on this core run takes that peer's turn, microseconds).</p>
  * Agrona's own strategies ({@code BackoffIdleStrategy}, {@code SleepingIdleStrategy}) cannot block on a
  * completion channel or learn the gap between completions, hence this one. Poller thread only.
  */
@@ -47,6 +50,8 @@ final class PollerIdleStrategy implements IdleStrategy
      * has fewer free cores than busy threads, and the spin ends (an interrupt takes a few microseconds).
      */
     static final long PREEMPTED_NANOS = 20_000;
+    /** A yield that returned this fast ran no other thread (a {@code sched_yield} alone is about 0.3 us). */
+    static final long YIELD_KEPT_CORE_NANOS = 2_000;
     private static final int PHASE_SPIN = 0;
     private static final int PHASE_YIELD = 1;
     private static final int PHASE_SLEEP = 2;
@@ -68,6 +73,8 @@ final class PollerIdleStrategy implements IdleStrategy
     /** When the previous empty duty cycle of this idle period ended. */
     private long lastIdleNanos;
     private int phase = PHASE_SPIN;
+    /** Whether the last yield of this idle period returned within {@link #YIELD_KEPT_CORE_NANOS}. */
+    private boolean yieldKeptCore;
     private boolean spinning = true;
     private boolean idleStarted;
     private boolean probing;
@@ -166,6 +173,14 @@ final class PollerIdleStrategy implements IdleStrategy
                     probeWindows = 1;
                 }
             }
+            else if (phase == PHASE_YIELD && !spinning && yieldKeptCore)
+            {
+                // Not spinning, and the peer answered while this thread kept its core: a spin would have caught it.
+                spinning = true;
+                probing = false;
+                probeWindows = 1;
+                windowsToProbe = 0;
+            }
             phase = PHASE_SPIN;
             idleStarted = false;
             lastWorkNanos = now;
@@ -206,6 +221,7 @@ final class PollerIdleStrategy implements IdleStrategy
             }
             phase = PHASE_YIELD;
             yielder.run();
+            yieldKeptCore = clock.nanoTime() - now <= YIELD_KEPT_CORE_NANOS;
         }
         else
         {

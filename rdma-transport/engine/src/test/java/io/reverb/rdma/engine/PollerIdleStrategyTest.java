@@ -17,6 +17,8 @@ class PollerIdleStrategyTest
     private final FakeClock clock = new FakeClock();
     private int sleeps;
     private int yields;
+    /** How long a yield takes on the driven clock: 0 runs no other thread; more lets a peer on this core run. */
+    private long yieldTakesNanos;
     private boolean sleepFindsWork;
 
     @Test
@@ -146,8 +148,8 @@ class PollerIdleStrategyTest
         final int probes = sharingTheCore(strategy, 4 * windows * PollerIdleStrategy.WINDOW, maxSpin);
         assertThat(probes).as("probes in " + 4 * windows + " windows").isEqualTo(4);
 
-        // The peer moves to a core of its own (answers 2 us into every idle period): the next probe catches it and
-        // spinning resumes: a full spin before the yield and the sleep again.
+        // The peer moves to a core of its own (answers 2 us into every idle period, while this poller yields without
+        // giving its core away): spinning resumes, a full spin before the yield and the sleep again.
         pingPong(strategy, (windows + 1) * PollerIdleStrategy.WINDOW, 2);
         final int spun = idleUntilSleep(strategy);
         assertThat(spun).as("idle microseconds before sleeping: spin and yield")
@@ -159,6 +161,31 @@ class PollerIdleStrategyTest
             .isEqualTo(2);
     }
 
+    @Test
+    void shouldSpinAgainAtOnceWhenThePeerAnswersBetweenYieldsThatKeptTheCore()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        final int maxSpin = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMaxSpinNanos());
+        sharingTheCore(strategy, 2 * PollerIdleStrategy.MAX_PROBE_WINDOWS * PollerIdleStrategy.WINDOW, maxSpin);
+        final int yieldOnly = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos());
+        assertThat(idleUntilSleep(strategy)).as("not spinning: idle microseconds before sleeping").isEqualTo(yieldOnly);
+        strategy.idle(1);
+        idleUntilSleep(strategy);
+        strategy.idle(1); // the after-wake period, spun for the max
+        idleFor(strategy, 1);
+        strategy.idle(1);
+        // The peer now answers from another core: caught in the yield phase, 1 us in, the yields having run nothing
+        // else. No probe is due for another MAX_PROBE_WINDOWS windows, yet the next period spins.
+        idleFor(strategy, 1);
+        strategy.idle(1);
+        assertThat(idleUntilSleep(strategy)).as("idle microseconds before sleeping: spin and yield")
+            .isEqualTo((int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMinSpinNanos()) + yieldOnly);
+        // While the peer shares the core (each yield runs it, 5 us), a message caught after a yield does not.
+        sharingTheCore(strategy, 2 * PollerIdleStrategy.WINDOW, maxSpin);
+        assertThat(idleUntilSleep(strategy)).as("sharing the core again: not spinning").isEqualTo(yieldOnly);
+    }
+
     /**
      * {@code periods} idle periods whose message comes with the poller's first yield (a peer queued behind it on
      * its core).
@@ -168,6 +195,7 @@ class PollerIdleStrategyTest
     private int sharingTheCore(final PollerIdleStrategy strategy, final int periods, final int maxSpinMicros)
     {
         int probes = 0;
+        yieldTakesNanos = 5_000; // the peer's turn
         for (int period = 0; period < periods; period++)
         {
             strategy.idle(1);
@@ -184,6 +212,7 @@ class PollerIdleStrategyTest
                 probes++;
             }
         }
+        yieldTakesNanos = 0;
         strategy.idle(1);
         return probes;
     }
@@ -218,7 +247,11 @@ class PollerIdleStrategyTest
         {
             sleeps++;
             return sleepFindsWork;
-        }, () -> yields++, config, clock);
+        }, () ->
+        {
+            yields++;
+            clock.now += yieldTakesNanos;
+        }, config, clock);
         strategy.reset();
         return strategy;
     }
