@@ -2,6 +2,8 @@ package io.reverb.rdma.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.Test;
@@ -14,6 +16,9 @@ class PollerIdleStrategyTest
 {
     private final FakeClock clock = new FakeClock();
     private int sleeps;
+    private int yields;
+    /** How long a yield takes on the driven clock: 0 runs no other thread; more lets a peer on this core run. */
+    private long yieldTakesNanos;
     private boolean sleepFindsWork;
 
     @Test
@@ -104,26 +109,112 @@ class PollerIdleStrategyTest
     }
 
     @Test
-    void shouldStopSpinningWhileSpinsMissAndProbeOncePerWindow()
+    void shouldStopSpinningWhileSpinsMissAndProbeLessOftenWhileProbesMiss()
     {
-        // Completions 1 ms apart, beyond the longest spin: after a window of misses the poller sleeps at once,
-        // except for one probing spin per window. (Before a period's budget was fixed at its start, the period in
-        // which a window was judged spun on for a probe's length as well: two spinning periods per window.)
+        // Completions 1 ms apart, beyond the longest spin: after a window of misses the poller stops spinning, and
+        // probes with one spin at the start of a window, the windows between probes doubling while probes miss:
+        // windows 1, 3, 7, 15, 31 and 63 of the first 64. (Before a period's budget was fixed at its start, the
+        // period in which a window was judged spun on for a probe's length as well: two spinning periods per window.)
         final PollerIdleStrategy strategy = strategy(new EngineConfig());
-        int spinningPeriods = 0;
-        for (int period = 0; period < 10 * PollerIdleStrategy.WINDOW; period++)
+        final List<Integer> probedWindows = new ArrayList<>();
+        for (int period = 0; period < 64 * PollerIdleStrategy.WINDOW; period++)
         {
             strategy.idle(1);
             final int before = idleUntilSleep(strategy);
-            // Not spinning, a period still yields (10 us by default) before it sleeps; a probe spins 200 us first.
-            if (period >= PollerIdleStrategy.WINDOW && before > 20)
+            // Not spinning, a period still yields (10 us by default) before it sleeps; a probe spins 50 us first.
+            if (period >= PollerIdleStrategy.WINDOW && before > 30)
             {
-                spinningPeriods++;
+                assertThat(period % PollerIdleStrategy.WINDOW).as("a probe starts its window").isZero();
+                probedWindows.add(period / PollerIdleStrategy.WINDOW);
             }
             clock.now += TimeUnit.MILLISECONDS.toNanos(1);
         }
-        assertThat(spinningPeriods).as("periods that spun after the first window, of " +
-            9 * PollerIdleStrategy.WINDOW).isEqualTo(9);
+        assertThat(probedWindows).containsExactly(1, 3, 7, 15, 31, 63);
+    }
+
+    @Test
+    void shouldBackOffProbesThatKeepAPeerSharingTheCoreFromAnswering()
+    {
+        // The peer is queued behind this poller on its core: its message comes only once this poller yields, so a
+        // spin never catches it and a probe holds it for the whole max budget. Once the backoff reached its ceiling,
+        // one probe per MAX_PROBE_WINDOWS windows (one per window before: 1 round trip in 8 took the max budget when
+        // both sides did so).
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        final int maxSpin = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMaxSpinNanos());
+        final int windows = PollerIdleStrategy.MAX_PROBE_WINDOWS;
+        sharingTheCore(strategy, 2 * windows * PollerIdleStrategy.WINDOW, maxSpin);
+        assertThat(sleeps).as("sleeps: the yield delivers every message").isZero();
+        final int probes = sharingTheCore(strategy, 4 * windows * PollerIdleStrategy.WINDOW, maxSpin);
+        assertThat(probes).as("probes in " + 4 * windows + " windows").isEqualTo(4);
+
+        // The peer moves to a core of its own (answers 2 us into every idle period, while this poller yields without
+        // giving its core away): spinning resumes, a full spin before the yield and the sleep again.
+        pingPong(strategy, (windows + 1) * PollerIdleStrategy.WINDOW, 2);
+        final int spun = idleUntilSleep(strategy);
+        assertThat(spun).as("idle microseconds before sleeping: spin and yield")
+            .isEqualTo((int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMinSpinNanos() + config.adaptiveYieldNanos()));
+        // And the backoff starts over: sharing the core again, the first probes come a window or two apart (the
+        // period right after that sleep spins for the max as well, to wait out the peer's wake-up: not counted).
+        pingPong(strategy, 1, 2);
+        assertThat(sharingTheCore(strategy, 4 * PollerIdleStrategy.WINDOW, maxSpin)).as("probes in 4 windows")
+            .isEqualTo(2);
+    }
+
+    @Test
+    void shouldSpinAgainAtOnceWhenThePeerAnswersBetweenYieldsThatKeptTheCore()
+    {
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        final int maxSpin = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMaxSpinNanos());
+        sharingTheCore(strategy, 2 * PollerIdleStrategy.MAX_PROBE_WINDOWS * PollerIdleStrategy.WINDOW, maxSpin);
+        final int yieldOnly = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos());
+        assertThat(idleUntilSleep(strategy)).as("not spinning: idle microseconds before sleeping").isEqualTo(yieldOnly);
+        strategy.idle(1);
+        idleUntilSleep(strategy);
+        strategy.idle(1); // the after-wake period, spun for the max
+        idleFor(strategy, 1);
+        strategy.idle(1);
+        // The peer now answers from another core: caught in the yield phase, 1 us in, the yields having run nothing
+        // else. No probe is due for another MAX_PROBE_WINDOWS windows, yet the next period spins.
+        idleFor(strategy, 1);
+        strategy.idle(1);
+        assertThat(idleUntilSleep(strategy)).as("idle microseconds before sleeping: spin and yield")
+            .isEqualTo((int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveMinSpinNanos()) + yieldOnly);
+        // While the peer shares the core (each yield runs it, 5 us), a message caught after a yield does not.
+        sharingTheCore(strategy, 2 * PollerIdleStrategy.WINDOW, maxSpin);
+        assertThat(idleUntilSleep(strategy)).as("sharing the core again: not spinning").isEqualTo(yieldOnly);
+    }
+
+    /**
+     * {@code periods} idle periods whose message comes with the poller's first yield (a peer queued behind it on
+     * its core).
+     *
+     * @return the periods that spun for the max budget before yielding (probes)
+     */
+    private int sharingTheCore(final PollerIdleStrategy strategy, final int periods, final int maxSpinMicros)
+    {
+        int probes = 0;
+        yieldTakesNanos = 5_000; // the peer's turn
+        for (int period = 0; period < periods; period++)
+        {
+            strategy.idle(1);
+            final int before = yields;
+            int spun = 0;
+            while (yields == before)
+            {
+                clock.now += 1_000;
+                strategy.idle(0);
+                spun++;
+            }
+            if (spun >= maxSpinMicros)
+            {
+                probes++;
+            }
+        }
+        yieldTakesNanos = 0;
+        strategy.idle(1);
+        return probes;
     }
 
     @Test
@@ -156,6 +247,10 @@ class PollerIdleStrategyTest
         {
             sleeps++;
             return sleepFindsWork;
+        }, () ->
+        {
+            yields++;
+            clock.now += yieldTakesNanos;
         }, config, clock);
         strategy.reset();
         return strategy;
