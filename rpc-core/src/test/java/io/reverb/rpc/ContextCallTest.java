@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.reactivestreams.Publisher;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
@@ -133,7 +134,7 @@ class ContextCallTest
         final ServerCallHandler.Unary<StringValue, StringValue> handler = new ServerCallHandler.Unary<>()
         {
             @Override
-            public org.reactivestreams.Publisher<StringValue> invoke(final StringValue request)
+            public Publisher<StringValue> invoke(final StringValue request)
             {
                 return subscriber ->
                 {
@@ -146,7 +147,7 @@ class ContextCallTest
             }
 
             @Override
-            public org.reactivestreams.Publisher<StringValue> handle(final Flux<StringValue> requests)
+            public Publisher<StringValue> handle(final Flux<StringValue> requests)
             {
                 return requests.next().flatMap(r -> Mono.from(invoke(r)));
             }
