@@ -65,7 +65,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * Modes: {@code native} (Reverb's stubs over shm), {@code grpc} (grpc-java on Reverb over shm), {@code grpc-noretry}
  * (the same with {@code disableRetry()}), {@code grpc-client} (grpc-java's channel on Reverb, a native server),
- * {@code grpc-server} (a native client, grpc-java's server on Reverb), {@code netty} (grpc-java over Netty loopback).
+ * {@code grpc-server} (a native client, grpc-java's server on Reverb), {@code netty} (grpc-java over Netty loopback),
+ * {@code netty-noretry} (the same with {@code disableRetry()}).
  * Default: native, grpc, grpc-noretry, netty; 50000 calls each after as many for warm-up.
  */
 public final class AsyncCallProbe
@@ -142,7 +143,7 @@ public final class AsyncCallProbe
                 .setFullMethodName(METHOD).setType(MethodType.UNARY)
                 .setRequestMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance()))
                 .setResponseMarshaller(ProtoUtils.marshaller(BytesValue.getDefaultInstance())).build();
-        final boolean netty = "netty".equals(mode);
+        final boolean netty = mode.startsWith("netty");
         // native and grpc-client: a native server; grpc-server: a native client
         final boolean nativeServer = "native".equals(mode) || "grpc-client".equals(mode);
         final boolean nativeClient = "native".equals(mode) || "grpc-server".equals(mode);
@@ -203,7 +204,7 @@ public final class AsyncCallProbe
             final ManagedChannelBuilder<?> channelBuilder = netty ?
                 NettyChannelBuilder.forAddress(nettyAddress[0]).usePlaintext() : ReverbChannelBuilder.forTarget(address);
             channelBuilder.directExecutor();
-            if ("grpc-noretry".equals(mode))
+            if (mode.endsWith("-noretry"))
             {
                 channelBuilder.disableRetry();
             }

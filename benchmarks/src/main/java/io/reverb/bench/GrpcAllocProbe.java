@@ -42,7 +42,8 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  *
  * Modes: {@code native} (Reverb's stubs over shm), {@code grpc} (grpc-java on Reverb over shm), {@code grpc-noretry}
- * (the same with {@code disableRetry()}), {@code netty} (grpc-java over Netty loopback). Default: all, 30000 calls
+ * (the same with {@code disableRetry()}), {@code netty} (grpc-java over Netty loopback), {@code netty-noretry} (the same
+ * with {@code disableRetry()}). Default: all, 30000 calls
  * each after as many for warm-up.
  */
 public final class GrpcAllocProbe
@@ -112,7 +113,7 @@ public final class GrpcAllocProbe
                     o.onNext(r);
                     o.onCompleted();
                 })).build();
-            final boolean netty = "netty".equals(mode);
+            final boolean netty = mode.startsWith("netty");
             final ServerBuilder<?> serverBuilder = netty ?
                 NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)) : ReverbServerBuilder.forAddress(address);
             final Server server = serverBuilder.directExecutor().addService(service).build().start();
@@ -120,7 +121,7 @@ public final class GrpcAllocProbe
                 NettyChannelBuilder.forAddress((InetSocketAddress)server.getListenSockets().get(0)).usePlaintext() :
                 ReverbChannelBuilder.forTarget(address);
             channelBuilder.directExecutor();
-            if ("grpc-noretry".equals(mode))
+            if (mode.endsWith("-noretry"))
             {
                 channelBuilder.disableRetry();
             }

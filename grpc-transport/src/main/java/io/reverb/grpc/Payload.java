@@ -25,7 +25,12 @@ import java.util.Objects;
  *   per-thread array in pieces.</li>
  * </ul>
  * A message that arrived (or whose length its marshaller did not know) holds its bytes and is its own stream, a
- * {@link KnownLength} one: grpc-java's parsers size their buffers from it.
+ * {@link KnownLength} one: grpc-java's parsers size their buffers from it. grpc-java closes every message stream once
+ * it has parsed it (or dropped it), and a stream closed is not read again (its Netty transport releases the buffer
+ * under it then): so the array of a received message of up to {@link #RECYCLE_LIMIT} bytes, once closed, is kept by
+ * the closing thread for the next message that thread receives (one array per thread; with
+ * {@code directExecutor()} the transport's thread receives, parses and closes, and copies each small message into
+ * the same array). A closed received message reads as ended.
  */
 final class Payload extends InputStream implements KnownLength
 {
@@ -33,6 +38,10 @@ final class Payload extends InputStream implements KnownLength
     static final int SCRATCH_LIMIT = 16 * 1024;
     /** Per thread: the array messages are read into on their way to registered memory. */
     private static final ThreadLocal<byte[]> SCRATCH = new ThreadLocal<>();
+    /** The largest received message whose array is kept for the next one, once closed. */
+    static final int RECYCLE_LIMIT = 4096;
+    /** Per thread: a closed received message's array, for the next message received here (slot 0; null if none). */
+    private static final ThreadLocal<byte[][]> RECYCLED = ThreadLocal.withInitial(() -> new byte[1][]);
 
     /** Marshals payloads: the grpc-java marshaller already produced the bytes, this only moves them. */
     static final Marshaller<Payload> MARSHALLER = new Marshaller<>()
@@ -52,17 +61,18 @@ final class Payload extends InputStream implements KnownLength
         @Override
         public Payload read(final ByteBuffer source)
         {
-            final byte[] bytes = new byte[source.remaining()];
-            source.get(bytes);
-            return new Payload(bytes);
+            final int length = source.remaining();
+            final byte[] bytes = received(length);
+            source.get(bytes, 0, length);
+            return new Payload(bytes, length);
         }
     };
 
     /** What grpc-java's marshaller returned, or null when this holds the bytes. */
     private final InputStream stream;
     private final int length;
-    /** The bytes, when {@link #stream} is null. */
-    private final byte[] bytes;
+    /** The bytes, when {@link #stream} is null (the first {@link #length} of them); null once closed. */
+    private byte[] bytes;
     /** As a stream over {@link #bytes}: the next byte to read. */
     private int position;
 
@@ -75,8 +85,13 @@ final class Payload extends InputStream implements KnownLength
 
     private Payload(final byte[] bytes)
     {
+        this(bytes, bytes.length);
+    }
+
+    private Payload(final byte[] bytes, final int length)
+    {
         this.stream = null;
-        this.length = bytes.length;
+        this.length = length;
         this.bytes = bytes;
     }
 
@@ -198,7 +213,7 @@ final class Payload extends InputStream implements KnownLength
     @Override
     public int read()
     {
-        return position < length ? bytes[position++] & 0xff : -1;
+        return bytes != null && position < length ? bytes[position++] & 0xff : -1;
     }
 
     @Override
@@ -210,7 +225,7 @@ final class Payload extends InputStream implements KnownLength
             return 0;
         }
         final int n = Math.min(count, length - position);
-        if (n <= 0)
+        if (n <= 0 || bytes == null)
         {
             return -1;
         }
@@ -233,7 +248,58 @@ final class Payload extends InputStream implements KnownLength
     @Override
     public int available()
     {
-        return length - position;
+        return bytes == null ? 0 : length - position;
+    }
+
+    /**
+     * grpc-java is done with the message: a small received message's array is kept by this thread for the next
+     * message it receives. Once only; the stream reads as ended afterwards.
+     */
+    @Override
+    public void close()
+    {
+        final byte[] b = bytes;
+        if (stream != null || b == null)
+        {
+            return;
+        }
+        bytes = null;
+        position = length;
+        if (b.length <= RECYCLE_LIMIT)
+        {
+            final byte[][] slot = RECYCLED.get();
+            if (slot[0] == null || slot[0].length < b.length)
+            {
+                slot[0] = b; // the larger one is kept: it fits more messages
+            }
+        }
+    }
+
+    /**
+     * @param length a received message's length.
+     * @return an array for it: this thread's kept one if it fits, else a new one of that length.
+     */
+    private static byte[] received(final int length)
+    {
+        if (length > 0 && length <= RECYCLE_LIMIT)
+        {
+            final byte[][] slot = RECYCLED.get();
+            final byte[] kept = slot[0];
+            if (kept != null && kept.length >= length)
+            {
+                slot[0] = null; // this message owns it until grpc-java closes it
+                return kept;
+            }
+        }
+        return new byte[length];
+    }
+
+    /**
+     * @return the array holding a received message's bytes, null once closed (tests: which array a message got).
+     */
+    Object array()
+    {
+        return bytes;
     }
 
     /** Lets a {@link Drainable} write into the claimed buffer. */

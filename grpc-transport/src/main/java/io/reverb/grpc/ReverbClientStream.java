@@ -422,7 +422,7 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
     private Metadata trailers()
     {
         final ClientCallContext ctx = callContext;
-        return GrpcBridge.toGrpc(ctx != null ? ctx.trailers() : null);
+        return GrpcBridge.toGrpc(ctx != null ? ctx.receivedTrailers() : null); // no empty Reverb Metadata made
     }
 
     /**

@@ -25,7 +25,6 @@ import io.reverb.rpc.Status;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
-import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 
@@ -281,8 +280,7 @@ final class ReverbServer implements InternalServer
          */
         final ReverbServerStream open(final Subscriber<? super Payload> subscriber)
         {
-            final RpcContext context = subscriber instanceof CoreSubscriber ?
-                RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
+            final RpcContext context = RpcContext.of(subscriber); // rpc-core's subscriber: no Reactor context built
             if (context == null)
             {
                 // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
@@ -302,7 +300,7 @@ final class ReverbServer implements InternalServer
             final ReverbServerTransport transport = (ReverbServerTransport)attached;
             // without a peer's grpc-timeout (the deadline travels in the CALL frame), with gzip accepted unless the
             // client said otherwise (every Reverb client decompresses gzip, engine protocol v3)
-            final Metadata headers = GrpcBridge.serverHeaders(context.metadata(), GZIP);
+            final Metadata headers = GrpcBridge.serverHeaders(context.hasMetadata() ? context.metadata() : null, GZIP);
             final Deadline deadline = context.deadline();
             if (deadline != null)
             {

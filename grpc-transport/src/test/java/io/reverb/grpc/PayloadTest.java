@@ -25,7 +25,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * marshaller made, by each of {@link Payload}'s ways (straight into a buffer with an array; through the per-thread
  * array into registered memory, up to {@link Payload#SCRATCH_LIMIT} and one byte past it; drained or read in pieces
  * above it), and a received message is a stream of its own bytes that stays valid once the transport's buffer is
- * reused.
+ * reused, whose array, once grpc-java closed it, carries the next small message this thread receives.
  */
 class PayloadTest
 {
@@ -122,7 +122,85 @@ class PayloadTest
         assertThat(PROTO.parse(received.stream())).isEqualTo(BytesValue.getDefaultInstance());
     }
 
+    @Test
+    void aClosedSmallMessagesArrayShouldCarryTheNextMessageReceivedOnThisThread() throws IOException
+    {
+        final Payload first = received(BytesValue.of(ByteString.copyFrom(bytes(64))).toByteArray());
+        final Payload open = received(bytes(20));
+        assertThat(open.array()).as("the first is not closed yet").isNotSameAs(first.array());
+        final Object array = first.array();
+        // as grpc-java does: parse, then close
+        final BytesValue parsed = PROTO.parse(first.stream());
+        first.close();
+        assertThat(first.array()).isNull();
+        assertThat(first.available()).as("a closed message reads as ended").isZero();
+        assertThat(first.read()).isEqualTo(-1);
+        assertThat(first.read(new byte[4], 0, 4)).isEqualTo(-1);
+
+        final byte[] nextBytes = bytes(30);
+        final Payload next = received(nextBytes);
+        assertThat(next.array()).as("the closed message's array, reused").isSameAs(array);
+        assertThat(next.length()).isEqualTo(30);
+        assertThat(next.available()).isEqualTo(30);
+        assertThat(next.stream().readAllBytes()).isEqualTo(nextBytes);
+        // what was parsed from the first is the parser's copy: unchanged
+        assertThat(parsed.getValue().toByteArray()).isEqualTo(bytes(64));
+        assertThat(open.stream().readAllBytes()).isEqualTo(bytes(20));
+    }
+
+    @Test
+    void aMessageClosedTwiceShouldGiveItsArrayOnce()
+    {
+        final Payload once = received(bytes(40));
+        final Object array = once.array();
+        once.close();
+        once.close();
+        final Payload first = received(bytes(40));
+        final Payload second = received(bytes(40));
+        assertThat(first.array()).isSameAs(array);
+        assertThat(second.array()).as("not handed out twice").isNotSameAs(array);
+    }
+
+    @Test
+    void aLargeReceivedMessagesArrayShouldNotBeKept() throws IOException
+    {
+        final byte[] largeBytes = bytes(Payload.RECYCLE_LIMIT + 1);
+        final Payload large = received(largeBytes);
+        final Object array = large.array();
+        assertThat(large.stream().readAllBytes()).isEqualTo(largeBytes);
+        large.close();
+        final Payload small = received(bytes(10));
+        assertThat(small.array()).isNotSameAs(array);
+        assertThat(small.stream().readAllBytes()).isEqualTo(bytes(10));
+    }
+
+    @Test
+    void closingAnOutboundMessageShouldKeepNothing()
+    {
+        final Payload sent = Payload.outbound(PROTO.stream(BytesValue.of(ByteString.copyFrom(bytes(50)))));
+        sent.close();
+        final byte[] expected = BytesValue.of(ByteString.copyFrom(bytes(50))).toByteArray();
+        assertThat(written(Payload.outbound(PROTO.stream(BytesValue.of(ByteString.copyFrom(bytes(50))))),
+            ByteBuffer.allocateDirect(expected.length))).isEqualTo(expected);
+    }
+
     // ---------------------------------------------------------------- helpers
+
+    /** A message received from a transport's buffer (direct, at an offset), which is then reused. */
+    private static Payload received(final byte[] sent)
+    {
+        final ByteBuffer slot = ByteBuffer.allocateDirect(sent.length + 8);
+        slot.position(3);
+        slot.put(sent);
+        slot.flip().position(3);
+        final Payload payload = Payload.MARSHALLER.read(slot);
+        slot.clear();
+        while (slot.hasRemaining())
+        {
+            slot.put((byte)0x7f);
+        }
+        return payload;
+    }
 
     private static ByteBuffer[] targets(final int size)
     {

@@ -9,7 +9,8 @@ public final class ClientCallContext
 {
     private final MethodDescriptor<?, ?> method;
     private final CallOptions callOptions;
-    private final Metadata requestMetadata;
+    /** The options' metadata copied, or null until asked for when they carry none (most calls: nothing to send). */
+    private Metadata requestMetadata;
     private volatile Metadata responseHeaders;
     private volatile Metadata trailers;
     private volatile Status status;
@@ -24,7 +25,7 @@ public final class ClientCallContext
     {
         this.method = method;
         this.callOptions = callOptions;
-        this.requestMetadata = callOptions.metadata() != null ? callOptions.metadata().copy() : new Metadata();
+        this.requestMetadata = callOptions.metadata() != null ? callOptions.metadata().copy() : null;
     }
 
     /**
@@ -48,6 +49,22 @@ public final class ClientCallContext
      */
     public Metadata requestMetadata()
     {
+        Metadata metadata = requestMetadata;
+        if (metadata == null)
+        {
+            // an interceptor asks before the call is sent, on the thread that then sends it (as for its writes)
+            requestMetadata = metadata = new Metadata();
+        }
+        return metadata;
+    }
+
+    /**
+     * Runtime use: what the call sends, read as it is sent.
+     *
+     * @return the request metadata, or null when nobody asked for it and the options carry none (nothing to send).
+     */
+    public Metadata requestMetadataToSend()
+    {
         return requestMetadata;
     }
 
@@ -60,11 +77,33 @@ public final class ClientCallContext
     }
 
     /**
-     * @return the trailers, or null until the call ended.
+     * @return the trailers, or null until the call ended (an empty {@link Metadata} when it ended without any).
      */
     public Metadata trailers()
     {
-        return trailers;
+        final Metadata received = trailers;
+        if (received != null || status == null)
+        {
+            return received;
+        }
+        synchronized (this)
+        {
+            // ended without trailers: an empty one is made for the first reader (most callers never ask)
+            if (trailers == null)
+            {
+                trailers = new Metadata();
+            }
+            return trailers;
+        }
+    }
+
+    /**
+     * @return the trailers the call ended with, or null until it ended and when it ended without any (unlike
+     *         {@link #trailers()}, makes no empty {@link Metadata}).
+     */
+    public Metadata receivedTrailers()
+    {
+        return status == null ? null : trailers;
     }
 
     /**
@@ -89,7 +128,7 @@ public final class ClientCallContext
      * Runtime use: records how the call ended, before the subscriber is told.
      *
      * @param status   the status.
-     * @param trailers the trailers.
+     * @param trailers the trailers, or null for none.
      */
     public void closed(final Status status, final Metadata trailers)
     {

@@ -5,8 +5,10 @@ import io.reverb.rpc.compression.CodecRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.reactivestreams.Subscriber;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
@@ -37,7 +39,8 @@ public final class RpcContext
     public static final Class<RpcContext> CONTEXT_KEY = RpcContext.class;
 
     private final MethodDescriptor<?, ?> method;
-    private final Metadata requestMetadata;
+    /** The client's metadata; null until asked for when it sent none (the runtime passes none then). */
+    private volatile Metadata requestMetadata;
     private final Deadline deadline;
     private final String peer;
     private final AcceptedConnection connection;
@@ -68,7 +71,7 @@ public final class RpcContext
      * Created by the runtime for each call, with the connection the call came on.
      *
      * @param method          the method called.
-     * @param requestMetadata the client's initial metadata.
+     * @param requestMetadata the client's initial metadata, or null if it sent none.
      * @param deadline        the call's deadline, or null.
      * @param peer            a description of the client's address.
      * @param connection      the server connection the call came on, or null if there is none.
@@ -101,6 +104,34 @@ public final class RpcContext
     }
 
     /**
+     * The context of the call whose responses a subscriber takes: for the subscriber the runtime subscribes to a
+     * handler's response publisher, read from it directly (no Reactor context is built for it); for another
+     * {@link CoreSubscriber}, from its Reactor context.
+     *
+     * @param subscriber a subscriber to a handler's response publisher.
+     * @return the call's context, or null if it has none.
+     */
+    public static RpcContext of(final Subscriber<?> subscriber)
+    {
+        if (subscriber instanceof Carrier)
+        {
+            return ((Carrier)subscriber).rpcContext();
+        }
+        return subscriber instanceof CoreSubscriber ? from(((CoreSubscriber<?>)subscriber).currentContext()) : null;
+    }
+
+    /**
+     * What carries a call's context without a Reactor context: the runtime's subscriber to a handler's responses.
+     */
+    public interface Carrier
+    {
+        /**
+         * @return the context of the call.
+         */
+        RpcContext rpcContext();
+    }
+
+    /**
      * @return the method.
      */
     public MethodDescriptor<?, ?> method()
@@ -113,7 +144,30 @@ public final class RpcContext
      */
     public Metadata metadata()
     {
-        return requestMetadata;
+        Metadata metadata = requestMetadata;
+        if (metadata == null)
+        {
+            synchronized (this)
+            {
+                metadata = requestMetadata;
+                if (metadata == null)
+                {
+                    // the client sent none: an empty one for the first who asks (most handlers never do)
+                    requestMetadata = metadata = new Metadata();
+                }
+            }
+        }
+        return metadata;
+    }
+
+    /**
+     * @return whether the client's metadata has entries ({@link #metadata()} then makes no empty one to say it has
+     *         none).
+     */
+    public boolean hasMetadata()
+    {
+        final Metadata metadata = requestMetadata;
+        return metadata != null && !metadata.isEmpty();
     }
 
     /**

@@ -12,7 +12,11 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.reactivestreams.Publisher;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
@@ -62,6 +66,113 @@ class ContextCallTest
             assertThat(failed.trailers().get(Metadata.Key.of("detail-bin", Metadata.BINARY_BYTE_MARSHALLER)))
                 .containsExactly(1, 2, 3);
         }
+    }
+
+    @Test
+    void shouldMakeNoEmptyMetadataForACallThatSendsAndReceivesNone()
+    {
+        final String uri = "inproc://context-none-" + NAMES.incrementAndGet();
+        try (RpcServer server = RpcServer.builder(uri).addService(new TestService()).build().start();
+            RpcClientConnection channel = RpcClientConnection.create(RpcChannel.builder(uri)))
+        {
+            final ClientCallContext context = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT);
+            assertThat(context.requestMetadataToSend()).as("nothing to send, none made").isNull();
+            assertThat(context.trailers()).as("not ended").isNull();
+            StepVerifier.create(channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("a"), context))
+                .expectNext(StringValue.of("a")).expectComplete().verify(TIMEOUT);
+            assertThat(context.status().isOk()).isTrue();
+            assertThat(context.requestMetadataToSend()).isNull();
+            assertThat(context.receivedTrailers()).as("ended without trailers").isNull();
+            // who asks gets an empty one, the same each time
+            final Metadata trailers = context.trailers();
+            assertThat(trailers).isNotNull();
+            assertThat(trailers.isEmpty()).isTrue();
+            assertThat(context.trailers()).isSameAs(trailers);
+            assertThat(context.receivedTrailers()).isSameAs(trailers);
+
+            // asked for before the call is sent (as an interceptor does): what is put there is what is sent
+            final ClientCallContext asked = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT);
+            final Metadata metadata = asked.requestMetadata();
+            assertThat(asked.requestMetadata()).isSameAs(metadata);
+            metadata.put(SENT, "x");
+            assertThat(asked.requestMetadataToSend()).isSameAs(metadata);
+
+            // the options' metadata is copied, not shared
+            final Metadata options = new Metadata();
+            options.put(SENT, "y");
+            final ClientCallContext copied = new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT.withMetadata(options));
+            assertThat(copied.requestMetadataToSend()).isNotSameAs(options);
+            assertThat(copied.requestMetadataToSend().get(SENT)).isEqualTo("y");
+        }
+    }
+
+    @Test
+    void shouldMakeTheServerCallsEmptyRequestMetadataOnlyWhenAskedFor()
+    {
+        final RpcContext none = new RpcContext(TestService.ECHO, null, null, "peer");
+        assertThat(none.hasMetadata()).isFalse();
+        final Metadata made = none.metadata();
+        assertThat(made.isEmpty()).isTrue();
+        assertThat(none.metadata()).isSameAs(made);
+        assertThat(none.hasMetadata()).as("still empty").isFalse();
+        made.put(SENT, "z");
+        assertThat(none.hasMetadata()).isTrue();
+
+        final Metadata sent = new Metadata();
+        sent.put(SENT, "w");
+        final RpcContext some = new RpcContext(TestService.ECHO, sent, null, "peer");
+        assertThat(some.hasMetadata()).isTrue();
+        assertThat(some.metadata()).isSameAs(sent);
+    }
+
+    @Test
+    void shouldGiveTheCallsContextFromTheRuntimesSubscriberWithoutAReactorContext()
+    {
+        final String uri = "inproc://context-of-" + NAMES.incrementAndGet();
+        final AtomicReference<RpcContext> direct = new AtomicReference<>();
+        final AtomicReference<RpcContext> fromReactor = new AtomicReference<>();
+        final ServerCallHandler.Unary<StringValue, StringValue> handler = new ServerCallHandler.Unary<>()
+        {
+            @Override
+            public Publisher<StringValue> invoke(final StringValue request)
+            {
+                return subscriber ->
+                {
+                    final RpcContext context = RpcContext.of(subscriber);
+                    direct.set(context);
+                    fromReactor.set(RpcContext.from(((CoreSubscriber<?>)subscriber).currentContext()));
+                    Mono.just(StringValue.of(request.getValue() + ":" + context.hasMetadata() + ":" +
+                        context.metadata().get(SENT))).subscribe(subscriber);
+                };
+            }
+
+            @Override
+            public Publisher<StringValue> handle(final Flux<StringValue> requests)
+            {
+                return requests.next().flatMap(r -> Mono.from(invoke(r)));
+            }
+        };
+        final ServiceDefinition service = ServiceDefinition.builder(TestService.ECHO.serviceName())
+            .addMethod(TestService.ECHO, handler).build();
+        try (RpcServer server = RpcServer.builder(uri).addService(service).build().start();
+            RpcClientConnection channel = RpcClientConnection.create(RpcChannel.builder(uri)))
+        {
+            StepVerifier.create(channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT, StringValue.of("a"),
+                    new ClientCallContext(TestService.ECHO, CallOptions.DEFAULT)))
+                .expectNext(StringValue.of("a:false:null")).expectComplete().verify(TIMEOUT);
+            assertThat(direct.get()).isNotNull().isSameAs(fromReactor.get());
+            final Metadata sent = new Metadata();
+            sent.put(SENT, "hello");
+            final CallOptions options = CallOptions.DEFAULT.withMetadata(sent);
+            StepVerifier.create(channel.newUnaryCall(TestService.ECHO, options, StringValue.of("b"),
+                    new ClientCallContext(TestService.ECHO, options)))
+                .expectNext(StringValue.of("b:true:hello")).expectComplete().verify(TIMEOUT);
+            assertThat(direct.get()).isNotNull().isSameAs(fromReactor.get());
+        }
+        // a subscriber of somebody else's: from its Reactor context, which has none here
+        assertThat(RpcContext.of(new BaseSubscriber<Object>()
+        {
+        })).isNull();
     }
 
     @Test

@@ -14,7 +14,8 @@ public final class JmhTargets
     public static final String[] ALL =
     {
         "reverb-shm-adaptive", "reverb-shm-busy", "reverb-shm-event", "reverb-inproc", "grpc-netty", "grpc-inproc",
-        "grpc-netty-direct", "grpc-reverb-shm", "grpc-reverb-shm-direct", "reverb-shm-aliasing"
+        "grpc-netty-direct", "grpc-reverb-shm", "grpc-reverb-shm-direct", "reverb-shm-aliasing",
+        "grpc-netty-direct-noretry", "grpc-reverb-shm-direct-noretry"
     };
 
     private JmhTargets()
@@ -40,6 +41,9 @@ public final class JmhTargets
             case "reverb-shm-aliasing" -> "shm://" + unique + "?aliasing=true";
             case "grpc-reverb-shm" -> "grpc+shm://" + unique;
             case "grpc-reverb-shm-direct" -> "grpc+shm://" + unique + "?direct=true";
+            // the same with disableRetry() on the channel (grpc-java's retry layer off)
+            case "grpc-netty-direct-noretry" -> "grpc://127.0.0.1:0?direct=true&retry=false";
+            case "grpc-reverb-shm-direct-noretry" -> "grpc+shm://" + unique + "?direct=true&retry=false";
             default -> throw new IllegalArgumentException("unknown target " + name + "; known: " + String.join(", ", ALL));
         });
     }

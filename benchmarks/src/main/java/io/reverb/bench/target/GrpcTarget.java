@@ -36,7 +36,8 @@ import java.util.stream.Collectors;
  *
  * <p>Both use grpc-java's defaults (a cached thread pool runs callbacks), as a user gets them.
  * The query parameter {@code ?direct=true} switches client and server to {@code directExecutor()},
- * the configuration grpc-java's own benchmarks use for their best latency.
+ * the configuration grpc-java's own benchmarks use for their best latency; {@code ?retry=false} calls
+ * {@code disableRetry()} on the channel (grpc-java's retry layer, on by default, then no longer wraps every call).
  */
 public final class GrpcTarget implements Target
 {
@@ -90,7 +91,7 @@ public final class GrpcTarget implements Target
 
     /**
      * @param uri {@code grpc+shm://name?direct=true}.
-     * @return the Reverb address underneath, {@code shm://name} (the grpc-only query parameter dropped).
+     * @return the Reverb address underneath, {@code shm://name} (the grpc-only query parameters dropped).
      */
     private static String reverbAddress(final URI uri)
     {
@@ -101,7 +102,7 @@ public final class GrpcTarget implements Target
             return s;
         }
         final String kept = Arrays.stream(s.substring(q + 1).split("&"))
-            .filter(p -> !p.startsWith("direct=")).collect(Collectors.joining("&"));
+            .filter(p -> !p.startsWith("direct=") && !p.startsWith("retry=")).collect(Collectors.joining("&"));
         return kept.isEmpty() ? s.substring(0, q) : s.substring(0, q + 1) + kept;
     }
 
@@ -181,6 +182,10 @@ public final class GrpcTarget implements Target
             {
                 builder.directExecutor();
             }
+            if (noRetry(uri))
+            {
+                builder.disableRetry();
+            }
             channel = builder.build();
         }
         else if (INPROC_SCHEME.equals(uri.getScheme()))
@@ -190,6 +195,10 @@ public final class GrpcTarget implements Target
             if (direct)
             {
                 builder.directExecutor();
+            }
+            if (noRetry(uri))
+            {
+                builder.disableRetry();
             }
             channel = builder.build();
         }
@@ -201,6 +210,10 @@ public final class GrpcTarget implements Target
             {
                 builder.directExecutor();
             }
+            if (noRetry(uri))
+            {
+                builder.disableRetry();
+            }
             channel = builder.build();
         }
         return new GrpcClient(channel);
@@ -210,6 +223,12 @@ public final class GrpcTarget implements Target
     {
         final String query = uri.getQuery();
         return query != null && query.contains("direct=true");
+    }
+
+    private static boolean noRetry(final URI uri)
+    {
+        final String query = uri.getQuery();
+        return query != null && query.contains("retry=false");
     }
 
     private record GrpcServer(Server server, String uri) implements BenchServer

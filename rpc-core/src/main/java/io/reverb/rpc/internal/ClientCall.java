@@ -589,7 +589,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
         channel.metrics().callEnded(method, status, startNanos);
         if (context != null)
         {
-            context.closed(status, trailers != null ? trailers : new Metadata());
+            context.closed(status, trailers); // an empty Metadata only if someone reads the trailers
         }
         if (silent)
         {

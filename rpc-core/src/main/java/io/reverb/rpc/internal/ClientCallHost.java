@@ -357,7 +357,7 @@ abstract class ClientCallHost
                 Operators.error(actual, unknownCompressor(options).asException());
                 return;
             }
-            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            final Metadata metadata = context != null ? context.requestMetadataToSend() : options.metadata();
             new UnaryClientCall<>(host, method, request, context, metadata, host.deadlineOf(options, parent),
                 options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);
         }
@@ -393,7 +393,7 @@ abstract class ClientCallHost
                 Operators.error(actual, unknownCompressor(options).asException());
                 return;
             }
-            final Metadata metadata = context != null ? context.requestMetadata() : options.metadata();
+            final Metadata metadata = context != null ? context.requestMetadataToSend() : options.metadata();
             final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
             new StreamingClientCall<>(host, method, requests, context, metadata, host.deadlineOf(options, parent),
                 options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);

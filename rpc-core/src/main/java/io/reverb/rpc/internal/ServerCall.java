@@ -38,7 +38,7 @@ import reactor.util.context.Context;
  * @param <Req>  request type.
  * @param <Resp> response type.
  */
-abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>
+abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>, RpcContext.Carrier
 {
     private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
 
@@ -375,7 +375,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         if (rpcContext == null)
         {
-            rpcContext = new RpcContext(method, requestMetadata != null ? requestMetadata : new Metadata(), deadline,
+            rpcContext = new RpcContext(method, requestMetadata, deadline, // none sent: made when a handler asks
                 connection.peer(), connection);
             if (earlyEnd != null)
             {
@@ -383,6 +383,15 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
         }
         return rpcContext;
+    }
+
+    /**
+     * The call's context for a subscriber that asks without a Reactor context ({@link RpcContext#of}).
+     */
+    @Override
+    public final RpcContext rpcContext()
+    {
+        return context();
     }
 
     private synchronized Metadata trailersCopy()
