@@ -38,6 +38,11 @@ final class ClientConnection extends RpcConnection
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
     /**
+     * The call the last MESSAGE was for (the transport's thread only): a unary call's STATUS follows its response in
+     * the same transport message and finds its call here, without a lookup.
+     */
+    private RpcStream lastTarget;
+    /**
      * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
      * ones. Each entry holds the time it left, in nanoseconds.
      */
@@ -169,6 +174,25 @@ final class ClientConnection extends RpcConnection
                 final int code = status.code();
                 final String description = status.description(end); // null, without allocating, when absent
                 final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
+                final RpcStream target = lastTarget;
+                lastTarget = null;
+                if (target != null && target.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
+                {
+                    // The call of the MESSAGE just read: ended first, removed after. Its end may start the next call
+                    // (a closed loop does, on this thread), whose CALL then leaves before this bookkeeping is done. A
+                    // call that ended meanwhile on another thread (cancel, close) ignores the status; its removal
+                    // then finds nothing to remove or removes it again, harmlessly (ids are never reused).
+                    try
+                    {
+                        ((ClientCall<?, ?>)target).onStatus(Status.fromCodeValue(code).withDescription(description),
+                            trailers);
+                    }
+                    finally
+                    {
+                        remove(streamId);
+                    }
+                    return;
+                }
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
@@ -196,6 +220,14 @@ final class ClientConnection extends RpcConnection
             default:
                 onCommonFrame(type, flags, streamId, buffer, start, end);
         }
+    }
+
+    @Override
+    RpcStream messageTarget(final int streamId)
+    {
+        final RpcStream target = streams.get(streamId);
+        lastTarget = target;
+        return target;
     }
 
     @Override
