@@ -38,11 +38,6 @@ final class ClientConnection extends RpcConnection
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
     /**
-     * The call the last MESSAGE was for (the transport's thread only): a unary call's STATUS follows its response in
-     * the same transport message and finds its call here, without a lookup.
-     */
-    private RpcStream lastTarget;
-    /**
      * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
      * ones. Each entry holds the time it left, in nanoseconds.
      */
@@ -153,8 +148,8 @@ final class ClientConnection extends RpcConnection
     }
 
     @Override
-    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
-        final int end) throws ProtocolException
+    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+        final int start, final int end, final RpcStream routed) throws ProtocolException
     {
         switch (type)
         {
@@ -166,7 +161,7 @@ final class ClientConnection extends RpcConnection
                 {
                     ((ClientCall<?, ?>)stream).onHeaders(headers);
                 }
-                return;
+                return null;
             }
             case STATUS:
             {
@@ -174,24 +169,23 @@ final class ClientConnection extends RpcConnection
                 final int code = status.code();
                 final String description = status.description(end); // null, without allocating, when absent
                 final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
-                final RpcStream target = lastTarget;
-                lastTarget = null;
-                if (target != null && target.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
+                if (routed != null && routed.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
                 {
-                    // The call of the MESSAGE just read: ended first, removed after. Its end may start the next call
+                    // A unary call's STATUS after its response in one transport message: the call of that MESSAGE,
+                    // known without a lookup, ended first and removed after. Its end may start the next call
                     // (a closed loop does, on this thread), whose CALL then leaves before this bookkeeping is done. A
                     // call that ended meanwhile on another thread (cancel, close) ignores the status; its removal
                     // then finds nothing to remove or removes it again, harmlessly (ids are never reused).
                     try
                     {
-                        ((ClientCall<?, ?>)target).onStatus(Status.fromCodeValue(code).withDescription(description),
+                        ((ClientCall<?, ?>)routed).onStatus(Status.fromCodeValue(code).withDescription(description),
                             trailers);
                     }
                     finally
                     {
                         remove(streamId);
                     }
-                    return;
+                    return null;
                 }
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
@@ -211,23 +205,15 @@ final class ClientConnection extends RpcConnection
                 {
                     remove(streamId);
                 }
-                return;
+                return null;
             }
             case CALL:
             case HALF_CLOSE:
             case CANCEL:
                 throw new ProtocolException("unexpected " + type + " frame from a server");
             default:
-                onCommonFrame(type, flags, streamId, buffer, start, end);
+                return onCommonFrame(type, flags, streamId, buffer, start, end);
         }
-    }
-
-    @Override
-    RpcStream messageTarget(final int streamId)
-    {
-        final RpcStream target = streams.get(streamId);
-        lastTarget = target;
-        return target;
     }
 
     @Override

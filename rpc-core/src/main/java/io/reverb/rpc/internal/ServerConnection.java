@@ -165,14 +165,14 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     }
 
     @Override
-    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
-        final int end) throws ProtocolException
+    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+        final int start, final int end, final RpcStream routed) throws ProtocolException
     {
         switch (type)
         {
             case CALL:
                 onCall(streamId, buffer, start, end);
-                return;
+                return null;
             case HALF_CLOSE:
             {
                 final RpcStream stream = streams.get(streamId);
@@ -180,7 +180,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onHalfClose();
                 }
-                return;
+                return null;
             }
             case CANCEL:
             {
@@ -191,13 +191,13 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onCancel(Status.fromCodeValue(code).withDescription("cancelled by the client"));
                 }
-                return;
+                return null;
             }
             case HEADERS:
             case STATUS:
                 throw new ProtocolException("unexpected " + type + " frame from a client");
             default:
-                onCommonFrame(type, flags, streamId, buffer, start, end);
+                return onCommonFrame(type, flags, streamId, buffer, start, end);
         }
     }
 
