@@ -30,6 +30,8 @@ public final class LoopbackTransportProvider implements TransportProvider
 
     private static final ConcurrentHashMap<String, ServerListener.Acceptor> LISTENERS = new ConcurrentHashMap<>();
     private static final Delivery DELIVERY = new Delivery();
+    /** Set by {@link RpcCostProbe}'s {@code phases} mode: each delivery's time split at its first commit. */
+    static volatile Phases phases;
 
     @Override
     public String scheme()
@@ -57,8 +59,8 @@ public final class LoopbackTransportProvider implements TransportProvider
         {
             return CompletableFuture.failedFuture(new IOException("no loopback server named '" + uri.getAuthority() + "'"));
         }
-        final End client = new End("loopback-client", uri.toString());
-        final End server = new End(uri.toString(), "loopback-client");
+        final End client = new End("loopback-client", uri.toString(), 0);
+        final End server = new End(uri.toString(), "loopback-client", 1);
         client.peer = server;
         server.peer = client;
         client.handler = handler;
@@ -161,20 +163,76 @@ public final class LoopbackTransportProvider implements TransportProvider
 
     private static final Object CLOSE = new Object();
 
+    /**
+     * Each delivery's time on the delivering thread, split at the first message it commits: before it (what delays
+     * the peer when the two ends are two processes) and after it (what runs while the peer already works), per side.
+     * Two {@link System#nanoTime()} per delivery and one per commit: {@code raw} mode's figures are their cost.
+     */
+    static final class Phases
+    {
+        /** Per side (client 0, server 1): deliveries, nanoseconds before the first commit, after it. */
+        final long[] deliveries = new long[2];
+        final long[] before = new long[2];
+        final long[] after = new long[2];
+        private int side = -1;
+        private long start;
+        private long commit;
+
+        void receiving(final int side)
+        {
+            this.side = side;
+            commit = 0;
+            start = System.nanoTime();
+        }
+
+        void committed()
+        {
+            if (side >= 0 && commit == 0)
+            {
+                commit = System.nanoTime();
+            }
+        }
+
+        void received()
+        {
+            final long end = System.nanoTime();
+            final int s = side;
+            side = -1;
+            if (s < 0)
+            {
+                return; // a nested delivery ended (cannot happen: deliveries run one after another)
+            }
+            final long split = commit == 0 ? end : commit;
+            deliveries[s]++;
+            before[s] += split - start;
+            after[s] += end - split;
+        }
+
+        void reset()
+        {
+            java.util.Arrays.fill(deliveries, 0);
+            java.util.Arrays.fill(before, 0);
+            java.util.Arrays.fill(after, 0);
+        }
+    }
+
     /** One end of a loopback connection. */
     private static final class End implements Connection, WriteClaim.Committer
     {
         private final String localAddress;
         private final String remoteAddress;
         private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
+        /** 0 for the client's end, 1 for the server's: where {@link Phases} counts this end's deliveries. */
+        private final int side;
         private End peer;
         private volatile ConnectionHandler handler;
         private volatile boolean closed;
 
-        End(final String localAddress, final String remoteAddress)
+        End(final String localAddress, final String remoteAddress, final int side)
         {
             this.localAddress = localAddress;
             this.remoteAddress = remoteAddress;
+            this.side = side;
         }
 
         @Override
@@ -207,6 +265,11 @@ public final class LoopbackTransportProvider implements TransportProvider
             }
             final ByteBuffer buffer = claim.buffer();
             buffer.limit(claim.offset() + claim.length()).position(claim.offset());
+            final Phases p = phases;
+            if (p != null)
+            {
+                p.committed();
+            }
             DELIVERY.add(peer, buffer);
             return ClaimResult.OK;
         }
@@ -242,8 +305,17 @@ public final class LoopbackTransportProvider implements TransportProvider
             {
                 if (!closed)
                 {
+                    final Phases p = phases;
+                    if (p != null)
+                    {
+                        p.receiving(side);
+                    }
                     handler.onMessage(this, buffer);
                     handler.onReadComplete(this);
+                    if (p != null)
+                    {
+                        p.received();
+                    }
                 }
             }
             finally

@@ -29,11 +29,14 @@ import reactor.core.CoreSubscriber;
  * client's poller), every step on one thread. It prints, per call: the thread's CPU time (ThreadMXBean, less
  * sensitive to a loaded machine than latency), the bytes that thread allocated, and the bytes all threads allocated
  * (equal when nothing ran elsewhere). Mode {@code raw} is the same chain of 4 + 64-byte messages over the same
- * loopback with no RPC: its CPU time is the probe's own floor, to subtract.
+ * loopback with no RPC: its CPU time is the probe's own floor, to subtract. Modes {@code rpc-phases} and
+ * {@code raw-phases} also split each message's delivery at the first message it commits: on the client, the response's
+ * handling up to the next call's commit; on the server, the request's up to the response's. Between two processes
+ * what comes before the commit is on the round trip's path, what comes after runs while the peer works.
  *
  * <pre>
  * java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED -cp benchmarks/target/reverb-bench.jar \
- *     io.reverb.bench.loopback.RpcCostProbe [calls per round] [rounds] [rpc|raw ...]
+ *     io.reverb.bench.loopback.RpcCostProbe [calls per round] [rounds] [rpc|raw|rpc-phases|raw-phases ...]
  * </pre>
  *
  * Defaults: 1,000,000 calls per round after as many for warm-up, 5 rounds, modes {@code rpc raw}.
@@ -71,15 +74,18 @@ public final class RpcCostProbe
         {
             switch (mode)
             {
-                case "rpc" -> rpc(calls, rounds);
-                case "raw" -> raw(calls, rounds);
-                default -> throw new IllegalArgumentException("unknown mode " + mode + " (rpc, raw)");
+                case "rpc" -> rpc(calls, rounds, false);
+                case "raw" -> raw(calls, rounds, false);
+                case "rpc-phases" -> rpc(calls, rounds, true);
+                case "raw-phases" -> raw(calls, rounds, true);
+                default -> throw new IllegalArgumentException("unknown mode " + mode +
+                    " (rpc, raw, rpc-phases, raw-phases)");
             }
         }
         System.exit(0);
     }
 
-    private static void rpc(final int calls, final int rounds)
+    private static void rpc(final int calls, final int rounds, final boolean phases)
     {
         final String uri = "loopback://cost-" + ProcessHandle.current().pid();
         try (RpcServer server = RpcServer.builder(uri).addService(ReverbTarget.serviceDefinition()).build().start();
@@ -91,15 +97,15 @@ public final class RpcCostProbe
             // connects, off the chain: the chain's calls find the connection ready
             ClientCalls.unary(channel, ReverbTarget.ECHO_METHOD, CallOptions.DEFAULT, request).block(Duration.ofSeconds(10));
             final Chain chain = new Chain(channel, request);
-            measure("rpc (warm-up)", calls, chain::run);
+            measure("rpc (warm-up)", calls, chain::run, phases);
             for (int round = 0; round < rounds; round++)
             {
-                measure("rpc", calls, chain::run);
+                measure(phases ? "rpc-phases" : "rpc", calls, chain::run, phases);
             }
         }
     }
 
-    private static void raw(final int calls, final int rounds) throws Exception
+    private static void raw(final int calls, final int rounds, final boolean phases) throws Exception
     {
         final String uri = "loopback://raw-" + ProcessHandle.current().pid();
         final LoopbackTransportProvider provider = (LoopbackTransportProvider)Transports.providerFor(URI.create(uri));
@@ -108,10 +114,10 @@ public final class RpcCostProbe
         {
             final RawClient client = new RawClient();
             client.connection = provider.connect(URI.create(uri), client).get();
-            measure("raw (warm-up)", calls, client::run);
+            measure("raw (warm-up)", calls, client::run, phases);
             for (int round = 0; round < rounds; round++)
             {
-                measure("raw", calls, client::run);
+                measure(phases ? "raw-phases" : "raw", calls, client::run, phases);
             }
             client.connection.close();
         }
@@ -123,8 +129,10 @@ public final class RpcCostProbe
         int run(int calls);
     }
 
-    private static void measure(final String name, final int calls, final Round round)
+    private static void measure(final String name, final int calls, final Round round, final boolean phases)
     {
+        final LoopbackTransportProvider.Phases split = phases ? new LoopbackTransportProvider.Phases() : null;
+        LoopbackTransportProvider.phases = split;
         final ThreadMXBean mx = (ThreadMXBean)ManagementFactory.getThreadMXBean();
         final long thread = Thread.currentThread().getId();
         final long all0 = allThreadsAllocated(mx);
@@ -136,6 +144,7 @@ public final class RpcCostProbe
         final long cpu = mx.getCurrentThreadCpuTime() - cpu0;
         final long bytes = mx.getThreadAllocatedBytes(thread) - bytes0;
         final long all = allThreadsAllocated(mx) - all0;
+        LoopbackTransportProvider.phases = null;
         if (done != calls)
         {
             throw new IllegalStateException(name + ": " + done + " of " + calls + " calls completed on the calling " +
@@ -144,6 +153,19 @@ public final class RpcCostProbe
         System.out.printf(Locale.ROOT, "%-14s %8.1f ns CPU/call %8.1f ns wall/call %7.1f B/call (thread) " +
             "%7.1f B/call (all threads)%n", name, (double)cpu / calls, (double)wall / calls, (double)bytes / calls,
             (double)all / calls);
+        if (split != null)
+        {
+            // client: the response's delivery up to the next call's commit; server: the request's up to the response's
+            System.out.printf(Locale.ROOT, "%-14s client %6.1f ns to its commit + %6.1f ns after; server %6.1f + %6.1f " +
+                "(wall ns per delivery; %,d + %,d deliveries)%n", "", per(split.before[0], split.deliveries[0]),
+                per(split.after[0], split.deliveries[0]), per(split.before[1], split.deliveries[1]),
+                per(split.after[1], split.deliveries[1]), split.deliveries[0], split.deliveries[1]);
+        }
+    }
+
+    private static double per(final long nanos, final long count)
+    {
+        return count == 0 ? 0 : (double)nanos / count;
     }
 
     private static long allThreadsAllocated(final ThreadMXBean mx)

@@ -36,6 +36,13 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     final Deadline deadline;
     final boolean waitForReady;
     CoreSubscriber<? super Resp> actual;
+    /**
+     * The thread that runs the subscriber's {@code onSubscribe} in {@link #start}, while it runs; null otherwise. Until
+     * {@code onSubscribe} returns no other thread can reach the call (nothing has it yet: no connection, timer or
+     * parent call), so what that thread does to the call meanwhile needs no monitor: it is published to the others with
+     * the call itself (under the locks that hand it to them).
+     */
+    Thread subscribingThread;
     /** What requests are compressed with; set before start. */
     OutboundCompression compression = OutboundCompression.NONE;
     private long startNanos;
@@ -147,7 +154,15 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         this.actual = actual;
         startNanos = channel.metrics().callStarted();
-        actual.onSubscribe(this);
+        subscribingThread = Thread.currentThread();
+        try
+        {
+            actual.onSubscribe(this);
+        }
+        finally
+        {
+            subscribingThread = null;
+        }
         if (deadline != null)
         {
             final long remaining = deadline.timeRemainingNanos();

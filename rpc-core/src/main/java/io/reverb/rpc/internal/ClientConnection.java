@@ -148,8 +148,8 @@ final class ClientConnection extends RpcConnection
     }
 
     @Override
-    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
-        final int end) throws ProtocolException
+    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+        final int start, final int end, final RpcStream routed) throws ProtocolException
     {
         switch (type)
         {
@@ -161,7 +161,7 @@ final class ClientConnection extends RpcConnection
                 {
                     ((ClientCall<?, ?>)stream).onHeaders(headers);
                 }
-                return;
+                return null;
             }
             case STATUS:
             {
@@ -169,6 +169,24 @@ final class ClientConnection extends RpcConnection
                 final int code = status.code();
                 final String description = status.description(end); // null, without allocating, when absent
                 final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
+                if (routed != null && routed.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
+                {
+                    // A unary call's STATUS after its response in one transport message: the call of that MESSAGE,
+                    // known without a lookup, ended first and removed after. Its end may start the next call
+                    // (a closed loop does, on this thread), whose CALL then leaves before this bookkeeping is done. A
+                    // call that ended meanwhile on another thread (cancel, close) ignores the status; its removal
+                    // then finds nothing to remove or removes it again, harmlessly (ids are never reused).
+                    try
+                    {
+                        ((ClientCall<?, ?>)routed).onStatus(Status.fromCodeValue(code).withDescription(description),
+                            trailers);
+                    }
+                    finally
+                    {
+                        remove(streamId);
+                    }
+                    return null;
+                }
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
@@ -187,14 +205,14 @@ final class ClientConnection extends RpcConnection
                 {
                     remove(streamId);
                 }
-                return;
+                return null;
             }
             case CALL:
             case HALF_CLOSE:
             case CANCEL:
                 throw new ProtocolException("unexpected " + type + " frame from a server");
             default:
-                onCommonFrame(type, flags, streamId, buffer, start, end);
+                return onCommonFrame(type, flags, streamId, buffer, start, end);
         }
     }
 

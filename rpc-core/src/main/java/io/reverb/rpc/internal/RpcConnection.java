@@ -318,6 +318,9 @@ abstract class RpcConnection implements ConnectionHandler
         FrameCodec.le(message);
         final int end = message.limit();
         int at = message.position();
+        // the stream the previous frame of this message, a MESSAGE, went to: on the stack, not in a field (a young
+        // call stored into this long-lived object would cost the collector's write barrier on every call)
+        RpcStream routed = null;
         try
         {
             while (at < end)
@@ -350,7 +353,7 @@ abstract class RpcConnection implements ConnectionHandler
                 final int streamId = inHeader.streamId();
                 final int bodyStart = at + FrameHeaderFlyweight.HEADER_LENGTH;
                 final int frameEnd = at + frameLength;
-                onFrame(type, flags, streamId, message, bodyStart, frameEnd);
+                routed = onFrame(type, flags, streamId, message, bodyStart, frameEnd, routed);
                 message.limit(end);
                 at = frameEnd;
             }
@@ -364,11 +367,18 @@ abstract class RpcConnection implements ConnectionHandler
     /**
      * Frames for a stream or the connection. Subclasses handle what is specific to their side and call
      * {@link #onCommonFrame} for the rest.
+     *
+     * @param routed the stream the previous frame of the same transport message, a MESSAGE, was delivered to; else
+     *               null.
+     * @return the stream this frame, a MESSAGE, was delivered to; else null.
      */
-    abstract void onFrame(FrameType type, int flags, int streamId, ByteBuffer buffer, int start, int end)
-        throws ProtocolException;
+    abstract RpcStream onFrame(FrameType type, int flags, int streamId, ByteBuffer buffer, int start, int end,
+        RpcStream routed) throws ProtocolException;
 
-    final void onCommonFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+    /**
+     * @return the stream a MESSAGE was delivered to; else null.
+     */
+    final RpcStream onCommonFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
         final int start, final int end) throws ProtocolException
     {
         switch (type)
@@ -378,22 +388,22 @@ abstract class RpcConnection implements ConnectionHandler
                 final RpcStream stream = messageTarget(streamId);
                 if (stream == null)
                 {
-                    return; // the call already ended here (cancel, deadline): late frames are expected
+                    return null; // the call already ended here (cancel, deadline): late frames are expected
                 }
                 if ((flags & FrameType.Flags.COMPRESSED) != 0)
                 {
                     onCompressedMessage(stream, (flags & FrameType.Flags.END_STREAM) != 0, buffer, start, end);
-                    return;
+                    return stream;
                 }
                 final int length = end - start;
                 if (length > maxInboundMessageSize)
                 {
                     stream.onOversizedMessage(length, maxInboundMessageSize);
-                    return;
+                    return null;
                 }
                 buffer.limit(end).position(start);
                 stream.onMessage(buffer, (flags & FrameType.Flags.END_STREAM) != 0);
-                return;
+                return stream;
             }
             case REQUEST_N:
             {
@@ -408,7 +418,7 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     stream.onRequestN(n);
                 }
-                return;
+                return null;
             }
             case PING:
             {
@@ -425,7 +435,7 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     onPingAck(payload);
                 }
-                return;
+                return null;
             }
             case GOAWAY:
             {
@@ -435,7 +445,7 @@ abstract class RpcConnection implements ConnectionHandler
                 final String[] description = new String[1];
                 FrameCodec.getString(buffer, start + 8, end, description);
                 onGoAway(lastStreamId, Status.fromCodeValue(code).withDescription(description[0]));
-                return;
+                return null;
             }
             default:
                 throw new ProtocolException("unexpected " + type + " frame");

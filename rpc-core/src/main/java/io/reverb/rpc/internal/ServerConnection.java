@@ -24,7 +24,11 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     private final ServerRuntime server;
     private volatile int lastStreamId;
     private volatile boolean draining;
-    /** Guarded by drainLock: the GOAWAY was handed to {@link #write}; a drained connection may close after it. */
+    /**
+     * Guarded by the drain lock, {@link #streams}' monitor, which orders call acceptance against GOAWAY (see onCall)
+     * and is taken before the write lock, never inside it: the GOAWAY was handed to {@link #write}; a drained
+     * connection may close after it.
+     */
     private boolean goAwayWritten;
     /** Tests only: runs after the connection is marked draining and before its GOAWAY is written. */
     volatile Runnable beforeGoAwayWrite;
@@ -34,8 +38,6 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     private final int maxConcurrentCalls;
     private final KeepAliveEnforcer keepAlive;
     private static final Status SHUTTING_DOWN = Status.OK.withDescription("server shutting down");
-    /** Orders call acceptance against GOAWAY (see onCall); taken before the write lock, never inside it. */
-    private final Object drainLock = new Object();
     private volatile Disposable ageTimer;
     /**
      * Whether a call's handler waits for the end of the transport's read batch (see {@link #onCall}): only where
@@ -163,14 +165,14 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     }
 
     @Override
-    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
-        final int end) throws ProtocolException
+    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+        final int start, final int end, final RpcStream routed) throws ProtocolException
     {
         switch (type)
         {
             case CALL:
                 onCall(streamId, buffer, start, end);
-                return;
+                return null;
             case HALF_CLOSE:
             {
                 final RpcStream stream = streams.get(streamId);
@@ -178,7 +180,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onHalfClose();
                 }
-                return;
+                return null;
             }
             case CANCEL:
             {
@@ -189,13 +191,13 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onCancel(Status.fromCodeValue(code).withDescription("cancelled by the client"));
                 }
-                return;
+                return null;
             }
             case HEADERS:
             case STATUS:
                 throw new ProtocolException("unexpected " + type + " frame from a client");
             default:
-                onCommonFrame(type, flags, streamId, buffer, start, end);
+                return onCommonFrame(type, flags, streamId, buffer, start, end);
         }
     }
 
@@ -217,8 +219,9 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         final Metadata metadata = readMetadataOrNull(buffer, call.metadataOffset(), end);
         final ServerCall<?, ?> serverCall;
         // one decision against a graceful shutdown: a call is either registered before the GOAWAY is written (and
-        // runs to its end) or refused after it (and the client, having read the GOAWAY first, resends it elsewhere)
-        synchronized (drainLock)
+        // runs to its end) or refused after it (and the client, having read the GOAWAY first, resends it elsewhere).
+        // The drain lock is the stream map's own monitor: the decision and the registration are one monitor.
+        synchronized (streams)
         {
             if (!draining && server.isShutdown())
             {
@@ -253,7 +256,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 return;
             }
             serverCall = ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
-            streams.put(streamId, serverCall);
+            streams.putHeld(streamId, serverCall);
         }
         if (deferStarts)
         {
@@ -308,7 +311,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
      */
     private boolean drainedEmpty()
     {
-        synchronized (drainLock)
+        synchronized (streams)
         {
             return goAwayWritten && streams.isEmpty();
         }
@@ -325,13 +328,14 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
 
     private void goAway(final Status status)
     {
-        synchronized (drainLock)
+        synchronized (streams)
         {
             goAwayLocked(status);
         }
     }
 
-    // guarded by drainLock: no call is registered or refused while the GOAWAY and its last stream id go out
+    // guarded by the drain lock (streams' monitor): no call is registered or refused while the GOAWAY and its last
+    // stream id go out
     private void goAwayLocked(final Status status)
     {
         if (draining)

@@ -33,6 +33,18 @@ final class StreamMap
 
     synchronized void put(final int id, final RpcStream stream)
     {
+        putHeld(id, stream);
+    }
+
+    /**
+     * {@link #put}, by a caller that holds this map's monitor already (the server's drain lock is this monitor).
+     *
+     * @param id     the stream id.
+     * @param stream the stream.
+     */
+    void putHeld(final int id, final RpcStream stream)
+    {
+        assert Thread.holdsLock(this);
         if (id == EMPTY)
         {
             throw new IllegalArgumentException("stream id 0");

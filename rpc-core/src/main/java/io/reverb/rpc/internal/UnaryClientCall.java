@@ -101,6 +101,13 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
             failLocally(Status.INTERNAL.withDescription("request(" + n + "): demand must be positive (rule 3.9)"), true);
             return;
         }
+        if (subscribingThread == Thread.currentThread() && end == null)
+        {
+            // the common request, from onSubscribe: the call is this thread's alone (see subscribingThread), and
+            // nothing can be delivered before its end
+            requested = true;
+            return;
+        }
         final boolean deliver;
         synchronized (this)
         {

@@ -61,6 +61,8 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     /** Lent arrays one marshaller remembers for their release; beyond that the oldest are forgotten. */
     static final long MAX_LENT_BYTES = 128L << 20;
     private static final ThreadLocal<Encoder> ENCODERS = ThreadLocal.withInitial(Encoder::new);
+    /** Misses after which a thread's encoder takes {@link #local}'s place: see {@link #encoder()}. */
+    private static final int TAKE_OVER_AFTER_MISSES = 64;
 
     private final T defaultInstance;
     private final Parser<T> parser;
@@ -73,6 +75,12 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
      * Immutable once made; a race makes it twice, harmlessly.
      */
     private LargeFieldSplitter<T> splitter;
+    /**
+     * The encoder of the thread that uses this marshaller most, looked up without the thread-local map (a measurable
+     * part of a small call's cost: two lookups per message each way). Only its owner uses it (checked on every use);
+     * a plain field, safely read by any thread because the owner is final. See {@link #encoder()}.
+     */
+    private Encoder local;
     /** Aliasing mode: fill arrays with {@code 0xDB} when this marshaller gives them back (debugging aid). */
     private final boolean poisonReleasedArrays;
     /**
@@ -185,7 +193,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     {
         // Small messages (the common case) go through this thread's reusable encoder: CodedOutputStream cannot be
         // re-targeted, and a new one over a direct buffer costs two objects (~150 bytes) per message.
-        final Encoder encoder = value.getSerializedSize() <= SMALL_MESSAGE ? ENCODERS.get() : null;
+        final Encoder encoder = value.getSerializedSize() <= SMALL_MESSAGE ? encoder() : null;
         if (encoder != null && encoder.target == null)
         {
             encoder.target = target;
@@ -196,7 +204,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             }
             catch (final IOException | RuntimeException e)
             {
-                ENCODERS.remove(); // it may hold part of this message: never reuse it
+                encoder.reset(); // its stream may hold part of this message: never reuse that
                 throw serializationFailed(e);
             }
             finally
@@ -217,6 +225,29 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         }
     }
 
+    /**
+     * This thread's encoder: {@link #local} when this thread owns it, else the thread-local one, which takes
+     * {@link #local}'s place after {@value #TAKE_OVER_AFTER_MISSES} misses of its thread (a marshaller used by one
+     * thread, such as a transport's poller, finds its encoder there from then on; threads that take turns replace it
+     * rarely, so the field is not a line written on every call).
+     */
+    private Encoder encoder()
+    {
+        final Thread thread = Thread.currentThread();
+        final Encoder cached = local;
+        if (cached != null && cached.owner == thread)
+        {
+            return cached;
+        }
+        final Encoder own = ENCODERS.get();
+        if (++own.misses >= TAKE_OVER_AFTER_MISSES)
+        {
+            own.misses = 0;
+            local = own;
+        }
+        return own;
+    }
+
     private static RuntimeException serializationFailed(final Exception e)
     {
         return Status.INTERNAL.withDescription("protobuf serialization failed: " + e.getMessage())
@@ -230,9 +261,19 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
      */
     private static final class Encoder extends OutputStream
     {
-        final CodedOutputStream output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
+        CodedOutputStream output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
         final byte[] scratch = new byte[SMALL_MESSAGE];
+        /** The thread whose encoder this is: the only one that uses it. */
+        final Thread owner = Thread.currentThread();
+        /** Its thread's lookups that missed a marshaller's {@code local} (that thread only). */
+        int misses;
         ByteBuffer target;
+
+        /** After a failed write: a new stream, nothing of the failed message in it. */
+        void reset()
+        {
+            output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
+        }
 
         @Override
         public void write(final int b)
@@ -338,7 +379,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             else
             {
                 // small, direct: into this thread's scratch array (no allocation); bytes fields are copied out of it
-                final byte[] scratch = ENCODERS.get().scratch;
+                final byte[] scratch = encoder().scratch;
                 source.get(source.position(), scratch, 0, length);
                 input = CodedInputStream.newInstance(scratch, 0, length);
                 input.enableAliasing(false);

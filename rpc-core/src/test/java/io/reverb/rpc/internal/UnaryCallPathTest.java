@@ -20,6 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Mono;
 
 /**
@@ -147,6 +149,75 @@ class UnaryCallPathTest
     }
 
     /** A server stream of three responses whose second one the marshaller fails (throws or returns null). */
+    @Test
+    void shouldSendTheCallStartedFromAUnaryCallsEndBeforeRemovingTheEndedCall()
+    {
+        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientConnection.LAST_STREAM_ID);
+        client.attach(clientSide);
+        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final Recorder<StringValue> second = new Recorder<>();
+        final UnaryClientCall<StringValue, StringValue> next = new UnaryClientCall<>(channel, TestService.ECHO,
+            StringValue.of("two"), null, null, null, false);
+        next.actual = second;
+        next.request(Long.MAX_VALUE);
+        final List<Integer> registeredAtNextStart = new ArrayList<>();
+        // a closed loop: the next call starts from the first one's end, on the transport's thread
+        final List<StringValue> firstValues = new ArrayList<>();
+        final CoreSubscriber<StringValue> first = new CoreSubscriber<>()
+        {
+            @Override
+            public void onSubscribe(final Subscription s)
+            {
+            }
+
+            @Override
+            public void onNext(final StringValue value)
+            {
+                firstValues.add(value);
+            }
+
+            @Override
+            public void onError(final Throwable t)
+            {
+                throw new AssertionError("the first call failed", t);
+            }
+
+            @Override
+            public void onComplete()
+            {
+                registeredAtNextStart.add(client.streams.size());
+                next.onConnection(client);
+            }
+        };
+        final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, TestService.ECHO,
+            StringValue.of("one"), null, null, null, false);
+        call.actual = first;
+        call.request(Long.MAX_VALUE);
+        try
+        {
+            call.onConnection(client);
+            serverConnection.onMessage(serverSide, ByteBuffer.wrap(clientSide.messages.get(0)));
+            client.onMessage(clientSide, ByteBuffer.wrap(serverSide.messages.get(0)));
+
+            assertThat(firstValues).containsExactly(StringValue.of("one"));
+            // the first call was still registered when the second one's CALL was written, and is gone now
+            assertThat(registeredAtNextStart).containsExactly(1);
+            assertThat(clientSide.messages).hasSize(2);
+            assertThat(client.streams.ids()).containsExactly(next.streamId);
+
+            serverConnection.onMessage(serverSide, ByteBuffer.wrap(clientSide.messages.get(1)));
+            client.onMessage(clientSide, ByteBuffer.wrap(serverSide.messages.get(1)));
+            assertThat(second.values).containsExactly(StringValue.of("two"));
+            assertThat(second.completed).isTrue();
+            assertThat(client.streams.isEmpty()).isTrue();
+        }
+        finally
+        {
+            client.closeWithError(Status.UNAVAILABLE);
+        }
+    }
+
     private void streamingCallWhoseSecondResponseIs(final Supplier<BytesValue> second, final String expectedDescription)
     {
         final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,

@@ -50,6 +50,73 @@ class ProtoMarshallerTest
     }
 
     @Test
+    void shouldWriteCorrectlyAfterAFailedWriteOnceTheThreadOwnsTheMarshallersEncoder()
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        // enough writes for this thread's encoder to take the marshaller's own field (after 64 misses)
+        for (int i = 0; i < 200; i++)
+        {
+            assertRoundTrip(m, BytesValue.of(ByteString.copyFrom(new byte[]{3, (byte)i})));
+        }
+        final BytesValue first = BytesValue.of(ByteString.copyFrom(new byte[]{9, 9, 9, 9, 9, 9, 9, 9}));
+        final ByteBuffer tooSmall = ByteBuffer.allocateDirect(m.serializedSize(first) - 3);
+        assertThatThrownBy(() -> m.write(first, tooSmall)).isInstanceOf(RpcException.class);
+        // the owned encoder is the same object as the thread-local one: reset, not left with the failed bytes
+        for (int i = 0; i < 3; i++)
+        {
+            assertRoundTrip(m, BytesValue.of(ByteString.copyFrom(new byte[]{1, 2, (byte)i})));
+        }
+    }
+
+    @Test
+    void shouldNeverShareAnEncoderBetweenThreadsThatUseOneMarshaller() throws Exception
+    {
+        final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final int perThread = 20_000;
+        final Throwable[] failures = new Throwable[2];
+        final Thread[] threads = new Thread[2];
+        for (int t = 0; t < threads.length; t++)
+        {
+            final int id = t;
+            threads[t] = new Thread(() ->
+            {
+                try
+                {
+                    for (int i = 0; i < perThread; i++)
+                    {
+                        // each thread's bytes differ from the other's: a shared encoder would mix them
+                        final byte[] bytes = new byte[1 + (i % 40)];
+                        Arrays.fill(bytes, (byte)(id == 0 ? i : -i - 1));
+                        assertRoundTrip(m, BytesValue.of(ByteString.copyFrom(bytes)));
+                    }
+                }
+                catch (final Throwable e)
+                {
+                    failures[id] = e;
+                }
+            }, "marshaller-user-" + t);
+        }
+        for (final Thread thread : threads)
+        {
+            thread.start();
+        }
+        for (final Thread thread : threads)
+        {
+            thread.join();
+        }
+        assertThat(failures).containsOnlyNulls();
+    }
+
+    private static void assertRoundTrip(final Marshaller<BytesValue> m, final BytesValue value)
+    {
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(m.serializedSize(value));
+        m.write(value, buffer);
+        assertThat(buffer.position()).isEqualTo(buffer.capacity());
+        buffer.flip();
+        assertThat(m.read(buffer)).isEqualTo(value);
+    }
+
+    @Test
     void shouldKeepParsedValuesIntactWhenTheNextMessageIsParsedOnTheSameThread()
     {
         final Marshaller<BytesValue> m = ProtoMarshaller.of(BytesValue.getDefaultInstance());
