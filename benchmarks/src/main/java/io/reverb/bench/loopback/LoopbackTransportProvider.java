@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -210,9 +211,9 @@ public final class LoopbackTransportProvider implements TransportProvider
 
         void reset()
         {
-            java.util.Arrays.fill(deliveries, 0);
-            java.util.Arrays.fill(before, 0);
-            java.util.Arrays.fill(after, 0);
+            Arrays.fill(deliveries, 0);
+            Arrays.fill(before, 0);
+            Arrays.fill(after, 0);
         }
     }
 
