@@ -171,6 +171,22 @@ class KeepAliveTest
     }
 
     @Test
+    void shouldNotCountACallAsOpenOnceItsSubscriberSawItEnd()
+    {
+        // the subscriber acts on the end at once, on the thread that delivers it: the tick it runs must find no call
+        // open (a PING sent then would go unanswered by the frozen server and cost the idle connection)
+        start(b -> b, b -> b.keepAlive(INTERVAL, PING_TIMEOUT).timerScheduler(clock));
+        final StringValue reply = call("x").doOnTerminate(() ->
+        {
+            InprocTransportProvider.freezeServer(name, true);
+            clock.advanceTimeBy(INTERVAL);
+        }).block(TIMEOUT);
+        assertThat(reply).isEqualTo(StringValue.of("x"));
+        clock.advanceTimeBy(PING_TIMEOUT.plus(MARGIN));
+        assertThat(connectionsLost.get()).isZero();
+    }
+
+    @Test
     void shouldBeToldOffByAServerThatRefusesPingsWithoutCalls()
     {
         start(b -> b.permitKeepAliveWithoutCalls(false),

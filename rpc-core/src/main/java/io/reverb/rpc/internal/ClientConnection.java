@@ -172,10 +172,11 @@ final class ClientConnection extends RpcConnection
                 if (routed != null && routed.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
                 {
                     // A unary call's STATUS after its response in one transport message: the call of that MESSAGE,
-                    // known without a lookup, ended first and removed after. Its end may start the next call
-                    // (a closed loop does, on this thread), whose CALL then leaves before this bookkeeping is done. A
-                    // call that ended meanwhile on another thread (cancel, close) ignores the status; its removal
-                    // then finds nothing to remove or removes it again, harmlessly (ids are never reused).
+                    // known without a lookup. It leaves the stream map before its subscriber sees the end, so what
+                    // the subscriber does then (a keep-alive tick, the next call) finds it gone; a drain that waited
+                    // for it closes after. A call that ended meanwhile on another thread (cancel, close) ignores the
+                    // status; the removal then finds nothing or removes it again, harmlessly (ids are never reused).
+                    streams.remove(streamId);
                     try
                     {
                         ((ClientCall<?, ?>)routed).onStatus(Status.fromCodeValue(code).withDescription(description),
@@ -183,7 +184,10 @@ final class ClientConnection extends RpcConnection
                     }
                     finally
                     {
-                        remove(streamId);
+                        if (draining && streams.isEmpty())
+                        {
+                            closeWhenFlushed();
+                        }
                     }
                     return null;
                 }

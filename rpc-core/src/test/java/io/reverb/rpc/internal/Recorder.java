@@ -6,7 +6,7 @@ import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 
 /** A subscriber that records what it is given, for call-path tests that drive calls by hand. */
-final class Recorder<T> implements CoreSubscriber<T>
+class Recorder<T> implements CoreSubscriber<T>
 {
     final List<T> values = new ArrayList<>();
     boolean completed;
