@@ -67,7 +67,7 @@ public final class EngineConfig
     private long closeTimeoutNanos = TimeUnit.SECONDS.toNanos(10);
     private long adaptiveMinSpinNanos = TimeUnit.MICROSECONDS.toNanos(20);
     private long adaptiveMaxSpinNanos = TimeUnit.MICROSECONDS.toNanos(50);
-    private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(10);
+    private long adaptiveYieldNanos = TimeUnit.MICROSECONDS.toNanos(300);
     private long pollerStallNanos = TimeUnit.MILLISECONDS.toNanos(100);
     private BooleanSupplier idleTask;
     private long idleTaskDelayNanos = TimeUnit.MICROSECONDS.toNanos(10);
@@ -467,7 +467,12 @@ public final class EngineConfig
      * while spinning, clamped to [min, max]; spinning stops while spins miss more often than they
      * catch (see {@link PollingMode#ADAPTIVE}); the idle period right after a poller was woken by work spins for the
      * max, so that it waits out its peer's wake-up (without it, one side's sleep made the other sleep, and the sleeps
-     * chained from side to side). Defaults: 20 us, 50 us, 10 us. A longer minimum spins through longer hiccups of the
+     * chained from side to side). Defaults: 20 us, 50 us, 300 us. The yield phase is long because a sleep costs a
+     * wake-up, on a virtual machine 100-500 us (the woken vCPU may have halted), and a yielding thread holds no core
+     * another thread wants: with 10 us of yielding, ping-pongs whose peer was descheduled for a moment slept, and
+     * ADAPTIVE's p99.9 was 3-40x BUSY's on 2 vCPUs, with 300 us 0.6-1.8x in most runs (benchmarks/RESULTS.md, "ADAPTIVE
+     * yields before it sleeps"). It costs CPU only between messages 60-350 us apart; an idle poller yields once, then
+     * sleeps until work comes. A longer minimum spins through longer hiccups of the
      * peer, but on an oversubscribed machine it holds the core the descheduled peer needs (50 us at load 11-15 on 2
      * vCPUs: 1.6x the CPU per round trip and 2-3x the p99; benchmarks/RESULTS.md). An idle poller spins once, for the
      * budget, then sleeps until work comes.

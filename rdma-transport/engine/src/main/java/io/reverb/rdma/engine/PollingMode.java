@@ -11,8 +11,8 @@ public enum PollingMode
     EVENT,
     /**
      * Spin while completions keep coming (the spin budget follows the recent gap between
-     * completions, and spinning stops while it mostly misses), then yield briefly, then arm and
-     * block like {@link #EVENT}. The default.
+     * completions, and spinning stops while it mostly misses), then yield the core for up to 300 us (a
+     * yield gives way to any thread that wants the core), then arm and block like {@link #EVENT}. The default.
      */
     ADAPTIVE
 }

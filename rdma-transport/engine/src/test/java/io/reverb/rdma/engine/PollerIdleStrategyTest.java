@@ -24,12 +24,18 @@ class PollerIdleStrategyTest
     @Test
     void shouldSleepWhenAnOrdinaryPeriodOutlastsItsSpin()
     {
-        // Ordinary idle periods keep the short budget (20 us of spin, 10 us of yielding): a core held longer is a core
-        // the peer may need on an oversubscribed machine.
-        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        // Ordinary idle periods keep the short spin (20 us), then yield (a yielding thread holds no core another
+        // thread wants), then sleep: a core held by a longer spin is a core the peer may need on an oversubscribed
+        // machine.
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
         pingPong(strategy, 1_000, 2);
+        yields = 0;
         idleFor(strategy, 45);
-        assertThat(sleeps).as("sleeps while waiting 45 us").isPositive();
+        assertThat(yields).as("yields while waiting 45 us: the spin ended at 20 us").isPositive();
+        assertThat(sleeps).as("sleeps while waiting 45 us").isZero();
+        idleFor(strategy, (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos()));
+        assertThat(sleeps).as("sleeps once the yield phase is over too").isPositive();
     }
 
     @Test
@@ -115,14 +121,16 @@ class PollerIdleStrategyTest
         // probes with one spin at the start of a window, the windows between probes doubling while probes miss:
         // windows 1, 3, 7, 15, 31 and 63 of the first 64. (Before a period's budget was fixed at its start, the
         // period in which a window was judged spun on for a probe's length as well: two spinning periods per window.)
-        final PollerIdleStrategy strategy = strategy(new EngineConfig());
+        final EngineConfig config = new EngineConfig();
+        final PollerIdleStrategy strategy = strategy(config);
+        final int yieldMicros = (int)TimeUnit.NANOSECONDS.toMicros(config.adaptiveYieldNanos());
         final List<Integer> probedWindows = new ArrayList<>();
         for (int period = 0; period < 64 * PollerIdleStrategy.WINDOW; period++)
         {
             strategy.idle(1);
             final int before = idleUntilSleep(strategy);
-            // Not spinning, a period still yields (10 us by default) before it sleeps; a probe spins 50 us first.
-            if (period >= PollerIdleStrategy.WINDOW && before > 30)
+            // Not spinning, a period still yields before it sleeps; a probe spins 50 us first.
+            if (period >= PollerIdleStrategy.WINDOW && before > yieldMicros + 30)
             {
                 assertThat(period % PollerIdleStrategy.WINDOW).as("a probe starts its window").isZero();
                 probedWindows.add(period / PollerIdleStrategy.WINDOW);
