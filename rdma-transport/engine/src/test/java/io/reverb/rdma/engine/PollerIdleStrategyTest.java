@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.Test;
 
@@ -207,14 +208,7 @@ class PollerIdleStrategyTest
         for (int period = 0; period < periods; period++)
         {
             strategy.idle(1);
-            final int before = yields;
-            int spun = 0;
-            while (yields == before)
-            {
-                clock.now += 1_000;
-                strategy.idle(0);
-                spun++;
-            }
+            final int spun = idleUntilMoved(strategy, () -> yields, "the poller never yielded");
             if (spun >= maxSpinMicros)
             {
                 probes++;
@@ -286,14 +280,24 @@ class PollerIdleStrategyTest
     /** @return empty duty cycles, one per microsecond, until the one that slept (included) */
     private int idleUntilSleep(final PollerIdleStrategy strategy)
     {
-        final int before = sleeps;
+        return idleUntilMoved(strategy, () -> sleeps, "the poller never slept");
+    }
+
+    /**
+     * @param counter the count to watch ({@link #sleeps} or {@link #yields}).
+     * @param never   the failure's description if it does not move within a million cycles.
+     * @return empty duty cycles, one per microsecond, until the one that moved {@code counter} (included)
+     */
+    private int idleUntilMoved(final PollerIdleStrategy strategy, final IntSupplier counter, final String never)
+    {
+        final int before = counter.getAsInt();
         int cycles = 0;
-        while (sleeps == before)
+        while (counter.getAsInt() == before)
         {
             clock.now += 1_000;
             strategy.idle(0);
             cycles++;
-            assertThat(cycles).as("the poller never slept").isLessThan(1_000_000);
+            assertThat(cycles).as(never).isLessThan(1_000_000);
         }
         return cycles;
     }

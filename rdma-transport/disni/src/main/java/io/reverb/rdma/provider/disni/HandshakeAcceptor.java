@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
 import io.reverb.common.LogLimiter;
+import io.reverb.rdma.provider.handshake.AcceptPause;
 import io.reverb.rdma.provider.handshake.ListenerHandshakes;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -36,6 +37,11 @@ import java.util.function.IntFunction;
  * are complete and waiting. Every drop is counted and reported (one line each, rate-limited per kind by a
  * {@link LogLimiter}); a peer that connects and closes without a byte (a liveness probe) is dropped silently.
  *
+ * <p>When {@code accept()} itself fails (e.g. EMFILE: out of file descriptors), the failure is reported like a
+ * refusal ({@code "accept-failed"}) and the accept thread pauses, 10 ms at first and twice as long per failure in a
+ * row up to 1 s ({@link AcceptPause}), rather than try again at once for as long as the condition lasts; an accepted
+ * socket resets the pause and {@link #close()} ends it at once.
+ *
  * @param <I> what a claimed rdma_cm request is (DiSNi's {@code RdmaCmId}; anything in tests).
  */
 final class HandshakeAcceptor<I> implements AutoCloseable
@@ -63,6 +69,18 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         void release(I id);
     }
 
+    /** Accepts one socket: {@link ServerSocket#accept()}, or a test's stand-in that fails on demand. */
+    @FunctionalInterface
+    interface AcceptOne
+    {
+        /**
+         * @param server the bound listening socket.
+         * @return the accepted socket.
+         * @throws IOException if accepting failed (e.g. EMFILE), or the socket is closed.
+         */
+        Socket accept(ServerSocket server) throws IOException;
+    }
+
     /**
      * A connector that has done its part; the socket is still open for the answer.
      *
@@ -88,6 +106,9 @@ final class HandshakeAcceptor<I> implements AutoCloseable
     }
 
     private final ServerSocket serverSocket;
+    private final AcceptOne acceptOne;
+    /** Owned by the accept thread. */
+    private final AcceptPause acceptPause = new AcceptPause();
     private final long handshakeTimeoutNanos;
     private final int maxPending;
     private final Claimer<I> claimer;
@@ -125,6 +146,26 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         final LogLimiter refusals,
         final String name) throws IOException
     {
+        this(bind, backlog, handshakeTimeoutNanos, maxPending, claimer, where, refusals, name, ServerSocket::accept);
+    }
+
+    /**
+     * As the other constructor, with the accept a test replaces.
+     *
+     * @param acceptOne accepts one socket of the bound server socket ({@code ServerSocket::accept}).
+     */
+    HandshakeAcceptor(
+        final InetSocketAddress bind,
+        final int backlog,
+        final long handshakeTimeoutNanos,
+        final int maxPending,
+        final Claimer<I> claimer,
+        final IntFunction<String> where,
+        final LogLimiter refusals,
+        final String name,
+        final AcceptOne acceptOne) throws IOException
+    {
+        this.acceptOne = acceptOne;
         if (maxPending <= 0)
         {
             throw new IllegalArgumentException("maxPending must be > 0: " + maxPending);
@@ -244,7 +285,7 @@ final class HandshakeAcceptor<I> implements AutoCloseable
             final Socket socket;
             try
             {
-                socket = serverSocket.accept();
+                socket = acceptOne.accept(serverSocket);
             }
             catch (final IOException ex)
             {
@@ -252,10 +293,14 @@ final class HandshakeAcceptor<I> implements AutoCloseable
                 {
                     return;
                 }
-                // e.g. EMFILE: back off a little rather than spin.
-                sleepQuietly();
+                // E.g. EMFILE: trying again at once would spin for as long as it lasts; pause instead.
+                final long pause = acceptPause.failed();
+                refused("accept-failed", null, "accept() failed (" + ex + "); not accepting for " +
+                    TimeUnit.NANOSECONDS.toMillis(pause) + " ms");
+                pauseAccepting(pause);
                 continue;
             }
+            acceptPause.succeeded();
             final Slot slot = new Slot(socket);
             Slot victim = null;
             boolean admitted = true;
@@ -433,11 +478,18 @@ final class HandshakeAcceptor<I> implements AutoCloseable
         return peer == null ? null : DisniAddress.format(peer);
     }
 
-    private static void sleepQuietly()
+    /** Waits {@code nanos}, or until {@link #close()} (which notifies this after setting {@link #closed}). */
+    private synchronized void pauseAccepting(final long nanos)
     {
+        final long end = System.nanoTime() + nanos;
+        long remaining = nanos;
         try
         {
-            Thread.sleep(10);
+            while (!closed && remaining > 0)
+            {
+                TimeUnit.NANOSECONDS.timedWait(this, remaining);
+                remaining = end - System.nanoTime();
+            }
         }
         catch (final InterruptedException ex)
         {

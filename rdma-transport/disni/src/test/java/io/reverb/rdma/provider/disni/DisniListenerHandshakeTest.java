@@ -11,6 +11,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -282,6 +283,41 @@ class DisniListenerHandshakeTest
             awaitTrue(() -> !claims.released.isEmpty());
             assertThat(claims.released).containsExactly("id:127.0.0.1:40004");
             assertThat(acceptor.pendingCount()).isZero();
+        }
+    }
+
+    /**
+     * A failing accept() (e.g. EMFILE) is reported and pauses the accept thread, twice as long per failure in a row;
+     * once accept works again the connector waiting in the backlog gets in.
+     */
+    @Test
+    void shouldReportAFailingAcceptAndPauseLongerPerFailureUntilItWorks() throws Exception
+    {
+        final AtomicInteger failures = new AtomicInteger();
+        try (HandshakeAcceptor<String> acceptor = new HandshakeAcceptor<>(LOOPBACK, 16, TimeUnit.SECONDS.toNanos(30), 8,
+                claims, port -> "rdma://127.0.0.1:" + port, new LogLimiter((line, stack) -> refusals.add(line)), "test",
+                server ->
+                {
+                    if (failures.incrementAndGet() <= 3)
+                    {
+                        throw new SocketException("Too many open files");
+                    }
+                    return server.accept();
+                });
+             Socket good = new Socket())
+        {
+            good.connect(target(acceptor));
+            connectorPart(good, "me", 40_005, true);
+            final HandshakeAcceptor.Pending<String> pending = acceptor.take(TimeUnit.SECONDS.toNanos(30));
+            assertThat(pending).isNotNull();
+            assertThat(pending.id()).isEqualTo("id:127.0.0.1:40005");
+            pending.socket().close();
+            assertThat(acceptor.refused()).isEqualTo(3);
+            assertThat(refusals).hasSize(3);
+            assertThat(refusals.get(0)).startsWith("rdma://127.0.0.1:").contains(" refused a connection: accept() failed")
+                .contains("Too many open files").endsWith("not accepting for 10 ms");
+            assertThat(refusals.get(1)).endsWith("not accepting for 20 ms");
+            assertThat(refusals.get(2)).endsWith("not accepting for 40 ms");
         }
     }
 

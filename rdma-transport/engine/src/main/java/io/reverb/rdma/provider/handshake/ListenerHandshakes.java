@@ -17,6 +17,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +39,12 @@ import org.slf4j.LoggerFactory;
  *   <li>Every drop is counted and reported, one line each without a stack trace (a refusal is the peer's doing),
  *   rate-limited per kind by a {@link LogLimiter}; a peer
  *       that connects and closes without a byte (a liveness probe) is dropped silently.</li>
+ *   <li>When {@code accept()} itself fails (e.g. EMFILE: out of file descriptors) the failure is reported like a
+ *       refusal ({@code "accept-failed"}) and the thread stops watching the listening socket for a pause that starts
+ *       at 10 ms and doubles per failure in a row up to 1 s ({@link AcceptPause}); an accepted socket resets it.
+ *       Otherwise the socket, still acceptable, would wake the selector at once, again and again, for as long as the
+ *       condition lasts. Pending handshakes are read, and expire, as usual during the pause; {@link #close()} ends
+ *       it at once.</li>
  * </ul>
  *
  * @param <T> what a complete handshake becomes (a provider's connection request).
@@ -157,6 +164,17 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         }
     }
 
+    /** Accepts one socket: {@link ServerSocketChannel#accept()}, or a test's stand-in that fails on demand. */
+    @FunctionalInterface
+    interface AcceptOne
+    {
+        /**
+         * @return the accepted socket, or null if none is waiting.
+         * @throws IOException if accepting failed (e.g. EMFILE).
+         */
+        SocketChannel accept() throws IOException;
+    }
+
     /** What a refusal with an answer reads of the peer's bytes before closing. */
     private static final int DRAIN_BYTES = 16 * 1024;
     private static final Logger LOG = LoggerFactory.getLogger(ListenerHandshakes.class);
@@ -169,6 +187,16 @@ public final class ListenerHandshakes<T> implements AutoCloseable
     /** Refusals, one line each, rate-limited per kind; its {@link LogLimiter#offered()} counts them all. */
     private final LogLimiter refusals;
     private final Selector selector;
+    /** The listening socket's key: OP_ACCEPT, or nothing while accepting pauses after a failure. */
+    private final SelectionKey serverKey;
+    private final AcceptOne acceptOne;
+    /** Nanosecond clock of the deadlines and of the accept pause. */
+    private final LongSupplier clock;
+    /** Owned by the handshake thread. */
+    private final AcceptPause acceptPause = new AcceptPause();
+    /** Owned by the handshake thread: accepting pauses after a failure, until {@link #resumeAt}. */
+    private boolean acceptPaused;
+    private long resumeAt;
     private final ArrayBlockingQueue<T> ready;
     /** Held to wait in {@link #poll(long)}, and to signal {@link #readyOrClosed}. */
     private final ReentrantLock readyLock = new ReentrantLock();
@@ -198,6 +226,27 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         final int maxPending,
         final LogLimiter refusals) throws IOException
     {
+        this(name, server, protocol, timeoutNanos, maxPending, refusals, server::accept, System::nanoTime);
+    }
+
+    /**
+     * As the public constructor, with what tests replace.
+     *
+     * @param acceptOne accepts one socket of {@code server} ({@code server::accept}).
+     * @param clock     nanosecond clock of the handshake deadlines and the accept pause ({@code System::nanoTime}).
+     */
+    ListenerHandshakes(
+        final String name,
+        final ServerSocketChannel server,
+        final Protocol<T> protocol,
+        final long timeoutNanos,
+        final int maxPending,
+        final LogLimiter refusals,
+        final AcceptOne acceptOne,
+        final LongSupplier clock) throws IOException
+    {
+        this.acceptOne = acceptOne;
+        this.clock = clock;
         this.name = name;
         this.server = server;
         this.protocol = protocol;
@@ -209,7 +258,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
         try
         {
             server.configureBlocking(false);
-            server.register(selector, SelectionKey.OP_ACCEPT);
+            this.serverKey = server.register(selector, SelectionKey.OP_ACCEPT);
         }
         catch (final IOException ex)
         {
@@ -335,7 +384,11 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             while (!closed)
             {
                 selector.select(selectMillis);
-                final long now = System.nanoTime();
+                final long now = clock.getAsLong();
+                if (acceptPaused && now - resumeAt >= 0)
+                {
+                    resumeAccepting();
+                }
                 final Iterator<SelectionKey> keys = selector.selectedKeys().iterator();
                 while (keys.hasNext())
                 {
@@ -354,7 +407,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                         read(key, completed);
                     }
                 }
-                final long untilNext = expire(now);
+                final long untilNext = earliest(expire(now), acceptPaused ? resumeAt - now : -1);
                 if (!completed.isEmpty())
                 {
                     // Deregister the cancelled keys so the sockets may go back to blocking mode.
@@ -365,6 +418,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                     }
                     completed.clear();
                 }
+                // 0: no time limit (no handshake pending, accepting not paused); else at least 1 ms, rounded up.
                 selectMillis = untilNext < 0 ? 0 : Math.max(1, TimeUnit.NANOSECONDS.toMillis(untilNext + 999_999));
             }
         }
@@ -388,18 +442,22 @@ public final class ListenerHandshakes<T> implements AutoCloseable
             final SocketChannel channel;
             try
             {
-                channel = server.accept();
+                channel = acceptOne.accept();
             }
             catch (final IOException ex)
             {
-                // E.g. EMFILE: report, and let the next select try again.
-                refused("accept-failed", null, ex.toString());
+                // E.g. EMFILE: the socket stays acceptable, so trying at the next select would spin; pause instead.
+                final long pause = acceptPause.failed();
+                pauseAccepting(now + pause);
+                refused("accept-failed", null, "accept() failed (" + ex + "); not accepting for " +
+                    TimeUnit.NANOSECONDS.toMillis(pause) + " ms");
                 return;
             }
             if (channel == null)
             {
                 return;
             }
+            acceptPause.succeeded();
             final String peer = peerOf(channel);
             if (ready.size() >= maxPending)
             {
@@ -426,6 +484,32 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 refused("peer", peer, ex.getMessage());
             }
         }
+    }
+
+    /** Stops watching the listening socket until {@code until}; the run loop resumes it ({@link #resumeAccepting}). */
+    private void pauseAccepting(final long until)
+    {
+        acceptPaused = true;
+        resumeAt = until;
+        if (serverKey.isValid())
+        {
+            serverKey.interestOps(0);
+        }
+    }
+
+    private void resumeAccepting()
+    {
+        acceptPaused = false;
+        if (serverKey.isValid())
+        {
+            serverKey.interestOps(SelectionKey.OP_ACCEPT);
+        }
+    }
+
+    /** @return the earlier of two waits in nanoseconds, where -1 is none. */
+    private static long earliest(final long a, final long b)
+    {
+        return a < 0 ? b : b < 0 ? a : Math.min(a, b);
     }
 
     private void evictOldest()
