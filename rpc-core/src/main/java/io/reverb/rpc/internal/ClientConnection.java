@@ -148,8 +148,8 @@ final class ClientConnection extends RpcConnection
     }
 
     @Override
-    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
-        final int start, final int end, final RpcStream routed) throws ProtocolException
+    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
+        final int end) throws ProtocolException
     {
         switch (type)
         {
@@ -161,7 +161,7 @@ final class ClientConnection extends RpcConnection
                 {
                     ((ClientCall<?, ?>)stream).onHeaders(headers);
                 }
-                return null;
+                return;
             }
             case STATUS:
             {
@@ -169,28 +169,6 @@ final class ClientConnection extends RpcConnection
                 final int code = status.code();
                 final String description = status.description(end); // null, without allocating, when absent
                 final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
-                if (routed != null && routed.streamId == streamId && (flags & FrameType.Flags.REFUSED) == 0)
-                {
-                    // A unary call's STATUS after its response in one transport message: the call of that MESSAGE,
-                    // known without a lookup. It leaves the stream map before its subscriber sees the end, so what
-                    // the subscriber does then (a keep-alive tick, the next call) finds it gone; a drain that waited
-                    // for it closes after. A call that ended meanwhile on another thread (cancel, close) ignores the
-                    // status; the removal then finds nothing or removes it again, harmlessly (ids are never reused).
-                    streams.remove(streamId);
-                    try
-                    {
-                        ((ClientCall<?, ?>)routed).onStatus(Status.fromCodeValue(code).withDescription(description),
-                            trailers);
-                    }
-                    finally
-                    {
-                        if (draining && streams.isEmpty())
-                        {
-                            closeWhenFlushed();
-                        }
-                    }
-                    return null;
-                }
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
@@ -209,14 +187,14 @@ final class ClientConnection extends RpcConnection
                 {
                     remove(streamId);
                 }
-                return null;
+                return;
             }
             case CALL:
             case HALF_CLOSE:
             case CANCEL:
                 throw new ProtocolException("unexpected " + type + " frame from a server");
             default:
-                return onCommonFrame(type, flags, streamId, buffer, start, end);
+                onCommonFrame(type, flags, streamId, buffer, start, end);
         }
     }
 

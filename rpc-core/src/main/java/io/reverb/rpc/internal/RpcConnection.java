@@ -318,9 +318,6 @@ abstract class RpcConnection implements ConnectionHandler
         FrameCodec.le(message);
         final int end = message.limit();
         int at = message.position();
-        // the stream the previous frame of this message, a MESSAGE, went to: on the stack, not in a field (a young
-        // call stored into this long-lived object would cost the collector's write barrier on every call)
-        RpcStream routed = null;
         try
         {
             while (at < end)
@@ -353,7 +350,7 @@ abstract class RpcConnection implements ConnectionHandler
                 final int streamId = inHeader.streamId();
                 final int bodyStart = at + FrameHeaderFlyweight.HEADER_LENGTH;
                 final int frameEnd = at + frameLength;
-                routed = onFrame(type, flags, streamId, message, bodyStart, frameEnd, routed);
+                onFrame(type, flags, streamId, message, bodyStart, frameEnd);
                 message.limit(end);
                 at = frameEnd;
             }
@@ -367,18 +364,11 @@ abstract class RpcConnection implements ConnectionHandler
     /**
      * Frames for a stream or the connection. Subclasses handle what is specific to their side and call
      * {@link #onCommonFrame} for the rest.
-     *
-     * @param routed the stream the previous frame of the same transport message, a MESSAGE, was delivered to; else
-     *               null.
-     * @return the stream this frame, a MESSAGE, was delivered to; else null.
      */
-    abstract RpcStream onFrame(FrameType type, int flags, int streamId, ByteBuffer buffer, int start, int end,
-        RpcStream routed) throws ProtocolException;
+    abstract void onFrame(FrameType type, int flags, int streamId, ByteBuffer buffer, int start, int end)
+        throws ProtocolException;
 
-    /**
-     * @return the stream a MESSAGE was delivered to; else null.
-     */
-    final RpcStream onCommonFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
+    final void onCommonFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
         final int start, final int end) throws ProtocolException
     {
         switch (type)
@@ -388,22 +378,22 @@ abstract class RpcConnection implements ConnectionHandler
                 final RpcStream stream = messageTarget(streamId);
                 if (stream == null)
                 {
-                    return null; // the call already ended here (cancel, deadline): late frames are expected
+                    return; // the call already ended here (cancel, deadline): late frames are expected
                 }
                 if ((flags & FrameType.Flags.COMPRESSED) != 0)
                 {
                     onCompressedMessage(stream, (flags & FrameType.Flags.END_STREAM) != 0, buffer, start, end);
-                    return stream;
+                    return;
                 }
                 final int length = end - start;
                 if (length > maxInboundMessageSize)
                 {
                     stream.onOversizedMessage(length, maxInboundMessageSize);
-                    return null;
+                    return;
                 }
                 buffer.limit(end).position(start);
                 stream.onMessage(buffer, (flags & FrameType.Flags.END_STREAM) != 0);
-                return stream;
+                return;
             }
             case REQUEST_N:
             {
@@ -418,7 +408,7 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     stream.onRequestN(n);
                 }
-                return null;
+                return;
             }
             case PING:
             {
@@ -435,7 +425,7 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     onPingAck(payload);
                 }
-                return null;
+                return;
             }
             case GOAWAY:
             {
@@ -445,7 +435,7 @@ abstract class RpcConnection implements ConnectionHandler
                 final String[] description = new String[1];
                 FrameCodec.getString(buffer, start + 8, end, description);
                 onGoAway(lastStreamId, Status.fromCodeValue(code).withDescription(description[0]));
-                return null;
+                return;
             }
             default:
                 throw new ProtocolException("unexpected " + type + " frame");

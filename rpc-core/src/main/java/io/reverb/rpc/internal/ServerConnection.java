@@ -165,14 +165,14 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     }
 
     @Override
-    RpcStream onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer,
-        final int start, final int end, final RpcStream routed) throws ProtocolException
+    void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
+        final int end) throws ProtocolException
     {
         switch (type)
         {
             case CALL:
                 onCall(streamId, buffer, start, end);
-                return null;
+                return;
             case HALF_CLOSE:
             {
                 final RpcStream stream = streams.get(streamId);
@@ -180,7 +180,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onHalfClose();
                 }
-                return null;
+                return;
             }
             case CANCEL:
             {
@@ -191,13 +191,13 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     ((ServerCall<?, ?>)stream).onCancel(Status.fromCodeValue(code).withDescription("cancelled by the client"));
                 }
-                return null;
+                return;
             }
             case HEADERS:
             case STATUS:
                 throw new ProtocolException("unexpected " + type + " frame from a client");
             default:
-                return onCommonFrame(type, flags, streamId, buffer, start, end);
+                onCommonFrame(type, flags, streamId, buffer, start, end);
         }
     }
 
