@@ -295,8 +295,7 @@ final class HandshakeAcceptor<I> implements AutoCloseable
                 }
                 // E.g. EMFILE: trying again at once would spin for as long as it lasts; pause instead.
                 final long pause = acceptPause.failed();
-                refused("accept-failed", null, "accept() failed (" + ex + "); not accepting for " +
-                    TimeUnit.NANOSECONDS.toMillis(pause) + " ms");
+                refused("accept-failed", null, AcceptPause.reason(ex, pause));
                 pauseAccepting(pause);
                 continue;
             }

@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.handshake;
 
+import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -36,6 +37,17 @@ public final class AcceptPause
             pause *= 2;
         }
         return Math.min(pause, MAX_NANOS);
+    }
+
+    /**
+     * @param failure    what accept() threw.
+     * @param pauseNanos the pause {@link #failed()} gave.
+     * @return the reason every listener reports for it (kind {@code "accept-failed"}).
+     */
+    public static String reason(final IOException failure, final long pauseNanos)
+    {
+        return "accept() failed (" + failure + "); not accepting for " + TimeUnit.NANOSECONDS.toMillis(pauseNanos) +
+            " ms";
     }
 
     /** An accept succeeded: the next failure pauses for {@link #MIN_NANOS} again. */

@@ -449,8 +449,7 @@ public final class ListenerHandshakes<T> implements AutoCloseable
                 // E.g. EMFILE: the socket stays acceptable, so trying at the next select would spin; pause instead.
                 final long pause = acceptPause.failed();
                 pauseAccepting(now + pause);
-                refused("accept-failed", null, "accept() failed (" + ex + "); not accepting for " +
-                    TimeUnit.NANOSECONDS.toMillis(pause) + " ms");
+                refused("accept-failed", null, AcceptPause.reason(ex, pause));
                 return;
             }
             if (channel == null)
