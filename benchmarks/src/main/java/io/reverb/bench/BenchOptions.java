@@ -93,6 +93,9 @@ public final class BenchOptions
     /** Messages per streaming call. */
     @Option(names = "--stream-messages", paramLabel = "N")
     public int streamMessages = 100;
+    /** How many times the whole target list runs, round by round (targets alternated); 1 for once. */
+    @Option(names = "--rounds", paramLabel = "N")
+    public int rounds = 1;
     /** Polling mode for Reverb transports (the first of {@link #pollingModes}), or null for their default. */
     public String polling;
     /** Polling modes to run each polling Reverb target in; empty for the transport's default. */
@@ -211,6 +214,10 @@ public final class BenchOptions
         if (o.concurrency < 1)
         {
             throw new IllegalArgumentException("-c must be at least 1");
+        }
+        if (o.rounds < 1 || o.rounds > 1000)
+        {
+            throw new IllegalArgumentException("--rounds must be 1 to 1000: " + o.rounds);
         }
         o.call.check();
         return o;

@@ -84,6 +84,9 @@ public final class ReverbBench
           --compare A,B,...     several targets at once
                                 default: shm://reverb-bench (or inproc:// if shm is not available) and
                                 grpc://127.0.0.1:0, and an HTML report in reverb-bench-report.html
+          --rounds N            run the whole target list N times, round by round (A B A B ...): each round's
+                                ratios pair that round's runs (labels end in #1, #2...), then each pair's median
+                                over the rounds (default 1)
           --server PLACE        separate-process (default), same-process, none (connect to a running server)
           --server-jvm-arg ARG  extra JVM argument for a server process (repeatable)
           --polling MODES       BUSY | EVENT | ADAPTIVE (or a list, e.g. BUSY,EVENT,ADAPTIVE: one run per mode),
@@ -211,31 +214,37 @@ public final class ReverbBench
         {
             totalRuns += isPolling(URI.create(text)) && !o.pollingModes.isEmpty() ? o.pollingModes.size() : 1;
         }
-        totalRuns *= payloads.size();
+        totalRuns *= payloads.size() * o.rounds;
         int runIndex = 0;
-        for (final int payload : payloads)
+        for (int round = 1; round <= o.rounds; round++)
         {
-            final LoadSpec spec = new LoadSpec(o.kind, payload, o.streamMessages, o.concurrency, o.totalCalls, duration,
-                o.rps, o.progress);
-            for (final String text : uris)
+            for (final int payload : payloads)
             {
-                final URI uri = URI.create(text);
-                final List<String> modes = isPolling(uri) && !o.pollingModes.isEmpty() ?
-                    o.pollingModes : Collections.singletonList(null);
-                for (final String mode : modes)
+                final LoadSpec spec = new LoadSpec(o.kind, payload, o.streamMessages, o.concurrency, o.totalCalls, duration,
+                    o.rps, o.progress);
+                for (final String text : uris)
                 {
-                    final URI unique = uniqueName(uri, o, runIndex++);
-                    // A BUSY run gets a fresh client JVM when other runs share this one: its engine spins a core
-                    // until its channel closes, and a run after it should not start in its wake (the transport reads
-                    // ?polling= from the address, an engine per mode, so any other mode runs here).
-                    final boolean busyAmongOthers = "BUSY".equals(mode) && totalRuns > 1;
-                    if (mode != null && isShmNamed(uri) && busyAmongOthers)
+                    final URI uri = URI.create(text);
+                    final List<String> modes = isPolling(uri) && !o.pollingModes.isEmpty() ?
+                        o.pollingModes : Collections.singletonList(null);
+                    for (final String mode : modes)
                     {
-                        runs.addAll(runInClientProcess(unique, payload, mode, o, err));
-                    }
-                    else
-                    {
-                        runs.add(runOne(unique, spec, mode, o, err));
+                        final URI unique = uniqueName(uri, o, runIndex++);
+                        // A BUSY run gets a fresh client JVM when other runs share this one: its engine spins a core
+                        // until its channel closes, and a run after it should not start in its wake (the transport reads
+                        // ?polling= from the address, an engine per mode, so any other mode runs here).
+                        final boolean busyAmongOthers = "BUSY".equals(mode) && totalRuns > 1;
+                        final List<RunResult> done = mode != null && isShmNamed(uri) && busyAmongOthers ?
+                            runInClientProcess(unique, payload, mode, o, err) : List.of(runOne(unique, spec, mode, o, err));
+                        for (final RunResult r : done)
+                        {
+                            r.round = round;
+                            if (o.rounds > 1)
+                            {
+                                r.label = r.label + " #" + round;
+                            }
+                            runs.add(r);
+                        }
                     }
                 }
             }

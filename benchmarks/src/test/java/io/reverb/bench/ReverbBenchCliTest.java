@@ -2,6 +2,7 @@ package io.reverb.bench;
 
 import io.reverb.bench.load.RunResult;
 import io.reverb.bench.report.JsonReport;
+import io.reverb.bench.report.TextReport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -108,6 +109,25 @@ class ReverbBenchCliTest
         assertThat(status).isZero();
         assertThat(stdout()).contains("== reverb inproc", "== grpc-java inproc", "[OK]  100 responses",
             "vs grpc-java inproc", "lower");
+    }
+
+    @Test
+    void shouldAlternateTheTargetsRoundByRoundAndPrintTheMedians() throws Exception
+    {
+        final int status = run("--compare", "inproc://cli-round,grpc-inproc://cli-round-grpc", "--rounds", "2",
+            "-n", "200", "--warmup", "0", "--format", "json", "-q");
+
+        assertThat(status).isZero();
+        final List<RunResult> runs = JsonReport.read(stdout());
+        // A B A B: each target once per round, in the order given
+        assertThat(runs).extracting(r -> r.label).containsExactly("reverb inproc #1", "grpc-java inproc #1",
+            "reverb inproc #2", "grpc-java inproc #2");
+        assertThat(runs).extracting(r -> r.round).containsExactly(1, 1, 2, 2);
+        assertThat(runs).allSatisfy(r -> assertThat(r.ok).isEqualTo(200));
+        assertThat(TextReport.write(runs)).contains("Medians over 2 rounds",
+            "reverb inproc #1             vs grpc-java inproc #1");
+        assertThatThrownBy(() -> run("--rounds", "0")).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("--rounds");
     }
 
     @Test

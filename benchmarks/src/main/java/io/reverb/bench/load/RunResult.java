@@ -51,6 +51,21 @@ public final class RunResult
     public String timestamp;
     /** {@code java.version} and {@code os.arch}, number of processors. */
     public String environment;
+    /**
+     * Which round of an alternated run ({@code --rounds N}: the whole target list N times over) this is, from 1;
+     * 1 for a run without rounds. Runs are compared only with runs of their own round.
+     */
+    public int round = 1;
+
+    /**
+     * @return the label without the {@code " #N"} that {@code --rounds} appends to a round's runs: the same for a
+     *     target's runs in every round.
+     */
+    public String baseLabel()
+    {
+        final String suffix = " #" + round;
+        return label != null && label.endsWith(suffix) ? label.substring(0, label.length() - suffix.length()) : label;
+    }
 
     /**
      * @return calls per second over the measured wall time.

@@ -39,7 +39,7 @@ public record Comparison(RunResult run, RunResult baseline)
 
     /**
      * Each run of another framework is compared with the grpc-java run of the same shape (kind,
-     * payload, concurrency, rate), preferring grpc-java over Netty ({@code grpc://}) to in-process.
+     * payload, concurrency, rate) and round, preferring grpc-java over Netty ({@code grpc://}) to in-process.
      *
      * @param runs runs of one report.
      * @return comparisons, empty when there is no grpc-java run to compare with.
@@ -73,6 +73,6 @@ public record Comparison(RunResult run, RunResult baseline)
     private static boolean sameShape(final RunResult a, final RunResult b)
     {
         return a.kind.equals(b.kind) && a.payloadSize == b.payloadSize && a.streamMessages == b.streamMessages &&
-            a.concurrency == b.concurrency && a.rps == b.rps;
+            a.concurrency == b.concurrency && a.rps == b.rps && a.round == b.round;
     }
 }

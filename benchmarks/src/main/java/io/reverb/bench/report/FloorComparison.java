@@ -35,8 +35,8 @@ public record FloorComparison(RunResult run, RunResult floor)
     }
 
     /**
-     * Each Reverb run is compared with every floor run of the same shape (kind, payload, concurrency, rate) and the
-     * same polling mode (an empty mode, the transport's default, matches only an empty mode).
+     * Each Reverb run is compared with every floor run of the same shape (kind, payload, concurrency, rate), the
+     * same polling mode (an empty mode, the transport's default, matches only an empty mode) and the same round.
      *
      * @param runs runs of one report.
      * @return comparisons, empty when the report has no floor run.
@@ -64,7 +64,7 @@ public record FloorComparison(RunResult run, RunResult floor)
     static boolean sameShape(final RunResult a, final RunResult b)
     {
         return a.kind.equals(b.kind) && a.payloadSize == b.payloadSize && a.streamMessages == b.streamMessages &&
-            a.concurrency == b.concurrency && a.rps == b.rps && a.polling.equals(b.polling);
+            a.concurrency == b.concurrency && a.rps == b.rps && a.polling.equals(b.polling) && a.round == b.round;
     }
 
     /**

@@ -72,6 +72,7 @@ public final class JsonReport
     private static void writeRun(final ObjectNode out, final RunResult r)
     {
         out.put("label", r.label);
+        out.put("round", r.round);
         out.put("framework", r.framework);
         out.put("uri", r.uri);
         out.put("server", r.server);
@@ -192,6 +193,7 @@ public final class JsonReport
         {
             final RunResult r = new RunResult();
             r.label = str(m, "label");
+            r.round = Math.max(1, m.path("round").asInt(1));
             r.framework = str(m, "framework");
             r.uri = str(m, "uri");
             r.server = str(m, "server");

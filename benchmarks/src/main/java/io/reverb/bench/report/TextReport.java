@@ -50,6 +50,7 @@ public final class TextReport
             }
         }
         FloorComparison.appendText(out, runs);
+        RoundMedians.appendText(out, runs);
         return out.toString();
     }
 
