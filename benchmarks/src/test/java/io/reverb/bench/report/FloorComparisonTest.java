@@ -11,7 +11,8 @@ import static org.assertj.core.api.Assertions.within;
 
 class FloorComparisonTest
 {
-    private static RunResult run(final String label, final String framework, final String polling, final long nanos)
+    /** A finished run whose every call took {@code nanos}; shared with {@link RoundMediansTest}. */
+    static RunResult run(final String label, final String framework, final String polling, final long nanos)
     {
         final RunResult r = new RunResult();
         r.label = label;

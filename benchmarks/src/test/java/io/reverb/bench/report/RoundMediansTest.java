@@ -1,7 +1,6 @@
 package io.reverb.bench.report;
 
 import io.reverb.bench.load.RunResult;
-import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -13,28 +12,10 @@ class RoundMediansTest
 {
     private static RunResult run(final String label, final String framework, final int round, final long nanos)
     {
-        final RunResult r = new RunResult();
+        final RunResult r = FloorComparisonTest.run(label, framework, "BUSY", nanos);
         r.label = label + " #" + round;
         r.round = round;
-        r.framework = framework;
-        r.uri = "x://" + label.replace(' ', '-') + round;
-        r.server = "separate-process";
-        r.kind = "unary";
-        r.payloadSize = 64;
-        r.concurrency = 1;
-        r.polling = "BUSY";
-        r.latency = new Histogram(3);
-        for (int i = 0; i < 1_000; i++)
-        {
-            r.latency.recordValue(nanos);
-        }
-        r.count = 1_000;
-        r.ok = 1_000;
-        r.messages = 1_000;
-        r.elapsedNanos = 1_000_000_000L;
-        r.statuses.put("OK", 1_000L);
-        r.timestamp = "2026-01-01T00:00:00Z";
-        r.environment = "test";
+        r.uri = r.uri + round;
         return r;
     }
 
