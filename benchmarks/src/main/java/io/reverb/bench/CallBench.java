@@ -58,7 +58,7 @@ final class CallBench
           -m, --metadata JSON    metadata sent with every call, e.g. '{"x-user": "ann"}'
           --connections N        channels per target (default 1); the -c lanes are spread over them
           --deadline DURATION    each call's deadline (default 10s)
-          The load and output options above apply (-c, -n, -z, --rps, --warmup, --format, -o, --html).
+          The load and output options above apply (-c, -n, -z, --rps, --warmup, --rounds, --format, -o, --html).
           e.g. reverb-bench --uri shm://shop --call shop.Shop/GetItem -d '{"name":"pen"}' -c 4 -n 10000
         """;
 
@@ -115,13 +115,24 @@ final class CallBench
                 deadline) : null;
             for (final String text : o.uris)
             {
-                final URI uri = URI.create(text);
-                if (Targets.isInProcessOnly(uri))
+                if (Targets.isInProcessOnly(URI.create(text)))
                 {
                     throw new IllegalArgumentException(text + " lives in one process: --call needs a server " +
                         "reachable from here (shm://, tcp://, rdma://, grpc://HOST:PORT, grpc+shm://...)");
                 }
-                runs.add(runOne(uri, files, json, headers, deadline, duration, o, err));
+            }
+            for (int round = 1; round <= o.rounds; round++)
+            {
+                for (final String text : o.uris)
+                {
+                    final RunResult r = runOne(URI.create(text), files, json, headers, deadline, duration, o, err);
+                    r.round = round;
+                    if (o.rounds > 1)
+                    {
+                        r.label = r.label + " #" + round;
+                    }
+                    runs.add(r);
+                }
             }
         }
         catch (final CliException ex)

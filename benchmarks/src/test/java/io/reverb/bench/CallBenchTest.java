@@ -144,6 +144,23 @@ class CallBenchTest
     }
 
     @Test
+    void shouldAlternateTheServersRoundByRound() throws Exception
+    {
+        final int status = run("--uri", shm, "--uri", grpc, "--call", GET_ITEM, "-d", "{\"name\": \"rounds\"}",
+            "-n", "100", "--rounds", "2", "--warmup", "0", "--format", "json", "-q");
+
+        assertThat(status).as(stderr()).isZero();
+        final List<RunResult> runs = JsonReport.read(stdout());
+        assertThat(runs).extracting(r -> r.framework + " " + r.round)
+            .containsExactly("reverb 1", "grpc-java 1", "reverb 2", "grpc-java 2");
+        assertThat(runs).allSatisfy(r -> assertThat(r.label).endsWith(GET_ITEM + " #" + r.round));
+        assertThat(runs).allSatisfy(r -> assertThat(r.ok).isEqualTo(100));
+        assertThat(SHOP.calls("get:rounds:null")).isEqualTo(400);
+        // each round's Reverb run against that round's grpc-java run
+        assertThat(JSON.readTree(stdout()).get("comparisons")).hasSize(2);
+    }
+
+    @Test
     void shouldStreamWithAProtoFileAndCountEveryMessage(@TempDir final Path dir) throws Exception
     {
         final Path csv = dir.resolve("stream.csv");
