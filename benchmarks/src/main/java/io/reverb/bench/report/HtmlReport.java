@@ -68,6 +68,7 @@ public final class HtmlReport
         figures(out, runs);
         comparisons(out, runs);
         FloorComparison.appendHtml(out, runs);
+        RoundMedians.appendHtml(out, runs);
         out.append("<h2>Runs</h2>\n<table>\n<tr><th class=\"l\">run</th><th class=\"l\">address</th>")
             .append("<th class=\"l\">what</th><th class=\"l\">statuses</th><th class=\"l\">when</th>")
             .append("<th class=\"l\">environment</th></tr>\n");

@@ -59,6 +59,7 @@ public final class JsonReport
             number(node, "throughputTimes", c.throughputRatio());
         }
         FloorComparison.writeJson(root.putArray("floorComparisons"), runs);
+        RoundMedians.writeJson(root.putArray("roundMedians"), runs);
         try
         {
             return MAPPER.writeValueAsString(root) + "\n";

@@ -1,5 +1,7 @@
 package io.reverb.bench.report;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reverb.bench.load.RunResult;
 
 import java.util.ArrayList;
@@ -14,14 +16,19 @@ import java.util.function.ToDoubleFunction;
  * With {@code --rounds N} the whole target list runs N times over, round by round, so that a machine whose speed
  * drifts (a shared VM, a neighbour's load) moves every target of a round alike; each round's ratios pair runs of that
  * round only ({@link Comparison}, {@link FloorComparison}), and this section gives each pair's median over the rounds,
- * with every round's p50 ratio beside it.
+ * with every round's p50 ratio beside it (text, JSON {@code roundMedians}, HTML).
+ *
+ * @param run        the Reverb (or other) target, its label without the round.
+ * @param baseline   what it is set against: the grpc-java run's or the floor run's label, without the round.
+ * @param floor      true for a floor pair (times the floor, lower is better), false for a grpc-java one (lower by).
+ * @param p50        the median over the rounds of the p50 ratio.
+ * @param p999       the same for p99.9.
+ * @param throughput the same for throughput (grpc-java pairs; NaN for a floor pair).
+ * @param p50ByRound each round's p50 ratio, in round order.
  */
-final class RoundMedians
+record RoundMedians(String run, String baseline, boolean floor, double p50, double p999, double throughput,
+    double[] p50ByRound)
 {
-    private RoundMedians()
-    {
-    }
-
     /**
      * @param runs runs of one report.
      * @return the highest round among them (1 without rounds).
@@ -37,6 +44,42 @@ final class RoundMedians
     }
 
     /**
+     * @param runs runs of one report.
+     * @return each pair's medians, grpc-java pairs first; empty for a report of one round.
+     */
+    static List<RoundMedians> of(final List<RunResult> runs)
+    {
+        final List<RoundMedians> medians = new ArrayList<>();
+        if (rounds(runs) < 2)
+        {
+            return medians;
+        }
+        final Map<String, List<Comparison>> grpc = new LinkedHashMap<>();
+        for (final Comparison c : Comparison.against(runs))
+        {
+            grpc.computeIfAbsent(c.run().baseLabel() + " vs " + c.baseline().baseLabel(), k -> new ArrayList<>()).add(c);
+        }
+        for (final List<Comparison> pair : grpc.values())
+        {
+            medians.add(new RoundMedians(pair.get(0).run().baseLabel(), pair.get(0).baseline().baseLabel(), false,
+                median(pair, Comparison::p50Ratio), median(pair, Comparison::p999Ratio),
+                median(pair, Comparison::throughputRatio), each(pair, Comparison::p50Ratio)));
+        }
+        final Map<String, List<FloorComparison>> floors = new LinkedHashMap<>();
+        for (final FloorComparison c : FloorComparison.of(runs))
+        {
+            floors.computeIfAbsent(c.run().baseLabel() + " vs " + c.floor().baseLabel(), k -> new ArrayList<>()).add(c);
+        }
+        for (final List<FloorComparison> pair : floors.values())
+        {
+            medians.add(new RoundMedians(pair.get(0).run().baseLabel(), pair.get(0).floor().baseLabel(), true,
+                median(pair, FloorComparison::p50Times), median(pair, FloorComparison::p999Times), Double.NaN,
+                each(pair, FloorComparison::p50Times)));
+        }
+        return medians;
+    }
+
+    /**
      * Appends the medians, if the report has more than one round.
      *
      * @param out  the text report.
@@ -44,44 +87,80 @@ final class RoundMedians
      */
     static void appendText(final StringBuilder out, final List<RunResult> runs)
     {
-        final int rounds = rounds(runs);
-        if (rounds < 2)
-        {
-            return;
-        }
-        final Map<String, List<Comparison>> grpc = new LinkedHashMap<>();
-        for (final Comparison c : Comparison.against(runs))
-        {
-            grpc.computeIfAbsent(c.run().baseLabel() + " vs " + c.baseline().baseLabel(), k -> new ArrayList<>()).add(c);
-        }
-        final Map<String, List<FloorComparison>> floor = new LinkedHashMap<>();
-        for (final FloorComparison c : FloorComparison.of(runs))
-        {
-            floor.computeIfAbsent(c.run().baseLabel() + " vs " + c.floor().baseLabel(), k -> new ArrayList<>()).add(c);
-        }
-        if (grpc.isEmpty() && floor.isEmpty())
+        final List<RoundMedians> medians = of(runs);
+        if (medians.isEmpty())
         {
             return;
         }
         out.append(String.format(Locale.ROOT, "%nMedians over %d rounds (targets alternated round by round; each " +
-            "round's ratio pairs runs of that round):%n", rounds));
-        for (final List<Comparison> pair : grpc.values())
+            "round's ratio pairs runs of that round):%n", rounds(runs)));
+        for (final RoundMedians m : medians)
         {
-            final Comparison first = pair.get(0);
-            out.append(String.format(Locale.ROOT,
-                "  %-28s vs %-24s p50 %6.1fx lower   p99.9 %6.1fx lower   throughput %6.1fx   p50 by round: %s%n",
-                first.run().baseLabel(), first.baseline().baseLabel(), median(pair, Comparison::p50Ratio),
-                median(pair, Comparison::p999Ratio), median(pair, Comparison::throughputRatio),
-                each(pair, Comparison::p50Ratio, "%.1f")));
+            out.append(m.floor ?
+                String.format(Locale.ROOT,
+                    "  %-28s vs %-26s p50 %6.2fx the floor   p99.9 %6.2fx the floor   p50 by round: %s%n",
+                    m.run, m.baseline, m.p50, m.p999, m.byRound("%.2f")) :
+                String.format(Locale.ROOT,
+                    "  %-28s vs %-24s p50 %6.1fx lower   p99.9 %6.1fx lower   throughput %6.1fx   p50 by round: %s%n",
+                    m.run, m.baseline, m.p50, m.p999, m.throughput, m.byRound("%.1f")));
         }
-        for (final List<FloorComparison> pair : floor.values())
+    }
+
+    /**
+     * Writes the medians into a JSON array (empty for a report of one round).
+     *
+     * @param array the report's {@code roundMedians} array.
+     * @param runs  its runs.
+     */
+    static void writeJson(final ArrayNode array, final List<RunResult> runs)
+    {
+        for (final RoundMedians m : of(runs))
         {
-            final FloorComparison first = pair.get(0);
-            out.append(String.format(Locale.ROOT,
-                "  %-28s vs %-26s p50 %6.2fx the floor   p99.9 %6.2fx the floor   p50 by round: %s%n",
-                first.run().baseLabel(), first.floor().baseLabel(), median(pair, FloorComparison::p50Times),
-                median(pair, FloorComparison::p999Times), each(pair, FloorComparison::p50Times, "%.2f")));
+            final ObjectNode node = array.addObject();
+            node.put("run", m.run);
+            node.put(m.floor ? "floor" : "baseline", m.baseline);
+            node.put("p50", finite(m.p50));
+            node.put("p99_9", finite(m.p999));
+            if (!m.floor)
+            {
+                node.put("throughput", finite(m.throughput));
+            }
+            final ArrayNode byRound = node.putArray("p50ByRound");
+            for (final double v : m.p50ByRound)
+            {
+                byRound.add(finite(v));
+            }
         }
+    }
+
+    /**
+     * Appends the HTML report's section, if the report has more than one round.
+     *
+     * @param out  the report.
+     * @param runs its runs.
+     */
+    static void appendHtml(final StringBuilder out, final List<RunResult> runs)
+    {
+        final List<RoundMedians> medians = of(runs);
+        if (medians.isEmpty())
+        {
+            return;
+        }
+        out.append("<h2>Medians over ").append(rounds(runs)).append(" rounds</h2>\n<table>\n<tr><th class=\"l\">run</th>")
+            .append("<th class=\"l\">against</th><th>p50</th><th>p99.9</th><th>throughput</th>")
+            .append("<th class=\"l\">p50 by round</th></tr>\n");
+        for (final RoundMedians m : medians)
+        {
+            final String unit = m.floor ? "x the floor" : "x lower";
+            final String format = m.floor ? "%.2f" : "%.1f";
+            out.append("<tr><td class=\"l\">").append(HtmlReport.escape(m.run)).append("</td><td class=\"l\">")
+                .append(HtmlReport.escape(m.baseline)).append("</td><td>")
+                .append(String.format(Locale.ROOT, format, m.p50)).append(unit).append("</td><td>")
+                .append(String.format(Locale.ROOT, format, m.p999)).append(unit).append("</td><td>")
+                .append(m.floor ? "" : String.format(Locale.ROOT, "%.1fx", m.throughput)).append("</td><td class=\"l\">")
+                .append(m.byRound(format)).append("</td></tr>\n");
+        }
+        out.append("</table>\n");
     }
 
     /**
@@ -92,27 +171,38 @@ final class RoundMedians
      */
     static <T> double median(final List<T> items, final ToDoubleFunction<T> metric)
     {
-        final double[] values = new double[items.size()];
-        for (int i = 0; i < values.length; i++)
-        {
-            values[i] = metric.applyAsDouble(items.get(i));
-        }
+        final double[] values = each(items, metric);
         Arrays.sort(values);
         final int mid = values.length / 2;
         return values.length % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
     }
 
-    private static <T> String each(final List<T> items, final ToDoubleFunction<T> metric, final String format)
+    private static <T> double[] each(final List<T> items, final ToDoubleFunction<T> metric)
+    {
+        final double[] values = new double[items.size()];
+        for (int i = 0; i < values.length; i++)
+        {
+            values[i] = metric.applyAsDouble(items.get(i));
+        }
+        return values;
+    }
+
+    private String byRound(final String format)
     {
         final StringBuilder text = new StringBuilder();
-        for (final T item : items)
+        for (final double v : p50ByRound)
         {
             if (text.length() > 0)
             {
                 text.append(", ");
             }
-            text.append(String.format(Locale.ROOT, format, metric.applyAsDouble(item)));
+            text.append(String.format(Locale.ROOT, format, v));
         }
         return text.toString();
+    }
+
+    private static double finite(final double value)
+    {
+        return Double.isFinite(value) ? value : 0;
     }
 }

@@ -64,6 +64,12 @@ class RoundMediansTest
             "p50 by round: 1\\.50, 1\\.50, 2\\.00");
         assertThat(text).containsPattern("reverb shm busy +vs grpc-java netty +p50 +100\\.0x lower .*" +
             "p50 by round: 100\\.0, 100\\.0, 50\\.0");
+        // the same in the JSON and the HTML report
+        final String json = JsonReport.write(threeRounds());
+        assertThat(json).contains("\"roundMedians\"", "\"floor\" : \"floor engine rings busy\"", "\"p50\" : 1.500")
+            .containsPattern("\"p50ByRound\" : \\[ 1\\.500\\d*, 1\\.500\\d*, 2\\.000\\d* \\]");
+        assertThat(HtmlReport.write(threeRounds(), "t", "reverb-bench")).contains("Medians over 3 rounds",
+            "1.50x the floor", "1.50, 1.50, 2.00");
     }
 
     @Test
@@ -84,5 +90,6 @@ class RoundMediansTest
         final List<RunResult> one = List.of(run("reverb shm busy", "reverb", 1, 3_000),
             run("floor engine rings busy", "floor", 1, 2_000));
         assertThat(TextReport.write(one)).contains("Against the floor").doesNotContain("Medians over");
+        assertThat(JsonReport.write(one)).contains("\"roundMedians\" : [ ]");
     }
 }
