@@ -126,11 +126,7 @@ final class CallBench
                 for (final String text : o.uris)
                 {
                     final RunResult r = runOne(URI.create(text), files, json, headers, deadline, duration, o, err);
-                    r.round = round;
-                    if (o.rounds > 1)
-                    {
-                        r.label = r.label + " #" + round;
-                    }
+                    r.markRound(round, o.rounds);
                     runs.add(r);
                 }
             }

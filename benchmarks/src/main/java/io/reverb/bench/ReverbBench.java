@@ -238,11 +238,7 @@ public final class ReverbBench
                             runInClientProcess(unique, payload, mode, o, err) : List.of(runOne(unique, spec, mode, o, err));
                         for (final RunResult r : done)
                         {
-                            r.round = round;
-                            if (o.rounds > 1)
-                            {
-                                r.label = r.label + " #" + round;
-                            }
+                            r.markRound(round, o.rounds);
                             runs.add(r);
                         }
                     }

@@ -58,6 +58,22 @@ public final class RunResult
     public int round = 1;
 
     /**
+     * Marks this run as one of round {@code round} of {@code rounds}: its {@link #round}, and a label ending in
+     * {@code " #N"} when there is more than one round.
+     *
+     * @param round  this run's round, from 1.
+     * @param rounds how many rounds the invocation runs.
+     */
+    public void markRound(final int round, final int rounds)
+    {
+        this.round = round;
+        if (rounds > 1)
+        {
+            label = label + " #" + round;
+        }
+    }
+
+    /**
      * @return the label without the {@code " #N"} that {@code --rounds} appends to a round's runs: the same for a
      *     target's runs in every round.
      */

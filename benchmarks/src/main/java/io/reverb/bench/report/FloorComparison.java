@@ -108,7 +108,11 @@ public record FloorComparison(RunResult run, RunResult floor)
         }
     }
 
-    private static double finite(final double value)
+    /**
+     * @param value a ratio.
+     * @return it, or 0 if it is not finite (a run without calls): JSON has no NaN.
+     */
+    static double finite(final double value)
     {
         return Double.isFinite(value) ? value : 0;
     }

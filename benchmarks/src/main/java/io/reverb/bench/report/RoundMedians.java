@@ -119,16 +119,16 @@ record RoundMedians(String run, String baseline, boolean floor, double p50, doub
             final ObjectNode node = array.addObject();
             node.put("run", m.run);
             node.put(m.floor ? "floor" : "baseline", m.baseline);
-            node.put("p50", finite(m.p50));
-            node.put("p99_9", finite(m.p999));
+            node.put("p50", FloorComparison.finite(m.p50));
+            node.put("p99_9", FloorComparison.finite(m.p999));
             if (!m.floor)
             {
-                node.put("throughput", finite(m.throughput));
+                node.put("throughput", FloorComparison.finite(m.throughput));
             }
             final ArrayNode byRound = node.putArray("p50ByRound");
             for (final double v : m.p50ByRound)
             {
-                byRound.add(finite(v));
+                byRound.add(FloorComparison.finite(v));
             }
         }
     }
@@ -199,10 +199,5 @@ record RoundMedians(String run, String baseline, boolean floor, double p50, doub
             text.append(String.format(Locale.ROOT, format, v));
         }
         return text.toString();
-    }
-
-    private static double finite(final double value)
-    {
-        return Double.isFinite(value) ? value : 0;
     }
 }
