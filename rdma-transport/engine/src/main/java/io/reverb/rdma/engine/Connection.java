@@ -2,6 +2,7 @@ package io.reverb.rdma.engine;
 
 import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
+import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
@@ -142,6 +143,15 @@ public interface Connection extends AutoCloseable
 
     /** @return the peer's address. */
     String remoteAddress();
+
+    /**
+     * @return {local, remote} socket addresses of a connection over one socket ({@code tcp://}), or null (other
+     *         fabrics, or before the connection is up).
+     */
+    default InetSocketAddress[] socketAddresses()
+    {
+        return null;
+    }
 
     /** @return largest payload sent eagerly on this connection (the smaller of both sides' limits). */
     int eagerLimit();

@@ -11,6 +11,7 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.common.WriteClaim;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -816,6 +817,13 @@ final class EngineConnection implements Connection
     public String remoteAddress()
     {
         return remoteAddress;
+    }
+
+    @Override
+    public InetSocketAddress[] socketAddresses()
+    {
+        final QueuePair q = qp;
+        return q == null ? null : q.socketAddresses();
     }
 
     @Override

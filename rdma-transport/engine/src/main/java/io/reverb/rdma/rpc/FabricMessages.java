@@ -1,5 +1,8 @@
 package io.reverb.rdma.rpc;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -29,17 +32,27 @@ import javax.crypto.spec.SecretKeySpec;
  *   . rdma subnet prefix length (byte)
  *   . proof: HMAC-SHA256(token, "RVFB offer" | client nonce | offer up to the proof), first 16 bytes; zeros
  *     without a token
- * CLAIM    client to server over the new fabric, 56 bytes:
+ * CLAIM    client to server over the new fabric, 92 bytes:
  *   8 ticket (16)   24 claim nonce (16 random bytes)
- *  40 proof: HMAC-SHA256(key, "RVFB claim" | ticket | claim nonce), first 16 bytes
+ *  40 binding (36): the tcp connection the offer came over, as the client's socket has it: its local address, then
+ *     the remote one (the address it dialled), each 16 bytes of IPv6 (IPv4 mapped) and a port (big-endian uint16)
+ *  76 proof: HMAC-SHA256(key, "RVFB claim" | ticket | claim nonce | binding), first 16 bytes
  * CLAIMED  server to client, 24 bytes:   8 proof: HMAC-SHA256(key, "RVFB claimed" | ticket | claim nonce), 16 bytes
  * REFUSED  server to client:   8 reason: length (uint16) and US-ASCII
  * </pre>
  *
  * The key of a claim is, for shm, the 32 random bytes of the server's secret file in the shm directory (only a process
  * of the same user on the same host can read it); for rdma, the engine token, or without one the ticket itself (then
- * the claim proves only that the client got the offer). A message whose fifth byte is not 0xF1 is an RPC frame: a
- * plain {@code tcp://} client's first message never looks like a HELLO.
+ * the claim proves only that the client got the offer). The server admits a claim only when its binding is the tcp
+ * connection it issued the ticket on, as the server's socket has it (peer, then local address): an offer fetched by
+ * whoever answers at the dialled address and relayed to the client names a ticket of that relay's connection, and is
+ * refused (so is an upgrade through a NAT or proxy: the client stays on tcp and says why). A message whose fifth byte
+ * is not 0xF1 is an RPC frame: a plain {@code tcp://} client's first message never looks like a HELLO.
+ *
+ * <p>Every field from a peer is checked before use: lengths within the message and {@value #MAX_STRING}, at most
+ * {@link #MAX_OFFER_LENGTH} bytes in all, no unknown fabric bit, shm names of the shm fabric's alphabet (no '/', not
+ * starting with '.', at most 64 characters) with the secret file the one of that name, and the rdma address a literal
+ * IP address and port ({@link #rdmaEndpoint}): never a host name to resolve, never a query or fragment.
  */
 final class FabricMessages
 {
@@ -57,11 +70,16 @@ final class FabricMessages
     static final int FABRIC_SHM = 1;
     static final int FABRIC_RDMA = 2;
     static final int HELLO_LENGTH = HEADER_LENGTH + NONCE_LENGTH;
-    static final int CLAIM_LENGTH = HEADER_LENGTH + 2 * NONCE_LENGTH + PROOF_LENGTH;
+    /** An endpoint in a claim's binding: an IPv6 address (IPv4 mapped) and a port. */
+    static final int ENDPOINT_LENGTH = 18;
+    static final int BINDING_LENGTH = 2 * ENDPOINT_LENGTH;
+    static final int CLAIM_LENGTH = HEADER_LENGTH + 2 * NONCE_LENGTH + BINDING_LENGTH + PROOF_LENGTH;
     static final int CLAIMED_LENGTH = HEADER_LENGTH + PROOF_LENGTH;
     /** Longest string field of an offer, and of a refusal's reason. */
     static final int MAX_STRING = 255;
     private static final int OFFER_FIXED = 60;
+    /** The longest well-formed offer: four strings of {@value #MAX_STRING} bytes. */
+    static final int MAX_OFFER_LENGTH = OFFER_FIXED + 4 * (2 + MAX_STRING) + 1 + PROOF_LENGTH;
     private static final byte[] OFFER_LABEL = "RVFB offer".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CLAIM_LABEL = "RVFB claim".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CLAIMED_LABEL = "RVFB claimed".getBytes(StandardCharsets.US_ASCII);
@@ -177,9 +195,10 @@ final class FabricMessages
     static Offer decodeOffer(final ByteBuffer message, final byte[] clientNonce, final byte[] token)
     {
         final ByteBuffer b = message.slice().order(ByteOrder.LITTLE_ENDIAN);
-        if (b.remaining() < OFFER_FIXED + 2 * 4 + 1 + PROOF_LENGTH)
+        if (b.remaining() < OFFER_FIXED + 2 * 4 + 1 + PROOF_LENGTH || b.remaining() > MAX_OFFER_LENGTH)
         {
-            throw new IllegalArgumentException("offer of " + b.remaining() + " bytes is too short");
+            throw new IllegalArgumentException("offer of " + b.remaining() + " bytes is not of " +
+                (OFFER_FIXED + 2 * 4 + 1 + PROOF_LENGTH) + ".." + MAX_OFFER_LENGTH);
         }
         final Offer offer = new Offer();
         b.position(HEADER_LENGTH);
@@ -200,21 +219,7 @@ final class FabricMessages
         final int signed = b.position();
         final byte[] proof = new byte[PROOF_LENGTH];
         b.get(proof);
-        if ((offer.fabrics & ~(FABRIC_SHM | FABRIC_RDMA)) != 0)
-        {
-            throw new IllegalArgumentException("offer names unknown fabrics (bits " + Integer.toHexString(offer.fabrics) +
-                ")");
-        }
-        if (offer.offers(FABRIC_SHM))
-        {
-            checkName(offer.shmName, "shm name");
-            checkName(offer.secretFile, "secret file name");
-        }
-        if (offer.offers(FABRIC_RDMA) && (offer.rdmaAddress.isEmpty() || offer.rdmaPrefix > 128))
-        {
-            throw new IllegalArgumentException("offer names rdma without an address, or with a prefix of " +
-                offer.rdmaPrefix);
-        }
+        // first the proof: an altered offer is reported as such, whatever field was changed
         if (token != null)
         {
             final byte[] signedBytes = new byte[signed];
@@ -225,31 +230,229 @@ final class FabricMessages
                     "this side's token, or altered on the way)");
             }
         }
+        if ((offer.fabrics & ~(FABRIC_SHM | FABRIC_RDMA)) != 0)
+        {
+            throw new IllegalArgumentException("offer names unknown fabrics (bits " + Integer.toHexString(offer.fabrics) +
+                ")");
+        }
+        if (offer.offers(FABRIC_SHM))
+        {
+            checkName(offer.shmName, "shm name");
+            checkName(offer.secretFile, "secret file name");
+            if (!offer.secretFile.equals(secretFileName(offer.shmName)))
+            {
+                throw new IllegalArgumentException("secret file name '" + offer.secretFile + "' is not the one of shm " +
+                    "name '" + offer.shmName + "' (" + secretFileName(offer.shmName) + ")");
+            }
+        }
+        if (offer.offers(FABRIC_RDMA))
+        {
+            final InetSocketAddress endpoint = rdmaEndpoint(offer.rdmaAddress);
+            if (offer.rdmaPrefix > endpoint.getAddress().getAddress().length * 8)
+            {
+                throw new IllegalArgumentException("offer names rdma with a prefix of " + offer.rdmaPrefix);
+            }
+        }
         return offer;
     }
 
-    static ByteBuffer claim(final byte[] ticket, final byte[] claimNonce, final byte[] key)
+    /** A decoded CLAIM. */
+    record Claim(byte[] ticket, byte[] nonce, byte[] binding, byte[] proof)
     {
-        return header(CLAIM_LENGTH, CLAIM).put(ticket).put(claimNonce)
-            .put(mac(key, CLAIM_LABEL, ticket, claimNonce)).flip();
     }
 
-    /** @return {ticket, claim nonce, proof} of a CLAIM, or null if it is malformed. */
-    static byte[][] decodeClaim(final ByteBuffer message)
+    /**
+     * @param ticket     the offer's ticket.
+     * @param claimNonce a fresh nonce.
+     * @param binding    {@link #binding} of the tcp connection the offer came over, as this side's socket has it.
+     * @param key        the claim's key (secret, token or ticket).
+     * @return the CLAIM message.
+     */
+    static ByteBuffer claim(final byte[] ticket, final byte[] claimNonce, final byte[] binding, final byte[] key)
+    {
+        return header(CLAIM_LENGTH, CLAIM).put(ticket).put(claimNonce).put(binding)
+            .put(mac(key, CLAIM_LABEL, ticket, claimNonce, binding)).flip();
+    }
+
+    /** @return the parts of a CLAIM, or null if it is malformed. */
+    static Claim decodeClaim(final ByteBuffer message)
     {
         if (message.remaining() != CLAIM_LENGTH)
         {
             return null;
         }
         final ByteBuffer b = message.duplicate().position(message.position() + HEADER_LENGTH);
-        final byte[][] parts = {new byte[NONCE_LENGTH], new byte[NONCE_LENGTH], new byte[PROOF_LENGTH]};
-        b.get(parts[0]).get(parts[1]).get(parts[2]);
-        return parts;
+        final Claim claim = new Claim(new byte[NONCE_LENGTH], new byte[NONCE_LENGTH], new byte[BINDING_LENGTH],
+            new byte[PROOF_LENGTH]);
+        b.get(claim.ticket()).get(claim.nonce()).get(claim.binding()).get(claim.proof());
+        return claim;
     }
 
-    static boolean claimVerifies(final byte[][] claim, final byte[] key)
+    /** @return true if the claim's proof holds for this key (over its ticket, nonce and binding). */
+    static boolean claimVerifies(final Claim claim, final byte[] key)
     {
-        return MessageDigest.isEqual(mac(key, CLAIM_LABEL, claim[0], claim[1]), claim[2]);
+        return MessageDigest.isEqual(mac(key, CLAIM_LABEL, claim.ticket(), claim.nonce(), claim.binding()),
+            claim.proof());
+    }
+
+    /**
+     * The binding of a claim to a tcp connection: {@code first} then {@code second}, each as an IPv6 address (IPv4
+     * mapped) and a big-endian port. The client gives (its local address, the address it dialled); the server
+     * expects (the connection's peer, its own local address).
+     *
+     * @return the {@value #BINDING_LENGTH} bytes.
+     */
+    static byte[] binding(final InetSocketAddress first, final InetSocketAddress second)
+    {
+        final ByteBuffer b = ByteBuffer.allocate(BINDING_LENGTH);
+        for (final InetSocketAddress endpoint : new InetSocketAddress[] {first, second})
+        {
+            final byte[] address = endpoint.getAddress().getAddress();
+            if (address.length == 4)
+            {
+                b.put(new byte[10]).putShort((short)0xFFFF);
+            }
+            b.put(address).putShort((short)endpoint.getPort());
+        }
+        return b.array();
+    }
+
+    /** @return the secret file's name of a shm name. */
+    static String secretFileName(final String shmName)
+    {
+        return ReverbListener.SECRET_PREFIX + shmName + ReverbListener.SECRET_SUFFIX;
+    }
+
+    /**
+     * Parses an offer's rdma address without any name lookup: a literal IPv4 address in dotted-decimal, or a literal
+     * IPv6 address in brackets, then ':' and a port of 1..65535; nothing else (no host name, query or fragment).
+     *
+     * @param text the address.
+     * @return it.
+     * @throws IllegalArgumentException saying why it is not one.
+     */
+    static InetSocketAddress rdmaEndpoint(final String text)
+    {
+        final int colon = text.lastIndexOf(':');
+        if (colon <= 0 || colon == text.length() - 1 || text.length() - colon - 1 > 5)
+        {
+            throw new IllegalArgumentException("rdma address '" + text + "' is not ip:port");
+        }
+        final int port = digits(text.substring(colon + 1), 65535, text);
+        if (port == 0)
+        {
+            throw new IllegalArgumentException("rdma address '" + text + "' has port 0");
+        }
+        final String host = text.substring(0, colon);
+        final byte[] address;
+        if (host.startsWith("[") && host.endsWith("]"))
+        {
+            address = ipv6(host.substring(1, host.length() - 1), text);
+        }
+        else
+        {
+            final String[] parts = host.split("\\.", -1);
+            if (parts.length != 4)
+            {
+                throw new IllegalArgumentException("rdma address '" + text + "' is not a literal IPv4 address or " +
+                    "[IPv6 address] and a port (host names are not resolved)");
+            }
+            address = new byte[4];
+            for (int i = 0; i < 4; i++)
+            {
+                address[i] = (byte)digits(parts[i], 255, text);
+            }
+        }
+        try
+        {
+            return new InetSocketAddress(InetAddress.getByAddress(address), port);
+        }
+        catch (final UnknownHostException ex)
+        {
+            throw new IllegalArgumentException("rdma address '" + text + "': " + ex.getMessage(), ex);
+        }
+    }
+
+    private static int digits(final String s, final int max, final String text)
+    {
+        if (s.isEmpty() || s.length() > 5 || s.length() > 1 && s.charAt(0) == '0')
+        {
+            throw new IllegalArgumentException("rdma address '" + text + "' has the number '" + s + "'");
+        }
+        int value = 0;
+        for (int i = 0; i < s.length(); i++)
+        {
+            final char c = s.charAt(i);
+            if (c < '0' || c > '9')
+            {
+                throw new IllegalArgumentException("rdma address '" + text + "' is not a literal IP address and port " +
+                    "(host names are not resolved)");
+            }
+            value = value * 10 + c - '0';
+        }
+        if (value > max)
+        {
+            throw new IllegalArgumentException("rdma address '" + text + "' has the number " + value);
+        }
+        return value;
+    }
+
+    /** A literal IPv6 address (groups of hex digits, one "::" at most, no zone, no embedded IPv4). */
+    private static byte[] ipv6(final String s, final String text)
+    {
+        final String bad = "rdma address '" + text + "' does not hold a literal IPv6 address in its brackets";
+        final int gap = s.indexOf("::");
+        if (s.isEmpty() || gap >= 0 && s.indexOf("::", gap + 1) >= 0)
+        {
+            throw new IllegalArgumentException(bad);
+        }
+        final String[] head = gap < 0 ? s.split(":", -1) : s.substring(0, gap).isEmpty() ? new String[0] :
+            s.substring(0, gap).split(":", -1);
+        final String[] tail = gap < 0 ? new String[0] : s.substring(gap + 2).isEmpty() ? new String[0] :
+            s.substring(gap + 2).split(":", -1);
+        if (gap < 0 && head.length != 8 || gap >= 0 && head.length + tail.length > 7)
+        {
+            throw new IllegalArgumentException(bad);
+        }
+        final byte[] address = new byte[16];
+        for (int i = 0; i < head.length; i++)
+        {
+            putGroup(address, i, head[i], bad);
+        }
+        for (int i = 0; i < tail.length; i++)
+        {
+            putGroup(address, 8 - tail.length + i, tail[i], bad);
+        }
+        return address;
+    }
+
+    private static void putGroup(final byte[] address, final int index, final String group, final String bad)
+    {
+        if (group.isEmpty() || group.length() > 4)
+        {
+            throw new IllegalArgumentException(bad);
+        }
+        int value = 0;
+        for (int i = 0; i < group.length(); i++)
+        {
+            final int digit = Character.digit(group.charAt(i), 16);
+            if (digit < 0)
+            {
+                throw new IllegalArgumentException(bad);
+            }
+            value = value << 4 | digit;
+        }
+        address[2 * index] = (byte)(value >>> 8);
+        address[2 * index + 1] = (byte)value;
+    }
+
+    /** @return the literal text of an rdma endpoint, as {@link #rdmaEndpoint} parses it. */
+    static String rdmaText(final InetSocketAddress endpoint)
+    {
+        final String host = endpoint.getAddress().getHostAddress();
+        final int zone = host.indexOf('%');
+        final String literal = zone < 0 ? host : host.substring(0, zone);
+        return (literal.indexOf(':') >= 0 ? "[" + literal + "]" : literal) + ":" + endpoint.getPort();
     }
 
     static ByteBuffer claimed(final byte[] ticket, final byte[] claimNonce, final byte[] key)
@@ -344,15 +547,17 @@ final class FabricMessages
         return s.getBytes(StandardCharsets.US_ASCII);
     }
 
-    static byte[] mac(final byte[] key, final byte[] label, final byte[] first, final byte[] second)
+    static byte[] mac(final byte[] key, final byte[] label, final byte[]... parts)
     {
         try
         {
             final Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(key, "HmacSHA256"));
             mac.update(label);
-            mac.update(first);
-            mac.update(second);
+            for (final byte[] part : parts)
+            {
+                mac.update(part);
+            }
             return Arrays.copyOf(mac.doFinal(), PROOF_LENGTH);
         }
         catch (final GeneralSecurityException ex)

@@ -1,10 +1,12 @@
 package io.reverb.rdma.rpc;
 
+import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.TransportOptions;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -24,6 +26,12 @@ import java.util.concurrent.TimeUnit;
  * closed, the tcp connection rebound, the reason logged once). The future completes once, when settled. A tcp
  * connection that closes before the offer came was not a {@code reverb://} server's (a plain {@code tcp://} server
  * closes on the HELLO, which it cannot parse): the connect is made again over plain tcp.
+ *
+ * <p>The claim is bound to the tcp connection the offer came over, as this side's socket has it (its local address
+ * and the address dialled): the server admits it only for the connection it issued the ticket on, so an offer relayed
+ * by whoever answers at the dialled address is refused, and the client stays on tcp and says why. With TLS the client
+ * moves to shm (which never leaves the host; the server proves it holds its secret file) but to rdma, which has no
+ * encryption, only when {@link TlsConfig#allowPlaintextRdma()} allows it, and says so once.
  */
 final class ReverbConnect
 {
@@ -35,6 +43,7 @@ final class ReverbConnect
     private final CompletableFuture<Connection> result = new CompletableFuture<>();
     private final byte[] nonce = FabricMessages.random(FabricMessages.NONCE_LENGTH);
     private final byte[] token;
+    private final TlsConfig tls;
 
     // guarded by this
     private Connection tcp;
@@ -54,6 +63,7 @@ final class ReverbConnect
         this.options = options;
         this.handler = handler;
         this.token = ReverbTransportProvider.token(options);
+        this.tls = ReverbTransportProvider.tls(options);
     }
 
     CompletableFuture<Connection> start()
@@ -108,6 +118,12 @@ final class ReverbConnect
             stay(null); // the server offers tcp only: nothing to say
             return;
         }
+        final byte[] binding = binding();
+        if (binding == null)
+        {
+            stay("cannot bind a claim to the tcp connection (its socket addresses are unknown)");
+            return;
+        }
         String why = null;
         if (offer.offers(FabricMessages.FABRIC_SHM))
         {
@@ -115,7 +131,7 @@ final class ReverbConnect
             {
                 final byte[] secret = shmKey(offer);
                 upgrade("shm", provider.shm, ReverbTransportProvider.sibling(uri, "shm", offer.shmName), secret,
-                    offer.ticket);
+                    offer.ticket, binding);
                 return;
             }
             catch (final IOException ex)
@@ -128,8 +144,14 @@ final class ReverbConnect
             final String problem = rdmaProblem(offer);
             if (problem == null)
             {
-                upgrade("rdma", provider.rdma, ReverbTransportProvider.sibling(uri, "rdma", offer.rdmaAddress),
-                    token != null ? token : offer.ticket, offer.ticket);
+                final String target = FabricMessages.rdmaText(FabricMessages.rdmaEndpoint(offer.rdmaAddress));
+                if (tls != null)
+                {
+                    provider.log("plaintext-rdma " + uri.getAuthority(), uri + " moves from TLS on tcp to rdma " +
+                        "at " + target + ", which has no encryption, as TlsConfig.allowPlaintextRdma allows");
+                }
+                upgrade("rdma", provider.rdma, ReverbTransportProvider.sibling(uri, "rdma", target),
+                    token != null ? token : offer.ticket, offer.ticket, binding);
                 return;
             }
             why = (why == null ? "" : why + "; ") + "rdma: " + problem;
@@ -187,32 +209,41 @@ final class ReverbConnect
         }
     }
 
+    /** @return why the client cannot move to the offer's rdma address, or null if it can. */
     private String rdmaProblem(final FabricMessages.Offer offer)
     {
-        final int colon = offer.rdmaAddress.lastIndexOf(':');
+        if (tls != null && !tls.allowPlaintextRdma())
+        {
+            return "this side uses TLS, and rdma would carry the calls in plaintext (TlsConfig.Builder" +
+                ".allowPlaintextRdma(true) allows it)";
+        }
         final InetAddress server;
         try
         {
-            String host = offer.rdmaAddress.substring(0, Math.max(colon, 0));
-            if (host.startsWith("[") && host.endsWith("]"))
-            {
-                host = host.substring(1, host.length() - 1);
-            }
-            if (host.isEmpty() || !Character.isLetterOrDigit(host.charAt(0)) && host.charAt(0) != ':')
-            {
-                return "the server's rdma address '" + offer.rdmaAddress + "' is not host:port";
-            }
-            server = InetAddress.getByName(host); // a literal: the server sends its bound address
+            server = FabricMessages.rdmaEndpoint(offer.rdmaAddress).getAddress(); // a literal: never resolved
         }
-        catch (final IOException ex)
+        catch (final IllegalArgumentException ex)
         {
-            return "the server's rdma address '" + offer.rdmaAddress + "' does not resolve: " + ex.getMessage();
+            return ex.getMessage();
         }
         return RdmaChoice.problem(provider.rdma.unavailabilityCause(), server, offer.rdmaPrefix, RdmaChoice.locals());
     }
 
+    /** @return the binding of a claim to the tcp connection, as this side's socket has it; null if unknown. */
+    private byte[] binding()
+    {
+        final Connection onTcp;
+        synchronized (this)
+        {
+            onTcp = tcp;
+        }
+        final InetSocketAddress[] sockets = onTcp instanceof EngineTransportConnection ?
+            ((EngineTransportConnection)onTcp).engineConnection().socketAddresses() : null;
+        return sockets == null ? null : FabricMessages.binding(sockets[0], sockets[1]);
+    }
+
     private void upgrade(final String fabric, final EngineTransport transport, final URI target, final byte[] key,
-        final byte[] ticket)
+        final byte[] ticket, final byte[] binding)
     {
         final byte[] claimNonce = FabricMessages.random(FabricMessages.NONCE_LENGTH);
         transport.connect(target, options, new UpgradeSide(fabric, key, ticket, claimNonce))
@@ -239,7 +270,7 @@ final class ReverbConnect
                     connection.close(); // settled meanwhile (timed out, or the tcp connection closed)
                     return;
                 }
-                if (!ReverbTransportProvider.send(connection, FabricMessages.claim(ticket, claimNonce, key)))
+                if (!ReverbTransportProvider.send(connection, FabricMessages.claim(ticket, claimNonce, binding, key)))
                 {
                     stay(fabric + ": cannot send the claim to " + target);
                     return;

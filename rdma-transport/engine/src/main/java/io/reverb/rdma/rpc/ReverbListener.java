@@ -1,11 +1,13 @@
 package io.reverb.rdma.rpc;
 
+import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportOptions;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
@@ -15,10 +17,8 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Iterator;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The server side of {@code reverb://}: a tcp listener always, a shm listener and an rdma listener when this host can
@@ -32,13 +32,19 @@ import java.util.concurrent.TimeUnit;
  * only with its first RPC message, never the negotiation, and a client that upgrades leaves no trace in the server
  * but a tcp connection that closed before its first call.
  *
- * <p>Tickets live {@link #TICKET_LIFETIME_NANOS} and at most {@link #MAX_TICKETS} at once (beyond that an offer names
- * tcp only, and the client stays there): a peer cannot grow the table.
+ * <p>No fabric admits a weaker peer than the tcp port. With a token, every fabric's engine handshake checks it.
+ * With TLS, which only tcp has, the shm and rdma listeners admit a connection only when its first message is a valid
+ * CLAIM of a ticket issued over a TLS connection (its proof bound to that connection); anything else is refused and
+ * never reaches the acceptor. A server with TLS offers rdma, which has no encryption, only when its
+ * {@link TlsConfig#allowPlaintextRdma()} says so.
+ *
+ * <p>Tickets ({@link FabricTickets}) are bound to the tcp connection they were issued on, live 30 s at most, are
+ * returned when that connection closes or carries an RPC frame, and are counted per peer address: a peer cannot grow
+ * the table, nor starve other addresses. A HELLO beyond the limits is answered with a REFUSED that says why, and the
+ * connection stays open for the client's calls over tcp.
  */
 final class ReverbListener implements ServerListener
 {
-    static final long TICKET_LIFETIME_NANOS = TimeUnit.SECONDS.toNanos(30);
-    static final int MAX_TICKETS = 4096;
     /** Name of the secret file in the shm directory, before the shm name. */
     static final String SECRET_PREFIX = "fabric-";
     static final String SECRET_SUFFIX = ".key";
@@ -46,7 +52,8 @@ final class ReverbListener implements ServerListener
     private final ReverbTransportProvider provider;
     private final ServerListener.Acceptor acceptor;
     private final byte[] token;
-    private final Map<String, Long> tickets = new ConcurrentHashMap<>();
+    private final TlsConfig tls;
+    private volatile FabricTickets tickets = new FabricTickets();
     private final Set<Connection> negotiating = ConcurrentHashMap.newKeySet();
     private volatile boolean refuseClaims;
     private volatile boolean closed;
@@ -64,6 +71,7 @@ final class ReverbListener implements ServerListener
         this.provider = provider;
         this.acceptor = acceptor;
         this.token = ReverbTransportProvider.token(options);
+        this.tls = ReverbTransportProvider.tls(options);
     }
 
     static ReverbListener open(final ReverbTransportProvider provider, final URI uri, final TransportOptions options,
@@ -116,6 +124,12 @@ final class ReverbListener implements ServerListener
         {
             return; // no RDMA device or no DiSNi here: nothing to offer, and nothing worth a line
         }
+        if (tls != null && !tls.allowPlaintextRdma())
+        {
+            provider.log("listen-rdma", address + " does not offer rdma: its tcp port uses TLS, and rdma would carry " +
+                "the calls in plaintext (TlsConfig.Builder.allowPlaintextRdma(true) offers it)");
+            return;
+        }
         try
         {
             // A port of its own: the DiSNi provider's handshake takes a TCP port too, the tcp listener's is taken. On a
@@ -131,7 +145,7 @@ final class ReverbListener implements ServerListener
                 throw new IOException("the rdma listener reports the wildcard address " + hostPort + ", which names " +
                     "no RDMA device to clients; give the address of the device's interface (reverb://10.0.0.5:" + port + ")");
             }
-            template.rdmaAddress = hostPort;
+            template.rdmaAddress = FabricMessages.rdmaText(new InetSocketAddress(advertised, parsed.getPort()));
             template.rdmaPrefix = RdmaChoice.prefixLength(advertised);
             template.rdmaDevice = "";
             template.fabrics |= FabricMessages.FABRIC_RDMA;
@@ -189,6 +203,12 @@ final class ReverbListener implements ServerListener
         return secretFile;
     }
 
+    /** Test seam: smaller ticket limits (before any client came). */
+    void ticketLimits(final int maxTickets, final int maxPerPeer)
+    {
+        tickets = new FabricTickets(maxTickets, maxPerPeer);
+    }
+
     /** Test seam: refuse every claim from now on (the upgrade fails after the client connected the new fabric). */
     void refuseClaims(final boolean refuse)
     {
@@ -204,6 +224,8 @@ final class ReverbListener implements ServerListener
         negotiating.add(connection);
         return new Gate(connection)
         {
+            private byte[] ticket;
+
             @Override
             void first(final ByteBuffer message)
             {
@@ -218,9 +240,30 @@ final class ReverbListener implements ServerListener
                     refuse("malformed fabric request");
                     return;
                 }
-                if (!ReverbTransportProvider.send(connection, FabricMessages.offer(newOffer(), nonce, token)))
+                final FabricMessages.Offer offer = new FabricMessages.Offer();
+                final String declined = newOffer(connection, offer);
+                if (declined != null)
+                {
+                    // the client stays on tcp and logs why; this connection carries its calls
+                    ReverbTransportProvider.send(connection, FabricMessages.refused(declined));
+                    return;
+                }
+                if (offer.fabrics != 0)
+                {
+                    ticket = offer.ticket;
+                }
+                if (!ReverbTransportProvider.send(connection, FabricMessages.offer(offer, nonce, token)))
                 {
                     connection.close();
+                }
+            }
+
+            @Override
+            void leaving()
+            {
+                if (ticket != null)
+                {
+                    tickets.release(ticket); // the client stayed on tcp, or went: the ticket is of no more use
                 }
             }
         };
@@ -240,22 +283,30 @@ final class ReverbListener implements ServerListener
             {
                 if (FabricMessages.type(message) != FabricMessages.CLAIM)
                 {
+                    if (tls != null)
+                    {
+                        // the tcp port requires TLS, which this fabric cannot check: only a claim of a ticket issued
+                        // over a TLS connection proves what TLS proved there
+                        refuse("this reverb:// server's tcp port requires TLS; its " + (shm ? "shm" : "rdma") +
+                            " listener admits only a client that moved from it (connect to " + address + ")");
+                        return;
+                    }
                     deliver(message);
                     return;
                 }
-                final byte[][] claim = FabricMessages.decodeClaim(message);
+                final FabricMessages.Claim claim = FabricMessages.decodeClaim(message);
                 if (claim == null)
                 {
                     refuse("malformed claim");
                     return;
                 }
-                final Long issued = tickets.remove(HexFormat.of().formatHex(claim[0]));
-                final byte[] key = shm ? secret : token != null ? token : claim[0];
+                final FabricTickets.Issued issued = tickets.take(claim.ticket(), System.nanoTime());
+                final byte[] key = shm ? secret : token != null ? token : claim.ticket();
                 if (refuseClaims)
                 {
                     refuse("this server refuses upgrades (test)");
                 }
-                else if (issued == null || System.nanoTime() - issued > TICKET_LIFETIME_NANOS)
+                else if (issued == null)
                 {
                     refuse("unknown, used or expired ticket");
                 }
@@ -264,7 +315,13 @@ final class ReverbListener implements ServerListener
                     refuse(shm ? "the claim's proof does not verify (the client did not read this server's secret " +
                         "file)" : "the claim's proof does not verify (another token)");
                 }
-                else if (!ReverbTransportProvider.send(connection, FabricMessages.claimed(claim[0], claim[1], key)))
+                else if (!Arrays.equals(claim.binding(), issued.binding()))
+                {
+                    refuse("the claim names another tcp connection than the one its ticket was issued on (an offer " +
+                        "relayed from this server by the one the client dialled, or a NAT or proxy between them)");
+                }
+                else if (!ReverbTransportProvider.send(connection,
+                    FabricMessages.claimed(claim.ticket(), claim.nonce(), key)))
                 {
                     connection.close();
                 }
@@ -272,9 +329,13 @@ final class ReverbListener implements ServerListener
         };
     }
 
-    private FabricMessages.Offer newOffer()
+    /**
+     * Fills an offer for a tcp connection, with a ticket bound to it.
+     *
+     * @return null, or why no offer is made (the client is told so and stays on tcp).
+     */
+    private String newOffer(final Connection connection, final FabricMessages.Offer offer)
     {
-        final FabricMessages.Offer offer = new FabricMessages.Offer();
         final FabricMessages.Offer t = template;
         offer.bootId = t.bootId;
         offer.shmDevice = t.shmDevice;
@@ -285,29 +346,25 @@ final class ReverbListener implements ServerListener
         offer.rdmaDevice = t.rdmaDevice;
         offer.rdmaPrefix = t.rdmaPrefix;
         offer.fabrics = t.fabrics;
-        if (offer.fabrics != 0)
-        {
-            final long now = System.nanoTime();
-            if (tickets.size() >= MAX_TICKETS)
-            {
-                tickets.values().removeIf(issued -> now - issued > TICKET_LIFETIME_NANOS);
-            }
-            if (tickets.size() >= MAX_TICKETS)
-            {
-                offer.fabrics = 0;
-                provider.log("tickets", address + " has " + MAX_TICKETS + " upgrade tickets outstanding; new clients " +
-                    "stay on tcp until they are used or expire");
-            }
-            else
-            {
-                tickets.put(HexFormat.of().formatHex(offer.ticket), now);
-            }
-        }
         if (offer.fabrics == 0)
         {
             Arrays.fill(offer.ticket, (byte)0);
+            return null;
         }
-        return offer;
+        final InetSocketAddress[] sockets = ((EngineTransportConnection)connection).engineConnection().socketAddresses();
+        if (sockets == null)
+        {
+            return "the server cannot bind a ticket to this connection (its socket addresses are unknown)";
+        }
+        final String peer = FabricTickets.peerKey(sockets[1].getAddress());
+        final String declined = tickets.issue(offer.ticket, peer, FabricMessages.binding(sockets[1], sockets[0]),
+            System.nanoTime());
+        if (declined != null)
+        {
+            provider.log("tickets " + peer, address + ": " + declined + "; new clients from there stay on tcp until " +
+                "those connections settle, close or their tickets expire");
+        }
+        return declined;
     }
 
     /**
@@ -327,6 +384,11 @@ final class ReverbListener implements ServerListener
 
         /** The connection's first message. */
         abstract void first(ByteBuffer message);
+
+        /** The connection leaves the gate (delivered, refused or closed): once. */
+        void leaving()
+        {
+        }
 
         @Override
         public void onMessage(final Connection c, final ByteBuffer message)
@@ -350,6 +412,7 @@ final class ReverbListener implements ServerListener
         {
             delivered = true;
             negotiating.remove(connection);
+            leaving();
             final ConnectionHandler handler = closed ? null : acceptor.onConnection(connection);
             if (handler == null)
             {
@@ -364,6 +427,7 @@ final class ReverbListener implements ServerListener
         {
             delivered = true;
             negotiating.remove(connection);
+            leaving();
             ReverbTransportProvider.send(connection, FabricMessages.refused(reason));
             connection.close();
         }
@@ -377,6 +441,10 @@ final class ReverbListener implements ServerListener
         public void onClose(final Connection c, final Throwable cause)
         {
             negotiating.remove(connection);
+            if (!delivered)
+            {
+                leaving();
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import io.reverb.common.ClaimResult;
 import io.reverb.common.LogLimiter;
 import io.reverb.common.WriteClaim;
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -220,6 +221,13 @@ public final class ReverbTransportProvider implements TransportProvider
         final EngineConfig config = options.get(EngineOptions.ENGINE_CONFIG);
         return config != null && config.verbsConfig() != null ? config.verbsConfig().shmDirectory() :
             VerbsConfig.defaults().shmDirectory();
+    }
+
+    /** @return the TLS settings of the options' engine settings, or null (no TLS on tcp). */
+    static TlsConfig tls(final TransportOptions options)
+    {
+        final EngineConfig config = options.get(EngineOptions.ENGINE_CONFIG);
+        return config == null ? null : config.tls();
     }
 
     /** @return the token of the options' engine settings, or null. */

@@ -1,5 +1,6 @@
 package io.reverb.rdma.verbs;
 
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 
 /**
@@ -32,6 +33,17 @@ public interface QueuePair extends AutoCloseable
 
     /** @return a human-readable peer address. */
     String remoteAddress();
+
+    /**
+     * The socket addresses of a queue pair that runs over one socket (the {@code tcp://} provider's): what a
+     * {@code reverb://} claim binds to (its connection as each side's socket has it).
+     *
+     * @return {local, remote}, or null where there is no such socket.
+     */
+    default InetSocketAddress[] socketAddresses()
+    {
+        return null;
+    }
 
     /**
      * ibv_post_send. The request may be reused when this returns.

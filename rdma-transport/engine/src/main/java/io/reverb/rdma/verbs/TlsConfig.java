@@ -47,6 +47,7 @@ public final class TlsConfig
     private final SSLContext context;
     private final ClientAuth clientAuth;
     private final boolean verifyHostname;
+    private final boolean allowPlaintextRdma;
     private final String[] protocols;
 
     private TlsConfig(final Builder builder)
@@ -54,6 +55,7 @@ public final class TlsConfig
         this.context = builder.context;
         this.clientAuth = builder.clientAuth;
         this.verifyHostname = builder.verifyHostname;
+        this.allowPlaintextRdma = builder.allowPlaintextRdma;
         this.protocols = builder.protocols.clone();
     }
 
@@ -79,6 +81,15 @@ public final class TlsConfig
     public boolean verifyHostname()
     {
         return verifyHostname;
+    }
+
+    /**
+     * @return whether {@code reverb://} may move a connection that this config protects on tcp to the rdma fabric,
+     *         which has no encryption ({@link Builder#allowPlaintextRdma(boolean)}).
+     */
+    public boolean allowPlaintextRdma()
+    {
+        return allowPlaintextRdma;
     }
 
     /** @return enabled protocol versions (a copy). */
@@ -124,7 +135,7 @@ public final class TlsConfig
     public String toString()
     {
         return "TlsConfig{protocols=" + Arrays.toString(protocols) + ", clientAuth=" + clientAuth +
-            ", verifyHostname=" + verifyHostname + '}';
+            ", verifyHostname=" + verifyHostname + ", allowPlaintextRdma=" + allowPlaintextRdma + '}';
     }
 
     /** Builds a {@link TlsConfig}: an {@link SSLContext}, or the key and trust managers to make one from. */
@@ -135,6 +146,7 @@ public final class TlsConfig
         private TrustManager trustManager;
         private ClientAuth clientAuth = ClientAuth.NONE;
         private boolean verifyHostname = true;
+        private boolean allowPlaintextRdma;
         private String[] protocols = DEFAULT_PROTOCOLS;
 
         private Builder()
@@ -189,6 +201,24 @@ public final class TlsConfig
         public Builder verifyHostname(final boolean verify)
         {
             this.verifyHostname = verify;
+            return this;
+        }
+
+        /**
+         * Lets {@code reverb://} carry a TLS connection's calls over the rdma fabric, which has no encryption: the
+         * calls then lose the confidentiality and integrity TLS gave them on tcp (the peer stays authenticated: the
+         * rdma connection must claim a ticket issued over this TLS connection, with a proof bound to it). Off by
+         * default: a {@code reverb://} client with TLS then stays on tcp (or moves to shm, which never leaves the
+         * host and whose server proves it holds its secret file), saying why once, and a {@code reverb://} server
+         * with TLS does not offer rdma. Set it on both sides to use rdma with TLS on the tcp port; the client logs
+         * the move once.
+         *
+         * @param allow whether to allow it; default false.
+         * @return this.
+         */
+        public Builder allowPlaintextRdma(final boolean allow)
+        {
+            this.allowPlaintextRdma = allow;
             return this;
         }
 

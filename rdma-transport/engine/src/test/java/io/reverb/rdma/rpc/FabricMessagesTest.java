@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -100,7 +101,7 @@ class FabricMessagesTest
         assertThatThrownBy(() -> FabricMessages.decodeOffer(truncated, nonce, null))
             .isInstanceOf(IllegalArgumentException.class);
         final ByteBuffer shortOne = whole.duplicate().limit(30);
-        assertThatThrownBy(() -> FabricMessages.decodeOffer(shortOne, nonce, null)).hasMessageContaining("too short");
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(shortOne, nonce, null)).hasMessageContaining("is not of");
     }
 
     @Test
@@ -109,11 +110,19 @@ class FabricMessagesTest
         final byte[] key = FabricMessages.random(32);
         final byte[] ticket = FabricMessages.random(16);
         final byte[] claimNonce = FabricMessages.random(16);
-        final byte[][] claim = FabricMessages.decodeClaim(FabricMessages.claim(ticket, claimNonce, key));
+        final byte[] binding = FabricMessages.binding(new InetSocketAddress("127.0.0.1", 40000),
+            new InetSocketAddress("127.0.0.1", 7000));
+        final FabricMessages.Claim claim = FabricMessages.decodeClaim(
+            FabricMessages.claim(ticket, claimNonce, binding, key));
         assertThat(claim).isNotNull();
-        assertThat(claim[0]).isEqualTo(ticket);
+        assertThat(claim.ticket()).isEqualTo(ticket);
+        assertThat(claim.binding()).isEqualTo(binding);
         assertThat(FabricMessages.claimVerifies(claim, key)).isTrue();
         assertThat(FabricMessages.claimVerifies(claim, FabricMessages.random(32))).as("another secret").isFalse();
+        final byte[] otherBinding = binding.clone();
+        otherBinding[17] ^= 1; // another local port
+        assertThat(FabricMessages.claimVerifies(new FabricMessages.Claim(ticket, claimNonce, otherBinding,
+            claim.proof()), key)).as("the binding is under the proof").isFalse();
         final ByteBuffer claimed = FabricMessages.claimed(ticket, claimNonce, key);
         assertThat(FabricMessages.claimedVerifies(claimed, ticket, claimNonce, key)).isTrue();
         assertThat(FabricMessages.claimedVerifies(claimed, FabricMessages.random(16), claimNonce, key))
@@ -121,6 +130,72 @@ class FabricMessagesTest
         assertThat(FabricMessages.claimedVerifies(claimed, ticket, FabricMessages.random(16), key))
             .as("a replayed answer").isFalse();
         assertThat(FabricMessages.decodeClaim(ByteBuffer.allocate(10))).isNull();
+    }
+
+    @Test
+    void shouldBindTheSameConnectionAlikeFromBothEndsAndAnotherOneNot() throws Exception
+    {
+        final InetSocketAddress client = new InetSocketAddress("127.0.0.1", 40000);
+        final InetSocketAddress server = new InetSocketAddress("127.0.0.1", 7000);
+        // the server's socket on a dual-stack wildcard may see the client as ::ffff:127.0.0.1
+        final InetSocketAddress mapped = new InetSocketAddress(InetAddress.getByAddress(
+            new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte)0xFF, (byte)0xFF, 127, 0, 0, 1}), 40000);
+        assertThat(FabricMessages.binding(client, server)).isEqualTo(FabricMessages.binding(mapped, server))
+            .hasSize(FabricMessages.BINDING_LENGTH);
+        // a relay: the client dialled 127.0.0.1:7001, the relay reached the server from its own port
+        assertThat(FabricMessages.binding(client, new InetSocketAddress("127.0.0.1", 7001)))
+            .isNotEqualTo(FabricMessages.binding(new InetSocketAddress("127.0.0.1", 40001), server));
+    }
+
+    @Test
+    void shouldAcceptOnlyALiteralIpAndPortAsTheRdmaAddress()
+    {
+        assertThat(FabricMessages.rdmaEndpoint("10.0.0.5:7000"))
+            .isEqualTo(new InetSocketAddress("10.0.0.5", 7000));
+        assertThat(FabricMessages.rdmaEndpoint("[fe80::1:2]:7000").getAddress().getHostAddress())
+            .startsWith("fe80:0:0:0:0:0:1:2");
+        assertThat(FabricMessages.rdmaEndpoint("[::1]:1").getPort()).isEqualTo(1);
+        assertThat(FabricMessages.rdmaText(FabricMessages.rdmaEndpoint("[fe80::1]:7000"))).isEqualTo("[fe80:0:0:0:0:0:0:1]:7000");
+        final byte[] nonce = FabricMessages.random(16);
+        for (final String hostile : List.of("rdma.example.com:7000", "localhost:7000", "10.0.0.5:7000?polling=busy#",
+            "10.0.0.5:7000#x", "10.0.0.5", "10.0.0.5:0", "10.0.0.5:70000", "10.0.0.256:7000", "010.0.0.5:7000",
+            "10.0.0:7000", "[fe80::1%eth0]:7000", "[1::2::3]:7000", "[::ffff:10.0.0.5]:7000", "fe80::1:7000",
+            "10.0.0.5:+700", ":7000", "[]:7000"))
+        {
+            assertThatThrownBy(() -> FabricMessages.rdmaEndpoint(hostile)).as(hostile)
+                .isInstanceOf(IllegalArgumentException.class);
+            final FabricMessages.Offer offer = offer();
+            offer.rdmaAddress = hostile;
+            assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(offer, nonce, null), nonce, null))
+                .as(hostile).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rdma address");
+        }
+        final FabricMessages.Offer prefix = offer();
+        prefix.rdmaPrefix = 33;
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(prefix, nonce, null), nonce, null))
+            .hasMessageContaining("prefix of 33");
+    }
+
+    @Test
+    void shouldTakeOnlyTheSecretFileOfTheOfferedShmNameAndBoundNamesAndLength()
+    {
+        final byte[] nonce = FabricMessages.random(16);
+        final FabricMessages.Offer other = offer();
+        other.secretFile = "fabric-reverb-7001-abcdef.key"; // another server's secret file in the same directory
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(other, nonce, null), nonce, null))
+            .hasMessageContaining("is not the one of shm name");
+        final FabricMessages.Offer dots = offer();
+        dots.shmName = "..";
+        dots.secretFile = FabricMessages.secretFileName("..");
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(dots, nonce, null), nonce, null))
+            .hasMessageContaining("shm name");
+        final FabricMessages.Offer longName = offer();
+        longName.shmName = "a".repeat(65);
+        longName.secretFile = FabricMessages.secretFileName(longName.shmName);
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(FabricMessages.offer(longName, nonce, null), nonce, null))
+            .hasMessageContaining("1..64 characters");
+        final ByteBuffer huge = ByteBuffer.allocate(FabricMessages.MAX_OFFER_LENGTH + 1)
+            .put(FabricMessages.offer(offer(), nonce, null)).position(0);
+        assertThatThrownBy(() -> FabricMessages.decodeOffer(huge, nonce, null)).hasMessageContaining("is not of");
     }
 
     @Test

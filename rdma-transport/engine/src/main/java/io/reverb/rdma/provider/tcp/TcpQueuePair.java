@@ -10,6 +10,7 @@ import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import org.slf4j.Logger;
@@ -101,6 +102,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     // Holding a lone ACK for a request to ride on.
     private final TcpAckHold ackHold;
 
+    // The socket's local and remote addresses (reverb:// binds its claims to them).
+    private volatile InetSocketAddress[] sockets;
+
     TcpQueuePair(
         final TcpVerbsContext context,
         final int qpNum,
@@ -122,6 +126,19 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         this.ackHold = new TcpAckHold(peer.maxSendWr, context.config().tcpAckHoldNanos());
         this.inbound = new TcpInbound(this, context, pd, link, sq, rq, peer.rnrRetryNanos);
         this.reader = new TcpReadOwner(recvCq.tcpChannel(), wire);
+    }
+
+    /** Set once by the context before the QP is handed out: the socket's own addresses. */
+    void socketAddresses(final InetSocketAddress local, final InetSocketAddress remote)
+    {
+        this.sockets = local == null || remote == null ? null : new InetSocketAddress[] {local, remote};
+    }
+
+    @Override
+    public InetSocketAddress[] socketAddresses()
+    {
+        final InetSocketAddress[] s = sockets;
+        return s == null ? null : s.clone();
     }
 
     // Posting (any thread)

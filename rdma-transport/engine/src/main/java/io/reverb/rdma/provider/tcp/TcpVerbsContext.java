@@ -298,6 +298,8 @@ final class TcpVerbsContext implements VerbsContext
         // The handshake's stream is the QP's link: a TLS session keeps the bytes it read ahead during the handshake.
         final TcpLink link = channel instanceof TcpLink ? (TcpLink)channel : new TcpSocketLink(channel.channel());
         final TcpQueuePair qp = new TcpQueuePair(this, qpNums.incrementAndGet(), attributes, link, peer, remoteAddress);
+        qp.socketAddresses((InetSocketAddress)channel.channel().getLocalAddress(),
+            (InetSocketAddress)channel.channel().getRemoteAddress());
         track(qp);
         nic.register(qp);
         return qp;

@@ -1,0 +1,244 @@
+package io.reverb.rdma.rpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.StringValue;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.provider.shm.ShmTestDirectories;
+import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
+import io.reverb.rdma.verbs.TlsConfig;
+import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.Deadline;
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.TestService;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.ServerListener;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code reverb://} against hostile peers (issue 38): a fabric listener admits no weaker peer than the tcp port (TLS),
+ * a claim holds only for the tcp connection its ticket was issued on (no relayed offer), an offer's rdma address is a
+ * literal never resolved, and a client that a ticket flood keeps on tcp says why.
+ */
+class ReverbFabricSecurityTest
+{
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static SelfSignedCertificate serverCert;
+    private static SelfSignedCertificate clientCert;
+
+    private final List<String> log = new CopyOnWriteArrayList<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+    private Path dir;
+    private EngineConfig config;
+
+    @BeforeAll
+    static void certificates() throws IOException
+    {
+        serverCert = SelfSignedCertificate.generate("reverb-fabric-server", "dns:localhost", "ip:127.0.0.1");
+        clientCert = SelfSignedCertificate.generate("reverb-fabric-client");
+    }
+
+    @BeforeEach
+    void setUp() throws IOException
+    {
+        dir = Files.createTempDirectory(Path.of("/dev/shm"), "fabric-sec-",
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        config = new EngineConfig().name("fabric-sec").verbsConfig(VerbsConfig.defaults().withShmDirectory(dir));
+        ReverbTransportTest.reverb().logSink((line, stack) -> log.add(line));
+    }
+
+    @AfterEach
+    void tearDown() throws Exception
+    {
+        for (int i = closeables.size() - 1; i >= 0; i--)
+        {
+            closeables.get(i).close();
+        }
+        ReverbTransportTest.reverb().logSink((line, stack) ->
+            LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
+        ShmTestDirectories.delete(dir);
+    }
+
+    static TlsConfig serverTls()
+    {
+        return TlsConfig.builder().keyManager(serverCert.keyManager())
+            .trustManager(SelfSignedCertificate.trusting(clientCert)).clientAuth(TlsConfig.ClientAuth.REQUIRE).build();
+    }
+
+    static TlsConfig clientTls()
+    {
+        return TlsConfig.builder().keyManager(clientCert.keyManager())
+            .trustManager(SelfSignedCertificate.trusting(serverCert)).build();
+    }
+
+    private RpcServer server(final EngineConfig serverConfig)
+    {
+        final RpcServer server = RpcServer.builder("reverb://127.0.0.1:0").transportOptions(EngineOptions.of(serverConfig))
+            .addService(new TestService()).build().start();
+        closeables.add(server::close);
+        return server;
+    }
+
+    private RpcChannel channel(final String address, final EngineConfig channelConfig)
+    {
+        final RpcChannel channel = RpcChannel.builder(address).transportOptions(EngineOptions.of(channelConfig))
+            .reconnectBackoff(Duration.ofMillis(10), Duration.ofMillis(100)).build();
+        closeables.add(channel::close);
+        return channel;
+    }
+
+    private static String echo(final RpcChannel channel, final String text)
+    {
+        return channel.newUnaryCall(TestService.ECHO, CallOptions.DEFAULT.withDeadline(Deadline.after(Duration.ofSeconds(10))),
+            StringValue.of(text)).block(WAIT).getValue();
+    }
+
+    @Test
+    void shouldAdmitOnTheShmListenerOfAMutualTlsServerOnlyAClientThatMovedFromItsTlsPort()
+    {
+        final RpcServer server = server(config.copy().name("fabric-sec-server").tls(serverTls()));
+        final ReverbListener listener = ReverbTransportTest.listener(server.port());
+        // a process of this user that dials the shm name straight, without the client certificate the tcp port wants
+        final RpcChannel plainShm = channel(listener.shmAddress(), config.copy().name("fabric-sec-plain"));
+        assertThatThrownBy(() -> echo(plainShm, "no certificate")).as("never reaches the server's acceptor")
+            .isInstanceOf(RuntimeException.class);
+        // a client with the certificate moves over the same listener: its claim names a ticket of its TLS connection
+        final RpcChannel moved = channel("reverb://127.0.0.1:" + server.port(),
+            config.copy().name("fabric-sec-client").tls(clientTls()));
+        assertThat(echo(moved, "with certificate")).isEqualTo("with certificate");
+        assertThat(moved.fabric()).isEqualTo("shm");
+    }
+
+    @Test
+    void shouldStayOnTcpWhenWhoeverAnswersAtTheDialledAddressRelaysTheOfferOfAnotherServer() throws IOException
+    {
+        final RpcServer server = server(config);
+        // the relay: answers at the address the client dials and passes every byte on to the server (the most a
+        // relay can do: it has no token and cannot read the server's secret file)
+        final TcpRelay relay = new TcpRelay(server.port());
+        closeables.add(relay);
+        final RpcChannel channel = channel("reverb://127.0.0.1:" + relay.port(), config);
+        assertThat(echo(channel, "through the relay")).isEqualTo("through the relay");
+        assertThat(channel.fabric()).as("not moved to the other server's shm").isEqualTo("tcp");
+        assertThat(log).anySatisfy(line -> assertThat(line).contains("stays on tcp")
+            .contains("names another tcp connection than the one its ticket was issued on"));
+        // the same server, dialled straight, still moves the client
+        final RpcChannel straight = channel("reverb://127.0.0.1:" + server.port(), config);
+        assertThat(echo(straight, "straight")).isEqualTo("straight");
+        assertThat(straight.fabric()).isEqualTo("shm");
+    }
+
+    @Test
+    void shouldTellTheClientWhyItStaysOnTcpWhileItsAddressHoldsAllItsTicketsAndMoveItOnceTheyAreBack()
+        throws Exception
+    {
+        final RpcServer server = server(config);
+        ReverbTransportTest.listener(server.port()).ticketLimits(FabricTickets.MAX_TICKETS, 2);
+        // a flood from this address: connections that asked for an offer and hold on to it
+        final List<Connection> flood = new ArrayList<>();
+        for (int i = 0; i < 2; i++)
+        {
+            final CompletableFuture<ByteBuffer> offered = new CompletableFuture<>();
+            final Connection connection = ReverbTransportTest.reverb().tcp.connect(
+                URI.create("tcp://127.0.0.1:" + server.port()), EngineOptions.of(config), new Handler(offered))
+                .get(30, TimeUnit.SECONDS);
+            flood.add(connection);
+            ReverbTransportProvider.send(connection, FabricMessages.hello(FabricMessages.random(16)));
+            assertThat(FabricMessages.type(offered.get(30, TimeUnit.SECONDS))).isEqualTo(FabricMessages.OFFER);
+        }
+        final RpcChannel starved = channel("reverb://127.0.0.1:" + server.port(), config);
+        assertThat(echo(starved, "on tcp")).isEqualTo("on tcp");
+        assertThat(starved.fabric()).isEqualTo("tcp");
+        assertThat(log).anySatisfy(line -> assertThat(line).contains("reverb://127.0.0.1:" + server.port() +
+            " stays on tcp").contains("2 upgrade tickets are outstanding for the client's address 127.0.0.1"));
+        // the flood's connections close: their tickets come back at once, not after 30 s
+        for (final Connection connection : flood)
+        {
+            connection.close();
+        }
+        final RpcChannel later = channel("reverb://127.0.0.1:" + server.port(), config);
+        assertThat(echo(later, "on shm")).isEqualTo("on shm");
+        assertThat(later.fabric()).isEqualTo("shm");
+    }
+
+    @Test
+    void shouldNeverResolveAHostNameThatAnOfferGivesAsTheRdmaAddress() throws Exception
+    {
+        final FabricMessages.Offer hostile = new FabricMessages.Offer();
+        hostile.fabrics = FabricMessages.FABRIC_RDMA;
+        hostile.ticket = FabricMessages.random(16);
+        hostile.rdmaAddress = "rdma-peer.invalid:7000";
+        hostile.rdmaPrefix = 8;
+        final ServerListener peer = ReverbTransportTest.reverb().tcp.listen(URI.create("tcp://127.0.0.1:0"),
+            EngineOptions.of(config), connection -> new Handler(null)
+            {
+                @Override
+                public void onMessage(final Connection c, final ByteBuffer message)
+                {
+                    final byte[] nonce = FabricMessages.helloNonce(message);
+                    if (nonce != null)
+                    {
+                        ReverbTransportProvider.send(c, FabricMessages.offer(hostile, nonce, null));
+                    }
+                }
+            });
+        closeables.add(peer::close);
+        final Connection connection = ReverbTransportTest.reverb().connect(
+            URI.create("reverb://127.0.0.1:" + peer.port()), EngineOptions.of(config), new Handler(null))
+            .get(30, TimeUnit.SECONDS);
+        closeables.add(connection::close);
+        assertThat(connection.fabric()).isEqualTo("tcp");
+        assertThat(log).singleElement().asString().contains("the server's offer is refused")
+            .contains("is not a literal IPv4 address");
+    }
+
+    /** Completes a future with the first message; does nothing else. */
+    private static class Handler implements ConnectionHandler
+    {
+        private final CompletableFuture<ByteBuffer> first;
+
+        Handler(final CompletableFuture<ByteBuffer> first)
+        {
+            this.first = first;
+        }
+
+        @Override
+        public void onMessage(final Connection connection, final ByteBuffer message)
+        {
+            if (first != null)
+            {
+                first.complete(ByteBuffer.allocate(message.remaining()).put(message.duplicate()).flip());
+            }
+        }
+
+        @Override
+        public void onWritable(final Connection connection)
+        {
+        }
+
+        @Override
+        public void onClose(final Connection connection, final Throwable cause)
+        {
+        }
+    }
+}
