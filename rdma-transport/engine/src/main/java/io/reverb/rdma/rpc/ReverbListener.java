@@ -197,6 +197,12 @@ final class ReverbListener implements ServerListener
         return shmListener == null ? null : shmListener.address();
     }
 
+    /** @return the rdma listener's address (rdma://ip:port), or null if rdma is not offered. */
+    String rdmaAddress()
+    {
+        return rdmaListener == null ? null : "rdma://" + template.rdmaAddress;
+    }
+
     /** @return the secret file, or null if shm is not offered. */
     Path secretFile()
     {
