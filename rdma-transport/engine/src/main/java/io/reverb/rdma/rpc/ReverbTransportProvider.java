@@ -57,7 +57,11 @@ import org.slf4j.LoggerFactory;
  * secret file, which only a process of the directory's user can have read; a client accepts an offer only into its own
  * private shm directory, so a peer on the tcp port that is not this user cannot point it at a shm name of its
  * choosing. An rdma upgrade is authenticated by the engine token (with none, by the ticket only, as plain tcp is).
- * Without a token the tcp connection itself is unauthenticated, and so is the offer.
+ * Every claim is bound to the tcp connection its offer came over (both sockets' addresses, under the claim's proof),
+ * so an offer relayed by whoever answers at the dialled address fails. With TLS, the server's shm and rdma listeners
+ * admit only such claims, a server offers rdma (no encryption) only with {@code TlsConfig.allowPlaintextRdma}, and a
+ * client moves to rdma only with the same option. Without a token the tcp connection itself is unauthenticated, and
+ * so is the offer. See {@link FabricMessages} for what is checked of a peer's messages.
  *
  * <p>Settings: {@code EngineOptions.of(config)} serves every fabric (one shared engine per fabric for that config); an
  * engine of the caller's ({@code EngineOptions.of(engine)}) runs one fabric only and is refused here. The address's
