@@ -105,7 +105,8 @@ class RdmaRpcReverbTest
             assertThat(log).anySatisfy(line -> assertThat(line).contains("does not offer rdma: its tcp port uses TLS"));
             final RpcChannel stays = RpcChannel.builder("reverb://" + host + ":" + strict.port())
                 .transportOptions(EngineOptions.of(new EngineConfig().name("rdma-tls-client")
-                    .tls(clientTls.apply(false)).verbsConfig(VerbsConfig.defaults().withHandshakeTimeoutNanos(SLOW_HANDSHAKE).withShmDirectory(clientDir))))
+                    .tls(clientTls.apply(false)).verbsConfig(VerbsConfig.defaults()
+                        .withHandshakeTimeoutNanos(SLOW_HANDSHAKE).withShmDirectory(clientDir))))
                 .build();
             closeables.add(stays::close);
             assertThat(echo(stays, "tls")).isEqualTo("tls");
@@ -144,7 +145,8 @@ class RdmaRpcReverbTest
             {
                 closeables.get(i).close();
             }
-            ReverbTransportTest.reverb().logSink((line, stack) -> LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
+            ReverbTransportTest.reverb().logSink((line, stack) ->
+                LoggerFactory.getLogger(ReverbTransportProvider.class).warn(line));
             delete(serverDir);
             delete(clientDir);
         }

@@ -96,7 +96,8 @@ class HostileOfferAttack extends FabricAttackBase
             held &= files == 0;
             outcome += ", " + files + " files in the shm directory";
         }
-        held &= Files.notExists(Path.of("/tmp/reverb-attack-escape")) && Files.notExists(Path.of("/tmp/reverb-attack-escape.sock"));
+        held &= Files.notExists(Path.of("/tmp/reverb-attack-escape"))
+            && Files.notExists(Path.of("/tmp/reverb-attack-escape.sock"));
         held &= millis < 30_000;
         held &= log.stream().anyMatch(line -> line.contains(why));
         verdict("hostile offer: " + name, held, outcome + " in " + millis + " ms; log: " + log);
