@@ -121,6 +121,17 @@ class RdmaRpcReverbTest
             closeables.add(open::close);
             final ReverbListener listener = ReverbTransportTest.listener(open.port());
             assertThat(listener.fabrics()).isEqualTo(FabricMessages.FABRIC_SHM | FabricMessages.FABRIC_RDMA);
+            // the server allows it, this client does not: it stays on tcp and says why
+            final RpcChannel unwilling = RpcChannel.builder("reverb://" + host + ":" + open.port())
+                .transportOptions(EngineOptions.of(new EngineConfig().name("rdma-tls-client")
+                    .tls(clientTls.apply(false)).verbsConfig(VerbsConfig.defaults()
+                        .withHandshakeTimeoutNanos(SLOW_HANDSHAKE).withShmDirectory(clientDir))))
+                .build();
+            closeables.add(unwilling::close);
+            assertThat(echo(unwilling, "still tls")).isEqualTo("still tls");
+            assertThat(unwilling.fabric()).isEqualTo("tcp");
+            assertThat(log).anySatisfy(line -> assertThat(line).contains("stays on tcp")
+                .contains("this side uses TLS, and rdma would carry the calls in plaintext"));
             final RpcChannel moves = RpcChannel.builder("reverb://" + host + ":" + open.port())
                 .transportOptions(EngineOptions.of(new EngineConfig().name("rdma-tls-client-open")
                     .tls(clientTls.apply(true))
