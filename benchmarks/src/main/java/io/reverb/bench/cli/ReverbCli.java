@@ -46,7 +46,10 @@ import picocli.CommandLine.Spec;
         "--proto FILE.proto with -I DIR (compiled by protoc, which the build fetches).",
         "Exit codes: 0 OK; 1 the call (or a lookup) failed with a status other than OK, printed as " +
             "'ERROR: CODE: description' on stderr; 2 usage error (bad flags, bad JSON); 3 cannot connect, or no " +
-            "reflection service."},
+            "reflection service.",
+        "A server is not trusted: its names and errors are printed with control characters escaped (\\uXXXX), " +
+            "and reflection is bounded (one response a request, imports 100 deep, 5,000 files, 16 MiB). " +
+            "--token and --tls* reach a server that requires them."},
     subcommands = {CommandLine.HelpCommand.class})
 public final class ReverbCli implements Runnable
 {
