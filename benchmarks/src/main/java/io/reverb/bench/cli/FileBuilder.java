@@ -126,7 +126,17 @@ final class FileBuilder
             {
                 dependencies[i] = build(proto.getDependency(i), depth + 1);
             }
-            final FileDescriptor file = FileDescriptor.buildFrom(proto, dependencies);
+            final FileDescriptor file;
+            try
+            {
+                file = FileDescriptor.buildFrom(proto, dependencies);
+            }
+            catch (final RuntimeException ex)
+            {
+                // protobuf validates most of a descriptor, not all: a field with neither a type nor a type name
+                // fails with a NullPointerException in its cross-linking (found by ReflectionSourceFuzzTest)
+                throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + name + ": " + ex);
+            }
             built.put(name, file);
             return file;
         }
