@@ -34,8 +34,9 @@ import java.util.function.Consumer;
 
 /**
  * reverb-cli's calls through grpc-java's channel: to a grpc-java (or any gRPC) server, {@code grpc://host:port},
- * HTTP/2 over grpc-java's Netty transport (plaintext, or TLS with reverb-cli's {@code --tls}), for comparison with the same calls over Reverb; or over a Reverb
- * transport ({@code grpc+shm://NAME}: reverb-grpc's {@link ReverbChannelBuilder}).
+ * HTTP/2 over grpc-java's Netty transport (plaintext, or TLS with reverb-cli's {@code --tls}), for comparison with
+ * the same calls over Reverb; or over a Reverb transport ({@code grpc+shm://NAME}: reverb-grpc's
+ * {@link ReverbChannelBuilder}).
  */
 public final class GrpcCliTarget implements CliTarget
 {

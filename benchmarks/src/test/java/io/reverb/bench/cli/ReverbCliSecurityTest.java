@@ -7,6 +7,7 @@ import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
 import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.rdma.verbs.TlsConfig;
+import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rpc.RpcServer;
 import io.reverb.services.reflection.ReflectionService;
 import java.io.IOException;
@@ -45,6 +46,9 @@ class ReverbCliSecurityTest
     @BeforeAll
     static void startServer() throws IOException, CertificateEncodingException
     {
+        // a cold JVM's first TLS handshakes on a loaded machine can take longer than the 2 s default: the engines
+        // opened by this class wait long enough that only a refusal, never the clock, fails a connection
+        System.setProperty(VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP, "60000");
         final SelfSignedCertificate serverCert = SelfSignedCertificate.generate("localhost", "ip:127.0.0.1");
         final SelfSignedCertificate client = SelfSignedCertificate.generate("reverb-cli");
         final TlsConfig tls = TlsConfig.builder().keyManager(serverCert.keyManager())
@@ -63,6 +67,7 @@ class ReverbCliSecurityTest
     @AfterAll
     static void stopServer() throws InterruptedException
     {
+        System.clearProperty(VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP);
         server.shutdown();
         assertThat(server.awaitTermination(TIMEOUT)).isTrue();
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
+import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.spring.boot.health.ReverbHealthAutoConfiguration;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.NativeEchoRpc;
@@ -15,6 +16,7 @@ import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -56,12 +58,21 @@ class ReverbStarterSecurityTest
     @BeforeAll
     static void certificates() throws IOException, GeneralSecurityException
     {
+        // a cold JVM's first TLS handshakes on a loaded machine can take longer than the 2 s default: the engines
+        // opened by this class wait long enough that only a refusal, never the clock, fails a connection
+        System.setProperty(VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP, "60000");
         final SelfSignedCertificate server = SelfSignedCertificate.generate("localhost", "ip:127.0.0.1");
         final SelfSignedCertificate client = SelfSignedCertificate.generate("client");
         serverCert = pem("server.pem", "CERTIFICATE", server.certificate().getEncoded());
         serverKey = pem("server-key.pem", "PRIVATE KEY", server.keyManager().getPrivateKey("reverb").getEncoded());
         clientCert = pem("client.pem", "CERTIFICATE", client.certificate().getEncoded());
         clientKey = pem("client-key.pem", "PRIVATE KEY", client.keyManager().getPrivateKey("reverb").getEncoded());
+    }
+
+    @AfterAll
+    static void defaultTimeout()
+    {
+        System.clearProperty(VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP);
     }
 
     private static Path pem(final String name, final String type, final byte[] der) throws IOException
