@@ -107,7 +107,7 @@ class ReverbCliHostileServerTest
     @Test
     void shouldStopAFloodOfReflectionResponses()
     {
-        final int flood = 100_000;
+        final int flood = 10_000;
         final HostileReflection reflection = new HostileReflection(HostileReflection.Mode.FLOOD, flood);
         final String uri = serve(reflection);
 
