@@ -33,14 +33,14 @@ import picocli.CommandLine.Spec;
 
 /**
  * reverb-cli: grpcurl's verbs ({@code list}, {@code describe}, {@code call}) over any Reverb URI ({@code shm://},
- * {@code tcp://}, {@code rdma://}) and over {@code grpc://host:port} (grpc-java over Netty, plaintext), with the
+ * {@code tcp://}, {@code rdma://}) and over {@code grpc://host:port} (grpc-java over Netty), with the
  * server's reflection service ({@code grpc.reflection.v1}), a protoset file or {@code .proto} files (compiled by
  * {@link Protoc}) for the descriptors, and JSON in and out. Exit codes: 0 OK, 1 a call or lookup failed with a status
  * other than OK, 2 usage, 3 no connection or no reflection service.
  */
 @Command(name = "reverb-cli", mixinStandardHelpOptions = true, version = "reverb-cli 0.1",
     description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://; grpc+shm:// etc. through grpc-java " +
-        "on reverb-grpc) and grpc://host:port (grpc-java over Netty, plaintext, for comparison). Descriptors come " +
+        "on reverb-grpc) and grpc://host:port (grpc-java over Netty, for comparison). Descriptors come " +
         "from the server's reflection service (grpc.reflection.v1), from --protoset FILE (a binary " +
         "FileDescriptorSet: protoc --include_imports --descriptor_set_out=FILE; no protoc at run time) or from " +
         "--proto FILE.proto with -I DIR (compiled by protoc, which the build fetches).",
@@ -166,8 +166,8 @@ public final class ReverbCli implements Runnable
     {
         @Parameters(index = "0", paramLabel = "URI", description = "shm://NAME, tcp://HOST:PORT, rdma://HOST:PORT " +
             "(a Reverb server, native or grpc-java on reverb-grpc), grpc+shm://NAME, grpc+tcp://HOST:PORT (the same " +
-            "through grpc-java's channel on reverb-grpc) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// " +
-            "lives in one process: not reachable from this tool.")
+            "through grpc-java's channel on reverb-grpc) or grpc://HOST:PORT (a gRPC server; plaintext unless --tls). " +
+            "inproc:// lives in one process: not reachable from this tool.")
         String uri;
 
         @Option(names = "--protoset", paramLabel = "FILE", description = "Descriptors from this binary " +
