@@ -2,6 +2,10 @@ package io.reverb.bench.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.grpc.Grpc;
+import io.grpc.Server;
+import io.grpc.TlsServerCredentials;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.reverb.bench.cli.ReverbCliTest.Run;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
@@ -17,6 +21,7 @@ import java.nio.file.Path;
 import java.security.cert.CertificateEncodingException;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -24,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * reverb-cli's {@code --token}, {@code --tls}, {@code --tls-ca}, {@code --tls-cert} and {@code --tls-key} against a
- * {@code tcp://} server that requires all of them (mutual TLS and the token): with them it lists the services;
- * without any one of them the server refuses it; options that do not fit the address are usage errors. Before these
+ * {@code tcp://} server that requires all of them (mutual TLS and the token), and a grpc-java server over Netty with
+ * mutual TLS: with them it lists the services; without any one of them the server refuses it; options that do not fit the address are usage errors. Before these
  * options existed, reverb-cli could not reach such a server at all.
  */
 class ReverbCliSecurityTest
@@ -38,6 +43,8 @@ class ReverbCliSecurityTest
 
     private static RpcServer server;
     private static String uri;
+    private static Server grpcServer;
+    private static String grpcUri;
     private static Path ca;
     private static Path clientCert;
     private static Path clientKey;
@@ -62,12 +69,23 @@ class ReverbCliSecurityTest
         clientKey = pem(dir.resolve("client-key.pem"), "PRIVATE KEY",
             client.keyManager().getPrivateKey("reverb").getEncoded());
         tokenFile = Files.writeString(dir.resolve("token"), TOKEN + "\n");
+        // grpc-java over Netty with mutual TLS, for --tls with grpc://
+        final Path serverPem = pem(dir.resolve("server.pem"), "CERTIFICATE", serverCert.certificate().getEncoded());
+        final Path serverKey = pem(dir.resolve("server-key.pem"), "PRIVATE KEY",
+            serverCert.keyManager().getPrivateKey("reverb").getEncoded());
+        grpcServer = Grpc.newServerBuilderForPort(0, TlsServerCredentials.newBuilder()
+                .keyManager(serverPem.toFile(), serverKey.toFile()).trustManager(clientCert.toFile())
+                .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE).build())
+            .addService(new ShopFixture().grpcShop()).addService(ProtoReflectionServiceV1.newInstance()).build().start();
+        grpcUri = "grpc://127.0.0.1:" + grpcServer.getPort();
     }
 
     @AfterAll
     static void stopServer() throws InterruptedException
     {
         System.clearProperty(VerbsConfig.HANDSHAKE_TIMEOUT_MS_PROP);
+        grpcServer.shutdownNow();
+        assertThat(grpcServer.awaitTermination(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isTrue();
         server.shutdown();
         assertThat(server.awaitTermination(TIMEOUT)).isTrue();
     }
@@ -92,6 +110,22 @@ class ReverbCliSecurityTest
             clientCert.toString(), "--tls-key", clientKey.toString());
         assertThat(call.code).as(call.err).isZero();
         assertThat(call.out).contains("\"name\": \"pen\"");
+    }
+
+    @Test
+    void shouldReachAGrpcServerRequiringMutualTls()
+    {
+        final Run list = ReverbCliTest.run("list", grpcUri, "--tls-ca", ca.toString(), "--tls-cert",
+            clientCert.toString(), "--tls-key", clientKey.toString());
+        assertThat(list.code).as(list.err).isZero();
+        assertThat(list.outLines()).contains("reverb.bench.clitest.Shop");
+
+        for (final String[] args : new String[][] {{"list", grpcUri, "--deadline", "5s"},
+            {"list", grpcUri, "--deadline", "5s", "--tls-ca", ca.toString()}})
+        {
+            final Run refused = ReverbCliTest.run(args);
+            assertThat(refused.code).as(String.join(" ", args)).isEqualTo(CliException.NO_CONNECTION);
+        }
     }
 
     @Test
