@@ -30,8 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * reverb-cli's {@code --token}, {@code --tls}, {@code --tls-ca}, {@code --tls-cert} and {@code --tls-key} against a
  * {@code tcp://} server that requires all of them (mutual TLS and the token), and a grpc-java server over Netty with
- * mutual TLS: with them it lists the services; without any one of them the server refuses it; options that do not fit the address are usage errors. Before these
- * options existed, reverb-cli could not reach such a server at all.
+ * mutual TLS: with them it lists the services; without any one of them the server refuses it; options that do not
+ * fit the address are usage errors. Before these options existed, reverb-cli could not reach such a server at all.
  */
 class ReverbCliSecurityTest
 {
