@@ -14,11 +14,19 @@ import java.util.function.Consumer;
 public interface CliTarget extends AutoCloseable
 {
     /**
+     * The most responses {@link #reflect} reads: a conforming server answers one request with one response, so a
+     * second shows a misbehaving one; the stream is cancelled there, so a server streaming responses without end
+     * cannot fill the client's memory before the deadline.
+     */
+    int REFLECTION_RESPONSE_LIMIT = 2;
+
+    /**
      * One request on a new {@code grpc.reflection.v1.ServerReflection/ServerReflectionInfo} stream.
      *
      * @param request  the request.
      * @param deadline how long the exchange may take.
-     * @return the responses (one, from a conforming server).
+     * @return the responses (one, from a conforming server), at most {@link #REFLECTION_RESPONSE_LIMIT}: the stream
+     *         is cancelled when that many have come.
      * @throws CallFailure if the stream ends with a status other than OK.
      */
     List<ServerReflectionResponse> reflect(ServerReflectionRequest request, Duration deadline) throws CallFailure;

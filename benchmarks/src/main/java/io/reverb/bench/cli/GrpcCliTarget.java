@@ -3,6 +3,7 @@ package io.reverb.bench.cli;
 import com.google.protobuf.DynamicMessage;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
+import io.grpc.ChannelCredentials;
 import io.grpc.ClientInterceptors;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
@@ -11,10 +12,14 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.ReverbChannelBuilder;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.services.reflection.ServerReflectionRequest;
 import io.reverb.services.reflection.ServerReflectionResponse;
 import java.time.Duration;
@@ -29,8 +34,9 @@ import java.util.function.Consumer;
 
 /**
  * reverb-cli's calls through grpc-java's channel: to a grpc-java (or any gRPC) server, {@code grpc://host:port},
- * plaintext HTTP/2 over grpc-java's Netty transport, for comparison with the same calls over Reverb; or over a Reverb
- * transport ({@code grpc+shm://NAME}: reverb-grpc's {@link ReverbChannelBuilder}).
+ * HTTP/2 over grpc-java's Netty transport (plaintext, or TLS with reverb-cli's {@code --tls}), for comparison with
+ * the same calls over Reverb; or over a Reverb transport ({@code grpc+shm://NAME}: reverb-grpc's
+ * {@link ReverbChannelBuilder}).
  */
 public final class GrpcCliTarget implements CliTarget
 {
@@ -50,7 +56,17 @@ public final class GrpcCliTarget implements CliTarget
      */
     public GrpcCliTarget(final String host, final int port)
     {
-        this(Grpc.newChannelBuilderForAddress(host, port, InsecureChannelCredentials.create()).build());
+        this(host, port, InsecureChannelCredentials.create());
+    }
+
+    /**
+     * @param host        the server's host.
+     * @param port        the server's port.
+     * @param credentials plaintext or TLS.
+     */
+    public GrpcCliTarget(final String host, final int port, final ChannelCredentials credentials)
+    {
+        this(Grpc.newChannelBuilderForAddress(host, port, credentials).build());
     }
 
     private GrpcCliTarget(final ManagedChannel channel)
@@ -65,7 +81,23 @@ public final class GrpcCliTarget implements CliTarget
      */
     public static GrpcCliTarget overReverb(final String reverbUri)
     {
-        return new GrpcCliTarget(ReverbChannelBuilder.forTarget(reverbUri).build());
+        return overReverb(reverbUri, null);
+    }
+
+    /**
+     * @param reverbUri a Reverb address ({@code shm://NAME}, {@code tcp://HOST:PORT}, ...).
+     * @param engine    engine settings (a token, TLS), or null for the scheme's default engine.
+     * @return a target that calls through grpc-java's channel over that Reverb transport (reverb-grpc).
+     * @throws IllegalArgumentException if the address is malformed.
+     */
+    public static GrpcCliTarget overReverb(final String reverbUri, final EngineConfig engine)
+    {
+        final ReverbChannelBuilder builder = ReverbChannelBuilder.forTarget(reverbUri);
+        if (engine != null)
+        {
+            builder.reverbChannel(channel -> channel.transportOptions(EngineOptions.of(engine)));
+        }
+        return new GrpcCliTarget(builder.build());
     }
 
     @Override
@@ -76,14 +108,28 @@ public final class GrpcCliTarget implements CliTarget
         final List<ServerReflectionResponse> responses = new ArrayList<>();
         final StreamObserver<ServerReflectionRequest> requests = ClientCalls.asyncBidiStreamingCall(
             channel.newCall(REFLECTION, CallOptions.DEFAULT.withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS)),
-            new StreamObserver<>()
+            new ClientResponseObserver<ServerReflectionRequest, ServerReflectionResponse>()
             {
+                private ClientCallStreamObserver<ServerReflectionRequest> call;
+
+                @Override
+                public void beforeStart(final ClientCallStreamObserver<ServerReflectionRequest> requestStream)
+                {
+                    call = requestStream;
+                }
+
                 @Override
                 public void onNext(final ServerReflectionResponse value)
                 {
                     synchronized (responses)
                     {
                         responses.add(value);
+                        if (responses.size() == REFLECTION_RESPONSE_LIMIT)
+                        {
+                            // enough to tell a misbehaving server: stop its stream rather than collect it
+                            done.complete(new ArrayList<>(responses));
+                            call.cancel("reverb-cli: more reflection responses than requests", null);
+                        }
                     }
                 }
 

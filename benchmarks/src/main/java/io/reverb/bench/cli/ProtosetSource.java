@@ -54,7 +54,7 @@ public final class ProtosetSource implements DescriptorSource
                     " (build it with protoc --include_imports)");
             }
             return List.of(proto);
-        });
+        }, origin);
         for (final String name : protos.keySet())
         {
             files.put(name, builder.build(name));

@@ -17,7 +17,8 @@ import java.util.List;
 /**
  * Descriptors from the server's reflection service ({@code grpc.reflection.v1.ServerReflection}), one request a
  * stream. A failure of the stream itself (no connection, no reflection service) is {@link CliException#NO_CONNECTION};
- * an error the service answers (an unknown symbol) is {@link CliException#CALL_FAILED}.
+ * an error the service answers (an unknown symbol) is {@link CliException#CALL_FAILED}. What the server sends is
+ * bounded: one response a request (a second ends the stream), and the files {@link FileBuilder} holds.
  */
 public final class ReflectionSource implements DescriptorSource
 {
@@ -37,7 +38,7 @@ public final class ReflectionSource implements DescriptorSource
         this.address = address;
         this.deadline = deadline;
         this.files = new FileBuilder(name -> protos(ask(ServerReflectionRequest.newBuilder()
-            .setFileByFilename(name).build())));
+            .setFileByFilename(name).build())), "the reflection service at " + address);
     }
 
     @Override
@@ -92,19 +93,20 @@ public final class ReflectionSource implements DescriptorSource
             final String why = "UNIMPLEMENTED".equals(failure.code()) ? "no reflection service (grpc.reflection.v1)"
                 : "cannot reach the reflection service";
             throw new CliException(CliException.NO_CONNECTION, "ERROR: " + why + " at " + address + ": " +
-                failure.getMessage());
+                Printable.name(failure.getMessage()));
         }
         if (responses.size() != 1)
         {
+            // a target reads at most CliTarget.REFLECTION_RESPONSE_LIMIT: more than one is all that can be said
             throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
-                " answered one request with " + responses.size() + " responses");
+                " answered one request with " + (responses.size() > 1 ? "more than one response" : "no response"));
         }
         final ServerReflectionResponse response = responses.get(0);
         if (response.hasErrorResponse())
         {
             final ErrorResponse error = response.getErrorResponse();
             throw new CliException(CliException.CALL_FAILED, "ERROR: " +
-                Status.fromCodeValue(error.getErrorCode()).code().name() + ": " + error.getErrorMessage());
+                Status.fromCodeValue(error.getErrorCode()).code().name() + ": " + Printable.name(error.getErrorMessage()));
         }
         return response;
     }

@@ -33,25 +33,31 @@ import picocli.CommandLine.Spec;
 
 /**
  * reverb-cli: grpcurl's verbs ({@code list}, {@code describe}, {@code call}) over any Reverb URI ({@code shm://},
- * {@code tcp://}, {@code rdma://}) and over {@code grpc://host:port} (grpc-java over Netty, plaintext), with the
+ * {@code tcp://}, {@code rdma://}) and over {@code grpc://host:port} (grpc-java over Netty), with the
  * server's reflection service ({@code grpc.reflection.v1}), a protoset file or {@code .proto} files (compiled by
  * {@link Protoc}) for the descriptors, and JSON in and out. Exit codes: 0 OK, 1 a call or lookup failed with a status
  * other than OK, 2 usage, 3 no connection or no reflection service.
  */
 @Command(name = "reverb-cli", mixinStandardHelpOptions = true, version = "reverb-cli 0.1",
     description = {"grpcurl's verbs over any Reverb URI (shm://, tcp://, rdma://; grpc+shm:// etc. through grpc-java " +
-        "on reverb-grpc) and grpc://host:port (grpc-java over Netty, plaintext, for comparison). Descriptors come " +
+        "on reverb-grpc) and grpc://host:port (grpc-java over Netty, for comparison). Descriptors come " +
         "from the server's reflection service (grpc.reflection.v1), from --protoset FILE (a binary " +
         "FileDescriptorSet: protoc --include_imports --descriptor_set_out=FILE; no protoc at run time) or from " +
         "--proto FILE.proto with -I DIR (compiled by protoc, which the build fetches).",
         "Exit codes: 0 OK; 1 the call (or a lookup) failed with a status other than OK, printed as " +
             "'ERROR: CODE: description' on stderr; 2 usage error (bad flags, bad JSON); 3 cannot connect, or no " +
-            "reflection service."},
+            "reflection service.",
+        "A server is not trusted: its names and errors are printed with control characters escaped (\\uXXXX), " +
+            "and reflection is bounded (one response a request, imports 100 deep, 5,000 files, 16 MiB). " +
+            "--token and --tls* reach a server that requires them."},
     subcommands = {CommandLine.HelpCommand.class})
 public final class ReverbCli implements Runnable
 {
     /** How long a reflection exchange may take when --deadline does not say. */
     static final Duration REFLECTION_DEADLINE = Duration.ofSeconds(10);
+
+    /** How many responses a call may print unless --max-responses says otherwise. */
+    static final long DEFAULT_MAX_RESPONSES = 10_000;
 
     /** The scheme prefix of grpc-java over a Reverb transport: {@code grpc+shm://NAME}. */
     static final String GRPC_OVER_REVERB = "grpc+";
@@ -100,12 +106,12 @@ public final class ReverbCli implements Runnable
         {
             if (ex instanceof CliException)
             {
-                err.println(ex.getMessage());
+                err.println(Printable.text(ex.getMessage())); // messages quote what the server sent
                 err.flush();
                 return ((CliException)ex).exitCode();
             }
             // not one of ours: a bug, or a failure nobody named; say what it was, without a stack trace
-            err.println("ERROR: " + ex);
+            err.println("ERROR: " + Printable.text(String.valueOf(ex)));
             err.flush();
             return CliException.CALL_FAILED;
         });
@@ -160,8 +166,8 @@ public final class ReverbCli implements Runnable
     {
         @Parameters(index = "0", paramLabel = "URI", description = "shm://NAME, tcp://HOST:PORT, rdma://HOST:PORT " +
             "(a Reverb server, native or grpc-java on reverb-grpc), grpc+shm://NAME, grpc+tcp://HOST:PORT (the same " +
-            "through grpc-java's channel on reverb-grpc) or grpc://HOST:PORT (a gRPC server, plaintext). inproc:// " +
-            "lives in one process: not reachable from this tool.")
+            "through grpc-java's channel on reverb-grpc) or grpc://HOST:PORT (a gRPC server; plaintext unless --tls). " +
+            "inproc:// lives in one process: not reachable from this tool.")
         String uri;
 
         @Option(names = "--protoset", paramLabel = "FILE", description = "Descriptors from this binary " +
@@ -187,9 +193,12 @@ public final class ReverbCli implements Runnable
                 "250ms.")
         Duration deadline;
 
+        @Mixin
+        ConnectionSecurity security = new ConnectionSecurity();
+
         CliTarget connect(final CommandLine line)
         {
-            return ReverbCli.connect(uri, line);
+            return ReverbCli.connect(uri, security, line);
         }
 
         DescriptorSource descriptors(final CliTarget target, final CommandLine line)
@@ -245,6 +254,20 @@ public final class ReverbCli implements Runnable
      */
     public static CliTarget connect(final String uri, final CommandLine line)
     {
+        return connect(uri, new ConnectionSecurity(), line);
+    }
+
+    /**
+     * {@link #connect(String, CommandLine)} with a token or TLS.
+     *
+     * @param uri      the server's address.
+     * @param security the {@code --token} and {@code --tls*} options.
+     * @param line     the command line, for usage errors.
+     * @return the target.
+     * @throws ParameterException if the address is malformed or in-process only, or the options do not apply to it.
+     */
+    static CliTarget connect(final String uri, final ConnectionSecurity security, final CommandLine line)
+    {
         final String scheme = uri.contains("://") ? uri.substring(0, uri.indexOf("://")).toLowerCase(Locale.ROOT)
             : "";
         if ("inproc".equals(scheme) || "grpc+inproc".equals(scheme))
@@ -267,15 +290,17 @@ public final class ReverbCli implements Runnable
             {
                 throw new ParameterException(line, "grpc:// needs a host and a port: grpc://HOST:PORT");
             }
-            return new GrpcCliTarget(parsed.getHost(), parsed.getPort());
+            security.check(scheme, line);
+            return new GrpcCliTarget(parsed.getHost(), parsed.getPort(), security.grpcCredentials());
         }
+        security.check(scheme, line);
         try
         {
             if (scheme.startsWith(GRPC_OVER_REVERB))
             {
-                return GrpcCliTarget.overReverb(uri.substring(GRPC_OVER_REVERB.length()));
+                return GrpcCliTarget.overReverb(uri.substring(GRPC_OVER_REVERB.length()), security.engineConfig());
             }
-            return new ReverbCliTarget(uri);
+            return new ReverbCliTarget(uri, security.engineConfig());
         }
         catch (final IllegalArgumentException ex)
         {
@@ -350,7 +375,7 @@ public final class ReverbCli implements Runnable
                     }
                 }
                 names.sort(null);
-                names.forEach(out::println);
+                names.forEach(name -> out.println(Printable.name(name))); // the server's words: one line each
                 out.flush();
             }
         }
@@ -405,7 +430,7 @@ public final class ReverbCli implements Runnable
                         throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: " + name +
                             " is not a service, method, message or enum");
                     }
-                    out.print(Describer.describe(found));
+                    out.print(Printable.text(Describer.describe(found)));
                 }
                 out.flush();
             }
@@ -436,6 +461,11 @@ public final class ReverbCli implements Runnable
             description = "The request as JSON; @FILE reads it from a file, @- from stdin.")
         private String data;
 
+        @Option(names = "--max-responses", paramLabel = "N", defaultValue = "" + DEFAULT_MAX_RESPONSES,
+            description = "The most responses a call may print (default: ${DEFAULT-VALUE}): one more cancels the " +
+                "call, says so on stderr and exits 1, so a server streaming without end stops here.")
+        private long maxResponses;
+
         @Option(names = {"-H", "--header"}, paramLabel = "'NAME: VALUE'",
             description = "Metadata sent with the call; repeatable. A NAME ending in -bin takes a base64 VALUE.")
         private List<String> headers = new ArrayList<>();
@@ -450,6 +480,10 @@ public final class ReverbCli implements Runnable
         public void run()
         {
             final CommandLine line = spec.commandLine();
+            if (maxResponses < 1)
+            {
+                throw new ParameterException(line, "--max-responses must be at least 1: " + maxResponses);
+            }
             if (DynamicMethod.splitName(method) == null)
             {
                 throw new ParameterException(line, "METHOD must be pkg.Service/Method: '" + method + "'");
@@ -476,14 +510,24 @@ public final class ReverbCli implements Runnable
                     throw new CliException(CliException.USAGE, "ERROR: bad request JSON for " +
                         descriptor.getInputType().getFullName() + ": " + ex.getMessage());
                 }
+                final long[] count = {0};
                 try
                 {
-                    target.call(dynamic, request, metadata, common.deadline, response -> print(dynamic, response));
+                    target.call(dynamic, request, metadata, common.deadline, response ->
+                    {
+                        if (++count[0] > maxResponses)
+                        {
+                            // thrown on the calling thread: the target cancels the call and rethrows this
+                            throw new CliException(CliException.CALL_FAILED, "ERROR: more than " + maxResponses +
+                                " responses (--max-responses); the call was cancelled");
+                        }
+                        print(dynamic, response);
+                    });
                 }
                 catch (final CliTarget.CallFailure failure)
                 {
                     throw new CliException(CliException.CALL_FAILED, "ERROR: " + failure.code() + ": " +
-                        failure.description());
+                        Printable.name(failure.description())); // the server's words: on one line
                 }
             }
         }
@@ -492,7 +536,7 @@ public final class ReverbCli implements Runnable
         {
             try
             {
-                out.println(dynamic.toJson(response));
+                out.println(Printable.text(dynamic.toJson(response)));
                 out.flush();
             }
             catch (final InvalidProtocolBufferException ex)

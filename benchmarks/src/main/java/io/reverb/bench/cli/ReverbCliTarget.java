@@ -1,6 +1,8 @@
 package io.reverb.bench.cli;
 
 import com.google.protobuf.DynamicMessage;
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.RpcChannel;
@@ -30,7 +32,21 @@ public final class ReverbCliTarget implements CliTarget
      */
     public ReverbCliTarget(final String uri)
     {
-        this.channel = RpcChannel.builder(uri).build();
+        this(uri, null);
+    }
+
+    /**
+     * @param uri    the server's URI.
+     * @param engine engine settings (a token, TLS), or null for the scheme's default engine.
+     */
+    public ReverbCliTarget(final String uri, final EngineConfig engine)
+    {
+        final RpcChannel.Builder builder = RpcChannel.builder(uri);
+        if (engine != null)
+        {
+            builder.transportOptions(EngineOptions.of(engine));
+        }
+        this.channel = builder.build();
     }
 
     @Override
@@ -42,6 +58,7 @@ public final class ReverbCliTarget implements CliTarget
             return ServerReflectionRpc.newReactorStub(channel)
                 .withDeadlineAfter(deadline)
                 .serverReflectionInfo(Flux.just(request))
+                .take(REFLECTION_RESPONSE_LIMIT) // cancels the stream there: a flood never piles up
                 .collectList()
                 .block();
         }

@@ -18,6 +18,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.ssl.SslBundles;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.annotation.Order;
@@ -30,7 +31,7 @@ import org.springframework.core.env.Environment;
  * injection, Reverb's health service, and the context's Micrometer {@code MeterRegistry} and
  * {@code ObservationRegistry} on every server and channel.
  */
-@AutoConfiguration(afterName = {
+@AutoConfiguration(afterName = {"org.springframework.boot.autoconfigure.ssl.SslAutoConfiguration",
     "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
     "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration"})
 @EnableConfigurationProperties(ReverbProperties.class)
@@ -62,14 +63,17 @@ public class ReverbAutoConfiguration
     /**
      * @param properties  {@code reverb.*}.
      * @param customizers the channel customizers.
+     * @param bundles     Spring Boot's SSL bundles, for {@code reverb.client.channels.NAME.tls.bundle}.
      * @return the native channels by name.
      */
     @Bean
     @ConditionalOnMissingBean
     public ReverbChannelFactory reverbChannelFactory(
-        final ReverbProperties properties, final ObjectProvider<ReverbChannelCustomizer> customizers)
+        final ReverbProperties properties, final ObjectProvider<ReverbChannelCustomizer> customizers,
+        final ObjectProvider<SslBundles> bundles)
     {
-        return new ReverbChannelFactory(properties.getClient(), customizers.orderedStream().toList());
+        return new ReverbChannelFactory(properties.getClient(), customizers.orderedStream().toList(),
+            bundles.getIfAvailable());
     }
 
     /**
@@ -79,6 +83,7 @@ public class ReverbAutoConfiguration
      * @param grpc        the grpc-java services, with reverb-grpc.
      * @param customizers the server customizers.
      * @param health      the health service's state.
+     * @param bundles     Spring Boot's SSL bundles, for {@code reverb.server.tls.bundle}.
      * @return the server's lifecycle.
      */
     @Bean
@@ -87,7 +92,7 @@ public class ReverbAutoConfiguration
     ReverbServerLifecycle reverbServer(
         final ReverbProperties properties, final Environment environment, final ObjectProvider<RpcService> services,
         final ObjectProvider<Serving.GrpcFactory> grpc, final ObjectProvider<ReverbServerCustomizer> customizers,
-        final ObjectProvider<HealthStatusManager> health)
+        final ObjectProvider<HealthStatusManager> health, final ObjectProvider<SslBundles> bundles)
     {
         final ReverbProperties.Server server = properties.getServer();
         final Binder binder = Binder.get(environment);
@@ -105,7 +110,7 @@ public class ReverbAutoConfiguration
         }
         return new ReverbServerLifecycle(server, services.orderedStream().toList(), grpc.getIfAvailable(),
             customizers.orderedStream().toList(), server.isHealthServiceEnabled() ? health.getIfAvailable() : null,
-            shutdown, grace);
+            shutdown, grace, bundles.getIfAvailable());
     }
 
     /**

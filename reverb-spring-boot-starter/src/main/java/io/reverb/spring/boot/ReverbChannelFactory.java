@@ -1,5 +1,7 @@
 package io.reverb.spring.boot;
 
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.rpc.RpcChannel;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -7,13 +9,16 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.boot.ssl.SslBundles;
 
 /**
  * The application's Reverb channels, by name: {@code reverb.client.channels.NAME.address} and the other settings of
- * that name, then every {@link ReverbChannelCustomizer}. Each name gets one channel, made on first use and shared by
+ * that name (its {@code auth-token} and {@code tls.*} as the engine settings of its transport), then every
+ * {@link ReverbChannelCustomizer}. Each name gets one channel, made on first use and shared by
  * every stub; all are closed when the context closes. A stub bean:
  *
  * <pre>{@code
@@ -30,7 +35,10 @@ public class ReverbChannelFactory implements DisposableBean
 {
     private final ReverbProperties.Client properties;
     private final List<ReverbChannelCustomizer> customizers;
+    private final SslBundles bundles;
     private final Map<String, RpcChannel> channels = new ConcurrentHashMap<>();
+    /** Each name's token and TLS, made once: every connection of a name shares one engine. */
+    private final Map<String, Optional<EngineConfig>> engines = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     /**
@@ -39,8 +47,20 @@ public class ReverbChannelFactory implements DisposableBean
      */
     public ReverbChannelFactory(final ReverbProperties.Client properties, final List<ReverbChannelCustomizer> customizers)
     {
+        this(properties, customizers, null);
+    }
+
+    /**
+     * @param properties  the channels' settings.
+     * @param customizers applied to each channel's builder after the settings, in this order.
+     * @param bundles     Spring Boot's SSL bundles for {@code reverb.client.channels.NAME.tls.bundle}, or null.
+     */
+    public ReverbChannelFactory(final ReverbProperties.Client properties, final List<ReverbChannelCustomizer> customizers,
+        final SslBundles bundles)
+    {
         this.properties = Objects.requireNonNull(properties, "properties");
         this.customizers = List.copyOf(customizers);
+        this.bundles = bundles;
     }
 
     /**
@@ -159,6 +179,10 @@ public class ReverbChannelFactory implements DisposableBean
             {
                 builder.healthCheck(settings.getHealthCheck());
             }
+            final Optional<EngineConfig> engine = engines.computeIfAbsent(name,
+                n -> Optional.ofNullable(ReverbSecurity.channel(n, settings, bundles)));
+            engine.ifPresent(config ->
+                builder.transportOptions(builder.transportOptions().with(EngineOptions.ENGINE_CONFIG, config)));
         }
         for (final ReverbChannelCustomizer customizer : customizers)
         {

@@ -11,10 +11,18 @@ import org.springframework.util.unit.DataSize;
  *
  * <pre>
  * reverb.server.address=reverb://0.0.0.0:9090       # or shm://name, tcp://host:port, rdma://host:port
- * reverb.client.channels.greeter.address=shm://greeter
+ * reverb.server.auth-token=${REVERB_TOKEN}          # both sides prove they hold it (every fabric)
+ * reverb.server.tls.bundle=server                   # spring.ssl.bundle.pem.server.* (or .jks.server.*)
+ * reverb.server.tls.client-auth=require             # mutual TLS
+ * reverb.client.channels.greeter.address=tcp://greeter:9090
+ * reverb.client.channels.greeter.auth-token=${REVERB_TOKEN}
+ * reverb.client.channels.greeter.tls.bundle=client  # its trust store: the CA of the server's certificate
  * </pre>
  *
- * Addresses are passed to Reverb as they are, so any scheme of a Reverb transport on the class path works.
+ * Addresses are passed to Reverb as they are, so any scheme of a Reverb transport on the class path works. TLS is
+ * that of {@code tcp://} (and of {@code reverb://}'s tcp connection), shaped like Spring gRPC's
+ * {@code spring.grpc.server.ssl.*}: a Spring Boot SSL bundle's name, {@code enabled} (by default: whether a bundle is
+ * named) and, on a server, {@code client-auth}.
  */
 @ConfigurationProperties(prefix = "reverb")
 public class ReverbProperties
@@ -81,6 +89,13 @@ public class ReverbProperties
         private Integer maxConcurrentCallsPerConnection;
         /** Whether to serve Reverb's health service (reverb.health.v1.Health), whose statuses Actuator reports. */
         private boolean healthServiceEnabled = true;
+        /**
+         * Shared secret every client must prove it holds (challenge-response in the engine handshake of tcp, shm,
+         * rdma and reverb); clients set the same reverb.client.channels.NAME.auth-token. None by default.
+         */
+        private String authToken;
+        /** TLS of the tcp:// listener (and of reverb://'s), from a Spring Boot SSL bundle. */
+        private final ServerTls tls = new ServerTls();
 
         /** @return whether the server may start. */
         public boolean isEnabled()
@@ -165,6 +180,113 @@ public class ReverbProperties
         {
             this.healthServiceEnabled = healthServiceEnabled;
         }
+
+        /** @return the token clients must prove they hold, or null for none. */
+        public String getAuthToken()
+        {
+            return authToken;
+        }
+
+        /** @param authToken the token clients must prove they hold. */
+        public void setAuthToken(final String authToken)
+        {
+            this.authToken = authToken;
+        }
+
+        /** @return the listener's TLS settings. */
+        public ServerTls getTls()
+        {
+            return tls;
+        }
+    }
+
+    /**
+     * TLS from a Spring Boot SSL bundle ({@code spring.ssl.bundle.pem.NAME.*} or {@code spring.ssl.bundle.jks.NAME.*}),
+     * as Spring gRPC's {@code ssl.*}: the bundle's key store is this side's certificate and key, its trust store the
+     * CAs the peer's certificate must chain to, its protocols (if set) the TLS versions.
+     */
+    public static class Tls
+    {
+        /** Whether to use TLS; by default, whether a bundle is named. */
+        private Boolean enabled;
+        /** The name of the SSL bundle (spring.ssl.bundle.*.NAME). */
+        private String bundle;
+
+        /** @return whether TLS is on, or null to follow {@link #getBundle()}. */
+        public Boolean getEnabled()
+        {
+            return enabled;
+        }
+
+        /** @param enabled whether TLS is on. */
+        public void setEnabled(final Boolean enabled)
+        {
+            this.enabled = enabled;
+        }
+
+        /** @return the SSL bundle's name, or null. */
+        public String getBundle()
+        {
+            return bundle;
+        }
+
+        /** @param bundle the SSL bundle's name. */
+        public void setBundle(final String bundle)
+        {
+            this.bundle = bundle;
+        }
+    }
+
+    /** Whether a server asks its clients for a certificate (Spring gRPC's {@code client-auth}). */
+    public enum ClientAuth
+    {
+        /** Not asked. */
+        NONE,
+        /** Asked; a client without one is admitted, one with an untrusted one refused. */
+        OPTIONAL,
+        /** Mutual TLS: a client without a trusted certificate is refused. */
+        REQUIRE
+    }
+
+    /** A server's TLS: the bundle (its key store is required) and whether clients must present a certificate. */
+    public static class ServerTls extends Tls
+    {
+        /** NONE (default), OPTIONAL or REQUIRE (mutual TLS; the bundle's trust store holds the clients' CA). */
+        private ClientAuth clientAuth = ClientAuth.NONE;
+
+        /** @return whether clients are asked for a certificate. */
+        public ClientAuth getClientAuth()
+        {
+            return clientAuth;
+        }
+
+        /** @param clientAuth whether clients are asked for a certificate. */
+        public void setClientAuth(final ClientAuth clientAuth)
+        {
+            this.clientAuth = clientAuth;
+        }
+    }
+
+    /** A channel's TLS: the bundle (its trust store; its key store for mutual TLS) and host name checking. */
+    public static class ChannelTls extends Tls
+    {
+        /**
+         * Whether the server's certificate must name the host or IP address dialled (default true); turn it off only
+         * when the bundle's trust store pins the server's own certificate.
+         */
+        private boolean verifyHostname = true;
+
+        /** @return whether the server's certificate must name the host dialled. */
+        public boolean isVerifyHostname()
+        {
+            return verifyHostname;
+        }
+
+        /** @param verifyHostname whether the server's certificate must name the host dialled. */
+        public void setVerifyHostname(final boolean verifyHostname)
+        {
+            this.verifyHostname = verifyHostname;
+        }
     }
 
     /** The channels the application calls other services through. */
@@ -200,6 +322,10 @@ public class ReverbProperties
         private Duration keepAliveTime;
         /** How long a keep-alive PING may go unanswered before the connection is closed (default 10 s). */
         private Duration keepAliveTimeout;
+        /** The server's token (its reverb.server.auth-token), proven in the engine handshake. None by default. */
+        private String authToken;
+        /** TLS to a tcp:// (or reverb://) server, from a Spring Boot SSL bundle. */
+        private final ChannelTls tls = new ChannelTls();
 
         /** @return the address or target. */
         public String getAddress()
@@ -283,6 +409,24 @@ public class ReverbProperties
         public void setKeepAliveTimeout(final Duration keepAliveTimeout)
         {
             this.keepAliveTimeout = keepAliveTimeout;
+        }
+
+        /** @return the server's token, or null for none. */
+        public String getAuthToken()
+        {
+            return authToken;
+        }
+
+        /** @param authToken the server's token. */
+        public void setAuthToken(final String authToken)
+        {
+            this.authToken = authToken;
+        }
+
+        /** @return the channel's TLS settings. */
+        public ChannelTls getTls()
+        {
+            return tls;
         }
     }
 

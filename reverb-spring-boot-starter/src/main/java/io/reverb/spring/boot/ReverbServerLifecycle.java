@@ -1,5 +1,7 @@
 package io.reverb.spring.boot;
 
+import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.rpc.EngineOptions;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.RpcService;
 import io.reverb.rpc.ServiceDefinition;
@@ -12,6 +14,7 @@ import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.boot.ssl.SslBundles;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -30,6 +33,10 @@ import org.springframework.context.SmartLifecycle;
  *
  * It stops in the phase of Spring Boot's web servers, before any bean is destroyed, so handlers can use other beans
  * until the last call ends.
+ *
+ * <p>{@code reverb.server.auth-token} and {@code reverb.server.tls.*} become the engine settings of the server's
+ * transport (before the customizers, which may replace them). A server that listens beyond loopback with neither a
+ * token nor TLS logs one warning when it starts.
  */
 public class ReverbServerLifecycle implements SmartLifecycle
 {
@@ -47,7 +54,14 @@ public class ReverbServerLifecycle implements SmartLifecycle
     private final HealthStatusManager health;
     private final ReverbProperties.Shutdown shutdown;
     private final Duration gracePeriod;
+    private final SslBundles bundles;
     private final List<String> serviceNames = new ArrayList<>();
+    /** The token and TLS of reverb.server.*, made once so that every builder shares one engine. */
+    private EngineConfig engine;
+    private boolean engineMade;
+    /** Whether the last configured builder's engine has a token or TLS (customizers included). */
+    private boolean secured;
+    private boolean warnedUnsecured;
     private Serving serving;
     /** Counted down when the server stops; a non-daemon thread waits on it, so the JVM lives while serving. */
     private CountDownLatch stopped;
@@ -62,12 +76,14 @@ public class ReverbServerLifecycle implements SmartLifecycle
      * @param health      the health service's state, or null for no health service.
      * @param shutdown    graceful or immediate.
      * @param gracePeriod how long calls in flight may run after a graceful shutdown began.
+     * @param bundles     Spring Boot's SSL bundles for {@code reverb.server.tls.bundle}, or null if there are none.
      */
     ReverbServerLifecycle(
         final ReverbProperties.Server properties, final List<RpcService> services, final Serving.GrpcFactory grpc,
         final List<ReverbServerCustomizer> customizers, final HealthStatusManager health,
-        final ReverbProperties.Shutdown shutdown, final Duration gracePeriod)
+        final ReverbProperties.Shutdown shutdown, final Duration gracePeriod, final SslBundles bundles)
     {
+        this.bundles = bundles;
         this.properties = Objects.requireNonNull(properties, "properties");
         this.services = List.copyOf(services);
         this.grpc = grpc;
@@ -149,6 +165,13 @@ public class ReverbServerLifecycle implements SmartLifecycle
             }
         }
         LOG.info("Reverb server listening on {} ({} service(s): {})", boundAddress, serviceNames.size(), serviceNames);
+        if (!secured && !warnedUnsecured && ReverbSecurity.beyondLoopback(address.trim()))
+        {
+            warnedUnsecured = true; // once: a restarted lifecycle says nothing new
+            LOG.warn("Reverb server on {} listens beyond loopback with neither reverb.server.auth-token nor " +
+                "reverb.server.tls: any host that reaches the port can call every service. Set a token or TLS, or " +
+                "listen on 127.0.0.1 (or shm://)", boundAddress);
+        }
     }
 
     /**
@@ -201,10 +224,20 @@ public class ReverbServerLifecycle implements SmartLifecycle
         {
             builder.maxConcurrentCallsPerConnection(properties.getMaxConcurrentCallsPerConnection());
         }
+        if (!engineMade)
+        {
+            engine = ReverbSecurity.server(properties, bundles);
+            engineMade = true;
+        }
+        if (engine != null)
+        {
+            builder.transportOptions(builder.transportOptions().with(EngineOptions.ENGINE_CONFIG, engine));
+        }
         for (final ReverbServerCustomizer customizer : customizers)
         {
             customizer.customize(builder);
         }
+        secured = ReverbSecurity.secured(builder.transportOptions());
         return builder;
     }
 

@@ -21,8 +21,12 @@ import org.springframework.grpc.client.GrpcChannelBuilderCustomizer;
  * }</pre>
  *
  * is the only change in a Spring gRPC application. Other targets are left to Spring gRPC's own factories (this one
- * is ordered first among them, and Spring gRPC's composite factory asks each in turn). Reverb has no TLS: a target
- * whose configured credentials are not insecure fails with an {@link IllegalArgumentException}.
+ * is ordered first among them, and Spring gRPC's composite factory asks each in turn). Reverb's TLS ({@code tcp://})
+ * and auth token are engine settings of the Reverb connection, not grpc-java credentials: a target whose configured
+ * credentials are not insecure (Spring gRPC's {@code ssl.*}) fails with an {@link IllegalArgumentException} that says
+ * where to set them instead (a {@code GrpcChannelBuilderCustomizer<ReverbChannelBuilder>} calling
+ * {@code reverbChannel(b -> b.transportOptions(EngineOptions.of(new EngineConfig().tls(tls))))}), rather than dial
+ * without the TLS that was asked for.
  */
 public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<ReverbChannelBuilder>
 {
@@ -52,7 +56,7 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
 
     /**
      * @param target      a Reverb address.
-     * @param credentials the channel's credentials: only insecure ones (Reverb has no TLS).
+     * @param credentials the channel's credentials: only insecure ones (Reverb's TLS is an engine setting).
      * @return reverb-grpc's builder for target.
      * @throws IllegalArgumentException if the credentials ask for TLS, or target is a malformed Reverb address.
      */
@@ -61,8 +65,11 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
     {
         if (credentials != null && !(credentials instanceof InsecureChannelCredentials))
         {
-            throw new IllegalArgumentException("Reverb channels have no TLS: the credentials configured for " + target +
-                " (" + credentials.getClass().getSimpleName() + ") cannot be used; configure none (insecure)");
+            throw new IllegalArgumentException("grpc-java credentials do not apply to Reverb channels: the " +
+                "credentials configured for " + target + " (" + credentials.getClass().getSimpleName() + ") cannot be " +
+                "used. Reverb's TLS (tcp://) and auth token are engine settings: configure none (insecure) here and " +
+                "set them with a GrpcChannelBuilderCustomizer<ReverbChannelBuilder>: reverbChannel(b -> " +
+                "b.transportOptions(EngineOptions.of(new EngineConfig().tls(...).authToken(...))))");
         }
         return ReverbChannelBuilder.forTarget(target);
     }

@@ -8,8 +8,11 @@ import org.springframework.grpc.server.ServerBuilderCustomizer;
 /**
  * Spring gRPC's {@link org.springframework.grpc.server.GrpcServerFactory} serving on a Reverb address with
  * reverb-grpc's {@link ReverbServerBuilder#forAddress}: Spring gRPC's services, interceptors and customizers, over
- * {@code shm://name}, {@code tcp://host:port}, {@code rdma://host:port} or {@code inproc://name}. Reverb has no TLS, so
- * there is no constructor with key managers.
+ * {@code shm://name}, {@code tcp://host:port}, {@code rdma://host:port} or {@code inproc://name}. TLS ({@code tcp://})
+ * and the auth token are Reverb engine settings, not grpc-java's, so there is no constructor with key managers (and
+ * {@code spring.grpc.server.ssl.*} does not apply): set them in a customizer, {@code builder.reverbServer(b ->
+ * b.transportOptions(EngineOptions.of(new EngineConfig().tls(tls).authToken(token))))}, or serve through the starter's
+ * own server, which takes {@code reverb.server.auth-token} and {@code reverb.server.tls.*}.
  *
  * <pre>{@code
  * @Bean

@@ -228,7 +228,8 @@ class ReverbSpringGrpcTest
         final ReverbSpringGrpcChannelFactory factory = standalone();
         factory.setCredentialsProvider(target -> TlsChannelCredentials.create());
         assertThatThrownBy(() -> factory.createChannel(shm()))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Reverb channels have no TLS");
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("grpc-java credentials do not apply to Reverb channels");
         factory.destroy();
     }
 
