@@ -252,7 +252,8 @@ public final class ReverbStat implements Callable<Integer>
         for (final List<CounterValue> group : groups.values())
         {
             final CounterValue first = group.get(0);
-            text.append("  ").append(first.kindName()).append(' ').append(printable(first.group())).append(System.lineSeparator());
+            text.append("  ").append(first.kindName()).append(' ').append(printable(first.group()))
+                .append(System.lineSeparator());
             for (final CounterValue value : group)
             {
                 final String key = process.pid() + "/" + value.id() + "/" + value.groupId() + "/" + value.name();

@@ -8,12 +8,16 @@ import io.reverb.common.counters.ProcessCounters;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -64,11 +68,11 @@ class CountersDirectoryPreCreatedAttack
         Files.createDirectory(dir);
         attackerFile = dir.resolve(CountersLayout.FILE_PREFIX + "4242-attacker" + CountersLayout.FILE_SUFFIX);
         final byte[] image = new byte[CountersLayout.HEADER_LENGTH + 640];
-        final java.nio.ByteBuffer header = java.nio.ByteBuffer.wrap(image).order(java.nio.ByteOrder.nativeOrder());
+        final ByteBuffer header = ByteBuffer.wrap(image).order(ByteOrder.nativeOrder());
         header.putInt(CountersLayout.MAGIC_OFFSET, CountersLayout.MAGIC).putInt(CountersLayout.VERSION_OFFSET, 1)
             .putLong(CountersLayout.PID_OFFSET, 4242).putInt(CountersLayout.METADATA_LENGTH_OFFSET, 512)
             .putInt(CountersLayout.VALUES_LENGTH_OFFSET, 128).putInt(CountersLayout.COMMAND_LENGTH_OFFSET, 8);
-        System.arraycopy("ATTACKER".getBytes(java.nio.charset.StandardCharsets.US_ASCII), 0, image,
+        System.arraycopy("ATTACKER".getBytes(StandardCharsets.US_ASCII), 0, image,
             CountersLayout.COMMAND_OFFSET, 8);
         Files.write(attackerFile, image);
         Files.setAttribute(attackerFile, "unix:uid", NOBODY);
@@ -96,7 +100,7 @@ class CountersDirectoryPreCreatedAttack
                 counters.release();
             }
         }
-        try (java.util.stream.Stream<Path> files = Files.list(victimDir.toRealPath()))
+        try (Stream<Path> files = Files.list(victimDir.toRealPath()))
         {
             assertThat(files).as("nothing written into the attacker's directory").containsExactly(attackerFile);
         }

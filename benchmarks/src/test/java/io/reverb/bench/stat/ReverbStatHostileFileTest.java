@@ -104,6 +104,7 @@ class ReverbStatHostileFileTest
     void shouldEscapeWhatATerminalWouldActOn()
     {
         assertThat(ReverbStat.printable("plain name:1/2")).isEqualTo("plain name:1/2");
-        assertThat(ReverbStat.printable("\u0085a\u001bb\u007fc\\d\u202ee\u2067")).isEqualTo("\\x85a\\x1bb\\x7fc\\\\d\\u202ee\\u2067");
+        assertThat(ReverbStat.printable("\u0085a\u001bb\u007fc\\d\u202ee\u2067"))
+            .isEqualTo("\\x85a\\x1bb\\x7fc\\\\d\\u202ee\\u2067");
     }
 }

@@ -84,7 +84,8 @@ public final class LiveProcess
                 continue;
             }
             final int typeId = metadata.getInt(offset + CountersReader.TYPE_ID_OFFSET);
-            final UnsafeBuffer key = new UnsafeBuffer(metadata, offset + CountersReader.KEY_OFFSET, CountersReader.MAX_KEY_LENGTH);
+            final UnsafeBuffer key =
+                new UnsafeBuffer(metadata, offset + CountersReader.KEY_OFFSET, CountersReader.MAX_KEY_LENGTH);
             final int labelLength = metadata.getInt(offset + CountersReader.LABEL_OFFSET);
             final String label = labelLength < 0 || labelLength > CountersReader.MAX_LABEL_LENGTH ? "?" :
                 metadata.getStringWithoutLengthAscii(offset + CountersReader.LABEL_OFFSET + Integer.BYTES, labelLength);
