@@ -169,8 +169,19 @@ public final class CountersDirectory
     }
 
     /**
-     * Checks a counters file's header and wraps its buffers: the reader's whole trust boundary (also fed by the fuzz
-     * target).
+     * Reads the image of a counters file as {@link #scan} reads each file (the fuzz target's way in).
+     *
+     * @param image the file's bytes.
+     * @return an entry with no file: with a reader if the header holds, else with the problem.
+     */
+    public static Entry read(final AtomicBuffer image)
+    {
+        final Object parsed = parse(null, image);
+        return parsed instanceof LiveProcess ? new Entry(null, (LiveProcess)parsed, null) : new Entry(null, null, (String)parsed);
+    }
+
+    /**
+     * Checks a counters file's header and wraps its buffers: the reader's whole trust boundary.
      *
      * @param file  the file (for the reader), or null.
      * @param whole its bytes.
