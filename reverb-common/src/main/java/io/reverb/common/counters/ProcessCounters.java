@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -75,8 +76,13 @@ public final class ProcessCounters
      * not sampled; a gauge (a state such as credits available) that {@code reverb-stat} prints is at most this old.
      */
     public static final long SAMPLE_PERIOD_MS = 1000;
-    /** A freed counter's slot is not reused before this, so a late write to it cannot land in another counter. */
+    /**
+     * A freed counter's slot is not reused before this, so a late write to it cannot land in another counter. After
+     * it the slot is reused (Agrona's free list): connections that come and go do not use the file up.
+     */
     static final long FREE_TO_REUSE_MS = 2_000;
+    /** The clock of that grace period (tests set a manual one before the first {@link #acquire()}). */
+    static volatile EpochClock reuseClock = SystemEpochClock.INSTANCE;
 
     private static final System.Logger LOG = System.getLogger(ProcessCounters.class.getName());
     private static final Object LOCK = new Object();
@@ -110,8 +116,7 @@ public final class ProcessCounters
         final AtomicBuffer metadata = new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH, metadataLength);
         final AtomicBuffer values = new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH + metadataLength,
             CountersLayout.valuesLength(maxCounters));
-        this.manager = new ConcurrentCountersManager(metadata, values, StandardCharsets.US_ASCII, SystemEpochClock.INSTANCE,
-            FREE_TO_REUSE_MS);
+        this.manager = new ConcurrentCountersManager(metadata, values, StandardCharsets.US_ASCII, reuseClock, FREE_TO_REUSE_MS);
         writeHeader(metadataLength, CountersLayout.valuesLength(maxCounters));
         if (file != null)
         {

@@ -15,6 +15,8 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.CachedEpochClock;
+import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.CountersReader;
 import org.junit.jupiter.api.AfterEach;
@@ -157,6 +159,37 @@ class CountersLocalUserTest
         finally
         {
             counters.release();
+        }
+    }
+
+    /** Connection churn: a freed slot is reused after the grace period, so the file never fills up for good. */
+    @Test
+    void shouldReuseFreedSlotsSoChurnCannotFillTheFile() throws IOException
+    {
+        System.setProperty(ProcessCounters.MAX_PROPERTY, "16");
+        final CachedEpochClock clock = new CachedEpochClock();
+        ProcessCounters.reuseClock = clock;
+        final ProcessCounters counters = ProcessCounters.acquire();
+        try
+        {
+            for (int connection = 0; connection < 100; connection++)
+            {
+                final String label = "#" + connection;
+                final CounterGroup group = counters.newGroup(CountersLayout.KIND_CONNECTION, label, 0);
+                for (int i = 0; i < 12; i++)
+                {
+                    group.counter("c" + i).incrementRelease();
+                }
+                assertThat(counters.view().counters()).as("connection %d in the file", connection)
+                    .filteredOn(c -> c.group().equals(label)).hasSize(12);
+                group.close();
+                clock.advance(ProcessCounters.FREE_TO_REUSE_MS);
+            }
+        }
+        finally
+        {
+            counters.release();
+            ProcessCounters.reuseClock = SystemEpochClock.INSTANCE;
         }
     }
 }
