@@ -164,8 +164,7 @@ public final class CountersDirectory
         }
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
         final AtomicBuffer whole = new UnsafeBuffer(mapped);
-        final Object parsed = parse(file, whole);
-        return parsed instanceof LiveProcess ? new Entry(file, (LiveProcess)parsed, null) : new Entry(file, null, (String)parsed);
+        return parse(file, whole);
     }
 
     /**
@@ -176,8 +175,7 @@ public final class CountersDirectory
      */
     public static Entry read(final AtomicBuffer image)
     {
-        final Object parsed = parse(null, image);
-        return parsed instanceof LiveProcess ? new Entry(null, (LiveProcess)parsed, null) : new Entry(null, null, (String)parsed);
+        return parse(null, image);
     }
 
     /**
@@ -185,14 +183,14 @@ public final class CountersDirectory
      *
      * @param file  the file (for the reader), or null.
      * @param whole its bytes.
-     * @return a {@link LiveProcess} over them, or the problem (a String).
+     * @return an entry with a reader over them, or with the problem.
      */
-    static Object parse(final Path file, final AtomicBuffer whole)
+    private static Entry parse(final Path file, final AtomicBuffer whole)
     {
         final String problem = CountersLayout.checkHeader(whole);
         if (problem != null)
         {
-            return problem;
+            return new Entry(file, null, problem);
         }
         final int metadataLength = whole.getInt(CountersLayout.METADATA_LENGTH_OFFSET);
         final int valuesLength = whole.getInt(CountersLayout.VALUES_LENGTH_OFFSET);
@@ -200,7 +198,7 @@ public final class CountersDirectory
             new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH, metadataLength),
             new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH + metadataLength, valuesLength),
             StandardCharsets.US_ASCII);
-        return new LiveProcess(file, new UnsafeBuffer(whole, 0, CountersLayout.HEADER_LENGTH), reader);
+        return new Entry(file, new LiveProcess(file, new UnsafeBuffer(whole, 0, CountersLayout.HEADER_LENGTH), reader), null);
     }
 
     /**

@@ -56,7 +56,9 @@ import org.agrona.concurrent.status.CountersManager;
  * file is written in full (zeros) before it is mapped, so no page of it is left to allocate later: a full
  * {@code /dev/shm} fails the creation (counters in memory, one warning) instead of raising SIGBUS, which the JVM
  * turns into an {@link InternalError}, on a later counter. Should a mapped page fault anyway (the file truncated
- * behind this process's back), the fault is caught, warned about once, and every later counter stays in memory.
+ * behind this process's back), the fault is caught where counters are allocated, relabelled and sampled, warned
+ * about once, and every later counter stays in memory: best effort, as the JVM may deliver such an error after the
+ * faulting access, outside any catch.
  */
 public final class ProcessCounters
 {
@@ -256,12 +258,6 @@ public final class ProcessCounters
             LOG.log(Level.WARNING, "Reverb counters file " + file + " faulted (" + fault + "): further counters " +
                 "are kept in memory only, invisible to reverb-stat");
         }
-    }
-
-    /** @return whether a page of the file faulted (nothing more goes into it). */
-    boolean faulted()
-    {
-        return faulted;
     }
 
     void addGauge(final Sampled gauge)
