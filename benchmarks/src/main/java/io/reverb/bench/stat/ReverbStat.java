@@ -26,14 +26,21 @@ import picocli.CommandLine.Option;
  * reverb-stat: lists the Reverb processes of this user on this host and prints their live counters (engines,
  * connections, pollers, server methods), read from the memory-mapped counters file each process keeps. Exit codes:
  * 0 printed the counters of at least one process; 1 no live Reverb process (or none matched the filters); 2 usage;
- * 3 the counters directory cannot be read.
+ * 3 the counters directory cannot be read, or is not this user's own real directory (a symbolic link, or a
+ * directory another user created under the expected name).
+ *
+ * <p>A counters file is written by another process and read as untrusted: its lengths are bounded (see
+ * {@link LiveProcess#counters()}), every name printed has its control characters escaped ({@link #printable}), and a
+ * file that cannot be read (another user's, corrupt, truncated) is reported on stderr and skipped: it never hides the
+ * other files, and it changes the exit code only when no file at all could be printed (then 1).
  */
 @Command(name = "reverb-stat", mixinStandardHelpOptions = true, version = "reverb-stat 0.1",
     description = {"Prints the live counters of this user's Reverb processes on this host (engines, connections, " +
         "pollers, server methods), read from the counters file each process keeps in a per-user directory: no " +
         "registry, agent or port needed. Stale files of dead processes are skipped (--clean deletes them).",
         "Exit codes: 0 counters printed; 1 no live Reverb process (or none matched the filters); 2 usage error; " +
-            "3 the counters directory cannot be read."})
+            "3 the counters directory cannot be read, or is a symbolic link or another user's directory. A file " +
+            "that cannot be read is reported and skipped; control characters in names are printed escaped."})
 public final class ReverbStat implements Callable<Integer>
 {
     /** Exit code: counters printed. */
@@ -164,7 +171,8 @@ public final class ReverbStat implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            err.println("reverb-stat: cannot read " + directory + ": " + ex);
+            err.println("reverb-stat: cannot read " + printable(String.valueOf(directory)) + ": " +
+                printable(String.valueOf(ex.getMessage())));
             return UNREADABLE;
         }
         final long now = System.nanoTime();
@@ -182,24 +190,35 @@ public final class ReverbStat implements Callable<Integer>
             {
                 if (first)
                 {
-                    err.println("reverb-stat: skipped " + entry.file() + ": " + entry.problem());
+                    err.println("reverb-stat: skipped " + printable(entry.file().toString()) + ": " +
+                        printable(entry.problem()));
                 }
                 continue;
             }
-            if (pid != null && process.pid() != pid)
+            try
             {
-                continue;
+                if (pid != null && process.pid() != pid)
+                {
+                    continue;
+                }
+                if (print(process, seconds))
+                {
+                    shown++;
+                }
             }
-            if (print(process, seconds))
+            catch (final RuntimeException | InternalError bad)
             {
-                shown++;
+                // InternalError: the file was truncated under its mapping (SIGBUS). One bad file hides no other.
+                out.flush();
+                err.println("reverb-stat: skipped " + printable(entry.file().toString()) + ": unreadable: " +
+                    printable(String.valueOf(bad)));
             }
         }
         out.flush();
         if (shown == 0)
         {
             err.println("reverb-stat: no live Reverb process" + (pid != null || connection != null || method != null ?
-                " matching the filters" : "") + " in " + directory);
+                " matching the filters" : "") + " in " + printable(directory.toString()));
             err.flush();
             return NOTHING;
         }
@@ -210,7 +229,7 @@ public final class ReverbStat implements Callable<Integer>
     {
         final long heartbeatAge = System.currentTimeMillis() - process.heartbeatMillis();
         final String header = "pid " + process.pid() + "  started " + Instant.ofEpochMilli(process.startTimeMillis()) +
-            "  heartbeat " + heartbeatAge + " ms ago  " + process.command();
+            "  heartbeat " + heartbeatAge + " ms ago  " + printable(process.command());
         if (list)
         {
             out.println(header);
@@ -228,21 +247,64 @@ public final class ReverbStat implements Callable<Integer>
         {
             return false;
         }
-        out.println(header);
+        // Built whole before printed: a file that fails half-way prints nothing of itself.
+        final StringBuilder text = new StringBuilder(header).append(System.lineSeparator());
         for (final List<CounterValue> group : groups.values())
         {
             final CounterValue first = group.get(0);
-            out.println("  " + first.kindName() + " " + first.group());
+            text.append("  ").append(first.kindName()).append(' ').append(printable(first.group()))
+                .append(System.lineSeparator());
             for (final CounterValue value : group)
             {
                 final String key = process.pid() + "/" + value.id() + "/" + value.groupId() + "/" + value.name();
                 final Long before = previous.put(key, value.value());
                 final String rate = watch && before != null && seconds > 0 ?
                     String.format(Locale.ROOT, "  %,.0f/s", (value.value() - before) / seconds) : "";
-                out.println(String.format(Locale.ROOT, "    %-52s %,20d%s", value.name(), value.value(), rate));
+                text.append(String.format(Locale.ROOT, "    %-52s %,20d%s", printable(value.name()), value.value(), rate))
+                    .append(System.lineSeparator());
             }
         }
+        out.print(text);
         return true;
+    }
+
+    /**
+     * Escapes what a terminal would act on: C0 and C1 control characters (escape sequences), DEL, Unicode bidi
+     * overrides and isolates; and the backslash, so that the escaped text reads back unambiguously.
+     *
+     * @param text a name from a counters file (written by another process).
+     * @return the text, safe to print.
+     */
+    static String printable(final String text)
+    {
+        StringBuilder escaped = null;
+        for (int i = 0; i < text.length(); i++)
+        {
+            final char c = text.charAt(i);
+            final boolean control = c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\\' ||
+                (c >= '\u202a' && c <= '\u202e') || (c >= '\u2066' && c <= '\u2069');
+            if (control && escaped == null)
+            {
+                escaped = new StringBuilder(text.length() + 16).append(text, 0, i);
+            }
+            if (escaped != null)
+            {
+                if (c == '\\')
+                {
+                    escaped.append("\\\\");
+                }
+                else if (control)
+                {
+                    escaped.append(c < 0x100 ? String.format(Locale.ROOT, "\\x%02x", (int)c) :
+                        String.format(Locale.ROOT, "\\u%04x", (int)c));
+                }
+                else
+                {
+                    escaped.append(c);
+                }
+            }
+        }
+        return escaped == null ? text : escaped.toString();
     }
 
     private boolean matches(final CounterValue value)

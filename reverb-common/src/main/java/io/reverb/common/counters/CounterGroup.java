@@ -88,6 +88,11 @@ public final class CounterGroup implements AutoCloseable
                 {
                     // A counter kept in memory (the file was full) has no label to change.
                 }
+                catch (final InternalError fault)
+                {
+                    owner.onFault(fault); // a page of the file faulted (SIGBUS): the label stays as it was
+                    return;
+                }
             }
         }
     }

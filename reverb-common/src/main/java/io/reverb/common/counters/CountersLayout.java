@@ -65,6 +65,11 @@ public final class CountersLayout
     public static final int HEADER_LENGTH = 1024;
     /** Longest command kept in the header. */
     public static final int MAX_COMMAND_LENGTH = HEADER_LENGTH - COMMAND_OFFSET;
+    /** Most counters a file may hold ({@code reverb.counters.max}). */
+    public static final int MAX_COUNTERS = 1 << 20;
+    /** Longest counters file a reader maps: the header and the buffers of {@link #MAX_COUNTERS} counters. */
+    public static final long MAX_FILE_LENGTH =
+        HEADER_LENGTH + (long)MAX_COUNTERS * (CountersReader.METADATA_LENGTH + CountersReader.COUNTER_LENGTH);
 
     /** Counters of an engine as a whole (closed connections' totals, open connections). */
     public static final int KIND_ENGINE = 1001;

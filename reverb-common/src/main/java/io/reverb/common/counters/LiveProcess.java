@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.CountersReader;
 
 /**
@@ -57,13 +58,40 @@ public final class LiveProcess
         return new String(bytes, StandardCharsets.UTF_8);
     }
 
-    /** @return every allocated counter, in id order, with its value now. */
+    /**
+     * Every allocated counter, in id order, with its value now. Written by another process, the file is read as
+     * untrusted: a record's lengths are bounded by Agrona's limits (a label longer than
+     * {@link CountersReader#MAX_LABEL_LENGTH} reads as {@code "?"}), so a corrupt file costs at most its own size.
+     *
+     * @return the counters.
+     */
     public List<CounterValue> counters()
     {
         final List<CounterValue> values = new ArrayList<>();
-        reader.forEach((counterId, typeId, key, label) -> values.add(new CounterValue(counterId, typeId,
-            CountersLayout.groupId(key), CountersLayout.parentId(key), label, CountersLayout.name(key),
-            reader.getCounterValue(counterId))));
+        final AtomicBuffer metadata = reader.metaDataBuffer();
+        final int records = Math.min(metadata.capacity() / CountersReader.METADATA_LENGTH,
+            reader.valuesBuffer().capacity() / CountersReader.COUNTER_LENGTH);
+        for (int id = 0; id < records; id++)
+        {
+            final int offset = CountersReader.metaDataOffset(id);
+            final int state = metadata.getIntVolatile(offset);
+            if (state == CountersReader.RECORD_UNUSED)
+            {
+                break; // records are allocated in order: none beyond
+            }
+            if (state != CountersReader.RECORD_ALLOCATED)
+            {
+                continue;
+            }
+            final int typeId = metadata.getInt(offset + CountersReader.TYPE_ID_OFFSET);
+            final UnsafeBuffer key =
+                new UnsafeBuffer(metadata, offset + CountersReader.KEY_OFFSET, CountersReader.MAX_KEY_LENGTH);
+            final int labelLength = metadata.getInt(offset + CountersReader.LABEL_OFFSET);
+            final String label = labelLength < 0 || labelLength > CountersReader.MAX_LABEL_LENGTH ? "?" :
+                metadata.getStringWithoutLengthAscii(offset + CountersReader.LABEL_OFFSET + Integer.BYTES, labelLength);
+            values.add(new CounterValue(id, typeId, CountersLayout.groupId(key), CountersLayout.parentId(key), label,
+                CountersLayout.name(key), reader.getCounterValue(id)));
+        }
         return values;
     }
 

@@ -16,10 +16,12 @@ import java.security.SecureRandom;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -46,8 +48,17 @@ import org.agrona.concurrent.status.CountersManager;
  * {@code /dev/shm/reverb-stat-<user>} where {@code /dev/shm} exists, else
  * {@code <java.io.tmpdir>/reverb-stat-<user>}.</li>
  * <li>{@code reverb.counters.max}: how many counters the file holds (default 8192, 128 bytes of values and 512 of
- * metadata each; pages are only touched as counters are allocated). Counters beyond it stay in memory.</li>
+ * metadata each: a 5 MiB file, written in full when created). Counters beyond it stay in memory.</li>
  * </ul>
+ *
+ * <p>Defences against other local users and a full file system: the directory must be a real directory (not a
+ * link) of this process's uid, mode 0700, else the counters stay in memory with one warning naming its owner. The
+ * file is written in full (zeros) before it is mapped, so no page of it is left to allocate later: a full
+ * {@code /dev/shm} fails the creation (counters in memory, one warning) instead of raising SIGBUS, which the JVM
+ * turns into an {@link InternalError}, on a later counter. Should a mapped page fault anyway (the file truncated
+ * behind this process's back), the fault is caught where counters are allocated, relabelled and sampled, warned
+ * about once, and every later counter stays in memory: best effort, as the JVM may deliver such an error after the
+ * faulting access, outside any catch.
  */
 public final class ProcessCounters
 {
@@ -67,8 +78,13 @@ public final class ProcessCounters
      * not sampled; a gauge (a state such as credits available) that {@code reverb-stat} prints is at most this old.
      */
     public static final long SAMPLE_PERIOD_MS = 1000;
-    /** A freed counter's slot is not reused before this, so a late write to it cannot land in another counter. */
+    /**
+     * A freed counter's slot is not reused before this, so a late write to it cannot land in another counter. After
+     * it the slot is reused (Agrona's free list): connections that come and go do not use the file up.
+     */
     static final long FREE_TO_REUSE_MS = 2_000;
+    /** The clock of that grace period (tests set a manual one before the first {@link #acquire()}). */
+    static volatile EpochClock reuseClock = SystemEpochClock.INSTANCE;
 
     private static final System.Logger LOG = System.getLogger(ProcessCounters.class.getName());
     private static final Object LOCK = new Object();
@@ -85,6 +101,10 @@ public final class ProcessCounters
     private final Thread sampler;
     private volatile boolean running = true;
     private volatile boolean fullReported;
+    /** A page of the mapping faulted: nothing more is allocated in the file. */
+    private volatile boolean faulted;
+    /** One warning per process for a file not created (each later fallback logs at debug level). */
+    private static final AtomicBoolean FALLBACK_WARNED = new AtomicBoolean();
     private int references;
 
     private ProcessCounters(final Path file, final FileChannel channel, final FileLock lock, final AtomicBuffer whole,
@@ -98,8 +118,7 @@ public final class ProcessCounters
         final AtomicBuffer metadata = new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH, metadataLength);
         final AtomicBuffer values = new UnsafeBuffer(whole, CountersLayout.HEADER_LENGTH + metadataLength,
             CountersLayout.valuesLength(maxCounters));
-        this.manager = new ConcurrentCountersManager(metadata, values, StandardCharsets.US_ASCII, SystemEpochClock.INSTANCE,
-            FREE_TO_REUSE_MS);
+        this.manager = new ConcurrentCountersManager(metadata, values, StandardCharsets.US_ASCII, reuseClock, FREE_TO_REUSE_MS);
         writeHeader(metadataLength, CountersLayout.valuesLength(maxCounters));
         if (file != null)
         {
@@ -202,9 +221,18 @@ public final class ProcessCounters
 
     AtomicCounter allocate(final int kind, final long groupId, final long parentId, final String label, final String name)
     {
+        if (faulted)
+        {
+            return null;
+        }
         try
         {
             return manager.newCounter(label, kind, key -> CountersLayout.writeKey(key, groupId, parentId, name));
+        }
+        catch (final InternalError fault)
+        {
+            onFault(fault);
+            return null;
         }
         catch (final IllegalStateException full)
         {
@@ -215,6 +243,20 @@ public final class ProcessCounters
                     manager.capacity() + "): further counters are kept in memory only, invisible to reverb-stat");
             }
             return null;
+        }
+    }
+
+    /**
+     * A page of the mapped file faulted (SIGBUS, as an InternalError): the file was truncated or its file system
+     * ran out of pages. Reported once; later counters stay in memory.
+     */
+    void onFault(final Throwable fault)
+    {
+        if (!faulted)
+        {
+            faulted = true;
+            LOG.log(Level.WARNING, "Reverb counters file " + file + " faulted (" + fault + "): further counters " +
+                "are kept in memory only, invisible to reverb-stat");
         }
     }
 
@@ -230,20 +272,28 @@ public final class ProcessCounters
 
     private void sampleLoop()
     {
-        while (running)
+        while (running && !faulted)
         {
-            for (final Sampled gauge : gauges)
+            try
             {
-                try
+                for (final Sampled gauge : gauges)
                 {
-                    gauge.counter.setRelease(gauge.source.getAsLong());
+                    try
+                    {
+                        gauge.counter.setRelease(gauge.source.getAsLong());
+                    }
+                    catch (final RuntimeException ignore)
+                    {
+                        // A gauge of something closing; the next sample or its removal settles it.
+                    }
                 }
-                catch (final RuntimeException ignore)
-                {
-                    // A gauge of something closing; the next sample or its removal settles it.
-                }
+                header.putLongRelease(CountersLayout.HEARTBEAT_OFFSET, System.currentTimeMillis());
             }
-            header.putLongRelease(CountersLayout.HEARTBEAT_OFFSET, System.currentTimeMillis());
+            catch (final InternalError fault)
+            {
+                onFault(fault); // the sampler stops: every page it writes is in the file
+                return;
+            }
             LockSupport.parkNanos(SAMPLE_PERIOD_MS * 1_000_000L);
         }
     }
@@ -288,9 +338,10 @@ public final class ProcessCounters
     private static ProcessCounters open()
     {
         final int maxCounters = Integer.getInteger(MAX_PROPERTY, DEFAULT_MAX_COUNTERS);
-        if (maxCounters < 16 || maxCounters > 1 << 20)
+        if (maxCounters < 16 || maxCounters > CountersLayout.MAX_COUNTERS)
         {
-            throw new IllegalArgumentException(MAX_PROPERTY + " must be in [16, 1048576], got " + maxCounters);
+            throw new IllegalArgumentException(MAX_PROPERTY + " must be in [16, " + CountersLayout.MAX_COUNTERS +
+                "], got " + maxCounters);
         }
         final int length = CountersLayout.HEADER_LENGTH + CountersLayout.metadataLength(maxCounters) +
             CountersLayout.valuesLength(maxCounters);
@@ -319,6 +370,7 @@ public final class ProcessCounters
                     {
                         throw new IOException("another process holds the lock of a new file " + creating);
                     }
+                    preallocate(channel, length);
                     mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
                     Files.move(creating, file, StandardCopyOption.ATOMIC_MOVE);
                 }
@@ -332,12 +384,29 @@ public final class ProcessCounters
             }
             catch (final IOException | RuntimeException ex)
             {
-                LOG.log(Level.WARNING, "Reverb counters file not created in " + dir + " (" + ex +
+                LOG.log(FALLBACK_WARNED.compareAndSet(false, true) ? Level.WARNING : Level.DEBUG,
+                    "Reverb counters file not created in " + dir + " (" + ex.getMessage() +
                     "): counters kept in memory only, invisible to reverb-stat. Set " + DIR_PROPERTY +
                     " to a directory of your own, or " + ENABLED_PROPERTY + "=off to silence this.");
             }
         }
         return new ProcessCounters(null, null, null, new UnsafeBuffer(ByteBuffer.allocateDirect(length)), maxCounters);
+    }
+
+    /**
+     * Writes the file in full: a mapped page of a sparse file is allocated when first touched, and where the file
+     * system is full that touch raises SIGBUS (an InternalError wherever the counter is written). Written here, a
+     * full file system is an IOException while nothing depends on the file yet.
+     */
+    static void preallocate(final FileChannel channel, final long length) throws IOException
+    {
+        final ByteBuffer zeros = ByteBuffer.allocate(64 * 1024);
+        long position = 0;
+        while (position < length)
+        {
+            zeros.clear().limit((int)Math.min(zeros.capacity(), length - position));
+            position += channel.write(zeros, position);
+        }
     }
 
     /**

@@ -91,6 +91,24 @@ public class ConnectionStats
     {
         final ConnectionStats copy = new ConnectionStats();
         copy.add(this);
+        take(copy);
+    }
+
+    /**
+     * Moves the values into new counters of a group (a connection's in the counters file, once its peer is
+     * authenticated). The caller makes sure no thread counts meanwhile.
+     *
+     * @param group where the counters go.
+     */
+    void moveTo(final CounterGroup group)
+    {
+        final ConnectionStats copy = new ConnectionStats(group);
+        copy.add(this);
+        take(copy);
+    }
+
+    private void take(final ConnectionStats copy)
+    {
         eagerMessagesSent = copy.eagerMessagesSent;
         eagerBytesSent = copy.eagerBytesSent;
         rendezvousMessagesSent = copy.rendezvousMessagesSent;

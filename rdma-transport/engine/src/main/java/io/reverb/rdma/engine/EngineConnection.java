@@ -79,8 +79,15 @@ final class EngineConnection implements Connection
     /** The send side's lock ({@link SendLock}): this connection's state transitions and close take it too. */
     private final SendLock lock;
     private final ConnectionStats stats;
-    /** This connection's counters in the process's counters file: its stats and gauges. */
-    private final CounterGroup counters;
+    /**
+     * This connection's counters: in this process's memory until its peer is authenticated
+     * ({@link #publishCounters()}), then in the process's counters file (its stats and gauges), so that a peer that
+     * never proves itself costs the file nothing. Guarded by {@link #countersLock}.
+     */
+    private CounterGroup counters;
+    private final Object countersLock = new Object();
+    private boolean countersPublished;
+    private boolean countersReleased;
     private final long number;
 
     private QueuePair qp;
@@ -127,19 +134,10 @@ final class EngineConnection implements Connection
         this.recvCq = recvCq;
         this.readyRegion = readyRegion;
         this.number = engine.nextConnectionNumber();
-        this.counters = engine.counters().newGroup(CountersLayout.KIND_CONNECTION, counterLabel(),
-            engine.engineCounters().id());
+        this.counters = CounterGroup.detached(counterLabel());
         this.stats = new ConnectionStats(counters);
-        try
-        {
-            this.receiver = new ReceiveSlots(this, pd);
-            this.sender = new ConnectionSender(this, pd);
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            counters.close();
-            throw ex;
-        }
+        this.receiver = new ReceiveSlots(this, pd);
+        this.sender = new ConnectionSender(this, pd);
         this.lock = sender.lock();
         this.closeCallbacks = new CloseCallbacks(lock, engine::onError);
     }
@@ -160,12 +158,47 @@ final class EngineConnection implements Connection
             this::requestAttention, config.maxInboundMessageSize(), MAX_PIPELINED_RENDEZVOUS,
             config.rendezvousWriteTimeoutNanos(), stats, sender);
         receiver.attach(qp, inbound);
-        counters.relabel(counterLabel());
-        counters.gauge("state (0 connected, 1 closing, 2 closed, 3 failed)", () -> state);
-        // Read without the send lock: a sampler taking it ten times a second would contend with the sender.
-        counters.gauge("credits available", sender::creditsUnlocked);
-        counters.gauge("send ring bytes used", () -> state >= STATE_CLOSED ? 0 : sender.ring().bytesInFlight());
-        counters.gauge("rendezvous buffers used", this::poolBuffersInUse);
+    }
+
+    /**
+     * The peer is authenticated (the acceptor's gate admitted it, or no token is configured and the handshake
+     * completed): the connection's counters move into the process's counters file, where {@code reverb-stat} sees
+     * them. Called before the connection is polled or handed to anyone (for an admitted connection: on the poller,
+     * before its first batch is processed), so no count is written to the old counters meanwhile. If the file
+     * cannot take them (full, or faulted) they stay in memory; nothing fails.
+     */
+    void publishCounters()
+    {
+        synchronized (countersLock)
+        {
+            if (countersPublished || countersReleased)
+            {
+                return;
+            }
+            countersPublished = true;
+            CounterGroup group = null;
+            try
+            {
+                group = engine.counters().newGroup(CountersLayout.KIND_CONNECTION, counterLabel(),
+                    engine.engineCounters().id());
+                stats.moveTo(group);
+                group.gauge("state (0 connected, 1 closing, 2 closed, 3 failed)", () -> state);
+                // Read without the send lock: a sampler taking it ten times a second would contend with the sender.
+                group.gauge("credits available", sender::creditsUnlocked);
+                group.gauge("send ring bytes used", () -> state >= STATE_CLOSED ? 0 : sender.ring().bytesInFlight());
+                group.gauge("rendezvous buffers used", this::poolBuffersInUse);
+                counters = group;
+            }
+            catch (final RuntimeException | InternalError fault)
+            {
+                // InternalError: a page of the counters file faulted (SIGBUS; ProcessCounters warns once). The
+                // connection keeps its counters in memory: serving it matters more than showing it.
+                if (group != null)
+                {
+                    group.close();
+                }
+            }
+        }
     }
 
     private String counterLabel()
@@ -187,8 +220,12 @@ final class EngineConnection implements Connection
      */
     void releaseCounters()
     {
-        stats.detach();
-        counters.close();
+        synchronized (countersLock)
+        {
+            countersReleased = true;
+            stats.detach();
+            counters.close();
+        }
     }
 
     /** Connector: waits for the acceptor's ready write. */
@@ -739,7 +776,11 @@ final class EngineConnection implements Connection
             state = STATE_FAILED;
             resourcesReleased = true;
         }
-        counters.close();
+        synchronized (countersLock)
+        {
+            countersReleased = true;
+            counters.close();
+        }
         if (qp != null)
         {
             qp.close();

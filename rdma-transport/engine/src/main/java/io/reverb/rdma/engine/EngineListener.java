@@ -102,6 +102,7 @@ public final class EngineListener implements AutoCloseable
                 }
                 if (connection.authGate == null)
                 {
+                    connection.publishCounters(); // no token: the handshake is all the authentication there is
                     accepted.incrementAndGet();
                     runCallback(connection);
                     engine.startPolling(connection);
@@ -178,6 +179,8 @@ public final class EngineListener implements AutoCloseable
     /** A poller admitted an authenticating connection: run the callback off the poller thread. */
     private void onAdmitted(final EngineConnection connection)
     {
+        // On the poller, before the admitting batch is processed: only now does the connection cost the counters file.
+        connection.publishCounters();
         authenticating.remove(connection);
         accepted.incrementAndGet();
         ExecutorService executor = admitter;

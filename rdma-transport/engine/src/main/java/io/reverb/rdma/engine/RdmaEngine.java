@@ -243,6 +243,7 @@ public final class RdmaEngine implements AutoCloseable
             c.awaitReady(config.verbsConfig().connectTimeoutNanos());
         }, c ->
         {
+            c.publishCounters(); // the acceptor proved itself (or no token is set): before anything is polled
             c.poller.add(c);
             c.sendInitialCredits();
         });

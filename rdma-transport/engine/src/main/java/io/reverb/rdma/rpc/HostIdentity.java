@@ -11,7 +11,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.nio.file.attribute.UserPrincipal;
 import java.util.Set;
 import java.util.UUID;
 
@@ -84,15 +83,18 @@ final class HostIdentity
         {
             final PosixFileAttributes attributes = Files.readAttributes(dir, PosixFileAttributes.class,
                 LinkOption.NOFOLLOW_LINKS);
-            final UserPrincipal self = dir.getFileSystem().getUserPrincipalLookupService()
-                .lookupPrincipalByName(System.getProperty("user.name"));
             if (!attributes.isDirectory())
             {
                 return dir + " is not a directory";
             }
-            if (!attributes.owner().equals(self))
+            // By number, as ShmFiles does: user.name may be anything, and a uid with no passwd entry (common in
+            // containers) has no name to look up.
+            final long self = processUid(dir);
+            final long owner = ((Number)Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue();
+            if (owner != self)
             {
-                return dir + " is owned by '" + attributes.owner().getName() + "', not by this user";
+                return dir + " is owned by '" + attributes.owner().getName() + "' (uid " + owner + "), not by this user (uid " +
+                    self + ")";
             }
             if (!attributes.permissions().equals(DIRECTORY_MODE))
             {
@@ -100,9 +102,33 @@ final class HostIdentity
             }
             return null;
         }
-        catch (final IOException | UnsupportedOperationException ex)
+        catch (final IOException | UnsupportedOperationException | IllegalArgumentException ex)
         {
             return "cannot read the attributes of " + dir + ": " + ex;
+        }
+    }
+
+    /**
+     * @param dir a directory to create a probe file in, when /proc is not there.
+     * @return this process's effective uid: the owner of /proc/self (Linux), else of a file it creates.
+     */
+    private static long processUid(final Path dir) throws IOException
+    {
+        try
+        {
+            return ((Number)Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        }
+        catch (final IOException | RuntimeException noProc)
+        {
+            final Path probe = Files.createTempFile(dir, ".owner-", "", PosixFilePermissions.asFileAttribute(SECRET_MODE));
+            try
+            {
+                return ((Number)Files.getAttribute(probe, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue();
+            }
+            finally
+            {
+                Files.deleteIfExists(probe);
+            }
         }
     }
 
