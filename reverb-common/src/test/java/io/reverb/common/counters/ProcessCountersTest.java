@@ -251,13 +251,19 @@ class ProcessCountersTest
             final AtomicCounter detached = CounterGroup.detached("memory").counter("in memory");
             final ThreadMXBean threads = (ThreadMXBean)ManagementFactory.getThreadMXBean();
             count(single, shared, detached, 10_000); // class loading and the first compilations
-            final long before = threads.getCurrentThreadAllocatedBytes();
-            count(single, shared, detached, 100_000);
-            final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
-            assertThat(allocated).as("bytes allocated by 300,000 increments").isLessThan(1_000);
-            assertThat(single.get()).isEqualTo(110_000);
-            assertThat(shared.get()).isEqualTo(110_000 * 64L);
-            assertThat(detached.get()).isEqualTo(110_000);
+            // The fewest bytes of five rounds: a round that meets a JIT compilation or deoptimisation on a loaded
+            // machine allocates a few KiB once; code that allocates per increment allocates in every round.
+            long fewest = Long.MAX_VALUE;
+            for (int round = 0; round < 5; round++)
+            {
+                final long before = threads.getCurrentThreadAllocatedBytes();
+                count(single, shared, detached, 100_000);
+                fewest = Math.min(fewest, threads.getCurrentThreadAllocatedBytes() - before);
+            }
+            assertThat(fewest).as("bytes allocated by 300,000 increments (fewest of five rounds)").isLessThan(1_000);
+            assertThat(single.get()).isEqualTo(510_000);
+            assertThat(shared.get()).isEqualTo(510_000 * 64L);
+            assertThat(detached.get()).isEqualTo(510_000);
             group.close();
         }
         finally
