@@ -201,6 +201,10 @@ public class ReverbServerLifecycle implements SmartLifecycle
         {
             builder.maxConcurrentCallsPerConnection(properties.getMaxConcurrentCallsPerConnection());
         }
+        if (properties.getMaxInflatedBytesPerConnection() != null)
+        {
+            builder.maxInflatedBytesPerConnection(properties.getMaxInflatedBytesPerConnection().toBytes());
+        }
         for (final ReverbServerCustomizer customizer : customizers)
         {
             customizer.customize(builder);
