@@ -42,36 +42,53 @@ final class InboundDecompression
     }
 
     /**
-     * Inflates into an array that grows as the codec produces bytes, never to more than the limit plus one: no size
-     * the stream claims (gzip's trailer, a codec's header) is trusted or allocated up front. With a budget, every
-     * growth is reserved in it before it is allocated; on success the caller holds {@code out[0].length} bytes of it
-     * (and releases them when the message is consumed), on any failure nothing stays reserved.
+     * Inflates within a connection's budget, nothing reserved beforehand.
      *
-     * @param codec  the codec the frame names.
-     * @param buffer the frame's buffer.
-     * @param start  where the compressed bytes start.
-     * @param end    where they end.
-     * @param limit  the largest decompressed message accepted.
-     * @param budget the connection's budget, or null for none.
-     * @param out    receives the array (index 0) on success.
      * @return the decompressed length, {@link #TOO_LARGE} or {@link #OVER_BUDGET}.
      * @throws IOException if the bytes are not valid for the codec.
+     * @see #decompress(Codec, ByteBuffer, int, int, int, InflationBudget, long, byte[][])
      */
     static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
         final InflationBudget budget, final byte[][] out) throws IOException
     {
-        final ByteBuffer compressed = buffer.duplicate();
-        compressed.limit(end).position(start);
-        int size = (int)Math.min(limit + 1L, Math.max(256L, 4L * (end - start)));
-        if (budget != null && !budget.tryReserve(size))
-        {
-            return OVER_BUDGET;
-        }
-        byte[] array = new byte[size];
-        int length = 0;
+        return decompress(codec, buffer, start, end, limit, budget, 0, out);
+    }
+
+    /**
+     * Inflates into an array that grows as the codec produces bytes, never to more than the limit plus one: no size
+     * the stream claims (gzip's trailer, a codec's header) is trusted or allocated up front. With a budget, the arrays
+     * alive at any moment (two during a growth's copy) are reserved in it before they are allocated, using first
+     * what was reserved for the message beforehand; on success the caller holds {@code out[0].length} bytes of it
+     * (and releases them when the message is consumed), on any failure nothing stays reserved, the prepaid bytes
+     * included.
+     *
+     * @param codec   the codec the frame names.
+     * @param buffer  the frame's buffer.
+     * @param start   where the compressed bytes start.
+     * @param end     where they end.
+     * @param limit   the largest decompressed message accepted.
+     * @param budget  the connection's budget, or null for none.
+     * @param prepaid bytes already reserved in the budget for this message (0 for none); taken over by this call.
+     * @param out     receives the array (index 0) on success.
+     * @return the decompressed length, {@link #TOO_LARGE} or {@link #OVER_BUDGET}.
+     * @throws IOException if the bytes are not valid for the codec.
+     */
+    static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
+        final InflationBudget budget, final long prepaid, final byte[][] out) throws IOException
+    {
+        final Reservation held = new Reservation(budget, prepaid);
         boolean kept = false;
         try
         {
+            final ByteBuffer compressed = buffer.duplicate();
+            compressed.limit(end).position(start);
+            int size = (int)Math.min(limit + 1L, Math.max(256L, 4L * (end - start)));
+            if (!held.cover(size))
+            {
+                return OVER_BUDGET;
+            }
+            byte[] array = new byte[size];
+            int length = 0;
             try (InputStream in = codec.decompress(new BufferInput(compressed)))
             {
                 while (true)
@@ -84,15 +101,11 @@ final class InboundDecompression
                         }
                         final int grown = (int)Math.min(limit + 1L, 2L * array.length);
                         // the old and the new array live together during the copy: both are held
-                        if (budget != null && !budget.tryReserve(grown))
+                        if (!held.cover((long)size + grown))
                         {
                             return OVER_BUDGET;
                         }
                         array = Arrays.copyOf(array, grown);
-                        if (budget != null)
-                        {
-                            budget.release(size);
-                        }
                         size = grown;
                     }
                     final int n = in.read(array, length, array.length - length);
@@ -107,15 +120,54 @@ final class InboundDecompression
             {
                 return TOO_LARGE;
             }
-            out[0] = array;
+            held.keep(array.length);
             kept = true;
+            out[0] = array;
             return length;
         }
         finally
         {
-            if (!kept && budget != null)
+            if (!kept)
             {
-                budget.release(size);
+                held.keep(0);
+            }
+        }
+    }
+
+    /** What one inflation holds in the budget: never less than its arrays alive, trimmed at the end. */
+    private static final class Reservation
+    {
+        private final InflationBudget budget;
+        private long held;
+
+        Reservation(final InflationBudget budget, final long prepaid)
+        {
+            this.budget = budget;
+            this.held = budget == null ? 0 : prepaid;
+        }
+
+        /** @return true if {@code bytes} are held (reserving the difference), false if the budget has no room. */
+        boolean cover(final long bytes)
+        {
+            if (budget == null || bytes <= held)
+            {
+                return true;
+            }
+            if (!budget.tryReserve(bytes - held))
+            {
+                return false;
+            }
+            held = bytes;
+            return true;
+        }
+
+        /** Gives back all but {@code bytes}. */
+        void keep(final long bytes)
+        {
+            if (budget != null && held > bytes)
+            {
+                budget.release(held - bytes);
+                held = bytes;
             }
         }
     }

@@ -33,6 +33,12 @@ final class InflationLane implements Runnable
     private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
     /** What an entry costs besides its bytes (the entry, the array's header): a flood of empty frames is bounded too. */
     static final int ENTRY_OVERHEAD = 64;
+    /**
+     * Deflate's largest ratio (about 1032:1): a compressed request waiting in the lane holds what it may inflate to,
+     * up to the limit, so that the requests a connection queues are bounded by what they will cost, not by their few
+     * bytes on the wire (a flood of 4 KiB bombs queues 16 per 64 MiB, the others are refused at once).
+     */
+    static final int MAX_RATIO = 1032;
     private static final int COMPRESSED = 0;
     private static final int PLAIN = 1;
     private static final int HALF_CLOSE = 2;
@@ -115,18 +121,23 @@ final class InflationLane implements Runnable
         return enqueue(call, PLAIN, null, null, endOfStream, buffer, start, end);
     }
 
-    /** Queues a call's HALF_CLOSE behind its requests, on the transport's thread. */
-    void halfClose(final ServerCall<?, ?> call)
+    /**
+     * Queues a call's HALF_CLOSE behind its requests, on the transport's thread.
+     *
+     * @return false if the connection's budget has no room for the entry (a peer repeating HALF_CLOSE is bounded too).
+     */
+    boolean halfClose(final ServerCall<?, ?> call)
     {
-        enqueue(call, HALF_CLOSE, null, null, false, null, 0, 0);
+        return enqueue(call, HALF_CLOSE, null, null, false, null, 0, 0);
     }
 
     private boolean enqueue(final ServerCall<?, ?> call, final int kind, final Codec codec, final String codecName,
         final boolean endOfStream, final ByteBuffer buffer, final int start, final int end)
     {
         final int length = end - start;
-        final long charge = kind == HALF_CLOSE ? 0 : length + ENTRY_OVERHEAD;
-        if (charge > 0 && !budget.tryReserve(charge))
+        final long charge = length + ENTRY_OVERHEAD;
+        final long prepaid = kind == COMPRESSED ? Math.min(maxMessageSize + 1L, (long)length * MAX_RATIO + 1024) : 0;
+        if (!budget.tryReserve(charge + prepaid))
         {
             return false;
         }
@@ -136,7 +147,7 @@ final class InflationLane implements Runnable
             bytes = new byte[length];
             buffer.get(start, bytes, 0, length);
         }
-        final Entry entry = new Entry(call, kind, codec, codecName, bytes, endOfStream, charge);
+        final Entry entry = new Entry(call, kind, codec, codecName, bytes, endOfStream, charge, prepaid);
         final boolean schedule;
         synchronized (this)
         {
@@ -185,7 +196,7 @@ final class InflationLane implements Runnable
 
     private void done(final Entry entry)
     {
-        budget.release(entry.charge);
+        budget.release(entry.charge + entry.prepaid); // the prepaid part unless inflation took it over
         synchronized (this)
         {
             entry.call.inflationPending--;
@@ -256,9 +267,11 @@ final class InflationLane implements Runnable
         final int compressedLength = entry.bytes == null ? 0 : entry.bytes.length;
         try
         {
+            final long prepaid = entry.prepaid;
+            entry.prepaid = 0; // taken over: held for the array, or given back, by the inflation
             length = InboundDecompression.decompress(entry.codec,
                 entry.bytes == null ? ByteBuffer.allocate(0) : ByteBuffer.wrap(entry.bytes), 0, compressedLength,
-                maxMessageSize, budget, out);
+                maxMessageSize, budget, prepaid, out);
         }
         catch (final IOException | RuntimeException e)
         {
@@ -298,10 +311,13 @@ final class InflationLane implements Runnable
         final byte[] bytes;
         final boolean endOfStream;
         final long charge;
+        // what it may inflate to, reserved while it waits (the lane's thread only once queued)
+        long prepaid;
 
         Entry(final ServerCall<?, ?> call, final int kind, final Codec codec, final String codecName, final byte[] bytes,
-            final boolean endOfStream, final long charge)
+            final boolean endOfStream, final long charge, final long prepaid)
         {
+            this.prepaid = prepaid;
             this.call = call;
             this.kind = kind;
             this.codec = codec;

@@ -187,7 +187,11 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 {
                     if (stream.inflationPending != 0)
                     {
-                        inflationLane.halfClose((ServerCall<?, ?>)stream); // after its requests still inflating
+                        // after its requests still inflating
+                        if (!inflationLane.halfClose((ServerCall<?, ?>)stream))
+                        {
+                            stream.onUndecodableMessage(InflationLane.overBudget(inflationBudget.limit()));
+                        }
                     }
                     else
                     {

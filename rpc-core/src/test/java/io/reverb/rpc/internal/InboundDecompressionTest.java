@@ -104,6 +104,27 @@ class InboundDecompressionTest
     }
 
     @Test
+    void shouldInflateIntoWhatWasPrepaidAndGiveBackTheRest() throws IOException
+    {
+        final byte[] gzipped = WireFrames.gzip(new byte[1000]);
+        final InflationBudget budget = new InflationBudget(LIMIT * 4L);
+        assertThat(budget.tryReserve(LIMIT + 1)).isTrue(); // what the lane reserves while the message waits
+        final byte[][] out = new byte[1][];
+
+        assertThat(InboundDecompression.decompress(GzipCodec.INSTANCE, ByteBuffer.wrap(gzipped), 0, gzipped.length,
+            LIMIT, budget, LIMIT + 1, out)).isEqualTo(1000);
+        assertThat(budget.used()).as("only the array stays held").isEqualTo(out[0].length);
+        assertThat(budget.peak()).as("nothing beyond the prepaid bytes was needed").isEqualTo(LIMIT + 1);
+
+        budget.release(out[0].length);
+        assertThat(budget.tryReserve(LIMIT + 1)).isTrue();
+        assertThatThrownBy(() -> InboundDecompression.decompress(GzipCodec.INSTANCE,
+            ByteBuffer.wrap(new byte[] {1, 2, 3}), 0, 3, LIMIT, budget, LIMIT + 1, new byte[1][]))
+            .as("garbage is no gzip").isInstanceOf(IOException.class);
+        assertThat(budget.used()).as("a failure gives the prepaid bytes back too").isZero();
+    }
+
+    @Test
     void shouldNotTrustTheSizeAGzipTrailerClaims()
     {
         final byte[] gzipped = WireFrames.gzip(new byte[1000]);
