@@ -76,6 +76,11 @@ class CompressionFloodAttack
     private static final int VICTIM_WARMUP = 5_000;
     private static final long MIB = 1 << 20;
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
+    /**
+     * The configured bound: RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION, spelled out so that this case
+     * also runs (and reports BROKE) against a build older than the bound.
+     */
+    private static final long INFLATED_BYTES_PER_CONNECTION = 64L << 20;
     private static final MethodDescriptor<BytesValue, Int32Value> FLOOD = method("Flood",
         MethodDescriptor.MethodType.UNARY, Int32Value.getDefaultInstance());
     private static final MethodDescriptor<BytesValue, Int32Value> HOLD = method("Hold",
@@ -300,7 +305,7 @@ class CompressionFloodAttack
 
             // 2. heap with every admitted call held at once
             final long before = heapAfterGc();
-            final long bound = before + 2 * RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION + 64 * MIB;
+            final long bound = before + 2 * INFLATED_BYTES_PER_CONNECTION + 64 * MIB;
             final Map<String, AtomicLong> holdOutcomes = new ConcurrentHashMap<>();
             final Thread holding = new Thread(() -> round(floodChannel, HOLD, floodRequest, FLOOD_CALLS, holdOutcomes),
                 "hold-flood");
