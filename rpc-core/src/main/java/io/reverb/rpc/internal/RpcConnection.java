@@ -466,8 +466,9 @@ abstract class RpcConnection implements ConnectionHandler
     }
 
     /**
-     * A COMPRESSED MESSAGE: decompressed (see {@link #inflate}) into a heap buffer of at most the inbound limit. A codec this side does not have, a message that inflates past the limit or bytes the codec cannot read
-     * fail that call only (the frame was well formed, the connection goes on); a malformed codec name is a protocol
+     * A COMPRESSED MESSAGE: decompressed (see {@link #inflate}) into a heap buffer of at most the inbound limit. A
+     * codec this side does not have, a message that inflates past the limit or bytes the codec cannot read fail that
+     * call only (the frame was well formed, the connection goes on); a malformed codec name is a protocol
      * error like any malformed frame.
      */
     private void onCompressedMessage(final RpcStream stream, final boolean endOfStream, final ByteBuffer buffer,
