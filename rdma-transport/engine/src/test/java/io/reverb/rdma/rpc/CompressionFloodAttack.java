@@ -3,9 +3,11 @@ package io.reverb.rdma.rpc;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
+import com.google.protobuf.MessageLite;
 import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
 import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcException;
@@ -25,6 +27,7 @@ import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -37,6 +40,7 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.GZIPOutputStream;
@@ -95,13 +99,13 @@ class CompressionFloodAttack
 
     @SuppressWarnings("unchecked")
     private static <R> MethodDescriptor<BytesValue, R> method(final String name, final MethodDescriptor.MethodType type,
-        final com.google.protobuf.MessageLite response)
+        final MessageLite response)
     {
         return MethodDescriptor.<BytesValue, R>newBuilder()
             .type(type)
             .fullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, name))
             .requestMarshaller(ProtoMarshaller.of(BytesValue.getDefaultInstance()))
-            .responseMarshaller((io.reverb.rpc.Marshaller<R>)ProtoMarshaller.of(response))
+            .responseMarshaller((Marshaller<R>)ProtoMarshaller.of(response))
             .build();
     }
 
@@ -162,7 +166,7 @@ class CompressionFloodAttack
             }
 
             @Override
-            public java.io.InputStream decompress(final java.io.InputStream in) throws IOException
+            public InputStream decompress(final InputStream in) throws IOException
             {
                 return GzipCodec.INSTANCE.decompress(in);
             }
@@ -291,9 +295,9 @@ class CompressionFloodAttack
             }
             final long aloneP999 = percentile(alone, 99.9);
             final long besideP999 = percentile(beside, 99.9);
-            System.out.printf("compression flood: victim p50 %.1f us alone, %.1f us beside the flood; p99.9 %.1f us "
-                    + "alone, %.1f us beside (%.2fx); flood rounds %d of %d calls, outcomes %s; heap seen %d MiB of %d "
-                    + "MiB%n", percentile(alone, 50) / 1e3, percentile(beside, 50) / 1e3, aloneP999 / 1e3,
+            System.out.printf("compression flood: victim p50 %.1f us alone, %.1f us beside the flood; p99.9 %.1f us " +
+                    "alone, %.1f us beside (%.2fx); flood rounds %d of %d calls, outcomes %s; heap seen %d MiB of %d " +
+                    "MiB%n", percentile(alone, 50) / 1e3, percentile(beside, 50) / 1e3, aloneP999 / 1e3,
                 besideP999 / 1e3, (double)besideP999 / aloneP999, rounds.get(), FLOOD_CALLS, floodOutcomes,
                 peakHeap.get() / MIB, heapLimit / MIB);
             softly.assertThat(besideP999).as("victim p99.9 beside the flood, within 3x of alone (%d ns)", aloneP999)
@@ -319,8 +323,8 @@ class CompressionFloodAttack
             final long during = heapAfterGc();
             release.tryEmitEmpty();
             holding.join(TIMEOUT.toMillis());
-            System.out.printf("compression flood, held: %d calls held, outcomes %s; heap after GC %d MiB before, %d "
-                + "MiB at the height, bound %d MiB%n", held.get(), holdOutcomes, before / MIB, during / MIB, bound / MIB);
+            System.out.printf("compression flood, held: %d calls held, outcomes %s; heap after GC %d MiB before, %d " +
+                "MiB at the height, bound %d MiB%n", held.get(), holdOutcomes, before / MIB, during / MIB, bound / MIB);
             softly.assertThat(during).as("heap at the flood's height, after a full GC").isLessThanOrEqualTo(bound);
             softly.assertThat(holdOutcomes.keySet()).isSubsetOf("OK", StatusCode.RESOURCE_EXHAUSTED.name());
             softly.assertThat(holdOutcomes.get(StatusCode.RESOURCE_EXHAUSTED.name())).as("calls beyond the budget")
@@ -348,12 +352,12 @@ class CompressionFloodAttack
                     closedBy = handler.closed().get(10, TimeUnit.SECONDS);
                     closed = true;
                 }
-                catch (final java.util.concurrent.TimeoutException e)
+                catch (final TimeoutException e)
                 {
                     closed = false;
                 }
-                System.out.printf("compression flood, past the credit: %d messages written, connection closed by the "
-                    + "server: %s (%s)%n", sent, closed, closedBy);
+                System.out.printf("compression flood, past the credit: %d messages written, connection closed by the " +
+                    "server: %s (%s)%n", sent, closed, closedBy);
                 softly.assertThat(closed).as("the server closed the connection of messages past the credit").isTrue();
             }
             finally
