@@ -749,6 +749,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     private void releaseInflated()
     {
+        // no monitor on the common path (nothing inflated): the step that closed the call took the monitor after any
+        // holdInflated that succeeded, so this thread sees its write
+        if (heldBudget == null)
+        {
+            return;
+        }
         final long bytes;
         final InflationBudget budget;
         synchronized (this)
