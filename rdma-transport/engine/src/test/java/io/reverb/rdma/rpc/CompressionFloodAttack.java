@@ -43,6 +43,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.zip.GZIPOutputStream;
 import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.Test;
@@ -57,7 +58,7 @@ import reactor.core.publisher.Sinks;
  *
  * <ol>
  * <li>The second client's unary echo (64 bytes, uncompressed, one call at a time on its own connection) is timed
- *     alone, then beside the flood: rounds of 1,000 concurrent calls on one connection, each a 4 KiB gzip frame
+ *     alone and beside the flood, 20,000 calls each, in four interleaved blocks of each: rounds of 1,000 concurrent calls on one connection, each a 4 KiB gzip frame
  *     that inflates to just under the 4 MiB limit, to a handler that answers after 20 ms. Must hold: its p99.9
  *     stays within 3x of its value without the flood, and every flooding call ends OK or RESOURCE_EXHAUSTED.</li>
  * <li>Heap: a round of 1,000 such calls whose handler holds them all; with the flood at its height the heap after a
@@ -78,6 +79,8 @@ class CompressionFloodAttack
     private static final int FLOOD_CALLS = 1000;
     private static final int VICTIM_CALLS = 20_000;
     private static final int VICTIM_WARMUP = 5_000;
+    /** The victim's timed calls alternate between alone and beside the flood in this many blocks of each. */
+    private static final int BLOCKS = 4;
     private static final long MIB = 1 << 20;
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
     /**
@@ -191,23 +194,22 @@ class CompressionFloodAttack
         return RpcServer.builder(uri).addService(service).build().start();
     }
 
-    /** @return the victim's latencies in nanoseconds, sorted, over {@code calls} calls after a warm-up. */
-    private static long[] victim(final RpcChannel channel, final int calls)
+    private static final BytesValue PING = BytesValue.of(ByteString.copyFrom(new byte[64]));
+
+    /** Times {@code count} of the victim's calls, one at a time, into {@code nanos} from {@code offset}. */
+    private static void victim(final RpcChannel channel, final long[] nanos, final int offset, final int count)
     {
-        final BytesValue ping = BytesValue.of(ByteString.copyFrom(new byte[64]));
-        for (int i = 0; i < VICTIM_WARMUP; i++)
-        {
-            ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT, ping).block(TIMEOUT);
-        }
-        final long[] nanos = new long[calls];
-        for (int i = 0; i < calls; i++)
+        for (int i = 0; i < count; i++)
         {
             final long start = System.nanoTime();
-            ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT, ping).block(TIMEOUT);
-            nanos[i] = System.nanoTime() - start;
+            ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT, PING).block(TIMEOUT);
+            nanos[offset + i] = System.nanoTime() - start;
         }
-        Arrays.sort(nanos);
-        return nanos;
+    }
+
+    private static long total(final Map<String, AtomicLong> outcomes)
+    {
+        return outcomes.values().stream().mapToLong(AtomicLong::get).sum();
     }
 
     private static long percentile(final long[] sorted, final double p)
@@ -260,39 +262,63 @@ class CompressionFloodAttack
              RpcChannel floodChannel = RpcChannel.builder(uri)
                  .codecRegistry(CodecRegistry.defaults().with(replaying(bomb))).build())
         {
-            // 1. latency of the second client, alone and beside the flood
-            final long[] alone = victim(victimChannel, VICTIM_CALLS);
+            // 1. latency of the second client, alone and beside the flood, in interleaved blocks (alone, beside, alone,
+            // beside...) so that a change in the machine's other load falls on both alike
             final Map<String, AtomicLong> floodOutcomes = new ConcurrentHashMap<>();
-            final AtomicBoolean flooding = new AtomicBoolean(true);
+            final AtomicBoolean flooding = new AtomicBoolean();
+            final AtomicBoolean inRound = new AtomicBoolean();
+            final AtomicBoolean stop = new AtomicBoolean();
             final AtomicLong rounds = new AtomicLong();
             final long heapLimit = Runtime.getRuntime().maxMemory();
             final AtomicLong peakHeap = new AtomicLong();
             final Thread flood = new Thread(() ->
             {
-                while (flooding.get())
+                while (!stop.get())
                 {
+                    if (!flooding.get())
+                    {
+                        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                        continue;
+                    }
+                    inRound.set(true);
                     round(floodChannel, FLOOD, floodRequest, FLOOD_CALLS, floodOutcomes);
+                    inRound.set(false);
                     rounds.incrementAndGet();
                     peakHeap.accumulateAndGet(ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed(),
                         Math::max);
                 }
             }, "flood");
             flood.start();
-            while (floodOutcomes.values().stream().mapToLong(AtomicLong::get).sum() < FLOOD_CALLS / 10 &&
-                flood.isAlive())
-            {
-                Thread.onSpinWait(); // the flood is under way before the victim is timed
-            }
-            final long[] beside;
+            final long[] alone = new long[VICTIM_CALLS];
+            final long[] beside = new long[VICTIM_CALLS];
+            final int block = VICTIM_CALLS / BLOCKS;
             try
             {
-                beside = victim(victimChannel, VICTIM_CALLS);
+                victim(victimChannel, new long[VICTIM_WARMUP], 0, VICTIM_WARMUP);
+                for (int b = 0; b < BLOCKS; b++)
+                {
+                    flooding.set(false);
+                    while (inRound.get())
+                    {
+                        Thread.onSpinWait(); // the flood's round in progress ends before the victim runs alone
+                    }
+                    victim(victimChannel, alone, b * block, block);
+                    final long before = total(floodOutcomes);
+                    flooding.set(true);
+                    while (total(floodOutcomes) < before + FLOOD_CALLS / 10 && flood.isAlive())
+                    {
+                        Thread.onSpinWait(); // the flood is under way before the victim is timed beside it
+                    }
+                    victim(victimChannel, beside, b * block, block);
+                }
             }
             finally
             {
-                flooding.set(false);
+                stop.set(true);
                 flood.join(TIMEOUT.toMillis());
             }
+            Arrays.sort(alone);
+            Arrays.sort(beside);
             final long aloneP999 = percentile(alone, 99.9);
             final long besideP999 = percentile(beside, 99.9);
             System.out.printf("compression flood: victim p50 %.1f us alone, %.1f us beside the flood; p99.9 %.1f us " +
