@@ -38,11 +38,12 @@ final class GrpcCodecs
 
     /**
      * @param registry a grpc-java registry.
-     * @return a Reverb registry with gzip and each of its codecs but identity.
+     * @return a Reverb registry with each of its codecs but identity, and nothing else: as over Netty, a registry
+     *         without gzip (e.g. {@code DecompressorRegistry.emptyInstance()}) turns receiving gzip off.
      */
     static CodecRegistry of(final DecompressorRegistry registry)
     {
-        CodecRegistry codecs = CodecRegistry.defaults();
+        CodecRegistry codecs = CodecRegistry.none();
         for (final String name : registry.getKnownMessageEncodings())
         {
             final Decompressor decompressor = registry.lookupDecompressor(name);

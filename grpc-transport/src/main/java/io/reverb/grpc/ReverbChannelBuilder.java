@@ -81,8 +81,8 @@ import java.util.regex.Pattern;
  *
  * <p>Message compression works as over Netty: {@code CallOptions.withCompression("gzip")} (or a codec of
  * {@code compressorRegistry}) compresses a call's requests, each one a Reverb MESSAGE frame flagged COMPRESSED, and
- * {@link #decompressorRegistry} adds codecs this side decompresses (gzip is always there). Messages below Reverb's
- * minimum size ({@code reverbChannel(b -> b.minCompressionSize(n))}, default 1 KiB) go uncompressed.
+ * {@link #decompressorRegistry} sets the codecs this side decompresses (gzip unless that registry lacks it).
+ * Messages below Reverb's minimum size ({@code reverbChannel(b -> b.minCompressionSize(n))}, default 1 KiB) go uncompressed.
  *
  * <p>grpc-java's retry layer stays on, as on any grpc-java channel: with retries enabled (grpc-java's default) every
  * call goes through its {@code RetriableStream}, with or without a retry policy. Over Reverb it is what sends again,
@@ -487,7 +487,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
 
     /**
      * The codecs responses may be compressed with, as over Netty; also the Reverb connections' registry, so that
-     * rpc-core decompresses them (gzip is always there).
+     * rpc-core decompresses them: only its codecs (grpc-java's default registry has gzip; a registry without gzip
+     * turns receiving gzip off, as over Netty).
      *
      * @param registry grpc-java's registry.
      * @return this.

@@ -37,8 +37,8 @@ import java.util.function.UnaryOperator;
  *
  * <p>Message compression works as over Netty: {@code ServerCall.setCompression("gzip")} (or a codec of
  * {@code compressorRegistry}) compresses a call's responses into Reverb MESSAGE frames flagged COMPRESSED, and
- * requests compressed with a codec of {@link #decompressorRegistry} (gzip is always there) are decompressed by the
- * Reverb server, at most {@link #maxInboundMessageSize} bytes each (more: RESOURCE_EXHAUSTED).
+ * requests compressed with a codec of {@link #decompressorRegistry} (gzip unless that registry lacks it) are
+ * decompressed by the Reverb server, at most {@link #maxInboundMessageSize} bytes each (more: RESOURCE_EXHAUSTED).
  *
  * <p>Unlike Netty's server, the methods served are fixed when {@link #build()} runs (Reverb's server routes calls by
  * method name before grpc-java sees them): {@link #fallbackHandlerRegistry} is not supported.
@@ -125,7 +125,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
 
     /**
      * The codecs requests may be compressed with, as over Netty; also the Reverb server's registry, which
-     * decompresses them (gzip is always there).
+     * decompresses them: only its codecs (grpc-java's default
+     * registry has gzip; a registry without gzip turns receiving gzip off, as over Netty).
      *
      * @param registry grpc-java's registry.
      * @return this.

@@ -179,6 +179,34 @@ class GrpcCompressionTest
     }
 
     @Test
+    void shouldAnswerUnimplementedToGzipWhenTheServersRegistryLacksIt() throws Exception
+    {
+        // as over Netty: a decompressor registry without gzip turns receiving gzip off (issue 38)
+        final String bare = address + "-no-gzip";
+        final Server noGzip = ReverbServerBuilder.forAddress(bare).addService(new GrpcEchoService())
+            .decompressorRegistry(DecompressorRegistry.emptyInstance()).build().start();
+        final ManagedChannel toIt = ReverbChannelBuilder.forTarget(bare).build();
+        try
+        {
+            assertThatThrownBy(() -> EchoGrpc.newBlockingStub(toIt).withCompression("gzip").unary(text(8192)))
+                .isInstanceOf(StatusRuntimeException.class)
+                .satisfies(t -> assertThat(((StatusRuntimeException)t).getStatus().getCode())
+                    .isEqualTo(Status.Code.UNIMPLEMENTED))
+                .hasMessageContaining("Can't find decompressor for gzip");
+            assertThat(EchoGrpc.newBlockingStub(toIt).unary(text(8192)).getPayload())
+                .as("uncompressed calls go on").isEqualTo(text(8192).getPayload());
+        }
+        finally
+        {
+            toIt.shutdownNow();
+            assertThat(toIt.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+            noGzip.shutdownNow();
+            assertThat(noGzip.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+        AbstractReverbConformanceTest.assertReleased(bare);
+    }
+
+    @Test
     void shouldRefuseAZipBombWithResourceExhaustedAndServeTheNextCall()
     {
         final int limit = 64 * 1024;

@@ -154,6 +154,15 @@ public final class RpcServer implements AutoCloseable
     {
         /** Messages smaller than this are not compressed unless {@link #minCompressionSize} says otherwise. */
         public static final int DEFAULT_MIN_COMPRESSION_SIZE = 1024;
+        /**
+         * Calls one connection may run at once unless {@link #maxConcurrentCallsPerConnection} says otherwise: finite,
+         * so that one peer cannot open calls without bound, and high, because a Reverb client does not wait for a free
+         * slot as an HTTP/2 client does (a call over the limit fails RESOURCE_EXHAUSTED): pipelined clients run
+         * thousands of calls on one connection (the load matrix runs 2048).
+         */
+        public static final int DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION = 4096;
+        /** Bytes one connection's compressed requests may hold, copied and inflated, by default: 64 MiB. */
+        public static final long DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION = 64L * 1024 * 1024;
         private final String uri;
         private final List<ServiceDefinition> services = new ArrayList<>();
         private final List<ServerInterceptor> interceptors = new ArrayList<>();
@@ -167,7 +176,8 @@ public final class RpcServer implements AutoCloseable
         private Object meterRegistry;
         private Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
         private TransportOptions transportOptions = TransportOptions.EMPTY;
-        private int maxConcurrentCallsPerConnection = Integer.MAX_VALUE;
+        private int maxConcurrentCallsPerConnection = DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION;
+        private long maxInflatedBytesPerConnection = DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION;
         private long keepAlivePermitNanos;
         private boolean permitKeepAliveWithoutCalls = true;
         private long maxConnectionAgeNanos = Long.MAX_VALUE;
@@ -375,9 +385,10 @@ public final class RpcServer implements AutoCloseable
         }
 
         /**
-         * @param calls most calls one connection may run at once (default unlimited); a call beyond it is answered
-         *              RESOURCE_EXHAUSTED naming the limit, before any handler runs (a balancing client retries it
-         *              on another replica).
+         * @param calls most calls one connection may run at once (default
+         *              {@value #DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION}; {@code Integer.MAX_VALUE} for no limit);
+         *              a call beyond it is answered RESOURCE_EXHAUSTED naming the limit, before any handler runs (a
+         *              balancing client retries it on another replica).
          * @return this.
          */
         public Builder maxConcurrentCallsPerConnection(final int calls)
@@ -388,6 +399,48 @@ public final class RpcServer implements AutoCloseable
             }
             this.maxConcurrentCallsPerConnection = calls;
             return this;
+        }
+
+        /**
+         * Bounds what one connection's compressed requests may hold in memory: their compressed copies waiting to be
+         * inflated, and the inflated bytes until the call consumes them (a streaming call's request once it is queued
+         * for the handler, whose demand bounds that queue; a unary or server-streaming call's request until the call
+         * ends). A compressed request that finds no room fails its call with RESOURCE_EXHAUSTED naming this setting;
+         * the connection and its other calls go on. Uncompressed requests are bounded by the transport's own budget.
+         *
+         * @param bytes the bound (default {@value #DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION}); raised to
+         *              {@link #minInflatedBytesPerConnection(int)} of the inbound limit, so that one message of the
+         *              largest size always fits.
+         * @return this.
+         */
+        public Builder maxInflatedBytesPerConnection(final long bytes)
+        {
+            if (bytes <= 0)
+            {
+                throw new IllegalArgumentException("maxInflatedBytesPerConnection must be positive: " + bytes);
+            }
+            this.maxInflatedBytesPerConnection = bytes;
+            return this;
+        }
+
+        /**
+         * @return the bound on what one connection's compressed requests may hold (see
+         *         {@link #maxInflatedBytesPerConnection(long)}), as set.
+         */
+        public long maxInflatedBytesPerConnection()
+        {
+            return maxInflatedBytesPerConnection;
+        }
+
+        /**
+         * @param maxInboundMessageSize the inbound limit.
+         * @return the least inflation budget that holds one message of that size while it inflates: its compressed
+         *         copy (at most the limit) and the growing array (the old and the new one during the last copy, twice
+         *         the limit), with room for the per-entry overhead.
+         */
+        public static long minInflatedBytesPerConnection(final int maxInboundMessageSize)
+        {
+            return 3L * maxInboundMessageSize + 4096;
         }
 
         /**

@@ -85,8 +85,13 @@ public class ReverbProperties
         private Duration shutdownGracePeriod;
         /** Largest request message accepted (default 4 MiB, as gRPC). */
         private DataSize maxInboundMessageSize;
-        /** Most calls one connection may run at once (default unlimited). */
+        /** Most calls one connection may run at once (default 4096, RpcServer's). */
         private Integer maxConcurrentCallsPerConnection;
+        /**
+         * Most memory one connection's compressed requests may hold, copied and inflated (default 64MB, RpcServer's);
+         * beyond it a compressed request fails RESOURCE_EXHAUSTED.
+         */
+        private DataSize maxInflatedBytesPerConnection;
         /** Whether to serve Reverb's health service (reverb.health.v1.Health), whose statuses Actuator reports. */
         private boolean healthServiceEnabled = true;
         /**
@@ -157,7 +162,7 @@ public class ReverbProperties
             this.maxInboundMessageSize = maxInboundMessageSize;
         }
 
-        /** @return the most calls per connection, or null for unlimited. */
+        /** @return the most calls per connection, or null for RpcServer's default. */
         public Integer getMaxConcurrentCallsPerConnection()
         {
             return maxConcurrentCallsPerConnection;
@@ -167,6 +172,18 @@ public class ReverbProperties
         public void setMaxConcurrentCallsPerConnection(final Integer maxConcurrentCallsPerConnection)
         {
             this.maxConcurrentCallsPerConnection = maxConcurrentCallsPerConnection;
+        }
+
+        /** @return the most bytes one connection's compressed requests may hold, or null for RpcServer's default. */
+        public DataSize getMaxInflatedBytesPerConnection()
+        {
+            return maxInflatedBytesPerConnection;
+        }
+
+        /** @param maxInflatedBytesPerConnection the most bytes one connection's compressed requests may hold. */
+        public void setMaxInflatedBytesPerConnection(final DataSize maxInflatedBytesPerConnection)
+        {
+            this.maxInflatedBytesPerConnection = maxInflatedBytesPerConnection;
         }
 
         /** @return whether the health service is served. */

@@ -224,6 +224,10 @@ public class ReverbServerLifecycle implements SmartLifecycle
         {
             builder.maxConcurrentCallsPerConnection(properties.getMaxConcurrentCallsPerConnection());
         }
+        if (properties.getMaxInflatedBytesPerConnection() != null)
+        {
+            builder.maxInflatedBytesPerConnection(properties.getMaxInflatedBytesPerConnection().toBytes());
+        }
         if (!engineMade)
         {
             engine = ReverbSecurity.server(properties, bundles);

@@ -8,14 +8,16 @@ import java.util.Set;
 /**
  * The codecs a channel or a server can compress with and decompress, by name (grpc-java's
  * {@code CompressorRegistry} and {@code DecompressorRegistry} in one). Immutable: {@link #with(Codec)} returns a
- * copy. {@link #defaults()} holds gzip; {@code "identity"} (no compression) is understood by every registry and
- * never held.
+ * copy. {@link #defaults()} holds gzip; {@link #none()} holds nothing, for a side that must not inflate what peers
+ * send (a message compressed with a codec the registry lacks fails its call, before any byte of it is inflated);
+ * {@code "identity"} (no compression) is understood by every registry and never held.
  */
 public final class CodecRegistry
 {
     /** The name that means "no compression", as gRPC's. */
     public static final String IDENTITY = "identity";
     private static final CodecRegistry DEFAULTS = new CodecRegistry(Map.of(GzipCodec.NAME, GzipCodec.INSTANCE));
+    private static final CodecRegistry NONE = new CodecRegistry(Map.of());
 
     private final Map<String, Codec> codecs;
 
@@ -30,6 +32,30 @@ public final class CodecRegistry
     public static CodecRegistry defaults()
     {
         return DEFAULTS;
+    }
+
+    /**
+     * @return a registry without codecs, gzip included: this side neither compresses nor accepts compressed messages
+     *         (a server answers a compressed request UNIMPLEMENTED, a client fails a compressed response INTERNAL).
+     */
+    public static CodecRegistry none()
+    {
+        return NONE;
+    }
+
+    /**
+     * @param name a codec name, e.g. {@code "gzip"}.
+     * @return a copy without that codec (this registry itself if it has none of that name).
+     */
+    public CodecRegistry without(final String name)
+    {
+        if (!codecs.containsKey(name))
+        {
+            return this;
+        }
+        final Map<String, Codec> copy = new LinkedHashMap<>(codecs);
+        copy.remove(name);
+        return new CodecRegistry(Map.copyOf(copy));
     }
 
     /**

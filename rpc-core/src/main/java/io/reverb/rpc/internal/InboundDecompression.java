@@ -9,18 +9,23 @@ import java.util.Arrays;
 /**
  * Decompresses the body of a COMPRESSED MESSAGE into a heap array, reading no more than the receiver's inbound limit
  * allows (plus one byte, to tell "exactly the limit" from "over it"): a small frame that inflates to gigabytes (a zip
- * bomb) costs at most the limit in memory and in work.
+ * bomb) costs at most the limit in memory and in work. On the server the bytes also count against the connection's
+ * {@link InflationBudget}.
  */
 final class InboundDecompression
 {
     /** The message inflates past the limit. */
     static final int TOO_LARGE = -1;
+    /** The connection's budget for inflated bytes has no room for the message (see {@link InflationBudget}). */
+    static final int OVER_BUDGET = -2;
 
     private InboundDecompression()
     {
     }
 
     /**
+     * Inflates without a connection budget (the client's side).
+     *
      * @param codec  the codec the frame names.
      * @param buffer the frame's buffer.
      * @param start  where the compressed bytes start.
@@ -33,36 +38,138 @@ final class InboundDecompression
     static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
         final byte[][] out) throws IOException
     {
-        final ByteBuffer compressed = buffer.duplicate();
-        compressed.limit(end).position(start);
-        byte[] array = new byte[(int)Math.min(limit + 1L, Math.max(256L, 4L * (end - start)))];
-        int length = 0;
-        try (InputStream in = codec.decompress(new BufferInput(compressed)))
+        return decompress(codec, buffer, start, end, limit, null, out);
+    }
+
+    /**
+     * Inflates within a connection's budget, nothing reserved beforehand.
+     *
+     * @return the decompressed length, {@link #TOO_LARGE} or {@link #OVER_BUDGET}.
+     * @throws IOException if the bytes are not valid for the codec.
+     * @see #decompress(Codec, ByteBuffer, int, int, int, InflationBudget, long, byte[][])
+     */
+    static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
+        final InflationBudget budget, final byte[][] out) throws IOException
+    {
+        return decompress(codec, buffer, start, end, limit, budget, 0, out);
+    }
+
+    /**
+     * Inflates into an array that grows as the codec produces bytes, never to more than the limit plus one: no size
+     * the stream claims (gzip's trailer, a codec's header) is trusted or allocated up front. With a budget, the arrays
+     * alive at any moment (two during a growth's copy) are reserved in it before they are allocated, using first
+     * what was reserved for the message beforehand; on success the caller holds {@code out[0].length} bytes of it
+     * (and releases them when the message is consumed), on any failure nothing stays reserved, the prepaid bytes
+     * included.
+     *
+     * @param codec   the codec the frame names.
+     * @param buffer  the frame's buffer.
+     * @param start   where the compressed bytes start.
+     * @param end     where they end.
+     * @param limit   the largest decompressed message accepted.
+     * @param budget  the connection's budget, or null for none.
+     * @param prepaid bytes already reserved in the budget for this message (0 for none); taken over by this call.
+     * @param out     receives the array (index 0) on success.
+     * @return the decompressed length, {@link #TOO_LARGE} or {@link #OVER_BUDGET}.
+     * @throws IOException if the bytes are not valid for the codec.
+     */
+    static int decompress(final Codec codec, final ByteBuffer buffer, final int start, final int end, final int limit,
+        final InflationBudget budget, final long prepaid, final byte[][] out) throws IOException
+    {
+        final Reservation held = new Reservation(budget, prepaid);
+        boolean kept = false;
+        try
         {
-            while (true)
+            final ByteBuffer compressed = buffer.duplicate();
+            compressed.limit(end).position(start);
+            int size = (int)Math.min(limit + 1L, Math.max(256L, 4L * (end - start)));
+            if (!held.cover(size))
             {
-                if (length == array.length)
+                return OVER_BUDGET;
+            }
+            byte[] array = new byte[size];
+            int length = 0;
+            try (InputStream in = codec.decompress(new BufferInput(compressed)))
+            {
+                while (true)
                 {
-                    if (length > limit)
+                    if (length == array.length)
                     {
-                        return TOO_LARGE;
+                        if (length > limit)
+                        {
+                            return TOO_LARGE;
+                        }
+                        final int grown = (int)Math.min(limit + 1L, 2L * array.length);
+                        // the old and the new array live together during the copy: both are held
+                        if (!held.cover((long)size + grown))
+                        {
+                            return OVER_BUDGET;
+                        }
+                        array = Arrays.copyOf(array, grown);
+                        size = grown;
                     }
-                    array = Arrays.copyOf(array, (int)Math.min(limit + 1L, 2L * array.length));
+                    final int n = in.read(array, length, array.length - length);
+                    if (n < 0)
+                    {
+                        break;
+                    }
+                    length += n;
                 }
-                final int n = in.read(array, length, array.length - length);
-                if (n < 0)
-                {
-                    break;
-                }
-                length += n;
+            }
+            if (length > limit)
+            {
+                return TOO_LARGE;
+            }
+            held.keep(array.length);
+            kept = true;
+            out[0] = array;
+            return length;
+        }
+        finally
+        {
+            if (!kept)
+            {
+                held.keep(0);
             }
         }
-        if (length > limit)
+    }
+
+    /** What one inflation holds in the budget: never less than its arrays alive, trimmed at the end. */
+    private static final class Reservation
+    {
+        private final InflationBudget budget;
+        private long held;
+
+        Reservation(final InflationBudget budget, final long prepaid)
         {
-            return TOO_LARGE;
+            this.budget = budget;
+            this.held = budget == null ? 0 : prepaid;
         }
-        out[0] = array;
-        return length;
+
+        /** @return true if {@code bytes} are held (reserving the difference), false if the budget has no room. */
+        boolean cover(final long bytes)
+        {
+            if (budget == null || bytes <= held)
+            {
+                return true;
+            }
+            if (!budget.tryReserve(bytes - held))
+            {
+                return false;
+            }
+            held = bytes;
+            return true;
+        }
+
+        /** Gives back all but {@code bytes}. */
+        void keep(final long bytes)
+        {
+            if (budget != null && held > bytes)
+            {
+                budget.release(held - bytes);
+                held = bytes;
+            }
+        }
     }
 
     /** An input stream over a buffer's remaining bytes. */

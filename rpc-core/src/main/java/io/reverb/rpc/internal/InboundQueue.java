@@ -46,7 +46,8 @@ final class InboundQueue<T>
     private ArrayDeque<T> queue;
     private long requested;
     private long demandTotal;
-    private long granted;
+    // written under this, read without it by the transport's thread (StreamingServerCall.takeCredit)
+    private volatile long granted;
     private boolean grantsOpen;
     private boolean inputClosed;
     private boolean ready;
@@ -68,6 +69,14 @@ final class InboundQueue<T>
         this.worker = worker;
         this.granted = granted;
         this.ready = ready;
+    }
+
+    /**
+     * @return the messages the peer may send in all: the first one, then every REQUEST_N (Long.MAX_VALUE: unbounded).
+     */
+    long granted()
+    {
+        return granted;
     }
 
     /** The sink can take signals from now on (e.g. the request stream was subscribed). */

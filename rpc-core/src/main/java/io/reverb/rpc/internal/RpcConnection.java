@@ -380,6 +380,13 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     return; // the call already ended here (cancel, deadline): late frames are expected
                 }
+                if (!stream.takeCredit())
+                {
+                    // counted before anything is copied or inflated: what a peer sends beyond the credit would
+                    // otherwise queue without bound
+                    throw new ProtocolException("MESSAGE on stream " + streamId + " beyond the " +
+                        stream.creditGranted() + " message(s) granted by REQUEST_N");
+                }
                 if ((flags & FrameType.Flags.COMPRESSED) != 0)
                 {
                     onCompressedMessage(stream, (flags & FrameType.Flags.END_STREAM) != 0, buffer, start, end);
@@ -390,6 +397,11 @@ abstract class RpcConnection implements ConnectionHandler
                 {
                     stream.onOversizedMessage(length, maxInboundMessageSize);
                     return;
+                }
+                if (stream.inflationPending != 0 &&
+                    deferBehindInflation(stream, (flags & FrameType.Flags.END_STREAM) != 0, buffer, start, end))
+                {
+                    return; // compressed requests of this call wait for the inflater: this one goes after them
                 }
                 buffer.limit(end).position(start);
                 stream.onMessage(buffer, (flags & FrameType.Flags.END_STREAM) != 0);
@@ -454,9 +466,9 @@ abstract class RpcConnection implements ConnectionHandler
     }
 
     /**
-     * A COMPRESSED MESSAGE: decompressed here, on the transport's thread, into a heap buffer of at most the inbound
-     * limit. A codec this side does not have, a message that inflates past the limit or bytes the codec cannot read
-     * fail that call only (the frame was well formed, the connection goes on); a malformed codec name is a protocol
+     * A COMPRESSED MESSAGE: decompressed (see {@link #inflate}) into a heap buffer of at most the inbound limit. A
+     * codec this side does not have, a message that inflates past the limit or bytes the codec cannot read fail that
+     * call only (the frame was well formed, the connection goes on); a malformed codec name is a protocol
      * error like any malformed frame.
      */
     private void onCompressedMessage(final RpcStream stream, final boolean endOfStream, final ByteBuffer buffer,
@@ -485,26 +497,68 @@ abstract class RpcConnection implements ConnectionHandler
             return;
         }
         final int compressedStart = start + 1 + nameLength;
+        inflate(stream, codec, name, endOfStream, buffer, compressedStart, end);
+    }
+
+    /**
+     * Inflates a compressed message and delivers it. Here on the transport's thread (the client's side: its transport
+     * serves its own calls); the server overrides it to inflate on its inflater lane.
+     *
+     * @param stream      the call.
+     * @param codec       the codec named in the frame.
+     * @param name        its name.
+     * @param endOfStream the peer sends no more.
+     * @param buffer      the frame's buffer.
+     * @param start       where the compressed bytes start.
+     * @param end         where they end.
+     */
+    void inflate(final RpcStream stream, final Codec codec, final String name, final boolean endOfStream,
+        final ByteBuffer buffer, final int start, final int end)
+    {
         final byte[][] out = new byte[1][];
         final int length;
         try
         {
-            length = InboundDecompression.decompress(codec, buffer, compressedStart, end, maxInboundMessageSize, out);
+            length = InboundDecompression.decompress(codec, buffer, start, end, maxInboundMessageSize, out);
         }
         catch (final IOException | RuntimeException e)
         {
-            stream.onUndecodableMessage(Status.INTERNAL.withDescription("failed to decompress the " + kind +
-                " message (" + name + ", " + (end - compressedStart) + " bytes): " + e).withCause(e));
+            stream.onUndecodableMessage(undecodable(serverSide(), name, end - start, e));
             return;
         }
         if (length == InboundDecompression.TOO_LARGE)
         {
-            stream.onUndecodableMessage(Status.RESOURCE_EXHAUSTED.withDescription("decompressed " + kind +
-                " message exceeds the limit of " + maxInboundMessageSize + " bytes (" + name + ", " +
-                (end - compressedStart) + " bytes compressed; maxInboundMessageSize)"));
+            stream.onUndecodableMessage(tooLarge(serverSide(), name, end - start, maxInboundMessageSize));
             return;
         }
         stream.onMessage(ByteBuffer.wrap(out[0], 0, length), endOfStream);
+    }
+
+    /**
+     * An uncompressed message of a call whose compressed messages still wait to be inflated: it must follow them.
+     *
+     * @return true if it was queued behind them (or its call failed for lack of room); false to deliver it now.
+     */
+    boolean deferBehindInflation(final RpcStream stream, final boolean endOfStream, final ByteBuffer buffer,
+        final int start, final int end)
+    {
+        return false;
+    }
+
+    /** @return the status of a call whose compressed message the codec could not read. */
+    static Status undecodable(final boolean serverSide, final String name, final int compressedLength,
+        final Exception e)
+    {
+        return Status.INTERNAL.withDescription("failed to decompress the " + (serverSide ? "request" : "response") +
+            " message (" + name + ", " + compressedLength + " bytes): " + e).withCause(e);
+    }
+
+    /** @return the status of a call whose compressed message inflates past the limit. */
+    static Status tooLarge(final boolean serverSide, final String name, final int compressedLength, final int limit)
+    {
+        return Status.RESOURCE_EXHAUSTED.withDescription("decompressed " + (serverSide ? "request" : "response") +
+            " message exceeds the limit of " + limit + " bytes (" + name + ", " + compressedLength +
+            " bytes compressed; maxInboundMessageSize)");
     }
 
     static Metadata readMetadata(final ByteBuffer buffer, final int start, final int end) throws ProtocolException

@@ -12,6 +12,28 @@ abstract class RpcStream
 {
     /** The stream id; assigned when the call is registered with its connection. */
     int streamId;
+    /**
+     * Frames of this call waiting in the server's {@link InflationLane} (0 on a client): written under the lane's
+     * monitor, read by the transport's thread, which sends a later frame of the call after them while it is not 0.
+     */
+    volatile int inflationPending;
+
+    /**
+     * On the transport's thread, for every MESSAGE before anything of it is read: counts it against the credit this
+     * side granted the peer (the one message it may send first, then what REQUEST_N allowed).
+     *
+     * @return false if the peer sent more than it was granted: a protocol error.
+     */
+    boolean takeCredit()
+    {
+        return true;
+    }
+
+    /** @return the messages granted the peer so far, for the protocol error's words. */
+    long creditGranted()
+    {
+        return Long.MAX_VALUE;
+    }
 
     /**
      * @param payload    position..limit is the message; valid only during the call.

@@ -78,6 +78,10 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // the single request of a unary or server-streaming call: its marshaller may lend it memory, given back once the
     // final frame is written (responses written before it may reference the request)
     private volatile Req singleRequest;
+    // the inflated bytes of a one-request call's compressed request, held against the connection's budget until the
+    // call ends (the handler may keep the request that long); guarded by this
+    private long inflatedHeld;
+    private InflationBudget heldBudget;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -704,6 +708,67 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         onRequest(value, endOfStream);
     }
 
+    /**
+     * A compressed request, inflated (on the connection's inflater lane): delivered as {@link #onMessage}, its bytes
+     * counted against the connection's budget until consumed. A call that takes one request holds them until it
+     * ends (its handler may keep the request that long); a streaming call's request is consumed once it is queued on
+     * the request stream, whose length the handler's demand bounds.
+     *
+     * @param array       the inflated bytes; its length is reserved in the budget.
+     * @param length      the message's length.
+     * @param endOfStream the client sends no more.
+     * @param budget      the connection's budget.
+     */
+    final void onInflatedMessage(final byte[] array, final int length, final boolean endOfStream,
+        final InflationBudget budget)
+    {
+        final boolean held = method.type().clientSendsOneMessage() && holdInflated(array.length, budget);
+        try
+        {
+            onMessage(ByteBuffer.wrap(array, 0, length), endOfStream);
+        }
+        finally
+        {
+            if (!held)
+            {
+                budget.release(array.length);
+            }
+        }
+    }
+
+    private synchronized boolean holdInflated(final long bytes, final InflationBudget budget)
+    {
+        if (closed)
+        {
+            return false;
+        }
+        inflatedHeld += bytes;
+        heldBudget = budget;
+        return true;
+    }
+
+    private void releaseInflated()
+    {
+        // no monitor on the common path (nothing inflated): the step that closed the call took the monitor after any
+        // holdInflated that succeeded, so this thread sees its write
+        if (heldBudget == null)
+        {
+            return;
+        }
+        final long bytes;
+        final InflationBudget budget;
+        synchronized (this)
+        {
+            bytes = inflatedHeld;
+            budget = heldBudget;
+            inflatedHeld = 0;
+        }
+        if (bytes != 0)
+        {
+            budget.release(bytes);
+        }
+    }
+
     void onCancel(final Status reason)
     {
         cancelCall(null, reason);
@@ -824,6 +889,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             timer.dispose();
         }
+        releaseInflated(); // closed: nothing holds more from now on
         connection.remove(streamId);
         server.metrics().callEnded(method, status, startNanos);
         if (counters != null)

@@ -35,6 +35,11 @@ public final class ServerConfig
     final String compression;
     /** Messages smaller than this are sent uncompressed. */
     final int minCompressionSize;
+    /**
+     * Bytes one connection's compressed requests may hold, copied and inflated (see {@link InflationBudget}): the
+     * builder's value, raised to what one largest message needs while it inflates.
+     */
+    final long maxInflatedBytesPerConnection;
 
     /**
      * @param settings a server builder's settings.
@@ -48,7 +53,7 @@ public final class ServerConfig
             settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
             settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
-            settings.minCompressionSize());
+            settings.minCompressionSize(), settings.maxInflatedBytesPerConnection());
     }
 
     /**
@@ -102,7 +107,7 @@ public final class ServerConfig
         this(uri, services, interceptors, handlerScheduler, timerScheduler, maxInboundMessageSize, meterRegistry,
             shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
             permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
-            null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE);
+            null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION);
     }
 
     private ServerConfig(final String uri, final List<ServiceDefinition> services,
@@ -111,8 +116,10 @@ public final class ServerConfig
         final TransportOptions transportOptions, final int maxConcurrentCallsPerConnection,
         final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
         final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
-        final int minCompressionSize)
+        final int minCompressionSize, final long maxInflatedBytesPerConnection)
     {
+        this.maxInflatedBytesPerConnection = Math.max(maxInflatedBytesPerConnection,
+            RpcServer.Builder.minInflatedBytesPerConnection(maxInboundMessageSize));
         this.codecs = Objects.requireNonNull(codecs, "codecs");
         this.compression = compression;
         this.minCompressionSize = minCompressionSize;

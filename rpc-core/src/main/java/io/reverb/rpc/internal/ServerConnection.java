@@ -4,6 +4,7 @@ import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.compression.Codec;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameType;
@@ -54,6 +55,10 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     /** Whether the connection listeners were told of it (then they are told of its end). */
     private volatile boolean announced;
     private volatile Object attachment;
+    /** Bytes this connection's compressed requests may hold (see {@link InflationBudget}). */
+    final InflationBudget inflationBudget;
+    /** Inflates its compressed requests off the transport's thread. */
+    private final InflationLane inflationLane;
 
     ServerConnection(final ServerRuntime server, final Connection connection)
     {
@@ -63,6 +68,8 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         final ServerConfig config = server.config();
         this.deferStarts = server.handlerScheduler() == null && connection.signalsReadComplete();
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
+        this.inflationBudget = new InflationBudget(config.maxInflatedBytesPerConnection);
+        this.inflationLane = new InflationLane(this, inflationBudget, config.maxInboundMessageSize, server.inflater());
         // enforcement is on when a minimum gap is set or PINGs without calls are refused
         final boolean enforce = config.keepAlivePermitNanos > 0 || !config.permitKeepAliveWithoutCalls;
         this.keepAlive = enforce ? new KeepAliveEnforcer(config.keepAlivePermitNanos,
@@ -175,10 +182,21 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                 return;
             case HALF_CLOSE:
             {
-                final RpcStream stream = streams.get(streamId);
+                final RpcStream stream = messageTarget(streamId);
                 if (stream != null)
                 {
-                    ((ServerCall<?, ?>)stream).onHalfClose();
+                    if (stream.inflationPending != 0)
+                    {
+                        // after its requests still inflating
+                        if (!inflationLane.halfClose((ServerCall<?, ?>)stream))
+                        {
+                            stream.onUndecodableMessage(InflationLane.overBudget(inflationBudget.limit()));
+                        }
+                    }
+                    else
+                    {
+                        ((ServerCall<?, ?>)stream).onHalfClose();
+                    }
                 }
                 return;
             }
@@ -269,6 +287,28 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
             return;
         }
         serverCall.start();
+    }
+
+    /** Compressed requests go to the inflater lane: the transport's thread only copies them. */
+    @Override
+    void inflate(final RpcStream stream, final Codec codec, final String name, final boolean endOfStream,
+        final ByteBuffer buffer, final int start, final int end)
+    {
+        if (!inflationLane.compressed((ServerCall<?, ?>)stream, codec, name, endOfStream, buffer, start, end))
+        {
+            stream.onUndecodableMessage(InflationLane.overBudget(inflationBudget.limit()));
+        }
+    }
+
+    @Override
+    boolean deferBehindInflation(final RpcStream stream, final boolean endOfStream, final ByteBuffer buffer,
+        final int start, final int end)
+    {
+        if (!inflationLane.plain((ServerCall<?, ?>)stream, endOfStream, buffer, start, end))
+        {
+            stream.onUndecodableMessage(InflationLane.overBudget(inflationBudget.limit()));
+        }
+        return true;
     }
 
     @Override

@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import reactor.core.Disposable;
@@ -58,6 +59,8 @@ public final class ServerRuntime implements RpcServer.Runtime
     private volatile boolean started;
     private volatile boolean shutdown;
     private volatile Disposable graceTimer;
+    /** Tests only: runs the inflater lanes of connections accepted from now on, instead of the shared pool. */
+    volatile Executor inflaterOverride;
 
     /**
      * @param config the server's configuration.
@@ -183,6 +186,14 @@ public final class ServerRuntime implements RpcServer.Runtime
     Scheduler handlerScheduler()
     {
         return config.handlerScheduler;
+    }
+
+    /**
+     * @return what runs the connections' inflater lanes: null for the process's shared inflater pool.
+     */
+    Executor inflater()
+    {
+        return inflaterOverride;
     }
 
     Scheduler timer()

@@ -27,6 +27,8 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
     private final InboundQueue<Req> requests;
     // set once under this, read by the drain
     private volatile CoreSubscriber<? super Req> requestSubscriber;
+    // MESSAGE frames seen, counted on the transport's thread against the credit granted (see takeCredit)
+    private long messagesReceived;
 
     StreamingServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
@@ -66,6 +68,19 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
     private CoreSubscriber<? super Req> subscriber()
     {
         return requestSubscriber;
+    }
+
+    @Override
+    boolean takeCredit()
+    {
+        // the queue raises its grant before the REQUEST_N leaves: a client within its credit is never refused
+        return ++messagesReceived <= requests.granted();
+    }
+
+    @Override
+    long creditGranted()
+    {
+        return requests.granted();
     }
 
     @Override

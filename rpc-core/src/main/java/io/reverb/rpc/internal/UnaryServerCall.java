@@ -21,6 +21,8 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     // guarded by this: begin() ran; before it, the request (read in the same batch as the CALL) waits in heldRequest
     private boolean begun;
     private Req heldRequest;
+    // MESSAGE frames seen, counted on the transport's thread: a unary call grants the client one
+    private int messagesReceived;
 
     @SuppressWarnings("unchecked")
     UnaryServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
@@ -29,6 +31,18 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     {
         super(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
         this.unaryHandler = (ServerCallHandler.Unary<Req, Resp>)definition.handler();
+    }
+
+    @Override
+    boolean takeCredit()
+    {
+        return ++messagesReceived <= 1;
+    }
+
+    @Override
+    long creditGranted()
+    {
+        return 1;
     }
 
     @Override

@@ -1,0 +1,92 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.rpc.Marshaller;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.wire.CallFlyweight;
+import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.FrameType;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.zip.GZIPOutputStream;
+
+/**
+ * Frames as a hostile (or any) client writes them, for tests that feed a {@link ServerConnection} by hand: no client
+ * call sits behind them, so nothing keeps them within the protocol's rules.
+ */
+final class WireFrames
+{
+    private final FrameEncoder encoder = new FrameEncoder();
+
+    /** @return a CALL frame without deadline or metadata. */
+    byte[] call(final int streamId, final MethodDescriptor<?, ?> method, final int initialRequestN)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(CallFlyweight.frameLength(method.fullMethodName(),
+            null)));
+        final int end = encoder.call(buffer, 0, streamId, method.fullMethodName(), -1, initialRequestN, null);
+        return Arrays.copyOf(buffer.array(), end);
+    }
+
+    /** @return an uncompressed MESSAGE frame. */
+    <T> byte[] message(final int streamId, final Marshaller<T> marshaller, final T value, final boolean endOfStream)
+    {
+        final int length = marshaller.serializedSize(value);
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + length));
+        encoder.message(buffer, 0, streamId, endOfStream, marshaller, value, length);
+        return buffer.array();
+    }
+
+    /** @return a COMPRESSED MESSAGE frame whose body is the codec name and the given compressed bytes. */
+    byte[] compressedMessage(final int streamId, final String codec, final byte[] compressed, final boolean endOfStream)
+    {
+        final byte[] name = codec.getBytes(StandardCharsets.US_ASCII);
+        final byte[] body = new byte[1 + name.length + compressed.length];
+        body[0] = (byte)name.length;
+        System.arraycopy(name, 0, body, 1, name.length);
+        System.arraycopy(compressed, 0, body, 1 + name.length, compressed.length);
+        final EncodedMessage encoded = new EncodedMessage(body, body.length, true);
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + body.length));
+        encoder.message(buffer, 0, streamId, endOfStream, EncodedMessage.MARSHALLER, encoded, body.length);
+        return buffer.array();
+    }
+
+    /** @return a HALF_CLOSE frame. */
+    byte[] halfClose(final int streamId)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER));
+        encoder.header(buffer, 0, FrameEncoder.HEADER, FrameType.HALF_CLOSE, 0, streamId);
+        return buffer.array();
+    }
+
+    /** @return the frames as one transport message. */
+    static byte[] concat(final byte[]... frames)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (final byte[] frame : frames)
+        {
+            out.writeBytes(frame);
+        }
+        return out.toByteArray();
+    }
+
+    /** @return the bytes gzipped. */
+    static byte[] gzip(final byte[] plain)
+    {
+        try
+        {
+            final ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (GZIPOutputStream gz = new GZIPOutputStream(out))
+            {
+                gz.write(plain);
+            }
+            return out.toByteArray();
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
