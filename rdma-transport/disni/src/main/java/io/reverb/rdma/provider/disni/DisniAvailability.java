@@ -2,7 +2,7 @@ package io.reverb.rdma.provider.disni;
 
 import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.RdmaProvider;
-import java.io.File;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
@@ -277,20 +277,9 @@ final class DisniAvailability
      */
     static Path findLibrary(final String libraryName, final String libraryPath)
     {
-        for (final String dir : libraryPath.split(File.pathSeparator))
-        {
-            if (dir.isEmpty())
-            {
-                continue;
-            }
-            final Path candidate = Paths.get(dir, libraryName);
-            if (Files.isRegularFile(candidate))
-            {
-                return candidate;
-            }
-        }
-        return null;
+        return NativeLibrary.findLibrary(libraryName, libraryPath);
     }
+
 
     /** @return whether DiSNi's (class path) module may use {@code sun.nio.ch.DirectBuffer}. */
     static boolean sunNioChExportedToDisni()

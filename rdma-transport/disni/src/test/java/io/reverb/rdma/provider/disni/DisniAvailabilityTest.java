@@ -98,25 +98,54 @@ class DisniAvailabilityTest
     }
 
     @Test
-    void shouldReportMissingLibdisniWithBuildInstructions() throws IOException
+    void shouldReportMissingNativeHalfWhenNoneIsBundledNorOnTheLibraryPath() throws IOException
     {
         createDevice();
 
-        final String cause = probeWithNativeForbidden(libDir + ":/nonexistent");
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir + ":/nonexistent", true, this::forbidden, false);
 
         assertThat(cause)
-            .contains(LIBRARY)
-            .contains("java.library.path [" + libDir + ":/nonexistent]")
+            .contains("no native half")
+            .contains(LIBRARY + " is not on java.library.path [" + libDir + ":/nonexistent]")
             .contains("librdmacm-dev")
-            .contains("./configure --with-jdk=")
-            .contains("-Djava.library.path=")
             .doesNotContain("no RDMA device");
+        assertThat(nativeTouched).isFalse();
+    }
+
+    @Test
+    void shouldUseTheBundledNativeHalfWithoutALibdisni() throws IOException
+    {
+        createDevice();
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () -> nativeTouched.set(true),
+            true);
+
+        assertThat(cause).isNull();
+        assertThat(nativeTouched).isTrue();
+    }
+
+    @Test
+    void shouldNameRdmaCoresRuntimeLibrariesWhenTheBundledHalfCannotLoad() throws IOException
+    {
+        createDevice();
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            // What System.load says on a host without rdma-core's runtime libraries.
+            throw new UnsatisfiedLinkError("/tmp/reverb-disni-1/libreverb-disni.so: libibverbs.so.1: cannot open " +
+                "shared object file: No such file or directory");
+        }, true);
+
+        assertThat(cause)
+            .contains("the native half bundled in reverb-transport-rdma (libreverb-disni.so) could not be loaded")
+            .contains("libibverbs.so.1: cannot open shared object file")
+            .contains("apt-get install libibverbs1 librdmacm1");
     }
 
     @Test
     void shouldReportEveryMissingPieceAtOnce()
     {
-        final String cause = DisniAvailability.probe(sysfs, rdmaCm, "", false, this::forbidden);
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, "", false, this::forbidden, false);
 
         assertThat(cause)
             .contains("no RDMA device")
