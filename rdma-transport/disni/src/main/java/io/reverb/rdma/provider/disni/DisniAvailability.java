@@ -74,7 +74,7 @@ final class DisniAvailability
             return "DiSNi's classes are not on the class path: add the dependency com.ibm.disni:disni:2.1";
         }
         final String libraryPath = System.getProperty("java.library.path", "");
-        final String shadowed = disniDispatcherFirst(libraryPath);
+        final String shadowed = disniDispatcherFirst(DisniAvailability.class.getClassLoader(), libraryPath);
         if (shadowed != null)
         {
             return CAUSE_PREFIX + shadowed;
@@ -88,14 +88,15 @@ final class DisniAvailability
     }
 
     /**
+     * @param loader      the class loader DiSNi's classes come from.
+     * @param libraryPath {@code java.library.path}.
      * @return why DiSNi's own {@code NativeDispatcher} (which only loads a libdisni from {@code java.library.path})
      *         cannot run when it came before Reverb's on the class path and there is no libdisni; otherwise null.
      */
-    private static String disniDispatcherFirst(final String libraryPath)
+    static String disniDispatcherFirst(final ClassLoader loader, final String libraryPath)
     {
         try
         {
-            final ClassLoader loader = DisniAvailability.class.getClassLoader();
             final Class<?> dispatcher = Class.forName("com.ibm.disni.verbs.impl.NativeDispatcher", false, loader);
             final Class<?> disni = Class.forName("com.ibm.disni.verbs.RdmaProvider", false, loader);
             final Object from = dispatcher.getProtectionDomain().getCodeSource() == null ? null :

@@ -2,7 +2,11 @@ package io.reverb.rdma.provider.disni;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.ibm.disni.verbs.RdmaProvider;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -251,6 +255,26 @@ class DisniAvailabilityTest
 
         assertThat(DisniAvailability.findLibrary(LIBRARY, "::" + libDir + ":" + second)).isEqualTo(second.resolve(LIBRARY));
         assertThat(DisniAvailability.findLibrary(LIBRARY, libDir.toString())).isNull();
+    }
+
+    @Test
+    void shouldReportDisnisOwnDispatcherFirstOnTheClassPathWithoutALibdisni() throws Exception
+    {
+        final URL disniJar = RdmaProvider.class.getProtectionDomain().getCodeSource().getLocation();
+        final URL reverbClasses = NativeLibrary.class.getProtectionDomain().getCodeSource().getLocation();
+        final ClassLoader parent = ClassLoader.getPlatformClassLoader();
+
+        try (URLClassLoader disniFirst = new URLClassLoader(new URL[] {disniJar, reverbClasses}, parent);
+             URLClassLoader reverbFirst = new URLClassLoader(new URL[] {reverbClasses, disniJar}, parent))
+        {
+            assertThat(DisniAvailability.disniDispatcherFirst(disniFirst, libDir.toString()))
+                .contains("DiSNi's own NativeDispatcher")
+                .contains("put reverb-transport-rdma before com.ibm.disni:disni on the class path");
+            assertThat(DisniAvailability.disniDispatcherFirst(reverbFirst, libDir.toString())).isNull();
+            // With a libdisni on java.library.path DiSNi's own class works, as it always did.
+            Files.createFile(libDir.resolve(LIBRARY));
+            assertThat(DisniAvailability.disniDispatcherFirst(disniFirst, libDir.toString())).isNull();
+        }
     }
 
     @Test
