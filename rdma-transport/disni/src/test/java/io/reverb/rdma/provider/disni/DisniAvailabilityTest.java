@@ -285,12 +285,16 @@ class DisniAvailabilityTest
         // VM with reverb-rdma-check.jar): whose dispatcher it is decides, not where it comes from.
         final Path reverbs = shaded("reverb", NativeLibrary.class);
         final Path disnis = shaded("disni", RdmaProvider.class);
+        // The emulated device's shadow, first on a test class path (RdmaSuitesMain in the VM): not DiSNi's either.
+        final Path shadow = shaded("shadow", DisniAvailabilityTest.class);
         final ClassLoader parent = ClassLoader.getPlatformClassLoader();
 
         try (URLClassLoader withReverbs = new URLClassLoader(new URL[] {reverbs.toUri().toURL()}, parent);
+             URLClassLoader withShadow = new URLClassLoader(new URL[] {shadow.toUri().toURL()}, parent);
              URLClassLoader withDisnis = new URLClassLoader(new URL[] {disnis.toUri().toURL()}, parent))
         {
             assertThat(DisniAvailability.disniDispatcherFirst(withReverbs, libDir.toString())).isNull();
+            assertThat(DisniAvailability.disniDispatcherFirst(withShadow, libDir.toString())).isNull();
             assertThat(DisniAvailability.disniDispatcherFirst(withDisnis, libDir.toString()))
                 .contains("DiSNi's own NativeDispatcher");
         }
