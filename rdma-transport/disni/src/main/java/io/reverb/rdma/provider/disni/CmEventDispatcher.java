@@ -42,6 +42,7 @@ import org.slf4j.LoggerFactory;
 final class CmEventDispatcher implements Runnable
 {
     static final int POLL_MS = 50;
+    static final int STOP_WAIT_MS = 10_000;
     private static final Logger LOG = LoggerFactory.getLogger(CmEventDispatcher.class);
     static final int MAX_CONSECUTIVE_FAILURES = 20;
 
@@ -485,7 +486,12 @@ final class CmEventDispatcher implements Runnable
         logLimiter.log(kind, name + ": " + line + " (" + transientFailures.get() + " so far)", null);
     }
 
-    /** Stops the thread, waiting at most one poll slice (plus margin). */
+    /**
+     * Stops the thread, waiting for it to finish its current poll slice (one slice normally; longer on a machine
+     * short of CPU), at most {@value #STOP_WAIT_MS} ms, so that a handler that never returns cannot hang closing.
+     * The context destroys its event channel only once the thread has stopped; a bound of a few slices left the
+     * channel behind whenever the thread was descheduled for longer (seen with a load average of 15 on 2 cores).
+     */
     void stop()
     {
         running = false;
@@ -493,7 +499,7 @@ final class CmEventDispatcher implements Runnable
         {
             try
             {
-                thread.join(POLL_MS * 4L);
+                thread.join(STOP_WAIT_MS);
             }
             catch (final InterruptedException ex)
             {

@@ -195,6 +195,51 @@ class DisniCmEventDispatcherTest
         }
     }
 
+    @Test
+    void shouldStopOnlyOnceTheThreadHasLeftASlowPollSlice()
+    {
+        // A poll slice that takes far longer than POLL_MS, as on a machine short of CPU: stop() must still return
+        // with the thread gone, since the context destroys its event channel only then (else it leaks).
+        final CountDownLatch polling = new CountDownLatch(1);
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, new CmEventDispatcher.EventSource()
+        {
+            @Override
+            public RdmaCmEvent next(final int timeoutMs)
+            {
+                polling.countDown();
+                try
+                {
+                    // Slow work, not synchronisation: longer than stop() used to wait (4 slices).
+                    Thread.sleep(8L * CmEventDispatcher.POLL_MS);
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                }
+                return null;
+            }
+
+            @Override
+            public boolean isOpen()
+            {
+                return true;
+            }
+        }, false, "test-cm");
+        dispatcher.start();
+        try
+        {
+            polling.await();
+        }
+        catch (final InterruptedException ex)
+        {
+            throw new AssertionError(ex);
+        }
+
+        dispatcher.stop();
+
+        assertThat(dispatcher.isStopped()).isTrue();
+    }
+
     /** The first poll stays inside "getCmEvent" until released; later ones return at once. */
     private static final class InsideGetCmEvent implements CmEventDispatcher.EventSource
     {
