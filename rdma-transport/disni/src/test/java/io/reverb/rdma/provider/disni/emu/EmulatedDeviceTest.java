@@ -113,7 +113,7 @@ class EmulatedDeviceTest
     /** One NIC delay passes: doorbells rung so far execute (or the ACKs of what executed come back). */
     private void step()
     {
-        nic.advance(EmulatedFabric.instance().engine.execDelayNanos);
+        nic.advance(Math.max(1, EmulatedFabric.instance().engine.execDelayNanos));
     }
 
     private static long address(final IbvMr mr)

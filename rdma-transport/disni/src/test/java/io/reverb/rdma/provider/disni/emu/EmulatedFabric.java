@@ -195,6 +195,32 @@ public final class EmulatedFabric
         return bytes;
     }
 
+    /**
+     * Fault injection for tests of timing: while the returned handle is open, the ACKs coming back to the QPs of
+     * accepted connections (the passive side's requester completions) take {@code delayNanos} longer, as when the
+     * return path is slow or an ACK is lost and the request retransmitted.
+     *
+     * @param delayNanos extra delay of each ACK.
+     * @return closing it ends the delay (for requests executed from then on).
+     */
+    public AutoCloseable delayAcksToAcceptedSide(final long delayNanos)
+    {
+        engine.acceptedSideAckDelayNanos = delayNanos;
+        return () -> engine.acceptedSideAckDelayNanos = 0;
+    }
+
+    /**
+     * As {@link #delayAcksToAcceptedSide}, for the QPs of the connecting (active) side.
+     *
+     * @param delayNanos extra delay of each ACK.
+     * @return closing it ends the delay (for requests executed from then on).
+     */
+    public AutoCloseable delayAcksToConnectingSide(final long delayNanos)
+    {
+        engine.connectingSideAckDelayNanos = delayNanos;
+        return () -> engine.connectingSideAckDelayNanos = 0;
+    }
+
     // ---------------------------------------------------------------------------------------------------------
     // Devices and addresses
     // ---------------------------------------------------------------------------------------------------------

@@ -35,8 +35,12 @@ import org.agrona.UnsafeApi;
  */
 final class QpEngine
 {
-    /** System property: µs from a doorbell to execution, and from execution to the ACK (default 20). */
+    /**
+     * System property: µs from a doorbell to execution, and from execution to the ACK. Default 0: as soon as the NIC
+     * thread gets to it, which is still after the post returned (a timed wait costs a 2-core machine ~60 µs a hop).
+     */
     static final String EXEC_DELAY_PROP = "reverb.disni.emulated.execDelayUs";
+    static final long DEFAULT_EXEC_DELAY_US = 0;
     /** System property: the local ACK timeout in ms (before {@link NicClock}'s time scale). */
     static final String ACK_TIMEOUT_PROP = "reverb.disni.emulated.ackTimeoutMs";
     static final int DEFAULT_ACK_TIMEOUT_MS = 537;
@@ -54,7 +58,11 @@ final class QpEngine
     }
 
     private final EmulatedFabric fabric;
-    final long execDelayNanos = TimeUnit.MICROSECONDS.toNanos(Long.getLong(EXEC_DELAY_PROP, 20));
+    /** Fault injection: extra delay of the ACKs that come back to the QPs of accepted (passive) ids. */
+    volatile long acceptedSideAckDelayNanos;
+    /** Fault injection: extra delay of the ACKs that come back to the QPs of connecting (active) ids. */
+    volatile long connectingSideAckDelayNanos;
+    final long execDelayNanos = TimeUnit.MICROSECONDS.toNanos(Long.getLong(EXEC_DELAY_PROP, DEFAULT_EXEC_DELAY_US));
     final long ackTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong(ACK_TIMEOUT_PROP, DEFAULT_ACK_TIMEOUT_MS));
 
     QpEngine(final EmulatedFabric fabric)
@@ -220,7 +228,8 @@ final class QpEngine
                 qp.rnrSpent = 0;
                 qp.retrySpent = 0;
                 qp.unacked.add(send);
-                fabric.nic.schedule(execDelayNanos, () -> ack(qp, send));
+                fabric.nic.schedule(execDelayNanos + (qp.id.listener != null ? acceptedSideAckDelayNanos :
+                    connectingSideAckDelayNanos), () -> ack(qp, send));
                 continue;
             }
             final Object token = new Object();
@@ -271,18 +280,23 @@ final class QpEngine
         }
     }
 
-    /** The ACK of an executed request comes back: its completion (if signaled). */
+    /** The ACK of an executed request comes back: it covers every request before it too (their completions). */
     private void ack(final Qp qp, final SendWr send)
     {
         synchronized (fabric.lock)
         {
-            if (qp.destroyed || qp.state == QpState.ERROR || qp.unacked.peek() != send)
+            if (qp.destroyed || qp.state == QpState.ERROR || !qp.unacked.contains(send))
             {
-                // Flushed (or destroyed) meanwhile.
+                // Flushed (or destroyed, or covered by a later ACK) meanwhile.
                 return;
             }
-            qp.unacked.poll();
-            retire(qp, send);
+            SendWr acked;
+            do
+            {
+                acked = qp.unacked.poll();
+                retire(qp, acked);
+            }
+            while (acked != send);
         }
     }
 
@@ -607,6 +621,7 @@ final class QpEngine
     int poll(final long cqHandle, final int max, final long wcArray) throws IOException
     {
         final Cq cq = fabric.get(cqHandle, Cq.class, "ibv_poll_cq");
+        fabric.nic.runDue();
         final List<Wc> polled = new ArrayList<>();
         synchronized (cq)
         {
