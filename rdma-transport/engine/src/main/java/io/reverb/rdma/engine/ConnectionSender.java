@@ -211,11 +211,15 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         return ring.isFullyPosted() && outstandingClaims == 0 && outbound.isEmpty();
     }
 
-    /** Queues CLOSE and posts it (send lock held); its SEND's completion sets {@link #closeSendCompleted()}. */
-    void sendClose()
+    /**
+     * Queues CLOSE and posts it (send lock held); its SEND's completion sets {@link #closeSendCompleted()}.
+     *
+     * @param answer the peer's CLOSE came first: this one answers it ({@link Wire#CLOSE_ANSWER}).
+     */
+    void sendClose(final boolean answer)
     {
         assert lock.isHeldByCurrentThread();
-        enqueueControl(Wire.CONTROL_CLOSE, 0, 0, 0, 0, 0);
+        enqueueControl(Wire.CONTROL_CLOSE, answer ? Wire.CLOSE_ANSWER : 0, 0, 0, 0, 0);
         flush();
     }
 

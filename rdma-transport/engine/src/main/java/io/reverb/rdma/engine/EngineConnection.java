@@ -42,6 +42,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * CONNECTED → CLOSING (closeAsync or the peer's CLOSE) → CLOSE sent once everything committed is posted →
  * disconnect once both CLOSEs went through and nothing inbound is pending → CLOSED; any failure, or the close
  * timeout, → FAILED. Teardown fails what is pending, returns every buffer and runs the close callbacks.
+ * Only one side disconnects, the one whose peer already has its proof: the side whose CLOSE answers the peer's
+ * (it received the peer's CLOSE before sending its own, and says so in its CLOSE's code, {@link Wire#CLOSE_ANSWER}),
+ * or the acceptor when the two CLOSEs crossed. A disconnect flushes the peer's QP, and a SEND's completion (its ACK)
+ * travels apart from its delivery: had the initiator disconnected as soon as the answer arrived, the answer's own
+ * completion could be flushed at the responder, which then could not tell a graceful close from a lost peer.
  *
  * <h2>Credits</h2>
  * {@link CreditWindow} counts the receives the peer has posted that this side has not consumed and owns the
@@ -98,6 +103,10 @@ final class EngineConnection implements Connection
 
     // ---- close, guarded by the send lock
     private boolean closeSent;
+    /** The peer's CLOSE came before ours was sent: ours answers it, and this side disconnects. */
+    private boolean closeResponder;
+    /** The peer's CLOSE answered ours: the peer disconnects. */
+    private boolean closeAnswered;
 
     // ---- receiver side, poller thread only
     private InboundRendezvous inbound;
@@ -442,6 +451,8 @@ final class EngineConnection implements Connection
                 closeReceived = true;
                 synchronized (lock)
                 {
+                    closeResponder = !closeSent;
+                    closeAnswered = frame.code() == Wire.CLOSE_ANSWER;
                     if (state == STATE_CONNECTED)
                     {
                         state = STATE_CLOSING;
@@ -640,9 +651,11 @@ final class EngineConnection implements Connection
             if (!closeSent && sender.isDrained())
             {
                 closeSent = true;
-                sender.sendClose();
+                sender.sendClose(closeResponder);
             }
-            if (closeSent && sender.closeSendCompleted() && closeReceived && inbound.isEmpty() && !disconnectRequested)
+            final boolean disconnectsHere = closeResponder || (!closeAnswered && acceptor);
+            if (closeSent && sender.closeSendCompleted() && closeReceived && inbound.isEmpty() && !disconnectRequested &&
+                disconnectsHere)
             {
                 disconnectRequested = true;
                 disconnectNow = true;
@@ -689,6 +702,15 @@ final class EngineConnection implements Connection
             // The provider took the QP down (a broken CQ): that, not a vanished peer, is why the connection ends.
             pendingFailure = new EngineException("connection to " + remoteAddress + " failed: " +
                 providerFailure.getMessage(), providerFailure);
+        }
+        if (pendingFailure == null && closeSent && closeReceived && !sender.closeSendCompleted() && !flushed &&
+            System.nanoTime() - closeDeadlineNanos < 0)
+        {
+            // The peer disconnects as soon as it has received our CLOSE, which can be before the ACK of that SEND
+            // (its completion here) is back: the two travel apart. Our QP is still up, so the completion comes (or
+            // its error does): wait for it, at most until the close deadline, instead of calling this a lost peer.
+            requestAttention();
+            return;
         }
         final boolean graceful = pendingFailure == null && closeSent && closeReceived && sender.closeSendCompleted();
         teardown(graceful ? null : pendingFailure != null ? pendingFailure : new PeerDisconnectedException(

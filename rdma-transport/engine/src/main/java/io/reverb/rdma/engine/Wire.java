@@ -49,6 +49,12 @@ final class Wire
      */
     static final int CONTROL_ABORT = 5;
 
+    /**
+     * CLOSE's code: this CLOSE answers the peer's (sent after receiving it), so its sender disconnects; 0: sent
+     * first (or the two crossed: then the acceptor disconnects). A peer that predates it sends 0.
+     */
+    static final int CLOSE_ANSWER = 1;
+
     /** REFUSE: longer than the receiver's inbound limit (length: that limit). */
     static final int REFUSE_TOO_LARGE = 1;
     /** REFUSE: its buffer can never fit the receiver's rendezvous memory budget (length: the budget, capped). */

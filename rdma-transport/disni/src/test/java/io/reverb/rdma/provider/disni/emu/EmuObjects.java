@@ -99,7 +99,11 @@ final class EmuObjects
         }
     }
 
-    /** One work completion ({@code struct ibv_wc}) and what polling it gives back to its queue. */
+    /**
+     * One work completion ({@code struct ibv_wc}) and what polling it gives back to its queue. {@link #receive}
+     * and {@link #status} decide which fields polling writes: mlx5 writes only some per kind and leaves the rest of
+     * the caller's {@code ibv_wc} as the previous poll left it.
+     */
     static final class Wc
     {
         final long wrId;
@@ -173,7 +177,12 @@ final class EmuObjects
     /** rdma_cm id states (a subset of the kernel's). */
     enum CmState
     {
-        IDLE, BOUND, ADDR_RESOLVED, ROUTE_RESOLVED, LISTEN, REQ_RECEIVED, CONNECTING, CONNECTED, DISCONNECTED
+        IDLE, BOUND, ADDR_RESOLVED, ROUTE_RESOLVED, LISTEN, REQ_RECEIVED,
+        /** Passive side: rdma_accept sent the REP (its QP is RTS); ESTABLISHED comes with the active side's RTU. */
+        REP_SENT,
+        /** Active side: REQ sent; the REP (if any) waits in its channel until its own event loop retrieves it. */
+        CONNECTING,
+        CONNECTED, DISCONNECTED
     }
 
     /** An rdma_cm id. */
@@ -294,8 +303,20 @@ final class EmuObjects
         QpState state = QpState.INIT;
         Qp remote;
         int rnrRetry;
+        /** Transport retry count (rdma_connect's retry_count, carried in the REQ to both sides). */
+        int retry = 7;
         final ArrayDeque<RecvWr> recvQueue = new ArrayDeque<>();
-        final ArrayDeque<SendWr> stalled = new ArrayDeque<>();
+        /** Posted send requests not yet executed, in order; the head may wait on an RNR or retry timer. */
+        final ArrayDeque<SendWr> sendQueue = new ArrayDeque<>();
+        /** Executed send requests whose ACK (their requester completion) has not come back yet, in order. */
+        final ArrayDeque<SendWr> unacked = new ArrayDeque<>();
+        /** A doorbell (execution task) is scheduled on the NIC. */
+        boolean doorbell;
+        /** The head of the send queue waits on a timer; a change of token cancels it. */
+        Object waiting;
+        /** RNR retries and transport retries spent on the head of the send queue. */
+        int rnrSpent;
+        int retrySpent;
         /** Send-queue slots in use: posted and not yet freed by polling a completion that retires them. */
         int sqUsed;
         /** Executed WRs since the last send-queue completion (an unsignaled WR is retired by the next CQE). */

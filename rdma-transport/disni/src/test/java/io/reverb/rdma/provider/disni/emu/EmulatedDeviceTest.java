@@ -59,6 +59,8 @@ class EmulatedDeviceTest
     private ByteBuffer clientBuf;
     private IbvMr serverMr;
     private IbvMr clientMr;
+    /** The NIC's virtual clock, for the tests of timing (null: the NIC runs on its own thread). */
+    private NicClock.Manual nic;
 
     @BeforeEach
     void hosts() throws Exception
@@ -82,6 +84,10 @@ class EmulatedDeviceTest
     @AfterEach
     void closeAndCheckNothingLeft() throws Exception
     {
+        if (nic != null)
+        {
+            nic.close();
+        }
         for (final AutoCloseable host : hosts)
         {
             host.close();
@@ -95,6 +101,19 @@ class EmulatedDeviceTest
     private void connect(final int rnrRetry) throws IOException
     {
         EmuHost.connect(server, client, 8, rnrRetry, rnrRetry);
+    }
+
+    /** Takes the NIC's time over: nothing it does happens until {@link #step} or {@link NicClock.Manual#advance}. */
+    private NicClock.Manual manualNic()
+    {
+        nic = EmulatedFabric.instance().nic.manual();
+        return nic;
+    }
+
+    /** One NIC delay passes: doorbells rung so far execute (or the ACKs of what executed come back). */
+    private void step()
+    {
+        nic.advance(Math.max(1, EmulatedFabric.instance().engine.execDelayNanos));
     }
 
     private static long address(final IbvMr mr)
@@ -484,6 +503,191 @@ class EmulatedDeviceTest
     }
 
     // ------------------------------------------------------------------------------------------------------------
+    // Time: the NIC executes after the post returns, and each side completes on its own
+    // ------------------------------------------------------------------------------------------------------------
+
+    @Test
+    void shouldExecuteOnTheNicAfterThePostReadingTheSourceThenAndCompleteTheSenderOnlyWhenTheAckComes()
+        throws Exception
+    {
+        connect(7);
+        manualNic();
+        server.postRecv(1, sge(address(serverMr), 64, serverMr.getLkey()));
+        clientBuf.putLong(0, 1111);
+        client.postSend(sendWr(2, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8, clientMr.getLkey())));
+        final IbvSendWR write = sendWr(3, IbvSendWR.IBV_WR_RDMA_WRITE, SIGNALED, sge(address(clientMr) + 8, 8,
+            clientMr.getLkey()));
+        write.getRdma().setRemote_addr(address(serverMr) + 512);
+        write.getRdma().setRkey(serverMr.getRkey());
+        clientBuf.putLong(8, 3333);
+        client.postSend(write);
+        assertThat(EmuHost.pollOnce(server.recvCq, 4)).as("nothing executed inside the post").isEmpty();
+        assertThat(serverBuf.getLong(0)).isZero();
+        assertThat(serverBuf.getLong(512)).isZero();
+        // The application reuses its buffers before their completions: the NIC sends what is there when it runs.
+        clientBuf.putLong(0, 2222);
+        clientBuf.putLong(8, 4444);
+        step();
+        assertThat(serverBuf.getLong(0)).as("the SEND's data, read at execution").isEqualTo(2222);
+        assertThat(serverBuf.getLong(512)).as("the WRITE's data, read at execution").isEqualTo(4444);
+        assertThat(EmuHost.pollOnce(server.recvCq, 4)).as("the receiver completes at delivery").hasSize(1);
+        assertThat(EmuHost.pollOnce(client.sendCq, 4)).as("the sender waits for the ACK").isEmpty();
+        step();
+        assertThat(EmuHost.pollOnce(client.sendCq, 4)).extracting(IbvWC::getWr_id).containsExactly(2L, 3L);
+    }
+
+    @Test
+    void shouldFlushEveryRequestNotExecutedUnsignaledIncludedWhenTheQpEntersError() throws Exception
+    {
+        connect(7);
+        manualNic();
+        for (int i = 0; i < 3; i++)
+        {
+            server.postRecv(i, sge(address(serverMr), 64, serverMr.getLkey()));
+        }
+        client.postRecv(9, sge(address(clientMr) + 1024, 64, clientMr.getLkey()));
+        clientBuf.putLong(0, 42);
+        for (int i = 0; i < 3; i++)
+        {
+            client.postSend(sendWr(10 + i, IbvSendWR.IBV_WR_SEND, i == 2 ? SIGNALED : 0, sge(address(clientMr), 8,
+                clientMr.getLkey())));
+        }
+        client.id.disconnect();
+        step();
+        final List<IbvWC> flushed = EmuHost.pollOnce(client.sendCq, 8);
+        assertThat(flushed).extracting(IbvWC::getWr_id).containsExactly(10L, 11L, 12L);
+        assertThat(flushed).extracting(IbvWC::getStatus).containsOnly(VerbsLayout.WC_WR_FLUSH_ERR);
+        assertThat(EmuHost.pollOnce(client.recvCq, 4)).extracting(IbvWC::getStatus)
+            .containsExactly(VerbsLayout.WC_WR_FLUSH_ERR);
+        assertThat(EmuHost.pollOnce(server.recvCq, 4)).as("nothing was sent").isEmpty();
+        assertThat(serverBuf.getLong(0)).isZero();
+    }
+
+    @Test
+    void shouldRetryAnRnrNakedSendOnlyWhenTheRnrTimerExpiresAndFailAfterTheRetryCount() throws Exception
+    {
+        connect(2);
+        manualNic();
+        client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
+        server.postRecv(7, sge(address(serverMr), 64, serverMr.getLkey()));
+        nic.advanceMillis(EmulatedFabric.RNR_TIMER_MS - 1);
+        assertThat(EmuHost.pollOnce(server.recvCq, 1)).as("a receive posted meanwhile waits for the timer").isEmpty();
+        nic.advanceMillis(1);
+        assertThat(EmuHost.pollOnce(server.recvCq, 1)).hasSize(1);
+        step();
+        assertThat(EmuHost.pollOnce(client.sendCq, 1)).extracting(IbvWC::getStatus)
+            .containsExactly(VerbsLayout.WC_SUCCESS);
+
+        // No receive at all: two retries (rnr_retry 2), 655 ms apart, then RNR_RETRY_EXC_ERR.
+        client.postSend(sendWr(2, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
+        nic.advanceMillis(2L * EmulatedFabric.RNR_TIMER_MS - 1);
+        assertThat(EmuHost.pollOnce(client.sendCq, 1)).isEmpty();
+        nic.advanceMillis(1);
+        assertThat(EmuHost.pollOnce(client.sendCq, 1)).extracting(IbvWC::getStatus)
+            .containsExactly(VerbsLayout.WC_RNR_RETRY_EXC_ERR);
+    }
+
+    @Test
+    void shouldRetryARequestNobodyAnswersEveryAckTimeoutAndFailWithRetryExceeded() throws Exception
+    {
+        connect(7);
+        final QpEngine engine = EmulatedFabric.instance().engine;
+        final int retry = EmulatedFabric.instance().find(handleOf(client.qp), EmuObjects.Qp.class).retry;
+        // The peer's QP goes away without its CM saying so: nothing answers any more.
+        server.id.destroyQP();
+        server.qp = null;
+        manualNic();
+        client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 8, clientMr.getLkey())));
+        client.postSend(sendWr(2, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
+        nic.advance((retry + 1) * engine.ackTimeoutNanos - 1);
+        assertThat(EmuHost.pollOnce(client.sendCq, 4)).as("retrying for retry_count + 1 timeouts").isEmpty();
+        nic.advance(1);
+        final List<IbvWC> failed = EmuHost.pollOnce(client.sendCq, 4);
+        assertThat(failed).extracting(IbvWC::getWr_id).containsExactly(1L, 2L);
+        assertThat(failed).extracting(IbvWC::getStatus).containsExactly(VerbsLayout.WC_RETRY_EXC_ERR,
+            VerbsLayout.WC_WR_FLUSH_ERR);
+    }
+
+    @Test
+    void shouldRefuseSendsBeforeRtsWithEnomemAndTakeTheActiveQpToRtsInItsOwnEventProcessing() throws Exception
+    {
+        final RdmaCmId listener = server.channel.createId(RdmaCm.RDMA_PS_TCP);
+        listener.bindAddr(new InetSocketAddress(InetAddress.getByName(server.address), 0));
+        listener.listen(8);
+        client.id = client.channel.createId(RdmaCm.RDMA_PS_TCP);
+        client.id.bindAddr(new InetSocketAddress(InetAddress.getByName(client.address), 0));
+        client.id.resolveAddr(null, (InetSocketAddress)listener.getSource(), EmuHost.TIMEOUT_MS);
+        client.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED);
+        client.id.resolveRoute(EmuHost.TIMEOUT_MS);
+        client.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_RESOLVED);
+        client.qp = client.id.createQP(client.pd, client.initAttr(8));
+        client.postRecv(5, sge(address(clientMr) + 1024, 64, clientMr.getLkey()));
+        assertThatThrownBy(() -> client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8,
+            clientMr.getLkey())))).as("a QP in INIT").hasMessageContaining("ibv_post_send failed: Cannot allocate memory");
+        final RdmaConnParam connect = new RdmaConnParam();
+        connect.setRetry_count((byte)7);
+        client.id.connect(connect);
+        server.id = server.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_REQUEST).getConnIdPriv();
+        server.qp = server.id.createQP(server.pd, server.initAttr(8));
+        server.postRecv(6, sge(address(serverMr), 64, serverMr.getLkey()));
+        server.id.accept(new RdmaConnParam());
+        listener.destroyId();
+        // The passive QP is RTS once rdma_accept returns; the active one waits for its event loop.
+        manualNic();
+        serverBuf.putLong(128, 99);
+        server.postSend(sendWr(2, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(serverMr) + 128, 8, serverMr.getLkey())));
+        assertThatThrownBy(() -> client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8,
+            clientMr.getLkey())))).as("accepted, REP not processed").hasMessageContaining("Cannot allocate memory");
+        step();
+        assertThat(EmuHost.pollOnce(client.recvCq, 1)).as("dropped by a QP not yet RTR").isEmpty();
+        assertThat(server.nextEvent(20)).as("no RTU before the active side processed the REP").isNull();
+        client.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED);
+        server.expect(RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED);
+        client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
+        assertThat(EmuHost.pollOnce(server.recvCq, 1)).hasSize(1);
+        // The passive side's early SEND is sent again when its ACK timer expires, and then lands.
+        nic.advance(EmulatedFabric.instance().engine.ackTimeoutNanos);
+        assertThat(EmuHost.pollOnce(client.recvCq, 1)).extracting(IbvWC::getByte_len).containsExactly(8);
+        assertThat(clientBuf.getLong(1024)).isEqualTo(99);
+        step();
+        assertThat(EmuHost.pollOnce(server.sendCq, 1)).extracting(IbvWC::getStatus).containsExactly(VerbsLayout.WC_SUCCESS);
+    }
+
+    @Test
+    void shouldLeaveTheWcFieldsMlx5DoesNotWriteAndFlagTheSendersCompletionOfSendWithImm() throws Exception
+    {
+        connect(7);
+        manualNic();
+        server.postRecv(1, sge(address(serverMr), 64, serverMr.getLkey()));
+        final IbvSendWR send = sendWr(2, IbvSendWR.IBV_WR_SEND_WITH_IMM, SIGNALED, sge(address(clientMr), 8,
+            clientMr.getLkey()));
+        send.setImm_data(0x1234);
+        client.postSend(send);
+        step();
+        step();
+        final long wcs = UnsafeApi.allocateMemory(VerbsLayout.WC_SIZE);
+        try
+        {
+            UnsafeApi.setMemory(wcs, VerbsLayout.WC_SIZE, (byte)0x5a);
+            assertThat(EmulatedFabric.instance().engine.poll(handleOf(client.sendCq), 1, wcs)).isEqualTo(1);
+            assertThat(UnsafeApi.getLong(wcs + VerbsLayout.WC_WR_ID)).isEqualTo(2);
+            assertThat(UnsafeApi.getInt(wcs + VerbsLayout.WC_OPCODE)).isEqualTo(VerbsLayout.WC_OP_SEND);
+            assertThat(UnsafeApi.getInt(wcs + VerbsLayout.WC_FLAGS)).isEqualTo(VerbsLayout.WC_WITH_IMM);
+            assertThat(UnsafeApi.getInt(wcs + VerbsLayout.WC_BYTE_LEN)).as("stale").isEqualTo(0x5a5a_5a5a);
+            assertThat(UnsafeApi.getInt(wcs + VerbsLayout.WC_IMM_DATA)).as("stale").isEqualTo(0x5a5a_5a5a);
+            assertThat(UnsafeApi.getInt(wcs + VerbsLayout.WC_SRC_QP)).as("stale").isEqualTo(0x5a5a_5a5a);
+        }
+        finally
+        {
+            UnsafeApi.freeMemory(wcs);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------------------
     // Completion queues and channels
     // ------------------------------------------------------------------------------------------------------------
 
@@ -495,16 +699,20 @@ class EmulatedDeviceTest
         {
             server.postRecv(i, sge(address(serverMr), 64, serverMr.getLkey()));
         }
+        manualNic();
         client.postSend(sendWr(1, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
         // A completion before arming: arming does not raise an event for it (the application polls after arming).
         server.recvCq.reqNotification(false).execute().free();
         assertThat(server.compChannel.getCqEvent(server.recvCq, 50)).isFalse();
         assertThat(EmuHost.pollOnce(server.recvCq, 4)).hasSize(1);
         client.postSend(sendWr(2, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
         assertThat(server.compChannel.getCqEvent(server.recvCq, EmuHost.TIMEOUT_MS)).isTrue();
         server.recvCq.ackEvents(1);
         // Not re-armed: the next completion raises nothing.
         client.postSend(sendWr(3, IbvSendWR.IBV_WR_SEND, 0, sge(address(clientMr), 8, clientMr.getLkey())));
+        step();
         assertThat(server.compChannel.getCqEvent(server.recvCq, 50)).isFalse();
         assertThat(EmuHost.pollOnce(server.recvCq, 4)).hasSize(2);
     }
@@ -521,10 +729,13 @@ class EmulatedDeviceTest
             server.postRecv(i, sge(address(serverMr), 64, serverMr.getLkey()));
         }
         // ibv_create_cq(1) holds 1 entry (mlx5 rounds 1 + 1 up to 2 and keeps one free); the third overflows.
+        manualNic();
         for (int i = 0; i < 3; i++)
         {
             small.postSend(sendWr(i, IbvSendWR.IBV_WR_SEND, SIGNALED, sge(mr.getAddr(), 8, mr.getLkey())));
         }
+        step();
+        step();
         assertThatThrownBy(() -> EmuHost.pollOnce(small.sendCq, 4)).isInstanceOf(IOException.class)
             .hasMessageContaining("Polling CQ failed");
     }

@@ -87,19 +87,27 @@ final class EmulatedDispatcher implements DispatcherBackend
         {
             return -1;
         }
-        final long[] event;
-        try
+        // librdmacm may consume an event itself (a REP whose connection went away): wait on for the next one.
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, timeout));
+        long[] event = null;
+        while (event == null)
         {
-            event = timeout < 0 ? events.events.take() : events.events.poll(timeout, TimeUnit.MILLISECONDS);
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            return -1;
-        }
-        if (event == null)
-        {
-            return -1;
+            final long[] raw;
+            try
+            {
+                raw = timeout < 0 ? events.events.take() :
+                    events.events.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+                return -1;
+            }
+            if (raw == null)
+            {
+                return -1;
+            }
+            event = fabric.retrieved(raw);
         }
         UnsafeApi.putLong(listenIdOut, event[1]);
         UnsafeApi.putLong(idOut, event[2]);

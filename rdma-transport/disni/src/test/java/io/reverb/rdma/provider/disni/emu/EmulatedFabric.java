@@ -52,6 +52,7 @@ public final class EmulatedFabric
     static final int DEFAULT_CM_JITTER_MS = 3;
 
     final Object lock = new Object();
+    final NicClock nic = new NicClock();
     final QpEngine engine = new QpEngine(this);
     final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r ->
     {
@@ -192,6 +193,32 @@ public final class EmulatedFabric
             }
         }
         return bytes;
+    }
+
+    /**
+     * Fault injection for tests of timing: while the returned handle is open, the ACKs coming back to the QPs of
+     * accepted connections (the passive side's requester completions) take {@code delayNanos} longer, as when the
+     * return path is slow or an ACK is lost and the request retransmitted.
+     *
+     * @param delayNanos extra delay of each ACK.
+     * @return closing it ends the delay (for requests executed from then on).
+     */
+    public AutoCloseable delayAcksToAcceptedSide(final long delayNanos)
+    {
+        engine.acceptedSideAckDelayNanos = delayNanos;
+        return () -> engine.acceptedSideAckDelayNanos = 0;
+    }
+
+    /**
+     * As {@link #delayAcksToAcceptedSide}, for the QPs of the connecting (active) side.
+     *
+     * @param delayNanos extra delay of each ACK.
+     * @return closing it ends the delay (for requests executed from then on).
+     */
+    public AutoCloseable delayAcksToConnectingSide(final long delayNanos)
+    {
+        engine.connectingSideAckDelayNanos = delayNanos;
+        return () -> engine.connectingSideAckDelayNanos = 0;
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -526,22 +553,55 @@ public final class EmulatedFabric
             }
             conn.retry = retry;
             conn.rnrRetry = rnrRetry;
-            // Each side's RNR retry count travels in its REQ/REP and is set on the *peer's* QP.
+            // Each side's RNR retry count travels in its REQ/REP and is set on the *peer's* QP; the REQ's retry
+            // count is used by both.
             active.qp.rnrRetry = rnrRetry;
             conn.qp.rnrRetry = active.rnrRetry;
+            active.qp.retry = active.retry;
+            conn.qp.retry = active.retry;
             active.qp.remote = conn.qp;
             conn.qp.remote = active.qp;
-            for (final Qp qp : new Qp[] {active.qp, conn.qp})
+            // librdmacm's rdma_accept takes the passive QP to RTR and RTS before it sends the REP; the active QP
+            // stays in INIT until the active side's own event loop processes the REP (see retrieved()).
+            if (conn.qp.state != QpState.ERROR)
             {
-                if (qp.state != QpState.ERROR)
-                {
-                    qp.state = QpState.RTS;
-                }
+                conn.qp.state = QpState.RTS;
+            }
+            conn.state = CmState.REP_SENT;
+            post(active, RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_RESPONSE, null);
+        }
+    }
+
+    /**
+     * An event leaves its channel through {@code rdma_get_cm_event}: what librdmacm does there. The REP
+     * ({@code CONNECT_RESPONSE}) takes the active QP to RTR and RTS, sends the RTU (ESTABLISHED at the passive side)
+     * and is reported as ESTABLISHED; one whose connection went away meanwhile is dropped.
+     *
+     * @return the event as the application sees it, or null when it is dropped.
+     */
+    long[] retrieved(final long[] event)
+    {
+        if (event[0] != event(RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_RESPONSE))
+        {
+            return event;
+        }
+        synchronized (lock)
+        {
+            final CmId active = find(event[2], CmId.class);
+            if (active == null || active.state != CmState.CONNECTING || active.peer == null || active.peer.destroyed ||
+                active.peer.state != CmState.REP_SENT)
+            {
+                return null;
+            }
+            final CmId conn = active.peer;
+            if (active.qp != null && active.qp.state != QpState.ERROR)
+            {
+                active.qp.state = QpState.RTS;
             }
             active.state = CmState.CONNECTED;
             conn.state = CmState.CONNECTED;
-            post(active, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, null);
             post(conn, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, null);
+            return new long[] {event(RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED), event[1], event[2]};
         }
     }
 
@@ -620,8 +680,26 @@ public final class EmulatedFabric
             id.peer.state = CmState.ROUTE_RESOLVED;
             post(id.peer, RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED, null);
         }
+        else if (id.state == CmState.REP_SENT && id.peer != null && !id.peer.destroyed &&
+            id.peer.state == CmState.CONNECTING)
+        {
+            // Destroying an accepted id before the RTU sends a REJ: the active side's REP is dropped.
+            id.peer.state = CmState.ROUTE_RESOLVED;
+            id.peer.peer = null;
+            post(id.peer, RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED, null);
+        }
         else if (id.state == CmState.CONNECTING && id.peer != null && !id.peer.destroyed)
         {
+            if (id.peer.state == CmState.REP_SENT)
+            {
+                // The active side gives up after the REP came: its CM answers with a REJ.
+                id.peer.state = CmState.DISCONNECTED;
+                if (id.peer.qp != null)
+                {
+                    engine.toError(id.peer.qp);
+                }
+                post(id.peer, RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED, null);
+            }
             id.peer.peer = null;
         }
         if (id.state == CmState.LISTEN)
@@ -842,8 +920,7 @@ public final class EmulatedFabric
             final Qp qp = id.qp;
             id.qp = null;
             qp.state = QpState.ERROR;
-            qp.stalled.clear();
-            qp.recvQueue.clear();
+            engine.discard(qp);
             qp.remote = null;
             qp.pd.qps--;
             synchronized (qp.sendCq)

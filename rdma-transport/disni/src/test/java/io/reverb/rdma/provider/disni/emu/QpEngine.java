@@ -18,19 +18,52 @@ import org.agrona.UnsafeApi;
  * The data path of the emulated RC queue pairs: posting (reading DiSNi's {@code ibv_send_wr}/{@code ibv_recv_wr}
  * chains from native memory), execution, completions, CQ notification and the error state.
  *
- * <p>A work request executes when it is posted, in the poster's thread, so delivery is in order per QP. A
- * message that needs a receive at a peer with none posted is RNR-NAKed: with RNR retry 0 it fails at once
- * ({@code IBV_WC_RNR_RETRY_EXC_ERR}, QP to ERROR); otherwise it waits, with everything posted after it, until
- * the peer posts a receive or the retry budget ({@code count} x 655 ms; 7 = forever) runs out. Errors follow
- * the verbs specification: an error completion is generated even for an unsignaled request, the QP enters ERROR
- * and every other outstanding request (send and receive) completes with {@code IBV_WC_WR_FLUSH_ERR}.
+ * <p>Time is modelled as a NIC has it ({@link NicClock}): posting only queues a request (its gather list is read
+ * then, its data is not) and rings a doorbell; the NIC executes the queue in order after
+ * {@value #EXEC_DELAY_PROP} µs, reading the source buffers and placing the data at that moment, and the receiver's
+ * completion is generated then. The requester's completion comes later, when the ACK comes back
+ * ({@value #EXEC_DELAY_PROP} µs again): the two sides complete independently, and a buffer reused before its
+ * completion is caught. A message that needs a receive at a peer with none posted is RNR-NAKed and retried after
+ * the RNR timer ({@value EmulatedFabric#RNR_TIMER_MS} ms, the encoding rdma_cm leaves in min_rnr_timer), even if a
+ * receive is posted meanwhile; after {@code rnr_retry} retries (7: forever) it fails with
+ * {@code IBV_WC_RNR_RETRY_EXC_ERR}. A request nobody answers (peer QP gone, in ERROR or not yet RTR) is retried
+ * every local ACK timeout ({@value #ACK_TIMEOUT_PROP}, default {@value #DEFAULT_ACK_TIMEOUT_MS} ms: RoCE's
+ * packet lifetime 16 + 1, 4.096 µs x 2^17) and fails with {@code IBV_WC_RETRY_EXC_ERR} after {@code retry_count}
+ * retries. Errors follow the verbs specification: an error completion is generated even for an unsignaled
+ * request, the QP enters ERROR and every other outstanding request (send, unsignaled included, and receive)
+ * completes with {@code IBV_WC_WR_FLUSH_ERR}.
  */
 final class QpEngine
 {
-    private static final int EXECUTED = 0;
-    private static final int STALLED = 1;
+    /**
+     * System property: µs from a doorbell to execution, and from execution to the ACK. Default 0: as soon as the NIC
+     * thread gets to it, which is still after the post returned (a timed wait costs a 2-core machine ~60 µs a hop).
+     */
+    static final String EXEC_DELAY_PROP = "reverb.disni.emulated.execDelayUs";
+    static final long DEFAULT_EXEC_DELAY_US = 0;
+    /** System property: the local ACK timeout in ms (before {@link NicClock}'s time scale). */
+    static final String ACK_TIMEOUT_PROP = "reverb.disni.emulated.ackTimeoutMs";
+    static final int DEFAULT_ACK_TIMEOUT_MS = 537;
+
+    private enum Outcome
+    {
+        /** Executed: the data is placed, the receiver's completion generated; the ACK is on its way. */
+        EXECUTED,
+        /** Failed: the QP is in ERROR. */
+        FAILED,
+        /** RNR NAK: no receive posted at the peer. */
+        RNR,
+        /** No answer: the peer's QP is gone or cannot receive. */
+        NO_ANSWER
+    }
 
     private final EmulatedFabric fabric;
+    /** Fault injection: extra delay of the ACKs that come back to the QPs of accepted (passive) ids. */
+    volatile long acceptedSideAckDelayNanos;
+    /** Fault injection: extra delay of the ACKs that come back to the QPs of connecting (active) ids. */
+    volatile long connectingSideAckDelayNanos;
+    final long execDelayNanos = TimeUnit.MICROSECONDS.toNanos(Long.getLong(EXEC_DELAY_PROP, DEFAULT_EXEC_DELAY_US));
+    final long ackTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Long.getLong(ACK_TIMEOUT_PROP, DEFAULT_ACK_TIMEOUT_MS));
 
     QpEngine(final EmulatedFabric fabric)
     {
@@ -47,58 +80,60 @@ final class QpEngine
         synchronized (fabric.lock)
         {
             final Qp qp = fabric.get(qpHandle, Qp.class, "ibv_post_send");
-            long wr = firstWr;
-            while (wr != 0)
+            try
             {
-                final int numSge = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_NUM_SGE);
-                final int opcode = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_OPCODE);
-                final int flags = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_SEND_FLAGS);
-                if (qp.state == QpState.RESET || qp.state == QpState.INIT || qp.state == QpState.RTR ||
-                    numSge < 0 || numSge > VerbsLayout.MAX_SGE || opcode < VerbsLayout.WR_RDMA_WRITE ||
-                    opcode > VerbsLayout.WR_RDMA_READ)
+                long wr = firstWr;
+                while (wr != 0)
                 {
-                    return VerbsLayout.EINVAL;
-                }
-                if (qp.sqUsed >= qp.maxSendWr)
-                {
-                    return VerbsLayout.ENOMEM;
-                }
-                final long sgList = UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_SG_LIST);
-                final long[] addrs = new long[numSge];
-                final int[] lengths = new int[numSge];
-                final int[] lkeys = new int[numSge];
-                readSges(sgList, addrs, lengths, lkeys);
-                final SendWr send = new SendWr(UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_ID), opcode, flags,
-                    UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_IMM_DATA), UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_REMOTE_ADDR),
-                    UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_RKEY), addrs, lengths, lkeys);
-                if ((flags & VerbsLayout.SEND_INLINE) != 0)
-                {
-                    final long length = send.length();
-                    if (length > qp.maxInline || opcode == VerbsLayout.WR_RDMA_READ)
+                    final int numSge = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_NUM_SGE);
+                    final int opcode = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_OPCODE);
+                    final int flags = UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_SEND_FLAGS);
+                    if (numSge < 0 || numSge > VerbsLayout.MAX_SGE || opcode < VerbsLayout.WR_RDMA_WRITE ||
+                        opcode > VerbsLayout.WR_RDMA_READ)
                     {
                         return VerbsLayout.EINVAL;
                     }
-                    // Inline data is copied into the WQE at post time: the buffer (and its key) no longer matter.
-                    send.inlineCopy = UnsafeApi.allocateMemory(Math.max(1, length));
-                    long offset = 0;
-                    for (int i = 0; i < numSge; i++)
+                    if (qp.state == QpState.RESET || qp.state == QpState.INIT || qp.state == QpState.RTR ||
+                        qp.sqUsed >= qp.maxSendWr)
                     {
-                        UnsafeApi.copyMemory(addrs[i], send.inlineCopy + offset, Integer.toUnsignedLong(lengths[i]));
-                        offset += Integer.toUnsignedLong(lengths[i]);
+                        // mlx5 sizes the send queue only when the QP reaches RTS: before that it is "full".
+                        return VerbsLayout.ENOMEM;
                     }
+                    final long sgList = UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_SG_LIST);
+                    final long[] addrs = new long[numSge];
+                    final int[] lengths = new int[numSge];
+                    final int[] lkeys = new int[numSge];
+                    readSges(sgList, addrs, lengths, lkeys);
+                    final SendWr send = new SendWr(UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_ID), opcode, flags,
+                        UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_IMM_DATA),
+                        UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_REMOTE_ADDR),
+                        UnsafeApi.getInt(wr + VerbsLayout.SEND_WR_RKEY), addrs, lengths, lkeys);
+                    if ((flags & VerbsLayout.SEND_INLINE) != 0)
+                    {
+                        final long length = send.length();
+                        if (length > qp.maxInline || opcode == VerbsLayout.WR_RDMA_READ)
+                        {
+                            return VerbsLayout.EINVAL;
+                        }
+                        // Inline data is copied into the WQE at post time: the buffer (and its key) no longer matter.
+                        send.inlineCopy = UnsafeApi.allocateMemory(Math.max(1, length));
+                        long offset = 0;
+                        for (int i = 0; i < numSge; i++)
+                        {
+                            UnsafeApi.copyMemory(addrs[i], send.inlineCopy + offset, Integer.toUnsignedLong(lengths[i]));
+                            offset += Integer.toUnsignedLong(lengths[i]);
+                        }
+                    }
+                    qp.sqUsed++;
+                    qp.sendQueue.add(send);
+                    wr = UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_NEXT);
                 }
-                qp.sqUsed++;
-                if (qp.state == QpState.ERROR)
-                {
-                    complete(qp.sendCq, flush(qp, send));
-                }
-                else if (!qp.stalled.isEmpty() || execute(qp, send) == STALLED)
-                {
-                    stall(qp, send);
-                }
-                wr = UnsafeApi.getLong(wr + VerbsLayout.SEND_WR_NEXT);
+                return 0;
             }
-            return 0;
+            finally
+            {
+                ringDoorbell(qp);
+            }
         }
     }
 
@@ -124,37 +159,17 @@ final class QpEngine
                 final int[] lengths = new int[numSge];
                 final int[] lkeys = new int[numSge];
                 readSges(UnsafeApi.getLong(wr + VerbsLayout.RECV_WR_SG_LIST), addrs, lengths, lkeys);
-                final RecvWr recv = new RecvWr(UnsafeApi.getLong(wr + VerbsLayout.RECV_WR_ID), addrs, lengths, lkeys);
                 qp.rqUsed++;
-                if (qp.state == QpState.ERROR)
-                {
-                    complete(qp.recvCq, new Wc(recv.wrId, VerbsLayout.WC_WR_FLUSH_ERR, VerbsLayout.WC_OP_RECV, 0, 0, 0,
-                        qp, 0, false, 0, true));
-                }
-                else
-                {
-                    qp.recvQueue.add(recv);
-                }
+                qp.recvQueue.add(new RecvWr(UnsafeApi.getLong(wr + VerbsLayout.RECV_WR_ID), addrs, lengths, lkeys));
                 wr = UnsafeApi.getLong(wr + VerbsLayout.RECV_WR_NEXT);
             }
-            // A sender waiting on RNR retries now.
-            for (final Qp sender : sendersTo(qp))
+            if (qp.state == QpState.ERROR)
             {
-                resume(sender);
+                // The NIC flushes what is posted to a QP in ERROR, in its own time.
+                scheduleFlush(qp);
             }
             return 0;
         }
-    }
-
-    private static List<Qp> sendersTo(final Qp qp)
-    {
-        final List<Qp> senders = new ArrayList<>(1);
-        final Qp remote = qp.remote;
-        if (remote != null && remote.remote == qp && !remote.stalled.isEmpty())
-        {
-            senders.add(remote);
-        }
-        return senders;
     }
 
     private static void readSges(final long sgList, final long[] addrs, final int[] lengths, final int[] lkeys)
@@ -169,79 +184,160 @@ final class QpEngine
     }
 
     // ---------------------------------------------------------------------------------------------------------
-    // Execution
+    // Execution (on the NIC's time, under the fabric lock)
     // ---------------------------------------------------------------------------------------------------------
 
-    private void stall(final Qp qp, final SendWr send)
+    /** Caller holds the fabric lock. */
+    private void ringDoorbell(final Qp qp)
     {
-        final boolean first = qp.stalled.isEmpty();
-        qp.stalled.add(send);
-        if (first && qp.stalled.peek() == send)
+        if (qp.state == QpState.ERROR)
         {
-            if (qp.rnrRetry == 0)
-            {
-                qp.stalled.poll();
-                fail(qp, send, VerbsLayout.WC_RNR_RETRY_EXC_ERR);
-            }
-            else if (qp.rnrRetry < EmulatedFabric.INFINITE_RNR_RETRY)
-            {
-                fabric.timer.schedule(() -> rnrExpired(qp, send), (long)qp.rnrRetry * EmulatedFabric.RNR_TIMER_MS,
-                    TimeUnit.MILLISECONDS);
-            }
+            scheduleFlush(qp);
+            return;
+        }
+        if (!qp.doorbell && !qp.sendQueue.isEmpty())
+        {
+            qp.doorbell = true;
+            fabric.nic.schedule(execDelayNanos, () -> doorbell(qp));
         }
     }
 
-    private void rnrExpired(final Qp qp, final SendWr send)
+    private void doorbell(final Qp qp)
     {
         synchronized (fabric.lock)
         {
-            if (qp.stalled.peek() == send && !qp.destroyed)
-            {
-                qp.stalled.poll();
-                fail(qp, send, VerbsLayout.WC_RNR_RETRY_EXC_ERR);
-            }
+            qp.doorbell = false;
+            progress(qp);
         }
     }
 
-    private void resume(final Qp qp)
+    /** Executes the send queue in order until it is empty or its head must wait (RNR, no answer). */
+    private void progress(final Qp qp)
     {
-        while (!qp.stalled.isEmpty() && qp.state == QpState.RTS)
+        while (!qp.destroyed && qp.state == QpState.RTS && qp.waiting == null && !qp.sendQueue.isEmpty())
         {
-            final SendWr send = qp.stalled.peek();
-            if (execute(qp, send) == STALLED)
+            final SendWr send = qp.sendQueue.peek();
+            final Outcome outcome = execute(qp, send);
+            if (outcome == Outcome.FAILED)
             {
                 return;
             }
-            qp.stalled.poll();
-            if (qp.stalled.peek() != null && qp.rnrRetry > 0 && qp.rnrRetry < EmulatedFabric.INFINITE_RNR_RETRY)
+            if (outcome == Outcome.EXECUTED)
             {
-                final SendWr next = qp.stalled.peek();
-                fabric.timer.schedule(() -> rnrExpired(qp, next), (long)qp.rnrRetry * EmulatedFabric.RNR_TIMER_MS,
-                    TimeUnit.MILLISECONDS);
+                qp.sendQueue.poll();
+                qp.rnrSpent = 0;
+                qp.retrySpent = 0;
+                qp.unacked.add(send);
+                fabric.nic.schedule(execDelayNanos + (qp.id.listener != null ? acceptedSideAckDelayNanos :
+                    connectingSideAckDelayNanos), () -> ack(qp, send));
+                continue;
             }
+            final Object token = new Object();
+            if (outcome == Outcome.RNR)
+            {
+                if (qp.rnrRetry < EmulatedFabric.INFINITE_RNR_RETRY && qp.rnrSpent >= qp.rnrRetry)
+                {
+                    fail(qp, send, VerbsLayout.WC_RNR_RETRY_EXC_ERR);
+                    return;
+                }
+                qp.waiting = token;
+                fabric.nic.schedule(TimeUnit.MILLISECONDS.toNanos(EmulatedFabric.RNR_TIMER_MS), () ->
+                {
+                    synchronized (fabric.lock)
+                    {
+                        if (qp.waiting == token)
+                        {
+                            qp.waiting = null;
+                            if (qp.rnrRetry < EmulatedFabric.INFINITE_RNR_RETRY)
+                            {
+                                qp.rnrSpent++;
+                            }
+                            progress(qp);
+                        }
+                    }
+                });
+                return;
+            }
+            // No answer: the request is sent again when the local ACK timer expires, at most retry_count times.
+            qp.waiting = token;
+            fabric.nic.schedule(ackTimeoutNanos, () ->
+            {
+                synchronized (fabric.lock)
+                {
+                    if (qp.waiting == token)
+                    {
+                        qp.waiting = null;
+                        if (++qp.retrySpent > qp.retry)
+                        {
+                            fail(qp, qp.sendQueue.peek(), VerbsLayout.WC_RETRY_EXC_ERR);
+                            return;
+                        }
+                        progress(qp);
+                    }
+                }
+            });
+            return;
         }
     }
 
-    private int execute(final Qp qp, final SendWr send)
+    /** The ACK of an executed request comes back: it covers every request before it too (their completions). */
+    private void ack(final Qp qp, final SendWr send)
+    {
+        synchronized (fabric.lock)
+        {
+            if (qp.destroyed || qp.state == QpState.ERROR || !qp.unacked.contains(send))
+            {
+                // Flushed (or destroyed, or covered by a later ACK) meanwhile.
+                return;
+            }
+            SendWr acked;
+            do
+            {
+                acked = qp.unacked.poll();
+                retire(qp, acked);
+            }
+            while (acked != send);
+        }
+    }
+
+    private void retire(final Qp qp, final SendWr send)
+    {
+        qp.unretired++;
+        if (send.signaled())
+        {
+            final boolean read = send.opcode == VerbsLayout.WR_RDMA_READ;
+            final int opcode = read ? VerbsLayout.WC_OP_RDMA_READ : send.opcode == VerbsLayout.WR_RDMA_WRITE ||
+                send.opcode == VerbsLayout.WR_RDMA_WRITE_WITH_IMM ? VerbsLayout.WC_OP_RDMA_WRITE : VerbsLayout.WC_OP_SEND;
+            // mlx5 flags the requester's completion of *_WITH_IMM with IBV_WC_WITH_IMM too.
+            final boolean withImm = send.opcode == VerbsLayout.WR_RDMA_WRITE_WITH_IMM ||
+                send.opcode == VerbsLayout.WR_SEND_WITH_IMM;
+            final Wc wc = new Wc(send.wrId, VerbsLayout.WC_SUCCESS, opcode, read ? (int)send.length() : 0, 0,
+                withImm ? VerbsLayout.WC_WITH_IMM : 0, qp, 0, false, qp.unretired, false);
+            qp.unretired = 0;
+            complete(qp.sendCq, wc);
+        }
+    }
+
+    private Outcome execute(final Qp qp, final SendWr send)
     {
         final long length = send.length();
         final boolean read = send.opcode == VerbsLayout.WR_RDMA_READ;
         if (send.inlineCopy == 0 && !localOk(qp.pd, send.addrs, send.lengths, send.lkeys, read))
         {
             fail(qp, send, VerbsLayout.WC_LOC_PROT_ERR);
-            return EXECUTED;
+            return Outcome.FAILED;
         }
         final Qp remote = qp.remote;
-        if (remote == null || remote.destroyed || (remote.state != QpState.RTR && remote.state != QpState.RTS))
+        if (remote == null || remote.destroyed || remote.remote != qp ||
+            (remote.state != QpState.RTR && remote.state != QpState.RTS))
         {
-            // Nobody answers: the transport retries run out.
-            fail(qp, send, VerbsLayout.WC_RETRY_EXC_ERR);
-            return EXECUTED;
+            // Nobody answers (a QP in INIT or ERROR drops the packet).
+            return Outcome.NO_ANSWER;
         }
         final boolean consumesReceive = send.opcode != VerbsLayout.WR_RDMA_WRITE && !read;
         if (consumesReceive && remote.recvQueue.isEmpty())
         {
-            return STALLED;
+            return Outcome.RNR;
         }
         // A zero-length RDMA operation touches no memory: the responder does not validate its R_Key (IBA 9.7.4.1).
         if ((send.opcode == VerbsLayout.WR_RDMA_WRITE || send.opcode == VerbsLayout.WR_RDMA_WRITE_WITH_IMM || read) &&
@@ -254,7 +350,7 @@ final class QpEngine
             {
                 fail(qp, send, VerbsLayout.WC_REM_ACCESS_ERR);
                 toError(remote);
-                return EXECUTED;
+                return Outcome.FAILED;
             }
             if (read)
             {
@@ -277,7 +373,7 @@ final class QpEngine
                     complete(remote.recvCq, recvError(remote, recv, VerbsLayout.WC_LOC_PROT_ERR));
                     toError(remote);
                     fail(qp, send, VerbsLayout.WC_REM_OP_ERR);
-                    return EXECUTED;
+                    return Outcome.FAILED;
                 }
                 if (recv.capacity() < length)
                 {
@@ -285,7 +381,7 @@ final class QpEngine
                     complete(remote.recvCq, recvError(remote, recv, VerbsLayout.WC_LOC_LEN_ERR));
                     toError(remote);
                     fail(qp, send, VerbsLayout.WC_REM_INV_REQ_ERR);
-                    return EXECUTED;
+                    return Outcome.FAILED;
                 }
                 copySendToReceive(send, recv);
             }
@@ -297,17 +393,7 @@ final class QpEngine
                 (send.flags & VerbsLayout.SEND_SOLICITED) != 0, 0, true));
         }
         freeInline(send);
-        qp.unretired++;
-        if (send.signaled())
-        {
-            final int opcode = read ? VerbsLayout.WC_OP_RDMA_READ : send.opcode == VerbsLayout.WR_RDMA_WRITE ||
-                send.opcode == VerbsLayout.WR_RDMA_WRITE_WITH_IMM ? VerbsLayout.WC_OP_RDMA_WRITE : VerbsLayout.WC_OP_SEND;
-            final Wc wc = new Wc(send.wrId, VerbsLayout.WC_SUCCESS, opcode, read ? (int)length : 0, 0, 0, qp, 0, false,
-                qp.unretired, false);
-            qp.unretired = 0;
-            complete(qp.sendCq, wc);
-        }
-        return EXECUTED;
+        return Outcome.EXECUTED;
     }
 
     private static boolean localOk(final Pd pd, final long[] addrs, final int[] lengths, final int[] lkeys,
@@ -408,18 +494,32 @@ final class QpEngine
         return wc;
     }
 
-    /** A request fails: its error completion (signaled or not), then the QP enters ERROR and flushes the rest. */
+    /**
+     * A request fails: the requests before it were ACKed (an ACK or NAK covers every earlier PSN), then its error
+     * completion (signaled or not); the QP enters ERROR and flushes the rest at once.
+     */
     private void fail(final Qp qp, final SendWr send, final int status)
     {
+        SendWr acked;
+        while ((acked = qp.unacked.poll()) != null)
+        {
+            retire(qp, acked);
+        }
+        qp.sendQueue.remove(send);
         freeInline(send);
         qp.unretired++;
         final Wc wc = new Wc(send.wrId, status, 0, 0, 0, 0, qp, 0, false, qp.unretired, false);
         qp.unretired = 0;
         complete(qp.sendCq, wc);
-        toError(qp);
+        if (qp.state != QpState.ERROR)
+        {
+            qp.state = QpState.ERROR;
+            qp.waiting = null;
+        }
+        flushNow(qp);
     }
 
-    /** Moves a QP to ERROR: every outstanding send and receive completes with a flush error. */
+    /** Moves a QP to ERROR; the NIC then flushes every outstanding send and receive (in its own time). */
     void toError(final Qp qp)
     {
         if (qp.state == QpState.ERROR || qp.destroyed)
@@ -427,8 +527,37 @@ final class QpEngine
             return;
         }
         qp.state = QpState.ERROR;
+        qp.waiting = null;
+        scheduleFlush(qp);
+    }
+
+    private void scheduleFlush(final Qp qp)
+    {
+        fabric.nic.schedule(execDelayNanos, () ->
+        {
+            synchronized (fabric.lock)
+            {
+                flushNow(qp);
+            }
+        });
+    }
+
+    /**
+     * Completes every request of a QP in ERROR with a flush error: those executed but not ACKed, then those not
+     * executed (unsignaled ones included: an error completion is always generated), then the receives.
+     */
+    private void flushNow(final Qp qp)
+    {
+        if (qp.destroyed || qp.state != QpState.ERROR)
+        {
+            return;
+        }
         SendWr send;
-        while ((send = qp.stalled.poll()) != null)
+        while ((send = qp.unacked.poll()) != null)
+        {
+            complete(qp.sendCq, flush(qp, send));
+        }
+        while ((send = qp.sendQueue.poll()) != null)
         {
             complete(qp.sendCq, flush(qp, send));
         }
@@ -437,6 +566,19 @@ final class QpEngine
         {
             complete(qp.recvCq, recvError(qp, recv, VerbsLayout.WC_WR_FLUSH_ERR));
         }
+    }
+
+    /** Frees what a destroyed QP still held (inline copies of requests never executed). */
+    void discard(final Qp qp)
+    {
+        for (final SendWr send : qp.sendQueue)
+        {
+            freeInline(send);
+        }
+        qp.sendQueue.clear();
+        qp.unacked.clear();
+        qp.recvQueue.clear();
+        qp.waiting = null;
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -479,6 +621,7 @@ final class QpEngine
     int poll(final long cqHandle, final int max, final long wcArray) throws IOException
     {
         final Cq cq = fabric.get(cqHandle, Cq.class, "ibv_poll_cq");
+        fabric.nic.runDue();
         final List<Wc> polled = new ArrayList<>();
         synchronized (cq)
         {
@@ -495,15 +638,36 @@ final class QpEngine
         {
             final Wc wc = polled.get(i);
             final long at = wcArray + (long)i * VerbsLayout.WC_SIZE;
-            UnsafeApi.setMemory(at, VerbsLayout.WC_SIZE, (byte)0);
+            // Only what mlx5 writes for this kind of completion: the rest keeps what the previous poll left.
             UnsafeApi.putLong(at + VerbsLayout.WC_WR_ID, wc.wrId);
             UnsafeApi.putInt(at + VerbsLayout.WC_STATUS, wc.status);
-            UnsafeApi.putInt(at + VerbsLayout.WC_OPCODE, wc.opcode);
-            UnsafeApi.putInt(at + VerbsLayout.WC_BYTE_LEN, wc.byteLen);
-            UnsafeApi.putInt(at + VerbsLayout.WC_IMM_DATA, wc.imm);
             UnsafeApi.putInt(at + VerbsLayout.WC_QP_NUM, wc.qpNum);
-            UnsafeApi.putInt(at + VerbsLayout.WC_SRC_QP, wc.srcQp);
             UnsafeApi.putInt(at + VerbsLayout.WC_FLAGS, wc.flags);
+            if (wc.status != VerbsLayout.WC_SUCCESS)
+            {
+                UnsafeApi.putInt(at + VerbsLayout.WC_VENDOR_ERR, wc.status == VerbsLayout.WC_WR_FLUSH_ERR ? 0xf9 : 0x81);
+            }
+            else if (wc.rqRetire)
+            {
+                UnsafeApi.putInt(at + VerbsLayout.WC_OPCODE, wc.opcode);
+                UnsafeApi.putInt(at + VerbsLayout.WC_BYTE_LEN, wc.byteLen);
+                if ((wc.flags & VerbsLayout.WC_WITH_IMM) != 0)
+                {
+                    UnsafeApi.putInt(at + VerbsLayout.WC_IMM_DATA, wc.imm);
+                }
+                UnsafeApi.putInt(at + VerbsLayout.WC_SRC_QP, wc.srcQp);
+                UnsafeApi.putShort(at + VerbsLayout.WC_SLID, (short)0);
+                UnsafeApi.putByte(at + VerbsLayout.WC_SL, (byte)0);
+                UnsafeApi.putByte(at + VerbsLayout.WC_DLID_PATH_BITS, (byte)0);
+            }
+            else
+            {
+                UnsafeApi.putInt(at + VerbsLayout.WC_OPCODE, wc.opcode);
+                if (wc.opcode == VerbsLayout.WC_OP_RDMA_READ)
+                {
+                    UnsafeApi.putInt(at + VerbsLayout.WC_BYTE_LEN, wc.byteLen);
+                }
+            }
         }
         if (!polled.isEmpty())
         {
