@@ -16,11 +16,13 @@ import java.util.List;
  * Decides whether DiSNi can run here, and if not, says what is missing and how to fix it.
  *
  * <p>Everything that can be checked without native code is checked first (an RDMA device in sysfs,
- * the rdma_cm device node, libdisni on {@code java.library.path}, DiSNi's classes), so that a machine
- * without RDMA never loads libdisni at all. Only when all of that is present is libdisni loaded: DiSNi's
- * {@code NativeDispatcher} then compares the library's JNI version with the one its Java half needs
- * ({@value #DISNI_JNI_VERSION} for DiSNi 2.1) and throws "jverbs outdated" on a mismatch; finally an rdma_cm
- * event channel is opened and closed, which catches a device node the user may not open. No step blocks.
+ * the rdma_cm device node, a native half: the one bundled in this jar or a libdisni on
+ * {@code java.library.path}, DiSNi's classes), so that a machine without RDMA never loads native code at all.
+ * Only when all of that is present is the native half loaded (see {@link NativeLibrary}): that fails with the
+ * loader's message when rdma-core's runtime libraries are missing; {@code NativeDispatcher} then compares the
+ * library's JNI version with the one DiSNi's Java half needs ({@value #DISNI_JNI_VERSION} for DiSNi 2.1) and
+ * throws "jverbs outdated" on a mismatch (only a user's libdisni can differ); finally an rdma_cm event channel
+ * is opened and closed, which catches a device node the user may not open. No step blocks.
  */
 final class DisniAvailability
 {
@@ -37,11 +39,11 @@ final class DisniAvailability
     /** The JVM option DiSNi 2.1 needs on Java 9+. */
     static final String ADD_EXPORTS = "--add-exports java.base/sun.nio.ch=ALL-UNNAMED";
 
-    static final String BUILD_HINT =
-        "install rdma-core, libibverbs-dev and librdmacm-dev, build libdisni 2.1 from https://github.com/zrlio/disni " +
-        "(cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME [a JDK with include/jni.h] && make && " +
-        "sudo make install) " +
-        "and start the JVM with -Djava.library.path=/usr/local/lib (see rdma-transport/RDMA-HARDWARE.md)";
+    /** What the native half needs at run time (it links against these). */
+    static final String RUNTIME_HINT =
+        "install rdma-core's runtime libraries libibverbs.so.1 and librdmacm.so.1 (Debian/Ubuntu: apt-get install " +
+        "libibverbs1 librdmacm1 ibverbs-providers; RHEL/Fedora: dnf install rdma-core libibverbs librdmacm; " +
+        "see rdma-transport/RDMA-HARDWARE.md)";
     static final String DEVICE_HINT =
         "load your RDMA NIC's driver (check with ibv_devices), or try Soft-RoCE: " +
         "sudo modprobe rdma_rxe && sudo rdma link add rxe0 type rxe netdev eth0";
@@ -71,12 +73,49 @@ final class DisniAvailability
         {
             return "DiSNi's classes are not on the class path: add the dependency com.ibm.disni:disni:2.1";
         }
+        final String libraryPath = System.getProperty("java.library.path", "");
+        final String shadowed = disniDispatcherFirst(libraryPath);
+        if (shadowed != null)
+        {
+            return CAUSE_PREFIX + shadowed;
+        }
         return probe(
             SYSFS_INFINIBAND,
             RDMA_CM_DEVICE,
-            System.getProperty("java.library.path", ""),
+            libraryPath,
             sunNioChExportedToDisni(),
             DisniAvailability::loadDisniAndOpenRdmaCm);
+    }
+
+    /**
+     * @return why DiSNi's own {@code NativeDispatcher} (which only loads a libdisni from {@code java.library.path})
+     *         cannot run when it came before Reverb's on the class path and there is no libdisni; otherwise null.
+     */
+    private static String disniDispatcherFirst(final String libraryPath)
+    {
+        try
+        {
+            final ClassLoader loader = DisniAvailability.class.getClassLoader();
+            final Class<?> dispatcher = Class.forName("com.ibm.disni.verbs.impl.NativeDispatcher", false, loader);
+            final Class<?> disni = Class.forName("com.ibm.disni.verbs.RdmaProvider", false, loader);
+            final Object from = dispatcher.getProtectionDomain().getCodeSource() == null ? null :
+                dispatcher.getProtectionDomain().getCodeSource().getLocation();
+            final Object disniJar = disni.getProtectionDomain().getCodeSource() == null ? null :
+                disni.getProtectionDomain().getCodeSource().getLocation();
+            if (from == null || !from.equals(disniJar) ||
+                findLibrary(System.mapLibraryName("disni"), libraryPath) != null)
+            {
+                return null;
+            }
+            return "DiSNi's own NativeDispatcher (" + from + ") comes before reverb-transport-rdma's on the class " +
+                "path, and it needs a libdisni on java.library.path, which is absent: put reverb-transport-rdma " +
+                "before com.ibm.disni:disni on the class path (Maven and Gradle do, unless disni is declared " +
+                "first), so that its bundled native half is used";
+        }
+        catch (final ClassNotFoundException | LinkageError | SecurityException ex)
+        {
+            return null;
+        }
     }
 
     /**
@@ -95,6 +134,29 @@ final class DisniAvailability
         final String libraryPath,
         final boolean sunNioChExported,
         final NativeProbe nativeProbe)
+    {
+        return probe(sysfsInfiniband, rdmaCmDevice, libraryPath, sunNioChExported, nativeProbe,
+            NativeLibrary.bundledResource() != null);
+    }
+
+    /**
+     * The decision, with every input injected.
+     *
+     * @param sysfsInfiniband directory that lists RDMA devices.
+     * @param rdmaCmDevice    rdma_cm device node.
+     * @param libraryPath     {@code java.library.path}.
+     * @param sunNioChExported whether {@code sun.nio.ch} is exported to DiSNi's module ({@link #ADD_EXPORTS}).
+     * @param nativeProbe     run only when the file checks pass.
+     * @param bundled         whether this jar carries a native half for this platform.
+     * @return null when available, otherwise the cause.
+     */
+    static String probe(
+        final Path sysfsInfiniband,
+        final Path rdmaCmDevice,
+        final String libraryPath,
+        final boolean sunNioChExported,
+        final NativeProbe nativeProbe,
+        final boolean bundled)
     {
         final List<String> missing = new ArrayList<>();
         final List<String> devices = listDevices(sysfsInfiniband);
@@ -122,11 +184,13 @@ final class DisniAvailability
 
         final String libraryName = System.mapLibraryName("disni");
         final Path library = findLibrary(libraryName, libraryPath);
-        if (library == null)
+        if (library == null && !bundled)
         {
-            missing.add(libraryName + " (libdisni, DiSNi's native half) is not on java.library.path [" + libraryPath +
-                "]: " + BUILD_HINT);
+            missing.add("no native half: " + NativeLibrary.noLibraryCause(libraryPath) + ": use a build of " +
+                "reverb-transport-rdma made on Linux with rdma-core's headers (libibverbs-dev, librdmacm-dev)");
         }
+        final String nativeHalf = library != null ? library.toString() :
+            "the native half bundled in reverb-transport-rdma (" + NativeLibrary.BUNDLED_NAME + ")";
 
         if (!missing.isEmpty())
         {
@@ -140,17 +204,18 @@ final class DisniAvailability
         }
         catch (final UnsatisfiedLinkError ex)
         {
-            return CAUSE_PREFIX + library + " could not be loaded (" + ex.getMessage() +
-                "); libdisni needs libibverbs.so.1 and librdmacm.so.1 (rdma-core), and must be DiSNi 2.1's; " + BUILD_HINT;
+            return CAUSE_PREFIX + nativeHalf + " could not be loaded (" + ex.getMessage() + "); it needs " +
+                "libibverbs.so.1 and librdmacm.so.1: " + RUNTIME_HINT;
         }
         catch (final IOException ex)
         {
             final String message = String.valueOf(ex.getMessage());
             if (message.contains("outdated") || message.contains("version"))
             {
-                return CAUSE_PREFIX + "wrong libdisni version at " + library + " (" + message.trim() +
-                    "); the DiSNi 2.1 jar needs libdisni with JNI version " + DISNI_JNI_VERSION +
-                    ": rebuild it from DiSNi's v2.1 tag: " + BUILD_HINT;
+                return CAUSE_PREFIX + "wrong libdisni version at " + nativeHalf + " (" + message.trim() +
+                    "); the DiSNi 2.1 jar needs JNI version " + DISNI_JNI_VERSION + ": remove that libdisni from " +
+                    "java.library.path to use the native half bundled in reverb-transport-rdma, or build DiSNi's " +
+                    "v2.1 tag";
             }
             return CAUSE_PREFIX + "rdma_cm could not be opened (" + message.trim() + "); check that " +
                 rdmaCmDevice + " is readable and writable by this user (rdma-core's udev rules) and that the locked " +
@@ -159,7 +224,7 @@ final class DisniAvailability
         catch (final ExceptionInInitializerError | NoClassDefFoundError ex)
         {
             final Throwable cause = ex.getCause() != null ? ex.getCause() : ex;
-            return CAUSE_PREFIX + "initialising DiSNi failed (" + cause + "); " + BUILD_HINT;
+            return CAUSE_PREFIX + "initialising DiSNi failed (" + cause + "); " + RUNTIME_HINT;
         }
         catch (final Throwable ex)
         {
@@ -257,7 +322,7 @@ final class DisniAvailability
 
     static void loadDisniAndOpenRdmaCm() throws IOException
     {
-        // Loads libdisni (System.loadLibrary in NativeDispatcher) and checks its JNI version.
+        // Loads the native half (NativeDispatcher's static initialiser) and checks its JNI version.
         RdmaProvider.provider();
         final RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         if (channel == null)

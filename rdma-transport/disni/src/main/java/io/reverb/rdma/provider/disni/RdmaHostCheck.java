@@ -27,7 +27,8 @@ import java.util.regex.Pattern;
  * <ol>
  *   <li>Facts, from sysfs and {@code /proc} only (no native code): RDMA devices with transport, ports, state,
  *       link layer, GIDs and network interfaces; the rdma_cm device node; the locked-memory limit
- *       ({@code ulimit -l}); libdisni on {@code java.library.path}; the {@code sun.nio.ch} export.</li>
+ *       ({@code ulimit -l}); a libdisni on {@code java.library.path} and the native half bundled in this jar;
+ *       the {@code sun.nio.ch} export.</li>
  *   <li>The verdict of {@link DisniAvailability} (which loads libdisni only when every file-level check
  *       passed). If {@code rdma://} cannot run, the check prints one line, {@code reverb-rdma-check: NOT READY:
  *       <reason>}, writes the report and exits with {@value #EXIT_NOT_READY}.</li>
@@ -288,9 +289,9 @@ public final class RdmaHostCheck
 
     /**
      * READY needs, in this order (the first that fails is the one-line reason; libdisni is loaded last, only when
-     * everything readable from files passed): DiSNi's file-level checks (device, rdma_cm node, libdisni on the
+     * everything readable from files passed): DiSNi's file-level checks (device, rdma_cm node, a native half bundled or on the
      * library path, the export), an ACTIVE port with carrier on a device that is not iWARP, a memlock limit that
-     * holds the engine's registrations, and libdisni loading and opening rdma_cm.
+     * holds the engine's registrations, and the native half loading and opening rdma_cm.
      */
     private static String verdict(final Host host, final List<RdmaDevices.Device> devices)
     {
@@ -435,7 +436,11 @@ public final class RdmaHostCheck
             .append(RdmaHostReadiness.defaultMemlockEstimate().parts()).append(")\n");
         final Path library = DisniAvailability.findLibrary(System.mapLibraryName("disni"), host.libraryPath());
         report.append("libdisni: ").append(library == null ?
-            "not found on java.library.path [" + host.libraryPath() + "]" : library.toString()).append('\n');
+            "not found on java.library.path [" + host.libraryPath() + "]" : library + " (used instead of the bundled one)")
+            .append('\n');
+        report.append("native half bundled in reverb-transport-rdma: ").append(NativeLibrary.bundledResource() != null ?
+            NativeLibrary.bundledResourceName() : "none for " + System.getProperty("os.name") + '/' +
+            System.getProperty("os.arch")).append('\n');
         report.append("--add-exports java.base/sun.nio.ch: ").append(host.sunNioChExported() ? "yes" : "no").append('\n');
     }
 

@@ -1,6 +1,6 @@
 package io.reverb.rdma.provider.disni.emu;
 
-import com.ibm.disni.verbs.RdmaProvider;
+import io.reverb.rdma.provider.disni.DisniVerbsProvider;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Constructor;
@@ -11,10 +11,11 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * libdisni itself: DiSNi's own {@code NativeDispatcher}, read from the DiSNi jar and defined in a class loader
- * of its own (every other class comes from the test class path), so that its {@code System.loadLibrary("disni")}
- * and JNI binding work as without the test-scope shadow. Used whenever the emulation is not selected, i.e. on a
- * host with a real RDMA device the tests run against it.
+ * The real native half: Reverb's own {@code NativeDispatcher} from the main classes (which loads the library
+ * bundled in reverb-transport-rdma, or a libdisni on {@code java.library.path}), defined in a class loader of its
+ * own (every other class comes from the test class path), so that its library loading and JNI binding work as
+ * without the test-scope shadow. Used whenever the emulation is not selected, i.e. on a host with a real RDMA
+ * device the tests run against it.
  */
 final class RealDispatcher implements DispatcherBackend
 {
@@ -34,16 +35,19 @@ final class RealDispatcher implements DispatcherBackend
     }
 
     /**
-     * Loads and initialises DiSNi's class: its static initialiser loads libdisni, so an absent library throws
-     * {@link UnsatisfiedLinkError} here, as DiSNi's class would.
+     * Loads and initialises Reverb's class: its static initialiser loads the native half, so a library that cannot
+     * be loaded (rdma-core's runtime libraries missing) throws {@link UnsatisfiedLinkError} here.
      */
     static RealDispatcher load()
     {
         final byte[] bytes;
         try
         {
-            final URL jar = RdmaProvider.class.getProtectionDomain().getCodeSource().getLocation();
-            final URL entry = new URL("jar:" + jar + "!/" + NAME.replace('.', '/') + ".class");
+            // The main classes (a directory in the build, the jar elsewhere), not the DiSNi jar.
+            final URL classes = DisniVerbsProvider.class.getProtectionDomain().getCodeSource().getLocation();
+            final String path = NAME.replace('.', '/') + ".class";
+            final URL entry = classes.getPath().endsWith(".jar") ? new URL("jar:" + classes + "!/" + path) :
+                new URL(classes, path);
             try (InputStream in = entry.openStream())
             {
                 bytes = in.readAllBytes();
@@ -51,7 +55,7 @@ final class RealDispatcher implements DispatcherBackend
         }
         catch (final IOException ex)
         {
-            throw new IllegalStateException("cannot read DiSNi's NativeDispatcher from its jar", ex);
+            throw new IllegalStateException("cannot read Reverb's NativeDispatcher from the main classes", ex);
         }
         final ClassLoader loader = new ClassLoader(RealDispatcher.class.getClassLoader())
         {
