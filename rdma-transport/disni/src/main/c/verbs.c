@@ -245,7 +245,10 @@ JNIEXPORT jint JNICALL DISNI_FN(pollCQ)(JNIEnv *env, jobject self, jlong cq, jin
     int polled = ibv_poll_cq(HANDLE(struct ibv_cq, cq), ne, HANDLE(struct ibv_wc, wc_list));
     if (polled < 0)
     {
-        reverb_throw_io(env, "pollCQ", "ibv_poll_cq", polled);
+        /* ibv_poll_cq returns a negative value without a dependable errno (mlx5: -1; some providers: -errno) */
+        char message[64];
+        snprintf(message, sizeof(message), "ibv_poll_cq failed: returned %d", polled);
+        reverb_throw_io_msg(env, "pollCQ", message);
         return -1;
     }
     return polled;

@@ -4,7 +4,7 @@ package com.ibm.disni.verbs.impl;
 
 import com.ibm.disni.util.DiSNILogger;
 import com.ibm.disni.verbs.IbvWC;
-import io.reverb.rdma.provider.disni.NativeLibrary;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
 import org.slf4j.Logger;
 

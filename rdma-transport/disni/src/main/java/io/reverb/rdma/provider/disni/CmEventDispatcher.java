@@ -18,6 +18,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -141,6 +142,12 @@ final class CmEventDispatcher implements Runnable
     private final EventSource source;
     private final boolean serialiseWithCmEvents;
     private final Object cmLock = new Object();
+    /**
+     * Held by the thread while it is inside {@code getCmEvent} (rdma_get_cm_event), where librdmacm may modify the
+     * QP of an id it reports on (CONNECT_RESPONSE: to RTR and RTS; REJECTED: to ERROR). Fair, so that a thread
+     * waiting for it gets it at the end of the current slice. Taken before {@link #cmLock}.
+     */
+    private final ReentrantLock pollLock = new ReentrantLock(true);
     private final Map<RdmaCmId, Handler> handlers = new IdentityHashMap<>();
     private final Thread thread;
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
@@ -262,6 +269,29 @@ final class CmEventDispatcher implements Runnable
     }
 
     /**
+     * Runs {@code action} while this dispatcher's thread is outside {@code getCmEvent}, waiting at most one poll
+     * slice ({@value #POLL_MS} ms). For destroying the QP of an id whose connection is not established: on the
+     * active side librdmacm's rdma_get_cm_event moves that QP to RTR/RTS (or ERROR) while it reads the CM's
+     * answer, so destroying the QP on another thread meanwhile (a connect timing out) would free it under
+     * librdmacm's feet. Callers may hold their own locks: the thread holds this one only inside
+     * {@code getCmEvent}, where it runs no handler.
+     *
+     * @param action what must not overlap {@code getCmEvent}.
+     */
+    void outsideGetCmEvent(final Runnable action)
+    {
+        pollLock.lock();
+        try
+        {
+            action.run();
+        }
+        finally
+        {
+            pollLock.unlock();
+        }
+    }
+
+    /**
      * @param id      an rdma_cm id created on this dispatcher's channel.
      * @param handler its events (for a listening id: CONNECT_REQUESTs).
      */
@@ -324,16 +354,24 @@ final class CmEventDispatcher implements Runnable
             try
             {
                 final RdmaCmEvent event;
-                if (serialiseWithCmEvents)
+                pollLock.lock();
+                try
                 {
-                    synchronized (cmLock)
+                    if (serialiseWithCmEvents)
+                    {
+                        synchronized (cmLock)
+                        {
+                            event = source.next(POLL_MS);
+                        }
+                    }
+                    else
                     {
                         event = source.next(POLL_MS);
                     }
                 }
-                else
+                finally
                 {
-                    event = source.next(POLL_MS);
+                    pollLock.unlock();
                 }
                 consecutiveFailures = 0;
                 if (event != null)

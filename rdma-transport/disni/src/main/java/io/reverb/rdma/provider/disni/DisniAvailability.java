@@ -2,7 +2,7 @@ package io.reverb.rdma.provider.disni;
 
 import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.RdmaProvider;
-import java.io.File;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
@@ -74,7 +74,7 @@ final class DisniAvailability
             return "DiSNi's classes are not on the class path: add the dependency com.ibm.disni:disni:2.1";
         }
         final String libraryPath = System.getProperty("java.library.path", "");
-        final String shadowed = disniDispatcherFirst(libraryPath);
+        final String shadowed = disniDispatcherFirst(DisniAvailability.class.getClassLoader(), libraryPath);
         if (shadowed != null)
         {
             return CAUSE_PREFIX + shadowed;
@@ -88,14 +88,15 @@ final class DisniAvailability
     }
 
     /**
+     * @param loader      the class loader DiSNi's classes come from.
+     * @param libraryPath {@code java.library.path}.
      * @return why DiSNi's own {@code NativeDispatcher} (which only loads a libdisni from {@code java.library.path})
      *         cannot run when it came before Reverb's on the class path and there is no libdisni; otherwise null.
      */
-    private static String disniDispatcherFirst(final String libraryPath)
+    static String disniDispatcherFirst(final ClassLoader loader, final String libraryPath)
     {
         try
         {
-            final ClassLoader loader = DisniAvailability.class.getClassLoader();
             final Class<?> dispatcher = Class.forName("com.ibm.disni.verbs.impl.NativeDispatcher", false, loader);
             final Class<?> disni = Class.forName("com.ibm.disni.verbs.RdmaProvider", false, loader);
             final Object from = dispatcher.getProtectionDomain().getCodeSource() == null ? null :
@@ -277,20 +278,9 @@ final class DisniAvailability
      */
     static Path findLibrary(final String libraryName, final String libraryPath)
     {
-        for (final String dir : libraryPath.split(File.pathSeparator))
-        {
-            if (dir.isEmpty())
-            {
-                continue;
-            }
-            final Path candidate = Paths.get(dir, libraryName);
-            if (Files.isRegularFile(candidate))
-            {
-                return candidate;
-            }
-        }
-        return null;
+        return NativeLibrary.findLibrary(libraryName, libraryPath);
     }
+
 
     /** @return whether DiSNi's (class path) module may use {@code sun.nio.ch.DirectBuffer}. */
     static boolean sunNioChExportedToDisni()

@@ -244,8 +244,17 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         synchronized (cmLock)
         {
             // After rdma_disconnect (same lock): the QP is in ERROR; destroying it now lets the caller destroy
-            // the CQs and the PD at once.
-            DisniVerbsContext.quietly(cmId::destroyQP);
+            // the CQs and the PD at once. Not yet established (a connect that failed or timed out): the rdma_cm
+            // thread may be inside rdma_get_cm_event modifying this QP for the CM's late answer, so destroy it
+            // only while that thread is outside (at most one poll slice later).
+            if (wasEstablished)
+            {
+                DisniVerbsContext.quietly(cmId::destroyQP);
+            }
+            else
+            {
+                context.dispatcher().outsideGetCmEvent(() -> DisniVerbsContext.quietly(cmId::destroyQP));
+            }
         }
         sendCq.detach(this, true);
         recvCq.detach(this, false);

@@ -9,8 +9,9 @@ import java.io.IOException;
  * Real RDMA (InfiniBand, RoCE, Soft-RoCE; not iWARP) through DiSNi 2.1, serving {@code rdma://host:port}.
  *
  * <p>Availability is probed lazily, once per JVM, and cached (see {@link DisniAvailability}): a
- * machine without an RDMA device or without libdisni never loads native code, and
- * {@link #unavailabilityCause()} says which piece is missing and how to install it.
+ * machine without an RDMA device never loads native code, and {@link #unavailabilityCause()} says which piece is
+ * missing and how to install it. The native half DiSNi's Java half calls ships in this artifact (see
+ * {@code rdma-transport/RDMA-HARDWARE.md}, step 2); it needs rdma-core's runtime libraries.
  *
  * <table>
  *   <caption>Settings</caption>

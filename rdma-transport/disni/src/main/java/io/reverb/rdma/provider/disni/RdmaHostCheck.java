@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.disni;
 
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.BufferedReader;
 import java.io.IOException;

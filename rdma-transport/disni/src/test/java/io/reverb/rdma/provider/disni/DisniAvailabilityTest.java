@@ -2,7 +2,11 @@ package io.reverb.rdma.provider.disni;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.ibm.disni.verbs.RdmaProvider;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -98,25 +102,54 @@ class DisniAvailabilityTest
     }
 
     @Test
-    void shouldReportMissingLibdisniWithBuildInstructions() throws IOException
+    void shouldReportMissingNativeHalfWhenNoneIsBundledNorOnTheLibraryPath() throws IOException
     {
         createDevice();
 
-        final String cause = probeWithNativeForbidden(libDir + ":/nonexistent");
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir + ":/nonexistent", true, this::forbidden, false);
 
         assertThat(cause)
-            .contains(LIBRARY)
-            .contains("java.library.path [" + libDir + ":/nonexistent]")
+            .contains("no native half")
+            .contains(LIBRARY + " is not on java.library.path [" + libDir + ":/nonexistent]")
             .contains("librdmacm-dev")
-            .contains("./configure --with-jdk=")
-            .contains("-Djava.library.path=")
             .doesNotContain("no RDMA device");
+        assertThat(nativeTouched).isFalse();
+    }
+
+    @Test
+    void shouldUseTheBundledNativeHalfWithoutALibdisni() throws IOException
+    {
+        createDevice();
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () -> nativeTouched.set(true),
+            true);
+
+        assertThat(cause).isNull();
+        assertThat(nativeTouched).isTrue();
+    }
+
+    @Test
+    void shouldNameRdmaCoresRuntimeLibrariesWhenTheBundledHalfCannotLoad() throws IOException
+    {
+        createDevice();
+
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, libDir.toString(), true, () ->
+        {
+            // What System.load says on a host without rdma-core's runtime libraries.
+            throw new UnsatisfiedLinkError("/tmp/reverb-disni-1/libreverb-disni.so: libibverbs.so.1: cannot open " +
+                "shared object file: No such file or directory");
+        }, true);
+
+        assertThat(cause)
+            .contains("the native half bundled in reverb-transport-rdma (libreverb-disni.so) could not be loaded")
+            .contains("libibverbs.so.1: cannot open shared object file")
+            .contains("apt-get install libibverbs1 librdmacm1");
     }
 
     @Test
     void shouldReportEveryMissingPieceAtOnce()
     {
-        final String cause = DisniAvailability.probe(sysfs, rdmaCm, "", false, this::forbidden);
+        final String cause = DisniAvailability.probe(sysfs, rdmaCm, "", false, this::forbidden, false);
 
         assertThat(cause)
             .contains("no RDMA device")
@@ -222,6 +255,26 @@ class DisniAvailabilityTest
 
         assertThat(DisniAvailability.findLibrary(LIBRARY, "::" + libDir + ":" + second)).isEqualTo(second.resolve(LIBRARY));
         assertThat(DisniAvailability.findLibrary(LIBRARY, libDir.toString())).isNull();
+    }
+
+    @Test
+    void shouldReportDisnisOwnDispatcherFirstOnTheClassPathWithoutALibdisni() throws Exception
+    {
+        final URL disniJar = RdmaProvider.class.getProtectionDomain().getCodeSource().getLocation();
+        final URL reverbClasses = NativeLibrary.class.getProtectionDomain().getCodeSource().getLocation();
+        final ClassLoader parent = ClassLoader.getPlatformClassLoader();
+
+        try (URLClassLoader disniFirst = new URLClassLoader(new URL[] {disniJar, reverbClasses}, parent);
+             URLClassLoader reverbFirst = new URLClassLoader(new URL[] {reverbClasses, disniJar}, parent))
+        {
+            assertThat(DisniAvailability.disniDispatcherFirst(disniFirst, libDir.toString()))
+                .contains("DiSNi's own NativeDispatcher")
+                .contains("put reverb-transport-rdma before com.ibm.disni:disni on the class path");
+            assertThat(DisniAvailability.disniDispatcherFirst(reverbFirst, libDir.toString())).isNull();
+            // With a libdisni on java.library.path DiSNi's own class works, as it always did.
+            Files.createFile(libDir.resolve(LIBRARY));
+            assertThat(DisniAvailability.disniDispatcherFirst(disniFirst, libDir.toString())).isNull();
+        }
     }
 
     @Test

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -149,6 +150,84 @@ class DisniCmEventDispatcherTest
         }
         assertThat(lines).isNotEmpty().hasSizeLessThanOrEqualTo(LogLimiter.BURST);
         assertThat(lines.get(0)).contains("ticker broke");
+    }
+
+    @Test
+    void shouldRunQpDestructionOnlyWhileTheThreadIsOutsideGetCmEvent() throws Exception
+    {
+        // A connect that times out destroys its QP on the connecting thread, while the rdma_cm thread may be inside
+        // rdma_get_cm_event modifying that QP for the CM's late CONNECT_RESPONSE (issue 37): they must not overlap.
+        final InsideGetCmEvent source = new InsideGetCmEvent();
+        final CmEventDispatcher dispatcher = new CmEventDispatcher(null, source, false, "test-cm");
+        dispatcher.start();
+        try
+        {
+            assertThat(source.entered.await(30, TimeUnit.SECONDS)).isTrue();
+            final AtomicInteger overlapped = new AtomicInteger();
+            final AtomicInteger ran = new AtomicInteger();
+            final Thread connecting = new Thread(() -> dispatcher.outsideGetCmEvent(() ->
+            {
+                ran.incrementAndGet();
+                if (source.inside.get())
+                {
+                    overlapped.incrementAndGet();
+                }
+            }), "connecting");
+            connecting.start();
+            // Until the connecting thread either waits (for the thread to leave getCmEvent) or has run the action.
+            while (connecting.getState() != Thread.State.WAITING && connecting.isAlive())
+            {
+                Thread.onSpinWait();
+            }
+            assertThat(ran.get()).as("nothing runs while the thread is inside getCmEvent").isZero();
+
+            source.release.countDown();
+            connecting.join(30_000);
+
+            assertThat(connecting.isAlive()).isFalse();
+            assertThat(ran.get()).isEqualTo(1);
+            assertThat(overlapped.get()).isZero();
+        }
+        finally
+        {
+            source.release.countDown();
+            dispatcher.stop();
+        }
+    }
+
+    /** The first poll stays inside "getCmEvent" until released; later ones return at once. */
+    private static final class InsideGetCmEvent implements CmEventDispatcher.EventSource
+    {
+        final AtomicBoolean inside = new AtomicBoolean();
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+
+        @Override
+        public RdmaCmEvent next(final int timeoutMs)
+        {
+            inside.set(true);
+            try
+            {
+                entered.countDown();
+                release.await();
+                Thread.sleep(1);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            finally
+            {
+                inside.set(false);
+            }
+            return null;
+        }
+
+        @Override
+        public boolean isOpen()
+        {
+            return true;
+        }
     }
 
     private static void awaitStopped(final CmEventDispatcher dispatcher) throws InterruptedException

@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
 import com.ibm.disni.verbs.RdmaProvider;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -2,6 +2,7 @@ package io.reverb.rdma.provider.disni;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;

@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;

@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.disni;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -80,13 +81,22 @@ class RdmaHostCheckTest
         assertThat(exit).isEqualTo(RdmaHostCheck.EXIT_NOT_READY);
         final String line = singleErrorLine();
         assertThat(line).startsWith("reverb-rdma-check: NOT READY: no RDMA device (")
-            .contains("sysfs/class/infiniband is absent")
-            .contains(LIBRARY + " (libdisni, DiSNi's native half) is not on java.library.path");
+            .contains("sysfs/class/infiniband is absent");
+        if (NativeLibrary.bundledResource() == null)
+        {
+            assertThat(line).contains("no native half").contains(LIBRARY + " is not on java.library.path");
+        }
+        else
+        {
+            // The native half bundled in this artifact serves: no libdisni is needed.
+            assertThat(line).doesNotContain("native half");
+        }
         assertThat(Files.readString(report))
             .contains("RDMA devices: none")
             .contains("rdma_cm: " + root.resolve("dev/rdma_cm") + " absent (sudo modprobe rdma_ucm)")
             .contains("memlock (ulimit -l): soft 8388608, hard 8388608 bytes (registered memory is pinned")
-            .contains("libdisni: not found on java.library.path");
+            .contains("libdisni: not found on java.library.path")
+            .contains("native half bundled in reverb-transport-rdma: ");
         assertThat(nativeTouched).isFalse();
     }
 
@@ -113,7 +123,7 @@ class RdmaHostCheckTest
             .contains("netdev eth0: [/10.0.0.5]")
             .contains("port 1: state 4: ACTIVE, phys_state ? (not usable: needs ACTIVE and LinkUp), link layer Ethernet")
             .contains("gid 1=0000:0000:0000:0000:0000:ffff:0a00:0005")
-            .contains("libdisni: " + root.resolve("lib").resolve(LIBRARY));
+            .contains("libdisni: " + root.resolve("lib").resolve(LIBRARY) + " (used instead of the bundled one)");
     }
 
     @Test

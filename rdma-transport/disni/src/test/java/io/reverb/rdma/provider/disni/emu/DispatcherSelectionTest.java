@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Test;
 /**
  * How DiSNi's JNI boundary is routed in the rdma:// test JVM: the shadow {@code NativeDispatcher} of the test class
  * path is the one DiSNi calls, it forwards to the emulated device only when selected, and the pass-through to the
- * real libdisni loads DiSNi's own class from the DiSNi jar (which then needs libdisni, as without the shadow).
+ * real device loads Reverb's own {@code NativeDispatcher} from the main classes, with the native half bundled there,
+ * whose sizes, offsets and JNI version are the ones the emulated device answers ({@link VerbsLayout}).
  */
 class DispatcherSelectionTest
 {
@@ -31,18 +32,31 @@ class DispatcherSelectionTest
     }
 
     @Test
-    void shouldLoadDisnisOwnDispatcherForTheRealDevice()
+    void shouldLoadReverbsOwnDispatcherAndNativeHalfForTheRealDevice() throws Exception
     {
-        // DiSNi's class, defined apart from the shadow: its static initialiser loads libdisni. Here (no libdisni)
-        // that fails exactly as DiSNi's own class does, with the UnsatisfiedLinkError DisniAvailability reports.
+        // Reverb's class, defined apart from the shadow: its static initialiser loads the bundled native half. That
+        // needs rdma-core's runtime libraries only (no device), so it loads here unless they are absent.
+        final RealDispatcher real;
         try
         {
-            final RealDispatcher real = RealDispatcher.load();
-            assertThat(real.emulated()).isFalse();
+            real = RealDispatcher.load();
         }
         catch (final UnsatisfiedLinkError ex)
         {
-            assertThat(ex.getMessage()).contains("disni");
+            // Without rdma-core's runtime libraries, or where this JVM runs on a real device (loaded already).
+            assertThat(ex.getMessage()).containsAnyOf("libibverbs.so.1", "librdmacm.so.1", "another classloader");
+            return;
         }
+        assertThat(real.emulated()).isFalse();
+        real.open();
+        // One contract: the native half answers what the emulated device answers.
+        assertThat(real._getVersion()).isEqualTo(VerbsLayout.JNI_VERSION);
+        assertThat(real._getSockAddrInSize()).isEqualTo(VerbsLayout.SOCKADDR_IN_SIZE);
+        assertThat(real._getIbvSgeSize()).isEqualTo(VerbsLayout.SGE_SIZE);
+        assertThat(real._getIbvRecvWRSize()).isEqualTo(VerbsLayout.RECV_WR_SIZE);
+        assertThat(real._getIbvSendWRSize()).isEqualTo(VerbsLayout.SEND_WR_SIZE);
+        assertThat(real._getIbvWCSize()).isEqualTo(VerbsLayout.WC_SIZE);
+        assertThat(real._getRemoteAddressOffset()).isEqualTo(VerbsLayout.SEND_WR_REMOTE_ADDR);
+        assertThat(real._getRKeyOffset()).isEqualTo(VerbsLayout.SEND_WR_RKEY);
     }
 }

@@ -1,5 +1,6 @@
-package io.reverb.rdma.provider.disni;
+package io.reverb.rdma.provider.disni.nativelib;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -33,7 +34,7 @@ public final class NativeLibrary
     public static final String BUNDLED_NAME = "libreverb-disni.so";
 
     /** How the private directories the bundled library is extracted to are named. */
-    static final String EXTRACT_PREFIX = "reverb-disni-";
+    public static final String EXTRACT_PREFIX = "reverb-disni-";
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeLibrary.class);
     private static final Object LOCK = new Object();
@@ -47,7 +48,7 @@ public final class NativeLibrary
      * @return {@code linux-x86_64} or {@code linux-aarch64} (the directory the bundled library would be in), or
      *         null on any other OS or architecture.
      */
-    static String platform()
+    public static String platform()
     {
         if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux"))
         {
@@ -67,14 +68,14 @@ public final class NativeLibrary
     }
 
     /** @return the resource name of this platform's bundled library, e.g. {@code META-INF/native/linux-x86_64/...}. */
-    static String bundledResourceName()
+    public static String bundledResourceName()
     {
         final String platform = platform();
         return platform == null ? null : "META-INF/native/" + platform + '/' + BUNDLED_NAME;
     }
 
     /** @return the bundled library for this platform, or null when this jar has none for it. */
-    static URL bundledResource()
+    public static URL bundledResource()
     {
         final String name = bundledResourceName();
         return name == null ? null : NativeLibrary.class.getClassLoader().getResource(name);
@@ -90,7 +91,7 @@ public final class NativeLibrary
     public static String locate()
     {
         final String libraryPath = System.getProperty("java.library.path", "");
-        final Path user = DisniAvailability.findLibrary(System.mapLibraryName("disni"), libraryPath);
+        final Path user = findLibrary(System.mapLibraryName("disni"), libraryPath);
         if (user != null)
         {
             logOnce("rdma:// native half: " + user + " (libdisni on java.library.path), not the one bundled in " +
@@ -153,7 +154,7 @@ public final class NativeLibrary
      * @return the copy.
      * @throws IOException if the copy cannot be made.
      */
-    static Path extract(final URL library, final Path parent) throws IOException
+    public static Path extract(final URL library, final Path parent) throws IOException
     {
         final Path dir = Files.createTempDirectory(Files.createDirectories(parent), EXTRACT_PREFIX,
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
@@ -168,12 +169,34 @@ public final class NativeLibrary
         return file;
     }
 
+    /**
+     * @param libraryName e.g. {@code libdisni.so}.
+     * @param libraryPath path-separator separated directories.
+     * @return the first match, or null.
+     */
+    public static Path findLibrary(final String libraryName, final String libraryPath)
+    {
+        for (final String dir : libraryPath.split(File.pathSeparator))
+        {
+            if (dir.isEmpty())
+            {
+                continue;
+            }
+            final Path candidate = Paths.get(dir, libraryName);
+            if (Files.isRegularFile(candidate))
+            {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
     private static Path tmpdir()
     {
         return Paths.get(System.getProperty(TMPDIR_PROP, System.getProperty("java.io.tmpdir", "/tmp")));
     }
 
-    static String noLibraryCause(final String libraryPath)
+    public static String noLibraryCause(final String libraryPath)
     {
         final String platform = platform();
         return (platform == null ?
