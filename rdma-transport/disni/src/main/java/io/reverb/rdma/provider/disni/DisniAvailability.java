@@ -4,7 +4,10 @@ import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.RdmaProvider;
 import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.URL;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,6 +35,12 @@ final class DisniAvailability
     static final Path SYSFS_INFINIBAND = Paths.get("/sys/class/infiniband");
     /** rdma_cm's character device (module rdma_ucm). */
     static final Path RDMA_CM_DEVICE = Paths.get("/dev/infiniband/rdma_cm");
+
+    /** The class file of DiSNi's JNI boundary, DiSNi's or Reverb's. */
+    static final String DISPATCHER_CLASS_FILE = "com/ibm/disni/verbs/impl/NativeDispatcher.class";
+    /** What only Reverb's NativeDispatcher class file holds: the name of the loader it calls (a constant-pool entry). */
+    private static final byte[] REVERB_DISPATCHER_MARK =
+        NativeLibrary.class.getName().replace('.', '/').getBytes(StandardCharsets.US_ASCII);
 
     /** How every unavailability cause starts. */
     static final String CAUSE_PREFIX = "DiSNi (rdma://) is not available: ";
@@ -95,28 +104,44 @@ final class DisniAvailability
      */
     static String disniDispatcherFirst(final ClassLoader loader, final String libraryPath)
     {
-        try
-        {
-            final Class<?> dispatcher = Class.forName("com.ibm.disni.verbs.impl.NativeDispatcher", false, loader);
-            final Class<?> disni = Class.forName("com.ibm.disni.verbs.RdmaProvider", false, loader);
-            final Object from = dispatcher.getProtectionDomain().getCodeSource() == null ? null :
-                dispatcher.getProtectionDomain().getCodeSource().getLocation();
-            final Object disniJar = disni.getProtectionDomain().getCodeSource() == null ? null :
-                disni.getProtectionDomain().getCodeSource().getLocation();
-            if (from == null || !from.equals(disniJar) ||
-                findLibrary(System.mapLibraryName("disni"), libraryPath) != null)
-            {
-                return null;
-            }
-            return "DiSNi's own NativeDispatcher (" + from + ") comes before reverb-transport-rdma's on the class " +
-                "path, and it needs a libdisni on java.library.path, which is absent: put reverb-transport-rdma " +
-                "before com.ibm.disni:disni on the class path (Maven and Gradle do, unless disni is declared " +
-                "first), so that its bundled native half is used";
-        }
-        catch (final ClassNotFoundException | LinkageError | SecurityException ex)
+        // By content, not by jar: a shaded application jar holds DiSNi's classes and Reverb's dispatcher together.
+        final URL dispatcher = loader.getResource(DISPATCHER_CLASS_FILE);
+        if (dispatcher == null || findLibrary(System.mapLibraryName("disni"), libraryPath) != null)
         {
             return null;
         }
+        try (InputStream in = dispatcher.openStream())
+        {
+            if (contains(in.readAllBytes(), REVERB_DISPATCHER_MARK))
+            {
+                return null;
+            }
+        }
+        catch (final IOException | SecurityException ex)
+        {
+            return null; // unreadable: loading will tell
+        }
+        return "DiSNi's own NativeDispatcher (" + dispatcher + ") comes before reverb-transport-rdma's on the class " +
+            "path, and it needs a libdisni on java.library.path, which is absent: put reverb-transport-rdma " +
+            "before com.ibm.disni:disni on the class path (Maven and Gradle do, unless disni is declared first), or " +
+            "leave DiSNi's NativeDispatcher out of a shaded jar, so that the bundled native half is used";
+    }
+
+    private static boolean contains(final byte[] haystack, final byte[] needle)
+    {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++)
+        {
+            for (int j = 0; j < needle.length; j++)
+            {
+                if (haystack[i + j] != needle[j])
+                {
+                    continue outer;
+                }
+            }
+            return true;
+        }
+        return false;
     }
 
     /**

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.ibm.disni.verbs.RdmaProvider;
 import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.file.Files;
@@ -274,6 +275,46 @@ class DisniAvailabilityTest
             // With a libdisni on java.library.path DiSNi's own class works, as it always did.
             Files.createFile(libDir.resolve(LIBRARY));
             assertThat(DisniAvailability.disniDispatcherFirst(disniFirst, libDir.toString())).isNull();
+        }
+    }
+
+    @Test
+    void shouldTellTheDispatchersApartInAShadedJar() throws Exception
+    {
+        // A shaded application jar: DiSNi's classes and one NativeDispatcher in the same jar (issue 37, seen in the
+        // VM with reverb-rdma-check.jar): whose dispatcher it is decides, not where it comes from.
+        final Path reverbs = shaded("reverb", NativeLibrary.class);
+        final Path disnis = shaded("disni", RdmaProvider.class);
+        final ClassLoader parent = ClassLoader.getPlatformClassLoader();
+
+        try (URLClassLoader withReverbs = new URLClassLoader(new URL[] {reverbs.toUri().toURL()}, parent);
+             URLClassLoader withDisnis = new URLClassLoader(new URL[] {disnis.toUri().toURL()}, parent))
+        {
+            assertThat(DisniAvailability.disniDispatcherFirst(withReverbs, libDir.toString())).isNull();
+            assertThat(DisniAvailability.disniDispatcherFirst(withDisnis, libDir.toString()))
+                .contains("DiSNi's own NativeDispatcher");
+        }
+    }
+
+    /** A directory holding DiSNi's RdmaProvider and the NativeDispatcher found next to {@code besides}. */
+    private Path shaded(final String name, final Class<?> besides) throws Exception
+    {
+        final Path dir = root.resolve(name);
+        copy(RdmaProvider.class, "com/ibm/disni/verbs/RdmaProvider.class", dir);
+        copy(besides, DisniAvailability.DISPATCHER_CLASS_FILE, dir);
+        return dir;
+    }
+
+    private static void copy(final Class<?> besides, final String file, final Path dir) throws Exception
+    {
+        final URL location = besides.getProtectionDomain().getCodeSource().getLocation();
+        final URL entry = location.getPath().endsWith(".jar") ? new URL("jar:" + location + "!/" + file) :
+            new URL(location, file);
+        final Path target = dir.resolve(file);
+        Files.createDirectories(target.getParent());
+        try (InputStream in = entry.openStream())
+        {
+            Files.copy(in, target);
         }
     }
 
