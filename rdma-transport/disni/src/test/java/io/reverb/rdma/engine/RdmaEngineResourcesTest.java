@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -62,6 +63,7 @@ class RdmaEngineResourcesTest
 
     @ParameterizedTest
     @EnumSource(value = PollingMode.class, names = {"BUSY", "ADAPTIVE", "EVENT"})
+    @Tag(RdmaTestDevice.EMULATION_ONLY_TAG)
     void shouldCostWhatTheHardwareNotesSay(final PollingMode mode) throws Exception
     {
         RdmaEngineFabric.assumeRdma();

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -43,6 +44,12 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 public abstract class AbstractVerbsProviderConformanceTest
 {
+    /**
+     * JUnit tag of the tests that need a peer in another process on the same device: a provider whose device lives in
+     * one JVM (an emulated one) excludes them.
+     */
+    public static final String PEER_PROCESS_TAG = "peer-process";
+
     /** Bound of every wait for an event that must happen. */
     protected static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
     protected static final int RECV_SIZE = 4096;
@@ -888,6 +895,7 @@ public abstract class AbstractVerbsProviderConformanceTest
     }
 
     @Test
+    @Tag(PEER_PROCESS_TAG)
     void shouldFlushOutstandingReceivesWhenPeerProcessIsKilled() throws Exception
     {
         final String address = newAddress();

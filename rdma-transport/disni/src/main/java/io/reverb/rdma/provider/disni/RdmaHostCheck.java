@@ -433,7 +433,8 @@ public final class RdmaHostCheck
         report.append("rdma_cm: ").append(host.rdmaCmDevice())
             .append(Files.exists(host.rdmaCmDevice()) ? " present" : " absent (sudo modprobe rdma_ucm)").append('\n');
         report.append("memlock (ulimit -l): ").append(memlock(host.procLimits())).append("; rdma:// needs at least ")
-            .append(RdmaHostReadiness.mib(RdmaHostReadiness.requiredMemlockBytes())).append('\n');
+            .append(RdmaHostReadiness.mib(RdmaHostReadiness.requiredMemlockBytes())).append(" (")
+            .append(RdmaHostReadiness.defaultMemlockEstimate().parts()).append(")\n");
         final Path library = DisniAvailability.findLibrary(System.mapLibraryName("disni"), host.libraryPath());
         report.append("libdisni: ").append(library == null ?
             "not found on java.library.path [" + host.libraryPath() + "]" : library + " (used instead of the bundled one)")

@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.RdmaEngine;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,19 +32,85 @@ final class RdmaHostReadiness
     /** The rdma_cm GID type preferred on RoCE (the kernel's CMA_PREFERRED_ROCE_GID_TYPE), unless configfs says else. */
     static final String PREFERRED_ROCE_GID_TYPE = "RoCE v2";
 
+    /**
+     * Bytes of one send work request the estimate assumes: mlx5 builds a send WQE of 64-byte basic blocks (control,
+     * remote address and two data segments, or inline data) and sizes the queue for its largest; four blocks.
+     */
+    static final int SEND_WQE_BYTES = 256;
+    /** Bytes of one receive work request (two 16-byte scatter entries, rounded up as mlx5's receive queue stride). */
+    static final int RECV_WQE_BYTES = 64;
+    /** Bytes of one completion queue entry (mlx5's CQE; rxe's is smaller). */
+    static final int CQE_BYTES = 64;
+    /** The page size the kernel pins queue buffers in. */
+    static final int PAGE_BYTES = 4096;
+    /** Connections of the engine the check sizes the limit for (the ping-pong and bench runs use one or two). */
+    static final int CONNECTIONS = 2;
+
+    /**
+     * What one engine pins, part by part: the estimate the memlock check compares the limit with.
+     *
+     * @param eagerBytes       send ring, receive slots and control slots of every connection
+     * @param ringBytes        the QP's send and receive queues and the two CQs of every connection (the kernel pins
+     *                         the buffers libibverbs' provider allocates for them; each rounded to pages)
+     * @param sendPoolBytes    every connection's rendezvous send pool at its cap (large messages fill it)
+     * @param receiveBudget    the engine-wide rendezvous receive budget (at its default for this JVM's heap)
+     * @param connections      the connections counted
+     */
+    record MemlockEstimate(long eagerBytes, long ringBytes, long sendPoolBytes, long receiveBudget, int connections)
+    {
+        /** @return the bytes the limit must allow. */
+        long total()
+        {
+            return eagerBytes + ringBytes + sendPoolBytes + receiveBudget;
+        }
+
+        /** @return the parts, for the report and the NOT READY line. */
+        String parts()
+        {
+            return connections + " connections' eager buffers " + mib(eagerBytes) + " + QP/CQ rings " + mib(ringBytes) +
+                " + rendezvous send pools " + mib(sendPoolBytes) + " + rendezvous receive budget " + mib(receiveBudget);
+        }
+    }
+
     private RdmaHostReadiness()
     {
     }
 
     /**
-     * @return bytes of locked memory the check requires: what one engine with default settings registers with two
-     *         connections (send ring, receive slots, control slots) plus the smallest rendezvous receive budget an
-     *         engine uses (64 MiB), which large messages fill.
+     * @param config      a concluded engine configuration.
+     * @param connections how many connections the engine holds.
+     * @return what that engine pins at most: {@link RdmaEngine}'s queue sizes (send queue: peer receive slots + 4,
+     *         receive queue: receive slots, CQs: slots + 8), with the peer configured alike.
      */
+    static MemlockEstimate memlockEstimate(final EngineConfig config, final int connections)
+    {
+        final int slots = config.receiveSlots();
+        final long rings = pages(pow2(slots + 4) * SEND_WQE_BYTES) + pages(pow2(slots) * RECV_WQE_BYTES) +
+            2 * pages(pow2(slots + 8 + 1) * CQE_BYTES) + PAGE_BYTES; // + the QP's doorbell record page
+        return new MemlockEstimate(connections * config.eagerRegisteredBytesPerConnection(), connections * rings,
+            connections * config.rendezvousPoolBytes(), config.rendezvousMemoryBytes(), connections);
+    }
+
+    /** @return the estimate for an engine with default settings and {@value #CONNECTIONS} connections. */
+    static MemlockEstimate defaultMemlockEstimate()
+    {
+        return memlockEstimate(new EngineConfig().conclude(), CONNECTIONS);
+    }
+
+    /** @return bytes of locked memory the check requires ({@link #defaultMemlockEstimate()}'s total). */
     static long requiredMemlockBytes()
     {
-        final EngineConfig defaults = new EngineConfig().rendezvousMemoryBytes(64L << 20).conclude();
-        return 2 * defaults.eagerRegisteredBytesPerConnection() + defaults.rendezvousMemoryBytes();
+        return defaultMemlockEstimate().total();
+    }
+
+    private static long pow2(final int n)
+    {
+        return n <= 1 ? 1 : Long.highestOneBit(n - 1) << 1;
+    }
+
+    private static long pages(final long bytes)
+    {
+        return (bytes + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
     }
 
     /**
@@ -77,7 +144,8 @@ final class RdmaHostReadiness
     static String memlockProblem(final Path procLimits)
     {
         final long soft = memlockSoftBytes(procLimits);
-        final long required = requiredMemlockBytes();
+        final MemlockEstimate estimate = defaultMemlockEstimate();
+        final long required = estimate.total();
         if (soft == UNKNOWN)
         {
             return "the locked-memory limit (ulimit -l) could not be read from " + procLimits +
@@ -85,8 +153,8 @@ final class RdmaHostReadiness
         }
         if (soft < required)
         {
-            return "the locked-memory limit (ulimit -l) is " + mib(soft) + ", but one engine with two connections and " +
-                "its smallest rendezvous budget registers (pins) " + mib(required) + "; raise it (ulimit -l unlimited, " +
+            return "the locked-memory limit (ulimit -l) is " + mib(soft) + ", but one engine registers (pins) up to " +
+                mib(required) + " (" + estimate.parts() + "); raise it (ulimit -l unlimited, " +
                 "or memlock in /etc/security/limits.conf, or LimitMEMLOCK= for a systemd service; see RDMA-HARDWARE.md)";
         }
         return null;

@@ -2,10 +2,17 @@ package io.reverb.rdma.provider.disni;
 
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
+import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
 import org.junit.platform.launcher.Launcher;
 import org.junit.platform.launcher.LauncherDiscoveryRequest;
+import org.junit.platform.launcher.TagFilter;
+import org.junit.platform.launcher.TestIdentifier;
+import org.junit.platform.launcher.TestPlan;
 import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 import org.junit.platform.launcher.listeners.SummaryGeneratingListener;
@@ -14,8 +21,10 @@ import org.junit.platform.launcher.listeners.TestExecutionSummary;
 /**
  * Runs the verbs conformance suite over {@code rdma://} ({@link DisniConformanceTest}) with the JUnit Platform
  * launcher, without Maven: what {@code bin/reverb-rdma-check} runs on an RDMA host from its bundled jar, where
- * there may be neither Maven nor network. Prints one summary line, {@code conformance: tests N, failures F,
- * skipped S}, then each failure; exits 0 only if every test ran and passed.
+ * there may be neither Maven nor network. The tests that cannot run over the device in use are excluded by their
+ * JUnit tag (over a real device the emulation-only ones, over the emulated one those needing a peer process) and
+ * named on the summary line, {@code conformance: tests N, succeeded P, failures F, skipped S; excluded ...}, then
+ * each failure is printed; exits 0 only if every test left ran and passed (one rule, {@link #passed}).
  *
  * <pre>
  *   java --add-exports java.base/sun.nio.ch=ALL-UNNAMED -cp reverb-rdma-check.jar \
@@ -45,22 +54,97 @@ public final class DisniConformanceMain
                 System.exit(64);
             }
         }
-        final TestExecutionSummary summary = run();
-        System.exit(passed(summary) ? 0 : 1);
+        System.exit(run().passed() ? 0 : 1);
     }
 
-    /** @return the summary of one run of the suite in this JVM (printed on System.out). */
-    static TestExecutionSummary run()
+    /**
+     * One run of the suite.
+     *
+     * @param summary     what ran
+     * @param excludedTag the tag left out for the device in use
+     * @param excluded    the tests that tag left out
+     */
+    record Run(TestExecutionSummary summary, String excludedTag, List<String> excluded)
     {
-        final LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
-            .selectors(selectClass(DisniConformanceTest.class)).build();
+        /** @return the one-line summary, with the excluded tests and why. */
+        String line()
+        {
+            return DisniConformanceMain.line(summary) + excludedLine(excludedTag, excluded);
+        }
+
+        /** @return {@link DisniConformanceMain#passed}. */
+        boolean passed()
+        {
+            return DisniConformanceMain.passed(summary);
+        }
+    }
+
+    /** @return one run of the suite in this JVM (its line and failures printed on System.out). */
+    static Run run()
+    {
+        final String excludedTag = excludedTag(RdmaTestDevice.isEmulated());
         final Launcher launcher = LauncherFactory.create();
+        final List<String> excluded = excludedTests(launcher, excludedTag);
         final SummaryGeneratingListener listener = new SummaryGeneratingListener();
-        launcher.execute(request, listener);
-        final TestExecutionSummary summary = listener.getSummary();
-        System.out.println(line(summary));
-        summary.printFailuresTo(new PrintWriter(System.out, true, StandardCharsets.UTF_8), 20);
-        return summary;
+        launcher.execute(request(excludedTag), listener);
+        final Run run = new Run(listener.getSummary(), excludedTag, excluded);
+        System.out.println(run.line());
+        run.summary().printFailuresTo(new PrintWriter(System.out, true, StandardCharsets.UTF_8), 20);
+        return run;
+    }
+
+    /**
+     * @param emulated whether the suite runs over the emulated device.
+     * @return the tag of the tests that cannot run over that device: the emulation-only ones over a real device,
+     *         the ones needing a peer process over the emulated device (it lives in one JVM).
+     */
+    static String excludedTag(final boolean emulated)
+    {
+        return emulated ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG : RdmaTestDevice.EMULATION_ONLY_TAG;
+    }
+
+    /**
+     * @param excludedTag the tag left out ({@link #excludedTag(boolean)}).
+     * @return the suite without the tests of that tag.
+     */
+    static LauncherDiscoveryRequest request(final String excludedTag)
+    {
+        return LauncherDiscoveryRequestBuilder.request().selectors(selectClass(DisniConformanceTest.class))
+            .filters(TagFilter.excludeTags(excludedTag)).build();
+    }
+
+    /**
+     * @param launcher    a launcher.
+     * @param excludedTag the tag left out.
+     * @return the names of the suite's tests that tag leaves out.
+     */
+    static List<String> excludedTests(final Launcher launcher, final String excludedTag)
+    {
+        final TestPlan all = launcher.discover(LauncherDiscoveryRequestBuilder.request()
+            .selectors(selectClass(DisniConformanceTest.class)).build());
+        final List<String> excluded = new ArrayList<>();
+        collect(all, all.getRoots(), excludedTag, excluded);
+        return excluded;
+    }
+
+    private static void collect(
+        final TestPlan plan, final Set<TestIdentifier> ids, final String tag, final List<String> excluded)
+    {
+        for (final TestIdentifier id : ids)
+        {
+            if (id.isTest() && id.getTags().stream().anyMatch(t -> t.getName().equals(tag)))
+            {
+                excluded.add(id.getDisplayName());
+            }
+            collect(plan, plan.getChildren(id), tag, excluded);
+        }
+    }
+
+    private static String excludedLine(final String tag, final List<String> excluded)
+    {
+        return excluded.isEmpty() ? "" : "; excluded " + excluded.size() + " " + tag + " (" +
+            (RdmaTestDevice.EMULATION_ONLY_TAG.equals(tag) ? "need the emulated device" :
+                "need a peer process on the same device") + "): " + String.join(", ", excluded);
     }
 
     /**
@@ -75,6 +159,10 @@ public final class DisniConformanceMain
     }
 
     /**
+     * The one rule of the check, over a real device and the emulated one alike: the tests that cannot run over the
+     * device are excluded by tag before the run ({@link #excludedTag(boolean)}), and of the rest every one must
+     * run and pass.
+     *
      * @param summary a run.
      * @return true if tests ran and every one passed (a skipped one, e.g. a device that vanished, is not a pass).
      */

@@ -32,6 +32,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -296,6 +297,7 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
      * the suite's contexts share the host's device; this case needs two machines there.)
      */
     @Test
+    @Tag(RdmaTestDevice.EMULATION_ONLY_TAG)
     void shouldConnectTwoHostsEachOnItsOwnDevice() throws Exception
     {
         assumeTrue(RdmaTestDevice.isEmulated(), "two hosts in one JVM need the emulated device (one per 127.x address)");

@@ -14,6 +14,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RdmaTestDevice
 {
+    /**
+     * JUnit tag of the tests that need the emulated device (several devices in one JVM, or its object counts):
+     * excluded over a real device (DisniConformanceMain, RdmaSuitesMain), where they would only skip.
+     */
+    public static final String EMULATION_ONLY_TAG = "emulation-only";
+
     /** System property: "true" lets the rdma:// tests fall back to the emulated device. */
     public static final String EMULATION_PROP = "reverb.test.rdma.emulation";
     /** The address contexts open by default over the emulated device (each 127.x.y.z address is one host). */

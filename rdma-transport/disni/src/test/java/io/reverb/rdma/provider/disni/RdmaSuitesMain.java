@@ -1,0 +1,142 @@
+package io.reverb.rdma.provider.disni;
+
+import static org.junit.platform.engine.discovery.ClassNameFilter.includeClassNamePatterns;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectPackage;
+
+import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
+import java.io.PrintStream;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.engine.support.descriptor.ClassSource;
+import org.junit.platform.launcher.LauncherDiscoveryRequest;
+import org.junit.platform.launcher.TagFilter;
+import org.junit.platform.launcher.TestExecutionListener;
+import org.junit.platform.launcher.TestIdentifier;
+import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
+import org.junit.platform.launcher.core.LauncherFactory;
+
+/**
+ * Runs the {@code rdma://} suites of the {@code rdma-emulated} Surefire execution (the verbs conformance suite, the
+ * engine suites and rpc-core's call suites, {@code DisniConformanceTest}, {@code RdmaEngine*Test},
+ * {@code RdmaRpc*Test}) without Maven, over whatever device this JVM finds: what {@code bin/reverb-rdma-vm test}
+ * runs inside a VM on Soft-RoCE with {@code -Dreverb.test.rdma.emulation=false}. The tests that cannot run over the
+ * device in use are excluded by tag (as {@link DisniConformanceMain}); prints one line per class and one per test
+ * that failed or skipped (with the cause), then {@code suites: tests N, succeeded P, failures F, skipped S}; exits 0
+ * only if every test left ran and passed.
+ */
+public final class RdmaSuitesMain
+{
+    private RdmaSuitesMain()
+    {
+    }
+
+    /**
+     * @param args class-name patterns (regular expressions) to run instead of the default ones.
+     */
+    public static void main(final String[] args)
+    {
+        final String[] patterns = args.length > 0 ? args : new String[] {
+            ".*\\.DisniConformanceTest", ".*\\.RdmaEngine\\w*Test", ".*\\.RdmaRpc\\w*Test"};
+        final String unavailable = RdmaTestDevice.unavailabilityCause();
+        if (unavailable != null)
+        {
+            System.out.println("suites: no RDMA device: " + unavailable);
+            System.exit(1);
+        }
+        final String excludedTag = RdmaTestDevice.isEmulated() ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG :
+            RdmaTestDevice.EMULATION_ONLY_TAG;
+        final LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
+            .selectors(selectPackage("io.reverb.rdma"))
+            .filters(includeClassNamePatterns(patterns), TagFilter.excludeTags(excludedTag)).build();
+        final Listener listener = new Listener(System.out);
+        LauncherFactory.create().execute(request, listener);
+        System.out.println("suites: tests " + listener.tests + ", succeeded " + listener.succeeded + ", failures " +
+            listener.failed + ", skipped " + listener.skipped + " (excluded tag " + excludedTag + ")");
+        System.exit(listener.tests.get() > 0 && listener.failed.get() == 0 &&
+            listener.succeeded.get() == listener.tests.get() ? 0 : 1);
+    }
+
+    /** Counts per class and prints every test that did not pass, with why. */
+    private static final class Listener implements TestExecutionListener
+    {
+        private final PrintStream out;
+        private final AtomicInteger tests = new AtomicInteger();
+        private final AtomicInteger succeeded = new AtomicInteger();
+        private final AtomicInteger failed = new AtomicInteger();
+        private final AtomicInteger skipped = new AtomicInteger();
+        private final Map<String, int[]> perClass = new ConcurrentHashMap<>();
+
+        Listener(final PrintStream out)
+        {
+            this.out = out;
+        }
+
+        @Override
+        public void executionSkipped(final TestIdentifier id, final String reason)
+        {
+            if (id.isTest())
+            {
+                tests.incrementAndGet();
+                skipped.incrementAndGet();
+                out.println("  SKIPPED " + id.getLegacyReportingName() + ": " + reason);
+            }
+        }
+
+        @Override
+        public void executionFinished(final TestIdentifier id, final TestExecutionResult result)
+        {
+            if (id.isTest())
+            {
+                tests.incrementAndGet();
+                final int[] counts = perClass.computeIfAbsent(className(id), k -> new int[2]);
+                counts[0]++;
+                switch (result.getStatus())
+                {
+                    case SUCCESSFUL:
+                        succeeded.incrementAndGet();
+                        counts[1]++;
+                        break;
+                    case ABORTED:
+                        skipped.incrementAndGet();
+                        out.println("  SKIPPED " + className(id) + "." + id.getLegacyReportingName() + ": " +
+                            result.getThrowable().map(Throwable::getMessage).orElse(""));
+                        break;
+                    default:
+                        failed.incrementAndGet();
+                        out.println("  FAILED " + className(id) + "." + id.getLegacyReportingName() + ": " +
+                            result.getThrowable().map(Throwable::toString).orElse(""));
+                        result.getThrowable().ifPresent(t -> t.printStackTrace(out));
+                        break;
+                }
+            }
+            else if (result.getStatus() == TestExecutionResult.Status.FAILED)
+            {
+                // A class or container that failed as a whole (@BeforeAll, a parameter source): counted as a failure.
+                failed.incrementAndGet();
+                out.println("  FAILED " + id.getDisplayName() + ": " +
+                    result.getThrowable().map(Throwable::toString).orElse(""));
+                result.getThrowable().ifPresent(t -> t.printStackTrace(out));
+            }
+            if (id.getSource().map(s -> s instanceof ClassSource).orElse(false) && perClass.containsKey(className(id)))
+            {
+                final int[] counts = perClass.get(className(id));
+                out.println(className(id) + ": " + counts[1] + "/" + counts[0] + " passed");
+            }
+        }
+
+        private static String className(final TestIdentifier id)
+        {
+            final String uid = id.getUniqueId();
+            final int start = uid.indexOf("[class:");
+            if (start < 0)
+            {
+                return id.getDisplayName();
+            }
+            final int end = uid.indexOf(']', start);
+            final String name = uid.substring(start + "[class:".length(), end);
+            return name.substring(name.lastIndexOf('.') + 1);
+        }
+    }
+}
