@@ -12,9 +12,10 @@ import java.net.URL;
  * the DiSNi jar (DiSNi's), defined in a class loader of its own, since on the test class path the name belongs to
  * the test-scope shadow of the emulated device.
  */
-final class MainDispatcherClass
+public final class MainDispatcherClass
 {
-    static final String NAME = "com.ibm.disni.verbs.impl.NativeDispatcher";
+    /** The class name DiSNi's Java half calls. */
+    public static final String NAME = "com.ibm.disni.verbs.impl.NativeDispatcher";
 
     private MainDispatcherClass()
     {
@@ -37,7 +38,7 @@ final class MainDispatcherClass
      * @param initialise whether to run its static initialiser (Reverb's loads the native half into this loader).
      * @return the class, in a new loader.
      */
-    static Class<?> define(final Class<?> besides, final boolean initialise)
+    public static Class<?> define(final Class<?> besides, final boolean initialise)
     {
         final byte[] bytes = read(besides);
         final ClassLoader loader = new ClassLoader(MainDispatcherClass.class.getClassLoader())

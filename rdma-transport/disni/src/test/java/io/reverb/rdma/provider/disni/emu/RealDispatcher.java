@@ -1,12 +1,11 @@
 package io.reverb.rdma.provider.disni.emu;
 
 import io.reverb.rdma.provider.disni.DisniVerbsProvider;
+import io.reverb.rdma.provider.disni.MainDispatcherClass;
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
-import java.net.URL;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -19,8 +18,6 @@ import java.util.Map;
  */
 final class RealDispatcher implements DispatcherBackend
 {
-    private static final String NAME = "com.ibm.disni.verbs.impl.NativeDispatcher";
-
     private final Class<?> type;
     private final Map<String, Method> methods = new HashMap<>();
     private volatile Object real;
@@ -40,46 +37,10 @@ final class RealDispatcher implements DispatcherBackend
      */
     static RealDispatcher load()
     {
-        final byte[] bytes;
         try
         {
             // The main classes (a directory in the build, the jar elsewhere), not the DiSNi jar.
-            final URL classes = DisniVerbsProvider.class.getProtectionDomain().getCodeSource().getLocation();
-            final String path = NAME.replace('.', '/') + ".class";
-            final URL entry = classes.getPath().endsWith(".jar") ? new URL("jar:" + classes + "!/" + path) :
-                new URL(classes, path);
-            try (InputStream in = entry.openStream())
-            {
-                bytes = in.readAllBytes();
-            }
-        }
-        catch (final IOException ex)
-        {
-            throw new IllegalStateException("cannot read Reverb's NativeDispatcher from the main classes", ex);
-        }
-        final ClassLoader loader = new ClassLoader(RealDispatcher.class.getClassLoader())
-        {
-            @Override
-            protected Class<?> loadClass(final String name, final boolean resolve) throws ClassNotFoundException
-            {
-                if (!NAME.equals(name))
-                {
-                    return super.loadClass(name, resolve);
-                }
-                synchronized (getClassLoadingLock(name))
-                {
-                    final Class<?> loaded = findLoadedClass(name);
-                    return loaded != null ? loaded : defineClass(name, bytes, 0, bytes.length);
-                }
-            }
-        };
-        try
-        {
-            return new RealDispatcher(Class.forName(NAME, true, loader));
-        }
-        catch (final ClassNotFoundException ex)
-        {
-            throw new IllegalStateException(ex);
+            return new RealDispatcher(MainDispatcherClass.define(DisniVerbsProvider.class, true));
         }
         catch (final ExceptionInInitializerError ex)
         {
