@@ -40,8 +40,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * rpc-core's response and status to the stub's executor together, and the callbacks grpc-java's call layers make from
  * there (the retry layer's commit, headers, message, close) queue behind that task on the same thread instead of each
  * waking it again. Before, they were made on the transport's thread one by one, and each woke the waiting thread: 3.5
- * wake-ups per call, counted with JFR's {@code jdk.ThreadPark} (benchmarks/RESULTS.md, "grpc-java on Reverb: one
- * wake-up per blocking call").
+ * wake-ups per call, counted with JFR's {@code jdk.ThreadPark} (benchmarks/results/
+ * 20261202-1300-grpc-handoff/RESULTS.md).
  *
  * <p>What shows where the callbacks run is a stream tracer: grpc-java's transports call it as they call the stream's
  * listener. Calls whose executor is not a blocking stub's keep running on the transport's thread. A blocking call

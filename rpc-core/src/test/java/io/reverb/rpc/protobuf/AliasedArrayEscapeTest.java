@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
  * <p>The test parses exactly as the aliasing marshaller does ({@code unsafeWrap} + {@code enableAliasing(true)}),
  * lets the message and the field be collected, then overwrites the array (what recycling it would do) and reads the
  * views. If a protobuf release stops aliasing in these views, this test fails: then a reachability-based pool for the
- * default marshaller is worth revisiting (see "1 MiB with the default marshaller" in benchmarks/RESULTS.md).
+ * default marshaller is worth revisiting (see
+ * benchmarks/results/20261202-1610-shmbig/RESULTS.md).
  */
 class AliasedArrayEscapeTest
 {

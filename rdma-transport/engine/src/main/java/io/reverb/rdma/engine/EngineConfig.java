@@ -470,14 +470,14 @@ public final class EngineConfig
      * chained from side to side). Defaults: 20 us, 50 us, 300 us. The yield phase is long because a sleep costs a
      * wake-up, on a virtual machine 100-500 us (the woken vCPU may have halted), and a yielding thread holds no core
      * another thread wants: with 10 us of yielding, ping-pongs whose peer was descheduled for a moment slept, and
-     * ADAPTIVE's p99.9 was 2-38x BUSY's on 2 vCPUs, with 300 us 0.1-1.8x in 6 runs of 8 (benchmarks/RESULTS.md, "ADAPTIVE
-     * yields before it sleeps"). It costs CPU only between messages 60-350 us apart (client and server in one process,
-     * measured: +46% CPU at 5,000 calls/s, with a p50 3x lower; +50% at 2,000 calls/s, where the yield is wasted);
-     * an idle poller yields once, then sleeps until work comes. For the CPU back at such rates: {@code
-     * adaptiveSpin(20 us, 50 us, 10 us)}, or EVENT. A longer minimum spins through longer hiccups of the
+     * ADAPTIVE's p99.9 was 2-38x BUSY's on 2 vCPUs, with 300 us 0.1-1.8x in 6 runs of 8
+     * (benchmarks/results/20261202-2340-quiet/RESULTS.md). It costs CPU only between messages 60-350 us apart (client
+     * and server in one process, measured: +46% CPU at 5,000 calls/s, with a p50 3x lower; +50% at 2,000 calls/s, where
+     * the yield is wasted); an idle poller yields once, then sleeps until work comes. For the CPU back at such rates:
+     * {@code adaptiveSpin(20 us, 50 us, 10 us)}, or EVENT. A longer minimum spins through longer hiccups of the
      * peer, but on an oversubscribed machine it holds the core the descheduled peer needs (50 us at load 11-15 on 2
-     * vCPUs: 1.6x the CPU per round trip and 2-3x the p99; benchmarks/RESULTS.md). An idle poller spins once, for the
-     * budget, then sleeps until work comes.
+     * vCPUs: 1.6x the CPU per round trip and 2-3x the p99; benchmarks/results/20261202-1615-tail/RESULTS.md). An idle
+     * poller spins once, for the budget, then sleeps until work comes.
      *
      * @param minSpinNanos shortest spin.
      * @param maxSpinNanos longest spin.

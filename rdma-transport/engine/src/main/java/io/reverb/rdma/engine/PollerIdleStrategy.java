@@ -21,7 +21,7 @@ import org.agrona.concurrent.SystemNanoClock;
  *
  * <p>Sleeps chain: when one side sleeps, its reply comes a wake-up late; a peer whose spin is shorter than that
  * sleeps too, its answer comes a wake-up late in turn, and so on, each round trip paying a wake-up (measured in
- * benchmarks/RESULTS.md, "ADAPTIVE's tail, traced"). The idle period right after a poller was woken by work
+ * benchmarks/results/20261202-1615-tail/RESULTS.md). The idle period right after a poller was woken by work
  * therefore spins for the longest budget, so that it waits out its peer's wake-up as well: the chain breaks there. A
  * spin as long in every idle period would cost the cores an oversubscribed machine's descheduled peer needs (see
  * {@link EngineConfig#adaptiveSpin}); for the same
@@ -32,7 +32,8 @@ import org.agrona.concurrent.SystemNanoClock;
  * (a machine with fewer free cores than busy threads), spins miss, spinning stops, and the two answer each other
  * through the yield phase in a few microseconds; a probe then spins the whole max budget while the peer, queued
  * behind it on that core, cannot send the awaited message, and misses. One probe per window made 1 round trip in
- * 8 take the max budget (counted in benchmarks/RESULTS.md, "ADAPTIVE's tail: probes that hold the peer's core").
+ * 8 take the max budget (counted in
+ * benchmarks/results/20261202-tail3/RESULTS.md).
  * Spinning resumes without a probe when a message is caught right after a yield that did not give the core away
  * (it returned within {@value #YIELD_KEPT_CORE_NANOS} ns): the peer answered from a core of its own, where a spin
  * pays (a yield that let a peer on this core run takes that peer's turn, microseconds).</p>
