@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Spring Boot example with the JVM flag Reverb needs (Agrona's --add-exports).
+# Runs the Spring Boot example on Spring Boot 4 with the JVM flag Reverb needs (Agrona's --add-exports).
+# (examples/spring-boot3/run.sh runs the same application on Spring Boot 3.5.)
 #
 #   examples/spring-boot/run.sh                                   # serve and call in one application, then exit
 #   examples/spring-boot/run.sh --spring.profiles.active=server   # serve until Ctrl-C (graceful shutdown)

@@ -4,8 +4,8 @@ import io.reverb.spring.boot.health.ReverbHealthIndicator;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.ApplicationRunner;
 import org.springframework.boot.SpringApplication;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.health.contributor.Health;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.env.Environment;
@@ -20,8 +20,9 @@ import org.springframework.core.env.Environment;
  *   <li>{@code client} ({@code --spring.profiles.active=client}): calls a server started in server mode, and exits.</li>
  * </ul>
  *
- * Run it with {@code examples/spring-boot/run.sh} (arguments are passed on, e.g.
- * {@code --reverb.server.address=tcp://0.0.0.0:9090}).
+ * Run it with {@code examples/spring-boot/run.sh} on Spring Boot 4, or {@code examples/spring-boot3/run.sh} on Spring
+ * Boot 3.5 (the same sources, built against the other starter); arguments are passed on, e.g.
+ * {@code --reverb.server.address=tcp://0.0.0.0:9090}.
  */
 @SpringBootApplication
 public class GreeterApplication
@@ -53,10 +54,13 @@ public class GreeterApplication
     {
         return args -> client.ifAvailable(greeter ->
         {
-            System.out.println("reply:  " + greeter.greet(environment.getProperty("greeter.name", "Spring")));
+            System.out.println("reply:  " + greeter.greet(environment.getProperty("greeter.name", "Spring")) +
+                " (Spring Boot " + SpringBootVersion.getVersion() + ")");
             health.ifAvailable(indicator ->
             {
-                final Health report = indicator.health();
+                // var: Actuator's Health type is in another package on Boot 3.5 than on 4, and this source is both
+                // examples' (examples/spring-boot3 compiles it against Boot 3.5)
+                final var report = indicator.health();
                 System.out.println("health: " + report.getStatus() + " " + report.getDetails());
             });
         });

@@ -14,7 +14,7 @@ import org.springframework.context.annotation.Bean;
 
 /**
  * Reverb's health in Actuator's health endpoint (contributor {@code reverb}; {@code management.health.reverb.enabled}
- * turns it off), with Spring Boot's spring-boot-health module on the class path.
+ * turns it off), with Spring Boot 4's spring-boot-health module on the class path.
  */
 @AutoConfiguration(after = ReverbAutoConfiguration.class)
 @ConditionalOnClass({HealthIndicator.class, ConditionalOnEnabledHealthIndicator.class})

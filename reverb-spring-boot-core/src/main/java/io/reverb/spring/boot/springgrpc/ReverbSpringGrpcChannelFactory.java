@@ -9,6 +9,7 @@ import java.util.Set;
 import org.springframework.grpc.client.ClientInterceptorsConfigurer;
 import org.springframework.grpc.client.DefaultGrpcChannelFactory;
 import org.springframework.grpc.client.GrpcChannelBuilderCustomizer;
+import org.springframework.grpc.client.VirtualTargets;
 
 /**
  * Spring gRPC's {@link org.springframework.grpc.client.GrpcChannelFactory} for Reverb addresses: it
@@ -33,6 +34,9 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
     /** The URI schemes of Reverb's transports that this factory takes. */
     public static final Set<String> SCHEMES = Set.of("shm", "tcp", "rdma", "reverb", "inproc");
 
+    /** A copy of the superclass's: its field is private in Spring gRPC 0.x (Boot 3.5) and protected in 1.x. */
+    private VirtualTargets virtualTargets = VirtualTargets.DEFAULT;
+
     /**
      * @param globalCustomizers      applied to every channel's builder.
      * @param interceptorsConfigurer Spring gRPC's configurer of the global and per-channel client interceptors.
@@ -51,7 +55,17 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
     @Override
     public boolean supports(final String target)
     {
-        return isReverbAddress(target) || isReverbAddress(targets.getTarget(target));
+        return isReverbAddress(target) || isReverbAddress(virtualTargets.getTarget(target));
+    }
+
+    /**
+     * @param targets Spring gRPC's map of channel names to targets.
+     */
+    @Override
+    public void setVirtualTargets(final VirtualTargets targets)
+    {
+        super.setVirtualTargets(targets);
+        this.virtualTargets = targets;
     }
 
     /**

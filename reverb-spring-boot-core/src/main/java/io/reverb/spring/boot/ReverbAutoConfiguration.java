@@ -25,15 +25,19 @@ import org.springframework.core.annotation.Order;
 import org.springframework.core.env.Environment;
 
 /**
- * Spring Boot auto-configuration of Reverb: a {@link ReverbServerLifecycle} that serves the context's service beans on
+ * Spring Boot auto-configuration of Reverb (the same class on Boot 3.5 and 4: it uses only what both lines have): a {@link ReverbServerLifecycle} that serves the context's service beans on
  * {@code reverb.server.address}, a {@link ReverbChannelFactory} (and, with reverb-grpc, a
  * {@link ReverbGrpcChannelFactory}) for the channels of {@code reverb.client.channels.NAME}, {@link ReverbClient}
  * injection, Reverb's health service, and the context's Micrometer {@code MeterRegistry} and
  * {@code ObservationRegistry} on every server and channel.
  */
+// After the registries are made, by their names on Boot 4 (spring-boot-micrometer-*) and on Boot 3.5 (Actuator's
+// auto-configuration); the names absent from the class path are ignored.
 @AutoConfiguration(afterName = {"org.springframework.boot.autoconfigure.ssl.SslAutoConfiguration",
     "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-    "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration"})
+    "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration",
+    "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+    "org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration"})
 @EnableConfigurationProperties(ReverbProperties.class)
 public class ReverbAutoConfiguration
 {

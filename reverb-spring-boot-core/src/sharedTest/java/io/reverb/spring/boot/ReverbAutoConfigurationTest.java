@@ -13,13 +13,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
-import org.springframework.boot.health.autoconfigure.actuate.endpoint.HealthEndpointAutoConfiguration;
-import org.springframework.boot.health.autoconfigure.contributor.HealthContributorAutoConfiguration;
-import org.springframework.boot.health.autoconfigure.registry.HealthContributorRegistryAutoConfiguration;
-import org.springframework.boot.health.contributor.Health;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -27,7 +20,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * The auto-configuration in one JVM, with real application contexts (no mocks): which beans exist, what the settings
- * become, and what Actuator's health indicator reports as Reverb's health service changes.
+ * become, and what Actuator's health indicator reports as Reverb's health service changes. Shared by the Boot 4 and
+ * Boot 3.5 starters: Actuator's types are reached through each starter's own {@link BootHealth}.
  */
 class ReverbAutoConfigurationTest
 {
@@ -73,8 +67,7 @@ class ReverbAutoConfigurationTest
             assertThat(server.hasServices()).isFalse();
             assertThat(server.isRunning()).isFalse();
             assertThat(server.address()).isNull();
-            assertThat(context.getBean("reverbHealthIndicator", HealthIndicator.class).health().getStatus())
-                .isEqualTo(Status.UP);
+            assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
         });
     }
 
@@ -104,25 +97,22 @@ class ReverbAutoConfigurationTest
             .withPropertyValues("reverb.server.address=" + address)
             .run(context ->
             {
-                final HealthIndicator indicator = context.getBean("reverbHealthIndicator", HealthIndicator.class);
                 final HealthStatusManager health = context.getBean(HealthStatusManager.class);
-                Health report = indicator.health();
-                assertThat(report.getStatus()).isEqualTo(Status.UP);
-                assertThat(report.getDetails()).containsEntry("address", address)
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
+                assertThat(BootHealth.indicatorDetails(context)).containsEntry("address", address)
                     .containsEntry("services", Map.of(NativeEchoRpc.SERVICE_NAME, "SERVING"));
 
                 health.setStatus(NativeEchoRpc.SERVICE_NAME, ServingStatus.NOT_SERVING);
-                report = indicator.health();
-                assertThat(report.getStatus()).isEqualTo(Status.DOWN);
-                assertThat(report.getDetails()).containsEntry("services", Map.of(NativeEchoRpc.SERVICE_NAME, "NOT_SERVING"));
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("DOWN");
+                assertThat(BootHealth.indicatorDetails(context))
+                    .containsEntry("services", Map.of(NativeEchoRpc.SERVICE_NAME, "NOT_SERVING"));
 
                 health.setStatus(NativeEchoRpc.SERVICE_NAME, ServingStatus.SERVING);
-                assertThat(indicator.health().getStatus()).isEqualTo(Status.UP);
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
 
                 context.getBean(ReverbServerLifecycle.class).stop();
-                report = indicator.health();
-                assertThat(report.getStatus()).isEqualTo(Status.DOWN);
-                assertThat(report.getDetails()).containsEntry("server", "not running");
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("DOWN");
+                assertThat(BootHealth.indicatorDetails(context)).containsEntry("server", "not running");
             });
     }
 
@@ -130,20 +120,18 @@ class ReverbAutoConfigurationTest
     void shouldShowTheHealthServiceInActuatorsHealthEndpoint()
     {
         final String address = shm();
-        runner.withConfiguration(AutoConfigurations.of(HealthContributorAutoConfiguration.class,
-                HealthContributorRegistryAutoConfiguration.class, HealthEndpointAutoConfiguration.class))
+        runner.withConfiguration(AutoConfigurations.of(BootHealth.endpointAutoConfigurations()))
             .withUserConfiguration(NativeEchoService.class)
             .withPropertyValues("reverb.server.address=" + address, "management.endpoint.health.show-details=always")
             .run(context ->
             {
-                final HealthEndpoint endpoint = context.getBean(HealthEndpoint.class);
-                assertThat(endpoint.healthForPath("reverb").getStatus()).isEqualTo(Status.UP);
-                assertThat(endpoint.health().getStatus()).isEqualTo(Status.UP);
+                assertThat(BootHealth.endpointStatus(context, "reverb")).isEqualTo("UP");
+                assertThat(BootHealth.endpointStatus(context, null)).isEqualTo("UP");
 
                 context.getBean(HealthStatusManager.class).setStatus(
                     HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
-                assertThat(endpoint.healthForPath("reverb").getStatus()).isEqualTo(Status.DOWN);
-                assertThat(endpoint.health().getStatus()).isEqualTo(Status.DOWN);
+                assertThat(BootHealth.endpointStatus(context, "reverb")).isEqualTo("DOWN");
+                assertThat(BootHealth.endpointStatus(context, null)).isEqualTo("DOWN");
             });
     }
 

@@ -28,8 +28,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  * Real Spring Boot applications in two processes: {@link EchoServerApplication} (a native and a grpc-java service bean)
  * in a child JVM, {@link EchoClientApplication} (stubs injected by {@link ReverbClient}) in this one, over shm:// and
  * tcp://. Checks the calls each way (native and grpc-java stubs against native and grpc-java services), the health
- * service, the client's Micrometer meters, and Spring's shutdown: graceful lets a call in flight finish after SIGTERM,
- * immediate cancels it.
+ * service, the client's Micrometer meters and Actuator health contributor, and Spring's shutdown: graceful lets a call
+ * in flight finish after SIGTERM, immediate cancels it. Run by both starters, each on its own Spring Boot line.
  */
 class ReverbStarterCrossProcessTest
 {
@@ -89,6 +89,10 @@ class ReverbStarterCrossProcessTest
                 final MeterRegistry meters = context.getBean(MeterRegistry.class);
                 assertThat(meters.find("reverb.client.calls").timers()).isNotEmpty();
                 assertThat(meters.find("rpc.client.duration").timers()).isNotEmpty();
+                // Actuator's reverb contributor, registered by the starter's auto-configuration imports of this Boot line
+                // (no server here: UP, with the channel's state as a detail)
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
+                assertThat(BootHealth.indicatorDetails(context)).containsKey("channels");
 
                 // graceful shutdown: SIGTERM while a call is in flight; the call is answered after shutdown began
                 final CompletableFuture<EchoReply> slow = clients.nativeEcho.slow(request("e")).toFuture();

@@ -23,9 +23,13 @@ import org.springframework.grpc.client.VirtualTargets;
  * Spring gRPC's {@link VirtualTargets} bean (its {@code spring.grpc.client.channels.NAME.address} properties) maps to a
  * Reverb address are Reverb's too.
  */
+// Spring gRPC's client auto-configuration by the name of each line: Spring gRPC's own module (0.x for Boot 3.5, 1.0.x
+// for Boot 4.0) and Spring Boot's (4.1); the names absent from the class path are ignored.
 @AutoConfiguration(
-    afterName = "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration",
-    beforeName = "org.springframework.boot.grpc.client.autoconfigure.CompositeChannelFactoryAutoConfiguration")
+    afterName = {"org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
+        "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration"},
+    beforeName = {"org.springframework.grpc.autoconfigure.client.CompositeChannelFactoryAutoConfiguration",
+        "org.springframework.boot.grpc.client.autoconfigure.CompositeChannelFactoryAutoConfiguration"})
 @ConditionalOnClass({GrpcChannelFactory.class, ReverbChannelBuilder.class})
 public class ReverbSpringGrpcAutoConfiguration
 {
