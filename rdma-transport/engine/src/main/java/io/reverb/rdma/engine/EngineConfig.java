@@ -27,6 +27,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #maxOutboundMessageSize(int)}</td><td>64 MiB</td><td>larger claims return {@link Connection#TOO_LARGE}</td></tr>
  *   <tr><td>{@link #pollingMode(PollingMode)}</td><td>ADAPTIVE</td><td>see {@link PollingMode}</td></tr>
  *   <tr><td>{@link #pollerCount(int)}</td><td>1</td><td>completion poller threads</td></tr>
+ *   <tr><td>{@link #messagesPerPoll(int)}</td><td>{@value #DEFAULT_MESSAGES_PER_POLL}</td><td>messages one connection delivers per duty cycle before its poller moves on to the others</td></tr>
  *   <tr><td>{@link #tls(TlsConfig)}</td><td>none</td><td>TLS for {@code tcp://} (JDK SSLEngine, TLS 1.3; optional mutual TLS)</td></tr>
  *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must prove they hold (challenge-response, see the package doc)</td></tr>
  *   <tr><td>{@link #maxConnections(int)}</td><td>4096</td><td>open connections accepted at most; more are refused with a clear reason</td></tr>
@@ -42,10 +43,17 @@ public final class EngineConfig
     public static final int MIN_RECEIVE_SLOTS = 4;
     /** Largest eager limit. */
     public static final int MAX_EAGER_LIMIT = 1 << 20;
+    /**
+     * Default of {@link #messagesPerPoll(int)}: a burst on one connection delays another connection of the same poller
+     * by this many messages' handling (a few µs each for small RPCs), while a streaming connection still takes a
+     * whole receive's worth of small messages per duty cycle.
+     */
+    public static final int DEFAULT_MESSAGES_PER_POLL = 32;
     /** Largest rendezvous size class (ibverbs SGE lengths are 32-bit). */
     public static final int MAX_SIZE_CLASS = 1 << 30;
 
     private int receiveSlots = 128;
+    private int messagesPerPoll = DEFAULT_MESSAGES_PER_POLL;
     private int eagerLimit = 4096;
     private int sendSlots = 128;
     private int rendezvousMinClass = 64 * 1024;
@@ -85,6 +93,28 @@ public final class EngineConfig
     {
         checkMutable();
         receiveSlots = n;
+        return this;
+    }
+
+    /** @return messages one connection delivers per duty cycle of its poller. */
+    public int messagesPerPoll()
+    {
+        return messagesPerPoll;
+    }
+
+    /**
+     * How many messages one connection hands its handler per duty cycle before the poller turns to its other
+     * connections (as Aeron's fragment limit per poll): the rest of a burst waits for the connection's next turn, in
+     * order, its receives not yet re-posted (so the peer's credits also wait). Smaller is fairer between connections
+     * that share a poller; larger amortises the cycle over more messages.
+     *
+     * @param n messages per poll, at least 1.
+     * @return this.
+     */
+    public EngineConfig messagesPerPoll(final int n)
+    {
+        checkMutable();
+        messagesPerPoll = n;
         return this;
     }
 
@@ -617,6 +647,7 @@ public final class EngineConfig
         {
             return this;
         }
+        require(messagesPerPoll >= 1, "messagesPerPoll must be at least 1: " + messagesPerPoll);
         require(receiveSlots >= MIN_RECEIVE_SLOTS && receiveSlots <= MAX_RECEIVE_SLOTS,
             "receiveSlots must be in " + MIN_RECEIVE_SLOTS + ".." + MAX_RECEIVE_SLOTS + ": " + receiveSlots);
         require(eagerLimit >= 0 && eagerLimit <= MAX_EAGER_LIMIT,
@@ -723,6 +754,7 @@ public final class EngineConfig
     {
         final EngineConfig copy = new EngineConfig();
         copy.receiveSlots = receiveSlots;
+        copy.messagesPerPoll = messagesPerPoll;
         copy.eagerLimit = eagerLimit;
         copy.sendSlots = sendSlots;
         copy.rendezvousMinClass = rendezvousMinClass;

@@ -678,6 +678,7 @@ final class EngineConnection implements Connection
     private void onDisconnected()
     {
         final WorkCompletions wc = poller.completions();
+        receiver.drain(wc, 0);
         for (int guard = 0; guard < 1000; guard++)
         {
             int n = sendCq.poll(wc);
@@ -688,7 +689,7 @@ final class EngineConnection implements Connection
             int m = recvCq.poll(wc);
             if (m > 0)
             {
-                receiver.onCompletions(wc, m);
+                receiver.drain(wc, m);
             }
             if (n == 0 && m == 0)
             {

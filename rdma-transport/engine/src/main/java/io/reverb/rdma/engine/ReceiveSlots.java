@@ -56,6 +56,18 @@ final class ReceiveSlots
     // a message was delivered since the last batch end (poller thread)
     private boolean deliveredSinceBatchEnd;
 
+    /**
+     * Messages one poll delivers at most ({@link EngineConfig#messagesPerPoll(int)}): a connection receiving a burst
+     * (a thousand small frames in a few receives) hands the poller back after this many, so the other connections
+     * of its poller wait for this many messages, not for the burst.
+     */
+    private final int framesPerPoll;
+    /** What this poll may still deliver (poller thread). */
+    private int frameBudget;
+    /** Completions taken from the CQ that the budget left for later polls: {@code deferredNext .. count()-1}. */
+    private WorkCompletions deferred = new WorkCompletions(1);
+    private int deferredNext;
+
     private int parkedSlot = -1;
     private int parkedOffset;
     private int parkedEnd;
@@ -68,6 +80,7 @@ final class ReceiveSlots
         this.recvCq = connection.recvCq;
         this.slots = connection.config.receiveSlots();
         this.slotLength = connection.config.receiveSlotLength();
+        this.framesPerPoll = connection.config.messagesPerPoll();
         this.region = pd.allocate(slots * slotLength, Access.LOCAL_WRITE);
         this.buffer = region.buffer();
     }
@@ -109,20 +122,23 @@ final class ReceiveSlots
         {
             return false;
         }
+        frameBudget = framesPerPoll;
         if (parkedSlot >= 0)
         {
             if (handler == null)
             {
                 return false;
             }
-            final int slot = parkedSlot;
-            parkedSlot = -1;
-            final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
-                onRendezvousData(slot, parkedRendezvousId) : onDataFrames(slot, parkedOffset, parkedEnd);
-            if (done && connection.state() < EngineConnection.STATE_CLOSED && !connection.isDisconnected() && post(slot))
+            if (resumeParked())
             {
-                connection.onReceivesReposted(1);
+                takeDeferred();
             }
+            batchEnd();
+            return true;
+        }
+        if (deferredNext < deferred.count())
+        {
+            takeDeferred();
             batchEnd();
             return true;
         }
@@ -130,12 +146,78 @@ final class ReceiveSlots
         final int n = recvCq.poll(target);
         if (n > 0)
         {
-            onCompletions(target, n);
+            final int stoppedAt = onCompletions(target, 0, n);
+            if (stoppedAt < n)
+            {
+                defer(target, stoppedAt, n);
+            }
             batchEnd();
             return true;
         }
         // A provider that moves data on the polling thread (tcp) is halfway through a message: that is work too.
         return recvCq.lastPollMovedData();
+    }
+
+    /** @return whether the parked receive was finished (false: it parked again). */
+    private boolean resumeParked()
+    {
+        final int slot = parkedSlot;
+        parkedSlot = -1;
+        final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
+            onRendezvousData(slot, parkedRendezvousId) : onDataFrames(slot, parkedOffset, parkedEnd);
+        if (done && connection.state() < EngineConnection.STATE_CLOSED && !connection.isDisconnected() && post(slot))
+        {
+            connection.onReceivesReposted(1);
+        }
+        return done;
+    }
+
+    private void takeDeferred()
+    {
+        if (deferredNext < deferred.count() && connection.state() < EngineConnection.STATE_CLOSED)
+        {
+            deferredNext = onCompletions(deferred, deferredNext, deferred.count());
+        }
+    }
+
+    /**
+     * The QP is down (poller thread): what arrived before is delivered, without a budget: the receive the budget cut
+     * short and the completions it left, then {@code n} more from {@code wc}.
+     */
+    void drain(final WorkCompletions wc, final int n)
+    {
+        frameBudget = Integer.MAX_VALUE;
+        if (parkedSlot >= 0 && handler != null && resumeParked())
+        {
+            takeDeferred();
+        }
+        else if (parkedSlot < 0)
+        {
+            takeDeferred();
+        }
+        if (n > 0)
+        {
+            onCompletions(wc, 0, n);
+        }
+    }
+
+    /**
+     * Keeps the completions this poll took from the CQ but did not reach (its frame budget ran out): the next polls
+     * take them, in order, before the CQ's.
+     */
+    private void defer(final WorkCompletions from, final int start, final int end)
+    {
+        if (deferred.capacity() < end - start)
+        {
+            deferred = new WorkCompletions(from.capacity());
+        }
+        for (int i = start; i < end; i++)
+        {
+            deferred.set(i - start, from.wrId(i), from.status(i), from.opcode(i), from.byteLen(i), from.immData(i),
+                from.wcFlags(i), from.qpNum(i));
+        }
+        deferred.count(end - start);
+        deferredNext = 0;
     }
 
     /** After one poll's completions: tells the handler, if anything was delivered and the connection is not closed. */
@@ -162,15 +244,23 @@ final class ReceiveSlots
         }
     }
 
-    /** Processes {@code n} receive completions, re-posting each slot that is done with. */
-    void onCompletions(final WorkCompletions wc, final int n)
+    /**
+     * Processes receive completions {@code from .. n-1}, re-posting each slot that is done with, until this poll's
+     * frame budget runs out.
+     *
+     * @return the index of the first completion not processed ({@code n} if all were): a completion whose frames the
+     * budget cut short is parked and counts as processed.
+     */
+    int onCompletions(final WorkCompletions wc, final int from, final int n)
     {
         int reposted = 0;
-        for (int i = 0; i < n; i++)
+        int i = from;
+        while (i < n && frameBudget > 0)
         {
             final WcStatus status = wc.status(i);
             if (status != WcStatus.SUCCESS)
             {
+                i++;
                 connection.onErrorCompletion(status, "receive");
                 continue;
             }
@@ -184,16 +274,22 @@ final class ReceiveSlots
             {
                 done = onBatch(slot, wc.byteLen(i));
             }
+            i++;
             if (connection.state() >= EngineConnection.STATE_CLOSED)
             {
-                return;
+                return n;
             }
             if (done && !connection.isDisconnected() && post(slot))
             {
                 reposted++;
             }
+            if (!done || frameBudget <= 0)
+            {
+                break; // parked (no handler yet, or the budget ran out inside it), or the budget is spent
+            }
         }
         connection.onReceivesReposted(reposted);
+        return i;
     }
 
     private boolean post(final int slot)
@@ -279,6 +375,11 @@ final class ReceiveSlots
                 stats.eagerBytesReceived.getAndAddRelease(length);
                 deliver(h, buffer, frame.payloadOffset(), length, null);
                 offset += Wire.dataFrameLength(length);
+                if (--frameBudget <= 0 && offset < end)
+                {
+                    park(slot, offset, end, NO_RENDEZVOUS); // the rest waits for this connection's next turn
+                    return false;
+                }
             }
             else if (type == Wire.FRAME_RTS)
             {
@@ -316,6 +417,7 @@ final class ReceiveSlots
         stats.rendezvousMessagesReceived.incrementRelease();
         stats.rendezvousBytesReceived.getAndAddRelease(granted.length);
         deliver(h, granted.buffer, 0, granted.length, granted);
+        frameBudget--;
         if (!granted.retained)
         {
             rendezvous.release(granted);
