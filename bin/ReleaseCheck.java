@@ -694,7 +694,7 @@ public final class ReleaseCheck {
           <scm><connection>scm:git:https://lib.test/lib.git</connection><url>https://lib.test/lib</url></scm>
           <properties><dep.version>2.0</dep.version></properties>
           <dependencies>
-            <dependency><groupId>org.example.rc</groupId><artifactId>dep</artifactId><version>${dep.version}</version></dependency>
+            <dependency><groupId>org.example.other</groupId><artifactId>dep</artifactId><version>${dep.version}</version></dependency>
           </dependencies>
         </project>
         """;
