@@ -567,7 +567,14 @@ public final class ReleaseCheck {
             DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
             f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
             f.setNamespaceAware(false);
-            Document doc = f.newDocumentBuilder().parse(file.toFile());
+            javax.xml.parsers.DocumentBuilder builder = f.newDocumentBuilder();
+            builder.setErrorHandler(new org.xml.sax.helpers.DefaultHandler() {
+                @Override
+                public void fatalError(org.xml.sax.SAXParseException e) throws org.xml.sax.SAXException {
+                    throw e; // reported as a problem with the pom, not printed by the parser as well
+                }
+            });
+            Document doc = builder.parse(file.toFile());
             return new Pom(doc.getDocumentElement(), dir);
         }
 
