@@ -72,8 +72,10 @@ out=$classes/META-INF/native/linux-$arch
 mkdir -p "$out"
 lib=$out/libreverb-disni.so
 # Only the JNI entry points are exported (JNIEXPORT); everything else is hidden.
+# Reproducible (bin/release-check --reproducible): no -g, so no paths; -ffile-prefix-map keeps the checkout's path
+# out should a __FILE__ (assert) ever appear; the GNU build-id is a hash of the contents, so it is stable too.
 "$cc" -std=gnu11 -Wall -Wextra -Werror -O2 -fPIC -fvisibility=hidden -D_FORTIFY_SOURCE=2 \
-    -fstack-protector-strong -I"$jdk/include" -I"$jdk/include/linux" \
+    -fstack-protector-strong -ffile-prefix-map="$src"=. -I"$jdk/include" -I"$jdk/include/linux" \
     -shared -Wl,-soname,libreverb-disni.so -Wl,-z,relro,-z,now -Wl,--no-undefined \
     -o "$lib.tmp" "$src"/common.c "$src"/sizes.c "$src"/cm.c "$src"/verbs.c -libverbs -lrdmacm
 mv -f "$lib.tmp" "$lib"
