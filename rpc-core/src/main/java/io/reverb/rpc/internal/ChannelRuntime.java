@@ -383,22 +383,6 @@ public final class ChannelRuntime extends ClientCallHost
     }
 
     /**
-     * Not reached in use: this runtime's connections are {@link StandaloneConnection}s, the hosts of their
-     * {@link ClientConnection}s, which tell it through {@link #connectionLost} and {@link #closed}. A test that
-     * attaches a {@link ClientConnection} to a runtime directly (the call-path tests) gets nothing done here.
-     */
-    @Override
-    void connectionUnusable(final ClientConnection connection, final Status why)
-    {
-    }
-
-    /** Not reached in use: see {@link #connectionUnusable}. */
-    @Override
-    void connectionClosed(final ClientConnection connection)
-    {
-    }
-
-    /**
      * Closes the subchannel's connections: waiting and running calls fail with UNAVAILABLE, connections close.
      */
     public void close()
