@@ -135,6 +135,24 @@ public final class ChannelRuntime extends ClientCallHost
         }
     }
 
+    /**
+     * A call wants a connection but was not given to this runtime (its subchannel is failing, so the channel's picker
+     * failed it fast or keeps it waiting): after a failed attempt, the next one comes within
+     * {@code reconnectWhileCallsWait} of it, as for the calls this runtime fails fast itself.
+     */
+    public void callsWantConnection()
+    {
+        synchronized (this)
+        {
+            if (closed || connecting || lastFailure == null)
+            {
+                return;
+            }
+            callsWant = true;
+            scheduleReconnect();
+        }
+    }
+
     private void stateMayHaveChanged()
     {
         final Runnable listener = stateListener;

@@ -22,6 +22,7 @@ import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.retry.RetryDecision;
 import io.reverb.rpc.retry.RetryState;
 import io.reverb.rpc.retry.RetryThrottle;
+import io.reverb.rpc.transport.Transports;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -129,6 +130,15 @@ public final class BalancedChannel extends RpcChannel
             }
             return runtime;
         };
+        // fails here, naming the scheme, when no transport serves an address (its subchannel is made later)
+        if (settings.addresses() != null)
+        {
+            settings.addresses().forEach(address -> Transports.providerFor(Transports.parse(address)));
+        }
+        else if (given == null && !NameResolvers.isResolverTarget(target))
+        {
+            Transports.providerFor(Transports.parse(target));
+        }
         final String healthService = settings.healthCheck();
         final String policy = settings.loadBalancingPolicy() != null ? settings.loadBalancingPolicy() :
             LoadBalancerRegistry.DEFAULT_POLICY;
@@ -550,7 +560,7 @@ public final class BalancedChannel extends RpcChannel
                 ended[0] = true;
                 load.callAbandoned();
             }
-            if (failure == AttemptFailure.NOT_SENT || isConnectionLoss(status))
+            if (failure == AttemptFailure.NOT_SENT)
             {
                 sc.onUnreachable();
             }
@@ -558,6 +568,8 @@ public final class BalancedChannel extends RpcChannel
             {
                 sc.onGoAway();
             }
+            // a connection lost under a running call says nothing of the replica: the subchannel's connection manager
+            // makes another for the next call, and a replica that is gone is found unreachable then (NOT_SENT)
             if (closed || !replayable)
             {
                 return Flux.error(error);
@@ -594,6 +606,8 @@ public final class BalancedChannel extends RpcChannel
                 return Mono.error(Status.UNAVAILABLE.withDescription("channel closed").asException());
             }
             final ConnectivityState now = state;
+            // the calls want a connection: failing replicas try again soon (see ChannelRuntime.callsWantConnection)
+            wantConnections();
             if (now == ConnectivityState.TRANSIENT_FAILURE && !waitForReady)
             {
                 return Mono.error(picker.noneReadyStatus().asException());
@@ -643,6 +657,26 @@ public final class BalancedChannel extends RpcChannel
         RetryPickSignal()
         {
             super(null, null, false, false);
+        }
+    }
+
+    /**
+     * A call found no replica to pick: tells the connection managers of the failing subchannels that calls want a
+     * connection, so that their next attempt comes within {@code reconnectWhileCallsWait} of their last failure,
+     * however far their backoff has grown (as a single connection manager does for the calls it parks itself).
+     */
+    private void wantConnections()
+    {
+        synchronized (all)
+        {
+            for (final ChannelSubchannel subchannel : all)
+            {
+                final ChannelRuntime runtime = subchannel.channel();
+                if (runtime != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
+                {
+                    runtime.callsWantConnection();
+                }
+            }
         }
     }
 
@@ -709,12 +743,6 @@ public final class BalancedChannel extends RpcChannel
         // a server shutting down refuses calls (flagged REFUSED, UNAVAILABLE) as it sends GOAWAY: treat both alike
         return cause != null && (cause.reason() == CallFailureCause.Reason.GOAWAY ||
             cause.reason() == CallFailureCause.Reason.REFUSED_BY_SERVER && status.code() == StatusCode.UNAVAILABLE);
-    }
-
-    private static boolean isConnectionLoss(final Status status)
-    {
-        final CallFailureCause cause = CallFailureCause.find(status);
-        return cause != null && cause.reason() == CallFailureCause.Reason.CONNECTION_LOST;
     }
 
     /**
