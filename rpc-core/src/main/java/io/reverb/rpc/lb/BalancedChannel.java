@@ -485,6 +485,12 @@ public final class BalancedChannel extends RpcChannel
 
         Flux<Resp> run(final Function<ChannelSubchannel, Flux<Resp>> call)
         {
+            // a replica ready now (the common case): no operator between the pick and the attempt
+            final Subchannel picked = hedge == null ? picker.pick() : null;
+            if (picked != null)
+            {
+                return attempt((ChannelSubchannel)picked, call);
+            }
             return pick().flatMapMany(sc -> attempt(sc, call));
         }
 
