@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import com.google.protobuf.ByteString;
+import io.grpc.CallOptions;
 import io.grpc.HandlerRegistry;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
@@ -162,7 +163,7 @@ class FallbackHandlerRegistryTest
         assertThat(fallback.lookups.get()).isPositive();
 
         assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(channel, MISSING,
-            io.grpc.CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS), payload("x")))
+            CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS), payload("x")))
             .isInstanceOfSatisfying(StatusRuntimeException.class,
                 e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED));
     }

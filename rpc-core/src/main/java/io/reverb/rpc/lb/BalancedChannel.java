@@ -331,6 +331,10 @@ public final class BalancedChannel extends RpcChannel
         Objects.requireNonNull(request, "request");
         final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
         final RetryPolicy policy = hedging == null ? policyFor(retryPolicies, method) : null;
+        if (interceptors.length == 0 && hedging == null)
+        {
+            return new PickedUnaryCall<>(this, method, options, request, policy);
+        }
         final RpcContext assembled = ClientCallHost.assembledParent(options);
         if (interceptors.length == 0)
         {
@@ -438,6 +442,35 @@ public final class BalancedChannel extends RpcChannel
         }
         final P exact = policies.get(method.fullMethodName());
         return exact != null ? exact : policies.get(method.serviceName());
+    }
+
+    /** @return the deadline of calls whose options set none, or null. */
+    Duration defaultDeadline()
+    {
+        return defaultDeadline;
+    }
+
+    /** @return a replica to send a call to now, or null when none is ready (or being connected to). */
+    ChannelSubchannel pickNow()
+    {
+        return (ChannelSubchannel)picker.pick();
+    }
+
+    /** The first attempt of a call without a retry state answered: the retry budget gets its token back. */
+    void attemptAnswered()
+    {
+        if (throttle != null)
+        {
+            throttle.onSuccess();
+        }
+    }
+
+    /**
+     * @return the retry loop of a unary call, not yet started.
+     */
+    <Resp> Attempts<Resp> newAttempts(final Deadline deadline, final boolean waitForReady, final RetryPolicy policy)
+    {
+        return new Attempts<>(deadline, waitForReady, policy, true, true);
     }
 
     /** One attempt of a hedged unary call: its picks avoid the replicas the call's other attempts use. */
@@ -553,6 +586,18 @@ public final class BalancedChannel extends RpcChannel
             {
                 throttle.onSuccess();
             }
+        }
+
+        /**
+         * The first attempt, made outside this loop ({@link PickedUnaryCall}), failed: decide as for any attempt.
+         *
+         * @return the rest of the call: further attempts, or the error.
+         */
+        Flux<Resp> afterFirstFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
+            final boolean[] ended, final Function<ChannelSubchannel, Flux<Resp>> call, final boolean answered)
+        {
+            responded = answered;
+            return onFailure(sc, error, load, ended, call);
         }
 
         private Flux<Resp> onFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
