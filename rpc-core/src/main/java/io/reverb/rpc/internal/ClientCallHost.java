@@ -266,6 +266,33 @@ public abstract class ClientCallHost
     }
 
     /**
+     * Starts one attempt of a channel's unary call now, for {@code subscriber}: {@link #attemptUnary} without the Mono
+     * (the channel's unary fast path subscribes its own subscriber straight to the call).
+     *
+     * @param method     the method.
+     * @param options    call options (their deadline is not read: {@code deadline} is).
+     * @param request    the request.
+     * @param deadline   the call's deadline ({@link #callDeadline}), or null.
+     * @param parent     the handled call this one is a child of, or null.
+     * @param subscriber gets the response.
+     * @param <Req>      request type.
+     * @param <Resp>     response type.
+     */
+    public final <Req, Resp> void startUnaryAttempt(final MethodDescriptor<Req, Resp> method,
+        final CallOptions options, final Req request, final Deadline deadline, final RpcContext parent,
+        final CoreSubscriber<? super Resp> subscriber)
+    {
+        final OutboundCompression compression = compressionOf(options);
+        if (compression == null)
+        {
+            Operators.error(subscriber, unknownCompressor(options).asException());
+            return;
+        }
+        new UnaryClientCall<>(this, method, request, null, options.metadata(), deadline, options.isWaitForReady())
+            .inheritCancellation(parent).compressWith(compression).start(subscriber);
+    }
+
+    /**
      * A call of any kind; each subscription is a new call.
      *
      * @param method   the method.

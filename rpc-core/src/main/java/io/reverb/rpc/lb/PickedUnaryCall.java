@@ -5,6 +5,7 @@ import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.internal.ChannelRuntime;
 import io.reverb.rpc.internal.ClientCallHost;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
@@ -48,17 +49,21 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
     {
         final RpcContext parent = ClientCallHost.parentOf(options, actual.currentContext(), assembled);
         final Deadline deadline = ClientCallHost.callDeadline(options, channel.defaultDeadline(), parent);
-        final Function<ChannelSubchannel, Flux<Resp>> attempt =
-            sc -> sc.channel().attemptUnary(method, options, request, null, deadline, parent).flux();
         final ChannelSubchannel picked = channel.pickNow();
         if (picked == null)
         {
             // nothing ready: the retry loop waits for a pick (or fails fast) as for any call
-            channel.<Resp>newAttempts(deadline, options.isWaitForReady(), policy).run(attempt).next().subscribe(actual);
+            channel.<Resp>newAttempts(deadline, options.isWaitForReady(), policy)
+                .run(attempts(deadline, parent)).next().subscribe(actual);
             return;
         }
-        new FirstAttempt<>(channel, picked, attempt, actual, deadline, options.isWaitForReady(), policy).start(
-            picked.channel().attemptUnary(method, options, request, null, deadline, parent));
+        new FirstAttempt<>(this, picked, actual, deadline, parent).start();
+    }
+
+    /** What the retry loop sends to each replica it picks: the call's attempt. */
+    private Function<ChannelSubchannel, Flux<Resp>> attempts(final Deadline deadline, final RpcContext parent)
+    {
+        return sc -> sc.channel().attemptUnary(method, options, request, null, deadline, parent).flux();
     }
 
     /**
@@ -75,13 +80,11 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         private static final AtomicIntegerFieldUpdater<FirstAttempt> ACCOUNTED =
             AtomicIntegerFieldUpdater.newUpdater(FirstAttempt.class, "accounted");
 
-        private final BalancedChannel channel;
+        private final PickedUnaryCall<?, Resp> call;
         private final ChannelSubchannel sc;
-        private final Function<ChannelSubchannel, Flux<Resp>> attempt;
         private final CoreSubscriber<? super Resp> actual;
         private final Deadline deadline;
-        private final boolean waitForReady;
-        private final RetryPolicy policy;
+        private final RpcContext parent;
         private final long startNanos = System.nanoTime();
         /** The attempt or, after it failed, the retry loop; {@link #CANCELLED} once the caller cancelled. */
         private volatile Subscription upstream;
@@ -93,24 +96,26 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         private volatile int accounted;
         private volatile boolean responded;
 
-        FirstAttempt(final BalancedChannel channel, final ChannelSubchannel sc,
-            final Function<ChannelSubchannel, Flux<Resp>> attempt, final CoreSubscriber<? super Resp> actual,
-            final Deadline deadline, final boolean waitForReady, final RetryPolicy policy)
+        FirstAttempt(final PickedUnaryCall<?, Resp> call, final ChannelSubchannel sc,
+            final CoreSubscriber<? super Resp> actual, final Deadline deadline, final RpcContext parent)
         {
-            this.channel = channel;
+            this.call = call;
             this.sc = sc;
-            this.attempt = attempt;
             this.actual = actual;
             this.deadline = deadline;
-            this.waitForReady = waitForReady;
-            this.policy = policy;
+            this.parent = parent;
         }
 
-        void start(final Mono<Resp> first)
+        void start()
         {
             sc.load().callStarted();
             actual.onSubscribe(this);
-            first.subscribe(this);
+            startOn(call, sc.channel());
+        }
+
+        private <Req> void startOn(final PickedUnaryCall<Req, Resp> unary, final ChannelRuntime runtime)
+        {
+            runtime.startUnaryAttempt(unary.method, unary.options, unary.request, deadline, parent, this);
         }
 
         @Override
@@ -169,7 +174,7 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
             if (!handedOver && !responded)
             {
                 responded = true;
-                channel.attemptAnswered();
+                call.channel.attemptAnswered();
             }
             actual.onNext(response);
         }
@@ -188,8 +193,8 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
             }
             handedOver = true;
             final boolean[] ended = {false};
-            final Flux<Resp> rest = channel.<Resp>newAttempts(deadline, waitForReady, policy)
-                .afterFirstFailure(sc, error, sc.load(), ended, attempt, responded);
+            final Flux<Resp> rest = call.channel.<Resp>newAttempts(deadline, call.options.isWaitForReady(), call.policy)
+                .afterFirstFailure(sc, error, sc.load(), ended, call.attempts(deadline, parent), responded);
             if (!ended[0])
             {
                 sc.load().callFinished(System.nanoTime() - startNanos);
