@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import io.grpc.HandlerRegistry;
 import io.grpc.InternalChannelz;
 import io.grpc.InternalInstrumented;
 import io.grpc.Metadata;
@@ -68,7 +69,7 @@ final class ReverbServer implements InternalServer
     private boolean timerReleased;
 
     ReverbServer(
-        final String uri, final List<ServerServiceDefinition> services,
+        final String uri, final List<ServerServiceDefinition> services, final HandlerRegistry fallback,
         final List<? extends ServerStreamTracer.Factory> tracerFactories, final UnaryOperator<RpcServer.Builder> configure)
     {
         this.address = new ReverbAddress(uri);
@@ -85,13 +86,42 @@ final class ReverbServer implements InternalServer
                 final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
                 definition.addMethod(
                     GrpcBridge.descriptor(grpcMethod.getFullMethodName(), grpcMethod.getType()),
-                    grpcMethod.getType() == MethodType.UNARY ?
-                        new UnaryHandler(grpcMethod.getFullMethodName()) : new Handler(grpcMethod.getFullMethodName()));
+                    handlerOf(grpcMethod));
             }
         }
         byService.values().forEach(b -> builder.addService(b.build()));
+        if (fallback != null)
+        {
+            // the registered services are found first (by rpc-core, then again by grpc-java's ServerImpl, which
+            // dispatches the stream); a method found in neither ends UNIMPLEMENTED, as on Netty
+            builder.fallbackHandlerRegistry(name -> fallbackMethod(fallback, name));
+        }
         // added after the user's settings, which may add listeners of their own
         this.rpcServer = configure.apply(builder).addConnectionListener(new Connections()).build();
+    }
+
+    private Handler handlerOf(final MethodDescriptor<?, ?> grpcMethod)
+    {
+        return grpcMethod.getType() == MethodType.UNARY ?
+            new UnaryHandler(grpcMethod.getFullMethodName()) : new Handler(grpcMethod.getFullMethodName());
+    }
+
+    /**
+     * A method of the fallback registry as a Reverb method: its type decides how rpc-core runs the call (the unary fast
+     * path or a stream); grpc-java's server looks it up again when the stream reaches it, so a registry that changed
+     * meanwhile answers that call as it now stands (UNIMPLEMENTED if the method went away).
+     */
+    private ServiceDefinition.ServerMethodDefinition<?, ?> fallbackMethod(final HandlerRegistry fallback,
+        final String fullMethodName)
+    {
+        final ServerMethodDefinition<?, ?> method = fallback.lookupMethod(fullMethodName, null);
+        if (method == null)
+        {
+            return null;
+        }
+        final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
+        return ServiceDefinition.ServerMethodDefinition.of(
+            GrpcBridge.descriptor(fullMethodName, grpcMethod.getType()), handlerOf(grpcMethod));
     }
 
     ReverbAddress address()

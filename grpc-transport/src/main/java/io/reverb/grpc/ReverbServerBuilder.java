@@ -40,8 +40,8 @@ import java.util.function.UnaryOperator;
  * requests compressed with a codec of {@link #decompressorRegistry} (gzip unless that registry lacks it) are
  * decompressed by the Reverb server, at most {@link #maxInboundMessageSize} bytes each (more: RESOURCE_EXHAUSTED).
  *
- * <p>Unlike Netty's server, the methods served are fixed when {@link #build()} runs (Reverb's server routes calls by
- * method name before grpc-java sees them): {@link #fallbackHandlerRegistry} is not supported.
+ * <p>Methods are looked up as on Netty: the services added first, then {@link #fallbackHandlerRegistry}; a method in
+ * neither fails UNIMPLEMENTED.
  */
 public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbServerBuilder>
 {
@@ -52,6 +52,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private final ServerImplBuilder delegate;
     private final List<ServerServiceDefinition> services = new ArrayList<>();
     private UnaryOperator<RpcServer.Builder> reverbConfig = UnaryOperator.identity();
+    /** From {@link #fallbackHandlerRegistry}, or null. */
+    private HandlerRegistry fallback;
     /** From {@link #decompressorRegistry}, or null for the default (gzip). */
     private CodecRegistry codecs;
     private int maxInboundMessageSize = -1;
@@ -116,11 +118,20 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         return addService(bindableService.bindService());
     }
 
+    /**
+     * Where the methods not among the services added are looked up, as on Netty (a {@code MutableHandlerRegistry}
+     * may change while the server runs). Each call of such a method costs one lookup in it on the transport's thread
+     * (its {@code lookupMethod} must not block) and one more in grpc-java's server.
+     *
+     * @param fallbackRegistry the registry, or null for none.
+     * @return this.
+     */
     @Override
     public ReverbServerBuilder fallbackHandlerRegistry(final HandlerRegistry fallbackRegistry)
     {
-        throw new UnsupportedOperationException(
-            "a Reverb server routes by method name before grpc-java sees a call: add every service with addService");
+        this.fallback = fallbackRegistry;
+        delegate.fallbackHandlerRegistry(fallbackRegistry);
+        return this;
     }
 
     /**
@@ -241,7 +252,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final Duration maxAgeGrace = maxConnectionAgeGrace;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
         final CodecRegistry registry = codecs;
-        return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
+        return new ReverbServer(uri, List.copyOf(services), fallback, tracerFactories, b ->
         {
             if (registry != null)
             {

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -167,6 +168,7 @@ public final class RpcServer implements AutoCloseable
         private final List<ServiceDefinition> services = new ArrayList<>();
         private final List<ServerInterceptor> interceptors = new ArrayList<>();
         private final List<AcceptedConnection.Listener> connectionListeners = new ArrayList<>();
+        private Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry;
         private Scheduler handlerScheduler;
         private Scheduler timerScheduler = Schedulers.parallel();
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
@@ -221,6 +223,23 @@ public final class RpcServer implements AutoCloseable
         public Builder intercept(final ServerInterceptor interceptor)
         {
             interceptors.add(Objects.requireNonNull(interceptor, "interceptor"));
+            return this;
+        }
+
+        /**
+         * Where the methods not among the services are looked up, as grpc-java's {@code fallbackHandlerRegistry}: a
+         * call's method is looked up among the services first, then here; a method found in neither fails the call
+         * with UNIMPLEMENTED. Unlike the services' methods (matched on the CALL frame's bytes), each lookup here gets
+         * the method's name as a String; the registry may change what it returns over time.
+         *
+         * @param registry gives the definition of a full method name ({@code package.Service/Method}), or null when
+         *                 it serves no such method; called on a transport thread, so it must not block.
+         * @return this.
+         */
+        public Builder fallbackHandlerRegistry(
+            final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> registry)
+        {
+            this.fallbackHandlerRegistry = Objects.requireNonNull(registry, "registry");
             return this;
         }
 
@@ -611,6 +630,12 @@ public final class RpcServer implements AutoCloseable
         public long maxConnectionAgeGraceNanos()
         {
             return maxConnectionAgeGraceNanos;
+        }
+
+        /** @return the registry of methods not among the services, or null for none. */
+        public Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry()
+        {
+            return fallbackHandlerRegistry;
         }
 
         /** @return the listeners told of each accepted connection, in the order added (a copy). */

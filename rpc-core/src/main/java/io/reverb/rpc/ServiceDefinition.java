@@ -94,6 +94,23 @@ public final class ServiceDefinition implements RpcService
         }
 
         /**
+         * A method served on its own, outside any service (what a fallback registry returns, see
+         * {@link RpcServer.Builder#fallbackHandlerRegistry}).
+         *
+         * @param method  the descriptor.
+         * @param handler its handler.
+         * @param <Req>   request type.
+         * @param <Resp>  response type.
+         * @return the definition.
+         */
+        public static <Req, Resp> ServerMethodDefinition<Req, Resp> of(final MethodDescriptor<Req, Resp> method,
+            final ServerCallHandler<Req, Resp> handler)
+        {
+            return new ServerMethodDefinition<>(Objects.requireNonNull(method, "method"),
+                Objects.requireNonNull(handler, "handler"));
+        }
+
+        /**
          * @return the descriptor.
          */
         public MethodDescriptor<Req, Resp> method()

@@ -181,9 +181,10 @@ class ContextCallTest
         // refused when made, naming why; a channel built from the same settings has no method that throws for them
         assertThatThrownBy(() -> RpcClientConnection.create(
             RpcChannel.builder(List.of("inproc://a-" + NAMES.incrementAndGet(), "inproc://b"))))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one transport address");
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one transport address")
+            .hasMessageContaining("build an RpcChannel");
         assertThatThrownBy(() -> RpcClientConnection.create(RpcChannel.builder("inproc://c").healthCheck("")))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("need a channel");
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("build an RpcChannel");
     }
 
     @Test

@@ -28,19 +28,24 @@ public final class DefaultRpcImplementation implements RpcImplementation
     public RpcClientConnection newConnection(final RpcChannel.Builder settings)
     {
         final String target = settings.target();
+        // one connection is one transport to one address, as a grpc-java ClientTransport: picking among addresses,
+        // reconnecting and retrying belong to its owner (a channel, or a bridge such as reverb-grpc's transports)
         if (settings.addresses() != null && settings.addresses().size() > 1 || NameResolvers.isResolverTarget(target))
         {
-            throw new IllegalArgumentException("a connection is to one transport address, not " + target +
-                " (a channel balances over several)");
+            throw new IllegalArgumentException("RpcClientConnection.create makes one connection to one transport " +
+                "address, and " + target + " names several (or a name to resolve): build an RpcChannel from the same " +
+                "builder (RpcChannel.Builder.build(), which balances over them and reconnects), or create one " +
+                "RpcClientConnection per address from RpcChannel.builder(address)");
         }
         if (settings.loadBalancingPolicy() != null || settings.healthCheck() != null ||
             !settings.retryPolicies().isEmpty() || !settings.hedgingPolicies().isEmpty() || settings.retryMaxTokens() > 0)
         {
-            throw new IllegalArgumentException("load balancing, health checking, retries and hedging need a channel, " +
-                "not one connection: " + target);
+            throw new IllegalArgumentException("load balancing, health checking, retries and hedging act across " +
+                "connections, so RpcClientConnection.create (one connection, one attempt per call) does not take them: " +
+                "build an RpcChannel from the same builder for " + target);
         }
         final String address = settings.addresses() != null ? settings.addresses().get(0) : target;
-        return new StandaloneConnection(ChannelConfig.of(settings, address, settings.defaultDeadline(), false));
+        return new StandaloneConnection(ChannelConfig.forConnection(settings, address));
     }
 
     @Override

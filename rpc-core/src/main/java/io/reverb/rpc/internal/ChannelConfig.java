@@ -44,24 +44,38 @@ public final class ChannelConfig
     final int minCompressionSize;
 
     /**
-     * The settings of the connections to one address, from a channel builder's.
+     * The settings of one connection of the connection-level API ({@code RpcClientConnection}): its calls run the
+     * builder's interceptors and default deadline themselves; nothing resends a refused call (its owner decides).
      *
-     * @param settings         the channel's builder.
-     * @param address          the address (one of the channel's).
-     * @param defaultDeadline  the deadline of calls whose options set none, or null (a channel that balances applies
-     *                         its default deadline once per call, above the attempts).
-     * @param transparentRetry whether the subchannel itself resends refused calls (a channel that balances does that
-     *                         above the subchannels, on another pick).
+     * @param settings the builder.
+     * @param address  the connection's address.
      * @return the configuration.
      */
-    public static ChannelConfig of(final RpcChannel.Builder settings, final String address,
-        final Duration defaultDeadline, final boolean transparentRetry)
+    public static ChannelConfig forConnection(final RpcChannel.Builder settings, final String address)
     {
-        return new ChannelConfig(address, settings.interceptors(), defaultDeadline, settings.maxInboundMessageSize(),
-            settings.meterRegistry(), settings.keepAliveTime(), settings.keepAliveTimeout(),
-            settings.keepAliveWithoutCalls(), transparentRetry, settings.initialBackoff(), settings.maxBackoff(),
-            settings.reconnectWhileCallsWait(), settings.timerScheduler(), settings.transportOptions(),
-            settings.codecRegistry(), settings.compression(), settings.minCompressionSize());
+        return new ChannelConfig(address, settings.interceptors(), settings.defaultDeadline(),
+            settings.maxInboundMessageSize(), settings.meterRegistry(), settings.keepAliveTime(),
+            settings.keepAliveTimeout(), settings.keepAliveWithoutCalls(), false, settings.initialBackoff(),
+            settings.maxBackoff(), settings.reconnectWhileCallsWait(), settings.timerScheduler(),
+            settings.transportOptions(), settings.codecRegistry(), settings.compression(), settings.minCompressionSize());
+    }
+
+    /**
+     * The settings of a channel's subchannel to one address: the channel runs the interceptors, applies the default
+     * deadline and resends refused calls once per call, above the subchannels, whatever the number of addresses; a
+     * subchannel does none of that.
+     *
+     * @param settings the channel's builder.
+     * @param address  the subchannel's address.
+     * @return the configuration.
+     */
+    public static ChannelConfig forSubchannel(final RpcChannel.Builder settings, final String address)
+    {
+        return new ChannelConfig(address, List.of(), null, settings.maxInboundMessageSize(), settings.meterRegistry(),
+            settings.keepAliveTime(), settings.keepAliveTimeout(), settings.keepAliveWithoutCalls(), false,
+            settings.initialBackoff(), settings.maxBackoff(), settings.reconnectWhileCallsWait(),
+            settings.timerScheduler(), settings.transportOptions(), settings.codecRegistry(), settings.compression(),
+            settings.minCompressionSize());
     }
 
     /**

@@ -135,6 +135,24 @@ public final class ChannelRuntime extends ClientCallHost
         }
     }
 
+    /**
+     * A call wants a connection but was not given to this runtime (its subchannel is failing, so the channel's picker
+     * failed it fast or keeps it waiting): after a failed attempt, the next one comes within
+     * {@code reconnectWhileCallsWait} of it, as for the calls this runtime fails fast itself.
+     */
+    public void callsWantConnection()
+    {
+        synchronized (this)
+        {
+            if (closed || connecting || lastFailure == null)
+            {
+                return;
+            }
+            callsWant = true;
+            scheduleReconnect();
+        }
+    }
+
     private void stateMayHaveChanged()
     {
         final Runnable listener = stateListener;
@@ -380,22 +398,6 @@ public final class ChannelRuntime extends ClientCallHost
     void closed(final StandaloneConnection connection)
     {
         connections.remove(connection);
-    }
-
-    /**
-     * Not reached in use: this runtime's connections are {@link StandaloneConnection}s, the hosts of their
-     * {@link ClientConnection}s, which tell it through {@link #connectionLost} and {@link #closed}. A test that
-     * attaches a {@link ClientConnection} to a runtime directly (the call-path tests) gets nothing done here.
-     */
-    @Override
-    void connectionUnusable(final ClientConnection connection, final Status why)
-    {
-    }
-
-    /** Not reached in use: see {@link #connectionUnusable}. */
-    @Override
-    void connectionClosed(final ClientConnection connection)
-    {
     }
 
     /**

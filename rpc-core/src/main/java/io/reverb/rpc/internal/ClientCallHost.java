@@ -12,6 +12,7 @@ import io.reverb.rpc.compression.Codec;
 import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.UnauthenticatedException;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -32,7 +33,7 @@ import reactor.util.context.ContextView;
  * waiting while it cannot connect) and {@link StandaloneConnection} (the published one-connection API: one attempt, no
  * reconnect of its own).
  */
-abstract class ClientCallHost
+public abstract class ClientCallHost
 {
     final ChannelConfig config;
     private final CallMetrics metrics;
@@ -106,17 +107,6 @@ abstract class ClientCallHost
     /** The call ended while parked: forget it. */
     abstract void removeWaiter(ClientCall<?, ?> call);
 
-    /**
-     * The connection takes no new calls any more (GOAWAY, failure, close, its stream ids used up); may be called more
-     * than once per connection.
-     *
-     * @param why the reason.
-     */
-    abstract void connectionUnusable(ClientConnection connection, Status why);
-
-    /** The connection is closed. */
-    abstract void connectionClosed(ClientConnection connection);
-
     /** @return the keep-alive interval for a new connection (0 or less: no keep-alive). */
     long keepAliveNanos()
     {
@@ -186,6 +176,121 @@ abstract class ClientCallHost
     }
 
     // ------------------------------------------------------------------ calls
+
+    /**
+     * A call's deadline, computed once per call, here and nowhere else: the options' deadline, else the default one
+     * fixed now; a call made inside a handler finishes no later than the call being handled. A channel computes it
+     * once per call, above its attempts ({@link #attemptCall}, {@link #attemptUnary} take it as computed); a single
+     * connection's calls ({@link #newCall}, {@link #newUnaryCall}) compute it when subscribed.
+     *
+     * @param options         the call's options.
+     * @param defaultDeadline how long a call whose options set no deadline may take, or null for no limit.
+     * @param parent          the call being handled when this one was made, or null.
+     * @return the deadline, or null for none.
+     */
+    public static Deadline callDeadline(final CallOptions options, final Duration defaultDeadline,
+        final RpcContext parent)
+    {
+        Deadline deadline = options.deadline();
+        if (deadline == null && defaultDeadline != null)
+        {
+            deadline = Deadline.after(defaultDeadline);
+        }
+        if (parent != null && parent.deadline() != null && !options.isDetached())
+        {
+            deadline = parent.deadline().minimum(deadline);
+        }
+        return deadline;
+    }
+
+    /**
+     * @param options   the call's options.
+     * @param context   the subscriber's Reactor context.
+     * @param assembled the handled call current when the call was assembled, or null.
+     * @return the handled call a call made now is a child of (its deadline and cancellation), or null.
+     */
+    public static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
+    {
+        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
+    }
+
+    /**
+     * @param options a call's options.
+     * @return the handled call current while the call is assembled (when not detached), or null.
+     */
+    public static RpcContext assembledParent(final CallOptions options)
+    {
+        return options.isDetached() ? null : ServerCallScope.current();
+    }
+
+    /**
+     * One attempt of a channel's call, without interceptors (the channel ran them once for the whole call): its
+     * deadline and the handled call it is a child of were computed by the channel, once per call.
+     *
+     * @param method   the method.
+     * @param options  call options (their deadline is not read: {@code deadline} is).
+     * @param requests the requests.
+     * @param context  receives what the server answered, or null.
+     * @param deadline the call's deadline ({@link #callDeadline}), or null.
+     * @param parent   the handled call this one is a child of, or null.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the responses.
+     */
+    public final <Req, Resp> Flux<Resp> attemptCall(final MethodDescriptor<Req, Resp> method,
+        final CallOptions options, final Publisher<Req> requests, final ClientCallContext context,
+        final Deadline deadline, final RpcContext parent)
+    {
+        return new CallFlux<>(this, method, options, requests, context, deadline, parent);
+    }
+
+    /**
+     * One attempt of a channel's unary call: the request travels with the CALL frame and the response goes straight to
+     * the subscriber. As {@link #attemptCall}.
+     *
+     * @param method   the method.
+     * @param options  call options (their deadline is not read: {@code deadline} is).
+     * @param request  the request.
+     * @param context  receives what the server answered, or null.
+     * @param deadline the call's deadline ({@link #callDeadline}), or null.
+     * @param parent   the handled call this one is a child of, or null.
+     * @param <Req>    request type.
+     * @param <Resp>   response type.
+     * @return the response.
+     */
+    public final <Req, Resp> Mono<Resp> attemptUnary(final MethodDescriptor<Req, Resp> method,
+        final CallOptions options, final Req request, final ClientCallContext context, final Deadline deadline,
+        final RpcContext parent)
+    {
+        return new UnaryMono<>(this, method, options, request, context, deadline, parent);
+    }
+
+    /**
+     * Starts one attempt of a channel's unary call now, for {@code subscriber}: {@link #attemptUnary} without the Mono
+     * (the channel's unary fast path subscribes its own subscriber straight to the call).
+     *
+     * @param method     the method.
+     * @param options    call options (their deadline is not read: {@code deadline} is).
+     * @param request    the request.
+     * @param deadline   the call's deadline ({@link #callDeadline}), or null.
+     * @param parent     the handled call this one is a child of, or null.
+     * @param subscriber gets the response.
+     * @param <Req>      request type.
+     * @param <Resp>     response type.
+     */
+    public final <Req, Resp> void startUnaryAttempt(final MethodDescriptor<Req, Resp> method,
+        final CallOptions options, final Req request, final Deadline deadline, final RpcContext parent,
+        final CoreSubscriber<? super Resp> subscriber)
+    {
+        final OutboundCompression compression = compressionOf(options);
+        if (compression == null)
+        {
+            Operators.error(subscriber, unknownCompressor(options).asException());
+            return;
+        }
+        new UnaryClientCall<>(this, method, request, null, options.metadata(), deadline, options.isWaitForReady())
+            .inheritCancellation(parent).compressWith(compression).start(subscriber);
+    }
 
     /**
      * A call of any kind; each subscription is a new call.
@@ -276,7 +381,13 @@ abstract class ClientCallHost
         return unaryResult(method, intercepted(method, options, Mono.just(request), null));
     }
 
-    private static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
+    /**
+     * @param method    the method.
+     * @param responses the responses of a unary call made as a stream (through interceptors).
+     * @param <Resp>    response type.
+     * @return the one response; INTERNAL when there was none.
+     */
+    public static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
     {
         return responses
             .singleOrEmpty()
@@ -301,32 +412,10 @@ abstract class ClientCallHost
         });
     }
 
-    private Deadline deadlineOf(final CallOptions options, final RpcContext parent)
-    {
-        Deadline deadline = options.deadline();
-        if (deadline == null && config.defaultDeadline != null)
-        {
-            deadline = Deadline.after(config.defaultDeadline);
-        }
-        // a call made inside a handler finishes no later than the call being handled
-        if (parent != null && parent.deadline() != null)
-        {
-            deadline = parent.deadline().minimum(deadline);
-        }
-        return deadline;
-    }
-
-    private static RpcContext parentOf(final CallOptions options, final ContextView context, final RpcContext assembled)
-    {
-        return ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
-    }
-
-    private static RpcContext assembledParent(final CallOptions options)
-    {
-        return options.isDetached() ? null : ServerCallScope.current();
-    }
-
-    /** A unary call as a Mono: each subscription is a new call. */
+    /**
+     * A unary call as a Mono: each subscription is a new call. Its deadline and parent are either computed when
+     * subscribed (a single connection's call) or given (a channel's attempt).
+     */
     private static final class UnaryMono<Req, Resp> extends Mono<Resp>
     {
         private final ClientCallHost host;
@@ -335,6 +424,10 @@ abstract class ClientCallHost
         private final Req request;
         private final RpcContext assembled;
         private final ClientCallContext context;
+        /** True when {@link #deadline} and {@link #parent} were given: nothing is computed at subscription. */
+        private final boolean given;
+        private final Deadline deadline;
+        private final RpcContext parent;
 
         UnaryMono(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Req request, final ClientCallContext context)
@@ -345,25 +438,43 @@ abstract class ClientCallHost
             this.request = request;
             this.assembled = assembledParent(options);
             this.context = context;
+            this.given = false;
+            this.deadline = null;
+            this.parent = null;
+        }
+
+        UnaryMono(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Req request, final ClientCallContext context, final Deadline deadline, final RpcContext parent)
+        {
+            this.host = host;
+            this.method = method;
+            this.options = options;
+            this.request = request;
+            this.assembled = null;
+            this.context = context;
+            this.given = true;
+            this.deadline = deadline;
+            this.parent = parent;
         }
 
         @Override
         public void subscribe(final CoreSubscriber<? super Resp> actual)
         {
-            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
             final OutboundCompression compression = host.compressionOf(options);
             if (compression == null)
             {
                 Operators.error(actual, unknownCompressor(options).asException());
                 return;
             }
+            final RpcContext handled = given ? parent : parentOf(options, actual.currentContext(), assembled);
+            final Deadline callDeadline = given ? deadline : callDeadline(options, host.config.defaultDeadline, handled);
             final Metadata metadata = context != null ? context.requestMetadataToSend() : options.metadata();
-            new UnaryClientCall<>(host, method, request, context, metadata, host.deadlineOf(options, parent),
-                options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);
+            new UnaryClientCall<>(host, method, request, context, metadata, callDeadline, options.isWaitForReady())
+                .inheritCancellation(handled).compressWith(compression).start(actual);
         }
     }
 
-    /** The call as a Flux: each subscription is a new call. */
+    /** The call as a Flux: each subscription is a new call. Deadline and parent as {@link UnaryMono}'s. */
     private static final class CallFlux<Req, Resp> extends Flux<Resp>
     {
         private final ClientCallHost host;
@@ -372,6 +483,9 @@ abstract class ClientCallHost
         private final Publisher<Req> requests;
         private final ClientCallContext context;
         private final RpcContext assembled;
+        private final boolean given;
+        private final Deadline deadline;
+        private final RpcContext parent;
 
         CallFlux(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context)
@@ -382,6 +496,24 @@ abstract class ClientCallHost
             this.requests = requests;
             this.context = context;
             this.assembled = assembledParent(options);
+            this.given = false;
+            this.deadline = null;
+            this.parent = null;
+        }
+
+        CallFlux(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+            final Publisher<Req> requests, final ClientCallContext context, final Deadline deadline,
+            final RpcContext parent)
+        {
+            this.host = host;
+            this.method = method;
+            this.options = options;
+            this.requests = requests;
+            this.context = context;
+            this.assembled = null;
+            this.given = true;
+            this.deadline = deadline;
+            this.parent = parent;
         }
 
         @Override
@@ -394,9 +526,10 @@ abstract class ClientCallHost
                 return;
             }
             final Metadata metadata = context != null ? context.requestMetadataToSend() : options.metadata();
-            final RpcContext parent = parentOf(options, actual.currentContext(), assembled);
-            new StreamingClientCall<>(host, method, requests, context, metadata, host.deadlineOf(options, parent),
-                options.isWaitForReady()).inheritCancellation(parent).compressWith(compression).start(actual);
+            final RpcContext handled = given ? parent : parentOf(options, actual.currentContext(), assembled);
+            final Deadline callDeadline = given ? deadline : callDeadline(options, host.config.defaultDeadline, handled);
+            new StreamingClientCall<>(host, method, requests, context, metadata, callDeadline, options.isWaitForReady())
+                .inheritCancellation(handled).compressWith(compression).start(actual);
         }
     }
 }

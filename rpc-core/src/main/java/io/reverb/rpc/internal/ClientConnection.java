@@ -24,7 +24,8 @@ final class ClientConnection extends RpcConnection
     /** Stream ids are positive ints: a connection that used them all takes no new calls (the channel opens another). */
     static final int LAST_STREAM_ID = Integer.MAX_VALUE;
 
-    private final ClientCallHost channel;
+    /** The one-connection API this is the protocol of: told when this takes no new calls and when it closed. */
+    private final StandaloneConnection channel;
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
@@ -51,7 +52,7 @@ final class ClientConnection extends RpcConnection
         final long sentNanos = System.nanoTime();
     }
 
-    ClientConnection(final ClientCallHost channel, final int maxInboundMessageSize, final int lastStreamId)
+    ClientConnection(final StandaloneConnection channel, final int maxInboundMessageSize, final int lastStreamId)
     {
         super(maxInboundMessageSize, channel.config().codecs);
         this.channel = channel;

@@ -8,6 +8,7 @@ import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -40,6 +41,8 @@ public final class ServerConfig
      * builder's value, raised to what one largest message needs while it inflates.
      */
     final long maxInflatedBytesPerConnection;
+    /** Where methods not among {@link #services} are looked up, or null for nowhere. */
+    final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry;
 
     /**
      * @param settings a server builder's settings.
@@ -53,7 +56,7 @@ public final class ServerConfig
             settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
             settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
-            settings.minCompressionSize(), settings.maxInflatedBytesPerConnection());
+            settings.minCompressionSize(), settings.maxInflatedBytesPerConnection(), settings.fallbackHandlerRegistry());
     }
 
     /**
@@ -107,7 +110,8 @@ public final class ServerConfig
         this(uri, services, interceptors, handlerScheduler, timerScheduler, maxInboundMessageSize, meterRegistry,
             shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
             permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
-            null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION);
+            null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION,
+            null);
     }
 
     private ServerConfig(final String uri, final List<ServiceDefinition> services,
@@ -116,8 +120,10 @@ public final class ServerConfig
         final TransportOptions transportOptions, final int maxConcurrentCallsPerConnection,
         final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
         final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
-        final int minCompressionSize, final long maxInflatedBytesPerConnection)
+        final int minCompressionSize, final long maxInflatedBytesPerConnection,
+        final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry)
     {
+        this.fallbackHandlerRegistry = fallbackHandlerRegistry;
         this.maxInflatedBytesPerConnection = Math.max(maxInflatedBytesPerConnection,
             RpcServer.Builder.minInflatedBytesPerConnection(maxInboundMessageSize));
         this.codecs = Objects.requireNonNull(codecs, "codecs");

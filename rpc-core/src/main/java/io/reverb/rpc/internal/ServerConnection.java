@@ -235,6 +235,31 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
         final long timeoutNanos = call.timeoutNanos();
         final int initialRequestN = call.initialRequestN();
         final Metadata metadata = readMetadataOrNull(buffer, call.metadataOffset(), end);
+        ServiceDefinition.ServerMethodDefinition<?, ?> definition =
+            server.methods().find(buffer, call.methodOffset(), call.methodLength());
+        Status notFound = null;
+        if (definition == null)
+        {
+            // the services first, then the fallback registry (user code: asked outside the stream map's monitor)
+            final String method = call.method();
+            try
+            {
+                definition = server.fallbackMethod(method);
+            }
+            catch (final RuntimeException e)
+            {
+                notFound = Status.INTERNAL.withDescription("the fallback handler registry failed to look up " + method +
+                    ": " + e);
+            }
+            if (definition == null && notFound == null)
+            {
+                final int slash = method.lastIndexOf('/');
+                final String service = slash > 0 ? method.substring(0, slash) : method;
+                notFound = server.hasService(service) ?
+                    Status.UNIMPLEMENTED.withDescription("Method not found: " + method) :
+                    Status.UNIMPLEMENTED.withDescription("Service not found: " + service);
+            }
+        }
         final ServerCall<?, ?> serverCall;
         // one decision against a graceful shutdown: a call is either registered before the GOAWAY is written (and
         // runs to its end) or refused after it (and the client, having read the GOAWAY first, resends it elsewhere).
@@ -260,17 +285,9 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
                     " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
                 return;
             }
-            final ServiceDefinition.ServerMethodDefinition<?, ?> definition =
-                server.methods().find(buffer, call.methodOffset(), call.methodLength());
-            if (definition == null)
+            if (notFound != null)
             {
-                final String method = call.method();
-                final int slash = method.lastIndexOf('/');
-                final String service = slash > 0 ? method.substring(0, slash) : method;
-                final Status status = server.hasService(service) ?
-                    Status.UNIMPLEMENTED.withDescription("Method not found: " + method) :
-                    Status.UNIMPLEMENTED.withDescription("Service not found: " + service);
-                write(new OutboundFrame.StatusFrame(streamId, status, null));
+                write(new OutboundFrame.StatusFrame(streamId, notFound, null));
                 return;
             }
             serverCall = ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);

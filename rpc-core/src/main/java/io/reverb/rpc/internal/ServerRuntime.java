@@ -168,6 +168,15 @@ public final class ServerRuntime implements RpcServer.Runtime
         return methods.get(fullMethodName);
     }
 
+    /**
+     * @param fullMethodName a method not among the services.
+     * @return its definition in the fallback registry ({@code RpcServer.Builder.fallbackHandlerRegistry}), or null.
+     */
+    ServiceDefinition.ServerMethodDefinition<?, ?> fallbackMethod(final String fullMethodName)
+    {
+        return config.fallbackHandlerRegistry == null ? null : config.fallbackHandlerRegistry.apply(fullMethodName);
+    }
+
     MethodRegistry methods()
     {
         return registry;

@@ -270,7 +270,13 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
         waiters.remove(call);
     }
 
-    @Override
+    /**
+     * Its connection takes no new calls any more (GOAWAY, failure, close, its stream ids used up); may be called more
+     * than once.
+     *
+     * @param c   the connection.
+     * @param why the reason.
+     */
     void connectionUnusable(final ClientConnection c, final Status why)
     {
         final Consumer<Status> listener;
@@ -298,7 +304,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
         }
     }
 
-    @Override
+    /** Its connection is closed. */
     void connectionClosed(final ClientConnection c)
     {
         synchronized (this)

@@ -1,6 +1,8 @@
 package io.reverb.rpc.lb;
 
 import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.ClientCallContext;
+import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.ConnectivityState;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.HedgingPolicy;
@@ -12,7 +14,7 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.internal.ChannelConfig;
 import io.reverb.rpc.internal.ChannelRuntime;
-import io.reverb.rpc.internal.ServerCallScope;
+import io.reverb.rpc.internal.ClientCallHost;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
@@ -20,6 +22,7 @@ import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.retry.RetryDecision;
 import io.reverb.rpc.retry.RetryState;
 import io.reverb.rpc.retry.RetryThrottle;
+import io.reverb.rpc.transport.Transports;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +39,6 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
-import reactor.util.context.Context;
 import reactor.util.context.ContextView;
 
 /**
@@ -60,19 +62,22 @@ import reactor.util.context.ContextView;
  * <p>Calls wait while the channel is still connecting (or with {@link CallOptions#withWaitForReady()}, also while
  * every replica is failing), bounded by their deadline; otherwise they fail fast with UNAVAILABLE naming the last
  * error.
+ *
+ * <p>The balancer always picks: a single address is {@code pick_first} over one subchannel, and every setting means
+ * the same whatever the number of addresses. Per call, once, above the attempts: the interceptors, the deadline
+ * ({@link ClientCallHost#callDeadline}: the options', else the default one, capped by a handled call's), and the
+ * retry loop (transparent retries unless {@link RpcChannel.Builder#transparentRetry}{@code (false)}, the retry or
+ * hedging policy). A subchannel's connection manager runs one attempt at a time and none of these.
  */
 public final class BalancedChannel extends RpcChannel
 {
     private final String target;
-    /**
-     * A channel to one address with no balancing setting (no policy, health check, retry, hedging or resolver target)
-     * sends its calls straight to its one subchannel's connection manager: pick_first over one address always picks
-     * it, and there is no other replica to retry on, so the unary fast path (request with the CALL frame, response
-     * straight to the subscriber) stays free of the retry loop's operators. That subchannel itself resends calls the
-     * server refused (transparent retry) and applies the default deadline. Null otherwise.
-     */
-    private final ChannelRuntime direct;
+    /** The deadline of calls whose options set none, fixed when each call is subscribed; null for none. */
     private final Duration defaultDeadline;
+    /** Run once per call, first outermost, around the call's attempts. */
+    private final ClientInterceptor[] interceptors;
+    /** Set by {@link #state(boolean)}{@code (true)}: subchannels made from now on connect at once. */
+    private volatile boolean connectRequested;
     private final NameResolver resolver;
     private final LoadBalancer balancer;
     private final SerializingExecutor serializer = new SerializingExecutor();
@@ -80,8 +85,9 @@ public final class BalancedChannel extends RpcChannel
     private final Map<String, RetryPolicy> retryPolicies;
     private final Map<String, HedgingPolicy> hedgingPolicies;
     private final RetryThrottle throttle;
+    /** How many times a call the server never saw is retried at once on another pick (0: transparent retry off). */
     private final int maxTransparentRetries;
-    /** How many times a call the server never saw is retried at once on another pick. */
+    /** How many times a call the server never saw is retried at once on another pick, unless turned off. */
     private static final int MAX_TRANSPARENT_RETRIES = 5;
     private final List<Runnable> waiters = new ArrayList<>();
     private final List<ChannelSubchannel> all = new ArrayList<>();
@@ -111,25 +117,27 @@ public final class BalancedChannel extends RpcChannel
         this.hedgingPolicies = settings.hedgingPolicies();
         this.throttle = settings.retryMaxTokens() > 0 ?
             new RetryThrottle(settings.retryMaxTokens(), settings.retryTokenRatio()) : null;
-        this.maxTransparentRetries = MAX_TRANSPARENT_RETRIES;
-        final boolean balancing = given != null || settings.addresses() != null ||
-            settings.loadBalancingPolicy() != null || settings.healthCheck() != null || !retryPolicies.isEmpty() ||
-            !hedgingPolicies.isEmpty() || throttle != null || NameResolvers.isResolverTarget(target);
-        final Function<URI, ChannelRuntime> factory;
-        if (balancing)
+        this.maxTransparentRetries = settings.transparentRetry() ? MAX_TRANSPARENT_RETRIES : 0;
+        this.defaultDeadline = settings.defaultDeadline();
+        this.interceptors = settings.interceptors().toArray(new ClientInterceptor[0]);
+        final Function<URI, ChannelRuntime> factory = address ->
         {
-            // the default deadline is applied once per call here, not per attempt, and refused calls are retried here
-            // too (on another pick), not by the subchannel
-            this.direct = null;
-            this.defaultDeadline = settings.defaultDeadline();
-            factory = address -> new ChannelRuntime(ChannelConfig.of(settings, address.toString(), null, false));
+            final ChannelRuntime runtime = new ChannelRuntime(ChannelConfig.forSubchannel(settings, address.toString()));
+            runtime.onStateChange(this::stateChanged); // the channel's state follows its connections
+            if (connectRequested)
+            {
+                runtime.requestConnection();
+            }
+            return runtime;
+        };
+        // fails here, naming the scheme, when no transport serves an address (its subchannel is made later)
+        if (settings.addresses() != null)
+        {
+            settings.addresses().forEach(address -> Transports.providerFor(Transports.parse(address)));
         }
-        else
+        else if (given == null && !NameResolvers.isResolverTarget(target))
         {
-            this.direct = new ChannelRuntime(ChannelConfig.of(settings, target, settings.defaultDeadline(),
-                settings.transparentRetry()));
-            this.defaultDeadline = null;
-            factory = address -> direct;
+            Transports.providerFor(Transports.parse(target));
         }
         final String healthService = settings.healthCheck();
         final String policy = settings.loadBalancingPolicy() != null ? settings.loadBalancingPolicy() :
@@ -167,10 +175,6 @@ public final class BalancedChannel extends RpcChannel
         this.balancer = LoadBalancerRegistry.provider(policy).newLoadBalancer(helper);
         this.resolver = given != null ? given : settings.addresses() != null ?
             NameResolvers.forAddresses(settings.addresses()) : NameResolvers.newNameResolver(target, resolverArgs);
-        if (direct != null)
-        {
-            direct.onStateChange(this::stateChanged);
-        }
         resolver.start(new NameResolver.Listener()
         {
             @Override
@@ -195,19 +199,58 @@ public final class BalancedChannel extends RpcChannel
         return state;
     }
 
+    /**
+     * The channel's state: the balancer's, except that while it has a subchannel to pick (READY) the channel is as
+     * ready as its best connection (READY when one takes calls, else CONNECTING, IDLE or TRANSIENT_FAILURE), so that
+     * its state tells of connections made and lost, whatever the number of addresses.
+     *
+     * @param requestConnection true to make every subchannel connect now (connections are made on demand otherwise).
+     * @return the state.
+     */
     @Override
     public ConnectivityState state(final boolean requestConnection)
     {
-        if (direct != null)
+        if (closed)
         {
-            if (requestConnection)
-            {
-                direct.requestConnection();
-            }
-            return direct.state();
+            return ConnectivityState.SHUTDOWN;
         }
-        // several addresses: the policy connects its subchannels as soon as the addresses are resolved
-        return closed ? ConnectivityState.SHUTDOWN : state;
+        final List<ChannelRuntime> runtimes = new ArrayList<>();
+        synchronized (all)
+        {
+            for (final ChannelSubchannel subchannel : all)
+            {
+                final ChannelRuntime runtime = subchannel.channel();
+                if (runtime != null && subchannel.state() != ConnectivityState.SHUTDOWN)
+                {
+                    runtimes.add(runtime);
+                }
+            }
+        }
+        if (requestConnection)
+        {
+            connectRequested = true;
+            runtimes.forEach(ChannelRuntime::requestConnection);
+        }
+        final ConnectivityState balanced = state;
+        if (balanced != ConnectivityState.READY)
+        {
+            return balanced;
+        }
+        ConnectivityState best = ConnectivityState.IDLE;
+        for (final ChannelRuntime runtime : runtimes)
+        {
+            final ConnectivityState connection = runtime.state();
+            if (connection == ConnectivityState.READY)
+            {
+                return ConnectivityState.READY;
+            }
+            if (connection == ConnectivityState.CONNECTING ||
+                connection == ConnectivityState.TRANSIENT_FAILURE && best == ConnectivityState.IDLE)
+            {
+                best = connection;
+            }
+        }
+        return best;
     }
 
     @Override
@@ -275,7 +318,7 @@ public final class BalancedChannel extends RpcChannel
      * A unary call, picked, and retried as the class comment says. Lazy: nothing happens before subscription.
      *
      * @param method  the method.
-     * @param given   call options.
+     * @param options call options.
      * @param request the request.
      * @param <Req>   request type.
      * @param <Resp>  response type.
@@ -283,87 +326,112 @@ public final class BalancedChannel extends RpcChannel
      */
     @Override
     public <Req, Resp> Mono<Resp> newUnaryCall(
-        final MethodDescriptor<Req, Resp> method, final CallOptions given, final Req request)
+        final MethodDescriptor<Req, Resp> method, final CallOptions options, final Req request)
     {
-        if (direct != null)
-        {
-            return direct.newUnaryCall(method, given, request);
-        }
-        final CallOptions options = withDefaultDeadline(given);
+        Objects.requireNonNull(request, "request");
         final HedgingPolicy hedging = policyFor(hedgingPolicies, method);
-        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
-        if (hedging != null)
+        final RetryPolicy policy = hedging == null ? policyFor(retryPolicies, method) : null;
+        if (interceptors.length == 0 && hedging == null)
+        {
+            return new PickedUnaryCall<>(this, method, options, request, policy);
+        }
+        final RpcContext assembled = ClientCallHost.assembledParent(options);
+        if (interceptors.length == 0)
         {
             return Mono.deferContextual(context ->
             {
-                final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
-                final CallOptions effective = options.propagatedFrom(parent);
-                final ContextView attemptContext = withParent(context, parent);
-                return Mono.<Resp>create(sink -> new HedgedUnaryCall<>(hedging, attemptContext, sink,
-                    sc -> sc.channel().newUnaryCall(method, effective, request).flux(),
-                    hedge -> newHedgeAttempt(effective, hedge), throttle, timer, maxTransparentRetries).start());
+                final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
+                final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+                return unary(method, options, request, null, deadline, parent, hedging, policy, context);
             });
         }
-        final RetryPolicy policy = policyFor(retryPolicies, method);
-        return Mono.deferContextual(context ->
+        return ClientCallHost.unaryResult(method, intercepted(method, options, Mono.just(request), assembled,
+            (call, requests, deadline, parent, context) -> hedging != null ?
+                Mono.from(requests).flatMap(r -> unary(method, options, r, call, deadline, parent, hedging, null,
+                    context)).flux() :
+                new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
+                    .run(sc -> sc.channel().attemptCall(method, options, requests, call, deadline, parent))));
+    }
+
+    private <Req, Resp> Mono<Resp> unary(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Req request, final ClientCallContext call, final Deadline deadline, final RpcContext parent,
+        final HedgingPolicy hedging, final RetryPolicy policy, final ContextView context)
+    {
+        if (hedging != null)
         {
-            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
-            final CallOptions effective = options.propagatedFrom(parent);
-            final Mono<Resp> call = new Attempts<Resp>(effective, policy, true, true)
-                .run(sc -> sc.channel().newUnaryCall(method, effective, request).flux()).next();
-            return parent == null || RpcContext.from(context) == parent ? call :
-                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
-        });
+            return Mono.<Resp>create(sink -> new HedgedUnaryCall<>(hedging, context, sink,
+                sc -> sc.channel().attemptUnary(method, options, request, call, deadline, parent).flux(),
+                hedge -> newHedgeAttempt(deadline, options.isWaitForReady(), hedge), throttle, timer,
+                maxTransparentRetries).start());
+        }
+        return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
+            .run(sc -> sc.channel().attemptUnary(method, options, request, call, deadline, parent).flux()).next();
     }
 
     /**
      * A call of any kind, picked; retried only for unary and server-streaming methods. Lazy.
      *
      * @param method   the method.
-     * @param given    call options.
+     * @param options  call options.
      * @param requests the requests.
      * @param <Req>    request type.
      * @param <Resp>   response type.
      * @return the responses.
      */
     @Override
-    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions given,
+    public <Req, Resp> Flux<Resp> newCall(final MethodDescriptor<Req, Resp> method, final CallOptions options,
         final Publisher<Req> requests)
     {
-        if (direct != null)
-        {
-            return direct.newCall(method, given, requests);
-        }
-        final CallOptions options = withDefaultDeadline(given);
         final MethodDescriptor.MethodType type = method.type();
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
         final RetryPolicy policy = replayable ? policyFor(retryPolicies, method) : null;
-        final RpcContext assembled = options.isDetached() ? null : ServerCallScope.current();
-        return Flux.deferContextual(context ->
+        final RpcContext assembled = ClientCallHost.assembledParent(options);
+        if (interceptors.length == 0)
         {
-            final RpcContext parent = ServerCallScope.parent(options.isDetached(), RpcContext.from(context), assembled);
-            final CallOptions effective = options.propagatedFrom(parent);
-            final Flux<Resp> call = new Attempts<Resp>(effective, policy, replayable, false)
-                .run(sc -> sc.channel().newCall(method, effective, requests));
-            return parent == null || RpcContext.from(context) == parent ? call :
-                call.contextWrite(c -> c.put(RpcContext.CONTEXT_KEY, parent));
-        });
+            return Flux.deferContextual(context ->
+            {
+                final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
+                final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+                return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
+                    .run(sc -> sc.channel().attemptCall(method, options, requests, null, deadline, parent));
+            });
+        }
+        return intercepted(method, options, requests, assembled, (call, r, deadline, parent, context) ->
+            new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
+                .run(sc -> sc.channel().attemptCall(method, options, r, call, deadline, parent)));
     }
 
-    private CallOptions withDefaultDeadline(final CallOptions options)
+    /** What the interceptors of a call wrap: its attempts, given the call's context, deadline and parent. */
+    @FunctionalInterface
+    private interface Attempted<Req, Resp>
     {
-        return defaultDeadline == null || options.deadline() != null ? options : options.withDeadlineAfter(defaultDeadline);
+        Flux<Resp> call(ClientCallContext call, Flux<Req> requests, Deadline deadline, RpcContext parent,
+            ContextView context);
     }
 
     /**
-     * The attempts of a call made while handling {@code parent} carry it in their Reactor context, so that each
-     * attempt's single-address call is cancelled with the handled call even when the caller subscribed on its own.
+     * The interceptors, once per call (as grpc-java's, which wrap the channel, not the attempts): each subscription
+     * computes the call's parent and deadline, makes its {@link ClientCallContext} (every attempt records the
+     * server's answer into it, the last one last) and runs the chain around the attempts.
      */
-    private static ContextView withParent(final ContextView context, final RpcContext parent)
+    private <Req, Resp> Flux<Resp> intercepted(final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        final Publisher<Req> requests, final RpcContext assembled, final Attempted<Req, Resp> attempts)
     {
-        return parent == null || RpcContext.from(context) == parent ? context :
-            Context.of(context).put(RpcContext.CONTEXT_KEY, parent);
+        return Flux.deferContextual(context ->
+        {
+            final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
+            final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+            final ClientCallContext call = new ClientCallContext(method, options);
+            ClientInterceptor.Next<Req, Resp> next = r -> attempts.call(call, r, deadline, parent, context);
+            for (int i = interceptors.length - 1; i >= 0; i--)
+            {
+                final ClientInterceptor interceptor = interceptors[i];
+                final ClientInterceptor.Next<Req, Resp> inner = next;
+                next = r -> interceptor.interceptCall(call, r, inner);
+            }
+            return next.call(Flux.from(requests));
+        });
     }
 
     private static <P> P policyFor(final Map<String, P> policies, final MethodDescriptor<?, ?> method)
@@ -376,10 +444,40 @@ public final class BalancedChannel extends RpcChannel
         return exact != null ? exact : policies.get(method.serviceName());
     }
 
-    /** One attempt of a hedged unary call: its picks avoid the replicas the call's other attempts use. */
-    private <Resp> Attempts<Resp> newHedgeAttempt(final CallOptions options, final HedgedUnaryCall<Resp> hedge)
+    /** @return the deadline of calls whose options set none, or null. */
+    Duration defaultDeadline()
     {
-        final Attempts<Resp> attempt = new Attempts<>(options, null, true, true);
+        return defaultDeadline;
+    }
+
+    /** @return a replica to send a call to now, or null when none is ready (or being connected to). */
+    ChannelSubchannel pickNow()
+    {
+        return (ChannelSubchannel)picker.pick();
+    }
+
+    /** The first attempt of a call without a retry state answered: the retry budget gets its token back. */
+    void attemptAnswered()
+    {
+        if (throttle != null)
+        {
+            throttle.onSuccess();
+        }
+    }
+
+    /**
+     * @return the retry loop of a unary call, not yet started.
+     */
+    <Resp> Attempts<Resp> newAttempts(final Deadline deadline, final boolean waitForReady, final RetryPolicy policy)
+    {
+        return new Attempts<>(deadline, waitForReady, policy, true, true);
+    }
+
+    /** One attempt of a hedged unary call: its picks avoid the replicas the call's other attempts use. */
+    private <Resp> Attempts<Resp> newHedgeAttempt(final Deadline deadline, final boolean waitForReady,
+        final HedgedUnaryCall<Resp> hedge)
+    {
+        final Attempts<Resp> attempt = new Attempts<>(deadline, waitForReady, null, true, true);
         attempt.hedge = hedge;
         return attempt;
     }
@@ -395,7 +493,9 @@ public final class BalancedChannel extends RpcChannel
      */
     final class Attempts<Resp>
     {
-        private final CallOptions options;
+        /** The call's deadline, computed once for the call ({@link ClientCallHost#callDeadline}), or null. */
+        private final Deadline deadline;
+        private final boolean waitForReady;
         private final RetryPolicy policy;
         private final boolean replayable;
         private final boolean unary;
@@ -406,9 +506,11 @@ public final class BalancedChannel extends RpcChannel
         /** Set by the hedge before it cancels this attempt because another one won. */
         private volatile boolean lostHedge;
 
-        Attempts(final CallOptions options, final RetryPolicy policy, final boolean replayable, final boolean unary)
+        Attempts(final Deadline deadline, final boolean waitForReady, final RetryPolicy policy,
+            final boolean replayable, final boolean unary)
         {
-            this.options = options;
+            this.deadline = deadline;
+            this.waitForReady = waitForReady;
             this.policy = policy;
             this.replayable = replayable;
             this.unary = unary;
@@ -416,6 +518,12 @@ public final class BalancedChannel extends RpcChannel
 
         Flux<Resp> run(final Function<ChannelSubchannel, Flux<Resp>> call)
         {
+            // a replica ready now (the common case): no operator between the pick and the attempt
+            final Subchannel picked = hedge == null ? picker.pick() : null;
+            if (picked != null)
+            {
+                return attempt((ChannelSubchannel)picked, call);
+            }
             return pick().flatMapMany(sc -> attempt(sc, call));
         }
 
@@ -480,6 +588,18 @@ public final class BalancedChannel extends RpcChannel
             }
         }
 
+        /**
+         * The first attempt, made outside this loop ({@link PickedUnaryCall}), failed: decide as for any attempt.
+         *
+         * @return the rest of the call: further attempts, or the error.
+         */
+        Flux<Resp> afterFirstFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
+            final boolean[] ended, final Function<ChannelSubchannel, Flux<Resp>> call, final boolean answered)
+        {
+            responded = answered;
+            return onFailure(sc, error, load, ended, call);
+        }
+
         private Flux<Resp> onFailure(final ChannelSubchannel sc, final Throwable error, final SubchannelLoad load,
             final boolean[] ended, final Function<ChannelSubchannel, Flux<Resp>> call)
         {
@@ -491,7 +611,7 @@ public final class BalancedChannel extends RpcChannel
                 ended[0] = true;
                 load.callAbandoned();
             }
-            if (failure == AttemptFailure.NOT_SENT || isConnectionLoss(status))
+            if (failure == AttemptFailure.NOT_SENT)
             {
                 sc.onUnreachable();
             }
@@ -499,6 +619,8 @@ public final class BalancedChannel extends RpcChannel
             {
                 sc.onGoAway();
             }
+            // a connection lost under a running call says nothing of the replica: the subchannel's connection manager
+            // makes another for the next call, and a replica that is gone is found unreachable then (NOT_SENT)
             if (closed || !replayable)
             {
                 return Flux.error(error);
@@ -515,7 +637,7 @@ public final class BalancedChannel extends RpcChannel
             if (decision == RetryDecision.RETRY_AFTER_BACKOFF)
             {
                 final long backoff = retry.backoffNanos(ThreadLocalRandom.current().nextDouble());
-                if (RetryState.fitsDeadline(backoff, options.deadline()))
+                if (RetryState.fitsDeadline(backoff, deadline))
                 {
                     return Mono.delay(Duration.ofNanos(backoff), timer).flatMapMany(x -> run(call));
                 }
@@ -535,7 +657,9 @@ public final class BalancedChannel extends RpcChannel
                 return Mono.error(Status.UNAVAILABLE.withDescription("channel closed").asException());
             }
             final ConnectivityState now = state;
-            if (now == ConnectivityState.TRANSIENT_FAILURE && !options.isWaitForReady())
+            // the calls want a connection: failing replicas try again soon (see ChannelRuntime.callsWantConnection)
+            wantConnections();
+            if (now == ConnectivityState.TRANSIENT_FAILURE && !waitForReady)
             {
                 return Mono.error(picker.noneReadyStatus().asException());
             }
@@ -553,7 +677,7 @@ public final class BalancedChannel extends RpcChannel
                     {
                         sink.error(Status.UNAVAILABLE.withDescription("channel closed").asException());
                     }
-                    else if (state == ConnectivityState.TRANSIENT_FAILURE && !options.isWaitForReady())
+                    else if (state == ConnectivityState.TRANSIENT_FAILURE && !waitForReady)
                     {
                         sink.error(picker.noneReadyStatus().asException());
                     }
@@ -565,7 +689,6 @@ public final class BalancedChannel extends RpcChannel
                 addWaiter(waiter);
                 sink.onDispose(() -> removeWaiter(waiter));
             }).onErrorResume(RetryPickSignal.class, e -> pick());
-            final Deadline deadline = options.deadline();
             if (deadline != null)
             {
                 wait = wait.timeout(Duration.ofNanos(Math.max(0, deadline.timeRemainingNanos())), timer)
@@ -585,6 +708,26 @@ public final class BalancedChannel extends RpcChannel
         RetryPickSignal()
         {
             super(null, null, false, false);
+        }
+    }
+
+    /**
+     * A call found no replica to pick: tells the connection managers of the failing subchannels that calls want a
+     * connection, so that their next attempt comes within {@code reconnectWhileCallsWait} of their last failure,
+     * however far their backoff has grown (as a single connection manager does for the calls it parks itself).
+     */
+    private void wantConnections()
+    {
+        synchronized (all)
+        {
+            for (final ChannelSubchannel subchannel : all)
+            {
+                final ChannelRuntime runtime = subchannel.channel();
+                if (runtime != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
+                {
+                    runtime.callsWantConnection();
+                }
+            }
         }
     }
 
@@ -653,12 +796,6 @@ public final class BalancedChannel extends RpcChannel
             cause.reason() == CallFailureCause.Reason.REFUSED_BY_SERVER && status.code() == StatusCode.UNAVAILABLE);
     }
 
-    private static boolean isConnectionLoss(final Status status)
-    {
-        final CallFailureCause cause = CallFailureCause.find(status);
-        return cause != null && cause.reason() == CallFailureCause.Reason.CONNECTION_LOST;
-    }
-
     /**
      * Closes every subchannel's connections; calls running fail with UNAVAILABLE, waiting ones too.
      */
@@ -680,10 +817,6 @@ public final class BalancedChannel extends RpcChannel
             {
                 runtime.close();
             }
-        }
-        if (direct != null)
-        {
-            direct.close();
         }
         runWaiters();
         stateChanged();

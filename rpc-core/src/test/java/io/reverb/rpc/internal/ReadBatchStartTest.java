@@ -38,7 +38,7 @@ class ReadBatchStartTest
 {
     private final RecordingConnection clientSide = new RecordingConnection(false);
     private final TestService service = new TestService();
-    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final StandaloneConnection channel = TestRuntimes.channel();
     private final ServerRuntime server = TestRuntimes.server(service);
     private final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
         ClientConnection.LAST_STREAM_ID);

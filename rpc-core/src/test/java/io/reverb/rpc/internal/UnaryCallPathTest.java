@@ -32,7 +32,7 @@ class UnaryCallPathTest
 {
     private final RecordingConnection clientSide = new RecordingConnection();
     private final RecordingConnection serverSide = new RecordingConnection();
-    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final StandaloneConnection channel = TestRuntimes.channel();
     private final ServerRuntime server = TestRuntimes.server(new TestService());
 
     @Test

@@ -26,7 +26,7 @@ class UnaryDeliveryRaceTest
 {
     private static final int ROUNDS = 3_000;
 
-    private final ChannelRuntime channel = TestRuntimes.channel();
+    private final StandaloneConnection channel = TestRuntimes.channel();
     private final ExecutorService threads = Executors.newFixedThreadPool(2);
 
     @AfterEach
