@@ -70,6 +70,8 @@ public final class EmulatedFabric
     private final Map<Long, CmId> listeners = new HashMap<>();
     private final Map<Long, CmId> boundPorts = new HashMap<>();
     private int nextPort = 33_000;
+    /** RC connections established (the active side's ESTABLISHED), for the suites' check that they ran over rdma. */
+    private final AtomicLong established = new AtomicLong();
     private final int cmJitterMs = Integer.getInteger(CM_JITTER_PROP, DEFAULT_CM_JITTER_MS);
 
     private EmulatedFabric()
@@ -179,6 +181,12 @@ public final class EmulatedFabric
             }
         }
         return counts;
+    }
+
+    /** @return RC connections established on this fabric so far (each counted once, when its RTU is sent). */
+    public long connectionsEstablished()
+    {
+        return established.get();
     }
 
     /** @return bytes of every live memory region together (what a real device would pin). */
@@ -641,6 +649,7 @@ public final class EmulatedFabric
             active.state = CmState.CONNECTED;
             conn.state = CmState.CONNECTED;
             post(conn, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, null);
+            established.incrementAndGet();
             return new long[] {event(RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED), event[1], event[2]};
         }
     }
