@@ -1,12 +1,10 @@
 package io.reverb.rdma.rpc;
 
-import io.reverb.rdma.provider.disni.DisniVerbsProvider;
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import org.junit.jupiter.api.Assumptions;
 
 /** Addresses for the rpc suites run over rdma:// in this module (the RDMA device, real or emulated). */
 final class RdmaTestUris
@@ -18,9 +16,7 @@ final class RdmaTestUris
     /** @return the address rdma:// contexts open here; skips the calling test, with the cause, where rdma cannot run. */
     static String host()
     {
-        final String cause = RdmaTestDevice.unavailabilityCause();
-        Assumptions.assumeTrue(cause == null, cause);
-        return System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, RdmaTestDevice.EMULATED_HOST);
+        return RdmaTestDevice.hostOrSkip();
     }
 
     /**

@@ -66,6 +66,17 @@ public final class RdmaTestDevice
         return cause;
     }
 
+    /**
+     * @return the IPv4 address rdma:// contexts open in this JVM ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, by
+     *         default {@value #EMULATED_HOST}); skips the calling test, with the cause, where rdma:// cannot run.
+     */
+    public static String hostOrSkip()
+    {
+        final String cause = unavailabilityCause();
+        org.junit.jupiter.api.Assumptions.assumeTrue(cause == null, cause);
+        return System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, EMULATED_HOST);
+    }
+
     /** @return whether the rdma:// tests of this JVM run over the emulated device. */
     public static synchronized boolean isEmulated()
     {
