@@ -4,6 +4,7 @@ import io.reverb.rdma.provider.disni.emu.DispatcherBackends;
 import io.reverb.rdma.provider.disni.emu.EmulatedFabric;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Decides, once per test JVM, what the rdma:// tests run on: the real RDMA device when this host has one
@@ -73,7 +74,7 @@ public final class RdmaTestDevice
     public static String hostOrSkip()
     {
         final String cause = unavailabilityCause();
-        org.junit.jupiter.api.Assumptions.assumeTrue(cause == null, cause);
+        Assumptions.assumeTrue(cause == null, cause);
         return System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, EMULATED_HOST);
     }
 
