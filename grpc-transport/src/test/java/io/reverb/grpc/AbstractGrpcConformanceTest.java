@@ -142,6 +142,15 @@ abstract class AbstractGrpcConformanceTest
     @AfterEach
     void stop() throws Exception
     {
+        if (server == null || channel == null)
+        {
+            // The set-up skipped (e.g. rdma:// without a device) or failed before it made them: nothing to stop.
+            if (server != null)
+            {
+                server.shutdownNow();
+            }
+            return;
+        }
         channel.shutdownNow();
         server.shutdownNow();
         assertThat(channel.awaitTermination(10, TimeUnit.SECONDS)).as("channel terminated").isTrue();

@@ -19,12 +19,12 @@ import org.junit.platform.launcher.core.LauncherFactory;
 
 /**
  * Runs the {@code rdma://} suites of the {@code rdma-emulated} Surefire execution (the verbs conformance suite, the
- * engine suites and rpc-core's call suites, {@code DisniConformanceTest}, {@code RdmaEngine*Test},
- * {@code RdmaRpc*Test}) without Maven, over whatever device this JVM finds: what {@code bin/reverb-rdma-vm test}
- * runs inside a VM on Soft-RoCE with {@code -Dreverb.test.rdma.emulation=false}. The tests that cannot run over the
- * device in use are excluded by tag (as {@link DisniConformanceMain}); prints one line per class and one per test
- * that failed or skipped (with the cause), then {@code suites: tests N, succeeded P, failures F, skipped S}; exits 0
- * only if every test left ran and passed.
+ * engine suites, rpc-core's call suites and reverb-grpc's suites: {@code DisniConformanceTest}, {@code RdmaEngine*Test},
+ * {@code RdmaRpc*Test}, {@code RdmaGrpc*Test}) without Maven, over whatever device this JVM finds: what
+ * {@code bin/reverb-rdma-vm test} runs inside a VM on Soft-RoCE with {@code -Dreverb.test.rdma.emulation=false}. The
+ * tests that cannot run over the device in use are excluded by tag (as {@link DisniConformanceMain}); prints one line
+ * per class and one per test that failed or skipped (with the cause), then
+ * {@code suites: tests N, succeeded P, failures F, skipped S}; exits 0 only if every test left ran and passed.
  */
 public final class RdmaSuitesMain
 {
@@ -38,7 +38,7 @@ public final class RdmaSuitesMain
     public static void main(final String[] args)
     {
         final String[] patterns = args.length > 0 ? args : new String[] {
-            ".*\\.DisniConformanceTest", ".*\\.RdmaEngine\\w*Test", ".*\\.RdmaRpc\\w*Test"};
+            ".*\\.DisniConformanceTest", ".*\\.RdmaEngine\\w*Test", ".*\\.RdmaRpc\\w*Test", ".*\\.RdmaGrpc\\w*Test"};
         final String unavailable = RdmaTestDevice.unavailabilityCause();
         if (unavailable != null)
         {
@@ -48,7 +48,7 @@ public final class RdmaSuitesMain
         final String excludedTag = RdmaTestDevice.isEmulated() ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG :
             RdmaTestDevice.EMULATION_ONLY_TAG;
         final LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
-            .selectors(selectPackage("io.reverb.rdma"))
+            .selectors(selectPackage("io.reverb.rdma"), selectPackage("io.reverb.grpc"))
             .filters(includeClassNamePatterns(patterns), TagFilter.excludeTags(excludedTag)).build();
         final Listener listener = new Listener(System.out);
         LauncherFactory.create().execute(request, listener);

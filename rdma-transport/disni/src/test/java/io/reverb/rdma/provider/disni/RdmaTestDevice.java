@@ -4,6 +4,7 @@ import io.reverb.rdma.provider.disni.emu.DispatcherBackends;
 import io.reverb.rdma.provider.disni.emu.EmulatedFabric;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Decides, once per test JVM, what the rdma:// tests run on: the real RDMA device when this host has one
@@ -64,6 +65,17 @@ public final class RdmaTestDevice
             }
         }
         return cause;
+    }
+
+    /**
+     * @return the IPv4 address rdma:// contexts open in this JVM ({@value DisniVerbsProvider#LOCAL_ADDRESS_PROP}, by
+     *         default {@value #EMULATED_HOST}); skips the calling test, with the cause, where rdma:// cannot run.
+     */
+    public static String hostOrSkip()
+    {
+        final String cause = unavailabilityCause();
+        Assumptions.assumeTrue(cause == null, cause);
+        return System.getProperty(DisniVerbsProvider.LOCAL_ADDRESS_PROP, EMULATED_HOST);
     }
 
     /** @return whether the rdma:// tests of this JVM run over the emulated device. */

@@ -203,6 +203,11 @@ final class EmuObjects
         int rnrRetry;
         int retry;
         byte[] privateData = new byte[0];
+        /**
+         * Fault injection: the id's host died without a word (kill -9 with the DREQ lost, a power cut): its QP neither
+         * answers nor sends, and its CM neither sends nor answers a DREQ.
+         */
+        boolean vanished;
 
         CmId(final long handle, final EventChannel channel)
         {

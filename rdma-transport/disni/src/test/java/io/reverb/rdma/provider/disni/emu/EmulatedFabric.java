@@ -70,6 +70,8 @@ public final class EmulatedFabric
     private final Map<Long, CmId> listeners = new HashMap<>();
     private final Map<Long, CmId> boundPorts = new HashMap<>();
     private int nextPort = 33_000;
+    /** RC connections established (the active side's ESTABLISHED), for the suites' check that they ran over rdma. */
+    private final AtomicLong established = new AtomicLong();
     private final int cmJitterMs = Integer.getInteger(CM_JITTER_PROP, DEFAULT_CM_JITTER_MS);
 
     private EmulatedFabric()
@@ -181,6 +183,12 @@ public final class EmulatedFabric
         return counts;
     }
 
+    /** @return RC connections established on this fabric so far (each counted once, when its RTU is sent). */
+    public long connectionsEstablished()
+    {
+        return established.get();
+    }
+
     /** @return bytes of every live memory region together (what a real device would pin). */
     public long registeredBytes()
     {
@@ -219,6 +227,46 @@ public final class EmulatedFabric
     {
         engine.connectingSideAckDelayNanos = delayNanos;
         return () -> engine.connectingSideAckDelayNanos = 0;
+    }
+
+    /**
+     * Fault injection for the dead-peer path: every connected accepted (passive) id not yet vanished vanishes as its
+     * process would under {@code kill -9}: from now on its QP answers no request and executes none of its own, and no
+     * DREQ travels from or to it later. With {@code dreq} its kernel's cleanup sends one DREQ first (the peer gets
+     * DISCONNECTED, as rdma_cm's destroy of a connected id does); without, that DREQ is lost (or the host lost power),
+     * and the peers learn it only from their transport retries running out and from their own keep-alive. The
+     * vanished side's objects stay until its owner destroys them (as a killed process's do until the kernel cleans up).
+     *
+     * @param dreq whether the vanished ids' peers get a DREQ (DISCONNECTED).
+     * @return ids that vanished.
+     */
+    public int vanishAcceptedSides(final boolean dreq)
+    {
+        synchronized (lock)
+        {
+            int n = 0;
+            for (final Handled object : objects.values())
+            {
+                if (object instanceof CmId && ((CmId)object).listener != null && !((CmId)object).vanished &&
+                    ((CmId)object).state == CmState.CONNECTED)
+                {
+                    final CmId id = (CmId)object;
+                    id.vanished = true;
+                    final CmId peer = id.peer;
+                    if (dreq && peer != null && !peer.destroyed && peer.state == CmState.CONNECTED)
+                    {
+                        peer.state = CmState.DISCONNECTED;
+                        post(peer, RdmaCmEvent.EventType.RDMA_CM_EVENT_DISCONNECTED, null);
+                        if (peer.qp != null)
+                        {
+                            post(peer, RdmaCmEvent.EventType.RDMA_CM_EVENT_TIMEWAIT_EXIT, null);
+                        }
+                    }
+                    n++;
+                }
+            }
+            return n;
+        }
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -601,6 +649,7 @@ public final class EmulatedFabric
             active.state = CmState.CONNECTED;
             conn.state = CmState.CONNECTED;
             post(conn, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, null);
+            established.incrementAndGet();
             return new long[] {event(RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED), event[1], event[2]};
         }
     }
@@ -625,7 +674,8 @@ public final class EmulatedFabric
             id.state = CmState.DISCONNECTED;
             post(id, RdmaCmEvent.EventType.RDMA_CM_EVENT_DISCONNECTED, null);
             final CmId peer = id.peer;
-            if (peer != null && !peer.destroyed && peer.state == CmState.CONNECTED)
+            // A DREQ from or to a vanished host is lost: the other side learns nothing from its CM.
+            if (peer != null && !peer.destroyed && peer.state == CmState.CONNECTED && !id.vanished && !peer.vanished)
             {
                 // The peer's CM gets the DREQ: DISCONNECTED there; its QP stays as it is until it disconnects.
                 peer.state = CmState.DISCONNECTED;

@@ -214,7 +214,9 @@ final class QpEngine
     /** Executes the send queue in order until it is empty or its head must wait (RNR, no answer). */
     private void progress(final Qp qp)
     {
-        while (!qp.destroyed && qp.state == QpState.RTS && qp.waiting == null && !qp.sendQueue.isEmpty())
+        // A vanished host's NIC executes nothing: its requests stay queued.
+        while (!qp.destroyed && !qp.id.vanished && qp.state == QpState.RTS && qp.waiting == null &&
+            !qp.sendQueue.isEmpty())
         {
             final SendWr send = qp.sendQueue.peek();
             final Outcome outcome = execute(qp, send);
@@ -328,7 +330,7 @@ final class QpEngine
             return Outcome.FAILED;
         }
         final Qp remote = qp.remote;
-        if (remote == null || remote.destroyed || remote.remote != qp ||
+        if (remote == null || remote.destroyed || remote.remote != qp || remote.id.vanished ||
             (remote.state != QpState.RTR && remote.state != QpState.RTS))
         {
             // Nobody answers (a QP in INIT or ERROR drops the packet).
