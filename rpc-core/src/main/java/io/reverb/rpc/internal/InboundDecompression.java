@@ -14,6 +14,8 @@ import java.util.Arrays;
  */
 final class InboundDecompression
 {
+    /** Bytes inflated per read: the unit in which a connection's inflation is paced. */
+    static final int CHUNK = 64 * 1024;
     /** The message inflates past the limit. */
     static final int TOO_LARGE = -1;
     /** The connection's budget for inflated bytes has no room for the message (see {@link InflationBudget}). */
@@ -89,6 +91,10 @@ final class InboundDecompression
             }
             byte[] array = new byte[size];
             int length = 0;
+            if (budget != null)
+            {
+                budget.inflationStarts();
+            }
             try (InputStream in = codec.decompress(new BufferInput(compressed)))
             {
                 while (true)
@@ -108,12 +114,16 @@ final class InboundDecompression
                         array = Arrays.copyOf(array, grown);
                         size = grown;
                     }
-                    final int n = in.read(array, length, array.length - length);
+                    final int n = in.read(array, length, Math.min(CHUNK, array.length - length));
                     if (n < 0)
                     {
                         break;
                     }
                     length += n;
+                    if (budget != null)
+                    {
+                        budget.inflated(n); // a connection inflating beyond its allowance is paced
+                    }
                 }
             }
             if (length > limit)

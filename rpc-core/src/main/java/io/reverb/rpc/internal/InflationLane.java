@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * queues them here; a frame of the same call that must follow them (an uncompressed MESSAGE, HALF_CLOSE) is queued
  * behind them, so a call sees its frames in the order they came. The lane runs on a small shared pool, one entry per
  * task and then to the back of the pool's queue: a flooding connection holds at most one inflater thread at a time,
- * and takes turns with the others. A call's handler that runs on the transport's thread (no executor set) runs on the
- * inflater thread for a compressed request.
+ * and takes turns with the others; past an allowance its inflation is paced ({@link InflationBudget#inflated}). A
+ * call's handler that runs on the transport's thread (no executor set) runs on the inflater thread for a compressed
+ * request.
  *
  * <p>Thread model: {@link #compressed}, {@link #plain} and {@link #halfClose} on the transport's thread; the entries run
  * one at a time, in order, on the pool. Guarded by this: the queue and whether a task is scheduled; a call's count of

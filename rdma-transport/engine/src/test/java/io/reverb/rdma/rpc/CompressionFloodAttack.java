@@ -30,6 +30,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -300,12 +301,26 @@ class CompressionFloodAttack
                 final long[] warm = new long[VICTIM_WARMUP];
                 victim(victimChannel, warm, 0, VICTIM_WARMUP);
                 // the flood's own code (inflation, refusals, their errors) is compiled before anything is timed: the
-                // measure is of the flood in steady state, not of the JIT compiling its first rounds
+                // measure is of the flood in steady state, not of the JIT compiling its first rounds (which took most
+                // of a core for seconds): at least WARMUP_ROUNDS rounds, and until three rounds in a row compiled for
+                // under 10 ms (at most 200 rounds)
                 flooding.set(true);
-                while (rounds.get() < WARMUP_ROUNDS && flood.isAlive())
+                final CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+                long compiled = jit.getTotalCompilationTime();
+                long lastRound = rounds.get();
+                int quiet = 0;
+                while (flood.isAlive() && (rounds.get() < WARMUP_ROUNDS || quiet < 3) && rounds.get() < 200)
                 {
                     victim(victimChannel, warm, 0, VICTIM_WARMUP / 5);
+                    if (rounds.get() != lastRound)
+                    {
+                        lastRound = rounds.get();
+                        final long now = jit.getTotalCompilationTime();
+                        quiet = now - compiled < 10 ? quiet + 1 : 0;
+                        compiled = now;
+                    }
                 }
+                System.out.println("compression flood: " + rounds.get() + " rounds of warm-up");
                 for (int b = 0; b < BLOCKS; b++)
                 {
                     flooding.set(false);
