@@ -9,19 +9,21 @@
 #       --reverb.client.channels.greeter.address=tcp://127.0.0.1:9090
 #
 # The first run builds the example (and the modules it needs) from this checkout; REBUILD=1 forces it.
+# REVERB_EXAMPLE_MODULE names the module to build and run (examples/spring-boot3/run.sh sets it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-module="$root/examples/spring-boot"
+name="${REVERB_EXAMPLE_MODULE:-examples/spring-boot}"
+module="$root/$name"
 classpath_file="$module/target/classpath.txt"
 if [ ! -f "$classpath_file" ] || [ -n "${REBUILD:-}" ]; then
-  echo "examples/spring-boot/run.sh: building (mvn -B -q -pl examples/spring-boot -am package -DskipTests)..." >&2
+  echo "$name/run.sh: building (mvn -B -q -pl $name -am package -DskipTests)..." >&2
   # Maven 3.8 writes ANSI reset codes even in batch mode: show its output, without them, only on failure.
   log="$(mktemp)"
-  if ! (cd "$root" && mvn -B -q -Dstyle.color=never -pl examples/spring-boot -am package dependency:build-classpath \
+  if ! (cd "$root" && mvn -B -q -Dstyle.color=never -pl "$name" -am package dependency:build-classpath \
     -DskipTests -Dmaven.javadoc.skip -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime) >"$log" 2>&1; then
     sed 's/\x1b\[[0-9;]*m//g' "$log" >&2
     rm -f "$log"
-    echo "examples/spring-boot/run.sh: the build failed (Maven's output above)" >&2
+    echo "$name/run.sh: the build failed (Maven's output above)" >&2
     exit 1
   fi
   rm -f "$log"
