@@ -142,7 +142,16 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
     @Override
     public RdmaHostCheck.LatencyRun latency(final String scheme, final String address)
     {
-        final double scale = roundScale(System.getProperty(ROUND_SCALE_PROP), System.getenv(ROUND_SCALE_ENV));
+        final double scale;
+        try
+        {
+            scale = roundScale(System.getProperty(ROUND_SCALE_PROP), System.getenv(ROUND_SCALE_ENV));
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            return new RdmaHostCheck.LatencyRun(List.of(),
+                new RdmaHostCheck.StepResult(false, "not run: " + ex.getMessage(), ""));
+        }
         final int warmup = scaled(PING_PONG_WARMUP, scale);
         final int messages = scaled(PING_PONG_MESSAGES, scale);
         final int throughput = scaled(PING_PONG_THROUGHPUT, scale);
