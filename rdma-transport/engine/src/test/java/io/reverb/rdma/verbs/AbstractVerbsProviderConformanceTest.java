@@ -50,8 +50,8 @@ public abstract class AbstractVerbsProviderConformanceTest
      */
     public static final String PEER_PROCESS_TAG = "peer-process";
 
-    /** Bound of every wait for an event that must happen. */
-    protected static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
+    /** Bound of every wait for an event that must happen (times {@link TestScale#time()} on a slow host). */
+    protected static final long TIMEOUT_NANOS = TestScale.nanos(TimeUnit.SECONDS.toNanos(20));
     protected static final int RECV_SIZE = 4096;
     protected static final int SIXTEEN_MIB = 16 * 1024 * 1024;
 
@@ -357,7 +357,8 @@ public abstract class AbstractVerbsProviderConformanceTest
     {
         connect();
         final int slots = 64;
-        final int messages = 20_000;
+        // Fewer on a slow host (TestScale), but enough for every slot and the send queue to wrap several times.
+        final int messages = Math.max(4 * SEND_QUEUE_BOUND, TestScale.rounds(20_000));
         final MemoryRegion recv = server.pd.allocate(slots * 64, Access.LOCAL_WRITE);
         // One send slot per credit: a provider may read a SEND's memory after postSend returns (a NIC
         // does), so a slot is rewritten only once the message it held has been received.

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -18,6 +19,19 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
     /** The launcher of the conformance suite that the check's jar bundles (rdma-transport's test classes). */
     static final String CONFORMANCE_MAIN = "io.reverb.rdma.provider.disni.DisniConformanceMain";
     private static final String PING_PONG_MAIN = "io.reverb.bench.pingpong.EnginePingPong";
+    /**
+     * Factor for the ping-pong's round counts on a slow host (a VM under software emulation): the same measurement with
+     * fewer round trips. System property, else environment variable {@value #ROUND_SCALE_ENV}; 0 < x <= 1, default 1.
+     * The conformance suite's child JVM reads the same knob (the engine's tests, {@code TestScale}).
+     */
+    static final String ROUND_SCALE_PROP = "reverb.test.roundScale";
+    static final String ROUND_SCALE_ENV = "REVERB_TEST_ROUND_SCALE";
+    /** The time-limit factor of the conformance suite (see {@code TestScale}): passed on to its child JVM. */
+    static final String TIME_SCALE_PROP = "reverb.test.timeScale";
+    static final int PING_PONG_WARMUP = 20_000;
+    static final int PING_PONG_MESSAGES = 100_000;
+    /** 1 MiB messages of the ping-pong's one-way throughput phase (EnginePingPong's default). */
+    static final int PING_PONG_THROUGHPUT = 2_000;
 
     private final Path root;
     private final String libraryDirectory;
@@ -34,12 +48,62 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
 
     private static List<String> jvm(final String address)
     {
-        return new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+        final List<String> command = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
             "-D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + address,
             "-Dorg.slf4j.simpleLogger.log.com.ibm.disni=warn",
             "-cp", System.getProperty("java.class.path")));
+        for (final String property : List.of(ROUND_SCALE_PROP, TIME_SCALE_PROP))
+        {
+            final String value = System.getProperty(property);
+            if (value != null)
+            {
+                command.add(command.size() - 2, "-D" + property + "=" + value);
+            }
+        }
+        return command;
+    }
+
+    /**
+     * @param property the system property's value, or null.
+     * @param variable the environment variable's value, or null.
+     * @return the round-count factor ({@link #ROUND_SCALE_PROP}), 1 when neither is set.
+     * @throws IllegalArgumentException if the value is not a number in (0, 1].
+     */
+    static double roundScale(final String property, final String variable)
+    {
+        final String text = property != null && !property.isBlank() ? property : variable;
+        if (text == null || text.isBlank())
+        {
+            return 1;
+        }
+        final double scale;
+        try
+        {
+            scale = Double.parseDouble(text.trim());
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException(ROUND_SCALE_PROP + "/" + ROUND_SCALE_ENV + "=" + text + " is not a number",
+                ex);
+        }
+        if (!(scale > 0 && scale <= 1))
+        {
+            throw new IllegalArgumentException(ROUND_SCALE_PROP + "/" + ROUND_SCALE_ENV + "=" + text +
+                " is out of range (0, 1]");
+        }
+        return scale;
+    }
+
+    /**
+     * @param rounds a round count on a build machine.
+     * @param scale  {@link #roundScale}.
+     * @return the count to run, at least 1.
+     */
+    static int scaled(final int rounds, final double scale)
+    {
+        return Math.max(1, (int)Math.round(rounds * scale));
     }
 
     /** @return whether the conformance suite is on this JVM's class path (the check's bundled jar). */
@@ -78,13 +142,31 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
     @Override
     public RdmaHostCheck.LatencyRun latency(final String scheme, final String address)
     {
+        final double scale;
+        try
+        {
+            scale = roundScale(System.getProperty(ROUND_SCALE_PROP), System.getenv(ROUND_SCALE_ENV));
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            return new RdmaHostCheck.LatencyRun(List.of(),
+                new RdmaHostCheck.StepResult(false, "not run: " + ex.getMessage(), ""));
+        }
+        final int warmup = scaled(PING_PONG_WARMUP, scale);
+        final int messages = scaled(PING_PONG_MESSAGES, scale);
+        final int throughput = scaled(PING_PONG_THROUGHPUT, scale);
         final List<String> command = jvm(address);
         command.addAll(List.of(PING_PONG_MAIN, "--scheme", scheme, "--address", address + ":0",
-            "--modes", String.join(",", LatencyTable.MODES), "--warmup", "20000", "--messages", "100000"));
+            "--modes", String.join(",", LatencyTable.MODES), "--warmup", Integer.toString(warmup),
+            "--messages", Integer.toString(messages), "--throughput", Integer.toString(throughput)));
         final Path directory = root != null ? root : Paths.get("").toAbsolutePath();
         final RdmaHostCheck.StepResult result = new RdmaHostCheck.Step("ping-pong " + scheme, command, directory,
             Map.of("LD_LIBRARY_PATH", libraryDirectory), 900, null).run();
+        // The scale goes into the summary (and so the report): figures from fewer rounds are not the usual ones.
+        final String rounds = scale == 1 ? "" : String.format(Locale.ROOT,
+            " (round trips scaled x%s by %s: warm-up %d, measured %d, throughput %d)", scale, ROUND_SCALE_ENV, warmup,
+            messages, throughput);
         return new RdmaHostCheck.LatencyRun(LatencyTable.parsePingPong(scheme, result.outputTail().lines().toList()),
-            result);
+            new RdmaHostCheck.StepResult(result.passed(), result.summary() + rounds, result.outputTail()));
     }
 }

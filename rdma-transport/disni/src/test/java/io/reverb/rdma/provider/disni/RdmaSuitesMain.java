@@ -4,6 +4,7 @@ import static org.junit.platform.engine.discovery.ClassNameFilter.includeClassNa
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectPackage;
 
 import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
+import io.reverb.rdma.verbs.TestScale;
 import java.io.PrintStream;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +25,8 @@ import org.junit.platform.launcher.core.LauncherFactory;
  * {@code bin/reverb-rdma-vm test} runs inside a VM on Soft-RoCE with {@code -Dreverb.test.rdma.emulation=false}. The
  * tests that cannot run over the device in use are excluded by tag (as {@link DisniConformanceMain}); prints one line
  * per class and one per test that failed or skipped (with the cause), then
- * {@code suites: tests N, succeeded P, failures F, skipped S}; exits 0 only if every test left ran and passed.
+ * {@code suites: tests N, succeeded P, failures F, skipped S}; exits 0 only if every test left ran and passed. On a
+ * slow host ({@link TestScale}) the suites' waits are scaled and JUnit's {@code @Timeout}s are off.
  */
 public final class RdmaSuitesMain
 {
@@ -47,8 +49,13 @@ public final class RdmaSuitesMain
         }
         final String excludedTag = RdmaTestDevice.isEmulated() ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG :
             RdmaTestDevice.EMULATION_ONLY_TAG;
+        // A slow host (TestScale: a VM under software emulation) scales the suites' own waits; JUnit cannot scale an
+        // @Timeout, so there they are off and the caller's limit on the whole run bounds it instead.
+        final boolean slowHost = TestScale.time() > 1;
+        System.out.println("suites: " + TestScale.describe() + (slowHost ? "; JUnit @Timeout off" : ""));
         final LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
             .selectors(selectPackage("io.reverb.rdma"), selectPackage("io.reverb.grpc"))
+            .configurationParameter("junit.jupiter.execution.timeout.mode", slowHost ? "disabled" : "enabled")
             .filters(includeClassNamePatterns(patterns), TagFilter.excludeTags(excludedTag)).build();
         final Listener listener = new Listener(System.out);
         LauncherFactory.create().execute(request, listener);
