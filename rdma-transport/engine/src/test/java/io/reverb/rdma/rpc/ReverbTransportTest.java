@@ -70,7 +70,9 @@ class ReverbTransportTest
     {
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "fabric-test-",
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        config = new EngineConfig().name("fabric-test").verbsConfig(VerbsConfig.defaults().withShmDirectory(dir));
+        // a generous handshake: on a loaded machine the 2 s default expired before the client proved its token
+        config = new EngineConfig().name("fabric-test").verbsConfig(VerbsConfig.defaults().withShmDirectory(dir)
+            .withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(30)));
         reverb().logSink((line, stack) -> log.add(line));
     }
 

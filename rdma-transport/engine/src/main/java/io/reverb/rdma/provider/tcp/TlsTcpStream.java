@@ -542,27 +542,34 @@ final class TlsTcpStream implements TcpStream, TcpLink
         final String reason = ex.getMessage() == null ? ex.toString() : ex.getMessage();
         if (!client)
         {
-            return new ListenerHandshakes.Refusal("tls", "TLS handshake failed: " + reason + hint(reason), null);
+            return new ListenerHandshakes.Refusal("tls", "TLS handshake failed: " + reason + hint(reason, false), null);
         }
-        return new PeerAuthenticationException("TLS with " + peer + " failed: " + reason + hint(reason), ex);
+        return new PeerAuthenticationException("TLS with " + peer + " failed: " + reason + hint(reason, true), ex);
     }
 
-    private String hint(final String reason)
+    /**
+     * @param reason the JSSE failure's message.
+     * @param dialled whether this side is the client.
+     * @return what the failure most likely means, in parentheses, or "" when it is not recognised.
+     */
+    static String hint(final String reason, final boolean dialled)
     {
         final String text = reason.toLowerCase(Locale.ROOT);
-        if (text.contains("pkix") || text.contains("certificate_unknown") || text.contains("unknown_ca"))
-        {
-            return client ? " (the server's certificate does not chain to a CA this side's TlsConfig trusts)" :
-                " (the peer does not trust this side's certificate, or this side does not trust the client's)";
-        }
+        // Host name first: JDK 25 prefixes the alert it sends, so a name mismatch reads "(certificate_unknown) No
+        // subject alternative names matching IP address ..." (JDK 17: no prefix) and would pass for an unknown CA.
         if (text.contains("subject alternative") || text.contains("no name matching"))
         {
             return " (the server's certificate does not name the host dialled; see TlsConfig.verifyHostname)";
         }
+        if (text.contains("pkix") || text.contains("certificate_unknown") || text.contains("unknown_ca"))
+        {
+            return dialled ? " (the server's certificate does not chain to a CA this side's TlsConfig trusts)" :
+                " (the peer does not trust this side's certificate, or this side does not trust the client's)";
+        }
         if (text.contains("certificate_required") || text.contains("empty client certificate") ||
             text.contains("bad_certificate"))
         {
-            return client ? " (the server requires a client certificate it trusts: mutual TLS)" :
+            return dialled ? " (the server requires a client certificate it trusts: mutual TLS)" :
                 " (mutual TLS: the client sent no certificate, or one this side does not trust)";
         }
         if (text.contains("unrecognized ssl message") || text.contains("plaintext"))

@@ -193,4 +193,20 @@ class TlsTcpStreamTest
             .isInstanceOf(PeerAuthenticationException.class)
             .hasMessageContaining("refused the connection: this listener does not use TLS");
     }
+
+    @Test
+    void shouldCallAHostNameMismatchByItsNameAsJdk17And25WordIt()
+    {
+        final String namesAnotherHost = " (the server's certificate does not name the host dialled; see " +
+            "TlsConfig.verifyHostname)";
+        // JDK 17's message, and JDK 25's, which starts with the alert it sends (also sent for an unknown CA)
+        assertThat(TlsTcpStream.hint("No subject alternative names matching IP address 127.0.0.1 found", true))
+            .isEqualTo(namesAnotherHost);
+        assertThat(TlsTcpStream.hint("(certificate_unknown) No subject alternative names matching IP address " +
+            "127.0.0.1 found", true)).isEqualTo(namesAnotherHost);
+        assertThat(TlsTcpStream.hint("(certificate_unknown) No name matching reverb.example found", true))
+            .isEqualTo(namesAnotherHost);
+        assertThat(TlsTcpStream.hint("(certificate_unknown) PKIX path building failed: unable to find valid " +
+            "certification path to requested target", true)).contains("does not chain to a CA");
+    }
 }
