@@ -62,8 +62,8 @@ public final class AeronFloorTarget implements Target
     private static final int REQUEST_STREAM = 1001;
     private static final int REPLY_STREAM = 1002;
     private static final int IPC_TERM_LENGTH = 4 << 20;
-    /** The longest term a client asks for: 64 MiB, three of them a log buffer in /dev/shm per direction. */
-    static final int MAX_TERM_LENGTH = 64 << 20;
+    /** The longest term a client asks for: 16 MiB (three of them make a 48 MiB log buffer in /dev/shm each way). */
+    static final int MAX_TERM_LENGTH = 16 << 20;
     /** The longest payload the target carries: Aeron's longest message at the longest term, less the lane number. */
     public static final int MAX_PAYLOAD = MAX_TERM_LENGTH / 8 - EngineFloorTarget.HEADER;
     private static final int FRAGMENTS = 16;
@@ -336,10 +336,15 @@ public final class AeronFloorTarget implements Target
          */
         private Channel open(final int termLength) throws IOException
         {
-            final Publication requests = aeron.addPublication(publication(termLength, 0), REQUEST_STREAM);
+            // The driver shares one IPC publication per stream among a process's clients, and refuses another term
+            // length for it: a longer channel's publication is exclusive, its lanes' offers taken in turn.
+            final boolean exclusive = termLength != IPC_TERM_LENGTH;
+            final Publication requests = exclusive ?
+                aeron.addExclusivePublication(publication(termLength, 0), REQUEST_STREAM) :
+                aeron.addPublication(publication(termLength, 0), REQUEST_STREAM);
             final Subscription replies =
                 aeron.addSubscription("aeron:ipc?session-id=" + requests.sessionId(), REPLY_STREAM);
-            final Channel channel = new Channel(requests, replies, new Reassembly(this, termLength / 8));
+            final Channel channel = new Channel(requests, replies, new Reassembly(this, termLength / 8), exclusive);
             final long deadline = System.nanoTime() + CONNECT_NANOS;
             while (!requests.isConnected())
             {
@@ -369,7 +374,7 @@ public final class AeronFloorTarget implements Target
         {
             for (final Channel channel : channels)
             {
-                if (channel.requests.maxMessageLength() >= messageLength)
+                if (channel.requests().maxMessageLength() >= messageLength)
                 {
                     return channel;
                 }
@@ -410,7 +415,7 @@ public final class AeronFloorTarget implements Target
                 int work = 0;
                 for (final Channel channel : channels)
                 {
-                    work += channel.replies.poll(channel.assembly, FRAGMENTS);
+                    work += channel.replies().poll(channel.assembly(), FRAGMENTS);
                 }
                 idle.idle(work);
             }
@@ -453,7 +458,7 @@ public final class AeronFloorTarget implements Target
         }
 
         /** A request publication, the reply subscription of its session and the reassembly of its replies. */
-        private record Channel(Publication requests, Subscription replies, Reassembly assembly)
+        private record Channel(Publication requests, Subscription replies, Reassembly assembly, boolean exclusive)
         {
         }
 
@@ -489,9 +494,25 @@ public final class AeronFloorTarget implements Target
                     complete(FloorTargets.UNAVAILABLE, new IOException("floor+aeron: " + failed, failed));
                     return;
                 }
+                final Channel on = channel;
+                if (on.exclusive())
+                {
+                    synchronized (on)
+                    {
+                        offer(on);
+                    }
+                }
+                else
+                {
+                    offer(on);
+                }
+            }
+
+            private void offer(final Channel on)
+            {
                 long result;
                 // A lane has one message in flight: back pressure is the term window, brief; spin it out.
-                while ((result = channel.requests.offer(message, 0, EngineFloorTarget.HEADER + sent.length)) < 0)
+                while ((result = on.requests().offer(message, 0, EngineFloorTarget.HEADER + sent.length)) < 0)
                 {
                     if (result == Publication.NOT_CONNECTED && observer == null)
                     {

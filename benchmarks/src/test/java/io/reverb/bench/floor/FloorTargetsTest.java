@@ -90,6 +90,8 @@ class FloorTargetsTest
         try (BenchServer server = target.startServer(uri, settings);
             EchoClient client = target.connect(URI.create(server.uri()), settings))
         {
+            // every reply's bytes are compared with its request's: a wrong echo fails its call
+            ((FloorClient)client).checkBytes = true;
             final List<Chain> chains = new ArrayList<>();
             for (int i = 0; i < lanes; i++)
             {
@@ -132,6 +134,44 @@ class FloorTargetsTest
     void aeronFloorEchoesEveryCallOfEveryLaneOnce() throws Exception
     {
         echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 4, 64, 2_000);
+    }
+
+    @Test
+    void aeronFloorEchoesMessagesLongerThanAFrameAndThanAFourMiBTermCarries() throws Exception
+    {
+        // 5,000 B: fragmented by Aeron (1,376 B frames on IPC); 1 MiB: longer than 4 MiB terms carry (512 KiB)
+        echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 2, 5_000, 200);
+        echoOnLanes(AeronFloorTarget.SCHEME, "BUSY", 2, 1 << 20, 20);
+    }
+
+    @Test
+    void aeronFloorRefusesAPayloadItCannotCarryWithoutCountingACall() throws Exception
+    {
+        final URI uri = URI.create(unique(AeronFloorTarget.SCHEME));
+        final Target target = Targets.forUri(uri);
+        try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+            EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            final Chain chain = new Chain(EchoService.payload(AeronFloorTarget.MAX_PAYLOAD + 1), 1);
+            chain.caller = client.newCaller(chain);
+            assertThatThrownBy(() -> chain.caller.echo(chain.request))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("floor+aeron carries at most " + AeronFloorTarget.MAX_PAYLOAD + " payload bytes");
+            // refused again, not sent: no call completed, failed or counted
+            assertThatThrownBy(() -> chain.caller.echo(chain.request)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(chain.messages.get()).isZero();
+            assertThat(chain.ok.get()).isZero();
+            assertThat(chain.failures.get()).isZero();
+            // the longest payload it carries goes through, bytes checked
+            ((FloorClient)client).checkBytes = true;
+            final BytesValue longest = EchoService.payload(AeronFloorTarget.MAX_PAYLOAD);
+            final Chain ok = new Chain(longest, 2);
+            ok.caller = client.newCaller(ok);
+            ok.caller.echo(longest);
+            assertThat(ok.done.await(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(ok.failures.get()).as("failed calls (%s)", ok.error).isZero();
+            assertThat(ok.ok.get()).isEqualTo(2);
+        }
     }
 
     @Test
