@@ -11,7 +11,11 @@ import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
 import org.junit.jupiter.api.Test;
 
+import java.net.Socket;
+import java.net.SocketException;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -83,7 +87,13 @@ class FloorTargetsTest
         final String scheme, final String polling, final int lanes, final int payload, final int calls)
         throws Exception
     {
-        final URI uri = URI.create(unique(scheme));
+        echoOnLanes(URI.create(unique(scheme)), polling, lanes, payload, calls);
+    }
+
+    private static void echoOnLanes(
+        final URI uri, final String polling, final int lanes, final int payload, final int calls)
+        throws Exception
+    {
         final Target target = Targets.forUri(uri);
         assertThat(target.framework()).isEqualTo(FloorTargets.FRAMEWORK);
         final TargetSettings settings = new TargetSettings(polling);
@@ -175,12 +185,75 @@ class FloorTargetsTest
     }
 
     @Test
+    void tcpFloorEchoesSmallAndLargeMessagesOnEveryLane() throws Exception
+    {
+        final URI loopback = URI.create(FloorTargets.expand(TcpFloorTarget.SCHEME));
+        assertThat(loopback.toString()).isEqualTo("floor+tcp://127.0.0.1:0");
+        assertThat(Targets.label(loopback)).isEqualTo("floor tcp");
+        echoOnLanes(loopback, null, 4, 64, 2_000);
+        echoOnLanes(loopback, "BUSY", 2, 64, 500);
+        echoOnLanes(loopback, "ADAPTIVE", 3, 1 << 20, 20);
+        echoOnLanes(loopback, "BUSY", 2, 1 << 20, 10);
+    }
+
+    @Test
+    void tcpFloorRefusesAPayloadItCannotCarryAndEndsCallsWithItsServer() throws Exception
+    {
+        final Target target = Targets.forUri(URI.create(TcpFloorTarget.LOOPBACK));
+        final BenchServer server = target.startServer(URI.create(TcpFloorTarget.LOOPBACK), TargetSettings.DEFAULTS);
+        assertThat(URI.create(server.uri()).getPort()).isPositive();
+        try (EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            final Chain refused = new Chain(EchoService.payload(TcpFloorTarget.MAX_PAYLOAD + 1), 1);
+            refused.caller = client.newCaller(refused);
+            assertThatThrownBy(() -> refused.caller.echo(refused.request))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("floor+tcp carries at most " + TcpFloorTarget.MAX_PAYLOAD + " payload bytes");
+            assertThat(refused.ok.get() + refused.failures.get() + refused.messages.get()).isZero();
+            assertThat(client.blockingEcho(EchoService.payload(64))).isNotNull();
+            server.close();
+            // the connection went with the server: calls end UNAVAILABLE, none hangs
+            final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
+            chain.caller = client.newCaller(chain);
+            chain.caller.echo(chain.request);
+            assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("a call failed").isTrue();
+            assertThat(chain.failures.get()).isEqualTo(1);
+        }
+        assertThatThrownBy(() -> target.connect(URI.create("floor+tcp://127.0.0.1"), TargetSettings.DEFAULTS))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("needs a host and a port");
+    }
+
+    @Test
+    void tcpFloorServerEndsAConnectionWhoseFrameAnnouncesTooMuch() throws Exception
+    {
+        final Target target = Targets.forUri(URI.create(TcpFloorTarget.LOOPBACK));
+        try (BenchServer server = target.startServer(URI.create(TcpFloorTarget.LOOPBACK), TargetSettings.DEFAULTS);
+            Socket peer = new Socket("127.0.0.1", URI.create(server.uri()).getPort()))
+        {
+            peer.setSoTimeout(30_000); // a server that kept the connection fails the test instead of hanging it
+            // a length past the longest frame: the server reads nothing more and closes, allocating nothing for it
+            peer.getOutputStream().write(ByteBuffer.allocate(8).order(ByteOrder.nativeOrder())
+                .putInt(Integer.MAX_VALUE).putInt(0).array());
+            int read;
+            try
+            {
+                read = peer.getInputStream().read();
+            }
+            catch (final SocketException reset)
+            {
+                read = -1; // closed with our unread bytes: reset rather than ended
+            }
+            assertThat(read).as("the server ended the connection").isEqualTo(-1);
+        }
+    }
+
+    @Test
     void blockingCallsReuseTheirLanes() throws Exception
     {
         // idle-cpu makes 10,000 blocking calls: more than a client has lanes, so a blocking call's lane is reused
-        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME))
+        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME, TcpFloorTarget.SCHEME))
         {
-            final URI uri = URI.create(unique(scheme));
+            final URI uri = URI.create(TcpFloorTarget.SCHEME.equals(scheme) ? TcpFloorTarget.LOOPBACK : unique(scheme));
             final Target target = Targets.forUri(uri);
             try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
                 EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
