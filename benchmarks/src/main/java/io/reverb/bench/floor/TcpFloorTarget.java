@@ -7,6 +7,7 @@ import io.reverb.bench.target.Target;
 import io.reverb.bench.target.TargetSettings;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -27,8 +28,9 @@ import java.util.concurrent.TimeUnit;
  * command line is {@code floor+tcp://127.0.0.1:0}, an ephemeral loopback port).
  *
  * <p>A message is framed as a 4-byte length (of what follows), the lane's number (4 bytes), both in the host's byte
- * order (client and server are processes of one machine, or of two namespaces of one), then the request's bytes; the server reads a whole frame and writes it back on one thread per connection, the client writes its
- * lanes' frames in turn and completes calls on one reading thread. Sockets have {@code TCP_NODELAY} and the kernel's
+ * order (client and server are processes of one machine, or of two namespaces of one), then the request's bytes;
+ * the server reads a whole frame and writes it back on one thread per connection, the client writes its lanes'
+ * frames in turn and completes calls on one reading thread. Sockets have {@code TCP_NODELAY} and the kernel's
  * buffer sizes. Polling: {@code BUSY} reads and writes non-blocking with a busy spin on both sides; {@code ADAPTIVE}
  * (the default) and {@code EVENT} block in the kernel. At most {@value #MAX_PAYLOAD} payload bytes (a longer one
  * is refused, no call made); a frame announcing more ends its connection. Unary only.
@@ -270,7 +272,7 @@ public final class TcpFloorTarget implements Target
             connections.forEach(Server::closeQuietly);
         }
 
-        private static void closeQuietly(final java.io.Closeable closeable)
+        private static void closeQuietly(final Closeable closeable)
         {
             try
             {
