@@ -267,8 +267,9 @@ public final class AeronFloorTarget implements Target
             Reassembly assembly = assemblies.get(header.sessionId());
             if (assembly == null)
             {
-                // the client chose the term length; a message is never longer than an eighth of it
-                assembly = new Reassembly(onMessage, (1 << header.positionBitsToShift()) / 8);
+                // the client chose the term length; a message is never longer than an eighth of it, and a term
+                // longer than ours is not answered (below): its messages are not kept either
+                assembly = new Reassembly(onMessage, Math.min(1 << header.positionBitsToShift(), MAX_TERM_LENGTH) / 8);
                 assemblies.put(header.sessionId(), assembly);
             }
             assembly.onFragment(buffer, offset, length, header);

@@ -311,9 +311,13 @@ class FloorTargetsTest
     @Test
     void bareFloorOnTheCommandLineBecomesANamedAddress()
     {
-        final BenchOptions options = BenchOptions.parse(new String[] {"--compare", "shm://x,floor,floor+aeron"});
+        final BenchOptions options =
+            BenchOptions.parse(new String[] {"--compare", "shm://x,floor,floor+aeron,floor+tcp,floor+tcp://10.0.0.1:7404"});
 
-        assertThat(options.uris).hasSize(3);
+        assertThat(options.uris).hasSize(5);
+        assertThat(options.uris.get(3)).isEqualTo("floor+tcp://127.0.0.1:0");
+        assertThat(options.uris.get(4)).isEqualTo("floor+tcp://10.0.0.1:7404");
+        assertThat(Targets.forUri(URI.create(options.uris.get(4))).framework()).isEqualTo(FloorTargets.FRAMEWORK);
         assertThat(options.uris.get(0)).isEqualTo("shm://x");
         assertThat(options.uris.get(1)).startsWith("floor://reverb-floor-");
         assertThat(options.uris.get(2)).startsWith("floor+aeron://reverb-floor-");
