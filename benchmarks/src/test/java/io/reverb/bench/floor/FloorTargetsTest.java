@@ -150,8 +150,8 @@ class FloorTargetsTest
     void aeronFloorEchoesMessagesLongerThanAFrameAndThanAFourMiBTermCarries() throws Exception
     {
         // 5,000 B: fragmented by Aeron (1,376 B frames on IPC); 1 MiB: longer than 4 MiB terms carry (512 KiB)
-        echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 2, 5_000, 200);
-        echoOnLanes(AeronFloorTarget.SCHEME, "BUSY", 2, 1 << 20, 20);
+        echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 2, 5_000, 100);
+        echoOnLanes(AeronFloorTarget.SCHEME, "BUSY", 2, 1 << 20, 10);
     }
 
     @Test
@@ -190,10 +190,10 @@ class FloorTargetsTest
         final URI loopback = URI.create(FloorTargets.expand(TcpFloorTarget.SCHEME));
         assertThat(loopback.toString()).isEqualTo("floor+tcp://127.0.0.1:0");
         assertThat(Targets.label(loopback)).isEqualTo("floor tcp");
-        echoOnLanes(loopback, null, 4, 64, 2_000);
-        echoOnLanes(loopback, "BUSY", 2, 64, 500);
-        echoOnLanes(loopback, "ADAPTIVE", 3, 1 << 20, 20);
-        echoOnLanes(loopback, "BUSY", 2, 1 << 20, 10);
+        echoOnLanes(loopback, null, 4, 64, 500);
+        echoOnLanes(loopback, "BUSY", 2, 64, 200);
+        echoOnLanes(loopback, "ADAPTIVE", 3, 1 << 20, 10);
+        echoOnLanes(loopback, "BUSY", 2, 1 << 20, 5);
     }
 
     @Test
