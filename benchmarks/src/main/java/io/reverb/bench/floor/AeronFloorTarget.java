@@ -45,9 +45,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>Sizes: Aeron's longest message is a term's length / 8. A client's first publication has 4 MiB terms (messages
  * up to 512 KiB); a lane whose message is longer gets a publication (and reply stream) of its own with terms of
- * 8 times its length rounded up to a power of two, up to {@value #MAX_TERM_LENGTH} bytes, so up to
- * {@value #MAX_PAYLOAD} payload bytes; a longer payload is refused ({@link IllegalArgumentException}, no call made).
- * A message longer than a frame (1,376 bytes on IPC) arrives in fragments, put together again ({@link Reassembly})
+ * 8 times its length rounded up to a power of two, up to 16 MiB, so up to
+ * {@link #MAX_PAYLOAD} (2 MiB - 4) payload bytes; a longer payload is refused ({@link IllegalArgumentException}, no call made).
+ * A message longer than a frame (1,376 bytes on IPC) arrives in fragments, put together again ({@code Reassembly})
  * by the echo thread and the client's poller.
  *
  * <p>Polling: {@code BUSY} is {@link BusySpinIdleStrategy} on both echo and client threads; {@code ADAPTIVE} (the
