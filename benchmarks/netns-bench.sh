@@ -8,6 +8,7 @@
 # port, e.g.
 #   benchmarks/netns-bench.sh 'tcp://SERVER:7401,tcp://SERVER:7402?aliasing=true,grpc://SERVER:7403?direct=true' \
 #     --payload 1MiB -z 5s -q
+# (floor+tcp://SERVER:7404 is the socket floor of tcp://: a plain NIO echo, no RPC.)
 # One server JVM per target (started in the server namespace with `reverb-bench server`, stopped after its run),
 # one client run per target (`--server none`), then the side-by-side table and ratios of all runs
 # (`reverb-bench report`). JSON results are kept in benchmarks/target/netns-bench/<UTC time>/.
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --mtu) mtu="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done

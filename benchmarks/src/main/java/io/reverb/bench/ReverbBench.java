@@ -5,6 +5,7 @@ import com.sun.management.OperatingSystemMXBean;
 import io.reverb.bench.BenchOptions.ServerPlacement;
 import io.reverb.bench.balance.BalanceBench;
 import io.reverb.bench.floor.FloorTargets;
+import io.reverb.bench.floor.TcpFloorTarget;
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.LoadGenerator;
 import io.reverb.bench.load.LoadMatrix;
@@ -271,7 +272,7 @@ public final class ReverbBench
     private static boolean isPolling(final URI uri)
     {
         return (Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri)) ||
-            FloorTargets.isFloor(uri);
+            FloorTargets.isFloor(uri) || TcpFloorTarget.SCHEME.equals(uri.getScheme());
     }
 
     private static List<RunResult> runInClientProcess(

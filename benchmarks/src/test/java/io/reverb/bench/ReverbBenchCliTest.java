@@ -68,6 +68,25 @@ class ReverbBenchCliTest
     }
 
     @Test
+    void shouldCarryOneMiBOnTheAeronAndTcpFloorsAndCountOnlyAnsweredCalls() throws Exception
+    {
+        // floor+aeron at 1 MiB once counted Aeron's refusal of every send as a finished call (1.46 M calls/s)
+        final int status = run("--compare", "floor+aeron,floor+tcp", "--server", "same-process", "--payload", "64,1MiB",
+            "-n", "40", "-c", "2", "--warmup", "0", "--format", "json", "-q");
+
+        assertThat(status).isZero();
+        final List<RunResult> runs = JsonReport.read(stdout());
+        assertThat(runs).hasSize(4);
+        for (final RunResult r : runs)
+        {
+            assertThat(r.framework).isEqualTo("floor");
+            assertThat(r.count).as(r.label).isEqualTo(40);
+            assertThat(r.ok).as(r.label + " " + r.payloadSize).isEqualTo(40);
+        }
+        assertThat(runs).extracting(r -> r.payloadSize).containsExactlyInAnyOrder(64, 64, 1 << 20, 1 << 20);
+    }
+
+    @Test
     void shouldStreamAndCountEveryMessage() throws Exception
     {
         final int status = run("--uri", "grpc-inproc://cli-stream", "--kind", "server-streaming",

@@ -5,6 +5,7 @@ import io.reverb.bench.target.CallObserver;
 import io.reverb.bench.target.EchoClient;
 import org.agrona.DirectBuffer;
 
+import java.io.IOException;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -20,11 +21,18 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  */
 abstract class FloorClient implements EchoClient
 {
+    /** gRPC's INTERNAL, the status of a call whose reply is not the echo of its request. */
+    static final int INTERNAL = 13;
     private final String name;
     private final AtomicInteger lanes = new AtomicInteger();
     // numbers of blocking calls' lanes, taken again by later ones (a lane per blockingEcho would run out)
     private final Queue<Integer> freeNumbers = new ConcurrentLinkedQueue<>();
     private final AtomicReferenceArray<Lane> byNumber = new AtomicReferenceArray<>(FloorTargets.MAX_LANES);
+    /**
+     * Compare each reply's bytes with the request's (tests): a reply of the right length with other bytes then ends
+     * its call with an error. Off in runs, where the floor must cost what the transport costs and no more.
+     */
+    volatile boolean checkBytes;
 
     /** @param name the target's name in messages ("floor", "floor+aeron"). */
     FloorClient(final String name)
@@ -113,8 +121,25 @@ abstract class FloorClient implements EchoClient
         final Lane lane = number >= 0 && number < FloorTargets.MAX_LANES ? byNumber.get(number) : null;
         if (lane != null && length == EngineFloorTarget.HEADER + lane.sent.length)
         {
+            if (checkBytes && !sameBytes(buffer, offset + EngineFloorTarget.HEADER, lane.sent))
+            {
+                lane.complete(INTERNAL, new IOException(name + ": a reply's bytes differ from its request's"));
+                return;
+            }
             lane.complete(0, null);
         }
+    }
+
+    private static boolean sameBytes(final DirectBuffer buffer, final int offset, final byte[] expected)
+    {
+        for (int i = 0; i < expected.length; i++)
+        {
+            if (buffer.getByte(offset + i) != expected[i])
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** @param cause ends every call in flight UNAVAILABLE with it. */
@@ -176,10 +201,12 @@ abstract class FloorClient implements EchoClient
         {
             if (message != request)
             {
-                // The load generator sends the same request object on a lane: its bytes are taken once.
-                request = message;
+                // The load generator sends the same request object on a lane: its bytes are taken once. A payload
+                // the target refuses (prepare throws) leaves no request behind, so it is refused again next time.
+                request = null;
                 sent = message.getValue().toByteArray();
                 prepare();
+                request = message;
             }
             outstanding.set(true);
             send();
@@ -191,7 +218,11 @@ abstract class FloorClient implements EchoClient
             throw FloorTargets.unaryOnly();
         }
 
-        /** A new payload is in {@link #sent}: whatever the lane builds from it once is built now. */
+        /**
+         * A new payload is in {@link #sent}: whatever the lane builds from it once is built now.
+         *
+         * @throws IllegalArgumentException if the target cannot carry it (the call is then not made).
+         */
         void prepare()
         {
         }

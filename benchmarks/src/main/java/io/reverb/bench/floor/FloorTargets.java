@@ -3,9 +3,10 @@ package io.reverb.bench.floor;
 import java.net.URI;
 
 /**
- * What {@code reverb-bench} needs to know of the floor targets, the raw shared-memory ping-pongs an {@code shm://} run
- * is measured against: {@code floor://} ({@link EngineFloorTarget}, the engine's rings without RPC) and
- * {@code floor+aeron://} ({@link AeronFloorTarget}, Aeron IPC).
+ * What {@code reverb-bench} needs to know of the floor targets, the raw ping-pongs a Reverb run is measured against:
+ * for {@code shm://}, {@code floor://} ({@link EngineFloorTarget}, the engine's rings without RPC) and
+ * {@code floor+aeron://} ({@link AeronFloorTarget}, Aeron IPC); for {@code tcp://}, {@code floor+tcp://}
+ * ({@link TcpFloorTarget}, a plain NIO socket echo).
  */
 public final class FloorTargets
 {
@@ -22,7 +23,8 @@ public final class FloorTargets
 
     /**
      * Turns a bare {@code floor} or {@code floor+aeron} of a target list into an address with a name of this process
-     * (so that two tools on one machine never share a server's files); anything else is returned as is.
+     * (so that two tools on one machine never share a server's files), a bare {@code floor+tcp} into an ephemeral
+     * loopback port; anything else is returned as is.
      *
      * @param target one target of {@code --compare} or {@code --uri}.
      * @return the address.
@@ -33,12 +35,16 @@ public final class FloorTargets
         {
             return target + "://reverb-floor-" + ProcessHandle.current().pid();
         }
+        if (TcpFloorTarget.SCHEME.equals(target))
+        {
+            return TcpFloorTarget.LOOPBACK;
+        }
         return target;
     }
 
     /**
      * @param uri a target address.
-     * @return true if it is a floor target.
+     * @return true if it is a floor target named in shared memory ({@code floor+tcp} is not: it has a host and port).
      */
     public static boolean isFloor(final URI uri)
     {

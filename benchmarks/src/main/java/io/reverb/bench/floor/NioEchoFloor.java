@@ -11,7 +11,8 @@ import java.util.Locale;
 
 /**
  * The loopback TCP floor: an echo of N bytes between two processes with plain Java NIO and no RPC, to compare
- * {@code tcp://} with what the socket path alone costs. A benchmark tool, not a test.
+ * {@code tcp://} with what the socket path alone costs. A benchmark tool, not a test; {@link TcpFloorTarget}
+ * ({@code floor+tcp}) is the same floor as a {@code reverb-bench} target, under the load generator.
  *
  * <p>Usage: {@code java -cp reverb-bench.jar io.reverb.bench.floor.NioEchoFloor server SIZE SOCKBUF [spin|block]}
  * prints the port it listens on (127.0.0.1 only) and echoes one client; {@code ... client SIZE SOCKBUF [spin|block]

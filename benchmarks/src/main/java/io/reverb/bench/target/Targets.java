@@ -2,6 +2,7 @@ package io.reverb.bench.target;
 
 import io.reverb.bench.floor.AeronFloorTarget;
 import io.reverb.bench.floor.EngineFloorTarget;
+import io.reverb.bench.floor.TcpFloorTarget;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 
@@ -10,13 +11,14 @@ import java.util.List;
 
 /**
  * Chooses the framework for an address: {@code grpc://} and {@code grpc-inproc://} are
- * grpc-java, {@code floor://} and {@code floor+aeron://} the raw shared-memory floors ({@code io.reverb.bench.floor}),
+ * grpc-java, {@code floor://} and {@code floor+aeron://} the raw shared-memory floors and {@code floor+tcp://} the socket
+ * floor ({@code io.reverb.bench.floor}),
  * every other scheme is Reverb (and must have a Reverb transport on the class path).
  */
 public final class Targets
 {
     private static final List<Target> ALL = List.of(
-        new GrpcTarget(), new EngineFloorTarget(), new AeronFloorTarget(), new ReverbTarget());
+        new GrpcTarget(), new EngineFloorTarget(), new AeronFloorTarget(), new TcpFloorTarget(), new ReverbTarget());
 
     private Targets()
     {
@@ -77,6 +79,7 @@ public final class Targets
             case GrpcTarget.INPROC_SCHEME -> "grpc-java inproc" + (isDirect(uri) ? " direct" : "");
             case EngineFloorTarget.SCHEME -> "floor engine rings";
             case AeronFloorTarget.SCHEME -> "floor aeron ipc";
+            case TcpFloorTarget.SCHEME -> "floor tcp";
             default -> GrpcTarget.isOverReverb(uri) ?
                 "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
                     (isDirect(uri) ? " direct" : "") :

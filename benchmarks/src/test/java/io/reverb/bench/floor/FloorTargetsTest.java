@@ -11,7 +11,11 @@ import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
 import org.junit.jupiter.api.Test;
 
+import java.net.Socket;
+import java.net.SocketException;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -83,13 +87,21 @@ class FloorTargetsTest
         final String scheme, final String polling, final int lanes, final int payload, final int calls)
         throws Exception
     {
-        final URI uri = URI.create(unique(scheme));
+        echoOnLanes(URI.create(unique(scheme)), polling, lanes, payload, calls);
+    }
+
+    private static void echoOnLanes(
+        final URI uri, final String polling, final int lanes, final int payload, final int calls)
+        throws Exception
+    {
         final Target target = Targets.forUri(uri);
         assertThat(target.framework()).isEqualTo(FloorTargets.FRAMEWORK);
         final TargetSettings settings = new TargetSettings(polling);
         try (BenchServer server = target.startServer(uri, settings);
             EchoClient client = target.connect(URI.create(server.uri()), settings))
         {
+            // every reply's bytes are compared with its request's: a wrong echo fails its call
+            ((FloorClient)client).checkBytes = true;
             final List<Chain> chains = new ArrayList<>();
             for (int i = 0; i < lanes; i++)
             {
@@ -135,12 +147,113 @@ class FloorTargetsTest
     }
 
     @Test
+    void aeronFloorEchoesMessagesLongerThanAFrameAndThanAFourMiBTermCarries() throws Exception
+    {
+        // 5,000 B: fragmented by Aeron (1,376 B frames on IPC); 1 MiB: longer than 4 MiB terms carry (512 KiB)
+        echoOnLanes(AeronFloorTarget.SCHEME, "ADAPTIVE", 2, 5_000, 100);
+        echoOnLanes(AeronFloorTarget.SCHEME, "BUSY", 2, 1 << 20, 10);
+    }
+
+    @Test
+    void aeronFloorRefusesAPayloadItCannotCarryWithoutCountingACall() throws Exception
+    {
+        final URI uri = URI.create(unique(AeronFloorTarget.SCHEME));
+        final Target target = Targets.forUri(uri);
+        try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
+            EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            final Chain chain = new Chain(EchoService.payload(AeronFloorTarget.MAX_PAYLOAD + 1), 1);
+            chain.caller = client.newCaller(chain);
+            assertThatThrownBy(() -> chain.caller.echo(chain.request))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("floor+aeron carries at most " + AeronFloorTarget.MAX_PAYLOAD + " payload bytes");
+            // refused again, not sent: no call completed, failed or counted
+            assertThatThrownBy(() -> chain.caller.echo(chain.request)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(chain.messages.get()).isZero();
+            assertThat(chain.ok.get()).isZero();
+            assertThat(chain.failures.get()).isZero();
+            // the longest payload it carries goes through, bytes checked
+            ((FloorClient)client).checkBytes = true;
+            final BytesValue longest = EchoService.payload(AeronFloorTarget.MAX_PAYLOAD);
+            final Chain ok = new Chain(longest, 2);
+            ok.caller = client.newCaller(ok);
+            ok.caller.echo(longest);
+            assertThat(ok.done.await(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(ok.failures.get()).as("failed calls (%s)", ok.error).isZero();
+            assertThat(ok.ok.get()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void tcpFloorEchoesSmallAndLargeMessagesOnEveryLane() throws Exception
+    {
+        final URI loopback = URI.create(FloorTargets.expand(TcpFloorTarget.SCHEME));
+        assertThat(loopback.toString()).isEqualTo("floor+tcp://127.0.0.1:0");
+        assertThat(Targets.label(loopback)).isEqualTo("floor tcp");
+        echoOnLanes(loopback, null, 4, 64, 500);
+        echoOnLanes(loopback, "BUSY", 2, 64, 200);
+        echoOnLanes(loopback, "ADAPTIVE", 3, 1 << 20, 10);
+        echoOnLanes(loopback, "BUSY", 2, 1 << 20, 5);
+    }
+
+    @Test
+    void tcpFloorRefusesAPayloadItCannotCarryAndEndsCallsWithItsServer() throws Exception
+    {
+        final Target target = Targets.forUri(URI.create(TcpFloorTarget.LOOPBACK));
+        final BenchServer server = target.startServer(URI.create(TcpFloorTarget.LOOPBACK), TargetSettings.DEFAULTS);
+        assertThat(URI.create(server.uri()).getPort()).isPositive();
+        try (EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
+        {
+            final Chain refused = new Chain(EchoService.payload(TcpFloorTarget.MAX_PAYLOAD + 1), 1);
+            refused.caller = client.newCaller(refused);
+            assertThatThrownBy(() -> refused.caller.echo(refused.request))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("floor+tcp carries at most " + TcpFloorTarget.MAX_PAYLOAD + " payload bytes");
+            assertThat(refused.ok.get() + refused.failures.get() + refused.messages.get()).isZero();
+            assertThat(client.blockingEcho(EchoService.payload(64))).isNotNull();
+            server.close();
+            // the connection went with the server: calls end UNAVAILABLE, none hangs
+            final Chain chain = new Chain(EchoService.payload(64), Integer.MAX_VALUE);
+            chain.caller = client.newCaller(chain);
+            chain.caller.echo(chain.request);
+            assertThat(chain.done.await(60, TimeUnit.SECONDS)).as("a call failed").isTrue();
+            assertThat(chain.failures.get()).isEqualTo(1);
+        }
+        assertThatThrownBy(() -> target.connect(URI.create("floor+tcp://127.0.0.1"), TargetSettings.DEFAULTS))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("needs a host and a port");
+    }
+
+    @Test
+    void tcpFloorServerEndsAConnectionWhoseFrameAnnouncesTooMuch() throws Exception
+    {
+        final Target target = Targets.forUri(URI.create(TcpFloorTarget.LOOPBACK));
+        try (BenchServer server = target.startServer(URI.create(TcpFloorTarget.LOOPBACK), TargetSettings.DEFAULTS);
+            Socket peer = new Socket("127.0.0.1", URI.create(server.uri()).getPort()))
+        {
+            peer.setSoTimeout(30_000); // a server that kept the connection fails the test instead of hanging it
+            // a length past the longest frame: the server reads nothing more and closes, allocating nothing for it
+            peer.getOutputStream().write(ByteBuffer.allocate(8).order(ByteOrder.nativeOrder())
+                .putInt(Integer.MAX_VALUE).putInt(0).array());
+            int read;
+            try
+            {
+                read = peer.getInputStream().read();
+            }
+            catch (final SocketException reset)
+            {
+                read = -1; // closed with our unread bytes: reset rather than ended
+            }
+            assertThat(read).as("the server ended the connection").isEqualTo(-1);
+        }
+    }
+
+    @Test
     void blockingCallsReuseTheirLanes() throws Exception
     {
         // idle-cpu makes 10,000 blocking calls: more than a client has lanes, so a blocking call's lane is reused
-        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME))
+        for (final String scheme : List.of(EngineFloorTarget.SCHEME, AeronFloorTarget.SCHEME, TcpFloorTarget.SCHEME))
         {
-            final URI uri = URI.create(unique(scheme));
+            final URI uri = URI.create(TcpFloorTarget.SCHEME.equals(scheme) ? TcpFloorTarget.LOOPBACK : unique(scheme));
             final Target target = Targets.forUri(uri);
             try (BenchServer server = target.startServer(uri, TargetSettings.DEFAULTS);
                 EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
@@ -198,9 +311,13 @@ class FloorTargetsTest
     @Test
     void bareFloorOnTheCommandLineBecomesANamedAddress()
     {
-        final BenchOptions options = BenchOptions.parse(new String[] {"--compare", "shm://x,floor,floor+aeron"});
+        final BenchOptions options =
+            BenchOptions.parse(new String[] {"--compare", "shm://x,floor,floor+aeron,floor+tcp,floor+tcp://10.0.0.1:7404"});
 
-        assertThat(options.uris).hasSize(3);
+        assertThat(options.uris).hasSize(5);
+        assertThat(options.uris.get(3)).isEqualTo("floor+tcp://127.0.0.1:0");
+        assertThat(options.uris.get(4)).isEqualTo("floor+tcp://10.0.0.1:7404");
+        assertThat(Targets.forUri(URI.create(options.uris.get(4))).framework()).isEqualTo(FloorTargets.FRAMEWORK);
         assertThat(options.uris.get(0)).isEqualTo("shm://x");
         assertThat(options.uris.get(1)).startsWith("floor://reverb-floor-");
         assertThat(options.uris.get(2)).startsWith("floor+aeron://reverb-floor-");
