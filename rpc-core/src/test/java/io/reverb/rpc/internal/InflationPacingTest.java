@@ -7,6 +7,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,7 +20,7 @@ import org.junit.jupiter.api.Test;
 class InflationPacingTest
 {
     private static final int MIB = 1 << 20;
-    private static final long LONG_WINDOW = java.util.concurrent.TimeUnit.HOURS.toNanos(1);
+    private static final long LONG_WINDOW = TimeUnit.HOURS.toNanos(1);
 
     private static ByteBuffer gzipOfZeros(final int length) throws IOException
     {

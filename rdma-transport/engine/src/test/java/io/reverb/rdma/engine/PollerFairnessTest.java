@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
  * {@link EngineConfig#messagesPerPoll(int)} messages per duty cycle, then the others get theirs (the compression
  * flood of the security issue: a thousand small STATUS frames in a few receives held a victim's response for
  * milliseconds). Counted, not timed: two connections' bursts are piled up while the poller is held in a third
- * connection's handler (over shm, where a posted SEND is in the receiver's ring), and the order of delivery afterwards must never run more than the budget from one connection
- * while the other has messages waiting.
+ * connection's handler (over shm, where a posted SEND is in the receiver's ring), and the order of delivery
+ * afterwards must never run more than the budget from one connection while the other has messages waiting.
  */
 class PollerFairnessTest
 {
