@@ -613,7 +613,7 @@ public final class BalancedChannel extends RpcChannel
             }
             if (failure == AttemptFailure.NOT_SENT)
             {
-                sc.onUnreachable();
+                sc.onUnreachable(status);
             }
             else if (isGoAway(status))
             {

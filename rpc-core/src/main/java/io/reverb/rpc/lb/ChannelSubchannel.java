@@ -31,6 +31,8 @@ import reactor.core.scheduler.Scheduler;
  */
 final class ChannelSubchannel implements Subchannel
 {
+    /** The status of the last attempt that found the replica unreachable (any thread). */
+    private volatile Status lastFailure;
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(5);
 
@@ -162,11 +164,20 @@ final class ChannelSubchannel implements Subchannel
         failAndRetryLater();
     }
 
+    @Override
+    public Status lastFailure()
+    {
+        return lastFailure;
+    }
+
     /**
      * A call found the replica unreachable (could not connect, or the connection died).
+     *
+     * @param cause the attempt's status.
      */
-    void onUnreachable()
+    void onUnreachable(final Status cause)
     {
+        lastFailure = cause;
         serializer.execute(() ->
         {
             if (!shutdown && state == ConnectivityState.READY)

@@ -129,7 +129,7 @@ public final class PickFirstLoadBalancer implements LoadBalancer
         }
         if (state == ConnectivityState.TRANSIENT_FAILURE)
         {
-            lastError = Status.UNAVAILABLE.withDescription("connection to " + subchannel.address() + " failed");
+            lastError = Pickers.unreachable(subchannel);
             helper.refreshNameResolution();
             if (index == attempt)
             {

@@ -232,4 +232,18 @@ public final class Pickers
             return "PeakEwmaPicker{" + ready.length + " ready}";
         }
     }
+
+    /**
+     * The status a balancer fails calls with while a subchannel cannot be reached: its last failure (which says why,
+     * and keeps UNAUTHENTICATED for refused credentials), or a plain UNAVAILABLE naming the address.
+     *
+     * @param subchannel the subchannel that failed.
+     * @return the status.
+     */
+    static Status unreachable(final Subchannel subchannel)
+    {
+        final Status failure = subchannel.lastFailure();
+        return failure != null ? failure :
+            Status.UNAVAILABLE.withDescription("connection to " + subchannel.address() + " failed");
+    }
 }

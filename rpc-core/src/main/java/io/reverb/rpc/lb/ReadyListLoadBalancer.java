@@ -114,7 +114,7 @@ public abstract class ReadyListLoadBalancer implements LoadBalancer
         }
         else if (state == ConnectivityState.TRANSIENT_FAILURE)
         {
-            lastError = Status.UNAVAILABLE.withDescription("connection to " + subchannel.address() + " failed");
+            lastError = Pickers.unreachable(subchannel);
             helper.refreshNameResolution();
         }
         update();

@@ -1,6 +1,7 @@
 package io.reverb.rpc.lb;
 
 import io.reverb.rpc.ConnectivityState;
+import io.reverb.rpc.Status;
 import java.net.URI;
 
 /**
@@ -19,6 +20,18 @@ public interface Subchannel
      * @return the state now (the listener has been, or is about to be, told of it).
      */
     ConnectivityState state();
+
+    /**
+     * Why the last attempt to reach the address failed (as grpc-java's {@code ConnectivityStateInfo.getStatus()} in
+     * TRANSIENT_FAILURE), so that a balancer failing calls fast can say why, not only that.
+     *
+     * @return the status of the last failed attempt (e.g. UNAVAILABLE "cannot connect to ...: Connection refused"),
+     * or null if none failed yet or the subchannel does not know.
+     */
+    default Status lastFailure()
+    {
+        return null;
+    }
 
     /**
      * Asks for a connection when {@link ConnectivityState#IDLE}; does nothing otherwise.
