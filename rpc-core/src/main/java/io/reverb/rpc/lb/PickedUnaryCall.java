@@ -175,6 +175,9 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
             {
                 responded = true;
                 call.channel.attemptAnswered();
+                // the one response ends the call for its replica's load, before the caller hears of it: a caller
+                // woken by the response (Mono.block returns at onNext) sees the load already settled
+                ended(false);
             }
             actual.onNext(response);
         }
@@ -182,8 +185,9 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         @Override
         public void onError(final Throwable error)
         {
-            if (handedOver)
+            if (handedOver || responded)
             {
+                // after the response the load is settled and nothing is retried: the error is the call's end
                 actual.onError(error);
                 return;
             }
