@@ -41,6 +41,7 @@ class KeepAliveTest
     private final String name = "keepalive-" + IDS.incrementAndGet();
     private final String uri = "inproc://" + name;
     private final Sinks.Empty<Void> gate = Sinks.empty();
+    private final Sinks.Empty<Void> otherGate = Sinks.empty();
     private final AtomicInteger started = new AtomicInteger();
     private final AtomicInteger connectionsLost = new AtomicInteger();
     private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
@@ -49,12 +50,16 @@ class KeepAliveTest
 
     private void start(final UnaryOperator<RpcServer.Builder> server, final UnaryOperator<RpcChannel.Builder> channel)
     {
-        // "hold" waits for the gate; anything else answers at once
+        // "hold" waits for the gate, "hold other" for the other gate; anything else answers at once
         this.server = server.apply(RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.KeepAlive")
             .addMethod(CALL, ServerCalls.unary(r ->
             {
                 started.incrementAndGet();
-                return r.getValue().equals("hold") ? gate.asMono().then(Mono.just(r)) : Mono.just(r);
+                if (r.getValue().startsWith("hold"))
+                {
+                    return (r.getValue().equals("hold") ? gate : otherGate).asMono().then(Mono.just(r));
+                }
+                return Mono.just(r);
             })).build())).build().start();
         this.channel = channel.apply(RpcChannel.builder(uri)).build();
         countConnectionsLost(this.channel.state(false));
@@ -82,6 +87,7 @@ class KeepAliveTest
     {
         InprocTransportProvider.freezeServer(name, false);
         gate.tryEmitEmpty();
+        otherGate.tryEmitEmpty();
         if (channel != null)
         {
             channel.close();
@@ -139,6 +145,35 @@ class KeepAliveTest
         assertThat(connectionsLost.get()).isZero();
         gate.tryEmitEmpty();
         assertThat(failure.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isNull();
+    }
+
+    @Test
+    void shouldTakeAnyFrameFromTheServerAfterThePingAsItsAnswer() throws Exception
+    {
+        // On a slow link a PING's answer queues behind the responses sent before it (the rdma-vm test's 1 MiB calls
+        // over tcp:// lost their connection this way): as grpc-java's KeepAliveManager.onDataReceived, whatever the
+        // server sends after the PING left shows it alive. Frozen, the server gets nothing (no PING) but still sends.
+        start(b -> b, b -> b.keepAlive(INTERVAL, PING_TIMEOUT).timerScheduler(clock));
+        final CompletableFuture<Throwable> held = new CompletableFuture<>();
+        call("hold").subscribe(v -> held.complete(null), held::complete);
+        final CompletableFuture<StringValue> other = call("hold other").toFuture();
+        Await.until("both calls run on the server", TIMEOUT, () -> started.get() == 2);
+        InprocTransportProvider.freezeServer(name, true);
+
+        clock.advanceTimeBy(INTERVAL); // the PING leaves; the frozen server never answers it
+        otherGate.tryEmitEmpty(); // but it answers a call: frames from the server after the PING
+        assertThat(other.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(StringValue.of("hold other"));
+        clock.advanceTimeBy(PING_TIMEOUT.plus(MARGIN)); // past the PING's timeout
+        assertThat(held).as("the connection survives its PING's timeout").isNotDone();
+        assertThat(connectionsLost.get()).isZero();
+
+        // nothing more from the server: the next tick's PING goes unanswered and its timeout closes the connection
+        clock.advanceTimeBy(INTERVAL.minus(PING_TIMEOUT).minus(MARGIN)); // the next tick, at 2 x interval
+        clock.advanceTimeBy(PING_TIMEOUT.plus(MARGIN));
+        final Throwable t = held.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(t).isInstanceOf(RpcException.class);
+        assertThat(((RpcException)t).status().description()).contains("keep-alive");
+        Await.until("the channel dropped the connection", TIMEOUT, () -> connectionsLost.get() == 1);
     }
 
     @Test

@@ -8,6 +8,8 @@ import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -37,6 +39,29 @@ final class ClientConnection extends RpcConnection
     /** Payload of the PING awaiting its ACK, 0 for none. */
     private final AtomicLong outstandingPing = new AtomicLong();
     private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
+    /**
+     * Frames received from the server, counted on the transport's thread (a release store: no fence on the frame path)
+     * and read when a keep-alive PING times out: any frame that came after the PING left shows the peer alive (as
+     * grpc-java's {@code KeepAliveManager.onDataReceived}), so a PING whose answer queues behind megabytes of responses
+     * on a slow link does not cost the connection. Compared for inequality only: wrapping around is harmless.
+     */
+    @SuppressWarnings("unused") // through FRAMES_RECEIVED
+    private int framesReceived;
+    /** {@link #framesReceived} when the outstanding keep-alive PING left (written before its timeout is scheduled). */
+    private int framesAtPing;
+    private static final VarHandle FRAMES_RECEIVED;
+
+    static
+    {
+        try
+        {
+            FRAMES_RECEIVED = MethodHandles.lookup().findVarHandle(ClientConnection.class, "framesReceived", int.class);
+        }
+        catch (final ReflectiveOperationException e)
+        {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
     /**
      * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
@@ -152,6 +177,7 @@ final class ClientConnection extends RpcConnection
     void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
         final int end) throws ProtocolException
     {
+        FRAMES_RECEIVED.setRelease(this, (int)FRAMES_RECEIVED.get(this) + 1);
         switch (type)
         {
             case HEADERS:
@@ -258,6 +284,7 @@ final class ClientConnection extends RpcConnection
         }
         final long payload = ++pingCount;
         outstandingPing.set(payload);
+        framesAtPing = (int)FRAMES_RECEIVED.getAcquire(this);
         final long timeoutNanos = channel.config().keepAliveTimeout.toNanos();
         pingTimeout = channel.timer().schedule(() -> onPingTimeout(payload), timeoutNanos, TimeUnit.NANOSECONDS);
         if (!write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
@@ -271,6 +298,11 @@ final class ClientConnection extends RpcConnection
         if (closed || outstandingPing.get() != payload)
         {
             return; // answered (or the connection ended) meanwhile
+        }
+        if ((int)FRAMES_RECEIVED.getAcquire(this) != framesAtPing)
+        {
+            onPingAck(payload); // the server was heard from since the PING left: as good as its answer
+            return;
         }
         LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
             channel.config().keepAliveTimeout);
