@@ -118,6 +118,9 @@ public final class BenchOptions
     public String html;
     /** JSON result files to merge into the report (the {@code report} subcommand, or added to a run). */
     public final List<String> inputs = new ArrayList<>();
+    /** How long a server process may take to come up (a slow host, e.g. a VM under emulation, needs more). */
+    @Option(names = "--server-start-timeout", converter = DurationConverter.class, paramLabel = "DURATION")
+    public long serverStartTimeoutNanos = 60_000_000_000L;
     /** Extra JVM arguments for a server process. */
     @Option(names = "--server-jvm-arg", paramLabel = "ARG")
     public List<String> serverJvmArgs = new ArrayList<>();

@@ -66,7 +66,8 @@ public final class ReverbBench
 
         Usage:
           reverb-bench [run] [options]        run the benchmark against each --uri, side by side
-          reverb-bench server --uri URI       run only an echo server (prints its address)
+          reverb-bench server --uri URI       run only an echo server (prints its address; several --uri: one
+                                              process serves them all)
           reverb-bench report A.json B.json   merge JSON results (--html, --format)
           reverb-bench idle-cpu --uri URI     CPU used by an idle server process (--seconds 10s)
           reverb-bench load-matrix            every call OK under load: shm, tcp, inproc x unary, server-streaming x
@@ -76,7 +77,8 @@ public final class ReverbBench
 
         Targets:
           --uri URI             repeatable; Reverb: shm://name, tcp://host:port, rdma://host:port, inproc://name
-                                tcps://host:port (tcp:// inside TLS 1.3, self-signed; benchmark only)
+                                tcps://host:port (tcp:// inside TLS 1.3, self-signed; benchmark only),
+                                reverbs://host:port (reverb:// with that TLS: stays on tcp, no plaintext rdma)
                                 grpc-java: grpc://127.0.0.1:PORT (Netty, plaintext), grpc-inproc://name
                                 grpc-java on Reverb: grpc+shm://name, grpc+tcp://host:port, grpc+inproc://name
                                 (add ?direct=true to a grpc URI for directExecutor on both sides)
@@ -90,6 +92,8 @@ public final class ReverbBench
                                 over the rounds (default 1)
           --server PLACE        separate-process (default), same-process, none (connect to a running server)
           --server-jvm-arg ARG  extra JVM argument for a server process (repeatable)
+          --server-start-timeout DURATION
+                                how long a server process may take to come up (default 60s)
           --polling MODES       BUSY | EVENT | ADAPTIVE (or a list, e.g. BUSY,EVENT,ADAPTIVE: one run per mode),
                                 for Reverb transports that poll completions (default: the transport's, ADAPTIVE)
 
@@ -291,7 +295,8 @@ public final class ReverbBench
                 "--uri", uri.toString(), "--polling", polling, "-c", Integer.toString(o.concurrency),
                 "--payload", Integer.toString(payload), "--kind", o.kind.cliName(),
                 "--stream-messages", Integer.toString(o.streamMessages), "--warmup", (o.warmupNanos / 1e6) + "ms",
-                "--server", o.server.cliName(), "--format", "json", "-o", json.toString()));
+                "--server", o.server.cliName(), "--format", "json", "-o", json.toString(),
+                "--server-start-timeout", (o.serverStartTimeoutNanos / 1_000_000) + "ms"));
             if (o.totalCalls > 0)
             {
                 command.addAll(List.of("-n", Long.toString(o.totalCalls)));
@@ -362,7 +367,8 @@ public final class ReverbBench
         {
             case SEPARATE_PROCESS ->
             {
-                process = ServerProcess.start(uri.toString(), polling, o.serverJvmArgs, Duration.ofSeconds(60));
+                process = ServerProcess.start(uri.toString(), polling, o.serverJvmArgs,
+                    Duration.ofNanos(o.serverStartTimeoutNanos));
                 address = process.uri();
             }
             case SAME_PROCESS ->
@@ -457,17 +463,28 @@ public final class ReverbBench
 
     private static int runServer(final BenchOptions o, final PrintStream out, final PrintStream err) throws Exception
     {
-        if (o.uris.size() != 1)
+        if (o.uris.isEmpty())
         {
-            throw new IllegalArgumentException("server needs exactly one --uri");
+            throw new IllegalArgumentException("server needs an --uri (repeatable: several servers in one process)");
         }
-        final URI uri = URI.create(o.uris.get(0));
-        final Target target = Targets.forUri(uri);
         final CountDownLatch stop = new CountDownLatch(1);
-        try (BenchServer server = target.startServer(uri, new TargetSettings(o.polling)))
+        // several --uri: one process serves them all (a slow host, e.g. a VM under emulation, starts one JVM, not N)
+        final List<BenchServer> servers = new ArrayList<>();
+        try
         {
-            out.println(ServerProcess.READY + server.uri());
-            out.flush();
+            for (final String text : o.uris)
+            {
+                final URI uri = URI.create(text);
+                final Target target = Targets.forUri(uri);
+                final BenchServer server = target.startServer(uri, new TargetSettings(o.polling));
+                servers.add(server);
+                out.println(ServerProcess.READY + server.uri());
+                out.flush();
+                if (!o.exitOnStdinEof)
+                {
+                    err.println("serving " + server.uri() + " (" + target.framework() + "); Ctrl-C to stop");
+                }
+            }
             Runtime.getRuntime().addShutdownHook(new Thread(stop::countDown));
             if (o.exitOnStdinEof)
             {
@@ -482,7 +499,10 @@ public final class ReverbBench
                             // End of file is the stop signal; "usage" asks for the transport's resource usage.
                             if (ServerProcess.USAGE_REQUEST.equals(line.trim()))
                             {
-                                out.println(ServerProcess.USAGE + server.resourceUsage());
+                                for (final BenchServer server : servers)
+                                {
+                                    out.println(ServerProcess.USAGE + server.resourceUsage());
+                                }
                                 out.flush();
                             }
                         }
@@ -496,11 +516,14 @@ public final class ReverbBench
                 watcher.setDaemon(true);
                 watcher.start();
             }
-            else
-            {
-                err.println("serving " + server.uri() + " (" + target.framework() + "); Ctrl-C to stop");
-            }
             stop.await();
+        }
+        finally
+        {
+            for (final BenchServer server : servers)
+            {
+                server.close();
+            }
         }
         return 0;
     }
@@ -540,7 +563,8 @@ public final class ReverbBench
                 throw new IllegalArgumentException("idle-cpu needs a server in its own process, not " + uri);
             }
             final Target target = Targets.forUri(uri);
-            try (ServerProcess server = ServerProcess.start(uri.toString(), mode, o.serverJvmArgs, Duration.ofSeconds(60));
+            try (ServerProcess server = ServerProcess.start(uri.toString(), mode, o.serverJvmArgs,
+                Duration.ofNanos(o.serverStartTimeoutNanos));
                 // The client keeps the transport's default mode: only the server's idle CPU is measured.
                 EchoClient client = target.connect(URI.create(server.uri()), TargetSettings.DEFAULTS))
             {

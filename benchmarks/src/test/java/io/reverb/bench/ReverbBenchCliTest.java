@@ -87,6 +87,22 @@ class ReverbBenchCliTest
     }
 
     @Test
+    void shouldRunTcpAndReverbInsideTls() throws Exception
+    {
+        // reverbs:// is reverb:// with TLS on its tcp connection: what bin/reverb-rdma-vm runs between two VMs to see
+        // that it never moves to plaintext rdma (on one host without rdma it may only stay on tcp or take shm)
+        final int status = run("--compare", "tcps://127.0.0.1:0,reverbs://127.0.0.1:0", "--server", "same-process",
+            "-n", "50", "-c", "2", "--warmup", "0", "--format", "json", "-q");
+
+        assertThat(status).as(err.toString(StandardCharsets.UTF_8)).isZero();
+        final List<RunResult> runs = JsonReport.read(stdout());
+        assertThat(runs).hasSize(2);
+        assertThat(runs).allSatisfy(r -> assertThat(r.ok).as(r.label).isEqualTo(50));
+        assertThat(runs.get(1).uri).startsWith("reverbs://");
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("fabric: ").doesNotContain("fabric: rdma");
+    }
+
+    @Test
     void shouldStreamAndCountEveryMessage() throws Exception
     {
         final int status = run("--uri", "grpc-inproc://cli-stream", "--kind", "server-streaming",

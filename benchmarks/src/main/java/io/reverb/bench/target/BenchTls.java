@@ -14,7 +14,9 @@ import javax.net.ssl.SSLEngine;
 import javax.net.ssl.X509ExtendedTrustManager;
 
 /**
- * {@code tcps://host:port} in reverb-bench: Reverb's {@code tcp://} inside TLS 1.3, to measure what encryption costs.
+ * {@code tcps://host:port} in reverb-bench: Reverb's {@code tcp://} inside TLS 1.3, to measure what encryption costs;
+ * {@code reverbs://host:port} is {@code reverb://} with the same TLS on its tcp connection, which therefore must not
+ * move to plaintext rdma ({@code bin/reverb-rdma-vm test} checks that it stays on tcp).
  * The server presents a self-signed certificate generated at start-up (keytool); the client trusts any server
  * certificate and checks no host name. <b>Benchmark only</b>: that is no secure set-up, but the data path (every
  * byte sealed and opened by the JDK's SSLEngine) is exactly the one a verified connection runs.
@@ -23,6 +25,8 @@ final class BenchTls
 {
     /** The scheme reverb-bench maps to {@code tcp://} with TLS. */
     static final String SCHEME = "tcps";
+    /** The scheme reverb-bench maps to {@code reverb://} with TLS. */
+    static final String REVERB_SCHEME = "reverbs";
 
     private static EngineConfig server;
     private static EngineConfig client;
@@ -33,19 +37,29 @@ final class BenchTls
 
     static boolean isTls(final URI uri)
     {
-        return SCHEME.equals(uri.getScheme());
+        return SCHEME.equals(uri.getScheme()) || REVERB_SCHEME.equals(uri.getScheme());
     }
 
-    /** @return the address as the tcp transport knows it. */
+    /** @return the address as the transport knows it: {@code tcp://} or {@code reverb://}, TLS in the options. */
     static URI asTcp(final URI uri)
     {
-        return isTls(uri) ? URI.create("tcp" + uri.toString().substring(SCHEME.length())) : uri;
+        return isTls(uri) ? URI.create(plainScheme(uri.getScheme()) + uri.toString().substring(
+            uri.getScheme().length())) : uri;
     }
 
-    /** @return the server's address as reverb-bench shows it (back to tcps://). */
+    /** @return the server's address as reverb-bench shows it (back to tcps:// or reverbs://). */
     static String asTls(final String address)
     {
-        return address.startsWith("tcp://") ? SCHEME + address.substring(3) : address;
+        if (address.startsWith("tcp://"))
+        {
+            return SCHEME + address.substring("tcp".length());
+        }
+        return address.startsWith("reverb://") ? REVERB_SCHEME + address.substring("reverb".length()) : address;
+    }
+
+    private static String plainScheme(final String tlsScheme)
+    {
+        return tlsScheme.substring(0, tlsScheme.length() - 1);
     }
 
     /** @return engine options with the server's TLS (one engine per JVM: the same config object every time). */

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * before this side sees its CLOSE completed. Runs over the emulated device only (it delays ACKs on purpose).
  */
 @ExtendWith(EmulatedDeviceLeakCheck.class)
+@Tag(RdmaTestDevice.EMULATION_ONLY_TAG)
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class RdmaEngineCloseTimingTest
 {

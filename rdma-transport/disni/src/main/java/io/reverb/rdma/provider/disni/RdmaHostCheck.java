@@ -63,12 +63,14 @@ public final class RdmaHostCheck
     public static final String ROOT_PROP = "reverb.check.root";
 
     private static final String USAGE = String.join("\n",
-        "usage: reverb-rdma-check [--peer HOST] [--report FILE] [--duration 10s] [--facts-only]",
+        "usage: reverb-rdma-check [--peer HOST] [--report FILE] [--duration 10s] [--facts-only] [--no-bench]",
         "  Reports this host's RDMA devices, ports, link layer, GIDs, memlock limit and libdisni; if rdma:// can",
         "  run, runs the verbs conformance suite over rdma://, the engine ping-pong and reverb-bench (rdma:// vs",
         "  tcp:// vs grpc-java), and writes everything to one report file (default reverb-rdma-check-report.txt).",
         "  --peer HOST   run the ping-pong/bench clients against servers already started on HOST (RDMA-HARDWARE.md)",
         "  --facts-only  stop after the facts and the verdict",
+        "  --no-bench    the conformance suite and the ping-pongs only, no reverb-bench (bin/reverb-rdma-vm runs it",
+        "                between two VMs itself)",
         "  exit: 0 all passed, 1 a step failed, 2 rdma:// cannot run here (reason on one line), 64 bad arguments");
 
     private static final int TAIL_LINES = 200;
@@ -161,7 +163,7 @@ public final class RdmaHostCheck
     }
 
     /** Parsed command line. */
-    record Options(String peer, Path report, String duration, boolean factsOnly)
+    record Options(String peer, Path report, String duration, boolean factsOnly, boolean bench)
     {
     }
 
@@ -267,7 +269,7 @@ public final class RdmaHostCheck
         {
             failures++;
         }
-        if (host.hardware() == null)
+        if (host.hardware() == null && options.bench())
         {
             final String target = options.peer() == null ? address : options.peer();
             final Step bench = benchStep(host.repositoryRoot(), target, options, libraryDirectory(host.libraryPath()),
@@ -342,6 +344,7 @@ public final class RdmaHostCheck
         Path report = Paths.get("reverb-rdma-check-report.txt");
         String duration = "10s";
         boolean factsOnly = false;
+        boolean bench = true;
         for (int i = 0; i < args.length; i++)
         {
             switch (args[i])
@@ -361,11 +364,14 @@ public final class RdmaHostCheck
                 case "--facts-only":
                     factsOnly = true;
                     break;
+                case "--no-bench":
+                    bench = false;
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        return new Options(peer, report, duration, factsOnly);
+        return new Options(peer, report, duration, factsOnly, bench);
     }
 
     private static String value(final String[] args, final int index, final String option)
@@ -548,10 +554,36 @@ public final class RdmaHostCheck
         }
         final Path html = options.report().toAbsolutePath().resolveSibling("reverb-rdma-check-bench.html");
         bench.addAll(List.of("-z", options.duration(), "--payload", "64,4k,1MiB", "-q", "--html", html.toString()));
+        // a slow host (a VM under emulation: the suites' time scale) takes minutes to start each server's JVM
+        final double scale = timeScale(System.getProperty(ProcessHardwarePath.TIME_SCALE_PROP),
+            System.getenv("REVERB_TEST_TIME_SCALE"));
+        if (scale > 1)
+        {
+            bench.addAll(List.of("--server-start-timeout", Math.round(60 * scale) + "s"));
+        }
         return new Step("reverb-bench rdma:// vs tcp:// vs grpc-java" + (options.peer() == null ? "" : " against " + target),
             bench, root, Map.of("LD_LIBRARY_PATH", libraryDirectory,
                 "REVERB_BENCH_JVM_OPTS", "-Xms1g -Xmx1g -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + address),
             1_800, null);
+    }
+
+    /**
+     * @param property {@value ProcessHardwarePath#TIME_SCALE_PROP}, or null.
+     * @param variable {@code REVERB_TEST_TIME_SCALE}, or null.
+     * @return the time-limit factor of a slow host, 1 when unset or not a number of at least 1.
+     */
+    static double timeScale(final String property, final String variable)
+    {
+        final String text = property != null && !property.isBlank() ? property : variable;
+        try
+        {
+            final double scale = text == null ? 1 : Double.parseDouble(text.trim());
+            return scale >= 1 && scale < 1e6 ? scale : 1;
+        }
+        catch (final NumberFormatException ex)
+        {
+            return 1;
+        }
     }
 
     /**

@@ -135,6 +135,19 @@ class RdmaHostCheckTest
     }
 
     @Test
+    void shouldLeaveTheBenchOutOnlyWhenAskedAndScaleItsServerStartOnASlowHost()
+    {
+        assertThat(RdmaHostCheck.parse(new String[0]).bench()).isTrue();
+        assertThat(RdmaHostCheck.parse(new String[] {"--no-bench", "--duration", "3s"}).bench()).isFalse();
+        // the VM sets REVERB_TEST_TIME_SCALE=10: the bench's server JVMs get 600 s to come up, not 60
+        assertThat(RdmaHostCheck.timeScale(null, "10")).isEqualTo(10);
+        assertThat(RdmaHostCheck.timeScale("2.5", "10")).isEqualTo(2.5);
+        assertThat(RdmaHostCheck.timeScale(null, null)).isEqualTo(1);
+        assertThat(RdmaHostCheck.timeScale("fast", null)).isEqualTo(1);
+        assertThat(RdmaHostCheck.timeScale("0.5", null)).isEqualTo(1);
+    }
+
+    @Test
     void shouldReadSurefireCounts() throws IOException
     {
         final Path xml = root.resolve("TEST-x.xml");

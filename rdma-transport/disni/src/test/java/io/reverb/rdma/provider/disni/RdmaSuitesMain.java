@@ -6,6 +6,7 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectPacka
 import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
 import io.reverb.rdma.verbs.TestScale;
 import java.io.PrintStream;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,10 +75,21 @@ public final class RdmaSuitesMain
         private final AtomicInteger failed = new AtomicInteger();
         private final AtomicInteger skipped = new AtomicInteger();
         private final Map<String, int[]> perClass = new ConcurrentHashMap<>();
+        /** When each class started, to print its time: what to balance when the suites are split across VMs. */
+        private final Map<String, Long> started = new ConcurrentHashMap<>();
 
         Listener(final PrintStream out)
         {
             this.out = out;
+        }
+
+        @Override
+        public void executionStarted(final TestIdentifier id)
+        {
+            if (id.getSource().map(s -> s instanceof ClassSource).orElse(false))
+            {
+                started.put(className(id), System.nanoTime());
+            }
         }
 
         @Override
@@ -129,7 +141,9 @@ public final class RdmaSuitesMain
             if (id.getSource().map(s -> s instanceof ClassSource).orElse(false) && perClass.containsKey(className(id)))
             {
                 final int[] counts = perClass.get(className(id));
-                out.println(className(id) + ": " + counts[1] + "/" + counts[0] + " passed");
+                final Long start = started.get(className(id));
+                out.println(className(id) + ": " + counts[1] + "/" + counts[0] + " passed" + (start == null ? "" :
+                    String.format(Locale.ROOT, " (%.1f s)", (System.nanoTime() - start) / 1e9)));
             }
         }
 
