@@ -11,12 +11,15 @@ import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.InsightBuilder;
 import io.grpc.internal.StatsTraceContext;
 import io.grpc.internal.StreamListener;
+import io.grpc.stub.InternalClientCalls;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.compression.Codec;
 
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -24,9 +27,9 @@ import java.util.concurrent.TimeUnit;
  * ({@link io.reverb.rpc.transport.stream.ClientTransport#newStream}): what grpc-java writes goes to the Reverb stream
  * (a unary call's one message leaves with the CALL frame at {@code halfClose}), and what the server sends comes back
  * through the Reverb stream's listener (this object) to grpc-java's listener, one callback at a time on this stream's
- * {@link CallbackSerializer}. One call state machine (the Reverb stream's) under grpc-java's own, no Reactor, and
- * nothing known of grpc-java's executors: a unary response and its status arrive in one transport message, so they
- * reach grpc-java's listener back to back from one transport callback, in order.
+ * {@link CallbackSerializer}. One call state machine (the Reverb stream's) under grpc-java's own, and no Reactor. A
+ * unary response and its status arrive in one transport message and reach grpc-java's listener in one task; a
+ * blocking stub's call (grpc-java's public stub-type option says so) gets that task on its waiting thread.
  *
  * <p>Frames on the wire are Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the
  * server may be a grpc-java server over Reverb or a native Reverb server.
@@ -40,6 +43,20 @@ final class ReverbClientStream extends CallbackSerializer
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
     private final StatsTraceContext statsTraceContext;
+    /** A unary method: its response is held until its status, and both go to the listener in one task. */
+    private final boolean unary;
+    /**
+     * A unary call's response, from its MESSAGE until its STATUS (the next frame of the same transport message): see
+     * {@link #closed}. Written and read in the Reverb stream's callbacks, which never overlap.
+     */
+    private volatile Payload heldResponse;
+    /**
+     * The executor of a blocking stub waiting for this unary call, or null: the call's end (response, status) is given
+     * to it as one task, so that grpc-java's callbacks run on the waiting thread and wake it once per call.
+     */
+    private final Executor waitingCaller;
+    /** {@link #cancel} was called: the end goes to the listener from here, never to {@link #waitingCaller}. */
+    private volatile boolean cancelling;
     private Deadline deadline;
     /** The codec grpc-java set, or null for identity. */
     private Codec compressor;
@@ -70,7 +87,25 @@ final class ReverbClientStream extends CallbackSerializer
         this.headers = headers;
         this.statsTraceContext = statsTraceContext;
         this.deadline = callOptions.getDeadline();
+        this.unary = method.type() == MethodDescriptor.MethodType.UNARY;
+        this.waitingCaller = unary ? waitingCaller(callOptions) : null;
     }
+
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's CallOptions (see the constructor)
+    /**
+     * @param callOptions a grpc-java call's options.
+     * @return the executor a blocking stub waits in for this call (grpc-java marks its blocking stubs' calls with their
+     * stub type, {@link InternalClientCalls}, and runs their callbacks in the call's executor, drained by the waiting
+     * thread), or null for any other call.
+     */
+    static Executor waitingCaller(final io.grpc.CallOptions callOptions)
+    {
+        final io.grpc.CallOptions.Key<?> stubType = InternalClientCalls.getStubTypeOption();
+        return callOptions.getOption(stubType) != null &&
+            InternalClientCalls.getStubType(callOptions) == InternalClientCalls.StubType.BLOCKING ?
+            callOptions.getExecutor() : null;
+    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     @Override
     public void start(final ClientStreamListener listener)
@@ -142,6 +177,7 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void cancel(final Status reason)
     {
+        cancelling = true;
         if (stream != null) // set once, by start
         {
             stream.cancel(GrpcBridge.toReverb(reason)); // closes this stream's listener through closed(...)
@@ -235,10 +271,27 @@ final class ReverbClientStream extends CallbackSerializer
     {
         // the bytes are the transport's only during this callback: copied out here, on the transport's thread
         final Payload payload = Payload.MARSHALLER.read(message);
+        if (unary)
+        {
+            final Payload earlier = heldResponse;
+            heldResponse = payload; // counted in the stats where it is delivered (see closed)
+            if (earlier == null)
+            {
+                return;
+            }
+            countInbound(earlier);
+            execute(new Delivery(earlier)); // a second response on a unary call: grpc-java's call layer refuses it
+            return;
+        }
+        countInbound(payload);
+        execute(new Delivery(payload));
+    }
+
+    private void countInbound(final Payload payload)
+    {
         statsTraceContext.inboundMessage(0);
         statsTraceContext.inboundWireSize(payload.length());
         statsTraceContext.inboundUncompressedSize(payload.length());
-        execute(new Delivery(payload));
     }
 
     @Override
@@ -256,7 +309,40 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void closed(final io.reverb.rpc.Status status, final io.reverb.rpc.Metadata trailers)
     {
-        close(GrpcBridge.toGrpc(status), GrpcBridge.toGrpc(trailers), GrpcBridge.progressOf(status));
+        final Status grpcStatus = GrpcBridge.toGrpc(status);
+        final Metadata grpcTrailers = GrpcBridge.toGrpc(trailers);
+        final ClientStreamListener.RpcProgress progress = GrpcBridge.progressOf(status);
+        final Payload response = heldResponse;
+        heldResponse = null;
+        // A unary call's response and status reach grpc-java's listener back to back, in one task, from the transport
+        // callback that read them (a unary response counts only with its OK status, as rpc-core's unary calls: with
+        // any other it is dropped). A blocking stub's waiting thread runs that task itself (see waitingCaller), so
+        // grpc-java's call layer, which hands each of its callbacks to that thread's executor, wakes it once.
+        final Runnable end = response == null || !status.isOk() ? () -> closeNow(grpcStatus, grpcTrailers, progress) :
+            () ->
+            {
+                if (!closed)
+                {
+                    countInbound(response);
+                }
+                new Delivery(response).run();
+                closeNow(grpcStatus, grpcTrailers, progress);
+            };
+        final Executor caller = waitingCaller;
+        if (caller == null || cancelling)
+        {
+            // a cancelled call ends here: its caller may have stopped draining its executor (interrupted)
+            execute(end);
+            return;
+        }
+        try
+        {
+            caller.execute(() -> execute(end));
+        }
+        catch (final RejectedExecutionException e)
+        {
+            execute(end); // shut down: the call is over for the caller, and its stream ends here
+        }
     }
     // CHECKSTYLE.ON: InlineFullyQualifiedName
 

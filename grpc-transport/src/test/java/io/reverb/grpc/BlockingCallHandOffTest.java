@@ -14,6 +14,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoRequest;
+import com.google.common.util.concurrent.MoreExecutors;
 import com.google.protobuf.ByteString;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -33,12 +34,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * grpc-java's blocking stub over Reverb: each unary call is answered, its response and end reported to grpc-java once
- * per call (a stream tracer counts them), and a blocking call ended early (its thread interrupted, its deadline
- * reached) ends its stream: the channel terminates once shut down gracefully, which it does only when the transport
- * holds no stream any more. The transport knows nothing of the blocking stub's executor: the Reverb stream reports a
- * unary response and its status from one transport callback, back to back (an earlier version recognised grpc-java's
- * private {@code ClientCalls$ThreadlessExecutor} by its class name to hand the end over in one task).
+ * A unary call of grpc-java's blocking stub ends on the thread that waits for it, in one task: the transport gives
+ * the response and status of the call's Reverb stream to the stub's executor together (the call is a blocking
+ * stub's by grpc-java's stub-type option, {@code InternalClientCalls.getStubType}, not by its executor's class), and
+ * the callbacks grpc-java's call layers make from there (the retry layer's commit, headers, message, close) queue
+ * behind that task on the same thread instead of each waking it again. Before, they were made on the transport's
+ * thread one by one, and each woke the waiting thread: 3.5 wake-ups per call, counted with JFR's
+ * {@code jdk.ThreadPark} (benchmarks/results/20261202-1300-grpc-handoff/RESULTS.md); on the stream SPI without the
+ * hand-off, 2.8 per call (GrpcAllocProbe, grpc-noretry).
+ *
+ * <p>What shows where the callbacks run is a stream tracer: grpc-java's transports call it as they call the stream's
+ * listener. Calls whose executor is not a blocking stub's keep running on the transport's thread. A blocking call
+ * ended early (its thread interrupted, its deadline reached) ends its stream as before: the channel terminates once
+ * shut down gracefully, which it does only when the transport holds no stream any more.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class BlockingCallHandOffTest
@@ -72,7 +80,7 @@ class BlockingCallHandOffTest
 
     @ParameterizedTest
     @ValueSource(strings = {"shm", "tcp"})
-    void blockingUnaryCallsShouldEachReportOneResponseAndOneEnd(final String transport) throws Exception
+    void blockingUnaryCallShouldEndOnItsWaitingThread(final String transport) throws Exception
     {
         start(transport, true);
         final ThreadRecorder recorder = new ThreadRecorder();
@@ -82,14 +90,14 @@ class BlockingCallHandOffTest
         {
             assertThat(stub.unary(request).getPayload()).isEqualTo(request.getPayload());
         }
-        // every inbound message and every end of stream the transport reported, once per call
-        assertThat(recorder.inboundMessages).hasSize(CALLS);
-        assertThat(recorder.closes).hasSize(CALLS);
+        // every inbound message and every end of stream the transport reported, and on the calling thread
+        assertThat(recorder.inboundMessages).hasSize(CALLS).containsOnly(Thread.currentThread());
+        assertThat(recorder.closes).hasSize(CALLS).containsOnly(Thread.currentThread());
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"shm", "tcp"})
-    void blockingUnaryCallThatFailsShouldReportOneEndAndNoMessage(final String transport) throws Exception
+    void blockingUnaryCallThatFailsShouldEndOnItsWaitingThread(final String transport) throws Exception
     {
         start(transport, true);
         final ThreadRecorder recorder = new ThreadRecorder();
@@ -103,7 +111,7 @@ class BlockingCallHandOffTest
             assertThat(e.getTrailers().get(GrpcEchoService.ERROR_ASCII)).isNotNull();
         });
         assertThat(recorder.inboundMessages).isEmpty();
-        assertThat(recorder.closes).hasSize(1);
+        assertThat(recorder.closes).containsExactly(Thread.currentThread());
     }
 
     @Test
@@ -115,6 +123,10 @@ class BlockingCallHandOffTest
         assertThat(stub.unary(EchoRequest.getDefaultInstance()).get(10, TimeUnit.SECONDS).getTotalBytes())
             .as("no deadline").isEqualTo(-1);
         assertThat(recorder.closes).hasSize(1).doesNotContain(Thread.currentThread());
+        // only a blocking stub's call is handed to its caller's executor: by grpc-java's stub-type option
+        assertThat(ReverbClientStream.waitingCaller(CallOptions.DEFAULT.withExecutor(MoreExecutors.directExecutor())))
+            .isNull();
+        assertThat(ReverbClientStream.waitingCaller(CallOptions.DEFAULT)).isNull();
     }
 
     @ParameterizedTest
