@@ -33,7 +33,8 @@ public interface ClientTransport
      * @param method   the method; its request marshaller writes each message into the transport's buffer.
      * @param options  the call's request metadata ({@link CallOptions#metadata()}), deadline (as computed by the
      *                 caller: sent to the server, and the stream ends DEADLINE_EXCEEDED here when it passes) and
-     *                 compression; context propagation is not applied here.
+     *                 compression; context propagation and wait-for-ready are the owner's (a stream never waits
+     *                 for a connection: grpc-java's delayed transport holds a call until a transport is ready).
      * @param listener receives the headers, the messages and the one end.
      * @param <Req>    request type.
      * @return the stream.
