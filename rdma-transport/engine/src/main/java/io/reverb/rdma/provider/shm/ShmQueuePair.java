@@ -1114,6 +1114,12 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         return WcStatus.SUCCESS;
     }
 
+    /** @return this QP's receive queue and inbox (tests). */
+    RecvRing recvRing()
+    {
+        return recvRing;
+    }
+
     /** @return SENDs this QP wrote inline into its peer's inbox (tests). */
     long inlineSends()
     {
