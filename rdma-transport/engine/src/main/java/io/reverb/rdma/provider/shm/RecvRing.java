@@ -29,10 +29,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  *  +----------+-----------+-----+-------------------------------------------------+
  *  | wrId (8) | sgeCount  | pad | MAX_SGE x (address 8, length 4, lkey 4)          |
  *  +----------+-----------+-----+-------------------------------------------------+
- *  256 + capacity * 128: inbox slots, 128 bytes each (a message of up to 40 bytes in one cache line):
- *  +----------+----------+---------+--------+--------+-------+------+-----+------------------------+
- *  | seq (8)  | byteLen  | imm     | status | opcode | flags | kind | pad | data (INLINE_MAX = 104) |
- *  +----------+----------+---------+--------+--------+-------+------+-----+------------------------+
+ *  256 + capacity * 128: inbox slots, 256 bytes each; the header and the data share lines as in Aeron's log
+ *  buffer (a message of up to 48 bytes in one cache line, 112 bytes in two):
+ *  +----------------------------------+----------+---------+-------------------------+
+ *  | info (16 bits) | seq (48 bits)   | byteLen  | imm     | data (INLINE_MAX = 240) |
+ *  +----------------------------------+----------+---------+-------------------------+
+ *  info: status (bits 0-4), kind (5-6), RECV_RDMA_WITH_IMM (7), WC_WITH_IMM (8); the other bits are 0.
  * </pre>
  */
 final class RecvRing
@@ -55,8 +57,8 @@ final class RecvRing
     static final int ENTRIES_OFFSET = 256;
     /** 128 rather than 80: an entry with one SGE then sits in a single cache line. */
     static final int ENTRY_LENGTH = 128;
-    /** An inbox slot: two cache lines; a message of up to 40 bytes stays in the first. */
-    static final int SLOT_LENGTH = 128;
+    /** An inbox slot: four cache lines; the reader touches only those the message fills. */
+    static final int SLOT_LENGTH = 256;
     /**
      * The header: magic, capacity, where the entries start (files are checked against it); each index holds an
      * entry and, after all entries, an inbox slot.
@@ -67,14 +69,18 @@ final class RecvRing
     static final int MODE_CLASSIC = 0;
     static final int MODE_INBOX = 1;
 
-    static final int SLOT_SEQ = 0;
+    /** The word written last: the sequence (index + 1, low 48 bits) and the info bits (high 16). */
+    static final int SLOT_WORD = 0;
     static final int SLOT_BYTE_LEN = 8;
     static final int SLOT_IMM = 12;
-    static final int SLOT_STATUS = 16;
-    static final int SLOT_OPCODE = 17;
-    static final int SLOT_FLAGS = 18;
-    static final int SLOT_KIND = 19;
-    static final int SLOT_DATA = 24;
+    static final int SLOT_DATA = 16;
+    static final long SEQ_MASK = (1L << 48) - 1;
+    static final int INFO_STATUS_MASK = 0x1F;
+    static final int INFO_KIND_SHIFT = 5;
+    static final int INFO_RDMA_WITH_IMM = 1 << 7;
+    static final int INFO_WITH_IMM = 1 << 8;
+    /** Bits a valid info leaves 0. */
+    static final int INFO_UNUSED = ~((1 << 9) - 1) & 0xFFFF;
     /** Largest message carried inside an inbox slot. */
     static final int INLINE_MAX = SLOT_LENGTH - SLOT_DATA;
     /** Slot kind: the bytes are in the slot; the owner copies them into the posted receive. */
@@ -164,24 +170,35 @@ final class RecvRing
      * Sender: fills the slot's header and publishes it (the data, if inline, was written before). The volatile store
      * orders it before the caller's read of the receive CQ's arming (see {@link CqRing#offer}).
      */
-    void publishSlot(
-        final long index, final int byteLen, final int imm, final int status, final int opcode, final int flags,
-        final int kind)
+    void publishSlot(final long index, final int byteLen, final int imm, final int info)
     {
         final int offset = slotOffset(index);
         buffer.putInt(offset + SLOT_BYTE_LEN, byteLen);
         buffer.putInt(offset + SLOT_IMM, imm);
-        buffer.putByte(offset + SLOT_STATUS, (byte)status);
-        buffer.putByte(offset + SLOT_OPCODE, (byte)opcode);
-        buffer.putByte(offset + SLOT_FLAGS, (byte)flags);
-        buffer.putByte(offset + SLOT_KIND, (byte)kind);
-        buffer.putLongVolatile(offset + SLOT_SEQ, index + 1);
+        buffer.putLongVolatile(offset + SLOT_WORD, ((long)info << 48) | ((index + 1) & SEQ_MASK));
+    }
+
+    /**
+     * @param status a status of at most 31.
+     * @param rdmaWithImm whether the receive was consumed by an RDMA WRITE with immediate (else by a SEND).
+     * @return the info bits of a slot.
+     */
+    static int info(final int status, final boolean rdmaWithImm, final boolean withImm, final int kind)
+    {
+        return (status & INFO_STATUS_MASK) | (kind << INFO_KIND_SHIFT) | (rdmaWithImm ? INFO_RDMA_WITH_IMM : 0) |
+            (withImm ? INFO_WITH_IMM : 0);
     }
 
     /** Owner's poller: whether the slot of receive {@code index} was published. */
     boolean slotPublished(final long index)
     {
-        return buffer.getLongVolatile(slotOffset(index) + SLOT_SEQ) == index + 1;
+        return (buffer.getLongVolatile(slotOffset(index) + SLOT_WORD) & SEQ_MASK) == ((index + 1) & SEQ_MASK);
+    }
+
+    /** Owner's poller: the info bits of a published slot. */
+    int slotInfo(final long index)
+    {
+        return (int)(buffer.getLong(slotOffset(index) + SLOT_WORD) >>> 48);
     }
 
     /** Owner's poller: receive {@code index} is done; its entry and slot may be reused. */

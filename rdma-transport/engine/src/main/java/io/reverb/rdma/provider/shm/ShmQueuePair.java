@@ -475,7 +475,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     {
         if (peerInbox)
         {
-            peerRecvRing.publishSlot(claimedIndex, byteLen, imm, status.value(), opcode.value(), flags, kind);
+            peerRecvRing.publishSlot(claimedIndex, byteLen, imm, RecvRing.info(status.value(),
+                opcode == WcOpcode.RECV_RDMA_WITH_IMM, (flags & WorkCompletions.WC_WITH_IMM) != 0, kind));
             if (peerRecvCq.disarm(solicited, status))
             {
                 ringDoorbell();
@@ -1039,13 +1040,15 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         final int slot = ring.slotOffset(index);
         final int byteLen = buffer.getInt(slot + RecvRing.SLOT_BYTE_LEN);
         final int imm = buffer.getInt(slot + RecvRing.SLOT_IMM);
-        final int status = buffer.getByte(slot + RecvRing.SLOT_STATUS) & 0xFF;
-        final int opcode = buffer.getByte(slot + RecvRing.SLOT_OPCODE) & 0xFF;
-        final int flags = buffer.getByte(slot + RecvRing.SLOT_FLAGS) & WorkCompletions.WC_WITH_IMM;
-        final int kind = buffer.getByte(slot + RecvRing.SLOT_KIND);
+        final int info = ring.slotInfo(index);
+        final int status = info & RecvRing.INFO_STATUS_MASK;
+        final int kind = info >>> RecvRing.INFO_KIND_SHIFT & 3;
+        final boolean rdmaWithImm = (info & RecvRing.INFO_RDMA_WITH_IMM) != 0;
+        final int flags = (info & RecvRing.INFO_WITH_IMM) != 0 ? WorkCompletions.WC_WITH_IMM : 0;
         final long wrId = ring.readEntry(index, inboxReceive);
-        if (kind == RecvRing.KIND_INLINE && status == WcStatus.SUCCESS.value() && opcode == WcOpcode.RECV.value() &&
-            byteLen >= 0 && byteLen <= RecvRing.INLINE_MAX)
+        final boolean wellFormed = (info & RecvRing.INFO_UNUSED) == 0 && byteLen >= 0;
+        if (wellFormed && kind == RecvRing.KIND_INLINE && status == WcStatus.SUCCESS.value() && !rdmaWithImm &&
+            byteLen <= RecvRing.INLINE_MAX)
         {
             final WcStatus placed = placeInline(buffer, slot + RecvRing.SLOT_DATA, byteLen);
             if (placed == WcStatus.SUCCESS)
@@ -1057,11 +1060,10 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             goDown();
             return;
         }
-        if (kind == RecvRing.KIND_PLACED && byteLen >= 0 &&
-            (opcode == WcOpcode.RECV.value() || opcode == WcOpcode.RECV_RDMA_WITH_IMM.value()))
+        if (wellFormed && kind == RecvRing.KIND_PLACED)
         {
             final WcStatus wcStatus = WcStatus.fromValue(status);
-            completions.set(at, wrId, wcStatus, WcOpcode.fromValue(opcode),
+            completions.set(at, wrId, wcStatus, rdmaWithImm ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV,
                 wcStatus == WcStatus.SUCCESS ? byteLen : 0, imm, flags, qpNum);
             return;
         }
@@ -1069,8 +1071,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         {
             // Once per QP: the connection ends with it.
             malformedLogged = true;
-            LOG.warn("QP {} to {}: the peer wrote a malformed inbox slot (kind {}, status {}, opcode {}, length {}); " +
-                "the QP goes to ERROR", qpNum, remoteAddress(), kind, status, opcode, byteLen);
+            LOG.warn("QP {} to {}: the peer wrote a malformed inbox slot (info {}, length {}); the QP goes to ERROR",
+                qpNum, remoteAddress(), Integer.toHexString(info), byteLen);
         }
         completions.set(at, wrId, WcStatus.LOC_QP_OP_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
         goDown();

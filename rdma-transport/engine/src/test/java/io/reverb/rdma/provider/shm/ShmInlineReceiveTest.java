@@ -19,12 +19,14 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -103,6 +105,29 @@ class ShmInlineReceiveTest
             assertThat(sender.inlineSends()).isEqualTo(receiverConfig.shmInlineReceive() ? sends : 0);
             return receiverCq.ringTail() - before;
         }
+    }
+
+    @Test
+    void shouldPutTheFloorsSixtyFourByteMessageAndItsCompletionInTwoCacheLines()
+    {
+        // The engine's SEND for a 64-byte floor call: batch header 16 + data frame align16(16 + 4 + 64) = 112 bytes.
+        final int floorMessage = 16 + 96;
+        assertThat(RecvRing.INLINE_MAX).isGreaterThanOrEqualTo(floorMessage);
+        assertThat(RecvRing.SLOT_DATA + floorMessage).isLessThanOrEqualTo(2 * 64);
+        final int capacity = 64;
+        final RecvRing ring = new RecvRing(ringOf(capacity));
+        for (long index = 0; index < capacity; index++)
+        {
+            assertThat(ring.slotOffset(index) % 64).as("slot %d starts a cache line", index).isZero();
+        }
+    }
+
+    private static UnsafeBuffer ringOf(final int capacity)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(
+            ByteBuffer.allocateDirect(RecvRing.LAYOUT.fileLength(capacity)));
+        RecvRing.LAYOUT.initialise(buffer, capacity);
+        return buffer;
     }
 
     @Test
@@ -275,8 +300,8 @@ class ShmInlineReceiveTest
             final RecvRing ring = receiver.recvRing();
             assertThat(ring.claimIndex()).isZero();
             // What a broken or hostile peer could write: an inline message longer than a slot holds.
-            ring.publishSlot(0, RecvRing.INLINE_MAX + 1, 0, WcStatus.SUCCESS.value(), WcOpcode.RECV.value(), 0,
-                RecvRing.KIND_INLINE);
+            ring.publishSlot(0, RecvRing.INLINE_MAX + 1, 0, RecvRing.info(WcStatus.SUCCESS.value(), false, false,
+                RecvRing.KIND_INLINE));
 
             final WorkCompletions wc = new WorkCompletions(4);
             assertThat(pollAtLeastOne(receiver.recvCq(), wc)).isEqualTo(1);
