@@ -256,16 +256,6 @@ final class RecvRing
         return length <= floorCache && length <= INLINE_MAX;
     }
 
-    /** Sender: refreshes the cached tail and floor (before judging {@link #fitsInline} for a new message). */
-    void refreshIfExhausted()
-    {
-        if (buffer.getLongVolatile(HEAD_OFFSET) >= tailCache)
-        {
-            tailCache = buffer.getLongVolatile(TAIL_OFFSET);
-            floorCache = inlineFloor();
-        }
-    }
-
     int state()
     {
         return buffer.getIntVolatile(STATE_OFFSET);
