@@ -60,7 +60,8 @@ import org.slf4j.LoggerFactory;
  *   <li>Known limits: a peer process killed in the few instructions between claiming a CQ slot and
  *       publishing it leaves that CQ stuck at the slot (the poller cannot tell a dead producer from a
  *       slow one); a receive the dying peer had claimed but not yet completed is neither completed
- *       nor flushed.</li>
+ *       nor flushed (in inbox mode it is flushed, with those after it, once the poller finds the peer's
+ *       process gone).</li>
  * </ul>
  */
 final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompletionQueue>
@@ -88,6 +89,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     // Peer, set once by attachPeer.
     private String peerPrefix;
+    /** The peer process, as its handshake said (inbox mode: a receive it claimed is flushed once it is gone). */
+    private volatile long peerPid;
     private int peerPdId;
     private int peerQpNum;
     private int peerRecvCqId;
@@ -128,6 +131,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private final ShmMemoryRegion[] inboxRegions = new ShmMemoryRegion[ScatterGatherList.MAX_SGE];
     private final int[] inboxOffsets = new int[ScatterGatherList.MAX_SGE];
     private boolean malformedLogged;
+    /** Polls of a down QP that found the next receive claimed by a sender and not yet published. */
+    private int stuckPolls;
 
     // Event thread only.
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH * 64);
@@ -180,6 +185,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             throw new IOException("shm peer names files outside its own prefix");
         }
         peerPrefix = peer.prefix;
+        peerPid = peer.pid;
         peerPdId = peer.pdId;
         peerQpNum = peer.qpNum;
         peerRecvCqId = peer.recvCqId;
@@ -992,10 +998,24 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 count++;
                 continue;
             }
-            if (!down.get() || next < ring.head() || next >= ring.tail())
+            if (!down.get() || next >= ring.tail())
             {
-                // Up: nothing more yet. Down: a receive a sender claimed is still to be published, or none is left.
+                // Up: nothing more yet. Down: every posted receive is done.
                 break;
+            }
+            if (next < ring.head())
+            {
+                // Down, and a sender claimed this receive but has not published it: it will, unless its process
+                // died in between (checked now and then: a look-up in /proc); then nothing ever completes it but us.
+                if ((++stuckPolls & 1023) != 1 || peerAlive())
+                {
+                    break;
+                }
+                final long wrId = ring.readEntry(next, inboxReceive);
+                completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
+                next++;
+                count++;
+                continue;
             }
             if (ring.claimForFlush(next))
             {
@@ -1015,6 +1035,18 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             retireInbox();
         }
         return count;
+    }
+
+    private boolean peerAlive()
+    {
+        final long pid = peerPid;
+        return pid == ProcessHandle.current().pid() || ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+
+    /** Tests: the peer process this QP believes it talks to. */
+    void peerPid(final long pid)
+    {
+        peerPid = pid;
     }
 
     /** Closed and all flushed: nothing will read this inbox again (poller thread). */

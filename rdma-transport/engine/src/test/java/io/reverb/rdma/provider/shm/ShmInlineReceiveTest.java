@@ -288,6 +288,42 @@ class ShmInlineReceiveTest
     }
 
     @Test
+    void shouldFlushAReceiveASenderClaimedOnlyOnceTheSendersProcessIsGone() throws Exception
+    {
+        final Process gone = new ProcessBuilder("true").start();
+        assertThat(gone.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        try (VerbsContext server = new ShmVerbsProvider().open(config);
+            VerbsContext client = new ShmVerbsProvider().open(config))
+        {
+            final ShmQueuePair[] pair = connectPair(server, client, 4);
+            final ShmQueuePair receiver = pair[0];
+            final MemoryRegion recvRegion = receiver.pd().allocate(RECV_LENGTH * 2, Access.LOCAL_WRITE);
+            receiver.postRecv(receive(new RecvRequest(), 1, recvRegion, 0, RECV_LENGTH));
+            receiver.postRecv(receive(new RecvRequest(), 2, recvRegion, RECV_LENGTH, RECV_LENGTH));
+            // A sender that claimed the first receive and never published its slot.
+            assertThat(receiver.recvRing().claimIndex()).isZero();
+            receiver.disconnect();
+
+            final WorkCompletions wc = new WorkCompletions(4);
+            for (int i = 0; i < 3000; i++)
+            {
+                assertThat(receiver.recvCq().poll(wc)).as("the claiming sender is alive: its slot is awaited").isZero();
+            }
+            receiver.peerPid(gone.pid());
+            final List<String> received = new ArrayList<>();
+            while (received.size() < 2)
+            {
+                final int n = receiver.recvCq().poll(wc);
+                for (int j = 0; j < n; j++)
+                {
+                    received.add(wc.wrId(j) + ":" + wc.status(j));
+                }
+            }
+            assertThat(received).containsExactly("1:WR_FLUSH_ERR", "2:WR_FLUSH_ERR");
+        }
+    }
+
+    @Test
     void shouldFailTheReceiveAndTheQueuePairOnAMalformedInboxSlot() throws Exception
     {
         try (VerbsContext server = new ShmVerbsProvider().open(config);
