@@ -12,7 +12,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <p>In {@link #MODE_INBOX} (the owner's {@code VerbsConfig#shmInlineReceive()}), the receive completions of this QP
  * do not go through its receive CQ's shared ring: for each claimed receive the sender fills the slot of the same
- * index in the inbox (after the entries), with the message's bytes in it when the message is at most
+ * index in the inbox (after the entries; the sender counts the receives it consumes instead of claiming them on the
+ * head, see {@link #posted}), with the message's bytes in it when the message is at most
  * {@link #INLINE_MAX} bytes and fits every posted receive ({@link #INLINE_FLOOR_OFFSET}), so the sender reads neither
  * the posted receive nor a CQ's tail; the owner's poller reads the slot, copies the bytes into the posted buffer
  * and frees the entry ({@link #CONSUMED_OFFSET}). Larger messages are copied by the sender into the posted buffer
@@ -21,10 +22,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * index {@code i + capacity} only once its poller consumed index {@code i}.
  *
  * <pre>
- *  0        4          8             64            128     132    136           192          256
- *  +--------+----------+-------------+-------------+-------+------+-------------+------------+
- *  | magic  | capacity | head (CAS)  | tail        | state | mode | inlineFloor | consumed   |
- *  +--------+----------+-------------+-------------+-------+------+-------------+------------+
+ *  0        4          8             64            128     132    136           144           192        256
+ *  +--------+----------+-------------+-------------+-------+------+-------------+-------------+----------+
+ *  | magic  | capacity | head (CAS)  | tail        | state | mode | inlineFloor | senderFinal | consumed |
+ *  +--------+----------+-------------+-------------+-------+------+-------------+-------------+----------+
  *  256: entries, 128 bytes each:
  *  +----------+-----------+-----+-------------------------------------------------+
  *  | wrId (8) | sgeCount  | pad | MAX_SGE x (address 8, length 4, lkey 4)          |
@@ -52,6 +53,8 @@ final class RecvRing
      * so far, so it may be sent inline; -1 when a posted receive's SGEs were invalid. It only decreases.
      */
     static final int INLINE_FLOOR_OFFSET = 136;
+    /** Inbox mode: 1 + the number of receives the sender consumed, written once when it stops; 0 before. */
+    static final int SENDER_FINAL_OFFSET = 144;
     /** Inbox mode: receives the owner's poller has consumed (it alone writes it; the owner's producer reads it). */
     static final int CONSUMED_OFFSET = 192;
     static final int ENTRIES_OFFSET = 256;
@@ -207,7 +210,7 @@ final class RecvRing
         buffer.putLongOrdered(CONSUMED_OFFSET, index + 1);
     }
 
-    /** @return the head: receives claimed so far (by the sender, or by the owner flushing them). */
+    /** @return the head: receives claimed so far in classic mode (tests: inbox mode leaves it alone). */
     long head()
     {
         return buffer.getLongVolatile(HEAD_OFFSET);
@@ -220,31 +223,32 @@ final class RecvRing
     }
 
     /**
-     * Sender, inbox mode: claims the next receive without reading its entry (an inline message needs only the
-     * slot of the same index).
-     *
-     * @return its index, or -1 if none is posted.
+     * Sender, inbox mode: whether receive {@code next} is posted. The sender alone consumes an inbox-mode queue's
+     * receives, in order, so it claims one by counting (no write to a shared word, no CAS); the owner flushes only
+     * what the sender's {@link #finishSending final count} leaves, or everything once the sender's process is gone.
      */
-    long claimIndex()
+    boolean posted(final long next)
     {
-        final UnsafeBuffer buffer = this.buffer;
-        while (true)
+        if (next >= tailCache)
         {
-            final long head = buffer.getLongVolatile(HEAD_OFFSET);
-            if (head >= tailCache)
-            {
-                tailCache = buffer.getLongVolatile(TAIL_OFFSET);
-                floorCache = inlineFloor();
-                if (head >= tailCache)
-                {
-                    return -1;
-                }
-            }
-            if (buffer.compareAndSetLong(HEAD_OFFSET, head, head + 1))
-            {
-                return head;
-            }
+            tailCache = buffer.getLongVolatile(TAIL_OFFSET);
+            floorCache = inlineFloor();
         }
+        return next < tailCache;
+    }
+
+    /**
+     * Sender, inbox mode, when its QP goes down (no post in progress): it will publish no slot from {@code next} on.
+     */
+    void finishSending(final long next)
+    {
+        buffer.putLongVolatile(SENDER_FINAL_OFFSET, next + 1);
+    }
+
+    /** Owner's poller: the count {@link #finishSending} wrote, or -1 while the sender may still publish. */
+    long senderFinal()
+    {
+        return buffer.getLongVolatile(SENDER_FINAL_OFFSET) - 1;
     }
 
     /**
@@ -362,12 +366,6 @@ final class RecvRing
             into.addSge(buffer.getLong(sge), Math.max(0, buffer.getInt(sge + 8)), buffer.getInt(sge + 12));
         }
         return buffer.getLong(offset + WR_ID);
-    }
-
-    /** Owner flushing receive {@code index}: claims it unless a sender did first. */
-    boolean claimForFlush(final long index)
-    {
-        return buffer.compareAndSetLong(HEAD_OFFSET, index, index + 1);
     }
 
     /** @return receives posted and not yet claimed (a snapshot). */

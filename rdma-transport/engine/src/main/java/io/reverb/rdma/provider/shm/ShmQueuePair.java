@@ -108,6 +108,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private final ScatterGatherList peerReceive = new ScatterGatherList();
     private final long[] claimedWrId = new long[1];
     private long claimedIndex;
+    /** Inbox-mode peer: receives of the peer this QP consumed (it alone consumes them; under sendLock). */
+    private long peerNext;
     /** SENDs whose bytes went inside the peer's inbox slot (tests; under sendLock). */
     private long inlineSends;
     private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[ScatterGatherList.MAX_SGE];
@@ -133,6 +135,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private boolean malformedLogged;
     /** Polls of a down QP that found the next receive claimed by a sender and not yet published. */
     private int stuckPolls;
+    private boolean peerGone;
 
     // Event thread only.
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH * 64);
@@ -483,6 +486,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         {
             peerRecvRing.publishSlot(claimedIndex, byteLen, imm, RecvRing.info(status.value(),
                 opcode == WcOpcode.RECV_RDMA_WITH_IMM, (flags & WorkCompletions.WC_WITH_IMM) != 0, kind));
+            peerNext = claimedIndex + 1;
             if (peerRecvCq.disarm(solicited, status))
             {
                 ringDoorbell();
@@ -587,7 +591,12 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     private boolean tryClaim(final RecvRing ring, final boolean readEntry)
     {
-        final long index = readEntry ? ring.claimAt(peerReceive, claimedWrId) : ring.claimIndex();
+        if (peerInbox)
+        {
+            claimedIndex = peerNext;
+            return ring.posted(peerNext);
+        }
+        final long index = ring.claimAt(peerReceive, claimedWrId);
         claimedIndex = index;
         return index >= 0;
     }
@@ -890,6 +899,15 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 }
             }
         }
+        synchronized (sendLock)
+        {
+            // After the post in progress, if any (state is ERROR: no new one starts): the peer's poller flushes
+            // the receives from here on. Not after close(), which unmapped the peer's queue.
+            if (peerInbox && !closed)
+            {
+                peerRecvRing.finishSending(peerNext);
+            }
+        }
         final SocketChannel socket = this.socket;
         if (socket != null)
         {
@@ -1003,38 +1021,42 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 // Up: nothing more yet. Down: every posted receive is done.
                 break;
             }
-            if (next < ring.head())
+            final long senderFinal = ring.senderFinal();
+            if (senderFinal < 0 && !peerGoneChecked())
             {
-                // Down, and a sender claimed this receive but has not published it: it will, unless its process
-                // died in between (checked now and then: a look-up in /proc); then nothing ever completes it but us.
-                if ((++stuckPolls & 1023) != 1 || peerAlive())
-                {
-                    break;
-                }
-                final long wrId = ring.readEntry(next, inboxReceive);
-                completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
-                next++;
-                count++;
-                continue;
+                // Down, and the sender may still publish this receive's slot: its QP writes how many it consumed
+                // when it goes down too (it sees our EOF), unless its process died (checked now and then).
+                break;
             }
-            if (ring.claimForFlush(next))
+            if (next < senderFinal && ring.slotPublished(next))
             {
-                final long wrId = ring.readEntry(next, inboxReceive);
-                completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
-                next++;
-                count++;
+                continue; // published before the final count was written
             }
+            final long wrId = ring.readEntry(next, inboxReceive);
+            completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
+            next++;
+            count++;
         }
         if (next != inboxNext)
         {
             inboxNext = next;
             ring.consumed(next - 1);
         }
-        else if (closed && next >= ring.head() && next >= ring.tail())
+        else if (closed && next >= ring.tail())
         {
             retireInbox();
         }
         return count;
+    }
+
+    /** @return whether the peer's process is known to be gone (looked up on one call in 1,024; poller only). */
+    private boolean peerGoneChecked()
+    {
+        if (!peerGone && (++stuckPolls & 1023) == 1 && !peerAlive())
+        {
+            peerGone = true;
+        }
+        return peerGone;
     }
 
     private boolean peerAlive()
