@@ -6,9 +6,10 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * A QP's posted receive queue in shared memory. The owner produces (ibv_post_recv, single producer
- * under the QP's receive lock); the peer's sender consumes. Consumers claim an entry with a CAS on
- * the head so that the owner can also claim entries when it flushes them after an error, without
- * a receive ever completing twice. The header also carries the QP's state as seen by the peer.
+ * under the QP's receive lock); the peer's sender consumes. In classic mode consumers claim an entry
+ * with a CAS on the head so that the owner can also claim entries when it flushes them after an error,
+ * without a receive ever completing twice (inbox mode: see below). The header also carries the QP's
+ * state as seen by the peer.
  *
  * <p>In {@link #MODE_INBOX} (the owner's {@code VerbsConfig#shmInlineReceive()}), the receive completions of this QP
  * do not go through its receive CQ's shared ring: for each claimed receive the sender fills the slot of the same
@@ -19,7 +20,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * and frees the entry ({@link #CONSUMED_OFFSET}). Larger messages are copied by the sender into the posted buffer
  * as before and their slot only says so ({@link #KIND_PLACED}), so completions stay in message order. An inbox slot
  * cannot be overwritten before it is read: a sender claims index {@code i} only below the tail, and the owner posts
- * index {@code i + capacity} only once its poller consumed index {@code i}.
+ * index {@code i + capacity} only once its poller consumed index {@code i}. After an error the owner's poller
+ * flushes the receives from the sender's final count ({@link #SENDER_FINAL_OFFSET}, written when the sender's QP goes
+ * down, which it does when it sees the owner's EOF), or from where it stands once the sender's process is gone.
  *
  * <pre>
  *  0        4          8             64            128     132    136           144           192        256
