@@ -89,8 +89,6 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     // Peer, set once by attachPeer.
     private String peerPrefix;
-    /** The peer process, as its handshake said (inbox mode: a receive it claimed is flushed once it is gone). */
-    private volatile long peerPid;
     private int peerPdId;
     private int peerQpNum;
     private int peerRecvCqId;
@@ -188,7 +186,6 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             throw new IOException("shm peer names files outside its own prefix");
         }
         peerPrefix = peer.prefix;
-        peerPid = peer.pid;
         peerPdId = peer.pdId;
         peerQpNum = peer.qpNum;
         peerRecvCqId = peer.recvCqId;
@@ -1059,16 +1056,14 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         return peerGone;
     }
 
+    /**
+     * @return false once the peer's context is known to be gone: its lock file is missing or nobody holds its lock
+     * (the kernel drops it when the process dies, across PID namespaces too: see {@link ShmFiles}).
+     */
     private boolean peerAlive()
     {
-        final long pid = peerPid;
-        return pid == ProcessHandle.current().pid() || ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
-    }
-
-    /** Tests: the peer process this QP believes it talks to. */
-    void peerPid(final long pid)
-    {
-        peerPid = pid;
+        // A context of this JVM is alive, and its lock must not be probed: closing a channel of it would drop it.
+        return ShmVerbsContext.isOpenHere(peerPrefix) || ShmFiles.isLockHeld(context.directory(), peerPrefix);
     }
 
     /** Closed and all flushed: nothing will read this inbox again (poller thread). */
