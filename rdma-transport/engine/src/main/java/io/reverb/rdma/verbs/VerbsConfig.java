@@ -17,6 +17,7 @@ import java.util.Objects;
  *   <tr><td>{@link #maxPendingHandshakes()}</td><td>{@code reverb.verbs.maxPendingHandshakes}</td><td>64</td></tr>
  *   <tr><td>{@link #tls()}</td><td>none</td><td>none (plaintext {@code tcp://})</td></tr>
  *   <tr><td>{@link #shmPollerDoorbells()}</td><td>{@code reverb.shm.pollerDoorbells}</td><td>true</td></tr>
+ *   <tr><td>{@link #shmInlineReceive()}</td><td>{@code reverb.shm.inlineReceive}</td><td>true</td></tr>
  *   <tr><td>{@link #tcpPollerReads()}</td><td>{@code reverb.tcp.pollerReads}</td><td>true</td></tr>
  *   <tr><td>{@link #tcpBusyPollNanos()}</td><td>{@code reverb.tcp.busyPollMicros}</td><td>0 (never)</td></tr>
  *   <tr><td>{@link #tcpAckHoldNanos()}</td><td>{@code reverb.tcp.ackHoldMicros}</td><td>500 µs</td></tr>
@@ -60,6 +61,11 @@ public final class VerbsConfig
      */
     public static final String SHM_POLLER_DOORBELLS_PROP = "reverb.shm.pollerDoorbells";
     /**
+     * {@code shm://}: whether a QP receives small SENDs inline: the sender writes the bytes and the completion into
+     * one slot of a single-producer ring that the receiving CQ's poller reads, instead of a separate CQ entry.
+     */
+    public static final String SHM_INLINE_RECEIVE_PROP = "reverb.shm.inlineReceive";
+    /**
      * {@code tcp://}: whether the poller of a receive CQ reads its QPs' sockets while it polls; {@code false} leaves all
      * reading to the NIC thread (one hand-over between threads per message).
      */
@@ -82,6 +88,7 @@ public final class VerbsConfig
     private final int maxPendingHandshakes;
     private final TlsConfig tls;
     private final boolean shmPollerDoorbells;
+    private final boolean shmInlineReceive;
     private final boolean tcpPollerReads;
     private final long tcpBusyPollNanos;
     private final long tcpAckHoldNanos;
@@ -96,6 +103,7 @@ public final class VerbsConfig
             change.maxPendingHandshakes != null ? change.maxPendingHandshakes : from.maxPendingHandshakes,
             change.tlsSet ? change.tls : from.tls,
             change.shmPollerDoorbells != null ? change.shmPollerDoorbells : from.shmPollerDoorbells,
+            change.shmInlineReceive != null ? change.shmInlineReceive : from.shmInlineReceive,
             change.tcpPollerReads != null ? change.tcpPollerReads : from.tcpPollerReads,
             change.tcpBusyPollNanos != null ? change.tcpBusyPollNanos : from.tcpBusyPollNanos,
             change.tcpAckHoldNanos != null ? change.tcpAckHoldNanos : from.tcpAckHoldNanos,
@@ -110,6 +118,7 @@ public final class VerbsConfig
         final int maxPendingHandshakes,
         final TlsConfig tls,
         final boolean shmPollerDoorbells,
+        final boolean shmInlineReceive,
         final boolean tcpPollerReads,
         final long tcpBusyPollNanos,
         final long tcpAckHoldNanos,
@@ -148,6 +157,7 @@ public final class VerbsConfig
                 TCP_ACK_HOLD_MICROS_PROP + ": 0 to 1000000 µs): " + tcpAckHoldNanos);
         }
         this.shmPollerDoorbells = shmPollerDoorbells;
+        this.shmInlineReceive = shmInlineReceive;
         this.tcpPollerReads = tcpPollerReads;
         this.tcpBusyPollNanos = tcpBusyPollNanos;
         this.tcpAckHoldNanos = tcpAckHoldNanos;
@@ -165,6 +175,7 @@ public final class VerbsConfig
         boolean tlsSet;
         TlsConfig tls;
         Boolean shmPollerDoorbells;
+        Boolean shmInlineReceive;
         Boolean tcpPollerReads;
         Long tcpBusyPollNanos;
         Long tcpAckHoldNanos;
@@ -253,6 +264,7 @@ public final class VerbsConfig
             Math.multiplyExact(longProperty(HANDSHAKE_TIMEOUT_MS_PROP, HANDSHAKE_TIMEOUT_MS_DEFAULT), 1_000_000L),
             intProperty(MAX_PENDING_HANDSHAKES_PROP, MAX_PENDING_HANDSHAKES_DEFAULT), null,
             booleanProperty(SHM_POLLER_DOORBELLS_PROP, true),
+            booleanProperty(SHM_INLINE_RECEIVE_PROP, true),
             booleanProperty(TCP_POLLER_READS_PROP, true),
             microsProperty(TCP_BUSY_POLL_MICROS_PROP, 0),
             microsProperty(TCP_ACK_HOLD_MICROS_PROP, TCP_ACK_HOLD_MICROS_DEFAULT),
@@ -374,6 +386,24 @@ public final class VerbsConfig
     }
 
     /**
+     * @return {@code shm://}: whether this context's QPs receive small SENDs inline (bytes and completion in one slot
+     *         the poller reads; no CQ entry, no read of the posted receive by the sender); false: every receive
+     *         completion goes through the receive CQ's shared ring, as before.
+     */
+    public boolean shmInlineReceive()
+    {
+        return shmInlineReceive;
+    }
+
+    /** @param on see {@link #shmInlineReceive()}. @return a copy with it. */
+    public VerbsConfig withShmInlineReceive(final boolean on)
+    {
+        final Builder change = new Builder();
+        change.shmInlineReceive = on;
+        return new VerbsConfig(this, change);
+    }
+
+    /**
      * @return {@code tcp://}: whether the thread that polls a receive CQ reads its QPs' sockets itself while it keeps
      *         polling (no hand-over to the NIC thread per message); false leaves all reading to the NIC thread.
      */
@@ -449,7 +479,8 @@ public final class VerbsConfig
         return "VerbsConfig{shmDirectory=" + shmDirectory + ", rnrRetryNanos=" + rnrRetryNanos +
             ", connectTimeoutNanos=" + connectTimeoutNanos + ", handshakeTimeoutNanos=" + handshakeTimeoutNanos +
             ", maxPendingHandshakes=" + maxPendingHandshakes + ", tls=" + (tls == null ? "none" : tls) +
-            ", shmPollerDoorbells=" + shmPollerDoorbells + ", tcpPollerReads=" + tcpPollerReads +
+            ", shmPollerDoorbells=" + shmPollerDoorbells + ", shmInlineReceive=" + shmInlineReceive +
+            ", tcpPollerReads=" + tcpPollerReads +
             ", tcpBusyPollNanos=" + tcpBusyPollNanos + ", tcpAckHoldNanos=" + tcpAckHoldNanos +
             ", rdmaLocalAddress=" + (rdmaLocalAddress == null ? "auto" : rdmaLocalAddress) + '}';
     }

@@ -144,16 +144,29 @@ final class CqRing
         buffer.putByte(offset + FLAGS, (byte)flags);
         buffer.putLongVolatile(offset + SEQ, tail + 1);
 
-        // Volatile publish above, volatile read of armed here; the consumer arms with a volatile
+        return disarm(solicited, status) ? OFFERED_RING : OFFERED;
+    }
+
+    /**
+     * After a completion was published with a volatile store (here, or in an inbox slot the owner's poller reads
+     * when it polls this CQ): disarms the CQ if the completion raises its event.
+     *
+     * @return true if this producer disarmed it and must ring the doorbell.
+     */
+    boolean disarm(final boolean solicited, final WcStatus status)
+    {
+        // Volatile publish before, volatile read of armed here; the consumer arms with a volatile
         // write and then re-polls: one of the two always sees the other, so no event is lost.
         // As in ibverbs, a solicited-only CQ also raises an event for a completion in error.
         final int armed = buffer.getIntVolatile(ARMED_OFFSET);
-        if (armed != NOT_ARMED && (armed == ARMED_ANY || solicited || status != WcStatus.SUCCESS) &&
-            buffer.compareAndSetInt(ARMED_OFFSET, armed, NOT_ARMED))
-        {
-            return OFFERED_RING;
-        }
-        return OFFERED;
+        return armed != NOT_ARMED && (armed == ARMED_ANY || solicited || status != WcStatus.SUCCESS) &&
+            buffer.compareAndSetInt(ARMED_OFFSET, armed, NOT_ARMED);
+    }
+
+    /** @return completions ever claimed in this ring (tests: an inline receive writes none). */
+    long tail()
+    {
+        return buffer.getLongVolatile(TAIL_OFFSET);
     }
 
     /**
@@ -163,8 +176,21 @@ final class CqRing
      */
     int poll(final WorkCompletions completions)
     {
+        final int count = poll(completions, 0);
+        completions.count(count);
+        return count;
+    }
+
+    /**
+     * Moves up to {@code completions.capacity() - from} entries into the flyweight from index {@code from} (single
+     * consumer); the caller sets the count.
+     *
+     * @return number moved.
+     */
+    int poll(final WorkCompletions completions, final int from)
+    {
         final UnsafeBuffer buffer = this.buffer;
-        final int max = completions.capacity();
+        final int max = completions.capacity() - from;
         long head = buffer.getLong(HEAD_OFFSET);
         int count = 0;
         while (count < max)
@@ -175,7 +201,7 @@ final class CqRing
                 break;
             }
             completions.set(
-                count,
+                from + count,
                 buffer.getLong(offset + WR_ID),
                 WcStatus.fromValue(buffer.getByte(offset + STATUS) & 0xFF),
                 WcOpcode.fromValue(buffer.getByte(offset + OPCODE) & 0xFF),
@@ -186,7 +212,6 @@ final class CqRing
             head++;
             count++;
         }
-        completions.count(count);
         if (count > 0)
         {
             buffer.putLongOrdered(HEAD_OFFSET, head);

@@ -6,6 +6,7 @@ import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -19,6 +20,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * afterwards: every access ({@link #offer}, {@link #poll}, {@link #requestNotify}) enters a guard that
  * {@link #close()} waits to drain after marking the CQ closed, and an access that enters after that
  * sees it closed and does nothing.
+ *
+ * <p>Receive completions of QPs in inbox mode ({@link RecvRing}) are not in the ring: {@link #poll} reads them from
+ * those QPs' inboxes after the ring's entries. Such a QP's receive queue mapping stays readable until this CQ's
+ * poller has flushed its last receive after the QP closed (the poller then unmaps it), or until this CQ closes.
  */
 final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, ShmCompletionChannel>
 {
@@ -34,6 +39,11 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
      * the event thread reading the doorbell: whichever comes first raises it, the other does not.
      */
     private final AtomicBoolean raised = new AtomicBoolean();
+    private static final ShmQueuePair[] NO_QPS = new ShmQueuePair[0];
+    /** QPs in inbox mode whose receive CQ this is (copy on write, under this). */
+    private volatile ShmQueuePair[] inboxes = NO_QPS;
+    /** The inbox {@link #poll} starts with, so that no QP's inbox starves the others' (poller only). */
+    private int nextInbox;
     /** Doorbells the event thread read for this CQ (written by the event thread only). */
     private volatile long doorbellsRead;
 
@@ -179,12 +189,73 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         }
         try
         {
-            return ring.poll(completions);
+            int count = ring.poll(completions, 0);
+            final ShmQueuePair[] qps = inboxes;
+            final int n = qps.length;
+            if (n > 0)
+            {
+                final int max = completions.capacity();
+                int start = nextInbox;
+                if (start >= n)
+                {
+                    start = 0;
+                }
+                for (int i = 0; i < n && count < max; i++)
+                {
+                    final int index = start + i < n ? start + i : start + i - n;
+                    count += qps[index].pollInbox(completions, count);
+                }
+                nextInbox = start + 1;
+            }
+            completions.count(count);
+            return count;
         }
         finally
         {
             users.decrementAndGet();
         }
+    }
+
+    /** A QP in inbox mode was connected: its receive completions are polled here from now on. */
+    synchronized boolean attachInbox(final ShmQueuePair qp)
+    {
+        if (closed)
+        {
+            return false;
+        }
+        final ShmQueuePair[] old = inboxes;
+        final ShmQueuePair[] grown = Arrays.copyOf(old, old.length + 1);
+        grown[old.length] = qp;
+        inboxes = grown;
+        return true;
+    }
+
+    /** The poller found a closed QP's inbox finished (poller thread, inside {@link #poll}). */
+    synchronized void detachInbox(final ShmQueuePair qp)
+    {
+        final ShmQueuePair[] old = inboxes;
+        int at = -1;
+        for (int i = 0; i < old.length; i++)
+        {
+            if (old[i] == qp)
+            {
+                at = i;
+            }
+        }
+        if (at < 0)
+        {
+            return;
+        }
+        final ShmQueuePair[] shrunk = new ShmQueuePair[old.length - 1];
+        System.arraycopy(old, 0, shrunk, 0, at);
+        System.arraycopy(old, at + 1, shrunk, at, old.length - at - 1);
+        inboxes = shrunk;
+    }
+
+    /** @return completions ever written to this CQ's shared ring (tests). */
+    long ringTail()
+    {
+        return ring.tail();
     }
 
     @Override
@@ -224,6 +295,16 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
             Thread.onSpinWait();
         }
         ShmFiles.unmap(mapping);
+        final ShmQueuePair[] qps;
+        synchronized (this)
+        {
+            qps = inboxes;
+            inboxes = NO_QPS;
+        }
+        for (final ShmQueuePair qp : qps)
+        {
+            qp.inboxDetached();
+        }
     }
 
     @Override

@@ -403,6 +403,30 @@ final class ShmFiles
         return deleted;
     }
 
+    /**
+     * Whether the context with this prefix (of another JVM: probing a lock of this process would drop it) is alive.
+     *
+     * @param dir    the shm directory.
+     * @param prefix the context's prefix.
+     * @return false if its lock file is missing or nobody holds its lock; true if it is held or cannot be judged.
+     */
+    static boolean isLockHeld(final Path dir, final String prefix)
+    {
+        try (FileChannel channel = FileChannel.open(dir.resolve(prefix + LOCK_SUFFIX), StandardOpenOption.READ,
+            StandardOpenOption.WRITE); FileLock held = channel.tryLock())
+        {
+            return held == null;
+        }
+        catch (final NoSuchFileException ex)
+        {
+            return false;
+        }
+        catch (final IOException | OverlappingFileLockException ex)
+        {
+            return true;
+        }
+    }
+
     /** Suffix of a context's lock file, after its prefix. */
     static final String LOCK_SUFFIX = "-lock";
 }

@@ -50,10 +50,18 @@ import org.slf4j.LoggerFactory;
  *   <li>Flushed send requests always produce a completion, signaled or not.</li>
  *   <li>{@code maxSendWr} is never reached: a request is finished when {@code postSend} returns, so
  *       postSend never answers QUEUE_FULL. {@code maxRecvWr} is rounded up to a power of two.</li>
+ *   <li>Inbox mode ({@link io.reverb.rdma.verbs.VerbsConfig#shmInlineReceive()}, see {@link RecvRing}): the
+ *       receive completions of this QP are written by the sender into this QP's inbox and read by the receive
+ *       CQ's poller, which also flushes the posted receives after an error (when it next polls). A SEND of at most
+ *       {@link RecvRing#INLINE_MAX} bytes that fits every posted receive carries its bytes in the slot; the poller
+ *       copies them into the posted buffer. If that buffer's region was deregistered after the receive was posted,
+ *       the receive completes with LOC_PROT_ERR while the sender's SEND had already completed successfully (the QP
+ *       goes to ERROR as for any error).</li>
  *   <li>Known limits: a peer process killed in the few instructions between claiming a CQ slot and
  *       publishing it leaves that CQ stuck at the slot (the poller cannot tell a dead producer from a
  *       slow one); a receive the dying peer had claimed but not yet completed is neither completed
- *       nor flushed.</li>
+ *       nor flushed (in inbox mode it is flushed, with those after it, once the poller finds the peer's
+ *       process gone).</li>
  * </ul>
  */
 final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompletionQueue>
@@ -66,6 +74,11 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private final Path recvQueueFile;
     private final MappedByteBuffer recvQueueMapping;
     private final RecvRing recvRing;
+    /** Whether this QP receives through its inbox (its receive CQ's poller reads it). */
+    private final boolean inbox;
+    /** Inbox mode: whether the receive CQ polls the inbox, so it (not this QP) unmaps it once closed (recvLock). */
+    private boolean inboxAttached;
+    private boolean recvQueueUnmapped;
 
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
@@ -83,6 +96,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private MappedByteBuffer peerRecvCqMapping;
     private RecvRing peerRecvRing;
     private CqRing peerRecvCq;
+    /** Whether the peer QP receives through its inbox (then every receive completion for it goes there). */
+    private boolean peerInbox;
     private volatile SocketChannel socket;
 
     // Scratch state of the send path, reused under sendLock so posting allocates nothing.
@@ -90,6 +105,11 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private int remoteMappingsOpen;
     private final ScatterGatherList peerReceive = new ScatterGatherList();
     private final long[] claimedWrId = new long[1];
+    private long claimedIndex;
+    /** Inbox-mode peer: receives of the peer this QP consumed (it alone consumes them; under sendLock). */
+    private long peerNext;
+    /** SENDs whose bytes went inside the peer's inbox slot (tests; under sendLock). */
+    private long inlineSends;
     private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[ScatterGatherList.MAX_SGE];
     private final int[] srcOffsets = new int[ScatterGatherList.MAX_SGE];
     private final int[] srcLengths = new int[ScatterGatherList.MAX_SGE];
@@ -104,6 +124,16 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     // Scratch of the flush path, under recvLock.
     private final ScatterGatherList flushScratch = new ScatterGatherList();
     private final long[] flushWrId = new long[1];
+
+    // The receive CQ's poller only (inbox mode).
+    private long inboxNext;
+    private final ScatterGatherList inboxReceive = new ScatterGatherList();
+    private final ShmMemoryRegion[] inboxRegions = new ShmMemoryRegion[ScatterGatherList.MAX_SGE];
+    private final int[] inboxOffsets = new int[ScatterGatherList.MAX_SGE];
+    private boolean malformedLogged;
+    /** Polls of a down QP that found the next receive claimed by a sender and not yet published. */
+    private int stuckPolls;
+    private boolean peerGone;
 
     // Event thread only.
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH * 64);
@@ -125,6 +155,11 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         final UnsafeBuffer buffer = new UnsafeBuffer(recvQueueMapping);
         RecvRing.LAYOUT.initialise(buffer, recvQueueEntries);
         this.recvRing = new RecvRing(buffer);
+        this.inbox = context.config().shmInlineReceive();
+        if (inbox)
+        {
+            recvRing.enableInbox();
+        }
     }
 
     /** @return the handshake message describing this QP to its peer. */
@@ -171,6 +206,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         }
         peerRecvRing = new RecvRing(rq);
         peerRecvCq = new CqRing(cq);
+        peerInbox = peerRecvRing.isInbox();
     }
 
     /** Connected: hand the socket to the event thread and become ready to send. */
@@ -180,6 +216,13 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         synchronized (sendLock)
         {
             established = true;
+        }
+        if (inbox)
+        {
+            synchronized (recvLock)
+            {
+                inboxAttached = !closed && recvCq.attachInbox(this);
+            }
         }
         state = QpState.RTS;
         context.eventLoop().register(this);
@@ -225,7 +268,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 return checked;
             }
-            if (state == QpState.ERROR)
+            if (state == QpState.ERROR && !inboxAttached)
             {
                 // goDown() sets ERROR before flushing under recvLock, so nothing posted here can be missed.
                 if (!recvCq.offer(request.wrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum))
@@ -234,8 +277,32 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 }
                 return PostResult.OK;
             }
-            return recvRing.offer(request) ? PostResult.OK : PostResult.QUEUE_FULL;
+            if (inbox)
+            {
+                // Before the tail is published: a sender that sees this receive sees the floor it set.
+                recvRing.lowerInlineFloor(inlineFit(request));
+            }
+            // In inbox mode after an error too: the poller flushes it after the receives posted before it.
+            return recvRing.offer(request, inbox) ? PostResult.OK : PostResult.QUEUE_FULL;
         }
+    }
+
+    /** @return the longest message this receive takes (capped), or -1 if one of its SGEs is not writable memory. */
+    private int inlineFit(final RecvRequest request)
+    {
+        long total = 0;
+        for (int i = 0; i < request.sgeCount(); i++)
+        {
+            final long address = request.sgeAddress(i);
+            final int length = request.sgeLength(i);
+            final ShmMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
+            if (RegionChecks.localOffset(region, pd, request.sgeLkey(i), address, length, true) == RegionChecks.DENIED)
+            {
+                return -1;
+            }
+            total += length;
+        }
+        return (int)Math.min(total, RecvRing.INLINE_MAX);
     }
 
     @Override
@@ -289,26 +356,38 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
-                final WcStatus claim = claimPeerReceive();
+                final WcStatus claim = claimPeerReceive(!peerInbox);
                 if (claim != WcStatus.SUCCESS)
                 {
                     return claim;
                 }
-                final long receiveWrId = claimedWrId[0];
+                final boolean withImm = opcode == WrOpcode.SEND_WITH_IMM;
+                final int imm = withImm ? request.immData() : 0;
+                final int wcFlags = withImm ? WorkCompletions.WC_WITH_IMM : 0;
+                if (peerInbox && peerRecvRing.fitsInline(total))
+                {
+                    // Bytes and completion in one slot: the peer's poller copies them into the posted receive.
+                    copyToSlot(peerRecvRing.buffer(), peerRecvRing.slotOffset(claimedIndex) + RecvRing.SLOT_DATA);
+                    inlineSends++;
+                    deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV, total, imm, wcFlags, solicited, RecvRing.KIND_INLINE);
+                    return WcStatus.SUCCESS;
+                }
+                if (peerInbox)
+                {
+                    claimedWrId[0] = peerRecvRing.readEntry(claimedIndex, peerReceive);
+                }
                 if (total > peerReceive.totalLength())
                 {
-                    deliverToPeer(receiveWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, false);
+                    deliverToPeer(WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, false, RecvRing.KIND_PLACED);
                     return WcStatus.REM_INV_REQ_ERR;
                 }
                 if (!resolvePeerReceive())
                 {
-                    deliverToPeer(receiveWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, false);
+                    deliverToPeer(WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, false, RecvRing.KIND_PLACED);
                     return WcStatus.REM_OP_ERR;
                 }
                 copy();
-                final boolean withImm = opcode == WrOpcode.SEND_WITH_IMM;
-                if (!deliverToPeer(receiveWrId, WcStatus.SUCCESS, WcOpcode.RECV, total,
-                    withImm ? request.immData() : 0, withImm ? WorkCompletions.WC_WITH_IMM : 0, solicited))
+                if (!deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV, total, imm, wcFlags, solicited, RecvRing.KIND_PLACED))
                 {
                     return WcStatus.REM_OP_ERR;
                 }
@@ -335,15 +414,15 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 if (withImm)
                 {
                     // Claimed before copying: an RNR failure leaves the target memory untouched.
-                    final WcStatus claim = claimPeerReceive();
+                    final WcStatus claim = claimPeerReceive(!peerInbox);
                     if (claim != WcStatus.SUCCESS)
                     {
                         return claim;
                     }
                 }
                 copy();
-                if (withImm && !deliverToPeer(claimedWrId[0], WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, total,
-                    request.immData(), WorkCompletions.WC_WITH_IMM, solicited))
+                if (withImm && !deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, total,
+                    request.immData(), WorkCompletions.WC_WITH_IMM, solicited, RecvRing.KIND_PLACED))
                 {
                     return WcStatus.REM_OP_ERR;
                 }
@@ -389,12 +468,29 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         }
     }
 
-    /** Writes a completion into the peer's receive CQ and rings its doorbell if it was armed. */
+    /**
+     * Completes the claimed receive ({@link #claimedIndex}, {@link #claimedWrId}): in the peer's inbox slot, or as an
+     * entry of the peer's receive CQ; rings the doorbell if that CQ was armed.
+     *
+     * @param kind the slot's kind if the peer has an inbox (for an inline one the bytes are in the slot already).
+     * @return false if the peer's CQ overflowed.
+     */
     private boolean deliverToPeer(
-        final long wrId, final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags,
-        final boolean solicited)
+        final WcStatus status, final WcOpcode opcode, final int byteLen, final int imm, final int flags,
+        final boolean solicited, final int kind)
     {
-        final int result = peerRecvCq.offer(wrId, status, opcode, byteLen, imm, flags, peerQpNum, solicited,
+        if (peerInbox)
+        {
+            peerRecvRing.publishSlot(claimedIndex, byteLen, imm, RecvRing.info(status.value(),
+                opcode == WcOpcode.RECV_RDMA_WITH_IMM, (flags & WorkCompletions.WC_WITH_IMM) != 0, kind));
+            peerNext = claimedIndex + 1;
+            if (peerRecvCq.disarm(solicited, status))
+            {
+                ringDoorbell();
+            }
+            return true;
+        }
+        final int result = peerRecvCq.offer(claimedWrId[0], status, opcode, byteLen, imm, flags, peerQpNum, solicited,
             CqRing.REMOTE_FULL_WAIT_NANOS);
         if (result == CqRing.OFFERED_RING)
         {
@@ -448,13 +544,13 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     }
 
     /**
-     * Claims the peer's next posted receive into {@link #peerReceive}/{@link #claimedWrId}, retrying
-     * for the RNR time.
+     * Claims the peer's next posted receive into {@link #claimedIndex} (and, if {@code readEntry}, its SGEs and wrId
+     * into {@link #peerReceive}/{@link #claimedWrId}), retrying for the RNR time.
      */
-    private WcStatus claimPeerReceive()
+    private WcStatus claimPeerReceive(final boolean readEntry)
     {
         final RecvRing ring = peerRecvRing;
-        if (ring.claim(peerReceive, claimedWrId))
+        if (tryClaim(ring, readEntry))
         {
             return WcStatus.SUCCESS;
         }
@@ -466,7 +562,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 return WcStatus.WR_FLUSH_ERR;
             }
-            if (ring.claim(peerReceive, claimedWrId))
+            if (tryClaim(ring, readEntry))
             {
                 return WcStatus.SUCCESS;
             }
@@ -487,6 +583,30 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 LockSupport.parkNanos(50_000);
             }
+        }
+    }
+
+    private boolean tryClaim(final RecvRing ring, final boolean readEntry)
+    {
+        if (peerInbox)
+        {
+            claimedIndex = peerNext;
+            return ring.posted(peerNext);
+        }
+        final long index = ring.claimAt(peerReceive, claimedWrId);
+        claimedIndex = index;
+        return index >= 0;
+    }
+
+    /** Copies the resolved source spans into {@code dst} from {@code offset} (the caller checked they fit). */
+    private void copyToSlot(final UnsafeBuffer dst, final int offset)
+    {
+        int at = offset;
+        for (int i = 0; i < srcCount; i++)
+        {
+            dst.putBytes(at, srcBuffers[i], srcOffsets[i], srcLengths[i]);
+            at += srcLengths[i];
+            srcBuffers[i] = null;
         }
     }
 
@@ -769,10 +889,20 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             if (!closed)
             {
                 recvRing.state(RecvRing.STATE_ERROR);
-                while (recvRing.claim(flushScratch, flushWrId))
+                // An attached inbox is flushed by its poller, after the receives senders claimed before this.
+                while (!inboxAttached && recvRing.claim(flushScratch, flushWrId))
                 {
                     recvCq.offer(flushWrId[0], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
                 }
+            }
+        }
+        synchronized (sendLock)
+        {
+            // After the post in progress, if any (state is ERROR: no new one starts): the peer's poller flushes
+            // the receives from here on. Not after close(), which unmapped the peer's queue.
+            if (peerInbox && !closed)
+            {
+                peerRecvRing.finishSending(peerNext);
             }
         }
         final SocketChannel socket = this.socket;
@@ -827,12 +957,236 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 ShmFiles.unmap(peerRecvCqMapping);
                 peerRecvQueueMapping = null;
                 peerRecvCqMapping = null;
-                ShmFiles.unmap(recvQueueMapping);
+                if (!inboxAttached)
+                {
+                    // Otherwise the receive CQ's poller unmaps it when it has flushed the last receive.
+                    unmapRecvQueueLocked();
+                }
             }
         }
         ShmFiles.deleteQuietly(recvQueueFile);
         context.fileRemoved(recvQueueFile);
         context.removed(this);
+    }
+
+    private void unmapRecvQueueLocked()
+    {
+        if (!recvQueueUnmapped)
+        {
+            recvQueueUnmapped = true;
+            ShmFiles.unmap(recvQueueMapping);
+        }
+    }
+
+    /** The receive CQ closed: it no longer polls this inbox; unmapped now if this QP closed, else at its close. */
+    void inboxDetached()
+    {
+        synchronized (recvLock)
+        {
+            inboxAttached = false;
+            if (closed)
+            {
+                unmapRecvQueueLocked();
+            }
+        }
+    }
+
+    /**
+     * The receive CQ's poller (inside its poll): moves this QP's receive completions from the inbox into
+     * {@code completions} from index {@code from}, in receive order; once the QP is down, flushes the receives no
+     * sender claimed; once it is closed and nothing is outstanding, detaches and unmaps the inbox.
+     *
+     * @return completions added.
+     */
+    int pollInbox(final WorkCompletions completions, final int from)
+    {
+        final RecvRing ring = recvRing;
+        final int max = completions.capacity() - from;
+        long next = inboxNext;
+        int count = 0;
+        while (count < max)
+        {
+            if (ring.slotPublished(next))
+            {
+                completeSlot(completions, from + count, next);
+                next++;
+                count++;
+                continue;
+            }
+            if (!down.get() || next >= ring.tail())
+            {
+                // Up: nothing more yet. Down: every posted receive is done.
+                break;
+            }
+            final long senderFinal = ring.senderFinal();
+            if (senderFinal < 0 && !peerGoneChecked())
+            {
+                // Down, and the sender may still publish this receive's slot: its QP writes how many it consumed
+                // when it goes down too (it sees our EOF), unless its process died (checked now and then).
+                break;
+            }
+            if (next < senderFinal && ring.slotPublished(next))
+            {
+                continue; // published before the final count was written
+            }
+            final long wrId = ring.readEntry(next, inboxReceive);
+            completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
+            next++;
+            count++;
+        }
+        if (next != inboxNext)
+        {
+            inboxNext = next;
+            ring.consumed(next - 1);
+        }
+        else if (closed && next >= ring.tail())
+        {
+            retireInbox();
+        }
+        return count;
+    }
+
+    /** @return whether the peer's process is known to be gone (looked up on one call in 1,024; poller only). */
+    private boolean peerGoneChecked()
+    {
+        if (!peerGone && (++stuckPolls & 1023) == 1 && !peerAlive())
+        {
+            peerGone = true;
+        }
+        return peerGone;
+    }
+
+    /**
+     * @return false once the peer's context is known to be gone: its lock file is missing or nobody holds its lock
+     * (the kernel drops it when the process dies, across PID namespaces too: see {@link ShmFiles}).
+     */
+    private boolean peerAlive()
+    {
+        // A context of this JVM is alive, and its lock must not be probed: closing a channel of it would drop it.
+        return ShmVerbsContext.isOpenHere(peerPrefix) || ShmFiles.isLockHeld(context.directory(), peerPrefix);
+    }
+
+    /** Closed and all flushed: nothing will read this inbox again (poller thread). */
+    private void retireInbox()
+    {
+        synchronized (recvLock)
+        {
+            if (!inboxAttached)
+            {
+                return;
+            }
+            inboxAttached = false;
+            unmapRecvQueueLocked();
+        }
+        recvCq.detachInbox(this);
+    }
+
+    /** Completes receive {@code index} from its published slot; every field the peer wrote is checked first. */
+    private void completeSlot(final WorkCompletions completions, final int at, final long index)
+    {
+        final RecvRing ring = recvRing;
+        final UnsafeBuffer buffer = ring.buffer();
+        final int slot = ring.slotOffset(index);
+        final int byteLen = buffer.getInt(slot + RecvRing.SLOT_BYTE_LEN);
+        final int imm = buffer.getInt(slot + RecvRing.SLOT_IMM);
+        final int info = ring.slotInfo(index);
+        final int status = info & RecvRing.INFO_STATUS_MASK;
+        final int kind = info >>> RecvRing.INFO_KIND_SHIFT & 3;
+        final boolean rdmaWithImm = (info & RecvRing.INFO_RDMA_WITH_IMM) != 0;
+        final int flags = (info & RecvRing.INFO_WITH_IMM) != 0 ? WorkCompletions.WC_WITH_IMM : 0;
+        final long wrId = ring.readEntry(index, inboxReceive);
+        final boolean wellFormed = (info & RecvRing.INFO_UNUSED) == 0 && byteLen >= 0;
+        if (wellFormed && kind == RecvRing.KIND_INLINE && status == WcStatus.SUCCESS.value() && !rdmaWithImm &&
+            byteLen <= RecvRing.INLINE_MAX)
+        {
+            final WcStatus placed = placeInline(buffer, slot + RecvRing.SLOT_DATA, byteLen);
+            if (placed == WcStatus.SUCCESS)
+            {
+                completions.set(at, wrId, WcStatus.SUCCESS, WcOpcode.RECV, byteLen, imm, flags, qpNum);
+                return;
+            }
+            completions.set(at, wrId, placed, WcOpcode.RECV, 0, 0, 0, qpNum);
+            goDown();
+            return;
+        }
+        if (wellFormed && kind == RecvRing.KIND_PLACED)
+        {
+            final WcStatus wcStatus = WcStatus.fromValue(status);
+            completions.set(at, wrId, wcStatus, rdmaWithImm ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV,
+                wcStatus == WcStatus.SUCCESS ? byteLen : 0, imm, flags, qpNum);
+            return;
+        }
+        if (!malformedLogged)
+        {
+            // Once per QP: the connection ends with it.
+            malformedLogged = true;
+            LOG.warn("QP {} to {}: the peer wrote a malformed inbox slot (info {}, length {}); the QP goes to ERROR",
+                qpNum, remoteAddress(), Integer.toHexString(info), byteLen);
+        }
+        completions.set(at, wrId, WcStatus.LOC_QP_OP_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
+        goDown();
+    }
+
+    /** Copies an inline message into the posted receive read into {@link #inboxReceive} (poller thread). */
+    private WcStatus placeInline(final UnsafeBuffer from, final int offset, final int length)
+    {
+        final ScatterGatherList sges = inboxReceive;
+        if (length > sges.totalLength())
+        {
+            return WcStatus.LOC_LEN_ERR;
+        }
+        // Every SGE is checked before a byte is written, as the sender does for a placed message.
+        final int count = sges.sgeCount();
+        final ShmMemoryRegion[] regions = inboxRegions;
+        final int[] offsets = inboxOffsets;
+        for (int i = 0; i < count; i++)
+        {
+            final long address = sges.sgeAddress(i);
+            final ShmMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
+            final long at = RegionChecks.localOffset(region, pd, sges.sgeLkey(i), address, sges.sgeLength(i), true);
+            if (at == RegionChecks.DENIED)
+            {
+                return WcStatus.LOC_PROT_ERR;
+            }
+            regions[i] = region;
+            offsets[i] = (int)at;
+        }
+        int done = 0;
+        for (int i = 0; i < count && done < length; i++)
+        {
+            final int n = Math.min(length - done, sges.sgeLength(i));
+            regions[i].buffer().putBytes(offsets[i], from, offset + done, n);
+            done += n;
+        }
+        for (int i = 0; i < count; i++)
+        {
+            regions[i] = null;
+        }
+        return WcStatus.SUCCESS;
+    }
+
+    /** @return this QP's receive queue and inbox (tests). */
+    RecvRing recvRing()
+    {
+        return recvRing;
+    }
+
+    /** @return SENDs this QP wrote inline into its peer's inbox (tests). */
+    long inlineSends()
+    {
+        synchronized (sendLock)
+        {
+            return inlineSends;
+        }
+    }
+
+    /** @return whether this QP receives through its inbox and its receive CQ polls it (tests). */
+    boolean inboxAttached()
+    {
+        synchronized (recvLock)
+        {
+            return inboxAttached;
+        }
     }
 
     @Override

@@ -139,6 +139,19 @@ final class ShmVerbsContext implements VerbsContext
         return user;
     }
 
+    /** @return whether a context of this JVM that is open has this prefix. */
+    static boolean isOpenHere(final String prefix)
+    {
+        for (final ShmVerbsContext context : OPEN_CONTEXTS)
+        {
+            if (context.prefix.equals(prefix))
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static Set<String> ownPrefixes()
     {
         final Set<String> prefixes = new HashSet<>();
