@@ -113,19 +113,7 @@ final class ClientConnection extends RpcConnection
      */
     int startCall(final ClientCall<?, ?> call)
     {
-        return startClientStream(call, call);
-    }
-
-    /**
-     * {@link #startCall} for any client stream: registers it and writes its first frame (CALL) in one step.
-     *
-     * @param stream the stream.
-     * @param call   its CALL frame (with what travels in the same transport message).
-     * @return the stream id, or -1 if the connection takes no new calls.
-     */
-    int startClientStream(final ClientSideStream stream, final OutboundFrame call)
-    {
-        final int id = startStream(stream, call);
+        final int id = startStream(call, call);
         if (id > 0 && id == lastStreamId)
         {
             channel.timer().schedule(() -> channel.connectionUnusable(this,
@@ -198,7 +186,7 @@ final class ClientConnection extends RpcConnection
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {
-                    ((ClientSideStream)stream).onHeaders(headers);
+                    ((ClientCall<?, ?>)stream).onHeaders(headers);
                 }
                 return;
             }
@@ -214,10 +202,10 @@ final class ClientConnection extends RpcConnection
                     final Status received = Status.fromCodeValue(code).withDescription(description);
                     final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
                     // refused while the server shuts down: no handler ran, the call may go to the server that follows
-                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientSideStream)stream).retryRefused())
+                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientCall<?, ?>)stream).retryRefused())
                     {
                         // the server flags a call it refused before any handler ran: safe to retry elsewhere
-                        ((ClientSideStream)stream).onStatus(refused ?
+                        ((ClientCall<?, ?>)stream).onStatus(refused ?
                             received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) :
                             received, trailers);
                     }
@@ -251,7 +239,7 @@ final class ClientConnection extends RpcConnection
             {
                 final RpcStream stream = streams.remove(id);
                 // never processed: resent on a new connection (transparent retry) where the call allows it
-                if (stream != null && !((ClientSideStream)stream).retryRefused())
+                if (stream != null && !((ClientCall<?, ?>)stream).retryRefused())
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
                         "server going away: " + status.description())
@@ -399,9 +387,9 @@ final class ClientConnection extends RpcConnection
     @Override
     void failStream(final RpcStream stream, final Status status)
     {
-        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientSideStream)
+        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientCall)
         {
-            if (!((ClientSideStream)stream).retryRefused())
+            if (!((ClientCall<?, ?>)stream).retryRefused())
             {
                 stream.onConnectionClosed(Status.UNAVAILABLE.withDescription("server going away")
                     .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
