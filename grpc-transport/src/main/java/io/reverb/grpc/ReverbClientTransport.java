@@ -21,6 +21,7 @@ import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.stream.ClientTransport;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -35,7 +36,7 @@ import java.util.function.UnaryOperator;
  * connection is up, {@code transportShutdown} when it is lost (GOAWAY, failure, keep-alive timeout) or shut down,
  * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
  * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
- * stream is a Reverb call on the connection. The connection PINGs itself per the keep-alive settings.
+ * stream is a Reverb stream on the connection (its stream SPI, {@link ClientTransport}). The connection PINGs itself per the keep-alive settings.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
@@ -43,6 +44,8 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final ReverbAddress address;
     /** Null when {@link #cannotConnect} says why no connection could be made. */
     private final RpcClientConnection connection;
+    /** The same connection as a stream transport: each grpc-java stream is one of its streams. */
+    private final ClientTransport streams;
     private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
@@ -90,6 +93,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             throw new IllegalArgumentException("reverbChannel(...) must not configure load balancing, health checking" +
                 " or retries (grpc-java's channel does that, per its service config): " + address, e);
         }
+        this.streams = connection == null ? null : ClientTransport.of(connection);
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))
@@ -101,6 +105,11 @@ final class ReverbClientTransport implements ConnectionClientTransport
     RpcClientConnection connection()
     {
         return connection;
+    }
+
+    ClientTransport streams()
+    {
+        return streams;
     }
 
     ReverbAddress address()
