@@ -79,7 +79,7 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
         return new ObservedCall<>(call, descriptor(method));
     }
 
-    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor, CallOptions, Metadata, Status beside grpc-java's
     private io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(final MethodDescriptor<?, ?> method)
     {
         final io.reverb.rpc.MethodDescriptor<Payload, Payload> known = methods.get(method.getFullMethodName());
@@ -97,7 +97,6 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
             super(delegate);
             this.method = method;
         }
-        // CHECKSTYLE.ON: InlineFullyQualifiedName
 
         @Override
         public void start(final Listener<R> listener, final Metadata headers)
@@ -166,4 +165,5 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
             super.onClose(status, trailers);
         }
     }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 }
