@@ -312,6 +312,12 @@ final class ReverbClientStream extends CallbackSerializer
         final Status grpcStatus = GrpcBridge.toGrpc(status);
         final Metadata grpcTrailers = GrpcBridge.toGrpc(trailers);
         final ClientStreamListener.RpcProgress progress = GrpcBridge.progressOf(status);
+        if (progress == ClientStreamListener.RpcProgress.MISCARRIED)
+        {
+            // never left: the connection takes no new streams. grpc-java resends the call at once, so it must first
+            // know this transport is shut down, or its subchannel gives the resent call this transport again
+            transport.refusesStreams(grpcStatus);
+        }
         final Payload response = heldResponse;
         heldResponse = null;
         // A unary call's response and status reach grpc-java's listener back to back, in one task, from the transport

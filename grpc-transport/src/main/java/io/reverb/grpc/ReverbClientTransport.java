@@ -268,6 +268,18 @@ final class ReverbClientTransport implements ConnectionClientTransport
         shutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
     }
 
+    /**
+     * The Reverb connection takes no new streams (one of this transport's streams ended without leaving this client):
+     * grpc-java hears that this transport is shut down before that stream's close, which grpc-java answers by sending
+     * the call again (MISCARRIED, a transparent retry) on whatever transport its subchannel then gives.
+     *
+     * @param reason why the stream did not leave.
+     */
+    void refusesStreams(final Status reason)
+    {
+        shutdown(reason, SimpleDisconnectError.CONNECTION_RESET);
+    }
+
     private void shutdown(final Status reason, final SimpleDisconnectError why)
     {
         synchronized (this)
@@ -278,8 +290,14 @@ final class ReverbClientTransport implements ConnectionClientTransport
             }
             shutdown = true;
             shutdownStatus = reason;
+            // Under the lock, as OkHttp's transport does: a stream that finds this transport shut down (newStream) or
+            // its connection unusable (refusesStreams) fails MISCARRIED only once grpc-java was told, and grpc-java
+            // resends such a call at once. Told later, its subchannel would still give this transport to the resent
+            // call, which fails again: a loop that grpc-java ends after 1000 tries as INTERNAL "Too many transparent
+            // retries" (GracefulReplacementTest on a loaded machine, when the thread that read the GOAWAY was
+            // descheduled between the two).
+            listener.transportShutdown(reason, why);
         }
-        listener.transportShutdown(reason, why);
         if (connection != null)
         {
             connection.shutdown(); // no new calls on it; it closes once the calls running on it end
