@@ -223,7 +223,18 @@ final class GrpcBridge
      */
     static RpcProgress progressOf(final Throwable t)
     {
-        final AttemptFailure failure = CallFailureCause.attemptFailure(io.reverb.rpc.Status.fromThrowable(t));
+        return progressOf(io.reverb.rpc.Status.fromThrowable(t));
+    }
+
+    /**
+     * {@link #progressOf(Throwable)} for a status.
+     *
+     * @param status how a Reverb call or stream ended.
+     * @return its progress.
+     */
+    static RpcProgress progressOf(final io.reverb.rpc.Status status)
+    {
+        final AttemptFailure failure = CallFailureCause.attemptFailure(status);
         switch (failure)
         {
             case PROCESSED:

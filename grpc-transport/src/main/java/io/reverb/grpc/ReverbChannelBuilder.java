@@ -252,10 +252,12 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
 
     /**
      * Connection-level settings of the Reverb connections this channel makes (one per grpc-java transport, made with
-     * {@link io.reverb.rpc.RpcClientConnection#create}): transport options, metrics, timers, keep-alive, Reverb
-     * interceptors. Reconnect backoff is grpc-java's (its subchannels make the connections), so the builder's
-     * reconnect settings do not apply; load balancing, health checking and retries are grpc-java's too, and setting
-     * them here fails when a connection is made.
+     * {@link io.reverb.rpc.RpcClientConnection#create}): transport options, metrics, timers, keep-alive. Reconnect
+     * backoff is grpc-java's (its subchannels make the connections), so the builder's reconnect settings do not
+     * apply; load balancing, health checking and retries are grpc-java's too, and setting them here fails when a
+     * connection is made. rpc-core's {@code ClientInterceptor}s set here do not run for this channel's calls (each is
+     * one Reverb stream, with no rpc-core call around it): intercept grpc-java's calls with grpc-java's
+     * {@link #intercept} ({@link ReverbObservationClientInterceptor} for rpc-core's call observation).
      *
      * @param configure applied to the {@link RpcChannel.Builder} each connection's settings come from.
      * @return this.

@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import io.grpc.Attributes;
+import io.grpc.Compressor;
 import io.grpc.Deadline;
 import io.grpc.DecompressorRegistry;
 import io.grpc.Metadata;
@@ -10,83 +11,66 @@ import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.InsightBuilder;
 import io.grpc.internal.StatsTraceContext;
 import io.grpc.internal.StreamListener;
+import io.grpc.stub.InternalClientCalls;
 import io.reverb.rpc.CallOptions;
-import io.reverb.rpc.ClientCallContext;
 import io.reverb.rpc.MethodDescriptor;
-import io.reverb.rpc.MethodDescriptor.MethodType;
-import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.compression.Codec;
 
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The client side of one grpc-java call over Reverb: a Reverb call on the transport's connection
- * ({@link RpcClientConnection#newCall}) whose requests are
- * what grpc-java writes and whose responses, headers and status go to grpc-java's listener. Frames on the wire are
- * Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the server may be a
- * grpc-java server over Reverb or a native Reverb server.
+ * The client side of one grpc-java call over Reverb, directly on a Reverb stream of the stream SPI
+ * ({@link io.reverb.rpc.transport.stream.ClientTransport#newStream}): what grpc-java writes goes to the Reverb stream
+ * (a unary call's one message leaves with the CALL frame at {@code halfClose}), and what the server sends comes back
+ * through the Reverb stream's listener (this object) to grpc-java's listener, one callback at a time on this stream's
+ * {@link CallbackSerializer}. One call state machine (the Reverb stream's) under grpc-java's own, and no Reactor. A
+ * unary response and its status arrive in one transport message and reach grpc-java's listener in one task; a
+ * blocking stub's call (grpc-java's public stub-type option says so) gets that task on its waiting thread.
  *
- * <p>A unary call made by one of grpc-java's blocking stubs is answered on the thread that waits for it: the blocking
- * stub runs the call's callbacks in an executor of its own, drained by the waiting thread, and grpc-java's call layers
- * hand each callback (the retry layer's commit, headers, message, close) to it in a task of its own. Given from the
- * transport's thread one by one, each of those tasks wakes the waiting thread again; so rpc-core's response and status,
- * which arrive together, are given to that executor as one task, and the callbacks it makes run on the waiting thread,
- * where grpc-java's executor queues them behind it without another wake-up: one thread hand-off per call, as the
- * blocking stub's own design requires, instead of up to four.
- *
- * <p>The same holds for every unary call on that fast path, whatever its executor: its response, headers and status
- * go to grpc-java's listener in one task of the stream's serializer (this stream is that task, and the producer of
- * its one message), not in one task each.
+ * <p>Frames on the wire are Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the
+ * server may be a grpc-java server over Reverb or a native Reverb server.
  */
-final class ReverbClientStream extends ReverbStream<ClientStreamListener>
-    implements ClientStream, Runnable, StreamListener.MessageProducer
+// CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's stream types are imported, Reverb's are spelled out
+final class ReverbClientStream extends CallbackSerializer
+    implements ClientStream, io.reverb.rpc.transport.stream.ClientStreamListener
+// CHECKSTYLE.ON: InlineFullyQualifiedName
 {
-    /**
-     * grpc-java's {@code io.grpc.Context} already carries a handled call's deadline and cancellation to the calls made
-     * while handling it (the deadline arrives here as the call's own): rpc-core must not add its own inheritance on
-     * top, or a call forked off grpc-java's Context would still end with the handled call.
-     */
-    private static final CallOptions DETACHED = CallOptions.DEFAULT.withoutContextPropagation();
-    /**
-     * The executor in which grpc-java's blocking stubs ({@code ClientCalls.blockingUnaryCall}, the generated blocking
-     * stubs) wait for a call: its tasks run on the waiting thread, which drains it until the call is closed.
-     */
-    private static final String BLOCKING_STUB_EXECUTOR = "io.grpc.stub.ClientCalls$ThreadlessExecutor";
-
     private final ReverbClientTransport transport;
     private final MethodDescriptor<Payload, Payload> method;
     private final Metadata headers;
-    /** What grpc-java writes, as the call's request publisher; never created for a unary call's fast path. */
-    private volatile OutboundMessages requests;
-    private final boolean waitForReady;
+    private final StatsTraceContext statsTraceContext;
+    /** A unary method: its response is held until its status, and both go to the listener in one task. */
     private final boolean unary;
-    private volatile ClientCallContext callContext;
-    /** A unary call's request, held until halfClose sends it with the CALL frame (rpc-core's unary fast path). */
-    private Payload unaryRequest;
-    /** A unary call whose messages went to the request publisher instead (more than one written). */
-    private boolean requestsUsed;
-    private Deadline deadline;
-    private CallOptions options;
-    private boolean callStarted;
-    private boolean headersDelivered;
-    /** The executor of a blocking stub waiting for this call, or null. */
-    private final Executor waitingCaller;
     /**
-     * A unary call sent on rpc-core's fast path, which gives the response only together with its status, on one
-     * thread: the response is held until then, and the end goes to the listener in one task ({@link #run}).
+     * A unary call's response, from its MESSAGE until its STATUS (the next frame of the same transport message): see
+     * {@link #closed}. Written and read in the Reverb stream's callbacks, which never overlap.
      */
-    private volatile boolean unaryEnd;
-    /** With {@link #unaryEnd}: the end goes to {@link #waitingCaller} (a blocking stub's) in that one task. */
-    private volatile boolean handOff;
-    /** With {@link #unaryEnd}, the response, held until its status. */
-    private Payload heldResponse;
-    /** {@link #run} was given to the serializer: its next run delivers the end. */
-    private boolean endOnSerializer;
-    /** The response of {@link #run}, until grpc-java takes it from this producer ({@link #next}). */
-    private volatile Payload endMessage;
+    private volatile Payload heldResponse;
+    /**
+     * The executor of a blocking stub waiting for this unary call, or null: the call's end (response, status) is given
+     * to it as one task, so that grpc-java's callbacks run on the waiting thread and wake it once per call.
+     */
+    private final Executor waitingCaller;
+    /** {@link #cancel} was called: the end goes to the listener from here, never to {@link #waitingCaller}. */
+    private volatile boolean cancelling;
+    private Deadline deadline;
+    /** The codec grpc-java set, or null for identity. */
+    private Codec compressor;
+    private boolean messageCompression = true;
+    /** grpc-java's listener: set by {@link #start}, before the Reverb stream exists. */
+    private ClientStreamListener listener;
+    /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
+    private volatile io.reverb.rpc.transport.stream.ClientStream<Payload> stream;
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
+    /** The listener was closed: it gets no callback any more. Read and written on the serializer only. */
+    private boolean closed;
+    /** Headers went to the listener (the server's, or empty ones before a message that came without). Serializer. */
+    private boolean headersDelivered;
     /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
     boolean isLive;
     ReverbClientStream previousLive;
@@ -98,32 +82,30 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
         final io.grpc.CallOptions callOptions, final StatsTraceContext statsTraceContext)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
-        super(statsTraceContext);
         this.transport = transport;
         this.method = method;
         this.headers = headers;
-        this.waitForReady = callOptions.isWaitForReady();
+        this.statsTraceContext = statsTraceContext;
         this.deadline = callOptions.getDeadline();
-        this.unary = method.type() == MethodType.UNARY;
-        this.waitingCaller = waitingCaller(callOptions.getExecutor());
+        this.unary = method.type() == MethodDescriptor.MethodType.UNARY;
+        this.waitingCaller = unary ? waitingCaller(callOptions) : null;
     }
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's CallOptions (see the constructor)
     /**
-     * @param executor the executor of grpc-java's call (its call options'), or null.
-     * @return it if it is the one a blocking stub waits in, else null.
+     * @param callOptions a grpc-java call's options.
+     * @return the executor a blocking stub waits in for this call (grpc-java marks its blocking stubs' calls with their
+     * stub type, {@link InternalClientCalls}, and runs their callbacks in the call's executor, drained by the waiting
+     * thread), or null for any other call.
      */
-    static Executor waitingCaller(final Executor executor)
+    static Executor waitingCaller(final io.grpc.CallOptions callOptions)
     {
-        return executor != null && BLOCKING_STUB_EXECUTOR.equals(executor.getClass().getName()) ? executor : null;
+        final io.grpc.CallOptions.Key<?> stubType = InternalClientCalls.getStubTypeOption();
+        return callOptions.getOption(stubType) != null &&
+            InternalClientCalls.getStubType(callOptions) == InternalClientCalls.StubType.BLOCKING ?
+            callOptions.getExecutor() : null;
     }
-
-    /**
-     * @return whether the call's end is handed to the waiting caller's thread (tests).
-     */
-    boolean handsOffToCaller()
-    {
-        return handOff;
-    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     @Override
     public void start(final ClientStreamListener listener)
@@ -131,138 +113,95 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
         this.listener = listener;
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata and Deadline are imported, Reverb's are spelled out
         final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
-        // CHECKSTYLE.ON: InlineFullyQualifiedName
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
-        CallOptions options = metadata == null ? DETACHED : DETACHED.withMetadata(metadata);
+        CallOptions options = metadata == null ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
         if (deadline != null)
         {
-            // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Deadline (see above)
+            // grpc-java computed the call's deadline (its ClientCallImpl); the Reverb stream only carries and keeps it
             options = options.withDeadline(io.reverb.rpc.Deadline.after(
                 Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS,
                 io.reverb.rpc.Deadline.Ticker.SYSTEM));
-            // CHECKSTYLE.ON: InlineFullyQualifiedName
         }
-        if (waitForReady)
-        {
-            options = options.withWaitForReady();
-        }
-        final Codec codec = outboundCodec();
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        final Codec codec = messageCompression ? compressor : null;
         if (codec != null)
         {
             options = options.withCompression(codec); // grpc-java's CallOptions.withCompression, as Reverb's flag
         }
         statsTraceContext.clientOutboundHeaders();
-        this.options = options;
-        if (!method.type().clientSendsOneMessage())
-        {
-            startCall();
-        }
-        // else the CALL waits for the request: both then leave in one go, with the response demand grpc-java already
-        // asked for, as Reverb's native unary calls do (no separate MESSAGE and REQUEST_N round)
-    }
-
-    private void startCall()
-    {
-        final Payload single;
-        synchronized (this)
-        {
-            if (callStarted)
-            {
-                return;
-            }
-            callStarted = true;
-            single = unaryRequest;
-            unaryRequest = null;
-        }
-        final ClientCallContext context = new ClientCallContext(method, options);
-        callContext = context;
-        if (single != null)
-        {
-            // rpc-core's unary call gives its response only with its status: both then go to the listener in one
-            // task, to a waiting blocking stub's thread if there is one (see the class comment)
-            unaryEnd = true;
-            handOff = waitingCaller != null;
-            // the request goes with the CALL frame and the response straight to this subscriber: no request publisher
-            transport.connection().newUnaryCall(method, options, single, context).subscribe(this);
-        }
-        else
-        {
-            transport.connection().newCall(method, options, requests(), context).subscribe(this);
-        }
+        // may close this stream at once (no connection takes calls): the close goes through the serializer as any
+        stream = transport.streams().newStream(method, options, this);
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb
 
     @Override
+    public void request(final int numMessages)
+    {
+        stream.request(numMessages);
+    }
+
+    @Override
     public void writeMessage(final InputStream message)
     {
-        final Payload payload = outbound(message);
-        if (unary)
-        {
-            final Payload earlier;
-            synchronized (this)
-            {
-                if (awaitsUnaryRequest())
-                {
-                    unaryRequest = payload; // sent by halfClose
-                    return;
-                }
-                // a second message on a unary method (grpc-java's stubs never do that): the server refuses it
-                earlier = unaryRequest;
-                unaryRequest = null;
-                requestsUsed = true;
-            }
-            if (earlier != null)
-            {
-                requests().offer(earlier);
-            }
-        }
-        requests().offer(payload);
-        startCall();
+        final Payload payload = Payload.outbound(message);
+        statsTraceContext.outboundMessage(0);
+        statsTraceContext.outboundWireSize(payload.length());
+        statsTraceContext.outboundUncompressedSize(payload.length());
+        stream.writeMessage(payload);
+    }
+
+    @Override
+    public void flush()
+    {
+        // each frame is written when it is handed over
     }
 
     @Override
     public boolean isReady()
     {
-        if (unary)
-        {
-            synchronized (this)
-            {
-                if (awaitsUnaryRequest())
-                {
-                    return true; // the one message waits for halfClose, nothing to hold it back
-                }
-            }
-        }
-        return requests().isReady();
+        return stream != null && stream.isReady(); // set once, by start
+    }
+
+    @Override
+    public void optimizeForDirectExecutor()
+    {
     }
 
     @Override
     public void halfClose()
     {
-        final boolean fastPath;
-        synchronized (this)
-        {
-            fastPath = unaryRequest != null && !callStarted;
-        }
-        if (!fastPath)
-        {
-            requests().complete();
-        }
-        startCall();
+        stream.halfClose();
     }
 
     @Override
     public void cancel(final Status reason)
     {
-        synchronized (this)
+        cancelling = true;
+        if (stream != null) // set once, by start
         {
-            callStarted = true; // a call not sent yet never will be
-            unaryRequest = null;
+            stream.cancel(GrpcBridge.toReverb(reason)); // closes this stream's listener through closed(...)
         }
-        cancelInbound(); // rpc-core sends CANCEL
-        cancelRequests();
-        close(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
+        else
+        {
+            close(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
+        }
+    }
+
+    /**
+     * grpc-java's codec for this call's messages (identity unless the call asked for compression): Reverb compresses
+     * them into its MESSAGE frames with it (the COMPRESSED flag), once. Set before {@link #start}.
+     */
+    @Override
+    public void setCompressor(final Compressor compressor)
+    {
+        this.compressor = GrpcCodecs.of(compressor);
+    }
+
+    @Override
+    public void setMessageCompression(final boolean enable)
+    {
+        this.messageCompression = enable;
     }
 
     @Override
@@ -309,227 +248,174 @@ final class ReverbClientStream extends ReverbStream<ClientStreamListener>
     {
     }
 
-    // ---------------------------------------------------------------- Reverb -> grpc-java (responses)
+    // ---------------------------------------------------------------- Reverb -> grpc-java (the Reverb stream's listener)
 
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Metadata and Status are spelled out (grpc-java's are imported)
     @Override
-    boolean refusesInbound()
+    public void headersRead(final io.reverb.rpc.Metadata received)
     {
-        return isClosed(); // closed before its call began (cancelled, transport shut down)
-    }
-
-    @Override
-    void beforeMessage()
-    {
-        deliverHeadersOnce();
-    }
-
-    @Override
-    public void onNext(final Payload payload)
-    {
-        if (unaryEnd)
+        final Metadata grpc = GrpcBridge.toGrpc(received);
+        execute(() ->
         {
-            heldResponse = payload; // its status follows at once, on this thread
+            if (!closed && !headersDelivered)
+            {
+                headersDelivered = true;
+                statsTraceContext.clientInboundHeaders(grpc);
+                listener.headersRead(grpc);
+            }
+        });
+    }
+
+    @Override
+    public void messageRead(final ByteBuffer message)
+    {
+        // the bytes are the transport's only during this callback: copied out here, on the transport's thread
+        final Payload payload = Payload.MARSHALLER.read(message);
+        if (unary)
+        {
+            final Payload earlier = heldResponse;
+            heldResponse = payload; // counted in the stats where it is delivered (see closed)
+            if (earlier == null)
+            {
+                return;
+            }
+            countInbound(earlier);
+            execute(new Delivery(earlier)); // a second response on a unary call: grpc-java's call layer refuses it
             return;
         }
-        deliver(payload);
+        countInbound(payload);
+        execute(new Delivery(payload));
+    }
+
+    private void countInbound(final Payload payload)
+    {
+        statsTraceContext.inboundMessage(0);
+        statsTraceContext.inboundWireSize(payload.length());
+        statsTraceContext.inboundUncompressedSize(payload.length());
     }
 
     @Override
-    public void onError(final Throwable t)
+    public void onReady()
     {
-        if (handOff)
+        execute(() ->
         {
-            heldResponse = null; // rpc-core gives a unary response only with an OK status; none came before this
-            toWaitingCaller(() -> failed(t));
-            return;
+            if (!closed)
+            {
+                listener.onReady();
+            }
+        });
+    }
+
+    @Override
+    public void closed(final io.reverb.rpc.Status status, final io.reverb.rpc.Metadata trailers)
+    {
+        final Status grpcStatus = GrpcBridge.toGrpc(status);
+        final Metadata grpcTrailers = GrpcBridge.toGrpc(trailers);
+        final ClientStreamListener.RpcProgress progress = GrpcBridge.progressOf(status);
+        if (progress == ClientStreamListener.RpcProgress.MISCARRIED)
+        {
+            // never left: the connection takes no new streams. grpc-java resends the call at once, so it must first
+            // know this transport is shut down, or its subchannel gives the resent call this transport again
+            transport.refusesStreams(grpcStatus);
         }
+        final Payload response = heldResponse;
         heldResponse = null;
-        failed(t);
-    }
-
-    @Override
-    public void onComplete()
-    {
-        if (unaryEnd)
-        {
-            final Payload response = heldResponse;
-            heldResponse = null;
-            endMessage = response;
-            if (handOff)
+        // A unary call's response and status reach grpc-java's listener back to back, in one task, from the transport
+        // callback that read them (a unary response counts only with its OK status, as rpc-core's unary calls: with
+        // any other it is dropped). A blocking stub's waiting thread runs that task itself (see waitingCaller), so
+        // grpc-java's call layer, which hands each of its callbacks to that thread's executor, wakes it once.
+        final Runnable end = response == null || !status.isOk() ? () -> closeNow(grpcStatus, grpcTrailers, progress) :
+            () ->
             {
-                toWaitingCaller(this); // runs there, and then again on the serializer
-            }
-            else
-            {
-                run();
-            }
+                if (!closed)
+                {
+                    countInbound(response);
+                }
+                new Delivery(response).run();
+                closeNow(grpcStatus, grpcTrailers, progress);
+            };
+        final Executor caller = waitingCaller;
+        if (caller == null || cancelling)
+        {
+            // a cancelled call ends here: its caller may have stopped draining its executor (interrupted)
+            execute(end);
             return;
         }
-        completed();
-    }
-
-    /**
-     * The end of a unary call sent on the fast path (see {@link #unaryEnd}), its response (if any) and its OK status,
-     * given to the listener in one go: the first run (on the thread that is to run the listener) gives this to the
-     * serializer, the second (on the serializer) delivers. The first happens-before the second (the serializer's
-     * hand-over), so the flag needs no lock.
-     */
-    @Override
-    public void run()
-    {
-        if (!endOnSerializer)
-        {
-            endOnSerializer = true;
-            serializer.execute(this);
-            return;
-        }
-        if (isClosed())
-        {
-            endMessage = null; // cancelled meanwhile
-            return;
-        }
-        final Payload response = endMessage;
-        if (response != null)
-        {
-            countInbound(response); // on the thread the listener runs on, as the message itself
-            deliverHeadersOnce();
-            listener.messagesAvailable(this);
-        }
-        closeNow(Status.OK, trailers(), ClientStreamListener.RpcProgress.PROCESSED);
-    }
-
-    /**
-     * grpc-java's producer of the one response of {@link #run}: gives it once.
-     */
-    @Override
-    public InputStream next()
-    {
-        final Payload m = endMessage;
-        endMessage = null;
-        return m == null ? null : m.stream();
-    }
-
-    private void failed(final Throwable t)
-    {
-        close(GrpcBridge.statusOf(t), GrpcBridge.trailersOf(t), GrpcBridge.progressOf(t));
-    }
-
-    private void completed()
-    {
-        close(Status.OK, trailers(), ClientStreamListener.RpcProgress.PROCESSED);
-    }
-
-    private Metadata trailers()
-    {
-        final ClientCallContext ctx = callContext;
-        return GrpcBridge.toGrpc(ctx != null ? ctx.receivedTrailers() : null); // no empty Reverb Metadata made
-    }
-
-    /**
-     * Runs the end of the call on the thread of the blocking stub that waits for it. That thread drains its executor
-     * until grpc-java's call is closed, and the call is closed only by this stream's close (its listener's) or after
-     * this stream was cancelled (which closes it on the cancelling thread): so a task the executor drops, once shut down,
-     * belongs to a stream already closed, and has nothing left to do.
-     *
-     * @param end delivers the call's end to the listener.
-     */
-    private void toWaitingCaller(final Runnable end)
-    {
         try
         {
-            waitingCaller.execute(end);
+            caller.execute(() -> execute(end));
         }
         catch (final RejectedExecutionException e)
         {
-            end.run(); // shut down (the call is over for the caller): its stream is closed, this only checks that
+            execute(end); // shut down: the call is over for the caller, and its stream ends here
         }
     }
-
-    // ---------------------------------------------------------------- rpc-core's demand for requests
-
-    @Override
-    public void onCancel()
-    {
-    }
-
-    @Override
-    public void onTerminated()
-    {
-    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     // ---------------------------------------------------------------- internals
 
-    /** Under this stream's lock: a unary call whose one message is still to come, to go with the CALL frame. */
-    private boolean awaitsUnaryRequest()
-    {
-        return !callStarted && unaryRequest == null && !requestsUsed;
-    }
-
-    private OutboundMessages requests()
-    {
-        OutboundMessages r = requests;
-        if (r == null)
-        {
-            synchronized (this)
-            {
-                r = requests;
-                if (r == null)
-                {
-                    requests = r = new OutboundMessages(this);
-                }
-            }
-        }
-        return r;
-    }
-
-    private void cancelRequests()
-    {
-        final OutboundMessages r = requests;
-        if (r != null)
-        {
-            r.cancel();
-        }
-    }
-
-    // on the serializer
-    private void deliverHeadersOnce()
-    {
-        if (!headersDelivered)
-        {
-            headersDelivered = true;
-            final ClientCallContext ctx = callContext;
-            final Metadata received = GrpcBridge.toGrpc(ctx != null ? ctx.responseHeaders() : null);
-            statsTraceContext.clientInboundHeaders(received);
-            listener.headersRead(received);
-        }
-    }
-
     private void close(final Status status, final Metadata trailers, final ClientStreamListener.RpcProgress progress)
     {
-        serializer.execute(() -> closeNow(status, trailers, progress));
+        execute(() -> closeNow(status, trailers, progress));
     }
 
     // on the serializer
     private void closeNow(final Status status, final Metadata trailers, final ClientStreamListener.RpcProgress progress)
     {
-        if (!markClosed())
+        if (closed)
         {
             return;
         }
+        closed = true;
         try
         {
-            cancelRequests();
             statsTraceContext.clientInboundTrailers(trailers);
             statsTraceContext.streamClosed(status);
-            if (listener != null)
-            {
-                // REFUSED: the server never saw the call, and grpc-java may resend it (transparent retry)
-                listener.closed(status, progress, trailers);
-            }
+            // REFUSED / MISCARRIED: the server never saw the call, and grpc-java may resend it (transparent retry)
+            listener.closed(status, progress, trailers);
         }
         finally
         {
             transport.streamClosed(this);
+        }
+    }
+
+    /**
+     * One response on its way to the listener: the serializer's task and grpc-java's message producer in one object
+     * (the producer gives the message once). A message that came without headers before it gets empty ones first.
+     */
+    private final class Delivery implements Runnable, StreamListener.MessageProducer
+    {
+        private InputStream message;
+
+        Delivery(final Payload payload)
+        {
+            this.message = payload.stream();
+        }
+
+        @Override
+        public void run()
+        {
+            if (closed)
+            {
+                return;
+            }
+            if (!headersDelivered)
+            {
+                headersDelivered = true;
+                final Metadata none = new Metadata();
+                statsTraceContext.clientInboundHeaders(none);
+                listener.headersRead(none);
+            }
+            listener.messagesAvailable(this);
+        }
+
+        @Override
+        public InputStream next()
+        {
+            final InputStream m = message;
+            message = null;
+            return m;
         }
     }
 }

@@ -21,6 +21,7 @@ import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.stream.ClientTransport;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -35,7 +36,7 @@ import java.util.function.UnaryOperator;
  * connection is up, {@code transportShutdown} when it is lost (GOAWAY, failure, keep-alive timeout) or shut down,
  * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
  * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
- * stream is a Reverb call on the connection. The connection PINGs itself per the keep-alive settings.
+ * stream is a Reverb stream on the connection (its stream SPI, {@link ClientTransport}). The connection PINGs itself per the keep-alive settings.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
@@ -43,6 +44,8 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final ReverbAddress address;
     /** Null when {@link #cannotConnect} says why no connection could be made. */
     private final RpcClientConnection connection;
+    /** The same connection as a stream transport: each grpc-java stream is one of its streams. */
+    private final ClientTransport streams;
     private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
@@ -90,6 +93,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             throw new IllegalArgumentException("reverbChannel(...) must not configure load balancing, health checking" +
                 " or retries (grpc-java's channel does that, per its service config): " + address, e);
         }
+        this.streams = connection == null ? null : ClientTransport.of(connection);
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))
@@ -101,6 +105,11 @@ final class ReverbClientTransport implements ConnectionClientTransport
     RpcClientConnection connection()
     {
         return connection;
+    }
+
+    ClientTransport streams()
+    {
+        return streams;
     }
 
     ReverbAddress address()
@@ -259,6 +268,18 @@ final class ReverbClientTransport implements ConnectionClientTransport
         shutdown(reason, SimpleDisconnectError.SUBCHANNEL_SHUTDOWN);
     }
 
+    /**
+     * The Reverb connection takes no new streams (one of this transport's streams ended without leaving this client):
+     * grpc-java hears that this transport is shut down before that stream's close, which grpc-java answers by sending
+     * the call again (MISCARRIED, a transparent retry) on whatever transport its subchannel then gives.
+     *
+     * @param reason why the stream did not leave.
+     */
+    void refusesStreams(final Status reason)
+    {
+        shutdown(reason, SimpleDisconnectError.CONNECTION_RESET);
+    }
+
     private void shutdown(final Status reason, final SimpleDisconnectError why)
     {
         synchronized (this)
@@ -269,8 +290,14 @@ final class ReverbClientTransport implements ConnectionClientTransport
             }
             shutdown = true;
             shutdownStatus = reason;
+            // Under the lock, as OkHttp's transport does: a stream that finds this transport shut down (newStream) or
+            // its connection unusable (refusesStreams) fails MISCARRIED only once grpc-java was told, and grpc-java
+            // resends such a call at once. Told later, its subchannel would still give this transport to the resent
+            // call, which fails again: a loop that grpc-java ends after 1000 tries as INTERNAL "Too many transparent
+            // retries" (GracefulReplacementTest on a loaded machine, when the thread that read the GOAWAY was
+            // descheduled between the two).
+            listener.transportShutdown(reason, why);
         }
-        listener.transportShutdown(reason, why);
         if (connection != null)
         {
             connection.shutdown(); // no new calls on it; it closes once the calls running on it end

@@ -11,11 +11,12 @@ import reactor.core.CoreSubscriber;
 import java.io.InputStream;
 
 /**
- * What both sides of a grpc-java stream over Reverb do alike: the inbound messages are a Reactive Streams
- * subscription whose demand is grpc-java's {@code request(n)} (asked for before the subscription exists too), each
- * goes to grpc-java's listener on the stream's {@link CallbackSerializer}, a rise of outbound demand is the listener's
- * {@code onReady()}, and outbound messages are counted in the stream's stats. The client side
- * ({@link ReverbClientStream}) and the server side ({@link ReverbServerStream}) add how the call starts and ends.
+ * The server side's grpc-java stream over a Reverb server call ({@link ReverbServerStream} adds how the call starts
+ * and ends): the inbound messages are a Reactive Streams subscription whose demand is grpc-java's {@code request(n)}
+ * (asked for before the subscription exists too), each goes to grpc-java's listener on the stream's
+ * {@link CallbackSerializer}, a rise of outbound demand is the listener's {@code onReady()}, and outbound messages are
+ * counted in the stream's stats. The client side ({@link ReverbClientStream}) no longer shares it: it runs directly
+ * on a Reverb stream of the stream SPI, without Reactor; the server side moves there once the SPI has its server half.
  *
  * @param <L> grpc-java's listener of this side.
  */

@@ -3,7 +3,11 @@ package io.reverb.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.StringValue;
+import io.grpc.ClientStreamTracer;
+import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.internal.ClientStream;
+import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.ClientTransport;
 import io.grpc.internal.DisconnectError;
 import io.grpc.internal.ManagedClientTransport;
@@ -166,5 +170,61 @@ class ClientTransportPerConnectionTest
             }
         }, Runnable::run);
         assertThat(failed.get(TIMEOUT_SECONDS, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+    }
+
+    @Test
+    void shouldReportItsShutdownToGrpcJavaBeforeAStreamItCannotSendEndsMiscarried() throws Exception
+    {
+        // grpc-java resends a MISCARRIED call at once, on the transport its subchannel gives: told of the shutdown
+        // only after that close, the subchannel gives this transport again, and the loop ends after 1000 tries as
+        // INTERNAL "Too many transparent retries". The connection's own report of its loss (onLost) is taken away
+        // here, as when the thread that read the GOAWAY is descheduled before it reports: the stream's end reports it.
+        transport.start(listener).run();
+        assertThat(ready.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        transport.connection().onLost(why -> events.add("lost, not reported"));
+        server.shutdown(Duration.ofSeconds(TIMEOUT_SECONDS)); // GOAWAY: the connection takes no new streams
+        final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
+        while (transport.connection().state() == RpcClientConnection.State.READY)
+        {
+            assertThat(System.nanoTime() - until).as("the GOAWAY read").isNegative();
+            Thread.sleep(1);
+        }
+
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor and CallOptions beside Reverb's
+        final io.grpc.MethodDescriptor<String, String> echo = io.grpc.MethodDescriptor.<String, String>newBuilder()
+            .setType(io.grpc.MethodDescriptor.MethodType.UNARY).setFullMethodName(ECHO.fullMethodName())
+            .setRequestMarshaller(ContractListeners.STRINGS).setResponseMarshaller(ContractListeners.STRINGS).build();
+        final ClientStream stream = transport.newStream(echo, new Metadata(), io.grpc.CallOptions.DEFAULT,
+            new ClientStreamTracer[0]);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        final CompletableFuture<ClientStreamListener.RpcProgress> closed = new CompletableFuture<>();
+        stream.start(new ClientStreamListener()
+        {
+            @Override
+            public void headersRead(final Metadata headers)
+            {
+            }
+
+            @Override
+            public void closed(final Status status, final RpcProgress progress, final Metadata trailers)
+            {
+                events.add("closed " + progress);
+                closed.complete(progress);
+            }
+
+            @Override
+            public void messagesAvailable(final MessageProducer producer)
+            {
+            }
+
+            @Override
+            public void onReady()
+            {
+            }
+        });
+        assertThat(closed.get(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isEqualTo(ClientStreamListener.RpcProgress.MISCARRIED);
+        assertThat(terminated.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).as("terminated once its stream ended").isTrue();
+        assertThat(events).containsExactly("ready", "lost, not reported", "shutdown UNAVAILABLE", "closed MISCARRIED",
+            "terminated");
     }
 }

@@ -10,6 +10,10 @@ import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import io.reverb.rpc.transport.stream.ClientStream;
+import io.reverb.rpc.transport.stream.ClientStreamListener;
+import io.reverb.rpc.transport.stream.ClientTransport;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -122,6 +126,65 @@ class ClientConnectionApiTest
             .expectNextCount(2).expectComplete().verify(TIMEOUT);
         assertThat(streaming.status().isOk()).isTrue();
         assertThat(lost).isEmpty();
+    }
+
+    @Test
+    void shouldCarryStreamsOfTheStreamSpiAndRefuseThemOnceItTakesNoCalls() throws Exception
+    {
+        connection.connect().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        final ClientTransport transport = ClientTransport.of(connection);
+
+        final StreamRecorder unary = new StreamRecorder();
+        final ClientStream<StringValue> call = transport.newStream(CALL, CallOptions.DEFAULT, unary);
+        call.request(2);
+        call.writeMessage(StringValue.of("u"));
+        call.halfClose();
+        assertThat(unary.closed.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS).isOk()).isTrue();
+        assertThat(unary.messages).containsExactly(StringValue.of("u"));
+
+        final StreamRecorder streaming = new StreamRecorder();
+        final ClientStream<StringValue> split = transport.newStream(SPLIT, CallOptions.DEFAULT, streaming);
+        split.request(1);
+        split.writeMessage(StringValue.of("x,y,z"));
+        split.halfClose();
+        split.request(2);
+        assertThat(streaming.closed.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS).isOk()).isTrue();
+        assertThat(streaming.messages).containsExactly(StringValue.of("x"), StringValue.of("y"), StringValue.of("z"));
+
+        connection.shutdown();
+        final StreamRecorder refused = new StreamRecorder();
+        transport.newStream(CALL, CallOptions.DEFAULT, refused);
+        assertThat(refused.closed).as("closed at once, on this thread").isCompleted();
+        assertNeverSent(refused.closed.get().asException());
+    }
+
+    /** Records a stream's messages (parsed in the callback: the buffer is the transport's) and its one end. */
+    private static final class StreamRecorder implements ClientStreamListener
+    {
+        final List<StringValue> messages = new CopyOnWriteArrayList<>();
+        final CompletableFuture<Status> closed = new CompletableFuture<>();
+
+        @Override
+        public void headersRead(final Metadata headers)
+        {
+        }
+
+        @Override
+        public void messageRead(final ByteBuffer message)
+        {
+            messages.add(CALL.responseMarshaller().read(message));
+        }
+
+        @Override
+        public void onReady()
+        {
+        }
+
+        @Override
+        public void closed(final Status status, final Metadata trailers)
+        {
+            assertThat(closed.complete(status)).as("closed once").isTrue();
+        }
     }
 
     @Test

@@ -7,6 +7,10 @@ import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import io.reverb.rpc.transport.stream.ClientStream;
+import io.reverb.rpc.transport.stream.ClientStreamListener;
+import io.reverb.rpc.transport.stream.ClientTransport;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -174,6 +178,79 @@ class KeepAliveTest
         assertThat(t).isInstanceOf(RpcException.class);
         assertThat(((RpcException)t).status().description()).contains("keep-alive");
         Await.until("the channel dropped the connection", TIMEOUT, () -> connectionsLost.get() == 1);
+    }
+
+    @Test
+    void shouldTakeAnyFrameAfterThePingAsItsAnswerForStreamsOfTheStreamSpi() throws Exception
+    {
+        // grpc-java's calls over Reverb are streams of the stream SPI (ClientTransport.newStream), not calls: their
+        // frames show the server alive just as calls' do, and an unanswered PING still ends them
+        start(b -> b, b -> b);
+        final RpcClientConnection connection = RpcClientConnection.create(
+            RpcChannel.builder(uri).keepAlive(INTERVAL, PING_TIMEOUT).timerScheduler(clock));
+        try
+        {
+            final AtomicInteger lost = new AtomicInteger();
+            connection.onLost(why -> lost.incrementAndGet());
+            connection.connect().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            final ClientTransport transport = ClientTransport.of(connection);
+            final CompletableFuture<Status> held = stream(transport, "hold");
+            final CompletableFuture<Status> other = stream(transport, "hold other");
+            Await.until("both streams run on the server", TIMEOUT, () -> started.get() == 2);
+            InprocTransportProvider.freezeServer(name, true);
+
+            clock.advanceTimeBy(INTERVAL); // the PING leaves; the frozen server never answers it
+            otherGate.tryEmitEmpty(); // but it answers a stream: frames from the server after the PING
+            assertThat(other.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS).code()).isEqualTo(StatusCode.OK);
+            clock.advanceTimeBy(PING_TIMEOUT.plus(MARGIN)); // past the PING's timeout
+            assertThat(held).as("the connection survives its PING's timeout").isNotDone();
+            assertThat(lost.get()).isZero();
+
+            // nothing more from the server: the next tick's PING goes unanswered and its timeout ends the stream
+            clock.advanceTimeBy(INTERVAL.minus(PING_TIMEOUT).minus(MARGIN)); // the next tick, at 2 x interval
+            clock.advanceTimeBy(PING_TIMEOUT.plus(MARGIN));
+            final Status ended = held.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            assertThat(ended.code()).isEqualTo(StatusCode.UNAVAILABLE);
+            assertThat(ended.description()).contains("keep-alive");
+            Await.until("the connection is lost", TIMEOUT, () -> lost.get() == 1);
+        }
+        finally
+        {
+            connection.close();
+        }
+    }
+
+    /** A unary stream of the stream SPI with one request; its future completes with the status it closed with. */
+    private static CompletableFuture<Status> stream(final ClientTransport transport, final String what)
+    {
+        final CompletableFuture<Status> closed = new CompletableFuture<>();
+        final ClientStream<StringValue> stream = transport.newStream(CALL, CallOptions.DEFAULT, new ClientStreamListener()
+        {
+            @Override
+            public void headersRead(final Metadata headers)
+            {
+            }
+
+            @Override
+            public void messageRead(final ByteBuffer message)
+            {
+            }
+
+            @Override
+            public void onReady()
+            {
+            }
+
+            @Override
+            public void closed(final Status status, final Metadata trailers)
+            {
+                closed.complete(status);
+            }
+        });
+        stream.request(1);
+        stream.writeMessage(StringValue.of(what));
+        stream.halfClose();
+        return closed;
     }
 
     @Test

@@ -4,6 +4,7 @@ import org.springframework.beans.factory.BeanFactory;
 import io.grpc.BindableService;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
+import io.reverb.grpc.ReverbObservationClientInterceptor;
 import io.reverb.grpc.ReverbServerBuilder;
 import io.reverb.rpc.RpcService;
 import io.reverb.rpc.observation.ObservationClientInterceptor;
@@ -21,6 +22,7 @@ import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.ssl.SslBundles;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 import org.springframework.core.env.Environment;
 
@@ -188,6 +190,27 @@ public class ReverbAutoConfiguration
             final ReverbChannelFactory channels, final ObjectProvider<ReverbGrpcChannelCustomizer> customizers)
         {
             return new ReverbGrpcChannelFactory(channels, customizers.orderedStream().toList());
+        }
+
+        /**
+         * The context's ObservationRegistry observes the grpc-java channels' calls too: grpc-java's calls over Reverb
+         * are Reverb streams that rpc-core's call interceptors never see, so the observation is a grpc-java
+         * interceptor there, with the same name and keys as the native channels'. Applied after the other
+         * customizers: grpc-java runs the interceptor added last first, so the observation wraps the others (as
+         * rpc-core's, added first, does on native channels).
+         */
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(ObservationRegistry.class)
+        @ConditionalOnBooleanProperty(name = "reverb.observations.enabled", matchIfMissing = true)
+        static class GrpcObservations
+        {
+            @Bean
+            @Order(Ordered.LOWEST_PRECEDENCE)
+            ReverbGrpcChannelCustomizer reverbGrpcChannelObservations(final ObjectProvider<ObservationRegistry> registry)
+            {
+                return (name, builder) ->
+                    registry.ifAvailable(r -> builder.intercept(new ReverbObservationClientInterceptor(r)));
+            }
         }
     }
 }

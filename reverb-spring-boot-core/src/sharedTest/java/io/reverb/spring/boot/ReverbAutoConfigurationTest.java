@@ -171,6 +171,16 @@ class ReverbAutoConfigurationTest
     }
 
     @Test
+    void shouldObserveGrpcJavaChannelsWithAGrpcJavaInterceptorUnlessObservationsAreOff()
+    {
+        // grpc-java's calls over Reverb never pass rpc-core's interceptors: their channels get a grpc-java one
+        runner.withPropertyValues("reverb.server.enabled=false").run(context ->
+            assertThat(context).hasBean("reverbGrpcChannelObservations").hasBean("reverbChannelObservations"));
+        runner.withPropertyValues("reverb.server.enabled=false", "reverb.observations.enabled=false").run(context ->
+            assertThat(context).doesNotHaveBean("reverbGrpcChannelObservations").doesNotHaveBean("reverbChannelObservations"));
+    }
+
+    @Test
     void shouldFailTheContextNamingThePropertyOfAnUnknownChannel()
     {
         runner.withBean(ClientOfUnknownChannel.class).run(context ->

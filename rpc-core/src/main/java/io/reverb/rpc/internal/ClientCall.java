@@ -27,7 +27,7 @@ import reactor.core.Disposable;
  * @param <Req>  request type.
  * @param <Resp> response type.
  */
-abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame, Subscription
+abstract class ClientCall<Req, Resp> extends ClientSideStream implements OutboundFrame, Subscription
 {
     final ClientCallHost channel;
     final MethodDescriptor<Req, Resp> method;
@@ -316,6 +316,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
      * @return true if it will be resent (its stream was already removed from the refusing connection); false to end
      * it with the refusal.
      */
+    @Override
     final boolean retryRefused()
     {
         if (!channel.config().transparentRetry || !resendable())
@@ -419,6 +420,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     // ------------------------------------------------------------ frames from the server
 
+    @Override
     void onHeaders(final Metadata headers)
     {
         if (context != null)
@@ -463,6 +465,7 @@ abstract class ClientCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
     }
 
+    @Override
     void onStatus(final Status status, final Metadata trailers)
     {
         final boolean holdsMore;

@@ -113,7 +113,19 @@ final class ClientConnection extends RpcConnection
      */
     int startCall(final ClientCall<?, ?> call)
     {
-        final int id = startStream(call, call);
+        return startClientStream(call, call);
+    }
+
+    /**
+     * {@link #startCall} for any client stream: registers it and writes its first frame (CALL) in one step.
+     *
+     * @param stream the stream.
+     * @param call   its CALL frame (with what travels in the same transport message).
+     * @return the stream id, or -1 if the connection takes no new calls.
+     */
+    int startClientStream(final ClientSideStream stream, final OutboundFrame call)
+    {
+        final int id = startStream(stream, call);
         if (id > 0 && id == lastStreamId)
         {
             channel.timer().schedule(() -> channel.connectionUnusable(this,
@@ -186,7 +198,7 @@ final class ClientConnection extends RpcConnection
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {
-                    ((ClientCall<?, ?>)stream).onHeaders(headers);
+                    ((ClientSideStream)stream).onHeaders(headers);
                 }
                 return;
             }
@@ -202,10 +214,10 @@ final class ClientConnection extends RpcConnection
                     final Status received = Status.fromCodeValue(code).withDescription(description);
                     final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
                     // refused while the server shuts down: no handler ran, the call may go to the server that follows
-                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientCall<?, ?>)stream).retryRefused())
+                    if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientSideStream)stream).retryRefused())
                     {
                         // the server flags a call it refused before any handler ran: safe to retry elsewhere
-                        ((ClientCall<?, ?>)stream).onStatus(refused ?
+                        ((ClientSideStream)stream).onStatus(refused ?
                             received.withCause(CallFailureCause.of(CallFailureCause.Reason.REFUSED_BY_SERVER)) :
                             received, trailers);
                     }
@@ -239,7 +251,7 @@ final class ClientConnection extends RpcConnection
             {
                 final RpcStream stream = streams.remove(id);
                 // never processed: resent on a new connection (transparent retry) where the call allows it
-                if (stream != null && !((ClientCall<?, ?>)stream).retryRefused())
+                if (stream != null && !((ClientSideStream)stream).retryRefused())
                 {
                     stream.onConnectionClosed(Status.UNAVAILABLE.withDescription(
                         "server going away: " + status.description())
@@ -387,9 +399,9 @@ final class ClientConnection extends RpcConnection
     @Override
     void failStream(final RpcStream stream, final Status status)
     {
-        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientCall)
+        if (stream.streamId > goAwayLastStreamId && stream instanceof ClientSideStream)
         {
-            if (!((ClientCall<?, ?>)stream).retryRefused())
+            if (!((ClientSideStream)stream).retryRefused())
             {
                 stream.onConnectionClosed(Status.UNAVAILABLE.withDescription("server going away")
                     .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));

@@ -1,11 +1,16 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.stream.ClientStream;
+import io.reverb.rpc.transport.stream.ClientStreamListener;
+import io.reverb.rpc.transport.stream.ClientTransport;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +24,7 @@ import java.util.function.Consumer;
  * reverb-grpc's transports (through the API), and a channel's subchannels ({@link ChannelRuntime}, which makes one
  * of these per connection, puts its own calls on it and makes another when it is lost).
  */
-public final class StandaloneConnection extends ClientCallHost implements RpcClientConnection
+public final class StandaloneConnection extends ClientCallHost implements RpcClientConnection, ClientTransport
 {
     private final URI uri;
     private final TransportProvider provider;
@@ -255,6 +260,27 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
         {
             attempt();
         }
+    }
+
+    /**
+     * A stream of the stream SPI on the connection, if it takes calls now (a stream does not wait for one: the owner
+     * opens streams once {@link #connect()} completed, as grpc-java's subchannel does after {@code transportReady}).
+     */
+    @Override
+    public <Req> ClientStream<Req> newStream(final MethodDescriptor<Req, ?> method, final CallOptions options,
+        final ClientStreamListener listener)
+    {
+        final OutboundCompression compression = compressionOf(options);
+        final TransportClientStream<Req> stream = new TransportClientStream<>(this, method, options,
+            compression != null ? compression : OutboundCompression.NONE, listener);
+        if (compression == null)
+        {
+            stream.startFailed(Status.INTERNAL.withDescription("Unable to find compressor by name " +
+                options.compression() + " (register it in the channel's codecRegistry)"));
+            return stream;
+        }
+        stream.start(usable());
+        return stream;
     }
 
     @Override

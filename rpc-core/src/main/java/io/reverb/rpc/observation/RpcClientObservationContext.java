@@ -55,12 +55,14 @@ public final class RpcClientObservationContext extends RequestReplySenderContext
     }
 
     /**
-     * @return how the call ended, or null while it runs.
+     * @return how the call ended, or null while it runs: the status the observing interceptor recorded, else the
+     *         call's own ({@link ClientCallContext#status()}, which a grpc-java interceptor fills in).
      */
     @Override
     public Status status()
     {
-        return status;
+        final Status recorded = status;
+        return recorded != null ? recorded : call.status();
     }
 
     void status(final Status status)

@@ -1,0 +1,42 @@
+package io.reverb.rpc.transport.stream;
+
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.Status;
+import java.nio.ByteBuffer;
+
+/**
+ * What a {@link ClientStream} reports (grpc-java's {@code ClientStreamListener}). Callbacks for one stream never run
+ * concurrently: an end decided on another thread (cancel, the deadline) while a message is being delivered on the
+ * transport's thread is delivered by that thread when the message callback returns. {@link #closed} is the last
+ * callback and runs exactly once.
+ */
+public interface ClientStreamListener
+{
+    /**
+     * The server's response headers, if it sent any (a unary response often comes without): before any message.
+     *
+     * @param headers the headers.
+     */
+    void headersRead(Metadata headers);
+
+    /**
+     * One response message, within the demand asked for with {@link ClientStream#request(int)}.
+     *
+     * @param message position to limit is the message (decompressed); valid only during this callback.
+     */
+    void messageRead(ByteBuffer message);
+
+    /**
+     * {@link ClientStream#isReady()} turned true: the server granted more messages.
+     */
+    void onReady();
+
+    /**
+     * The stream ended: called exactly once, and nothing is called after it.
+     *
+     * @param status   how it ended (OK, the server's status, or a status decided here: cancel, deadline, connection
+     *                 lost, a write that failed).
+     * @param trailers the server's trailers, or empty.
+     */
+    void closed(Status status, Metadata trailers);
+}
