@@ -5,9 +5,9 @@ import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.RpcImplementation;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.internal.ChannelConfig;
+import io.reverb.rpc.internal.ClientTransportImpl;
 import io.reverb.rpc.internal.ServerConfig;
 import io.reverb.rpc.internal.ServerRuntime;
-import io.reverb.rpc.internal.StandaloneConnection;
 import io.reverb.rpc.lb.BalancedChannel;
 import io.reverb.rpc.resolver.NameResolvers;
 
@@ -45,7 +45,7 @@ public final class DefaultRpcImplementation implements RpcImplementation
                 "build an RpcChannel from the same builder for " + target);
         }
         final String address = settings.addresses() != null ? settings.addresses().get(0) : target;
-        return new StandaloneConnection(ChannelConfig.forConnection(settings, address));
+        return new ClientTransportImpl(ChannelConfig.forConnection(settings, address));
     }
 
     @Override

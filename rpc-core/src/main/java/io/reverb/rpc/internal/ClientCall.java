@@ -29,7 +29,7 @@ import reactor.core.Disposable;
  */
 abstract class ClientCall<Req, Resp> extends ClientSideStream implements OutboundFrame, Subscription
 {
-    final ClientCallHost channel;
+    final ClientCallStarter channel;
     final MethodDescriptor<Req, Resp> method;
     final ClientCallContext context;
     final Metadata requestMetadata;
@@ -48,7 +48,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     private long startNanos;
 
     // guarded by this
-    ClientConnection connection;
+    ClientWireConnection connection;
     private boolean registered;
     private int transparentRetries;
     boolean callSent;
@@ -63,7 +63,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     private int callInitialRequestN;
     private int callFrameLength;
 
-    ClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method, final ClientCallContext context,
+    ClientCall(final ClientCallStarter channel, final MethodDescriptor<Req, Resp> method, final ClientCallContext context,
         final Metadata requestMetadata, final Deadline deadline, final boolean waitForReady)
     {
         this.channel = channel;
@@ -237,7 +237,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     /**
      * The CALL is written and the call is live on the connection: start sending the rest.
      */
-    abstract void onCallSent(ClientConnection conn, int id);
+    abstract void onCallSent(ClientWireConnection conn, int id);
 
     /**
      * The call ended here (status, failure, cancel): hand the end to the subscriber side.
@@ -254,7 +254,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     /**
      * The channel has a connection for this call: send CALL, then what follows it.
      */
-    void onConnection(final ClientConnection conn)
+    void onConnection(final ClientWireConnection conn)
     {
         final int firstMessageLength = prepareFirstMessage();
         if (firstMessageLength < 0)
@@ -391,7 +391,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     @Override
     public void cancel()
     {
-        ClientConnection sendCancel = null;
+        ClientWireConnection sendCancel = null;
         final Status status;
         synchronized (this)
         {
@@ -534,7 +534,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
 
     final void failLocally(final Status status, final boolean sendCancel)
     {
-        ClientConnection cancelOn = null;
+        ClientWireConnection cancelOn = null;
         synchronized (this)
         {
             if (terminalStatus != null || cancelled)
@@ -570,7 +570,7 @@ abstract class ClientCall<Req, Resp> extends ClientSideStream implements Outboun
     void cleanup()
     {
         final Disposable timer;
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         final int id;
         final Disposable registration;
         synchronized (this)

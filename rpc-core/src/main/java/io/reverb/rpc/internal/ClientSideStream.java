@@ -4,8 +4,8 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.Status;
 
 /**
- * A stream on the client side of a connection, as {@link ClientConnection} dispatches to it: the server's HEADERS and
- * STATUS besides what every stream gets. Two kinds: rpc-core's Reactor calls ({@link ClientCall}) and the callback
+ * A stream on the client side of a connection, as {@link ClientWireConnection} dispatches to it: the server's HEADERS
+ * and STATUS besides what every stream gets. Two kinds: rpc-core's Reactor calls ({@link ClientCall}) and the callback
  * streams of the stream SPI ({@link TransportClientStream}).
  */
 abstract class ClientSideStream extends RpcStream

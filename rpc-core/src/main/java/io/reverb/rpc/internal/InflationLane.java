@@ -25,13 +25,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * call's handler that runs on the transport's thread (no executor set) runs on the inflater thread for a compressed
  * request.
  *
- * <p>Thread model: {@link #compressed}, {@link #plain} and {@link #halfClose} on the transport's thread; the entries run
- * one at a time, in order, on the pool. Guarded by this: the queue and whether a task is scheduled; a call's count of
- * entries waiting ({@link ServerCall#inflationPending}) is written under this and read by the transport's thread.
+ * <p>Thread model: {@link #compressed}, {@link #plain} and {@link #halfClose} on the transport's thread; the entries
+ * run one at a time, in order, on the pool. Guarded by this: the queue and whether a task is scheduled; a call's count
+ * of entries waiting ({@link ServerCall#inflationPending}) is written under this and read by the transport's thread.
  */
 final class InflationLane implements Runnable
 {
-    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
+    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> WireConnection.LOG.warn(line, t));
     /** What an entry costs besides its bytes (the entry, the array's header): a flood of empty frames is bounded too. */
     static final int ENTRY_OVERHEAD = 64;
     /**
@@ -45,7 +45,7 @@ final class InflationLane implements Runnable
     private static final int HALF_CLOSE = 2;
     private static volatile Executor shared;
 
-    private final ServerConnection connection;
+    private final ServerWireConnection connection;
     private final InflationBudget budget;
     private final int maxMessageSize;
     private final Executor executor;
@@ -58,7 +58,7 @@ final class InflationLane implements Runnable
      * @param maxMessageSize the largest request accepted, decompressed.
      * @param executor       runs the lane, or null for the shared inflater pool.
      */
-    InflationLane(final ServerConnection connection, final InflationBudget budget, final int maxMessageSize,
+    InflationLane(final ServerWireConnection connection, final InflationBudget budget, final int maxMessageSize,
         final Executor executor)
     {
         this.connection = connection;
@@ -276,12 +276,12 @@ final class InflationLane implements Runnable
         }
         catch (final IOException | RuntimeException e)
         {
-            call.onUndecodableMessage(RpcConnection.undecodable(true, entry.codecName, compressedLength, e));
+            call.onUndecodableMessage(WireConnection.undecodable(true, entry.codecName, compressedLength, e));
             return;
         }
         if (length == InboundDecompression.TOO_LARGE)
         {
-            call.onUndecodableMessage(RpcConnection.tooLarge(true, entry.codecName, compressedLength, maxMessageSize));
+            call.onUndecodableMessage(WireConnection.tooLarge(true, entry.codecName, compressedLength, maxMessageSize));
             return;
         }
         if (length == InboundDecompression.OVER_BUDGET)

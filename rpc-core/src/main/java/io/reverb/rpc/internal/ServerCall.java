@@ -40,12 +40,12 @@ import reactor.util.context.Context;
  */
 abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame, CoreSubscriber<Resp>, RpcContext.Carrier
 {
-    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> RpcConnection.LOG.warn(line, t));
+    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> WireConnection.LOG.warn(line, t));
 
     /** The encodings the client decompresses besides gzip, as grpc-java's header. */
     static final Metadata.Key<String> ACCEPT_ENCODING = Metadata.Key.of("grpc-accept-encoding",
         Metadata.ASCII_STRING_MARSHALLER);
-    final ServerConnection connection;
+    final ServerWireConnection connection;
     final ServerRuntime server;
     final MethodDescriptor<Req, Resp> method;
     /** The method's counters in the process's counters file, or null when the process keeps none. */
@@ -84,7 +84,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private InflationBudget heldBudget;
 
     @SuppressWarnings("unchecked")
-    ServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
+    ServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
         final int initialRequestN)
     {
@@ -112,7 +112,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
      * @return the call for this method: without interceptors a unary handler is invoked with the request itself
      * ({@link UnaryServerCall}); every other call gives the handler a request {@code Flux}.
      */
-    static ServerCall<?, ?> create(final ServerConnection connection, final ServerRuntime server, final int streamId,
+    static ServerCall<?, ?> create(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
         final int initialRequestN)
     {

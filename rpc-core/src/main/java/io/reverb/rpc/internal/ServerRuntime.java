@@ -53,7 +53,7 @@ public final class ServerRuntime implements RpcServer.Runtime
     private final IdentityHashMap<MethodDescriptor<?, ?>, ServerMethodCounters> methodCounters = new IdentityHashMap<>();
     private final AtomicBoolean countersReleased = new AtomicBoolean();
     private final AcceptedConnection.Listener[] connectionListeners;
-    private final Set<ServerConnection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<ServerWireConnection> connections = ConcurrentHashMap.newKeySet();
     private final CountDownLatch terminated = new CountDownLatch(1);
     private volatile ServerListener listener;
     private volatile boolean started;
@@ -210,7 +210,7 @@ public final class ServerRuntime implements RpcServer.Runtime
         return config.timerScheduler;
     }
 
-    /** A call's deadline: see {@code ChannelRuntime.scheduleDeadline}. */
+    /** A call's deadline: see {@link ClientCallStarter#scheduleDeadline}. */
     Disposable scheduleDeadline(final Runnable task, final long delayNanos)
     {
         return config.timerScheduler == Schedulers.parallel() ? DeadlineTimer.shared().schedule(task, delayNanos) :
@@ -243,7 +243,7 @@ public final class ServerRuntime implements RpcServer.Runtime
                 {
                     return null;
                 }
-                final ServerConnection serverConnection = new ServerConnection(this, connection);
+                final ServerWireConnection serverConnection = new ServerWireConnection(this, connection);
                 connections.add(serverConnection);
                 if (shutdown)
                 {
@@ -317,7 +317,7 @@ public final class ServerRuntime implements RpcServer.Runtime
         {
             l.close();
         }
-        for (final ServerConnection connection : connections)
+        for (final ServerWireConnection connection : connections)
         {
             connection.goAway();
         }
@@ -331,7 +331,7 @@ public final class ServerRuntime implements RpcServer.Runtime
 
     private void closeConnections(final Status status)
     {
-        for (final ServerConnection connection : connections)
+        for (final ServerWireConnection connection : connections)
         {
             connection.closeNow(status);
         }
@@ -359,7 +359,7 @@ public final class ServerRuntime implements RpcServer.Runtime
      *
      * @return false if one of them threw: the connection is refused, and those told before are told of its end.
      */
-    private boolean announce(final ServerConnection connection)
+    private boolean announce(final ServerWireConnection connection)
     {
         for (int i = 0; i < connectionListeners.length; i++)
         {
@@ -382,7 +382,7 @@ public final class ServerRuntime implements RpcServer.Runtime
         return true;
     }
 
-    void connectionClosed(final ServerConnection connection)
+    void connectionClosed(final ServerWireConnection connection)
     {
         connections.remove(connection);
         checkTerminated();
@@ -394,7 +394,7 @@ public final class ServerRuntime implements RpcServer.Runtime
      * @param connection the connection.
      * @param cause      null for an orderly close.
      */
-    void announceClosed(final ServerConnection connection, final Throwable cause)
+    void announceClosed(final ServerWireConnection connection, final Throwable cause)
     {
         for (final AcceptedConnection.Listener listener : connectionListeners)
         {
@@ -403,7 +403,7 @@ public final class ServerRuntime implements RpcServer.Runtime
     }
 
     private static void notifyClosed(
-        final AcceptedConnection.Listener listener, final ServerConnection connection, final Throwable cause)
+        final AcceptedConnection.Listener listener, final ServerWireConnection connection, final Throwable cause)
     {
         try
         {
@@ -415,12 +415,12 @@ public final class ServerRuntime implements RpcServer.Runtime
         }
     }
 
-    private static void logListenerFailure(final String event, final ServerConnection connection, final Throwable e)
+    private static void logListenerFailure(final String event, final ServerWireConnection connection, final Throwable e)
     {
         final long left = LISTENER_FAILURE_LOG.admit(event);
         if (left != LogLimiter.SUPPRESS)
         {
-            RpcConnection.LOG.warn("a connection listener failed in {} (connection from {}){}", event,
+            WireConnection.LOG.warn("a connection listener failed in {} (connection from {}){}", event,
                 connection.remoteAddress(), left > 0 ? " (" + left + " more such failures were not logged)" : "", e);
         }
     }

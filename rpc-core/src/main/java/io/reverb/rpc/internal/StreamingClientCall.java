@@ -37,7 +37,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     private boolean responded;
     private boolean resending;
 
-    StreamingClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method,
+    StreamingClientCall(final ClientCallStarter channel, final MethodDescriptor<Req, Resp> method,
         final Publisher<Req> requests, final ClientCallContext context, final Metadata requestMetadata,
         final Deadline deadline, final boolean waitForReady)
     {
@@ -85,7 +85,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     }
 
     @Override
-    void onCallSent(final ClientConnection conn, final int id)
+    void onCallSent(final ClientWireConnection conn, final int id)
     {
         final long delta = responses.openGrants(); // asked for more while CALL was on its way
         if (delta > 0)
@@ -146,7 +146,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             return;
         }
         final long delta = responses.request(n);
-        final ClientConnection conn = delta > 0 ? connection() : null;
+        final ClientWireConnection conn = delta > 0 ? connection() : null;
         if (conn != null)
         {
             // grants open only once CALL is written and the connection set (happens-before through the queue); a
@@ -155,7 +155,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         }
     }
 
-    private synchronized ClientConnection connection()
+    private synchronized ClientWireConnection connection()
     {
         return connection;
     }
@@ -191,7 +191,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     public void onNext(final Req value)
     {
         final boolean last = method.type().clientSendsOneMessage();
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (outboundDone || cancelled || terminalStatus != null)
@@ -235,7 +235,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     public void onComplete()
     {
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (outboundDone || cancelled || terminalStatus != null)

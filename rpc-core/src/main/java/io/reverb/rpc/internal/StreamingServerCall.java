@@ -30,7 +30,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
     // MESSAGE frames seen, counted on the transport's thread against the credit granted (see takeCredit)
     private long messagesReceived;
 
-    StreamingServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
+    StreamingServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
         final int initialRequestN)
     {

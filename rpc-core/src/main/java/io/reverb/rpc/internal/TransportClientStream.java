@@ -15,8 +15,8 @@ import java.util.ArrayDeque;
 import reactor.core.Disposable;
 
 /**
- * One call of the stream SPI ({@link ClientStream}) on one {@link ClientConnection}: the whole client side of the call
- * in one state machine, with no Reactor and no call object besides this one. It is its own CALL frame
+ * One call of the stream SPI ({@link ClientStream}) on one {@link ClientWireConnection}: the whole client side of the
+ * call in one state machine, with no Reactor and no call object besides this one. It is its own CALL frame
  * ({@link OutboundFrame}); for a method whose client sends one message, the CALL waits for {@link #halfClose()} and
  * carries that message in the same transport message (the unary fast path: a unary call is one transport message
  * each way, its first and last frames).
@@ -34,7 +34,7 @@ import reactor.core.Disposable;
  */
 final class TransportClientStream<Req> extends ClientSideStream implements ClientStream<Req>, OutboundFrame
 {
-    private final ClientCallHost host;
+    private final ClientCallStarter host;
     private final MethodDescriptor<Req, ?> method;
     private final Metadata metadata;
     private final Deadline deadline;
@@ -45,7 +45,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     private long startNanos;
 
     // guarded by this
-    private ClientConnection connection;
+    private ClientWireConnection connection;
     private boolean callStarted;
     private boolean callSent;
     private boolean ended;
@@ -72,7 +72,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     private int callMessageLength;
     private EncodedMessage callMessageEncoded;
 
-    TransportClientStream(final ClientCallHost host, final MethodDescriptor<Req, ?> method, final CallOptions options,
+    TransportClientStream(final ClientCallStarter host, final MethodDescriptor<Req, ?> method, final CallOptions options,
         final OutboundCompression compression, final ClientStreamListener listener)
     {
         this.host = host;
@@ -89,7 +89,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
      *
      * @param conn the connection, or null if none takes calls (the stream ends UNAVAILABLE, never sent).
      */
-    void start(final ClientConnection conn)
+    void start(final ClientWireConnection conn)
     {
         startNanos = host.metrics().callStarted();
         if (conn == null)
@@ -158,7 +158,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
         {
             throw new IllegalArgumentException("request(" + n + "): demand must be positive");
         }
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (ended)
@@ -178,7 +178,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     @Override
     public void writeMessage(final Req message)
     {
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (ended || halfClosed)
@@ -222,7 +222,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     public void halfClose()
     {
         final boolean startCall;
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         final Req first;
         synchronized (this)
         {
@@ -248,7 +248,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     }
 
     /** Guarded by this: the connection to send HALF_CLOSE on, once. */
-    private ClientConnection takeHalfCloseLocked()
+    private ClientWireConnection takeHalfCloseLocked()
     {
         if (halfCloseSent)
         {
@@ -287,7 +287,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
      */
     private void sendCall(final Req first)
     {
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (ended || callStarted)
@@ -398,7 +398,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
 
     // ---------------------------------------------------------------- messages
 
-    private void sendMessage(final ClientConnection conn, final Req message)
+    private void sendMessage(final ClientWireConnection conn, final Req message)
     {
         final OutboundFrame.Message<?> frame;
         try
@@ -422,7 +422,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     /** Sends the messages that waited for credit (and a HALF_CLOSE that waited behind them); one thread at a time. */
     private void drain()
     {
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         synchronized (this)
         {
             if (draining || !callSent || ended)
@@ -626,7 +626,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
      */
     private void endStream(final Status status, final Metadata trailers, final boolean tellServer)
     {
-        final ClientConnection conn;
+        final ClientWireConnection conn;
         final boolean sent;
         final boolean deliver;
         final Disposable timer;

@@ -30,7 +30,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     private boolean endSilent;
     private boolean delivered;
 
-    UnaryClientCall(final ClientCallHost channel, final MethodDescriptor<Req, Resp> method, final Req request,
+    UnaryClientCall(final ClientCallStarter channel, final MethodDescriptor<Req, Resp> method, final Req request,
         final ClientCallContext context, final Metadata requestMetadata, final Deadline deadline,
         final boolean waitForReady)
     {
@@ -88,7 +88,7 @@ final class UnaryClientCall<Req, Resp> extends ClientCall<Req, Resp>
     }
 
     @Override
-    void onCallSent(final ClientConnection conn, final int id)
+    void onCallSent(final ClientWireConnection conn, final int id)
     {
         channel.metrics().messageSent(method, requestPayloadLength);
     }

@@ -25,7 +25,7 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     private int messagesReceived;
 
     @SuppressWarnings("unchecked")
-    UnaryServerCall(final ServerConnection connection, final ServerRuntime server, final int streamId,
+    UnaryServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
         final int initialRequestN)
     {
@@ -49,7 +49,7 @@ final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
     void begin()
     {
         // the handler runs when the request arrives, or now if it came before the start (the start was held back to
-        // the end of the transport's read batch: see ServerConnection.onCall)
+        // the end of the transport's read batch: see ServerWireConnection.onCall)
         final Req held;
         synchronized (this)
         {

@@ -1,8 +1,12 @@
 /**
- * The call runtime, not API: connections ({@code RpcConnection}, client and server sides), one state machine per
- * call and side ({@code ClientCall}, {@code ServerCall}), the published connection API's implementation
- * ({@code StandaloneConnection}: one connection, no reconnect), a subchannel's connection manager above it
- * ({@code ChannelRuntime}: reconnect with backoff, waiting calls, transparent retry) and the server's lifecycle. It
- * knows nothing of load balancing ({@code lb}) or name resolution.
+ * The call runtime, not API. One name per layer, client side: a subchannel's {@code SubchannelConnector} (connects,
+ * reconnects with backoff, keeps the calls that wait, transparent retry) over one {@code ClientTransportImpl} per
+ * connection (the stream SPI's {@code ClientTransport} and the published {@code RpcClientConnection}: one connect
+ * attempt, no reconnect), which speaks the wire protocol through a {@code ClientWireConnection}, one
+ * {@code ClientCall} (a stream) per call; {@code ClientCallStarter} is what the connector and the transport share (the
+ * Reactor calls, interceptors, deadline, timers, metrics). Server side: {@code ServerRuntime} (the server) over one
+ * {@code ServerWireConnection} per accepted connection (its transport), one {@code ServerCall} per stream. Both
+ * connection sides extend {@code WireConnection}, the part of the wire protocol they share. It knows nothing of load
+ * balancing ({@code lb}) or name resolution.
  */
 package io.reverb.rpc.internal;

@@ -13,8 +13,8 @@ import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.internal.ChannelConfig;
-import io.reverb.rpc.internal.ChannelRuntime;
-import io.reverb.rpc.internal.ClientCallHost;
+import io.reverb.rpc.internal.ClientCallStarter;
+import io.reverb.rpc.internal.SubchannelConnector;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.resolver.NameResolvers;
 import io.reverb.rpc.retry.AttemptFailure;
@@ -45,10 +45,10 @@ import reactor.util.context.ContextView;
  * The implementation of {@link RpcChannel} (the only one, as grpc-java's {@code ManagedChannelImpl} is of
  * {@code ManagedChannel}), built by {@link RpcChannel.Builder#build()}: a {@link NameResolver} gives the addresses, a
  * {@link LoadBalancer} policy ({@code pick_first} unless told otherwise) keeps one subchannel per address, each owning
- * the connection to its address (an {@link ChannelRuntime}: it connects, reconnects with backoff, keeps alive), and
+ * the connection to its address (a {@link SubchannelConnector}: it connects, reconnects with backoff, keeps alive), and
  * picks one per call, optionally only among replicas whose health service says SERVING. Calls the server never saw (it
- * could not be reached, or refused the call with GOAWAY) are retried at once on another pick; calls of methods given a {@link RetryPolicy} (idempotent ones)
- * are retried per the policy within the channel's {@link RetryThrottle}.
+ * could not be reached, or refused the call with GOAWAY) are retried at once on another pick; calls of methods given a
+ * {@link RetryPolicy} (idempotent ones) are retried per the policy within the channel's {@link RetryThrottle}.
  *
  * <p>Unary and server-streaming calls are retried; client-streaming and bidi calls are picked and balanced but
  * never retried (their requests cannot be replayed). A streaming call is never retried once a response reached
@@ -65,9 +65,9 @@ import reactor.util.context.ContextView;
  *
  * <p>The balancer always picks: a single address is {@code pick_first} over one subchannel, and every setting means
  * the same whatever the number of addresses. Per call, once, above the attempts: the interceptors, the deadline
- * ({@link ClientCallHost#callDeadline}: the options', else the default one, capped by a handled call's), and the
+ * ({@link ClientCallStarter#callDeadline}: the options', else the default one, capped by a handled call's), and the
  * retry loop (transparent retries unless {@link RpcChannel.Builder#transparentRetry}{@code (false)}, the retry or
- * hedging policy). A subchannel's connection manager runs one attempt at a time and none of these.
+ * hedging policy). A subchannel's connector runs one attempt at a time and none of these.
  */
 public final class BalancedChannel extends RpcChannel
 {
@@ -120,15 +120,16 @@ public final class BalancedChannel extends RpcChannel
         this.maxTransparentRetries = settings.transparentRetry() ? MAX_TRANSPARENT_RETRIES : 0;
         this.defaultDeadline = settings.defaultDeadline();
         this.interceptors = settings.interceptors().toArray(new ClientInterceptor[0]);
-        final Function<URI, ChannelRuntime> factory = address ->
+        final Function<URI, SubchannelConnector> factory = address ->
         {
-            final ChannelRuntime runtime = new ChannelRuntime(ChannelConfig.forSubchannel(settings, address.toString()));
-            runtime.onStateChange(this::stateChanged); // the channel's state follows its connections
+            final SubchannelConnector connector =
+                new SubchannelConnector(ChannelConfig.forSubchannel(settings, address.toString()));
+            connector.onStateChange(this::stateChanged); // the channel's state follows its connections
             if (connectRequested)
             {
-                runtime.requestConnection();
+                connector.requestConnection();
             }
-            return runtime;
+            return connector;
         };
         // fails here, naming the scheme, when no transport serves an address (its subchannel is made later)
         if (settings.addresses() != null)
@@ -214,22 +215,22 @@ public final class BalancedChannel extends RpcChannel
         {
             return ConnectivityState.SHUTDOWN;
         }
-        final List<ChannelRuntime> runtimes = new ArrayList<>();
+        final List<SubchannelConnector> connectors = new ArrayList<>();
         synchronized (all)
         {
             for (final ChannelSubchannel subchannel : all)
             {
-                final ChannelRuntime runtime = subchannel.channel();
-                if (runtime != null && subchannel.state() != ConnectivityState.SHUTDOWN)
+                final SubchannelConnector connector = subchannel.connector();
+                if (connector != null && subchannel.state() != ConnectivityState.SHUTDOWN)
                 {
-                    runtimes.add(runtime);
+                    connectors.add(connector);
                 }
             }
         }
         if (requestConnection)
         {
             connectRequested = true;
-            runtimes.forEach(ChannelRuntime::requestConnection);
+            connectors.forEach(SubchannelConnector::requestConnection);
         }
         final ConnectivityState balanced = state;
         if (balanced != ConnectivityState.READY)
@@ -237,9 +238,9 @@ public final class BalancedChannel extends RpcChannel
             return balanced;
         }
         ConnectivityState best = ConnectivityState.IDLE;
-        for (final ChannelRuntime runtime : runtimes)
+        for (final SubchannelConnector connector : connectors)
         {
-            final ConnectivityState connection = runtime.state();
+            final ConnectivityState connection = connector.state();
             if (connection == ConnectivityState.READY)
             {
                 return ConnectivityState.READY;
@@ -335,22 +336,22 @@ public final class BalancedChannel extends RpcChannel
         {
             return new PickedUnaryCall<>(this, method, options, request, policy);
         }
-        final RpcContext assembled = ClientCallHost.assembledParent(options);
+        final RpcContext assembled = ClientCallStarter.assembledParent(options);
         if (interceptors.length == 0)
         {
             return Mono.deferContextual(context ->
             {
-                final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
-                final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+                final RpcContext parent = ClientCallStarter.parentOf(options, context, assembled);
+                final Deadline deadline = ClientCallStarter.callDeadline(options, defaultDeadline, parent);
                 return unary(method, options, request, null, deadline, parent, hedging, policy, context);
             });
         }
-        return ClientCallHost.unaryResult(method, intercepted(method, options, Mono.just(request), assembled,
+        return ClientCallStarter.unaryResult(method, intercepted(method, options, Mono.just(request), assembled,
             (call, requests, deadline, parent, context) -> hedging != null ?
                 Mono.from(requests).flatMap(r -> unary(method, options, r, call, deadline, parent, hedging, null,
                     context)).flux() :
                 new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
-                    .run(sc -> sc.channel().attemptCall(method, options, requests, call, deadline, parent))));
+                    .run(sc -> sc.connector().attemptCall(method, options, requests, call, deadline, parent))));
     }
 
     private <Req, Resp> Mono<Resp> unary(final MethodDescriptor<Req, Resp> method, final CallOptions options,
@@ -360,12 +361,12 @@ public final class BalancedChannel extends RpcChannel
         if (hedging != null)
         {
             return Mono.<Resp>create(sink -> new HedgedUnaryCall<>(hedging, context, sink,
-                sc -> sc.channel().attemptUnary(method, options, request, call, deadline, parent).flux(),
+                sc -> sc.connector().attemptUnary(method, options, request, call, deadline, parent).flux(),
                 hedge -> newHedgeAttempt(deadline, options.isWaitForReady(), hedge), throttle, timer,
                 maxTransparentRetries).start());
         }
         return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
-            .run(sc -> sc.channel().attemptUnary(method, options, request, call, deadline, parent).flux()).next();
+            .run(sc -> sc.connector().attemptUnary(method, options, request, call, deadline, parent).flux()).next();
     }
 
     /**
@@ -386,20 +387,20 @@ public final class BalancedChannel extends RpcChannel
         final boolean replayable =
             type == MethodDescriptor.MethodType.UNARY || type == MethodDescriptor.MethodType.SERVER_STREAMING;
         final RetryPolicy policy = replayable ? policyFor(retryPolicies, method) : null;
-        final RpcContext assembled = ClientCallHost.assembledParent(options);
+        final RpcContext assembled = ClientCallStarter.assembledParent(options);
         if (interceptors.length == 0)
         {
             return Flux.deferContextual(context ->
             {
-                final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
-                final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+                final RpcContext parent = ClientCallStarter.parentOf(options, context, assembled);
+                final Deadline deadline = ClientCallStarter.callDeadline(options, defaultDeadline, parent);
                 return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                    .run(sc -> sc.channel().attemptCall(method, options, requests, null, deadline, parent));
+                    .run(sc -> sc.connector().attemptCall(method, options, requests, null, deadline, parent));
             });
         }
         return intercepted(method, options, requests, assembled, (call, r, deadline, parent, context) ->
             new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                .run(sc -> sc.channel().attemptCall(method, options, r, call, deadline, parent)));
+                .run(sc -> sc.connector().attemptCall(method, options, r, call, deadline, parent)));
     }
 
     /** What the interceptors of a call wrap: its attempts, given the call's context, deadline and parent. */
@@ -420,8 +421,8 @@ public final class BalancedChannel extends RpcChannel
     {
         return Flux.deferContextual(context ->
         {
-            final RpcContext parent = ClientCallHost.parentOf(options, context, assembled);
-            final Deadline deadline = ClientCallHost.callDeadline(options, defaultDeadline, parent);
+            final RpcContext parent = ClientCallStarter.parentOf(options, context, assembled);
+            final Deadline deadline = ClientCallStarter.callDeadline(options, defaultDeadline, parent);
             final ClientCallContext call = new ClientCallContext(method, options);
             ClientInterceptor.Next<Req, Resp> next = r -> attempts.call(call, r, deadline, parent, context);
             for (int i = interceptors.length - 1; i >= 0; i--)
@@ -493,7 +494,7 @@ public final class BalancedChannel extends RpcChannel
      */
     final class Attempts<Resp>
     {
-        /** The call's deadline, computed once for the call ({@link ClientCallHost#callDeadline}), or null. */
+        /** The call's deadline, computed once for the call ({@link ClientCallStarter#callDeadline}), or null. */
         private final Deadline deadline;
         private final boolean waitForReady;
         private final RetryPolicy policy;
@@ -619,7 +620,7 @@ public final class BalancedChannel extends RpcChannel
             {
                 sc.onGoAway();
             }
-            // a connection lost under a running call says nothing of the replica: the subchannel's connection manager
+            // a connection lost under a running call says nothing of the replica: the subchannel's connector
             // makes another for the next call, and a replica that is gone is found unreachable then (NOT_SENT)
             if (closed || !replayable)
             {
@@ -657,7 +658,8 @@ public final class BalancedChannel extends RpcChannel
                 return Mono.error(Status.UNAVAILABLE.withDescription("channel closed").asException());
             }
             final ConnectivityState now = state;
-            // the calls want a connection: failing replicas try again soon (see ChannelRuntime.callsWantConnection)
+            // the calls want a connection: failing replicas try again soon
+            // (see SubchannelConnector.callsWantConnection)
             wantConnections();
             if (now == ConnectivityState.TRANSIENT_FAILURE && !waitForReady)
             {
@@ -712,9 +714,9 @@ public final class BalancedChannel extends RpcChannel
     }
 
     /**
-     * A call found no replica to pick: tells the connection managers of the failing subchannels that calls want a
+     * A call found no replica to pick: tells the connectors of the failing subchannels that calls want a
      * connection, so that their next attempt comes within {@code reconnectWhileCallsWait} of their last failure,
-     * however far their backoff has grown (as a single connection manager does for the calls it parks itself).
+     * however far their backoff has grown (as a single connector does for the calls it parks itself).
      */
     private void wantConnections()
     {
@@ -722,10 +724,10 @@ public final class BalancedChannel extends RpcChannel
         {
             for (final ChannelSubchannel subchannel : all)
             {
-                final ChannelRuntime runtime = subchannel.channel();
-                if (runtime != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
+                final SubchannelConnector connector = subchannel.connector();
+                if (connector != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
                 {
-                    runtime.callsWantConnection();
+                    connector.callsWantConnection();
                 }
             }
         }
@@ -776,7 +778,7 @@ public final class BalancedChannel extends RpcChannel
     }
 
     /**
-     * How far a failed attempt got: read from the {@link CallFailureCause} the runtime attached to the status (the
+     * How far a failed attempt got: read from the {@link CallFailureCause} the connector attached to the status (the
      * call could not be sent, was refused by GOAWAY, or the server flagged it refused before any handler ran),
      * never from the status description; a status without one was processed.
      *
@@ -812,10 +814,10 @@ public final class BalancedChannel extends RpcChannel
         }
         for (final ChannelSubchannel subchannel : toClose)
         {
-            final ChannelRuntime runtime = subchannel.channel();
-            if (runtime != null)
+            final SubchannelConnector connector = subchannel.connector();
+            if (connector != null)
             {
-                runtime.close();
+                connector.close();
             }
         }
         runWaiters();

@@ -6,7 +6,7 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
-import io.reverb.rpc.internal.ChannelRuntime;
+import io.reverb.rpc.internal.SubchannelConnector;
 import java.net.URI;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
@@ -17,10 +17,10 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * A {@link Subchannel}: the connection to one address, through its connection manager ({@link ChannelRuntime}, which
- * connects, reconnects with backoff, keeps alive and drains on GOAWAY). Its state comes from:
+ * A {@link Subchannel}: the connection to one address, through its connector ({@link SubchannelConnector},
+ * which connects, reconnects with backoff, keeps alive and drains on GOAWAY). Its state comes from:
  * <ul>
- * <li>with health checking: a {@code reverb.health.v1.Health/Watch} stream on the channel; READY while it says
+ * <li>with health checking: a {@code reverb.health.v1.Health/Watch} stream on the connector; READY while it says
  * SERVING, TRANSIENT_FAILURE when it says otherwise or the stream fails (then watched again after a backoff);
  * a replica without the health service (UNIMPLEMENTED) counts as SERVING;</li>
  * <li>without: READY once asked to connect, until a call finds the replica unreachable
@@ -39,7 +39,7 @@ final class ChannelSubchannel implements Subchannel
     private final URI address;
     private final SubchannelStateListener listener;
     private final SubchannelLoad load = SubchannelLoad.withDefaults();
-    private final Function<URI, ChannelRuntime> channelFactory;
+    private final Function<URI, SubchannelConnector> connectorFactory;
     private final Executor serializer;
     private final Scheduler timer;
     private final String healthService;
@@ -47,7 +47,7 @@ final class ChannelSubchannel implements Subchannel
 
     // read from any thread, written on the serializer
     private volatile ConnectivityState state = ConnectivityState.IDLE;
-    private volatile ChannelRuntime channel;
+    private volatile SubchannelConnector connector;
     private volatile boolean shutdown;
     // serializer only
     private Disposable watch;
@@ -56,12 +56,12 @@ final class ChannelSubchannel implements Subchannel
     private int generation;
 
     ChannelSubchannel(final URI address, final SubchannelStateListener listener,
-        final Function<URI, ChannelRuntime> channelFactory, final Executor serializer, final Scheduler timer,
+        final Function<URI, SubchannelConnector> connectorFactory, final Executor serializer, final Scheduler timer,
         final String healthService)
     {
         this.address = address;
         this.listener = listener;
-        this.channelFactory = channelFactory;
+        this.connectorFactory = connectorFactory;
         this.serializer = serializer;
         this.timer = timer;
         this.healthService = healthService;
@@ -87,11 +87,11 @@ final class ChannelSubchannel implements Subchannel
     }
 
     /**
-     * @return the channel to start calls on (null only before the first {@link #requestConnection()}).
+     * @return the connector to start calls on (null only before the first {@link #requestConnection()}).
      */
-    ChannelRuntime channel()
+    SubchannelConnector connector()
     {
-        return channel;
+        return connector;
     }
 
     /**
@@ -99,8 +99,8 @@ final class ChannelSubchannel implements Subchannel
      */
     String fabric()
     {
-        final ChannelRuntime runtime = channel;
-        return runtime == null ? null : runtime.fabric();
+        final SubchannelConnector current = connector;
+        return current == null ? null : current.fabric();
     }
 
     @Override
@@ -110,9 +110,9 @@ final class ChannelSubchannel implements Subchannel
         {
             return;
         }
-        if (channel == null)
+        if (connector == null)
         {
-            channel = channelFactory.apply(address);
+            connector = connectorFactory.apply(address);
         }
         connect();
     }
@@ -124,12 +124,12 @@ final class ChannelSubchannel implements Subchannel
         update(readiness.onTransportState(ConnectivityState.CONNECTING));
         if (healthService == null)
         {
-            // nothing to wait for: the channel connects on the first call, failures come back through onUnreachable
+            // nothing to wait for: the connector connects on the first call, failures come back through onUnreachable
             update(readiness.onTransportState(ConnectivityState.READY));
             return;
         }
         final int watching = generation;
-        watch = channel.newCall(HealthProtocol.WATCH, CallOptions.DEFAULT.withWaitForReady(),
+        watch = connector.newCall(HealthProtocol.WATCH, CallOptions.DEFAULT.withWaitForReady(),
                 Mono.just(HealthProtocol.request(healthService)))
             .subscribe(
                 response -> serializer.execute(() -> onHealth(watching, response)),
@@ -268,7 +268,7 @@ final class ChannelSubchannel implements Subchannel
     }
 
     /**
-     * A call on this subchannel ended: closes the channel if the subchannel was shut down and this was the last.
+     * A call on this subchannel ended: closes the connector if the subchannel was shut down and this was the last.
      */
     void onCallEnded()
     {
@@ -280,7 +280,7 @@ final class ChannelSubchannel implements Subchannel
 
     private void closeWhenIdle()
     {
-        final ChannelRuntime c = channel;
+        final SubchannelConnector c = connector;
         if (c != null && load.outstanding() == 0 && !c.isClosed())
         {
             c.close(); // no call of ours is running on it: nothing is failed by closing

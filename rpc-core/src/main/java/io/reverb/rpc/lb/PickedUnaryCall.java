@@ -5,8 +5,8 @@ import io.reverb.rpc.Deadline;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.RpcContext;
-import io.reverb.rpc.internal.ChannelRuntime;
-import io.reverb.rpc.internal.ClientCallHost;
+import io.reverb.rpc.internal.ClientCallStarter;
+import io.reverb.rpc.internal.SubchannelConnector;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
@@ -41,14 +41,14 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         this.options = options;
         this.request = request;
         this.policy = policy;
-        this.assembled = ClientCallHost.assembledParent(options);
+        this.assembled = ClientCallStarter.assembledParent(options);
     }
 
     @Override
     public void subscribe(final CoreSubscriber<? super Resp> actual)
     {
-        final RpcContext parent = ClientCallHost.parentOf(options, actual.currentContext(), assembled);
-        final Deadline deadline = ClientCallHost.callDeadline(options, channel.defaultDeadline(), parent);
+        final RpcContext parent = ClientCallStarter.parentOf(options, actual.currentContext(), assembled);
+        final Deadline deadline = ClientCallStarter.callDeadline(options, channel.defaultDeadline(), parent);
         final ChannelSubchannel picked = channel.pickNow();
         if (picked == null)
         {
@@ -63,7 +63,7 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
     /** What the retry loop sends to each replica it picks: the call's attempt. */
     private Function<ChannelSubchannel, Flux<Resp>> attempts(final Deadline deadline, final RpcContext parent)
     {
-        return sc -> sc.channel().attemptUnary(method, options, request, null, deadline, parent).flux();
+        return sc -> sc.connector().attemptUnary(method, options, request, null, deadline, parent).flux();
     }
 
     /**
@@ -110,12 +110,12 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         {
             sc.load().callStarted();
             actual.onSubscribe(this);
-            startOn(call, sc.channel());
+            startOn(call, sc.connector());
         }
 
-        private <Req> void startOn(final PickedUnaryCall<Req, Resp> unary, final ChannelRuntime runtime)
+        private <Req> void startOn(final PickedUnaryCall<Req, Resp> unary, final SubchannelConnector connector)
         {
-            runtime.startUnaryAttempt(unary.method, unary.options, unary.request, deadline, parent, this);
+            connector.startUnaryAttempt(unary.method, unary.options, unary.request, deadline, parent, this);
         }
 
         @Override

@@ -50,7 +50,7 @@ class CompressedMessageFuzzTest
     void compressedRequestBody(final byte[] body)
     {
         final RecordingConnection transport = new RecordingConnection(false);
-        final ServerConnection connection = new ServerConnection(SERVER, transport);
+        final ServerWireConnection connection = new ServerWireConnection(SERVER, transport);
         final WireFrames frames = new WireFrames();
         final byte[] call = frames.call(1, TestService.SIZE, 1);
         final byte[] message = rawCompressedMessage(1, body);

@@ -33,10 +33,10 @@ class DrainCloseOrderTest
 {
     private final RecordingConnection clientSide = new RecordingConnection(false);
     private final TestService service = new TestService();
-    private final StandaloneConnection channel = TestRuntimes.channel();
+    private final ClientTransportImpl channel = TestRuntimes.channel();
     private final ServerRuntime server = TestRuntimes.server(service);
-    private final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-        ClientConnection.LAST_STREAM_ID);
+    private final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+        ClientWireConnection.LAST_STREAM_ID);
 
     DrainCloseOrderTest()
     {
@@ -87,7 +87,7 @@ class DrainCloseOrderTest
     void theLastCallEndingWhileTheGoAwayIsWrittenClosesTheConnectionAfterIt() throws Exception
     {
         final OrderedConnection serverSide = new OrderedConnection();
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, TestService.ECHO,
             StringValue.of("sleep"), null, null, Deadline.after(Duration.ofMinutes(5)), false);
         call.actual = new Recorder<>();
@@ -145,7 +145,7 @@ class DrainCloseOrderTest
         }
     }
 
-    private static void read(final ServerConnection connection, final RecordingConnection transport,
+    private static void read(final ServerWireConnection connection, final RecordingConnection transport,
         final List<byte[]> batch)
     {
         for (final byte[] message : batch)

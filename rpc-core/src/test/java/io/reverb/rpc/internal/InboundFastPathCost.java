@@ -113,7 +113,7 @@ public final class InboundFastPathCost
         for (int round = 0; round < 8; round++)
         {
             final NullConnection transport = new NullConnection();
-            final ServerConnection connection = new ServerConnection(server, transport);
+            final ServerWireConnection connection = new ServerWireConnection(server, transport);
             long t0 = bean.getCurrentThreadCpuTime();
             for (int i = 0; i < calls; i++)
             {
@@ -122,7 +122,7 @@ public final class InboundFastPathCost
             final long unaryNs = bean.getCurrentThreadCpuTime() - t0;
             // one client-streaming SUM call, its handler asks for all: many MESSAGE frames on one stream
             final NullConnection t2 = new NullConnection();
-            final ServerConnection c2 = new ServerConnection(server, t2);
+            final ServerWireConnection c2 = new ServerWireConnection(server, t2);
             c2.onMessage(t2, ByteBuffer.wrap(frames.call(1, TestService.SUM, 1)));
             t0 = bean.getCurrentThreadCpuTime();
             for (int i = 0; i < calls; i++)

@@ -38,10 +38,10 @@ class ReadBatchStartTest
 {
     private final RecordingConnection clientSide = new RecordingConnection(false);
     private final TestService service = new TestService();
-    private final StandaloneConnection channel = TestRuntimes.channel();
+    private final ClientTransportImpl channel = TestRuntimes.channel();
     private final ServerRuntime server = TestRuntimes.server(service);
-    private final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-        ClientConnection.LAST_STREAM_ID);
+    private final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+        ClientWireConnection.LAST_STREAM_ID);
 
     ReadBatchStartTest()
     {
@@ -69,7 +69,7 @@ class ReadBatchStartTest
         return new ArrayList<>(clientSide.messages);
     }
 
-    private static void read(final ServerConnection connection, final RecordingConnection transport,
+    private static void read(final ServerWireConnection connection, final RecordingConnection transport,
         final List<byte[]> batch)
     {
         for (final byte[] message : batch)
@@ -82,7 +82,7 @@ class ReadBatchStartTest
     void aCallCancelledInTheBatchThatOpenedItNeverRunsItsHandler()
     {
         final RecordingConnection serverSide = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         final List<byte[]> batch = unaryCall(true);
         assertThat(batch).hasSize(2);
         assertThat(frameTypes(batch.get(0))).containsExactly(FrameType.CALL, FrameType.MESSAGE);
@@ -98,7 +98,7 @@ class ReadBatchStartTest
     void aStreamingCallCancelledInTheBatchThatOpenedItNeverRunsItsHandler()
     {
         final RecordingConnection serverSide = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         final StreamingClientCall<Int32Value, BytesValue> call = new StreamingClientCall<>(channel, TestService.RANGE,
             Mono.just(Int32Value.of(3)), null, null, null, false);
         call.actual = new Recorder<>();
@@ -116,7 +116,7 @@ class ReadBatchStartTest
     void aCallStartsAtTheEndOfItsBatchWithTheRequestReadBeforeIt()
     {
         final RecordingConnection serverSide = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         read(connection, serverSide, unaryCall(false));
         assertThat(service.callsStarted.get()).as("handlers run before the batch ended").isZero();
         assertThat(connection.streams.size()).isEqualTo(1);
@@ -133,7 +133,7 @@ class ReadBatchStartTest
     void aConnectionLostBeforeTheBatchEndedRunsNoHandler()
     {
         final RecordingConnection serverSide = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         read(connection, serverSide, unaryCall(false));
         connection.onClose(serverSide, new IllegalStateException("peer died"));
         connection.onReadComplete(serverSide);
@@ -188,7 +188,7 @@ class ReadBatchStartTest
             })).build()), List.of(), null, Schedulers.parallel(), RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null,
             Duration.ZERO, TransportOptions.EMPTY));
         final RecordingConnection serverSide = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(lendingServer, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(lendingServer, serverSide);
         final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, method,
             StringValue.of("lent"), null, null, Deadline.after(Duration.ofMinutes(5)), false);
         call.actual = new Recorder<>();
@@ -206,7 +206,7 @@ class ReadBatchStartTest
     void aTransportThatSignalsNoBatchesStartsTheCallOnItsCall()
     {
         final RecordingConnection serverSide = new RecordingConnection(false);
-        final ServerConnection connection = new ServerConnection(server, serverSide);
+        final ServerWireConnection connection = new ServerWireConnection(server, serverSide);
         read(connection, serverSide, unaryCall(false));
         assertThat(service.callsStarted.get()).isEqualTo(1);
         assertThat(serverSide.messages).hasSize(1);

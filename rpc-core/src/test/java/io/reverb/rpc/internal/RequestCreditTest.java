@@ -51,7 +51,7 @@ class RequestCreditTest
     void shouldFailTheConnectionWhenAServerStreamingCallSendsASecondRequest()
     {
         final RecordingConnection transport = new RecordingConnection(false);
-        final ServerConnection connection = new ServerConnection(server, transport);
+        final ServerWireConnection connection = new ServerWireConnection(server, transport);
         connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
             frames.call(1, TestService.NEVER, 1),
             frames.message(1, INT, Int32Value.of(1), false),
@@ -68,7 +68,7 @@ class RequestCreditTest
     {
         // both in one read batch: the call is still open (its start waits for the batch's end) when the second comes
         final RecordingConnection transport = new RecordingConnection(true);
-        final ServerConnection connection = new ServerConnection(server, transport);
+        final ServerWireConnection connection = new ServerWireConnection(server, transport);
         final Marshaller<BytesValue> bytes = ProtoMarshaller.of(BytesValue.getDefaultInstance());
         connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
             frames.call(1, TestService.SIZE, 1),
@@ -84,7 +84,7 @@ class RequestCreditTest
     void shouldAcceptEveryMessageWithinTheCreditTheHandlersDemandGranted()
     {
         final RecordingConnection transport = new RecordingConnection(false);
-        final ServerConnection connection = new ServerConnection(server, transport);
+        final ServerWireConnection connection = new ServerWireConnection(server, transport);
         final List<byte[]> batch = new ArrayList<>();
         batch.add(frames.call(1, TestService.SUM, 1));
         for (int i = 1; i <= 100; i++)

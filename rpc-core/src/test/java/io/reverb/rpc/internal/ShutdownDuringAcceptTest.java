@@ -35,7 +35,7 @@ class ShutdownDuringAcceptTest
             @Override
             public boolean signalsReadComplete()
             {
-                runtime.shutdown(Duration.ZERO); // read by the ServerConnection constructor: inside the window
+                runtime.shutdown(Duration.ZERO); // read by the ServerWireConnection constructor: inside the window
                 return false;
             }
         };

@@ -21,7 +21,7 @@ class StreamIdExhaustionTest
     {
         final String uri = "inproc://stream-ids-" + ProcessHandle.current().pid();
         final RpcServer server = RpcServer.builder(uri).addService(new TestService()).build().start();
-        final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig(uri, List.of(), null,
+        final SubchannelConnector channel = new SubchannelConnector(new ChannelConfig(uri, List.of(), null,
             RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
             Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
         try

@@ -21,9 +21,9 @@ final class TestRuntimes
      * @return a connection with the builder's defaults (keep-alive off, parallel scheduler): the owner of the client
      * connections a test attaches by hand.
      */
-    static StandaloneConnection channel()
+    static ClientTransportImpl channel()
     {
-        return new StandaloneConnection(new ChannelConfig("inproc://unused", List.of(), null,
+        return new ClientTransportImpl(new ChannelConfig("inproc://unused", List.of(), null,
             RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofSeconds(30), Duration.ofSeconds(10),
             Duration.ofMillis(100), Duration.ofSeconds(30), Schedulers.parallel(), TransportOptions.EMPTY));
     }

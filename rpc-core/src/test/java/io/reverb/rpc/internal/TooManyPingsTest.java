@@ -29,7 +29,7 @@ class TooManyPingsTest
         final String uri = "inproc://too-many-pings-" + ProcessHandle.current().pid();
         final RpcServer server = RpcServer.builder(uri).addService(new TestService())
             .permitKeepAliveWithoutCalls(false).build().start();
-        final ChannelRuntime channel = new ChannelRuntime(new ChannelConfig(uri, List.of(), null,
+        final SubchannelConnector channel = new SubchannelConnector(new ChannelConfig(uri, List.of(), null,
             RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ofMillis(20), Duration.ofSeconds(10), true, true,
             Duration.ofMillis(100), Duration.ofSeconds(30), Duration.ofSeconds(1), Schedulers.parallel(),
             TransportOptions.EMPTY));

@@ -38,12 +38,12 @@ class TransportClientStreamTest
 {
     private final RecordingConnection clientSide = new RecordingConnection();
     private final RecordingConnection serverSide = new RecordingConnection();
-    private final StandaloneConnection host = TestRuntimes.channel();
+    private final ClientTransportImpl host = TestRuntimes.channel();
     private final TestService service = new TestService();
     private final ServerRuntime server = TestRuntimes.server(service);
-    private final ClientConnection client = new ClientConnection(host, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-        ClientConnection.LAST_STREAM_ID);
-    private final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+    private final ClientWireConnection client = new ClientWireConnection(host, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+        ClientWireConnection.LAST_STREAM_ID);
+    private final ServerWireConnection serverConnection = new ServerWireConnection(server, serverSide);
     private int toServer;
     private int toClient;
 

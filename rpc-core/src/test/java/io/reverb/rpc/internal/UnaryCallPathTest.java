@@ -32,16 +32,16 @@ class UnaryCallPathTest
 {
     private final RecordingConnection clientSide = new RecordingConnection();
     private final RecordingConnection serverSide = new RecordingConnection();
-    private final StandaloneConnection channel = TestRuntimes.channel();
+    private final ClientTransportImpl channel = TestRuntimes.channel();
     private final ServerRuntime server = TestRuntimes.server(new TestService());
 
     @Test
     void shouldCarryAUnaryCallInTwoTransportMessagesWithoutHoldingACallMonitorWhileWriting()
     {
-        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-            ClientConnection.LAST_STREAM_ID);
+        final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientWireConnection.LAST_STREAM_ID);
         client.attach(clientSide);
-        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final ServerWireConnection serverConnection = new ServerWireConnection(server, serverSide);
         final Recorder<StringValue> subscriber = new Recorder<>();
         final UnaryClientCall<StringValue, StringValue> call = new UnaryClientCall<>(channel, TestService.ECHO,
             StringValue.of("hi"), null, null, null, false);
@@ -73,8 +73,8 @@ class UnaryCallPathTest
     @Test
     void shouldWriteRequestsDemandAndCancelOfAStreamingCallWithoutHoldingItsMonitor()
     {
-        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-            ClientConnection.LAST_STREAM_ID);
+        final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientWireConnection.LAST_STREAM_ID);
         client.attach(clientSide);
         final Recorder<BytesValue> subscriber = new Recorder<>();
         final StreamingClientCall<Int32Value, BytesValue> call = new StreamingClientCall<>(channel, TestService.RANGE,
@@ -150,10 +150,10 @@ class UnaryCallPathTest
     @Test
     void shouldHaveRemovedAUnaryCallBeforeItsEndStartsTheNextCall()
     {
-        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-            ClientConnection.LAST_STREAM_ID);
+        final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientWireConnection.LAST_STREAM_ID);
         client.attach(clientSide);
-        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final ServerWireConnection serverConnection = new ServerWireConnection(server, serverSide);
         final Recorder<StringValue> second = new Recorder<>();
         final UnaryClientCall<StringValue, StringValue> next = new UnaryClientCall<>(channel, TestService.ECHO,
             StringValue.of("two"), null, null, null, false);
@@ -202,8 +202,8 @@ class UnaryCallPathTest
 
     private void streamingCallWhoseSecondResponseIs(final Supplier<BytesValue> second, final String expectedDescription)
     {
-        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-            ClientConnection.LAST_STREAM_ID);
+        final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientWireConnection.LAST_STREAM_ID);
         client.attach(clientSide);
         final AtomicInteger reads = new AtomicInteger();
         final MethodDescriptor<Int32Value, BytesValue> method = TestService.RANGE.toBuilder()
@@ -225,7 +225,7 @@ class UnaryCallPathTest
             call.onConnection(client);
             call.request(5);
             final int sentByClient = clientSide.messages.size();
-            final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+            final ServerWireConnection serverConnection = new ServerWireConnection(server, serverSide);
             for (final byte[] message : clientSide.messages)
             {
                 serverConnection.onMessage(serverSide, ByteBuffer.wrap(message));
@@ -256,10 +256,10 @@ class UnaryCallPathTest
     /** One echo call whose client parses the response with {@code read}, to its end. */
     private Recorder<StringValue> unaryCallWithResponseReader(final Function<ByteBuffer, StringValue> read)
     {
-        final ClientConnection client = new ClientConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
-            ClientConnection.LAST_STREAM_ID);
+        final ClientWireConnection client = new ClientWireConnection(channel, RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE,
+            ClientWireConnection.LAST_STREAM_ID);
         client.attach(clientSide);
-        final ServerConnection serverConnection = new ServerConnection(server, serverSide);
+        final ServerWireConnection serverConnection = new ServerWireConnection(server, serverSide);
         final MethodDescriptor<StringValue, StringValue> method = TestService.ECHO.toBuilder()
             .responseMarshaller(reading(TestService.ECHO.responseMarshaller(), read))
             .build();

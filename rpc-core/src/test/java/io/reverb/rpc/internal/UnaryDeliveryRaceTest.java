@@ -26,7 +26,7 @@ class UnaryDeliveryRaceTest
 {
     private static final int ROUNDS = 3_000;
 
-    private final StandaloneConnection channel = TestRuntimes.channel();
+    private final ClientTransportImpl channel = TestRuntimes.channel();
     private final ExecutorService threads = Executors.newFixedThreadPool(2);
 
     @AfterEach

@@ -14,8 +14,8 @@ import java.util.Arrays;
 import java.util.zip.GZIPOutputStream;
 
 /**
- * Frames as a hostile (or any) client writes them, for tests that feed a {@link ServerConnection} by hand: no client
- * call sits behind them, so nothing keeps them within the protocol's rules.
+ * Frames as a hostile (or any) client writes them, for tests that feed a {@link ServerWireConnection} by hand: no
+ * client call sits behind them, so nothing keeps them within the protocol's rules.
  */
 final class WireFrames
 {

@@ -23,7 +23,7 @@ package io.reverb.rdma.engine;
  * <h2>Lock order</h2>
  * The one place it is written down. Taken only in this order, never the other way:
  * <ol>
- *   <li>rpc-core's write lock of the connection ({@code RpcConnection}): a frame is claimed, written and committed
+ *   <li>rpc-core's write lock of the connection ({@code WireConnection}): a frame is claimed, written and committed
  *       under it;</li>
  *   <li>this send lock;</li>
  *   <li>the send pool's monitor ({@link BufferPool}), then the engine-wide {@link RendezvousBudget};</li>

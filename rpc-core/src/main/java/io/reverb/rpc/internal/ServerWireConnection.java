@@ -16,11 +16,11 @@ import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
 
 /**
- * The server side of one connection: opens a {@link ServerCall} per CALL frame, routes the client's frames to it,
- * and drains on shutdown (GOAWAY, then close once the last call ended). It is the {@link AcceptedConnection} the
- * server's connection listeners and the calls' contexts see.
+ * The server transport: the server side of one connection's wire protocol. It opens a {@link ServerCall} per CALL
+ * frame, routes the client's frames to it, and drains on shutdown (GOAWAY, then close once the last call ended). It
+ * is the {@link AcceptedConnection} the server's connection listeners and the calls' contexts see.
  */
-final class ServerConnection extends RpcConnection implements AcceptedConnection
+final class ServerWireConnection extends WireConnection implements AcceptedConnection
 {
     private final ServerRuntime server;
     private volatile int lastStreamId;
@@ -60,7 +60,7 @@ final class ServerConnection extends RpcConnection implements AcceptedConnection
     /** Inflates its compressed requests off the transport's thread. */
     private final InflationLane inflationLane;
 
-    ServerConnection(final ServerRuntime server, final Connection connection)
+    ServerWireConnection(final ServerRuntime server, final Connection connection)
     {
         super(server.config().maxInboundMessageSize, server.config().codecs);
         this.server = server;

@@ -23,15 +23,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The RPC protocol over one transport connection, the part both sides share: writing frames (at once into a
- * claimed buffer, or queued in order while the transport is back-pressured), parsing inbound frames and
- * dispatching them to streams, PING answers and protocol errors.
+ * Reverb's wire protocol over one transport connection, the part both sides ({@link ClientWireConnection},
+ * {@link ServerWireConnection}) share: writing frames (at once into a claimed buffer, or queued in order while the
+ * transport is back-pressured), parsing inbound frames and dispatching them to streams, PING answers and protocol
+ * errors.
  */
-abstract class RpcConnection implements ConnectionHandler
+abstract class WireConnection implements ConnectionHandler
 {
     private static final Status CONNECTION_CLOSED = Status.UNAVAILABLE.withDescription("connection closed")
         .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST));
-    static final Logger LOG = LoggerFactory.getLogger(RpcConnection.class);
+    static final Logger LOG = LoggerFactory.getLogger(WireConnection.class);
     private static final int ENCODE_FAILED = -100;
 
     final StreamMap streams = new StreamMap();
@@ -50,7 +51,7 @@ abstract class RpcConnection implements ConnectionHandler
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
 
-    RpcConnection(final int maxInboundMessageSize, final CodecRegistry codecs)
+    WireConnection(final int maxInboundMessageSize, final CodecRegistry codecs)
     {
         this.maxInboundMessageSize = maxInboundMessageSize;
         this.codecs = codecs;

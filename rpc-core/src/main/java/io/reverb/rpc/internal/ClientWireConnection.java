@@ -18,16 +18,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.Disposable;
 
 /**
- * The client side of one connection: allocates stream ids, routes the server's frames to {@link ClientCall}s,
- * keeps the connection alive with PINGs, and drains on GOAWAY.
+ * The client side of one connection's wire protocol (under a {@link ClientTransportImpl}): allocates stream ids,
+ * routes the server's frames to {@link ClientCall}s, keeps the connection alive with PINGs, and drains on GOAWAY.
  */
-final class ClientConnection extends RpcConnection
+final class ClientWireConnection extends WireConnection
 {
     /** Stream ids are positive ints: a connection that used them all takes no new calls (the channel opens another). */
     static final int LAST_STREAM_ID = Integer.MAX_VALUE;
 
     /** The one-connection API this is the protocol of: told when this takes no new calls and when it closed. */
-    private final StandaloneConnection channel;
+    private final ClientTransportImpl channel;
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
@@ -55,7 +55,7 @@ final class ClientConnection extends RpcConnection
     {
         try
         {
-            FRAMES_RECEIVED = MethodHandles.lookup().findVarHandle(ClientConnection.class, "framesReceived", int.class);
+            FRAMES_RECEIVED = MethodHandles.lookup().findVarHandle(ClientWireConnection.class, "framesReceived", int.class);
         }
         catch (final ReflectiveOperationException e)
         {
@@ -77,7 +77,7 @@ final class ClientConnection extends RpcConnection
         final long sentNanos = System.nanoTime();
     }
 
-    ClientConnection(final StandaloneConnection channel, final int maxInboundMessageSize, final int lastStreamId)
+    ClientWireConnection(final ClientTransportImpl channel, final int maxInboundMessageSize, final int lastStreamId)
     {
         super(maxInboundMessageSize, channel.config().codecs);
         this.channel = channel;

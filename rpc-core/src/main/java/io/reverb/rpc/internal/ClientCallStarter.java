@@ -27,13 +27,13 @@ import reactor.core.scheduler.Schedulers;
 import reactor.util.context.ContextView;
 
 /**
- * What starts calls on connections to one address, and what those calls and connections ask of their owner: the
- * calls as Reactor publishers (the interceptor chain, the deadline, the unary fast path), the timers, the metrics.
- * Two owners: {@link ChannelRuntime} (a subchannel's connection manager: it reconnects with backoff and keeps calls
- * waiting while it cannot connect) and {@link StandaloneConnection} (the published one-connection API: one attempt, no
- * reconnect of its own).
+ * What starts client calls on one address, shared by its two subclasses: the calls as Reactor publishers (the
+ * interceptor chain, the deadline, the unary fast path), the timers, the metrics, and what those calls ask of their
+ * owner (a connection: {@code acquire}). The subclasses: {@link SubchannelConnector} (a subchannel's connector: it
+ * reconnects with backoff and keeps calls waiting while it cannot connect) and {@link ClientTransportImpl} (the client
+ * transport of one connection: one attempt, no reconnect of its own).
  */
-public abstract class ClientCallHost
+public abstract class ClientCallStarter
 {
     final ChannelConfig config;
     private final CallMetrics metrics;
@@ -43,7 +43,7 @@ public abstract class ClientCallHost
     /** What calls whose options name no codec compress with (the channel's {@code compression}). */
     private final OutboundCompression defaultCompression;
 
-    ClientCallHost(final ChannelConfig config)
+    ClientCallStarter(final ChannelConfig config)
     {
         this(config, null);
     }
@@ -53,7 +53,7 @@ public abstract class ClientCallHost
      * @param metrics the call metrics to share (a subchannel's connections count their calls as the subchannel's),
      *                or null for metrics of its own.
      */
-    ClientCallHost(final ChannelConfig config, final CallMetrics metrics)
+    ClientCallStarter(final ChannelConfig config, final CallMetrics metrics)
     {
         this.config = config;
         this.metrics = metrics != null ? metrics : CallMetrics.create(config.meterRegistry, "client");
@@ -121,7 +121,7 @@ public abstract class ClientCallHost
         {
             final long after = before > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : before * 2;
             keepAliveNanos = after;
-            RpcConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
+            WireConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
                 KeepAliveEnforcer.TOO_MANY_PINGS, before / 1_000_000, after / 1_000_000);
         }
     }
@@ -418,7 +418,7 @@ public abstract class ClientCallHost
      */
     private static final class UnaryMono<Req, Resp> extends Mono<Resp>
     {
-        private final ClientCallHost host;
+        private final ClientCallStarter host;
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Req request;
@@ -429,7 +429,7 @@ public abstract class ClientCallHost
         private final Deadline deadline;
         private final RpcContext parent;
 
-        UnaryMono(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        UnaryMono(final ClientCallStarter host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Req request, final ClientCallContext context)
         {
             this.host = host;
@@ -443,7 +443,7 @@ public abstract class ClientCallHost
             this.parent = null;
         }
 
-        UnaryMono(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        UnaryMono(final ClientCallStarter host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Req request, final ClientCallContext context, final Deadline deadline, final RpcContext parent)
         {
             this.host = host;
@@ -477,7 +477,7 @@ public abstract class ClientCallHost
     /** The call as a Flux: each subscription is a new call. Deadline and parent as {@link UnaryMono}'s. */
     private static final class CallFlux<Req, Resp> extends Flux<Resp>
     {
-        private final ClientCallHost host;
+        private final ClientCallStarter host;
         private final MethodDescriptor<Req, Resp> method;
         private final CallOptions options;
         private final Publisher<Req> requests;
@@ -487,7 +487,7 @@ public abstract class ClientCallHost
         private final Deadline deadline;
         private final RpcContext parent;
 
-        CallFlux(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        CallFlux(final ClientCallStarter host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context)
         {
             this.host = host;
@@ -501,7 +501,7 @@ public abstract class ClientCallHost
             this.parent = null;
         }
 
-        CallFlux(final ClientCallHost host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
+        CallFlux(final ClientCallStarter host, final MethodDescriptor<Req, Resp> method, final CallOptions options,
             final Publisher<Req> requests, final ClientCallContext context, final Deadline deadline,
             final RpcContext parent)
         {

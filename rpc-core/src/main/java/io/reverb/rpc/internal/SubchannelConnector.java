@@ -15,24 +15,24 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A subchannel's connection manager: the connection to one address, made when a call first needs it, made again
- * with exponential backoff when it fails or drains, and the calls that wait meanwhile (fail-fast or wait-for-ready).
- * The channel's load balancer picks among subchannels; each subchannel owns one of these
- * ({@code io.reverb.rpc.lb.ChannelSubchannel}). Each connection is a {@link StandaloneConnection}, the published
- * connection-level API's implementation (one attempt, no reconnect of its own): this class is the reconnect loop
- * above it, as grpc-java's subchannel is above a transport.
+ * A subchannel's connector (the subchannel layer's connection half, as grpc-java's {@code InternalSubchannel}): the
+ * connection to one address, made when a call first needs it, made again with exponential backoff when it fails or
+ * drains, and the calls that wait meanwhile (fail-fast or wait-for-ready). The channel's load balancer picks among
+ * subchannels; each subchannel ({@code io.reverb.rpc.lb.ChannelSubchannel}) owns one of these. Each connection is a
+ * {@link ClientTransportImpl} (the client transport: one attempt, no reconnect of its own): this class is the
+ * reconnect loop above it.
  */
-public final class ChannelRuntime extends ClientCallHost
+public final class SubchannelConnector extends ClientCallStarter
 {
     /** A call failed because this channel (or the subchannel that owns it) was closed before it was sent. */
     private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
         .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
 
-    private final Set<StandaloneConnection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<ClientTransportImpl> connections = ConcurrentHashMap.newKeySet();
 
-    private volatile StandaloneConnection ready;
-    /** The last stream id a connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in tests). */
-    volatile int lastStreamId = ClientConnection.LAST_STREAM_ID;
+    private volatile ClientTransportImpl ready;
+    /** The last stream id a connection may use ({@link ClientWireConnection#LAST_STREAM_ID}; lower in tests). */
+    volatile int lastStreamId = ClientWireConnection.LAST_STREAM_ID;
     private volatile boolean closed;
     // guarded by this
     private boolean connecting;
@@ -50,7 +50,7 @@ public final class ChannelRuntime extends ClientCallHost
     /**
      * @param config the subchannel's configuration.
      */
-    public ChannelRuntime(final ChannelConfig config)
+    public SubchannelConnector(final ChannelConfig config)
     {
         super(config);
         // fails here, naming the scheme, when no transport serves the address (as a connection would)
@@ -70,7 +70,7 @@ public final class ChannelRuntime extends ClientCallHost
     }
 
     /**
-     * @param listener runs (on a caller's, transport or timer thread, never under this runtime's lock) after
+     * @param listener runs (on a caller's, transport or timer thread, never under this connector's lock) after
      *                 {@link #state()} may have changed; replaces the previous one.
      */
     public void onStateChange(final Runnable listener)
@@ -84,8 +84,8 @@ public final class ChannelRuntime extends ClientCallHost
      */
     public String fabric()
     {
-        final StandaloneConnection current = ready;
-        final ClientConnection usable = current == null ? null : current.usable();
+        final ClientTransportImpl current = ready;
+        final ClientWireConnection usable = current == null ? null : current.usable();
         final Connection transport = usable == null ? null : usable.connection;
         return transport == null ? null : transport.fabric();
     }
@@ -101,7 +101,7 @@ public final class ChannelRuntime extends ClientCallHost
         {
             return ConnectivityState.SHUTDOWN;
         }
-        final StandaloneConnection current = ready;
+        final ClientTransportImpl current = ready;
         if (current != null && current.usable() != null)
         {
             return ConnectivityState.READY;
@@ -122,7 +122,7 @@ public final class ChannelRuntime extends ClientCallHost
         final boolean start;
         synchronized (this)
         {
-            final StandaloneConnection current = ready;
+            final ClientTransportImpl current = ready;
             start = !closed && !connecting && (current == null || current.usable() == null);
             if (start)
             {
@@ -136,9 +136,9 @@ public final class ChannelRuntime extends ClientCallHost
     }
 
     /**
-     * A call wants a connection but was not given to this runtime (its subchannel is failing, so the channel's picker
+     * A call wants a connection but was not given to this connector (its subchannel is failing, so the channel's picker
      * failed it fast or keeps it waiting): after a failed attempt, the next one comes within
-     * {@code reconnectWhileCallsWait} of it, as for the calls this runtime fails fast itself.
+     * {@code reconnectWhileCallsWait} of it, as for the calls this connector fails fast itself.
      */
     public void callsWantConnection()
     {
@@ -165,8 +165,8 @@ public final class ChannelRuntime extends ClientCallHost
     @Override
     void acquire(final ClientCall<?, ?> call)
     {
-        final StandaloneConnection current = ready;
-        final ClientConnection usable = current != null ? current.usable() : null;
+        final ClientTransportImpl current = ready;
+        final ClientWireConnection usable = current != null ? current.usable() : null;
         if (usable != null)
         {
             call.onConnection(usable);
@@ -177,7 +177,7 @@ public final class ChannelRuntime extends ClientCallHost
 
     private void slowAcquire(final ClientCall<?, ?> call)
     {
-        ClientConnection current = null;
+        ClientWireConnection current = null;
         Status failure = null;
         boolean connect = false;
         synchronized (this)
@@ -252,12 +252,12 @@ public final class ChannelRuntime extends ClientCallHost
     private void connect()
     {
         stateMayHaveChanged(); // CONNECTING
-        final StandaloneConnection connection = new StandaloneConnection(config, this, lastStreamId);
+        final ClientTransportImpl connection = new ClientTransportImpl(config, this, lastStreamId);
         connection.onLost(why -> connectionLost(connection));
         connection.connect().whenComplete((ignored, error) -> onConnectResult(connection, error));
     }
 
-    private void onConnectResult(final StandaloneConnection connection, final Throwable error)
+    private void onConnectResult(final ClientTransportImpl connection, final Throwable error)
     {
         final List<ClientCall<?, ?>> run = new ArrayList<>();
         final List<ClientCall<?, ?>> fail = new ArrayList<>();
@@ -319,7 +319,7 @@ public final class ChannelRuntime extends ClientCallHost
         {
             call.failBeforeStart(failure);
         }
-        final ClientConnection usable = run.isEmpty() ? null : connection.connected();
+        final ClientWireConnection usable = run.isEmpty() ? null : connection.connected();
         for (final ClientCall<?, ?> call : run)
         {
             call.onConnection(usable); // no longer usable (lost meanwhile): the call comes back through reacquireLater
@@ -372,7 +372,7 @@ public final class ChannelRuntime extends ClientCallHost
      * A connection of this subchannel stopped taking new calls (GOAWAY, failure, keep-alive timeout, stream ids used
      * up): the next call that needs one makes another.
      */
-    private void connectionLost(final StandaloneConnection connection)
+    private void connectionLost(final ClientTransportImpl connection)
     {
         final boolean lost;
         synchronized (this)
@@ -395,7 +395,7 @@ public final class ChannelRuntime extends ClientCallHost
     }
 
     /** A connection of this subchannel closed. */
-    void closed(final StandaloneConnection connection)
+    void closed(final ClientTransportImpl connection)
     {
         connections.remove(connection);
     }
@@ -422,7 +422,7 @@ public final class ChannelRuntime extends ClientCallHost
         {
             call.failBeforeStart(status);
         }
-        for (final StandaloneConnection connection : connections)
+        for (final ClientTransportImpl connection : connections)
         {
             connection.close(status);
         }

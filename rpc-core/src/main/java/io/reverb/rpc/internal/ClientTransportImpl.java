@@ -19,25 +19,26 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
 /**
- * The published one-connection API ({@link RpcClientConnection}) over rpc-core's client connection: one attempt to
- * connect, no reconnect, no transparent retry (a refused call fails as refused and its owner decides). Its owners:
- * reverb-grpc's transports (through the API), and a channel's subchannels ({@link ChannelRuntime}, which makes one
- * of these per connection, puts its own calls on it and makes another when it is lost).
+ * The client transport: one connection, the stream SPI's {@link ClientTransport} and the published one-connection API
+ * ({@link RpcClientConnection}), over that connection's {@code ClientWireConnection}. One attempt to connect, no
+ * reconnect, no transparent retry (a refused call fails as refused and its owner decides). Its owners: reverb-grpc's
+ * transports (through the API), and a channel's subchannels ({@link SubchannelConnector}, which makes one of these per
+ * connection, puts its own calls on it and makes another when it is lost).
  */
-public final class StandaloneConnection extends ClientCallHost implements RpcClientConnection, ClientTransport
+public final class ClientTransportImpl extends ClientCallStarter implements RpcClientConnection, ClientTransport
 {
     private final URI uri;
     private final TransportProvider provider;
     /** The subchannel that owns this connection (its keep-alive interval, its metrics), or null. */
-    private final ChannelRuntime owner;
+    private final SubchannelConnector owner;
     private final int lastStreamId;
     private final CompletableFuture<Void> connected = new CompletableFuture<>();
     /** The connection while it takes calls: the lock-free path of {@link #acquire}. */
-    private volatile ClientConnection ready;
+    private volatile ClientWireConnection ready;
 
     // guarded by this
     private State state = State.IDLE;
-    private ClientConnection connection;
+    private ClientWireConnection connection;
     private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
     private boolean closeWhenConnected;
     private Consumer<Status> lostListener;
@@ -46,18 +47,18 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     /**
      * @param config the connection's settings (transparent retry and reconnect settings are not used).
      */
-    public StandaloneConnection(final ChannelConfig config)
+    public ClientTransportImpl(final ChannelConfig config)
     {
-        this(config, null, ClientConnection.LAST_STREAM_ID);
+        this(config, null, ClientWireConnection.LAST_STREAM_ID);
     }
 
     /**
      * @param config       the connection's settings.
      * @param owner        the subchannel that owns it, or null.
-     * @param lastStreamId the last stream id the connection may use ({@link ClientConnection#LAST_STREAM_ID}; lower in
-     *                     tests).
+     * @param lastStreamId the last stream id the connection may use
+     *                     ({@link ClientWireConnection#LAST_STREAM_ID}; lower in tests).
      */
-    StandaloneConnection(final ChannelConfig config, final ChannelRuntime owner, final int lastStreamId)
+    ClientTransportImpl(final ChannelConfig config, final SubchannelConnector owner, final int lastStreamId)
     {
         super(config, owner != null ? owner.metrics() : null);
         this.uri = Transports.parse(config.uri);
@@ -86,14 +87,14 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     }
 
     /** @return the connection while it takes new calls, or null. */
-    ClientConnection usable()
+    ClientWireConnection usable()
     {
-        final ClientConnection c = ready;
+        final ClientWireConnection c = ready;
         return c != null && c.isUsable() ? c : null;
     }
 
     /** @return the connection once connected (usable or not any more), or null. */
-    synchronized ClientConnection connected()
+    synchronized ClientWireConnection connected()
     {
         return connection;
     }
@@ -125,7 +126,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
 
     private void attempt()
     {
-        final ClientConnection c = new ClientConnection(this, config.maxInboundMessageSize, lastStreamId);
+        final ClientWireConnection c = new ClientWireConnection(this, config.maxInboundMessageSize, lastStreamId);
         try
         {
             provider.connect(uri, config.transportOptions, c).whenComplete((transport, error) ->
@@ -137,7 +138,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
         }
     }
 
-    private void onConnectResult(final ClientConnection c, final Connection transport, final Throwable error)
+    private void onConnectResult(final ClientWireConnection c, final Connection transport, final Throwable error)
     {
         final List<ClientCall<?, ?>> waiting;
         Status failure = null;
@@ -209,7 +210,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     @Override
     void acquire(final ClientCall<?, ?> call)
     {
-        final ClientConnection current = ready;
+        final ClientWireConnection current = ready;
         if (current != null && current.isUsable())
         {
             call.onConnection(current);
@@ -217,7 +218,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
         }
         Status failure = null;
         boolean start = false;
-        ClientConnection usable = null;
+        ClientWireConnection usable = null;
         synchronized (this)
         {
             if (call.isDone())
@@ -303,7 +304,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
      * @param c   the connection.
      * @param why the reason.
      */
-    void connectionUnusable(final ClientConnection c, final Status why)
+    void connectionUnusable(final ClientWireConnection c, final Status why)
     {
         final Consumer<Status> listener;
         synchronized (this)
@@ -331,7 +332,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     }
 
     /** Its connection is closed. */
-    void connectionClosed(final ClientConnection c)
+    void connectionClosed(final ClientWireConnection c)
     {
         synchronized (this)
         {
@@ -350,7 +351,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     @Override
     public CompletableFuture<Long> ping()
     {
-        final ClientConnection c;
+        final ClientWireConnection c;
         synchronized (this)
         {
             c = state == State.READY || state == State.DRAINING ? connection : null;
@@ -382,7 +383,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
     @Override
     public void shutdown()
     {
-        final ClientConnection c;
+        final ClientWireConnection c;
         synchronized (this)
         {
             switch (state)
@@ -429,7 +430,7 @@ public final class StandaloneConnection extends ClientCallHost implements RpcCli
      */
     void close(final Status status)
     {
-        final ClientConnection c;
+        final ClientWireConnection c;
         final List<ClientCall<?, ?>> waiting;
         synchronized (this)
         {
