@@ -471,9 +471,9 @@ public abstract class AbstractStreamTransportContractTest
      * whose CALL waits for {@code halfClose()} is known only to itself, so closing the connection does not reach it.
      */
     @Test
-    @Disabled("BUG: TransportClientStream of a one-message method (unary, server-streaming) is not registered with its "
-        + "ClientWireConnection until halfClose sends the CALL, so ClientTransportImpl.close() never closes it: closed() "
-        + "comes only at halfClose, cancel or the deadline (never, without them)")
+    @Disabled("BUG: TransportClientStream of a one-message method (unary, server-streaming) is not registered with its " +
+        "ClientWireConnection until halfClose sends the CALL, so ClientTransportImpl.close() never closes it: closed() " +
+        "comes only at halfClose, cancel or the deadline (never, without them)")
     void closingTheTransportShouldCloseAOneMessageStreamWhoseCallHasNotLeft()
     {
         final Recorder<StringValue> notSent = new Recorder<>(TestService.ECHO);
