@@ -197,10 +197,8 @@ public abstract class AbstractStreamTransportContractTest
         assertThat(r.messages).containsExactly(StringValue.of("hi"));
         assertThat(service.callsStarted.get()).as("the server saw the request").isEqualTo(1);
         assertThat(r.trailers.get(TRAILER)).isEqualTo("t");
-        if (r.headers != null)
-        {
-            assertThat(r.headers.get(HEADER)).isEqualTo("h");
-        }
+        assertThat(r.headers).as("the headers the server's interceptor set").isNotNull();
+        assertThat(r.headers.get(HEADER)).isEqualTo("h");
     }
 
     @Test
@@ -244,6 +242,32 @@ public abstract class AbstractStreamTransportContractTest
 
         assertThat(r.awaitClosed().code()).isEqualTo(StatusCode.OK);
         assertThat(r.messages).containsExactly(Int32Value.of(5050));
+    }
+
+    @Test
+    void clientStreamingShouldSayWhenTheServerGrantsMore() throws Exception
+    {
+        final Recorder<Int32Value> r = new Recorder<>(TestService.SUM);
+        final ClientStream<Int32Value> stream = open(TestService.SUM, CallOptions.DEFAULT, r);
+        request(stream, r, 1);
+        final int n = 300;
+        int waits = 0;
+        for (int i = 1; i <= n; i++)
+        {
+            // writes only while isReady(), and otherwise waits for onReady(): it must come, or this never ends
+            while (!stream.isReady())
+            {
+                assertThat(r.ready.tryAcquire(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("onReady after message %d", i)
+                    .isTrue();
+                waits++;
+            }
+            stream.writeMessage(Int32Value.of(i));
+        }
+        stream.halfClose();
+
+        assertThat(r.awaitClosed().code()).isEqualTo(StatusCode.OK);
+        assertThat(r.messages).containsExactly(Int32Value.of(n * (n + 1) / 2));
+        assertThat(waits).as("onReady calls waited for").isLessThanOrEqualTo(r.readies.get());
     }
 
     @Test
@@ -622,6 +646,9 @@ public abstract class AbstractStreamTransportContractTest
         final AtomicLong granted = new AtomicLong();
         private final AtomicInteger inCallback = new AtomicInteger();
         private final Semaphore received = new Semaphore(0);
+        /** Released at each onReady. */
+        final Semaphore ready = new Semaphore(0);
+        final AtomicInteger readies = new AtomicInteger();
         private final CountDownLatch closed = new CountDownLatch(1);
         volatile Metadata headers;
         volatile Status status;
@@ -665,7 +692,9 @@ public abstract class AbstractStreamTransportContractTest
         public void onReady()
         {
             enter("onReady");
+            readies.incrementAndGet();
             leave();
+            ready.release();
         }
 
         @Override
