@@ -496,8 +496,8 @@ public abstract class AbstractStreamTransportContractTest
      */
     @Test
     @Disabled("BUG: TransportClientStream of a one-message method (unary, server-streaming) is not registered with its " +
-        "ClientWireConnection until halfClose sends the CALL, so ClientTransportImpl.close() never closes it: closed() " +
-        "comes only at halfClose, cancel or the deadline (never, without them)")
+        "ClientWireConnection until halfClose sends the CALL, so the connection's end (close(), loss, server shutdown) " +
+        "never reaches it: closed() comes only at halfClose, cancel or the deadline (never, without them)")
     void closingTheTransportShouldCloseAOneMessageStreamWhoseCallHasNotLeft()
     {
         final Recorder<StringValue> notSent = new Recorder<>(TestService.ECHO);
