@@ -192,6 +192,29 @@ public abstract class AbstractRpcTransportTest
         assertThat(((RpcException)t).status().code()).as("status of %s", t).isEqualTo(code);
     }
 
+    /**
+     * A long test's round count on this host: a subclass that may run on a slow one (a real device in a VM under
+     * software emulation, {@code bin/reverb-rdma-vm}) scales it down there. The same shapes, fewer rounds.
+     *
+     * @param count the count on a build machine.
+     * @return the count here (by default, the same).
+     */
+    protected int scaledRounds(final int count)
+    {
+        return count;
+    }
+
+    /**
+     * A time limit (of a wait that must end, never an expected duration) on this host; see {@link #scaledRounds}.
+     *
+     * @param limit the limit on a build machine.
+     * @return the limit here (by default, the same).
+     */
+    protected Duration scaledLimit(final Duration limit)
+    {
+        return limit;
+    }
+
     // ------------------------------------------------------------------ under load
 
     /**
@@ -203,12 +226,12 @@ public abstract class AbstractRpcTransportTest
     void shouldCompleteEveryCallWhenManyOutstandingCallsAreIssuedFromCompletions() throws Exception
     {
         final int lanes = 128;
-        final int total = 50_000;
+        final int total = Math.max(lanes * 4, scaledRounds(50_000));
         final AtomicInteger issued = new AtomicInteger();
         final AtomicInteger ok = new AtomicInteger();
         final ConcurrentHashMap<String, Integer> failures = new ConcurrentHashMap<>();
         final CountDownLatch done = new CountDownLatch(lanes);
-        final CallOptions options = CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30));
+        final CallOptions options = CallOptions.DEFAULT.withDeadlineAfter(scaledLimit(Duration.ofSeconds(30)));
         final StringValue request = str("x".repeat(48));
         // A trampoline per thread: a call that completes inside subscribe() must not recurse.
         final ThreadLocal<int[]> trampoline = ThreadLocal.withInitial(() -> new int[2]);
@@ -255,7 +278,8 @@ public abstract class AbstractRpcTransportTest
         {
             next[0].run();
         }
-        assertThat(done.await(50, TimeUnit.SECONDS)).as("all lanes finished, " + ok.get() + " OK so far").isTrue();
+        assertThat(done.await(scaledLimit(Duration.ofSeconds(50)).toMillis(), TimeUnit.MILLISECONDS))
+            .as("all lanes finished, " + ok.get() + " OK so far").isTrue();
         assertThat(failures).isEmpty();
         assertThat(ok.get()).isEqualTo(total);
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.disni.EmulatedDeviceLeakCheck;
 import io.reverb.rdma.provider.disni.RdmaTrafficCheck;
+import io.reverb.rdma.verbs.TestScale;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rpc.AbstractRpcTransportTest;
 import io.reverb.rpc.RpcChannel;
@@ -14,6 +15,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -34,6 +36,20 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 @ExtendWith({RdmaTrafficCheck.class, EmulatedDeviceLeakCheck.class, RdmaRpcOverReverbTest.TwoEngines.class})
 class RdmaRpcOverReverbTest extends AbstractRpcTransportTest
 {
+    /** Over a real device on a slow host (TestScale: a VM under emulation), fewer rounds. */
+    @Override
+    protected int scaledRounds(final int count)
+    {
+        return TestScale.rounds(count);
+    }
+
+    /** Over a real device on a slow host (TestScale), longer limits. */
+    @Override
+    protected Duration scaledLimit(final Duration limit)
+    {
+        return Duration.ofNanos(TestScale.nanos(limit.toNanos()));
+    }
+
     /**
      * Leaves out, saying why, the suite's one test that measures a rate more than it tests a rule: 10,000 client-stream
      * messages each waiting for its own REQUEST_N within the suite's fixed 20 s. Here client and server run on two

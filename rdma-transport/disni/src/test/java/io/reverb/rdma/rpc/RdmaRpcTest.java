@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
+import io.reverb.rdma.verbs.TestScale;
 import io.reverb.rpc.AbstractRpcTransportTest;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Status;
@@ -33,6 +34,20 @@ import org.junit.jupiter.api.Test;
  */
 class RdmaRpcTest extends AbstractRpcTransportTest
 {
+    /** Over a real device on a slow host (TestScale: a VM under emulation), fewer rounds. */
+    @Override
+    protected int scaledRounds(final int count)
+    {
+        return TestScale.rounds(count);
+    }
+
+    /** Over a real device on a slow host (TestScale), longer limits. */
+    @Override
+    protected Duration scaledLimit(final Duration limit)
+    {
+        return Duration.ofNanos(TestScale.nanos(limit.toNanos()));
+    }
+
     @Override
     protected String newServerUri()
     {
