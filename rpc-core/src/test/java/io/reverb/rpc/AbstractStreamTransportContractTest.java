@@ -28,7 +28,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.reactivestreams.Publisher;
@@ -491,13 +490,10 @@ public abstract class AbstractStreamTransportContractTest
     }
 
     /**
-     * grpc-java's transports close every stream they created when they are shut down now; here a one-message stream
-     * whose CALL waits for {@code halfClose()} is known only to itself, so closing the connection does not reach it.
+     * grpc-java's transports close every stream they created when they are shut down now, a one-message stream whose
+     * CALL waits for {@code halfClose()} (and which holds no stream id yet) included.
      */
     @Test
-    @Disabled("BUG: TransportClientStream of a one-message method (unary, server-streaming) is not registered with its " +
-        "ClientWireConnection until halfClose sends the CALL, so the connection's end (close(), loss, server shutdown) " +
-        "never reaches it: closed() comes only at halfClose, cancel or the deadline (never, without them)")
     void closingTheTransportShouldCloseAOneMessageStreamWhoseCallHasNotLeft()
     {
         final Recorder<StringValue> notSent = new Recorder<>(TestService.ECHO);

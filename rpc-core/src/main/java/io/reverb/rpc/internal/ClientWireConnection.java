@@ -31,6 +31,24 @@ final class ClientWireConnection extends WireConnection
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
+    /*
+     * Started streams that hold no stream id yet: a one-message stream (unary, server-streaming) sends its CALL, with
+     * its one message, only at halfClose, and only then gets its id (ids must leave in increasing order, so none can be
+     * set aside earlier). Until then the connection must still reach it, to close it when the connection ends.
+     *
+     * An intrusive doubly-linked list through the streams themselves (TransportClientStream.unsentPrev/unsentNext),
+     * guarded by the write lock that startStream already takes to assign ids: registering costs the unary hot path one
+     * uncontended lock at start (which replaces the stream's own lock there) and no allocation; leaving the list costs
+     * nothing extra, as assignStreamId unlinks the stream under the lock it already holds. Only a stream that ends
+     * before its CALL (cancel, deadline) takes the lock once more to leave. failUnregistered sets streamsEnded and pops
+     * the streams one at a time under the lock, closing each outside it; a stream popped there gets no id afterwards
+     * (assignStreamId refuses once streamsEnded), and whichever of the sweep or its own halfClose ends it first is the
+     * one close (TransportClientStream.endStream runs once).
+     */
+    /** Guarded by writeLock: the head of the started streams that hold no stream id yet. */
+    private TransportClientStream<?> unsentHead;
+    /** Guarded by writeLock: the connection ended its streams: none registers or gets an id from now on. */
+    private boolean streamsEnded;
     /** The last stream id of the server's GOAWAY: the server never saw the calls above it. */
     private volatile int goAwayLastStreamId = Integer.MAX_VALUE;
     private volatile Disposable keepAlive;
@@ -134,10 +152,121 @@ final class ClientWireConnection extends WireConnection
         return id;
     }
 
+    /**
+     * Registers a started stream whose CALL waits (for halfClose), so that the connection's end reaches it.
+     *
+     * @param stream the stream.
+     * @return false if the connection has ended or is closing: the stream must end at once, as never sent.
+     */
+    boolean addUnsent(final TransportClientStream<?> stream)
+    {
+        synchronized (writeLock)
+        {
+            if (streamsEnded || closed || connection == null)
+            {
+                return false;
+            }
+            final TransportClientStream<?> head = unsentHead;
+            stream.unsentNext = head;
+            stream.unsentPrev = null;
+            if (head != null)
+            {
+                head.unsentPrev = stream;
+            }
+            unsentHead = stream;
+            stream.unsentLinked = true;
+            return true;
+        }
+    }
+
+    /**
+     * A stream registered by {@link #addUnsent} ended before its CALL left: forgets it (nothing if it is not there).
+     *
+     * @param stream the stream.
+     */
+    void removeUnsent(final TransportClientStream<?> stream)
+    {
+        synchronized (writeLock)
+        {
+            unlinkUnsentLocked(stream);
+        }
+    }
+
+    /** Guarded by writeLock. */
+    private void unlinkUnsentLocked(final TransportClientStream<?> stream)
+    {
+        if (!stream.unsentLinked)
+        {
+            return;
+        }
+        final TransportClientStream<?> prev = stream.unsentPrev;
+        final TransportClientStream<?> next = stream.unsentNext;
+        if (prev == null)
+        {
+            unsentHead = next;
+        }
+        else
+        {
+            prev.unsentNext = next;
+        }
+        if (next != null)
+        {
+            next.unsentPrev = prev;
+        }
+        stream.unsentPrev = null;
+        stream.unsentNext = null;
+        stream.unsentLinked = false;
+    }
+
+    /** @return how many started streams wait for their CALL to leave (for tests). */
+    int unsentCount()
+    {
+        synchronized (writeLock)
+        {
+            int n = 0;
+            for (TransportClientStream<?> s = unsentHead; s != null; s = s.unsentNext)
+            {
+                n++;
+            }
+            return n;
+        }
+    }
+
+    @Override
+    void failUnregistered(final Status status)
+    {
+        while (true)
+        {
+            final TransportClientStream<?> stream;
+            synchronized (writeLock)
+            {
+                streamsEnded = true;
+                stream = unsentHead;
+                if (stream == null)
+                {
+                    return;
+                }
+                unlinkUnsentLocked(stream);
+            }
+            try
+            {
+                stream.onConnectionClosed(status); // outside the lock: it runs the listener's closed()
+            }
+            catch (final Throwable t)
+            {
+                LOG.warn("failing a call on {} threw", peer(), t);
+            }
+        }
+    }
+
     @Override
     int assignStreamId(final RpcStream call)
     {
-        if (!isUsable())
+        if (call instanceof TransportClientStream)
+        {
+            unlinkUnsentLocked((TransportClientStream<?>)call); // it leaves the unsent list here, under the same lock
+        }
+        if (streamsEnded || !isUsable())
         {
             return -1;
         }

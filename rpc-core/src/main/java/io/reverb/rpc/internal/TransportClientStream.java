@@ -44,8 +44,19 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     private final boolean oneMessage;
     private long startNanos;
 
-    // guarded by this
+    /**
+     * Written once, in {@link #start}, before {@code newStream} returns the stream, before its deadline is scheduled and
+     * before it is registered with the connection (each of which publishes it to the threads that may end it).
+     */
     private ClientWireConnection connection;
+
+    // the connection's list of started streams whose CALL has not left (ClientWireConnection#addUnsent): guarded by
+    // that connection's write lock
+    TransportClientStream<?> unsentPrev;
+    TransportClientStream<?> unsentNext;
+    boolean unsentLinked;
+
+    // guarded by this
     private boolean callStarted;
     private boolean callSent;
     private boolean ended;
@@ -97,19 +108,22 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             endStream(notSent("no connection takes calls"), null, false);
             return;
         }
-        synchronized (this)
+        connection = conn;
+        final long remaining = deadline == null ? 0 : deadline.timeRemainingNanos();
+        if (deadline != null && remaining <= 0)
         {
-            connection = conn;
+            endStream(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call started"), null, false);
+            return;
+        }
+        // a one-message stream gets its id only when its CALL leaves at halfClose: until then the connection knows it
+        // from this registration, so that the connection's end closes it (as it closes every stream with an id)
+        if (oneMessage && !conn.addUnsent(this))
+        {
+            endStream(notSent("connection to " + host.uri() + " takes no new calls"), null, false);
+            return;
         }
         if (deadline != null)
         {
-            final long remaining = deadline.timeRemainingNanos();
-            if (remaining <= 0)
-            {
-                endStream(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded before the call started"), null,
-                    false);
-                return;
-            }
             final Disposable timer = host.scheduleDeadline(this::onDeadline, remaining);
             final boolean kept;
             synchronized (this)
@@ -651,6 +665,10 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
         if (timer != null)
         {
             timer.dispose();
+        }
+        if (!sent && oneMessage && conn != null)
+        {
+            conn.removeUnsent(this); // ended before its CALL left (cancel, deadline): off the connection's list
         }
         if (sent && conn != null)
         {

@@ -42,7 +42,8 @@ abstract class WireConnection implements ConnectionHandler
     volatile Connection connection;
     volatile boolean closed;
 
-    private final Object writeLock = new Object();
+    /** Guards writing frames, and on a client the stream-id assignment and its not-yet-sent streams. */
+    final Object writeLock = new Object();
     private final WriteClaim claim = new WriteClaim();
     private final FrameEncoder encoder = new FrameEncoder();
     private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
@@ -624,6 +625,8 @@ abstract class WireConnection implements ConnectionHandler
 
     final void failStreams(final Status status)
     {
+        // first, so that no stream registers after the sweep below (a client assigns no id once this has run)
+        failUnregistered(status);
         for (final RpcStream stream : streams.clear())
         {
             try
@@ -635,6 +638,16 @@ abstract class WireConnection implements ConnectionHandler
                 LOG.warn("failing a call on {} threw", peer(), t);
             }
         }
+    }
+
+    /**
+     * The connection ends: ends the streams that were started but hold no stream id yet, and takes no new ones. The
+     * default has none.
+     *
+     * @param status why.
+     */
+    void failUnregistered(final Status status)
+    {
     }
 
     /**

@@ -242,6 +242,79 @@ class TransportClientStreamTest
         assertThat(CallFailureCause.attemptFailure(events.statuses.get(0))).isEqualTo(AttemptFailure.NOT_SENT);
     }
 
+    @Test
+    void shouldCloseStreamsWhoseCallHasNotLeftOnceWhenTheConnectionEndsAndForgetThoseThatEndedBefore()
+    {
+        final Events cancelled = new Events();
+        final Events sent = new Events();
+        final Events waiting = new Events();
+        final ClientStream<StringValue> a = open(TestService.ECHO, CallOptions.DEFAULT, cancelled);
+        final ClientStream<StringValue> b = open(TestService.ECHO, CallOptions.DEFAULT, sent);
+        final ClientStream<Int32Value> c = open(TestService.RANGE, CallOptions.DEFAULT.withDeadline(
+            Deadline.after(1, TimeUnit.HOURS, Deadline.Ticker.SYSTEM)), waiting);
+        assertThat(client.unsentCount()).isEqualTo(3);
+        a.cancel(Status.CANCELLED);
+        b.writeMessage(StringValue.of("b"));
+        b.halfClose();
+        assertThat(client.unsentCount()).as("cancelled, or its CALL left: off the list").isEqualTo(1);
+        c.request(1);
+        c.writeMessage(Int32Value.of(3));
+
+        client.onClose(clientSide, null);
+
+        assertThat(cancelled.closes).containsExactly(StatusCode.CANCELLED);
+        assertThat(sent.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(waiting.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(client.unsentCount()).isZero();
+        assertThat(client.streams.isEmpty()).isTrue();
+        c.halfClose();
+        client.closeWithError(Status.INTERNAL);
+        assertThat(clientSide.messages).as("only b's CALL ever left").hasSize(1);
+        assertThat(waiting.closes).hasSize(1);
+    }
+
+    @Test
+    void shouldSendNoCallAndCloseOnceWhenHalfCloseRacesTheConnectionsEnd()
+    {
+        // the sweep closes the streams whose CALL waits one at a time; the first one's closed() half-closes the
+        // second while it still waits there, on a connection that is ending but not yet marked closed
+        final Events second = new Events();
+        final List<ClientStream<StringValue>> later = new ArrayList<>();
+        final Events first = new Events()
+        {
+            @Override
+            public void closed(final Status status, final Metadata trailers)
+            {
+                super.closed(status, trailers);
+                later.get(0).halfClose();
+            }
+        };
+        final ClientStream<StringValue> halfClosedDuringTheEnd = open(TestService.ECHO, CallOptions.DEFAULT, second);
+        halfClosedDuringTheEnd.writeMessage(StringValue.of("too late"));
+        later.add(halfClosedDuringTheEnd);
+        open(TestService.ECHO, CallOptions.DEFAULT, first); // the list's head: swept first
+
+        client.closeWithError(Status.UNAVAILABLE.withDescription("by the test"));
+
+        assertThat(first.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(second.closes).as("once, by whichever ended it first").containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(CallFailureCause.attemptFailure(second.statuses.get(0))).isEqualTo(AttemptFailure.NOT_SENT);
+        assertThat(clientSide.messages).as("no CALL on the ending connection").isEmpty();
+        assertThat(client.streams.isEmpty()).as("no stream id registered and left behind").isTrue();
+        assertThat(client.unsentCount()).isZero();
+    }
+
+    @Test
+    void shouldEndAOneMessageStreamStartedOnAnEndedConnectionAtOnce()
+    {
+        client.closeWithError(Status.UNAVAILABLE);
+        final Events events = new Events();
+        open(TestService.ECHO, CallOptions.DEFAULT, events);
+        assertThat(events.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(CallFailureCause.attemptFailure(events.statuses.get(0))).isEqualTo(AttemptFailure.NOT_SENT);
+        assertThat(client.unsentCount()).isZero();
+    }
+
     // ---------------------------------------------------------------- harness
 
     private <Req> ClientStream<Req> open(final MethodDescriptor<Req, ?> method, final CallOptions options,
