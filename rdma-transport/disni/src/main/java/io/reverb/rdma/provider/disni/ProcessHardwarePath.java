@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.disni;
 
+import io.reverb.rdma.verbs.TestScale;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -21,13 +22,13 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
     private static final String PING_PONG_MAIN = "io.reverb.bench.pingpong.EnginePingPong";
     /**
      * Factor for the ping-pong's round counts on a slow host (a VM under software emulation): the same measurement with
-     * fewer round trips. System property, else environment variable {@value #ROUND_SCALE_ENV}; 0 < x <= 1, default 1.
-     * The conformance suite's child JVM reads the same knob (the engine's tests, {@code TestScale}).
+     * fewer round trips. System property, else environment variable {@value #ROUND_SCALE_ENV}; 0 < x <= 1, default 1;
+     * read by {@link TestScale}, as the conformance suite's child JVM reads it.
      */
-    static final String ROUND_SCALE_PROP = "reverb.test.roundScale";
-    static final String ROUND_SCALE_ENV = "REVERB_TEST_ROUND_SCALE";
+    static final String ROUND_SCALE_PROP = TestScale.ROUNDS_PROP;
+    static final String ROUND_SCALE_ENV = TestScale.ROUNDS_ENV;
     /** The time-limit factor of the conformance suite (see {@code TestScale}): passed on to its child JVM. */
-    static final String TIME_SCALE_PROP = "reverb.test.timeScale";
+    static final String TIME_SCALE_PROP = TestScale.TIME_PROP;
     static final int PING_PONG_WARMUP = 20_000;
     static final int PING_PONG_MESSAGES = 100_000;
     /** 1 MiB messages of the ping-pong's one-way throughput phase (EnginePingPong's default). */
@@ -66,39 +67,8 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
     }
 
     /**
-     * @param property the system property's value, or null.
-     * @param variable the environment variable's value, or null.
-     * @return the round-count factor ({@link #ROUND_SCALE_PROP}), 1 when neither is set.
-     * @throws IllegalArgumentException if the value is not a number in (0, 1].
-     */
-    static double roundScale(final String property, final String variable)
-    {
-        final String text = property != null && !property.isBlank() ? property : variable;
-        if (text == null || text.isBlank())
-        {
-            return 1;
-        }
-        final double scale;
-        try
-        {
-            scale = Double.parseDouble(text.trim());
-        }
-        catch (final NumberFormatException ex)
-        {
-            throw new IllegalArgumentException(ROUND_SCALE_PROP + "/" + ROUND_SCALE_ENV + "=" + text + " is not a number",
-                ex);
-        }
-        if (!(scale > 0 && scale <= 1))
-        {
-            throw new IllegalArgumentException(ROUND_SCALE_PROP + "/" + ROUND_SCALE_ENV + "=" + text +
-                " is out of range (0, 1]");
-        }
-        return scale;
-    }
-
-    /**
      * @param rounds a round count on a build machine.
-     * @param scale  {@link #roundScale}.
+     * @param scale  the round-count factor ({@link TestScale#rounds()}).
      * @return the count to run, at least 1.
      */
     static int scaled(final int rounds, final double scale)
@@ -145,7 +115,7 @@ final class ProcessHardwarePath implements RdmaHostCheck.HardwarePath
         final double scale;
         try
         {
-            scale = roundScale(System.getProperty(ROUND_SCALE_PROP), System.getenv(ROUND_SCALE_ENV));
+            scale = TestScale.rounds();
         }
         catch (final IllegalArgumentException ex)
         {

@@ -1,6 +1,7 @@
 package io.reverb.rdma.provider.disni;
 
 import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
+import io.reverb.rdma.verbs.TestScale;
 import io.reverb.rdma.verbs.VerbsConfig;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -272,12 +273,22 @@ public final class RdmaHostCheck
         if (host.hardware() == null && options.bench())
         {
             final String target = options.peer() == null ? address : options.peer();
-            final Step bench = benchStep(host.repositoryRoot(), target, options, libraryDirectory(host.libraryPath()),
-                address);
-            out.println("reverb-rdma-check: running " + bench.name() + " ...");
-            final StepResult result = bench.run();
-            appendStep(report, bench.name(), result);
-            out.println("reverb-rdma-check: " + bench.name() + ": " + result.summary());
+            String name = "reverb-bench";
+            StepResult result;
+            try
+            {
+                final Step bench = benchStep(host.repositoryRoot(), target, options, libraryDirectory(host.libraryPath()),
+                    address);
+                name = bench.name();
+                out.println("reverb-rdma-check: running " + name + " ...");
+                result = bench.run();
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                result = new StepResult(false, "not run: " + ex.getMessage(), ""); // a time scale with a typo
+            }
+            appendStep(report, name, result);
+            out.println("reverb-rdma-check: " + name + ": " + result.summary());
             failures += result.passed() ? 0 : 1;
         }
         final String written = write(options.report(), report);
@@ -555,8 +566,7 @@ public final class RdmaHostCheck
         final Path html = options.report().toAbsolutePath().resolveSibling("reverb-rdma-check-bench.html");
         bench.addAll(List.of("-z", options.duration(), "--payload", "64,4k,1MiB", "-q", "--html", html.toString()));
         // a slow host (a VM under emulation: the suites' time scale) takes minutes to start each server's JVM
-        final double scale = timeScale(System.getProperty(ProcessHardwarePath.TIME_SCALE_PROP),
-            System.getenv("REVERB_TEST_TIME_SCALE"));
+        final double scale = TestScale.time();
         if (scale > 1)
         {
             bench.addAll(List.of("--server-start-timeout", Math.round(60 * scale) + "s"));
@@ -565,25 +575,6 @@ public final class RdmaHostCheck
             bench, root, Map.of("LD_LIBRARY_PATH", libraryDirectory,
                 "REVERB_BENCH_JVM_OPTS", "-Xms1g -Xmx1g -D" + DisniVerbsProvider.LOCAL_ADDRESS_PROP + "=" + address),
             1_800, null);
-    }
-
-    /**
-     * @param property {@value ProcessHardwarePath#TIME_SCALE_PROP}, or null.
-     * @param variable {@code REVERB_TEST_TIME_SCALE}, or null.
-     * @return the time-limit factor of a slow host, 1 when unset or not a number of at least 1.
-     */
-    static double timeScale(final String property, final String variable)
-    {
-        final String text = property != null && !property.isBlank() ? property : variable;
-        try
-        {
-            final double scale = text == null ? 1 : Double.parseDouble(text.trim());
-            return scale >= 1 && scale < 1e6 ? scale : 1;
-        }
-        catch (final NumberFormatException ex)
-        {
-            return 1;
-        }
     }
 
     /**

@@ -1,9 +1,11 @@
 package io.reverb.rdma.provider.disni;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
+import io.reverb.rdma.verbs.TestScale;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -140,11 +142,14 @@ class RdmaHostCheckTest
         assertThat(RdmaHostCheck.parse(new String[0]).bench()).isTrue();
         assertThat(RdmaHostCheck.parse(new String[] {"--no-bench", "--duration", "3s"}).bench()).isFalse();
         // the VM sets REVERB_TEST_TIME_SCALE=10: the bench's server JVMs get 600 s to come up, not 60
-        assertThat(RdmaHostCheck.timeScale(null, "10")).isEqualTo(10);
-        assertThat(RdmaHostCheck.timeScale("2.5", "10")).isEqualTo(2.5);
-        assertThat(RdmaHostCheck.timeScale(null, null)).isEqualTo(1);
-        assertThat(RdmaHostCheck.timeScale("fast", null)).isEqualTo(1);
-        assertThat(RdmaHostCheck.timeScale("0.5", null)).isEqualTo(1);
+        // (read by TestScale, the suites' own parser: a typo is an error that names the knob, not a silent 1)
+        assertThat(TestScale.time(p -> null, e -> TestScale.TIME_ENV.equals(e) ? "10" : null)).isEqualTo(10);
+        assertThat(TestScale.time(p -> TestScale.TIME_PROP.equals(p) ? "2.5" : null, e -> "10")).isEqualTo(2.5);
+        assertThat(TestScale.time(p -> null, e -> null)).isEqualTo(1);
+        assertThatThrownBy(() -> TestScale.time(p -> "fast", e -> null)).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(TestScale.TIME_PROP).hasMessageContaining("fast");
+        assertThatThrownBy(() -> TestScale.time(p -> null, e -> "0.5")).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(TestScale.TIME_ENV);
     }
 
     @Test

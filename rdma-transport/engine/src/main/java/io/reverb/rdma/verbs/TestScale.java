@@ -15,6 +15,10 @@ import java.util.function.Function;
  * </ul>
  * A value out of range or not a number is refused with an error that names the knob: a test run with a typo must not
  * silently run at another scale.
+ *
+ * <p>In main code (not test scope) because the tools that run the suites on a real device ({@code reverb-rdma-check},
+ * its ping-pong and its reverb-bench step) scale their own limits and round counts by the same knobs, read the same
+ * way: one parser for all of them.
  */
 public final class TestScale
 {
@@ -22,6 +26,10 @@ public final class TestScale
     public static final String TIME_PROP = "reverb.test.timeScale";
     /** System property: factor for round counts (0 < x <= 1). */
     public static final String ROUNDS_PROP = "reverb.test.roundScale";
+    /** Environment variable read when {@value #TIME_PROP} is not set. */
+    public static final String TIME_ENV = "REVERB_TEST_TIME_SCALE";
+    /** Environment variable read when {@value #ROUNDS_PROP} is not set. */
+    public static final String ROUNDS_ENV = "REVERB_TEST_ROUND_SCALE";
 
     private TestScale()
     {
@@ -64,14 +72,26 @@ public final class TestScale
             format(rounds()), ROUNDS_PROP);
     }
 
-    static double time(final Function<String, String> properties, final Function<String, String> environment)
+    /**
+     * @param properties  system properties by name (e.g. {@code System::getProperty}).
+     * @param environment environment variables by name.
+     * @return the time factor those set (1 unless set).
+     * @throws IllegalArgumentException if set to something not a number of at least 1.
+     */
+    public static double time(final Function<String, String> properties, final Function<String, String> environment)
     {
-        return parse(TIME_PROP, "REVERB_TEST_TIME_SCALE", properties, environment, 1, Double.MAX_VALUE);
+        return parse(TIME_PROP, TIME_ENV, properties, environment, 1, Double.MAX_VALUE);
     }
 
-    static double rounds(final Function<String, String> properties, final Function<String, String> environment)
+    /**
+     * @param properties  system properties by name.
+     * @param environment environment variables by name.
+     * @return the round-count factor those set (1 unless set).
+     * @throws IllegalArgumentException if set to something not a number in (0, 1].
+     */
+    public static double rounds(final Function<String, String> properties, final Function<String, String> environment)
     {
-        return parse(ROUNDS_PROP, "REVERB_TEST_ROUND_SCALE", properties, environment, Double.MIN_VALUE, 1);
+        return parse(ROUNDS_PROP, ROUNDS_ENV, properties, environment, Double.MIN_VALUE, 1);
     }
 
     private static double parse(final String property, final String variable,
