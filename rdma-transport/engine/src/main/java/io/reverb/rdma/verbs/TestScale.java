@@ -22,9 +22,9 @@ import java.util.function.Function;
  */
 public final class TestScale
 {
-    /** System property: factor for time limits (>= 1). */
+    /** System property: factor for time limits, at least 1. */
     public static final String TIME_PROP = "reverb.test.timeScale";
-    /** System property: factor for round counts (0 < x <= 1). */
+    /** System property: factor for round counts, in (0, 1]. */
     public static final String ROUNDS_PROP = "reverb.test.roundScale";
     /** Environment variable read when {@value #TIME_PROP} is not set. */
     public static final String TIME_ENV = "REVERB_TEST_TIME_SCALE";
