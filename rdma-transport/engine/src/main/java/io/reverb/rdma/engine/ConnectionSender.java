@@ -51,6 +51,11 @@ import static io.reverb.rdma.engine.Connection.TOO_LARGE;
  * same flush can post the next batch, so a sender that stops (idle, out of credits, at the bound) has its last SEND
  * signaled and all of its ring space back once that completes, as without selective signaling.
  *
+ * <p>On a QP that {@link QueuePair#completesAtPost() completes at post} (shm: the posting thread has placed the bytes
+ * in the peer's inbox when postSend returns) no SEND but CLOSE asks for a completion: a SEND that the provider reports
+ * {@link SendRequest#completedAtPost() completed} gives its ring space back right there, under the same lock, and
+ * the send CQ sees nothing on the message path. One that failed is left in flight; its error completion follows.
+ *
  * <h2>Rendezvous</h2>
  * Claims above the eager limit (a pool buffer, or a direct write into the peer's mapped grant), the CTS and REFUSE
  * that answer them and refusals are the {@link RendezvousSender}'s; this class posts their RTS and writes.
@@ -80,6 +85,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private final ArrayList<Runnable> firing = new ArrayList<>();
 
     private QueuePair qp;
+    /** {@link QueuePair#completesAtPost()} of {@link #qp}: SENDs other than CLOSE go unsignaled and complete at post. */
+    private boolean completesAtPost;
     private MemoryRegion controlRegion;
     private UnsafeBuffer control;
     private int controlSlots;
@@ -126,6 +133,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     {
         final EngineConfig config = connection.config;
         this.qp = qp;
+        this.completesAtPost = qp.completesAtPost();
         this.peerEagerLimit = peer.eagerLimit;
         this.sendEagerLimit = Math.min(config.eagerLimit(), peerEagerLimit);
         this.controlSlots = peer.receiveSlots + 1;
@@ -630,9 +638,11 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
         // Unsignaled only if the next batch can follow at once: more data in the ring, credits and room for it, and
         // no rendezvous write to go first; so a stalled sender's last SEND is signaled and its ring space comes back.
-        final boolean signaled = carriesClose || unsignaledSinceSignaled + 1 >= SIGNAL_EVERY ||
+        // On a QP that completes at post (shm) only CLOSE asks for a completion (the close waits for it): the others
+        // are complete when postSend returns, and their ring space comes back at once, with no send CQ traffic.
+        final boolean signaled = carriesClose || !completesAtPost && (unsignaledSinceSignaled + 1 >= SIGNAL_EVERY ||
             signaledInFlight + 2 >= maxSignaledInFlight || ring.posted() + dataLength >= ring.tail() ||
-            !window.canSendDataAfterNextBatch() || outbound.nextWrite() != null;
+            !window.canSendDataAfterNextBatch() || outbound.nextWrite() != null);
         req.flags(signaled ? SendRequest.FLAG_SIGNALED : 0);
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
@@ -675,7 +685,32 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             closeBatchSeq = seq;
         }
+        if (!signaled && completesAtPost && req.completedAtPost())
+        {
+            sendCompleted(seq);
+        }
         return true;
+    }
+
+    /**
+     * SEND {@code seq} completed (send lock held): it and the unsignaled SENDs posted before it (a send queue completes
+     * in order) give their ring space back and leave the in-flight counts.
+     */
+    private void sendCompleted(final long seq)
+    {
+        final int covered = (int)(seq + 1 - completedSeq);
+        if (covered > 0)
+        {
+            completedSeq = seq + 1;
+            ring.release(batchEnds[(int)(seq % controlSlots)]);
+            sendsInFlight -= covered;
+            signaledInFlight -= covered;
+            writableEpoch++;
+            if (closeBatchSeq >= 0 && closeBatchSeq <= seq)
+            {
+                closeSendCompleted = true;
+            }
+        }
     }
 
     private void countEagerFrames(final int start, final int dataLength)
@@ -807,21 +842,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 final long seq = wrId & ID_MASK;
                 synchronized (lock)
                 {
-                    // This SEND and the unsignaled ones posted before it (a send queue completes in order).
-                    final int covered = (int)(seq + 1 - completedSeq);
                     stats.sendCompletions.incrementRelease();
-                    if (covered > 0)
-                    {
-                        completedSeq = seq + 1;
-                        ring.release(batchEnds[(int)(seq % controlSlots)]);
-                        sendsInFlight -= covered;
-                        signaledInFlight -= covered;
-                        writableEpoch++;
-                        if (closeBatchSeq >= 0 && closeBatchSeq <= seq)
-                        {
-                            closeSendCompleted = true;
-                        }
-                    }
+                    sendCompleted(seq);
                 }
             }
             else if (tag == TAG_WRITE)

@@ -74,6 +74,21 @@ public interface QueuePair extends AutoCloseable
     }
 
     /**
+     * Whether this QP finishes a send work request inside {@link #postSend} (shm: the posting thread places the bytes
+     * in the peer's memory before the call returns), and says so in {@link SendRequest#completedAtPost()}. A consumer
+     * may then post a request unsignaled and count it complete as soon as the call returns with that flag set, with no
+     * completion to reap (as scatter-to-CQE spares a NIC's consumer the receive copy, this spares the send CQ). A
+     * request that fails still produces its error completion, signaled or not. RDMA hardware and tcp complete later:
+     * false.
+     *
+     * @return true if {@link #postSend} reports synchronous completion in {@link SendRequest#completedAtPost()}.
+     */
+    default boolean completesAtPost()
+    {
+        return false;
+    }
+
+    /**
      * Whether this QP can {@link #mapRemote map} the peer's memory for this process's CPU to write into (a
      * provider whose peer lives on the same host, in memory this process can map: shm). An engine uses it to
      * serialise a large message straight into the receiver's granted buffer instead of having the fabric copy it

@@ -23,6 +23,7 @@ public final class SendRequest extends ScatterGatherList
     private int immData;
     private long remoteAddress;
     private int rkey;
+    private boolean completedAtPost;
 
     /** Resets to a signaled SEND with no SGE. @return this. */
     public SendRequest reset()
@@ -33,8 +34,32 @@ public final class SendRequest extends ScatterGatherList
         immData = 0;
         remoteAddress = 0;
         rkey = 0;
+        completedAtPost = false;
         clearSge();
         return this;
+    }
+
+    /**
+     * Output of {@link QueuePair#postSend}, on a QP that {@link QueuePair#completesAtPost() completes at post}: true
+     * if this request completed successfully during the call (its bytes are in the peer's memory), so that a caller
+     * may count an unsignaled one complete at once; false if it did not (a failed request still produces its error
+     * completion, signaled or not).
+     *
+     * @return whether the last post of this request completed successfully during the call.
+     */
+    public boolean completedAtPost()
+    {
+        return completedAtPost;
+    }
+
+    /**
+     * Set by providers only, during {@link QueuePair#postSend}.
+     *
+     * @param completed whether the request completed successfully during the call.
+     */
+    public void completedAtPost(final boolean completed)
+    {
+        this.completedAtPost = completed;
     }
 
     /** @return the caller's id, returned in the completion. */

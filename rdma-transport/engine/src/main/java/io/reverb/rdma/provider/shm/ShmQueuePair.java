@@ -308,6 +308,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     @Override
     public int postSend(final SendRequest request)
     {
+        request.completedAtPost(false);
         synchronized (sendLock)
         {
             final int checked = checkSend(request, closed);
@@ -330,6 +331,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             final WcStatus status = execute(request, opcode, (int)total);
             if (status == WcStatus.SUCCESS)
             {
+                request.completedAtPost(true); // the bytes are in the peer's memory (completesAtPost)
                 if (request.isSignaled())
                 {
                     completeSend(request, WcStatus.SUCCESS, (int)total);
@@ -748,6 +750,13 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         {
             return null;
         }
+    }
+
+    /** A SEND or RDMA operation is carried out by the posting thread, inside {@link #postSend}. */
+    @Override
+    public boolean completesAtPost()
+    {
+        return true;
     }
 
     @Override

@@ -199,12 +199,16 @@ class ShmInlineReceiveTest
             receiver.postRecv(receive(recv, 1, recvRegion, 0, 16));
             receiver.postRecv(receive(recv, 2, recvRegion, 64, 16));
             final SendRequest send = new SendRequest();
+            assertThat(sender.completesAtPost()).isTrue();
             assertThat(sender.postSend(send(send, 1, 0, sendRegion, 16)))
                 .isEqualTo(PostResult.OK);
+            assertThat(send.completedAtPost()).as("the SEND that was placed completed inside postSend").isTrue();
             assertThat(sender.postSend(send(send, 2, SendRequest.FLAG_SIGNALED, sendRegion, 17))).isEqualTo(PostResult.OK);
+            assertThat(send.completedAtPost()).as("the SEND that failed did not complete at post").isFalse();
             assertThat(sender.inlineSends()).as("only the message that fits the smallest receive").isEqualTo(1);
 
             final WorkCompletions wc = new WorkCompletions(4);
+            // one completion only: the failed SEND's (signaled or not); the unsignaled one that completed at post has none
             assertThat(pollAtLeastOne(sender.sendCq(), wc)).isEqualTo(1);
             assertThat(wc.status(0)).isEqualTo(WcStatus.REM_INV_REQ_ERR);
 
