@@ -151,6 +151,17 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
         }
     }
 
+    /**
+     * Not supported, the engine falls back to signaled SENDs: the NIC carries a SEND out after ibv_post_send returns
+     * (on mlx5 the receive side's counterpart is scatter-to-CQE): its completion says when; the engine signals as it
+     * always did.
+     */
+    @Override
+    public boolean completesAtPost()
+    {
+        return false;
+    }
+
     @Override
     public int postSend(final SendRequest request)
     {

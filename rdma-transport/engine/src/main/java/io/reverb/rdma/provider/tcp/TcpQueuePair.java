@@ -143,6 +143,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     // Posting (any thread)
 
+    /**
+     * Not supported, the engine falls back to signaled SENDs: a SEND is queued for the socket and written later: its
+     * completion says when it left.
+     */
+    @Override
+    public boolean completesAtPost()
+    {
+        return false;
+    }
+
     @Override
     public int postSend(final SendRequest request)
     {
