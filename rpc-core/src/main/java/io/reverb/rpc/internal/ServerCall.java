@@ -100,8 +100,17 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
         this.startNanos = server.metrics().callStarted();
         // looked up once: the end counts into the same counters (the handler is the subclasses' field, so the call
-        // object is no larger for it)
+        // object is no larger for it); the start is counted by the connection after the dispatch (countStarted)
         this.counters = server.counters(method);
+    }
+
+    /**
+     * Counts the call as started in the method's counters. The connection calls it once per call, right after
+     * {@link #start()} returned (or, for a call ended before its start, when it is dropped): a handler that answers
+     * at once has then already written its response, so the locked increment is not on the response's path.
+     */
+    final void countStarted()
+    {
         if (counters != null)
         {
             counters.callStarted();

@@ -12,7 +12,9 @@ import org.agrona.concurrent.status.AtomicCounter;
  * status, allocated when the status first occurs), and calls in flight (sampled: started less finished).
  *
  * <p>Calls of one method start and end on several threads (each connection's), so the counters are incremented
- * atomically; nothing is allocated per call.
+ * atomically; nothing is allocated per call. A call is counted as started once it has been dispatched (after a handler
+ * that answers at once has written its response: the increment is not on the response's path), so a call may be
+ * counted as finished a moment before it is counted as started; calls in flight are never reported below zero.
  */
 final class ServerMethodCounters
 {
@@ -58,7 +60,7 @@ final class ServerMethodCounters
         return counter;
     }
 
-    /** @return calls started and not yet finished. */
+    /** @return calls started and not yet finished (0 while a finished call is not yet counted as started). */
     long inFlight()
     {
         long ended = 0;
@@ -69,7 +71,7 @@ final class ServerMethodCounters
                 ended += counter.get();
             }
         }
-        return started.get() - ended;
+        return Math.max(0, started.get() - ended);
     }
 
     /** @return calls started. */

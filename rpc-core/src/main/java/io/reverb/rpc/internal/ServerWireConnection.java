@@ -52,6 +52,11 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
      * its MESSAGE, which travels in the same transport message, is routed without a lookup in {@link #streams}.
      */
     private ServerCall<?, ?> lastOpened;
+    /**
+     * Without deferred starts: the call the current transport message opened, counted as started at the message's end
+     * (after a handler that answered at once has written its response); the transport's thread only.
+     */
+    private ServerCall<?, ?> uncounted;
     /** Whether the connection listeners were told of it (then they are told of its end). */
     private volatile boolean announced;
     private volatile Object attachment;
@@ -303,7 +308,39 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             deferred.add(serverCall);
             return;
         }
+        // its request is usually in the same transport message: counted at the message's end, after the response
+        countUncounted();
+        uncounted = serverCall;
         serverCall.start();
+    }
+
+    @Override
+    void afterMessage()
+    {
+        countUncounted();
+    }
+
+    private void countUncounted()
+    {
+        final ServerCall<?, ?> call = uncounted;
+        if (call != null)
+        {
+            uncounted = null;
+            call.countStarted();
+        }
+    }
+
+    /** Starts a call, then counts it as started: after a handler that answers at once has written its response. */
+    private static void startAndCount(final ServerCall<?, ?> call)
+    {
+        try
+        {
+            call.start();
+        }
+        finally
+        {
+            call.countStarted();
+        }
     }
 
     /** Compressed requests go to the inflater lane: the transport's thread only copies them. */
@@ -345,7 +382,8 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         ServerCall<?, ?> call;
         while ((call = deferred.poll()) != null)
         {
-            call.start(); // a call the batch already ended runs no handler: start() and begin() check, under its monitor
+            // a call the batch already ended runs no handler: start() and begin() check, under its monitor
+            startAndCount(call);
         }
     }
 
@@ -458,7 +496,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         {
             timer.dispose();
         }
-        deferred.clear(); // every call in it was ended with the connection (failStreams): none starts
+        countUncounted();
+        ServerCall<?, ?> notStarted;
+        while ((notStarted = deferred.poll()) != null)
+        {
+            // ended with the connection (failStreams), and counted as finished then: none starts, each is counted
+            notStarted.countStarted();
+        }
         lastOpened = null;
         server.connectionClosed(this);
         if (announced)

@@ -361,6 +361,15 @@ abstract class WireConnection implements ConnectionHandler
         {
             protocolError(e.getMessage());
         }
+        finally
+        {
+            afterMessage();
+        }
+    }
+
+    /** On the transport's thread, after every frame of one transport message was handled. The default does nothing. */
+    void afterMessage()
+    {
     }
 
     /**

@@ -7,6 +7,8 @@ import io.reverb.rpc.RetryPolicy;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.internal.ClientCallStarter;
 import io.reverb.rpc.internal.SubchannelConnector;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
@@ -79,6 +81,19 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         @SuppressWarnings("rawtypes")
         private static final AtomicIntegerFieldUpdater<FirstAttempt> ACCOUNTED =
             AtomicIntegerFieldUpdater.newUpdater(FirstAttempt.class, "accounted");
+        private static final VarHandle RESPONDED;
+
+        static
+        {
+            try
+            {
+                RESPONDED = MethodHandles.lookup().findVarHandle(FirstAttempt.class, "responded", boolean.class);
+            }
+            catch (final ReflectiveOperationException e)
+            {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
 
         private final PickedUnaryCall<?, Resp> call;
         private final ChannelSubchannel sc;
@@ -173,7 +188,9 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         {
             if (!handedOver && !responded)
             {
-                responded = true;
+                // read after onNext by onError (same thread, or after it by the Reactive Streams rules) and by a
+                // cancel, which only chooses how the load is told: an ordered store, no fence on every call
+                RESPONDED.setRelease(this, true);
                 call.channel.attemptAnswered();
                 // the one response ends the call for its replica's load, before the caller hears of it: a caller
                 // woken by the response (Mono.block returns at onNext) sees the load already settled

@@ -1,5 +1,7 @@
 package io.reverb.rpc.lb;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 
@@ -18,7 +20,8 @@ import java.util.function.LongSupplier;
  * replica still slow doubles that time constant (up to {@link #MAX_DECAY_BACKOFF} times), so a replica that stays
  * slow is probed ever more rarely; a fast answer resets it. Two threads finishing calls at
  * the same instant may lose one of the two samples; the average is a heuristic and that is cheaper than a lock or
- * CAS loop.
+ * CAS loop. For the same reason the figures are published with ordered (release) stores, not volatile ones: every
+ * call's end writes them, and a volatile store costs a full fence each; a reader sees them a moment later at most.
  */
 public final class SubchannelLoad
 {
@@ -34,6 +37,34 @@ public final class SubchannelLoad
     static final int MAX_DECAY_BACKOFF = 32;
     /** A probe "finds the replica slow" when its answer is this much slower than the decayed average predicted. */
     static final double PROBE_CONFIRMS = 1.5;
+
+    /**
+     * Below this many time constants since the last answer the decay is computed from its series (1 - x + x²/2,
+     * relative error under 2e-10) instead of {@link Math#exp}: a replica in steady use answers microseconds apart.
+     */
+    static final double SHORT_GAP = 1.0e-3;
+    private static final VarHandle EWMA;
+    private static final VarHandle STAMP;
+    private static final VarHandle DECAY_BACKOFF;
+    private static final VarHandle GROWTH_CEILING;
+    private static final VarHandle GROWTH_STAMP;
+
+    static
+    {
+        try
+        {
+            final MethodHandles.Lookup lookup = MethodHandles.lookup();
+            EWMA = lookup.findVarHandle(SubchannelLoad.class, "ewmaNanos", double.class);
+            STAMP = lookup.findVarHandle(SubchannelLoad.class, "stampNanos", long.class);
+            DECAY_BACKOFF = lookup.findVarHandle(SubchannelLoad.class, "decayBackoff", int.class);
+            GROWTH_CEILING = lookup.findVarHandle(SubchannelLoad.class, "growthCeiling", double.class);
+            GROWTH_STAMP = lookup.findVarHandle(SubchannelLoad.class, "growthStampNanos", long.class);
+        }
+        catch (final ReflectiveOperationException e)
+        {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final AtomicInteger outstanding = new AtomicInteger();
     private final LongSupplier nanoClock;
@@ -118,7 +149,12 @@ public final class SubchannelLoad
             return 0.0;
         }
         final long elapsed = nowNanos - stampNanos;
-        return elapsed <= 0 ? ewma : ewma * Math.exp(-elapsed / (decayNanos * decayBackoff));
+        if (elapsed <= 0)
+        {
+            return ewma;
+        }
+        final double x = elapsed / (decayNanos * decayBackoff);
+        return x < SHORT_GAP ? ewma * (1.0 - x + 0.5 * x * x) : ewma * Math.exp(-x);
     }
 
     /**
@@ -166,11 +202,11 @@ public final class SubchannelLoad
         {
             if (sample > base * PROBE_CONFIRMS)
             {
-                decayBackoff = Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2);
+                DECAY_BACKOFF.setRelease(this, Math.min(MAX_DECAY_BACKOFF, decayBackoff * 2));
             }
             else if (sample <= base)
             {
-                decayBackoff = 1;
+                DECAY_BACKOFF.setRelease(this, 1);
             }
         }
         final double next;
@@ -187,8 +223,8 @@ public final class SubchannelLoad
             // is slower all the time. A replica that really turned slower answers spread over time, and doubles again.
             if (now - growthStampNanos >= GROWTH_WINDOW_NANOS || growthCeiling < base)
             {
-                growthCeiling = Math.max(base, previous) * PEAK_GROWTH;
-                growthStampNanos = now;
+                GROWTH_CEILING.setRelease(this, Math.max(base, previous) * PEAK_GROWTH);
+                GROWTH_STAMP.setRelease(this, now);
             }
             next = Math.min(sample, growthCeiling);
         }
@@ -196,8 +232,8 @@ public final class SubchannelLoad
         {
             next = base + DOWN_WEIGHT * (sample - base);
         }
-        ewmaNanos = next;
-        stampNanos = now;
+        EWMA.setRelease(this, next);
+        STAMP.setRelease(this, now);
     }
 
     /**

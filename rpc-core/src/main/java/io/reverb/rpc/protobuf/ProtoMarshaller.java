@@ -10,6 +10,7 @@ import com.google.protobuf.UnsafeByteOperations;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.Status;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -256,13 +257,20 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
 
     /**
      * A per-thread {@link CodedOutputStream} over a small heap buffer whose flush copies into the current target
-     * (registered memory): one copy of a small message, no allocation; and a scratch array small messages are
-     * parsed from.
+     * (registered memory): one copy of a small message, no allocation; and a reusable decoder small messages are
+     * parsed with.
      */
     private static final class Encoder extends OutputStream
     {
         CodedOutputStream output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
-        final byte[] scratch = new byte[SMALL_MESSAGE];
+        /** What {@link #decoder} reads: the message being parsed, or nothing (then the decoder is free). */
+        final SourceStream source = new SourceStream();
+        /**
+         * Reused for every small direct message this thread parses (a {@code CodedInputStream} cannot be re-targeted
+         * at another array, but one over a stream can be fed message after message): its array holds one small
+         * message whole, so each parse fills it once and finds the end on the next read.
+         */
+        CodedInputStream decoder = newDecoder(source);
         /** The thread whose encoder this is: the only one that uses it. */
         final Thread owner = Thread.currentThread();
         /** Its thread's lookups that missed a marshaller's {@code local} (that thread only). */
@@ -275,6 +283,19 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             output = CodedOutputStream.newInstance(this, SMALL_MESSAGE);
         }
 
+        /** After a parse that did not end cleanly: a new decoder, nothing of that message or its limits in it. */
+        void resetDecoder()
+        {
+            decoder = newDecoder(source);
+        }
+
+        private static CodedInputStream newDecoder(final SourceStream source)
+        {
+            final CodedInputStream decoder = CodedInputStream.newInstance(source, SMALL_MESSAGE);
+            decoder.enableAliasing(false); // its array is reused: bytes fields must be copies (a stream copies anyway)
+            return decoder;
+        }
+
         @Override
         public void write(final int b)
         {
@@ -285,6 +306,54 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         public void write(final byte[] bytes, final int offset, final int length)
         {
             target.put(bytes, offset, length);
+        }
+    }
+
+    /**
+     * The message being parsed, as the {@link InputStream} a reusable decoder reads: absolute reads from the buffer,
+     * so the caller's position and limit stay as they were. Owned by one thread's {@link Encoder}.
+     */
+    private static final class SourceStream extends InputStream
+    {
+        ByteBuffer buffer;
+        private int position;
+        private int limit;
+
+        void wrap(final ByteBuffer source, final int length)
+        {
+            buffer = source;
+            position = source.position();
+            limit = position + length;
+        }
+
+        int remaining()
+        {
+            return limit - position;
+        }
+
+        @Override
+        public int read()
+        {
+            return position < limit ? buffer.get(position++) & 0xFF : -1;
+        }
+
+        @Override
+        public int read(final byte[] target, final int offset, final int length)
+        {
+            final int n = Math.min(length, limit - position);
+            if (n <= 0)
+            {
+                return length == 0 ? 0 : -1;
+            }
+            buffer.get(position, target, offset, n);
+            position += n;
+            return n;
+        }
+
+        @Override
+        public int available()
+        {
+            return limit - position;
         }
     }
 
@@ -378,10 +447,16 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             }
             else
             {
-                // small, direct: into this thread's scratch array (no allocation); bytes fields are copied out of it
-                final byte[] scratch = encoder().scratch;
-                source.get(source.position(), scratch, 0, length);
-                input = CodedInputStream.newInstance(scratch, 0, length);
+                // small, direct: this thread's reusable decoder (no CodedInputStream per message)
+                final Encoder encoder = encoder();
+                if (encoder.source.buffer == null)
+                {
+                    return readSmallDirect(encoder, source, length);
+                }
+                // a parse within a parse on this thread (a parser that calls back into a marshaller): its own copy
+                final byte[] copy = new byte[length];
+                source.get(source.position(), copy, 0, length);
+                input = CodedInputStream.newInstance(copy, 0, length);
                 input.enableAliasing(false);
             }
             final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
@@ -391,6 +466,40 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         catch (final InvalidProtocolBufferException e)
         {
             throw invalidMessage(e);
+        }
+    }
+
+    /**
+     * A small message in direct memory, parsed by this thread's decoder, which reads it straight from the buffer into
+     * its own array (the one copy the scratch array used to take) and copies bytes fields out of that array. A decoder
+     * that failed mid-message may hold part of it, or an unbalanced limit: it is replaced, never reused.
+     */
+    private T readSmallDirect(final Encoder encoder, final ByteBuffer source, final int length)
+    {
+        final SourceStream stream = encoder.source;
+        stream.wrap(source, length);
+        boolean clean = false;
+        try
+        {
+            final CodedInputStream input = encoder.decoder;
+            input.resetSizeCounter();
+            final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());
+            input.checkLastTagWas(0);
+            // the parse ended at the end of the input (last tag 0): the decoder took every byte and holds none
+            clean = stream.remaining() == 0;
+            return message;
+        }
+        catch (final InvalidProtocolBufferException e)
+        {
+            throw invalidMessage(e);
+        }
+        finally
+        {
+            stream.buffer = null;
+            if (!clean)
+            {
+                encoder.resetDecoder();
+            }
         }
     }
 
