@@ -280,19 +280,22 @@ final class Poller implements Agent
         {
             idleSinceNanos = now;
         }
-        if (awaitsGrantedData(conns))
+        final boolean delayed = now - idleSinceNanos >= idleTaskDelayNanos;
+        // the connections are scanned only where they were before (within the delay) or when the task has more to do
+        final boolean awaiting = !delayed && awaitsGrantedData(conns);
+        if (!delayed && !awaiting)
         {
-            boolean more = idleTask.getAsBoolean();
+            return;
+        }
+        boolean more = idleTask.getAsBoolean();
+        if (more && (awaiting || awaitsGrantedData(conns)))
+        {
             for (int runs = 1; more && runs < MAX_IDLE_RUNS_AWAITING_DATA; runs++)
             {
                 more = idleTask.getAsBoolean();
             }
-            idleTaskBusy = more;
         }
-        else if (now - idleSinceNanos >= idleTaskDelayNanos)
-        {
-            idleTaskBusy = idleTask.getAsBoolean();
-        }
+        idleTaskBusy = more;
     }
 
     private static boolean awaitsGrantedData(final EngineConnection[] conns)
