@@ -92,7 +92,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     private final LinkedHashMap<Lease, byte[]> lent;
     private long lentBytes;
     /**
-     * Bytes of messages over {@value #SMALL_MESSAGE} bytes copied out of the transport's direct memory, counted at each
+     * Bytes of messages over {@link #SMALL_MESSAGE} bytes copied out of the transport's direct memory, counted at each
      * copy (see {@link #largeBytesCopiedIn()}). Not counted for small messages, whose path must stay free of shared
      * writes.
      */
@@ -316,7 +316,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
 
     /**
      * Copies of the received payload, counted (tests, diagnostics): every byte this marshaller copied out of the
-     * transport's direct (registered) memory while reading messages of more than {@value #SMALL_MESSAGE} bytes. A
+     * transport's direct (registered) memory while reading messages of more than 1 KiB. A
      * message read with one copy, as every mode here does, adds its length (a large {@code bytes} field's earlier,
      * overridden occurrences are not copied at all); a second copy of the same bytes would show as twice that.
      *
