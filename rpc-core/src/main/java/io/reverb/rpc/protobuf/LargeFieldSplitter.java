@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Reads a large message of the default ({@link ProtoMarshaller#of}) mode out of registered memory so that its large
@@ -87,12 +88,15 @@ final class LargeFieldSplitter<T extends MessageLite>
     /**
      * @param source the message, from its position to its limit (not modified; read with absolute gets).
      * @param parser the type's parser.
+     * @param copied counts every byte copied out of {@code source} (the marshaller's count of copies out of transport
+     *               memory: each byte of the message at most once, none when nothing is split).
      * @return the message with its large bytes fields split, or null if there is nothing to split here (parse as
      *     usual then).
      * @throws InvalidProtocolBufferException if the rest of the message does not parse, or lacks a required field.
      */
     @SuppressWarnings("unchecked")
-    T read(final ByteBuffer source, final Parser<T> parser) throws InvalidProtocolBufferException
+    T read(final ByteBuffer source, final Parser<T> parser, final LongAdder copied)
+        throws InvalidProtocolBufferException
     {
         if (numbers.length == 0)
         {
@@ -177,12 +181,12 @@ final class LargeFieldSplitter<T extends MessageLite>
                 }
             }
         }
-        return split(source, start, end, occurrences, count, parser);
+        return split(source, start, end, occurrences, count, parser, copied);
     }
 
     @SuppressWarnings("unchecked")
     private T split(final ByteBuffer source, final int start, final int end, final int[] occurrences, final int count,
-        final Parser<T> parser) throws InvalidProtocolBufferException
+        final Parser<T> parser, final LongAdder copied) throws InvalidProtocolBufferException
     {
         // Per candidate, its last occurrence (the value the parser would keep); split it if that one is large.
         final int[] last = new int[fields.length];
@@ -225,11 +229,13 @@ final class LargeFieldSplitter<T extends MessageLite>
             if (cut[occurrences[o + 3]])
             {
                 source.get(from, rest, filled, occurrences[o] - from);
+                copied.add(occurrences[o] - from);
                 filled += occurrences[o] - from;
                 from = occurrences[o + 2];
             }
         }
         source.get(from, rest, filled, end - from);
+        copied.add(end - from);
         // The rest's array is the message's own (fresh): its bytes fields may alias it, as in the default mode.
         final CodedInputStream input = UnsafeByteOperations.unsafeWrap(rest).newCodedInput();
         input.enableAliasing(true);
@@ -241,7 +247,7 @@ final class LargeFieldSplitter<T extends MessageLite>
             if (cut[c])
             {
                 final int o = last[c] * OCCURRENCE_INTS;
-                builder.setField(fields[c], chunks(source, occurrences[o + 1], occurrences[o + 2]));
+                builder.setField(fields[c], chunks(source, occurrences[o + 1], occurrences[o + 2], copied));
             }
         }
         final Message message = builder.buildPartial();
@@ -253,11 +259,12 @@ final class LargeFieldSplitter<T extends MessageLite>
     }
 
     /**
+     * @param copied counts the bytes copied out of {@code source}.
      * @return the bytes from {@code from} to {@code to} as a rope of fresh {@value #CHUNK}-byte arrays: taken from this
      *     thread's {@link FreshChunks} (allocated ahead while the thread was idle, never handed out before) when it has
      *     some, else allocated here; a last piece shorter than {@value #CHUNK} bytes is always allocated here.
      */
-    static ByteString chunks(final ByteBuffer source, final int from, final int to)
+    static ByteString chunks(final ByteBuffer source, final int from, final int to, final LongAdder copied)
     {
         final int count = (to - from + CHUNK - 1) / CHUNK;
         final FreshChunks stash = FreshChunks.expect((to - from) / CHUNK); // full pieces: what the stash can serve
@@ -268,6 +275,7 @@ final class LargeFieldSplitter<T extends MessageLite>
             final byte[] ready = n == CHUNK ? stash.take() : null;
             final byte[] piece = ready != null ? ready : new byte[n];
             source.get(p, piece, 0, n);
+            copied.add(n);
             // a new array nobody else references, now this message's alone: wrapping it without a copy is safe
             pieces.add(UnsafeByteOperations.unsafeWrap(piece));
         }

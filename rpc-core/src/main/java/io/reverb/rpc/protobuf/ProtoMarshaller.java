@@ -20,6 +20,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * {@link Marshaller} for protobuf messages that writes with {@link CodedOutputStream} straight into the transport's
@@ -91,6 +92,12 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
      */
     private final LinkedHashMap<Lease, byte[]> lent;
     private long lentBytes;
+    /**
+     * Bytes of messages over {@link #SMALL_MESSAGE} bytes copied out of the transport's direct memory, counted at each
+     * copy (see {@link #largeBytesCopiedIn()}). Not counted for small messages, whose path must stay free of shared
+     * writes.
+     */
+    private final LongAdder largeBytesCopiedIn = new LongAdder();
 
     @SuppressWarnings("unchecked")
     private ProtoMarshaller(final T defaultInstance, final boolean aliasing, final boolean poisonReleasedArrays)
@@ -377,6 +384,19 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
     }
 
     /**
+     * Copies of the received payload, counted (tests, diagnostics): every byte this marshaller copied out of the
+     * transport's direct (registered) memory while reading messages of more than 1 KiB. A
+     * message read with one copy, as every mode here does, adds its length (a large {@code bytes} field's earlier,
+     * overridden occurrences are not copied at all); a second copy of the same bytes would show as twice that.
+     *
+     * @return bytes copied out of direct memory by reads of large messages since this marshaller was made.
+     */
+    public long largeBytesCopiedIn()
+    {
+        return largeBytesCopiedIn.sum();
+    }
+
+    /**
      * @return arrays lent to messages not yet released (tests, leak checks).
      */
     public int lentArrays()
@@ -396,6 +416,10 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
         final int length = source.remaining();
         final byte[] array = LendingPool.SHARED.take(length);
         source.get(source.position(), array, 0, length);
+        if (!source.hasArray())
+        {
+            largeBytesCopiedIn.add(length);
+        }
         final T message;
         try
         {
@@ -521,7 +545,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
                     splitter = LargeFieldSplitter.forType(defaultInstance);
                     this.splitter = splitter;
                 }
-                final T split = splitter.read(source, parser);
+                final T split = splitter.read(source, parser, largeBytesCopiedIn);
                 if (split != null)
                 {
                     return split;
@@ -531,6 +555,7 @@ public final class ProtoMarshaller<T extends MessageLite> implements Marshaller<
             // a plain newInstance(byte[]) is mutable, and protobuf copies fields out of it)
             final byte[] copy = new byte[length];
             source.get(source.position(), copy);
+            largeBytesCopiedIn.add(length);
             final CodedInputStream input = UnsafeByteOperations.unsafeWrap(copy).newCodedInput();
             input.enableAliasing(true);
             final T message = parser.parseFrom(input, ExtensionRegistryLite.getEmptyRegistry());

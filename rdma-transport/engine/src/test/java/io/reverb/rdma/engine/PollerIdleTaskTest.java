@@ -5,10 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.reverb.common.WriteClaim;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
@@ -86,6 +89,58 @@ class PollerIdleTaskTest
             }
             await("more small messages delivered", () -> recorder.count.get() == 101);
             assertThat(runs.get()).as("runs after the data came").isEqualTo(afterData);
+            assertThat(recorder.messages).allSatisfy(m -> assertThat(m[1]).as("intact").isEqualTo(1));
+            assertQuiescent(pair.client, pair.server);
+            assertThat(pair.errors()).isEmpty();
+        }
+    }
+
+    /**
+     * While a granted rendezvous awaits its data, the task runs until it has nothing left within one duty cycle, at
+     * most {@link Poller#MAX_IDLE_RUNS_AWAITING_DATA} times: what it prepares is needed when the data lands, and
+     * between duty cycles the polling mode may yield or park. Counted by the duty cycle each run sees (the poller's
+     * cycle counter, read on the poller thread): a task with 20 runs of work takes the cap in the first cycle, the
+     * remaining 4 and the run that finds nothing in the second (one run per cycle before: groups of one).
+     */
+    @Test
+    void shouldRunTheIdleTaskUntilItHasNothingLeftInOneDutyCycleWhileAGrantedRendezvousAwaitsItsData() throws Exception
+    {
+        final int large = 300_000;
+        final int work = 20;
+        final AtomicInteger runs = new AtomicInteger();
+        final AtomicReference<RdmaEngine> serverEngine = new AtomicReference<>();
+        final List<Long> cycleOfRun = new CopyOnWriteArrayList<>();
+        final EngineConfig server = config(EngineFabric.TCP, PollingMode.ADAPTIVE).announceAtClaim(true)
+            .idleTaskDelayNanos(TimeUnit.HOURS.toNanos(1))
+            .idleTask(() ->
+            {
+                cycleOfRun.add(serverEngine.get().pollerPolls(0)); // one poller (the default): the engine's only one
+                return runs.incrementAndGet() <= work;
+            });
+        final EngineConfig client = config(EngineFabric.TCP, PollingMode.ADAPTIVE).announceAtClaim(true);
+        final AbstractEngineMessagingTest.Recorder recorder = new AbstractEngineMessagingTest.Recorder();
+        try (EnginePair pair = new EnginePair(EngineFabric.TCP, server, client, recorder))
+        {
+            serverEngine.set(pair.serverEngine);
+            assertThat(pair.serverEngine.pollerCount()).isEqualTo(1);
+            final WriteClaim claim = new WriteClaim();
+            assertThat(pair.client.tryClaim(large, claim)).isEqualTo(Connection.OK);
+            assertThat(isRendezvous(claim)).isTrue();
+            await("granted", () -> pair.server.pendingRendezvous() == 1 && pair.server.queuedRendezvousRequests() == 0);
+            await("the task ran out of work and ran again", () -> runs.get() >= work + 2);
+            fill(claimed(claim), claim.offset(), large, 0);
+            claim.commit();
+            await("large message delivered", () -> recorder.count.get() == 1);
+
+            final List<Long> cycles = List.copyOf(cycleOfRun);
+            final long first = cycles.get(0);
+            final long second = cycles.get(Poller.MAX_IDLE_RUNS_AWAITING_DATA);
+            assertThat(cycles.subList(0, Poller.MAX_IDLE_RUNS_AWAITING_DATA)).as("the cap, in the first cycle")
+                .containsOnly(first);
+            assertThat(second).isGreaterThan(first);
+            assertThat(cycles.subList(Poller.MAX_IDLE_RUNS_AWAITING_DATA, work + 1))
+                .as("the rest of its work and the run that found none, in the next cycle").containsOnly(second);
+            assertThat(cycles.get(work + 1)).as("then one run per cycle").isGreaterThan(second);
             assertThat(recorder.messages).allSatisfy(m -> assertThat(m[1]).as("intact").isEqualTo(1));
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.errors()).isEmpty();

@@ -21,9 +21,13 @@ import io.reverb.rpc.transport.Transports;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * Large messages and their memory's lifetime over {@code shm://} (the engine's rendezvous path), and a server stream
@@ -106,6 +110,86 @@ class ShmLargeMessageTest extends AbstractLargeMessageTest
         System.out.println("shm server stream of " + MESSAGES + " x 1 MiB, window " + WINDOW + ": at most " + maxBytes.get() +
             " registered bytes in use at a delivery (bound " + bound + ")");
         assertThat(maxBytes.get()).isPositive().isLessThanOrEqualTo(bound);
+    }
+
+    /**
+     * Counts the copies of a 1 MiB unary echo with the default marshaller ({@code ProtoMarshaller.of}), each direction:
+     * the sender serialises straight into the buffer the receiver granted (one copy; with direct writes the fabric
+     * copies nothing, counted by the engine's direct writes), and the receiver copies each byte out of registered
+     * memory exactly once, into the arrays its message keeps (counted by the marshaller; the field's arrays are the
+     * copy's targets, 256 KiB each, with no whole-message array behind them). A copy that comes back on either side
+     * (an intermediate array, the fabric's copy) fails it.
+     */
+    @Test
+    void shouldCopyEachDirectionOfALargeEchoOnceIntoThePeerAndOnceOutOfRegisteredMemoryByDefault() throws IOException
+    {
+        final int echoes = 3;
+        final String uri = newServerUri();
+        final ProtoMarshaller<BytesValue> requests =
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final ProtoMarshaller<BytesValue> responses =
+            (ProtoMarshaller<BytesValue>)ProtoMarshaller.of(BytesValue.getDefaultInstance());
+        final MethodDescriptor<BytesValue, BytesValue> echo = MethodDescriptor.<BytesValue, BytesValue>newBuilder()
+            .type(MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(MethodDescriptor.generateFullMethodName("reverb.test.Large", "Echo"))
+            .requestMarshaller(requests)
+            .responseMarshaller(responses)
+            .build();
+        final List<BytesValue> received = new CopyOnWriteArrayList<>();
+        final ServiceDefinition service = ServiceDefinition.builder("reverb.test.Large")
+            .addMethod(echo, ServerCalls.unary(request ->
+            {
+                received.add(request);
+                return Mono.just(request);
+            }))
+            .build();
+        final List<BytesValue> answers = new CopyOnWriteArrayList<>();
+        final long direct;
+        try (RdmaEngine engine = RdmaEngine.open("shm", new EngineConfig().name("large-echo").directWrite(directWrite())))
+        {
+            try (RpcServer server = RpcServer.builder(uri).transportOptions(EngineOptions.of(engine)).addService(service)
+                    .build().start();
+                RpcChannel channel = RpcChannel.builder(uri).transportOptions(EngineOptions.of(engine)).build())
+            {
+                for (int i = 0; i < echoes; i++)
+                {
+                    final BytesValue request = message(i);
+                    final BytesValue answer = ClientCalls.unary(channel, echo, CallOptions.DEFAULT, request)
+                        .block(Duration.ofSeconds(30));
+                    assertThat(answer).isEqualTo(request);
+                    answers.add(answer);
+                }
+            }
+            // read once both ends are closed: the server counts its last write after the client may have read it
+            direct = engine.stats().directWritesSent();
+        }
+        // the payload's bytes, once: the field's tag and length are cut out with it, and nothing else is in the message
+        final long once = SIZE;
+        assertThat(direct).as("large messages serialised straight into the peer's grant: the fabric copies nothing")
+            .isEqualTo(directWrite() ? 2L * echoes : 0);
+        assertThat(requests.largeBytesCopiedIn()).as("each request copied out of the server's registered memory once")
+            .isEqualTo(echoes * once);
+        assertThat(responses.largeBytesCopiedIn()).as("each response copied out of the client's registered memory once")
+            .isEqualTo(echoes * once);
+        for (final BytesValue message : received)
+        {
+            assertOwnChunks(message);
+        }
+        for (final BytesValue message : answers)
+        {
+            assertOwnChunks(message);
+        }
+    }
+
+    /** The field's bytes live in the 256 KiB arrays they were copied into (a read-only view's capacity is its array's). */
+    private static void assertOwnChunks(final BytesValue message)
+    {
+        final List<ByteBuffer> pieces = message.getValue().asReadOnlyByteBufferList();
+        assertThat(pieces).hasSize(SIZE / (256 * 1024));
+        for (final ByteBuffer piece : pieces)
+        {
+            assertThat(piece.capacity()).isEqualTo(256 * 1024);
+        }
     }
 
     private static BytesValue message(final int i)
