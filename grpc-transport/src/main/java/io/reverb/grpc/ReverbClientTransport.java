@@ -17,7 +17,6 @@ import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.FailingClientStream;
 import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.SimpleDisconnectError;
-import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
@@ -162,7 +161,12 @@ final class ReverbClientTransport implements ConnectionClientTransport
         final MethodDescriptor<?, ?> method, final Metadata headers, final CallOptions callOptions,
         final ClientStreamTracer[] tracers)
     {
-        final StatsTraceContext stats = StatsTraceContext.newClientContext(tracers, attributes, headers);
+        // what StatsTraceContext.newClientContext does, without its object (and its AtomicBoolean) per call: the stream
+        // calls the tracers itself
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.streamCreated(attributes, headers);
+        }
         final boolean inUse;
         final ReverbClientStream stream;
         synchronized (this)
@@ -171,7 +175,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             {
                 return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
             }
-            stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, stats);
+            stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, tracers);
             inUse = live == null;
             stream.nextLive = live;
             if (live != null)

@@ -46,7 +46,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     // ---------------------------------------------------------------- grpc-java -> Reverb
 
     @Override
-    public final void request(final int numMessages)
+    public void request(final int numMessages)
     {
         final Subscription s;
         synchronized (this)
@@ -178,7 +178,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     // ---------------------------------------------------------------- rpc-core's demand for outbound messages
 
     @Override
-    public final void onDemand()
+    public void onDemand()
     {
         serializer.execute(() ->
         {
