@@ -577,7 +577,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
                 throw new IllegalArgumentException("neither a Reverb address nor an InetSocketAddress: " + address +
                     " (" + (address == null ? "null" : address.getClass().getName()) + ")");
             }
-            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods);
+            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods, timer);
         }
 
         @Override

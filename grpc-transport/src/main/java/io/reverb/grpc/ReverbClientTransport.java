@@ -27,6 +27,9 @@ import java.util.List;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 /**
@@ -36,6 +39,13 @@ import java.util.function.UnaryOperator;
  * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
  * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
  * stream is a Reverb stream on the connection (its stream SPI, {@link ClientTransport}). The connection PINGs itself per the keep-alive settings.
+ *
+ * <p>In use: {@code transportInUse(true)} when a stream opens on a transport not reported in use; {@code
+ * transportInUse(false)} once no stream has been open for {@link #IN_USE_LINGER_MILLIS} (checked on grpc-java's timer),
+ * not at each stream's end: a caller that makes one call after the other would otherwise flip it twice per call, and
+ * each flip is a task on grpc-java's subchannel and channel (two objects and two hand-offs per call). grpc-java reads it
+ * for its channel's idle mode (an idle timeout of at least a second), so it learns of idleness at most about two
+ * lingers later; a terminated transport is no longer in use for grpc-java whatever was reported.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
@@ -57,13 +67,27 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private boolean shutdownNotified;
     private boolean terminated;
     private Status shutdownStatus;
+    /** Delays the report that the transport is no longer in use, or null: reported when the last stream ends. */
+    private final ScheduledExecutorService inUseTimer;
+    /** grpc-java was last told that this transport is in use; guarded by this. */
+    private boolean reportedInUse;
+    /** Streams opened so far; guarded by this (a linger check sees whether one opened while it waited). */
+    private long opened;
+    /** A linger check is scheduled; guarded by this. */
+    private boolean lingering;
+    /** {@link #opened} when the scheduled linger check started waiting; guarded by this. */
+    private long openedBeforeLinger;
+    /** How long no stream must be open before grpc-java hears the transport is no longer in use. */
+    static final long IN_USE_LINGER_MILLIS = 100;
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
     ReverbClientTransport(
         final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
-        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods)
+        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods,
+        final ScheduledExecutorService inUseTimer)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
+        this.inUseTimer = inUseTimer;
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
@@ -176,7 +200,6 @@ final class ReverbClientTransport implements ConnectionClientTransport
                 return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
             }
             stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, tracers);
-            inUse = live == null;
             stream.nextLive = live;
             if (live != null)
             {
@@ -184,6 +207,9 @@ final class ReverbClientTransport implements ConnectionClientTransport
             }
             live = stream;
             stream.isLive = true;
+            opened++;
+            inUse = !reportedInUse;
+            reportedInUse = true;
         }
         if (inUse)
         {
@@ -205,6 +231,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     {
         final boolean idle;
         final boolean terminate;
+        boolean linger = false;
         synchronized (this)
         {
             final boolean wasLive = stream.isLive;
@@ -226,20 +253,79 @@ final class ReverbClientTransport implements ConnectionClientTransport
                 stream.previousLive = null;
                 stream.nextLive = null;
             }
-            idle = wasLive && live == null;
-            terminate = idle && shutdownNotified && !terminated;
+            final boolean empty = wasLive && live == null;
+            terminate = empty && shutdownNotified && !terminated;
             if (terminate)
             {
                 terminated = true;
+            }
+            idle = empty && inUseTimer == null && reportedInUse;
+            if (idle)
+            {
+                reportedInUse = false;
+            }
+            else if (empty && !lingering && !terminated)
+            {
+                lingering = linger = true;
+                openedBeforeLinger = opened;
             }
         }
         if (idle)
         {
             listener.transportInUse(false);
         }
+        if (linger)
+        {
+            scheduleLingerCheck();
+        }
         if (terminate)
         {
             terminate();
+        }
+    }
+
+    private void scheduleLingerCheck()
+    {
+        try
+        {
+            inUseTimer.schedule(this::lingerCheck, IN_USE_LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        }
+        catch (final RejectedExecutionException e)
+        {
+            // grpc-java's timer is gone (its channel shut down): no wait, the check decides now
+            lingerCheck();
+        }
+    }
+
+    /**
+     * On the timer: reports the transport no longer in use if no stream opened since the check was scheduled and none
+     * is open; checks again later if streams came and went meanwhile; stops if one is open (its end schedules the next).
+     * Reported under the lock (as OkHttp's transport does), so that a stream opening meanwhile reports in use after it.
+     */
+    private void lingerCheck()
+    {
+        boolean again = false;
+        synchronized (this)
+        {
+            if (live != null || terminated || !reportedInUse)
+            {
+                lingering = false;
+            }
+            else if (opened != openedBeforeLinger)
+            {
+                openedBeforeLinger = opened;
+                again = true;
+            }
+            else
+            {
+                lingering = false;
+                reportedInUse = false;
+                listener.transportInUse(false);
+            }
+        }
+        if (again)
+        {
+            scheduleLingerCheck();
         }
     }
 
