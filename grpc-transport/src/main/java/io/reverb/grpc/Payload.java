@@ -10,6 +10,7 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One grpc-java message in flight over Reverb: the stream grpc-java's marshaller produced (outbound) or the bytes
@@ -30,7 +31,10 @@ import java.util.Objects;
  * under it then): so the array of a received message of up to {@link #RECYCLE_LIMIT} bytes, once closed, is kept by
  * the closing thread for the next message that thread receives (one array per thread; with
  * {@code directExecutor()} the transport's thread receives, parses and closes, and copies each small message into
- * the same array). A closed received message reads as ended.
+ * the same array). An array closed on a thread whose own slot is taken goes to one slot shared by all threads, where
+ * any thread receiving finds it once its own slot is empty: a blocking stub's caller closes the responses (its
+ * thread parses them) while the transport's thread receives them, and without it the transport's thread would make
+ * an array for every response. A closed received message reads as ended.
  */
 final class Payload extends InputStream implements KnownLength
 {
@@ -42,6 +46,8 @@ final class Payload extends InputStream implements KnownLength
     static final int RECYCLE_LIMIT = 4096;
     /** Per thread: a closed received message's array, for the next message received here (slot 0; null if none). */
     private static final ThreadLocal<byte[][]> RECYCLED = ThreadLocal.withInitial(() -> new byte[1][]);
+    /** A closed received message's array that its closing thread had no room for, for any thread; null if none. */
+    private static final AtomicReference<byte[]> SHARED = new AtomicReference<>();
 
     /** Marshals payloads: the grpc-java marshaller already produced the bytes, this only moves them. */
     static final Marshaller<Payload> MARSHALLER = new Marshaller<>()
@@ -265,12 +271,19 @@ final class Payload extends InputStream implements KnownLength
         }
         bytes = null;
         position = length;
-        if (b.length <= RECYCLE_LIMIT)
+        if (b.length > 0 && b.length <= RECYCLE_LIMIT) // an empty message's array is not worth keeping
         {
             final byte[][] slot = RECYCLED.get();
-            if (slot[0] == null || slot[0].length < b.length)
+            final byte[] mine = slot[0];
+            if (mine == null)
             {
-                slot[0] = b; // the larger one is kept: it fits more messages
+                slot[0] = b;
+            }
+            else
+            {
+                // this thread keeps the larger one (it fits more messages), the other goes to the shared slot if free
+                slot[0] = mine.length < b.length ? b : mine;
+                SHARED.compareAndSet(null, mine.length < b.length ? mine : b);
             }
         }
     }
@@ -289,6 +302,11 @@ final class Payload extends InputStream implements KnownLength
             {
                 slot[0] = null; // this message owns it until grpc-java closes it
                 return kept;
+            }
+            final byte[] shared = SHARED.get();
+            if (shared != null && shared.length >= length && SHARED.compareAndSet(shared, null))
+            {
+                return shared;
             }
         }
         return new byte[length];

@@ -140,6 +140,30 @@ class PayloadTest
     }
 
     @Test
+    void anArrayClosedOnABusyThreadShouldCarryTheNextMessageReceivedOnAnother() throws Exception
+    {
+        // a blocking stub: the transport's thread receives each response, the caller's thread parses and closes it,
+        // and the caller's own slot is already taken by an earlier response
+        received(bytes(1));
+        received(bytes(1)); // this thread's slot and the shared one are empty now (nothing closes meanwhile)
+        final Payload earlier = received(bytes(64));
+        final Payload response = received(bytes(64));
+        final Object array = response.array();
+        final Thread caller = new Thread(() ->
+        {
+            earlier.close(); // takes the caller thread's own slot
+            response.close(); // no room there: shared
+        });
+        caller.start();
+        caller.join();
+
+        final Payload next = received(bytes(50));
+        assertThat(next.array()).as("the array closed on the other thread, reused here").isSameAs(array);
+        assertThat(next.stream().readAllBytes()).isEqualTo(bytes(50));
+        assertThat(received(bytes(50)).array()).as("handed out once").isNotSameAs(array);
+    }
+
+    @Test
     void aMessageClosedTwiceShouldGiveItsArrayOnce()
     {
         final Payload once = received(bytes(40));
