@@ -41,7 +41,7 @@ final class ReverbClientStream extends CallbackSerializer
 // CHECKSTYLE.ON: InlineFullyQualifiedName
 {
     private final ReverbClientTransport transport;
-    private final MethodDescriptor<Payload, Payload> method;
+    private final MethodDescriptor<InputStream, InputStream> method;
     private final Metadata headers;
     /** grpc-java's tracers of this stream, called here directly (as its StatsTraceContext would, without the object). */
     private final ClientStreamTracer[] tracers;
@@ -67,7 +67,7 @@ final class ReverbClientStream extends CallbackSerializer
     private ClientStreamListener listener;
     /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
-    private volatile io.reverb.rpc.transport.stream.ClientStream<Payload> stream;
+    private volatile io.reverb.rpc.transport.stream.ClientStream<InputStream> stream;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     /** The listener was closed: it gets no callback any more. Read and written on the serializer only. */
     private boolean closed;
@@ -97,7 +97,7 @@ final class ReverbClientStream extends CallbackSerializer
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions is imported, grpc-java's is spelled out
     ReverbClientStream(
-        final ReverbClientTransport transport, final MethodDescriptor<Payload, Payload> method, final Metadata headers,
+        final ReverbClientTransport transport, final MethodDescriptor<InputStream, InputStream> method, final Metadata headers,
         final io.grpc.CallOptions callOptions, final ClientStreamTracer[] tracers)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
@@ -166,12 +166,13 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void writeMessage(final InputStream message)
     {
-        final Payload payload = Payload.outbound(message);
+        final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
+        final int length = Payload.lengthOf(payload);
         for (final ClientStreamTracer tracer : tracers)
         {
             tracer.outboundMessage(0);
-            tracer.outboundWireSize(payload.length());
-            tracer.outboundUncompressedSize(payload.length());
+            tracer.outboundWireSize(length);
+            tracer.outboundUncompressedSize(length);
         }
         stream.writeMessage(payload);
     }
@@ -395,7 +396,7 @@ final class ReverbClientStream extends CallbackSerializer
         {
             countInbound(response);
             deliverHeadersIfNone();
-            endMessage = response.stream();
+            endMessage = response;
             listener.messagesAvailable(this);
         }
         closeNow(endStatus, endTrailers, endProgress);
@@ -474,7 +475,7 @@ final class ReverbClientStream extends CallbackSerializer
 
         Delivery(final Payload payload)
         {
-            this.message = payload.stream();
+            this.message = payload;
         }
 
         @Override

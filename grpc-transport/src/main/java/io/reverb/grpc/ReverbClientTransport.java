@@ -22,6 +22,7 @@ import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.stream.ClientTransport;
 
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionException;
@@ -58,7 +59,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
-    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
+    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     /** The streams not yet closed, a list through the streams themselves (no object per call); guarded by this. */
     private ReverbClientStream live;
@@ -83,7 +84,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
     ReverbClientTransport(
         final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
-        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods,
+        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods,
         final ScheduledExecutorService inUseTimer)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
@@ -185,43 +186,78 @@ final class ReverbClientTransport implements ConnectionClientTransport
         final MethodDescriptor<?, ?> method, final Metadata headers, final CallOptions callOptions,
         final ClientStreamTracer[] tracers)
     {
-        // what StatsTraceContext.newClientContext does, without its object (and its AtomicBoolean) per call: the stream
-        // calls the tracers itself
-        for (final ClientStreamTracer tracer : tracers)
+        // Kept small, with the rare paths in methods of their own: compiled alone into a large method, it would not be
+        // inlined into grpc-java's call path, whose objects (the pick's arguments, the tracers' info) then escape.
+        streamCreated(tracers, attributes, headers);
+        final ReverbClientStream stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, tracers);
+        final int linked = link(stream);
+        if (linked != LINKED)
         {
-            tracer.streamCreated(attributes, headers);
-        }
-        final boolean inUse;
-        final ReverbClientStream stream;
-        synchronized (this)
-        {
-            if (shutdown)
-            {
-                return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
-            }
-            stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, tracers);
-            stream.nextLive = live;
-            if (live != null)
-            {
-                live.previousLive = stream;
-            }
-            live = stream;
-            stream.isLive = true;
-            opened++;
-            inUse = !reportedInUse;
-            reportedInUse = true;
-        }
-        if (inUse)
-        {
-            listener.transportInUse(true);
+            return linked == SHUT_DOWN ? failedStream(tracers) : reportInUse(stream);
         }
         return stream;
     }
 
-    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
-    private io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(final MethodDescriptor<?, ?> method)
+    /** {@link #link}: the stream is one of this transport's now. */
+    private static final int LINKED = 0;
+    /** {@link #link}: the same, and the transport was not reported in use. */
+    private static final int LINKED_NOW_IN_USE = 1;
+    /** {@link #link}: the transport is shut down (the stream is not linked). */
+    private static final int SHUT_DOWN = 2;
+
+    /**
+     * What StatsTraceContext.newClientContext does, without its object (and its AtomicBoolean) per call: the stream
+     * calls the tracers itself.
+     */
+    private static void streamCreated(final ClientStreamTracer[] tracers, final Attributes attributes,
+        final Metadata headers)
     {
-        final io.reverb.rpc.MethodDescriptor<Payload, Payload> known = methods.get(method.getFullMethodName());
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.streamCreated(attributes, headers);
+        }
+    }
+
+    /**
+     * @return {@link #LINKED}, {@link #LINKED_NOW_IN_USE} or {@link #SHUT_DOWN}.
+     */
+    private synchronized int link(final ReverbClientStream stream)
+    {
+        if (shutdown)
+        {
+            return SHUT_DOWN;
+        }
+        stream.nextLive = live;
+        if (live != null)
+        {
+            live.previousLive = stream;
+        }
+        live = stream;
+        stream.isLive = true;
+        opened++;
+        if (reportedInUse)
+        {
+            return LINKED;
+        }
+        reportedInUse = true;
+        return LINKED_NOW_IN_USE;
+    }
+
+    private ClientStream reportInUse(final ReverbClientStream stream)
+    {
+        listener.transportInUse(true);
+        return stream;
+    }
+
+    private synchronized ClientStream failedStream(final ClientStreamTracer[] tracers)
+    {
+        return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
+    }
+
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
+    private io.reverb.rpc.MethodDescriptor<InputStream, InputStream> descriptor(final MethodDescriptor<?, ?> method)
+    {
+        final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> known = methods.get(method.getFullMethodName());
         return known != null ? known : methods.computeIfAbsent(
             method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
     }

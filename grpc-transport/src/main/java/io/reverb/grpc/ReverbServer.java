@@ -28,6 +28,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -277,7 +278,7 @@ final class ReverbServer implements InternalServer
     }
 
     /** Turns each Reverb call of one method into a grpc-java stream. */
-    private class Handler implements ServerCallHandler<Payload, Payload>
+    private class Handler implements ServerCallHandler<InputStream, InputStream>
     {
         private final String fullMethodName;
 
@@ -287,7 +288,7 @@ final class ReverbServer implements InternalServer
         }
 
         @Override
-        public Publisher<Payload> handle(final Flux<Payload> requests)
+        public Publisher<InputStream> handle(final Flux<InputStream> requests)
         {
             return subscriber ->
             {
@@ -305,7 +306,7 @@ final class ReverbServer implements InternalServer
          * @param unaryRequest a unary call's request, or null for a streaming call's stream.
          * @return the stream, or null if the call could not start (the subscriber got the error).
          */
-        final ReverbServerStream open(final Subscriber<? super Payload> subscriber, final Payload unaryRequest)
+        final ReverbServerStream open(final Subscriber<? super InputStream> subscriber, final InputStream unaryRequest)
         {
             final RpcContext context = RpcContext.of(subscriber); // rpc-core's subscriber: no Reactor context built
             if (context == null)
@@ -347,7 +348,7 @@ final class ReverbServer implements InternalServer
      * stream gives that one message, with the end of requests, once grpc-java asked for it and rpc-core subscribed to
      * the responses ({@link ReverbServerStream#requestsReady}).
      */
-    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<Payload, Payload>
+    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<InputStream, InputStream>
     {
         UnaryHandler(final String fullMethodName)
         {
@@ -355,7 +356,7 @@ final class ReverbServer implements InternalServer
         }
 
         @Override
-        public Publisher<Payload> invoke(final Payload request)
+        public Publisher<InputStream> invoke(final InputStream request)
         {
             return subscriber ->
             {

@@ -60,7 +60,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
      */
     private volatile int owed;
     /** A unary call's one request (given by rpc-core with the call), or null: a streaming call's come as a Flux. */
-    private final Payload unaryRequest;
+    private final InputStream unaryRequest;
     /** {@link #ASKED} and {@link #SUBSCRIBED}: the request is delivered once both happened, once. */
     private volatile int unaryState;
     /** The unary request's stream while grpc-java's listener may take it ({@link #next}). */
@@ -73,7 +73,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
      * @param unaryRequest      a unary call's request, or null (a streaming call's requests are subscribed to).
      */
     ReverbServerStream(final Attributes attributes, final RpcContext context, final StatsTraceContext statsTraceContext,
-        final Payload unaryRequest)
+        final InputStream unaryRequest)
     {
         super(statsTraceContext);
         this.context = context;
@@ -379,7 +379,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
             }
             if ((work & OWED_REQUEST) != 0 && !isClosed())
             {
-                requestMessage = unaryRequest.stream();
+                requestMessage = unaryRequest;
                 listener.messagesAvailable(this);
                 if (!isClosed())
                 {
