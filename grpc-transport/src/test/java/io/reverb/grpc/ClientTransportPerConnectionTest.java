@@ -11,6 +11,7 @@ import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.ClientTransport;
 import io.grpc.internal.DisconnectError;
 import io.grpc.internal.ManagedClientTransport;
+import io.grpc.stub.InternalClientCalls;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcClientConnection;
@@ -19,13 +20,16 @@ import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import java.io.InputStream;
 import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -295,6 +299,71 @@ class ClientTransportPerConnectionTest
         assertThat(inUse).containsExactly(true, false, true);
         timerTasks.remove(0).run();
         assertThat(inUse).containsExactly(true, false, true, false);
+    }
+
+    @Test
+    void shouldHandABlockingCallsWholeEndToItsCallerAsOneTaskThatIsTheStreamItself() throws Exception
+    {
+        // a blocking stub's call: its response, status and trailers reach its waiting thread as one task, and that
+        // task is the stream (no task, lambda or message-producer object of its own per call)
+        transport.start(listener).run();
+        assertThat(ready.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        final List<Runnable> handed = new CopyOnWriteArrayList<>();
+        final CountDownLatch handedOver = new CountDownLatch(1);
+        final Executor waitingCaller = task ->
+        {
+            handed.add(task);
+            handedOver.countDown();
+        };
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor and CallOptions beside Reverb's
+        final io.grpc.MethodDescriptor<String, String> echo = io.grpc.MethodDescriptor.<String, String>newBuilder()
+            .setType(io.grpc.MethodDescriptor.MethodType.UNARY).setFullMethodName(ECHO.fullMethodName())
+            .setRequestMarshaller(ContractListeners.STRINGS).setResponseMarshaller(ContractListeners.STRINGS).build();
+        final io.grpc.CallOptions blocking = InternalClientCalls.setStubType(io.grpc.CallOptions.DEFAULT,
+            InternalClientCalls.StubType.BLOCKING).withExecutor(waitingCaller);
+        final ClientStream stream = transport.newStream(echo, new Metadata(), blocking, new ClientStreamTracer[0]);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        final String message = new String(StringValue.of("x").toByteArray(), StandardCharsets.UTF_8);
+        final List<String> seen = new CopyOnWriteArrayList<>();
+        stream.start(new ClientStreamListener()
+        {
+            @Override
+            public void headersRead(final Metadata headers)
+            {
+                seen.add("headers");
+            }
+
+            @Override
+            public void closed(final Status status, final RpcProgress progress, final Metadata trailers)
+            {
+                seen.add("closed " + status.getCode());
+            }
+
+            @Override
+            public void messagesAvailable(final MessageProducer producer)
+            {
+                for (InputStream m; (m = producer.next()) != null; )
+                {
+                    seen.add("message " + ContractListeners.STRINGS.parse(m).equals(message));
+                }
+            }
+
+            @Override
+            public void onReady()
+            {
+            }
+        });
+        stream.request(1);
+        stream.writeMessage(echo.streamRequest(message));
+        stream.halfClose();
+
+        assertThat(handedOver.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(seen).as("nothing before the caller runs the task").isEmpty();
+        assertThat(handed).hasSize(1);
+        assertThat(handed.get(0)).as("the stream itself").isSameAs(stream);
+        handed.get(0).run();
+        assertThat(seen).containsExactly("headers", "message true", "closed OK");
+        assertThat(handed).hasSize(1);
     }
 
     /** Opens a stream on the transport and cancels it: the stream closes before this returns. */
