@@ -10,6 +10,7 @@ import io.reverb.rpc.RpcException;
 import io.reverb.rpc.retry.AttemptFailure;
 import io.reverb.rpc.retry.CallFailureCause;
 
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -282,10 +283,10 @@ final class GrpcBridge
      * @param type           grpc-java's method type.
      * @return a Reverb descriptor whose messages are grpc-java's serialized streams.
      */
-    static MethodDescriptor<Payload, Payload> descriptor(
+    static MethodDescriptor<InputStream, InputStream> descriptor(
         final String fullMethodName, final io.grpc.MethodDescriptor.MethodType type)
     {
-        return MethodDescriptor.<Payload, Payload>newBuilder()
+        return MethodDescriptor.<InputStream, InputStream>newBuilder()
             .fullMethodName(fullMethodName)
             .type(toReverb(type))
             .requestMarshaller(Payload.MARSHALLER)

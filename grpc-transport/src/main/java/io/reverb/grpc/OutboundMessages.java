@@ -4,6 +4,7 @@ import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 
+import java.io.InputStream;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -19,7 +20,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  * while the consumer's demand covers it and nothing waits goes to it at once; the queue exists only once a message
  * has had to wait (a unary response never does).
  */
-final class OutboundMessages implements Publisher<Payload>, Subscription
+final class OutboundMessages implements Publisher<InputStream>, Subscription
 {
     /** What the stream learns from its consumer. */
     interface Events
@@ -35,7 +36,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
     }
 
     /** Messages waiting for demand: created by the first that has to wait. */
-    private volatile Queue<Payload> queue;
+    private volatile Queue<InputStream> queue;
     private static final AtomicIntegerFieldUpdater<OutboundMessages> WIP =
         AtomicIntegerFieldUpdater.newUpdater(OutboundMessages.class, "wip");
     private static final AtomicLongFieldUpdater<OutboundMessages> REQUESTED =
@@ -47,7 +48,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
     private volatile long requested;
     private volatile int queued;
     private final Events events;
-    private volatile Subscriber<? super Payload> actual;
+    private volatile Subscriber<? super InputStream> actual;
     private volatile boolean done;
     private volatile Throwable error;
     private volatile boolean cancelled;
@@ -59,7 +60,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
     }
 
     @Override
-    public void subscribe(final Subscriber<? super Payload> subscriber)
+    public void subscribe(final Subscriber<? super InputStream> subscriber)
     {
         if (actual != null)
         {
@@ -75,7 +76,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
     /**
      * @param payload a message to send.
      */
-    void offer(final Payload payload)
+    void offer(final InputStream payload)
     {
         if (done || cancelled)
         {
@@ -85,8 +86,8 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         if (WIP.compareAndSet(this, 0, 1))
         {
             // nothing drains: the message goes to the consumer now if nothing waits before it and demand covers it
-            final Subscriber<? super Payload> s = actual;
-            final Queue<Payload> q = queue;
+            final Subscriber<? super InputStream> s = actual;
+            final Queue<InputStream> q = queue;
             if (s != null && !terminated && !cancelled && requested > 0 && (q == null || q.isEmpty()))
             {
                 QUEUED.decrementAndGet(this);
@@ -107,9 +108,9 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         drain();
     }
 
-    private Queue<Payload> queue()
+    private Queue<InputStream> queue()
     {
-        Queue<Payload> q = queue;
+        Queue<InputStream> q = queue;
         if (q == null)
         {
             synchronized (this)
@@ -207,8 +208,8 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         int owed = missed;
         while (owed != 0)
         {
-            final Subscriber<? super Payload> s = actual;
-            final Queue<Payload> queue = this.queue;
+            final Subscriber<? super InputStream> s = actual;
+            final Queue<InputStream> queue = this.queue;
             if (s != null && !terminated)
             {
                 if (cancelled)
@@ -226,7 +227,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
                     while (emitted != r)
                     {
                         final boolean d = done;
-                        final Payload p = queue == null ? null : queue.poll();
+                        final InputStream p = queue == null ? null : queue.poll();
                         if (p == null)
                         {
                             if (d)
@@ -257,7 +258,7 @@ final class OutboundMessages implements Publisher<Payload>, Subscription
         }
     }
 
-    private void terminate(final Subscriber<? super Payload> s)
+    private void terminate(final Subscriber<? super InputStream> s)
     {
         terminated = true;
         final Throwable t = error;

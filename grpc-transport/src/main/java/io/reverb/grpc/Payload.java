@@ -10,11 +10,14 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * One grpc-java message in flight over Reverb: the stream grpc-java's marshaller produced (outbound) or the bytes
- * that arrived (inbound). Its {@link #MARSHALLER} writes the stream into the transport's claimed buffer, registered
- * memory for shm/tcp/rdma:
+ * The bytes of one grpc-java message over Reverb: one that arrived, or one whose length its marshaller did not know.
+ * Messages travel as {@link InputStream}s: an outbound one is the stream grpc-java's marshaller produced, itself when
+ * its length is known ({@link #outbound}: protobuf's streams are, so a call's messages cost no object of their own
+ * here). {@link #MARSHALLER} writes such a stream into the transport's claimed buffer, registered memory for
+ * shm/tcp/rdma:
  * <ul>
  *   <li>a buffer with an array: the stream reads straight into it (protobuf's stream serializes the message there);
  *   </li>
@@ -30,7 +33,10 @@ import java.util.Objects;
  * under it then): so the array of a received message of up to {@link #RECYCLE_LIMIT} bytes, once closed, is kept by
  * the closing thread for the next message that thread receives (one array per thread; with
  * {@code directExecutor()} the transport's thread receives, parses and closes, and copies each small message into
- * the same array). A closed received message reads as ended.
+ * the same array). An array closed on a thread whose own slot is taken goes to one slot shared by all threads, where
+ * any thread receiving finds it once its own slot is empty: a blocking stub's caller closes the responses (its
+ * thread parses them) while the transport's thread receives them, and without it the transport's thread would make
+ * an array for every response. A closed received message reads as ended.
  */
 final class Payload extends InputStream implements KnownLength
 {
@@ -42,20 +48,35 @@ final class Payload extends InputStream implements KnownLength
     static final int RECYCLE_LIMIT = 4096;
     /** Per thread: a closed received message's array, for the next message received here (slot 0; null if none). */
     private static final ThreadLocal<byte[][]> RECYCLED = ThreadLocal.withInitial(() -> new byte[1][]);
+    /** A closed received message's array that its closing thread had no room for, for any thread; null if none. */
+    private static final AtomicReference<byte[]> SHARED = new AtomicReference<>();
 
-    /** Marshals payloads: the grpc-java marshaller already produced the bytes, this only moves them. */
-    static final Marshaller<Payload> MARSHALLER = new Marshaller<>()
+    /**
+     * Marshals grpc-java's messages: what its marshaller produced ({@link #outbound}) is written, what arrives is read
+     * as a payload. The grpc-java marshaller already produced the bytes, this only moves them.
+     */
+    static final Codec MARSHALLER = new Codec();
+
+    /** {@link #MARSHALLER}'s class: reads give payloads. */
+    static final class Codec implements Marshaller<InputStream>
     {
         @Override
-        public int serializedSize(final Payload value)
+        public int serializedSize(final InputStream value)
         {
-            return value.length;
+            return lengthOf(value);
         }
 
         @Override
-        public void write(final Payload value, final ByteBuffer target)
+        public void write(final InputStream value, final ByteBuffer target)
         {
-            value.writeTo(target);
+            if (value instanceof Payload)
+            {
+                ((Payload)value).writeTo(target);
+            }
+            else
+            {
+                writeStream(value, lengthOf(value), target);
+            }
         }
 
         @Override
@@ -66,22 +87,13 @@ final class Payload extends InputStream implements KnownLength
             source.get(bytes, 0, length);
             return new Payload(bytes, length);
         }
-    };
+    }
 
-    /** What grpc-java's marshaller returned, or null when this holds the bytes. */
-    private final InputStream stream;
     private final int length;
-    /** The bytes, when {@link #stream} is null (the first {@link #length} of them); null once closed. */
+    /** The bytes (the first {@link #length} of them); null once closed. */
     private byte[] bytes;
     /** As a stream over {@link #bytes}: the next byte to read. */
     private int position;
-
-    private Payload(final InputStream stream, final int length)
-    {
-        this.stream = stream;
-        this.length = length;
-        this.bytes = null;
-    }
 
     private Payload(final byte[] bytes)
     {
@@ -90,23 +102,24 @@ final class Payload extends InputStream implements KnownLength
 
     private Payload(final byte[] bytes, final int length)
     {
-        this.stream = null;
         this.length = length;
         this.bytes = bytes;
     }
 
     /**
-     * @param stream what grpc-java's marshaller returned; read fully when its length is not known.
-     * @return the payload.
+     * @param stream what grpc-java's marshaller returned.
+     * @return the message to send: the stream itself when its length is known ({@link KnownLength}: protobuf's, and a
+     * payload received), which {@link #MARSHALLER} then writes, without an object of its own; else a payload of its
+     * bytes, read fully now.
      */
-    static Payload outbound(final InputStream stream)
+    static InputStream outbound(final InputStream stream)
     {
+        if (stream instanceof KnownLength)
+        {
+            return stream;
+        }
         try
         {
-            if (stream instanceof KnownLength)
-            {
-                return new Payload(stream, stream.available());
-            }
             return new Payload(stream.readAllBytes());
         }
         catch (final IOException e)
@@ -116,11 +129,23 @@ final class Payload extends InputStream implements KnownLength
     }
 
     /**
-     * @return the message as grpc-java's marshaller parses it.
+     * @param message an outbound message ({@link #outbound}) or a payload that arrived, not yet read.
+     * @return its serialized length: the bytes it has left to read ({@link KnownLength}).
      */
-    InputStream stream()
+    static int lengthOf(final InputStream message)
     {
-        return stream != null ? stream : this;
+        if (message instanceof Payload)
+        {
+            return ((Payload)message).available();
+        }
+        try
+        {
+            return message.available();
+        }
+        catch (final IOException e)
+        {
+            throw new UncheckedIOException("cannot read message length from marshaller", e);
+        }
     }
 
     /**
@@ -133,20 +158,27 @@ final class Payload extends InputStream implements KnownLength
 
     private void writeTo(final ByteBuffer target)
     {
+        if (bytes != null)
+        {
+            target.put(bytes, position, length - position);
+        }
+    }
+
+    /**
+     * Writes a stream of known length into the transport's buffer (see the class documentation for how).
+     */
+    private static void writeStream(final InputStream stream, final int length, final ByteBuffer target)
+    {
         try
         {
-            if (stream == null)
+            if (target.hasArray())
             {
-                target.put(bytes, position, length - position);
-            }
-            else if (target.hasArray())
-            {
-                readFully(target.array(), target.arrayOffset() + target.position(), length);
+                readFully(stream, target.array(), target.arrayOffset() + target.position(), length);
             }
             else if (length <= SCRATCH_LIMIT)
             {
                 final byte[] scratch = scratch(length);
-                readFully(scratch, 0, length);
+                readFully(stream, scratch, 0, length);
                 target.put(scratch, 0, length);
             }
             else if (stream instanceof Drainable)
@@ -178,7 +210,8 @@ final class Payload extends InputStream implements KnownLength
     /**
      * Reads exactly {@code count} bytes of the stream into the array.
      */
-    private void readFully(final byte[] into, final int offset, final int count) throws IOException
+    private static void readFully(final InputStream stream, final byte[] into, final int offset, final int count)
+        throws IOException
     {
         int done = 0;
         while (done < count)
@@ -259,18 +292,25 @@ final class Payload extends InputStream implements KnownLength
     public void close()
     {
         final byte[] b = bytes;
-        if (stream != null || b == null)
+        if (b == null)
         {
             return;
         }
         bytes = null;
         position = length;
-        if (b.length <= RECYCLE_LIMIT)
+        if (b.length > 0 && b.length <= RECYCLE_LIMIT) // an empty message's array is not worth keeping
         {
             final byte[][] slot = RECYCLED.get();
-            if (slot[0] == null || slot[0].length < b.length)
+            final byte[] mine = slot[0];
+            if (mine == null)
             {
-                slot[0] = b; // the larger one is kept: it fits more messages
+                slot[0] = b;
+            }
+            else
+            {
+                // this thread keeps the larger one (it fits more messages), the other goes to the shared slot if free
+                slot[0] = mine.length < b.length ? b : mine;
+                SHARED.compareAndSet(null, mine.length < b.length ? mine : b);
             }
         }
     }
@@ -289,6 +329,11 @@ final class Payload extends InputStream implements KnownLength
             {
                 slot[0] = null; // this message owns it until grpc-java closes it
                 return kept;
+            }
+            final byte[] shared = SHARED.get();
+            if (shared != null && shared.length >= length && SHARED.compareAndSet(shared, null))
+            {
+                return shared;
             }
         }
         return new byte[length];

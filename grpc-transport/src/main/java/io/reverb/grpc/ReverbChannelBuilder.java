@@ -20,6 +20,7 @@ import io.reverb.rpc.resolver.StaticNameResolver;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
 
+import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -550,7 +551,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         private final String fabric;
         private final UnaryOperator<RpcChannel.Builder> configure;
         private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
-        private final ConcurrentHashMap<String, MethodDescriptor<Payload, Payload>> methods = new ConcurrentHashMap<>();
+        private final ConcurrentHashMap<String, MethodDescriptor<InputStream, InputStream>> methods = new ConcurrentHashMap<>();
         private boolean closed;
 
         Factory(final String fabric, final UnaryOperator<RpcChannel.Builder> configure)
@@ -577,7 +578,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
                 throw new IllegalArgumentException("neither a Reverb address nor an InetSocketAddress: " + address +
                     " (" + (address == null ? "null" : address.getClass().getName()) + ")");
             }
-            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods);
+            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods, timer);
         }
 
         @Override

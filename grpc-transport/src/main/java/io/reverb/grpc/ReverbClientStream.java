@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import io.grpc.Attributes;
+import io.grpc.ClientStreamTracer;
 import io.grpc.Compressor;
 import io.grpc.Deadline;
 import io.grpc.DecompressorRegistry;
@@ -9,7 +10,6 @@ import io.grpc.Status;
 import io.grpc.internal.ClientStream;
 import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.InsightBuilder;
-import io.grpc.internal.StatsTraceContext;
 import io.grpc.internal.StreamListener;
 import io.grpc.stub.InternalClientCalls;
 import io.reverb.rpc.CallOptions;
@@ -36,13 +36,15 @@ import java.util.concurrent.TimeUnit;
  */
 // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's stream types are imported, Reverb's are spelled out
 final class ReverbClientStream extends CallbackSerializer
-    implements ClientStream, io.reverb.rpc.transport.stream.ClientStreamListener
+    implements ClientStream, io.reverb.rpc.transport.stream.ClientStreamListener, Runnable,
+    StreamListener.MessageProducer
 // CHECKSTYLE.ON: InlineFullyQualifiedName
 {
     private final ReverbClientTransport transport;
-    private final MethodDescriptor<Payload, Payload> method;
+    private final MethodDescriptor<InputStream, InputStream> method;
     private final Metadata headers;
-    private final StatsTraceContext statsTraceContext;
+    /** grpc-java's tracers of this stream, called here directly (as its StatsTraceContext would, without the object). */
+    private final ClientStreamTracer[] tracers;
     /** A unary method: its response is held until its status, and both go to the listener in one task. */
     private final boolean unary;
     /**
@@ -65,12 +67,29 @@ final class ReverbClientStream extends CallbackSerializer
     private ClientStreamListener listener;
     /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
-    private volatile io.reverb.rpc.transport.stream.ClientStream<Payload> stream;
+    private volatile io.reverb.rpc.transport.stream.ClientStream<InputStream> stream;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     /** The listener was closed: it gets no callback any more. Read and written on the serializer only. */
     private boolean closed;
     /** Headers went to the listener (the server's, or empty ones before a message that came without). Serializer. */
     private boolean headersDelivered;
+    /**
+     * The stream's end, from {@link #closed} until it reaches the listener: this stream is then the task that delivers
+     * it ({@link #run}), handed to the waiting caller and then to the serializer, so that the end costs no objects of
+     * its own. {@link #endStage} says where the task is; the fields are written before it is handed over and read
+     * after, on the thread the hand-over makes them visible to.
+     */
+    private Status endStatus;
+    private Metadata endTrailers;
+    private ClientStreamListener.RpcProgress endProgress;
+    /** A unary call's response, delivered with the end (null if none or the status is not OK). */
+    private Payload endResponse;
+    /** The response's stream while grpc-java's listener may take it ({@link #next}). */
+    private InputStream endMessage;
+    /** {@link #END_AT_CALLER}: the task runs next on the waiting caller; {@link #END_ON_SERIALIZER}: on the serializer. */
+    private int endStage;
+    private static final int END_AT_CALLER = 1;
+    private static final int END_ON_SERIALIZER = 2;
     /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
     boolean isLive;
     ReverbClientStream previousLive;
@@ -78,14 +97,14 @@ final class ReverbClientStream extends CallbackSerializer
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions is imported, grpc-java's is spelled out
     ReverbClientStream(
-        final ReverbClientTransport transport, final MethodDescriptor<Payload, Payload> method, final Metadata headers,
-        final io.grpc.CallOptions callOptions, final StatsTraceContext statsTraceContext)
+        final ReverbClientTransport transport, final MethodDescriptor<InputStream, InputStream> method, final Metadata headers,
+        final io.grpc.CallOptions callOptions, final ClientStreamTracer[] tracers)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         this.transport = transport;
         this.method = method;
         this.headers = headers;
-        this.statsTraceContext = statsTraceContext;
+        this.tracers = tracers;
         this.deadline = callOptions.getDeadline();
         this.unary = method.type() == MethodDescriptor.MethodType.UNARY;
         this.waitingCaller = unary ? waitingCaller(callOptions) : null;
@@ -128,7 +147,10 @@ final class ReverbClientStream extends CallbackSerializer
         {
             options = options.withCompression(codec); // grpc-java's CallOptions.withCompression, as Reverb's flag
         }
-        statsTraceContext.clientOutboundHeaders();
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.outboundHeaders();
+        }
         // may close this stream at once (no connection takes calls): the close goes through the serializer as any
         stream = transport.streams().newStream(method, options, this);
     }
@@ -144,10 +166,14 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void writeMessage(final InputStream message)
     {
-        final Payload payload = Payload.outbound(message);
-        statsTraceContext.outboundMessage(0);
-        statsTraceContext.outboundWireSize(payload.length());
-        statsTraceContext.outboundUncompressedSize(payload.length());
+        final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
+        final int length = Payload.lengthOf(payload);
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.outboundMessage(0);
+            tracer.outboundWireSize(length);
+            tracer.outboundUncompressedSize(length);
+        }
         stream.writeMessage(payload);
     }
 
@@ -260,8 +286,7 @@ final class ReverbClientStream extends CallbackSerializer
             if (!closed && !headersDelivered)
             {
                 headersDelivered = true;
-                statsTraceContext.clientInboundHeaders(grpc);
-                listener.headersRead(grpc);
+                deliverHeaders(grpc);
             }
         });
     }
@@ -289,9 +314,12 @@ final class ReverbClientStream extends CallbackSerializer
 
     private void countInbound(final Payload payload)
     {
-        statsTraceContext.inboundMessage(0);
-        statsTraceContext.inboundWireSize(payload.length());
-        statsTraceContext.inboundUncompressedSize(payload.length());
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.inboundMessage(0);
+            tracer.inboundWireSize(payload.length());
+            tracer.inboundUncompressedSize(payload.length());
+        }
     }
 
     @Override
@@ -323,32 +351,64 @@ final class ReverbClientStream extends CallbackSerializer
         // A unary call's response and status reach grpc-java's listener back to back, in one task, from the transport
         // callback that read them (a unary response counts only with its OK status, as rpc-core's unary calls: with
         // any other it is dropped). A blocking stub's waiting thread runs that task itself (see waitingCaller), so
-        // grpc-java's call layer, which hands each of its callbacks to that thread's executor, wakes it once.
-        final Runnable end = response == null || !status.isOk() ? () -> closeNow(grpcStatus, grpcTrailers, progress) :
-            () ->
-            {
-                if (!closed)
-                {
-                    countInbound(response);
-                }
-                new Delivery(response).run();
-                closeNow(grpcStatus, grpcTrailers, progress);
-            };
+        // grpc-java's call layer, which hands each of its callbacks to that thread's executor, wakes it once. The task
+        // is this stream (run), its inputs these fields: written here, before the hand-over that publishes them.
+        endStatus = grpcStatus;
+        endTrailers = grpcTrailers;
+        endProgress = progress;
+        endResponse = status.isOk() ? response : null;
         final Executor caller = waitingCaller;
         if (caller == null || cancelling)
         {
             // a cancelled call ends here: its caller may have stopped draining its executor (interrupted)
-            execute(end);
+            endStage = END_ON_SERIALIZER;
+            execute(this);
             return;
         }
+        endStage = END_AT_CALLER;
         try
         {
-            caller.execute(() -> execute(end));
+            caller.execute(this);
         }
         catch (final RejectedExecutionException e)
         {
-            execute(end); // shut down: the call is over for the caller, and its stream ends here
+            endStage = END_ON_SERIALIZER;
+            execute(this); // shut down: the call is over for the caller, and its stream ends here
         }
+    }
+
+    /**
+     * The end's task ({@link #closed}): on the waiting caller it moves itself to the serializer; on the serializer it
+     * gives the listener a unary response (with empty headers first if none came) and then the end.
+     */
+    @Override
+    public void run()
+    {
+        if (endStage == END_AT_CALLER)
+        {
+            endStage = END_ON_SERIALIZER;
+            execute(this); // runs it here now unless another callback of this stream runs: then right after that one
+            return;
+        }
+        final Payload response = endResponse;
+        endResponse = null;
+        if (response != null && !closed)
+        {
+            countInbound(response);
+            deliverHeadersIfNone();
+            endMessage = response;
+            listener.messagesAvailable(this);
+        }
+        closeNow(endStatus, endTrailers, endProgress);
+    }
+
+    /** The unary response's stream, once (grpc-java's message producer for {@link #run}'s delivery). */
+    @Override
+    public InputStream next()
+    {
+        final InputStream m = endMessage;
+        endMessage = null;
+        return m;
     }
     // CHECKSTYLE.ON: InlineFullyQualifiedName
 
@@ -369,8 +429,14 @@ final class ReverbClientStream extends CallbackSerializer
         closed = true;
         try
         {
-            statsTraceContext.clientInboundTrailers(trailers);
-            statsTraceContext.streamClosed(status);
+            for (final ClientStreamTracer tracer : tracers)
+            {
+                tracer.inboundTrailers(trailers);
+            }
+            for (final ClientStreamTracer tracer : tracers)
+            {
+                tracer.streamClosed(status);
+            }
             // REFUSED / MISCARRIED: the server never saw the call, and grpc-java may resend it (transparent retry)
             listener.closed(status, progress, trailers);
         }
@@ -378,6 +444,25 @@ final class ReverbClientStream extends CallbackSerializer
         {
             transport.streamClosed(this);
         }
+    }
+
+    /** On the serializer: empty headers for a message that came without any (grpc-java's listener expects them). */
+    private void deliverHeadersIfNone()
+    {
+        if (!headersDelivered)
+        {
+            headersDelivered = true;
+            deliverHeaders(new Metadata());
+        }
+    }
+
+    private void deliverHeaders(final Metadata headers)
+    {
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.inboundHeaders(headers);
+        }
+        listener.headersRead(headers);
     }
 
     /**
@@ -390,7 +475,7 @@ final class ReverbClientStream extends CallbackSerializer
 
         Delivery(final Payload payload)
         {
-            this.message = payload.stream();
+            this.message = payload;
         }
 
         @Override
@@ -400,13 +485,7 @@ final class ReverbClientStream extends CallbackSerializer
             {
                 return;
             }
-            if (!headersDelivered)
-            {
-                headersDelivered = true;
-                final Metadata none = new Metadata();
-                statsTraceContext.clientInboundHeaders(none);
-                listener.headersRead(none);
-            }
+            deliverHeadersIfNone();
             listener.messagesAvailable(this);
         }
 

@@ -17,17 +17,20 @@ import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.FailingClientStream;
 import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.SimpleDisconnectError;
-import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.stream.ClientTransport;
 
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 /**
@@ -37,6 +40,13 @@ import java.util.function.UnaryOperator;
  * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
  * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
  * stream is a Reverb stream on the connection (its stream SPI, {@link ClientTransport}). The connection PINGs itself per the keep-alive settings.
+ *
+ * <p>In use: {@code transportInUse(true)} when a stream opens on a transport not reported in use; {@code
+ * transportInUse(false)} once no stream has been open for {@link #IN_USE_LINGER_MILLIS} (checked on grpc-java's timer),
+ * not at each stream's end: a caller that makes one call after the other would otherwise flip it twice per call, and
+ * each flip is a task on grpc-java's subchannel and channel (two objects and two hand-offs per call). grpc-java reads it
+ * for its channel's idle mode (an idle timeout of at least a second), so it learns of idleness at most about two
+ * lingers later; a terminated transport is no longer in use for grpc-java whatever was reported.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
@@ -49,7 +59,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
-    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods;
+    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     /** The streams not yet closed, a list through the streams themselves (no object per call); guarded by this. */
     private ReverbClientStream live;
@@ -58,13 +68,27 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private boolean shutdownNotified;
     private boolean terminated;
     private Status shutdownStatus;
+    /** Delays the report that the transport is no longer in use, or null: reported when the last stream ends. */
+    private final ScheduledExecutorService inUseTimer;
+    /** grpc-java was last told that this transport is in use; guarded by this. */
+    private boolean reportedInUse;
+    /** Streams opened so far; guarded by this (a linger check sees whether one opened while it waited). */
+    private long opened;
+    /** A linger check is scheduled; guarded by this. */
+    private boolean lingering;
+    /** {@link #opened} when the scheduled linger check started waiting; guarded by this. */
+    private long openedBeforeLinger;
+    /** How long no stream must be open before grpc-java hears the transport is no longer in use. */
+    static final long IN_USE_LINGER_MILLIS = 100;
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
     ReverbClientTransport(
         final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
-        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods)
+        final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods,
+        final ScheduledExecutorService inUseTimer)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
+        this.inUseTimer = inUseTimer;
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
@@ -162,36 +186,78 @@ final class ReverbClientTransport implements ConnectionClientTransport
         final MethodDescriptor<?, ?> method, final Metadata headers, final CallOptions callOptions,
         final ClientStreamTracer[] tracers)
     {
-        final StatsTraceContext stats = StatsTraceContext.newClientContext(tracers, attributes, headers);
-        final boolean inUse;
-        final ReverbClientStream stream;
-        synchronized (this)
+        // Kept small, with the rare paths in methods of their own: compiled alone into a large method, it would not be
+        // inlined into grpc-java's call path, whose objects (the pick's arguments, the tracers' info) then escape.
+        streamCreated(tracers, attributes, headers);
+        final ReverbClientStream stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, tracers);
+        final int linked = link(stream);
+        if (linked != LINKED)
         {
-            if (shutdown)
-            {
-                return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
-            }
-            stream = new ReverbClientStream(this, descriptor(method), headers, callOptions, stats);
-            inUse = live == null;
-            stream.nextLive = live;
-            if (live != null)
-            {
-                live.previousLive = stream;
-            }
-            live = stream;
-            stream.isLive = true;
-        }
-        if (inUse)
-        {
-            listener.transportInUse(true);
+            return linked == SHUT_DOWN ? failedStream(tracers) : reportInUse(stream);
         }
         return stream;
     }
 
-    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
-    private io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(final MethodDescriptor<?, ?> method)
+    /** {@link #link}: the stream is one of this transport's now. */
+    private static final int LINKED = 0;
+    /** {@link #link}: the same, and the transport was not reported in use. */
+    private static final int LINKED_NOW_IN_USE = 1;
+    /** {@link #link}: the transport is shut down (the stream is not linked). */
+    private static final int SHUT_DOWN = 2;
+
+    /**
+     * What StatsTraceContext.newClientContext does, without its object (and its AtomicBoolean) per call: the stream
+     * calls the tracers itself.
+     */
+    private static void streamCreated(final ClientStreamTracer[] tracers, final Attributes attributes,
+        final Metadata headers)
     {
-        final io.reverb.rpc.MethodDescriptor<Payload, Payload> known = methods.get(method.getFullMethodName());
+        for (final ClientStreamTracer tracer : tracers)
+        {
+            tracer.streamCreated(attributes, headers);
+        }
+    }
+
+    /**
+     * @return {@link #LINKED}, {@link #LINKED_NOW_IN_USE} or {@link #SHUT_DOWN}.
+     */
+    private synchronized int link(final ReverbClientStream stream)
+    {
+        if (shutdown)
+        {
+            return SHUT_DOWN;
+        }
+        stream.nextLive = live;
+        if (live != null)
+        {
+            live.previousLive = stream;
+        }
+        live = stream;
+        stream.isLive = true;
+        opened++;
+        if (reportedInUse)
+        {
+            return LINKED;
+        }
+        reportedInUse = true;
+        return LINKED_NOW_IN_USE;
+    }
+
+    private ClientStream reportInUse(final ReverbClientStream stream)
+    {
+        listener.transportInUse(true);
+        return stream;
+    }
+
+    private synchronized ClientStream failedStream(final ClientStreamTracer[] tracers)
+    {
+        return new FailingClientStream(shutdownStatus, ClientStreamListener.RpcProgress.MISCARRIED, tracers);
+    }
+
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
+    private io.reverb.rpc.MethodDescriptor<InputStream, InputStream> descriptor(final MethodDescriptor<?, ?> method)
+    {
+        final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> known = methods.get(method.getFullMethodName());
         return known != null ? known : methods.computeIfAbsent(
             method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
     }
@@ -201,6 +267,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
     {
         final boolean idle;
         final boolean terminate;
+        boolean linger = false;
         synchronized (this)
         {
             final boolean wasLive = stream.isLive;
@@ -222,20 +289,79 @@ final class ReverbClientTransport implements ConnectionClientTransport
                 stream.previousLive = null;
                 stream.nextLive = null;
             }
-            idle = wasLive && live == null;
-            terminate = idle && shutdownNotified && !terminated;
+            final boolean empty = wasLive && live == null;
+            terminate = empty && shutdownNotified && !terminated;
             if (terminate)
             {
                 terminated = true;
+            }
+            idle = empty && inUseTimer == null && reportedInUse;
+            if (idle)
+            {
+                reportedInUse = false;
+            }
+            else if (empty && !lingering && !terminated)
+            {
+                lingering = linger = true;
+                openedBeforeLinger = opened;
             }
         }
         if (idle)
         {
             listener.transportInUse(false);
         }
+        if (linger)
+        {
+            scheduleLingerCheck();
+        }
         if (terminate)
         {
             terminate();
+        }
+    }
+
+    private void scheduleLingerCheck()
+    {
+        try
+        {
+            inUseTimer.schedule(this::lingerCheck, IN_USE_LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        }
+        catch (final RejectedExecutionException e)
+        {
+            // grpc-java's timer is gone (its channel shut down): no wait, the check decides now
+            lingerCheck();
+        }
+    }
+
+    /**
+     * On the timer: reports the transport no longer in use if no stream opened since the check was scheduled and none
+     * is open; checks again later if streams came and went meanwhile; stops if one is open (its end schedules the next).
+     * Reported under the lock (as OkHttp's transport does), so that a stream opening meanwhile reports in use after it.
+     */
+    private void lingerCheck()
+    {
+        boolean again = false;
+        synchronized (this)
+        {
+            if (live != null || terminated || !reportedInUse)
+            {
+                lingering = false;
+            }
+            else if (opened != openedBeforeLinger)
+            {
+                openedBeforeLinger = opened;
+                again = true;
+            }
+            else
+            {
+                lingering = false;
+                reportedInUse = false;
+                listener.transportInUse(false);
+            }
+        }
+        if (again)
+        {
+            scheduleLingerCheck();
         }
     }
 

@@ -17,6 +17,7 @@ import io.reverb.rpc.observation.ObservationClientInterceptor;
 import io.reverb.rpc.observation.RpcClientObservationContext;
 import io.reverb.rpc.observation.RpcClientObservationConvention;
 import io.reverb.rpc.observation.RpcObservationDocumentation;
+import java.io.InputStream;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -44,7 +45,7 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
     private final RpcClientObservationConvention convention;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     /** Reverb's descriptor of each grpc-java method seen, for the observation's keys (one per method, not per call). */
-    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<Payload, Payload>> methods =
+    private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods =
         new ConcurrentHashMap<>();
     // CHECKSTYLE.ON: InlineFullyQualifiedName
 
@@ -80,9 +81,9 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
     }
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor, CallOptions, Metadata, Status beside grpc-java's
-    private io.reverb.rpc.MethodDescriptor<Payload, Payload> descriptor(final MethodDescriptor<?, ?> method)
+    private io.reverb.rpc.MethodDescriptor<InputStream, InputStream> descriptor(final MethodDescriptor<?, ?> method)
     {
-        final io.reverb.rpc.MethodDescriptor<Payload, Payload> known = methods.get(method.getFullMethodName());
+        final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> known = methods.get(method.getFullMethodName());
         return known != null ? known : methods.computeIfAbsent(
             method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
     }
@@ -90,9 +91,9 @@ public final class ReverbObservationClientInterceptor implements ClientIntercept
     /** One observed call: the observation starts with the call and stops when its listener is told it closed. */
     private final class ObservedCall<Q, R> extends ForwardingClientCall.SimpleForwardingClientCall<Q, R>
     {
-        private final io.reverb.rpc.MethodDescriptor<Payload, Payload> method;
+        private final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> method;
 
-        ObservedCall(final ClientCall<Q, R> delegate, final io.reverb.rpc.MethodDescriptor<Payload, Payload> method)
+        ObservedCall(final ClientCall<Q, R> delegate, final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> method)
         {
             super(delegate);
             this.method = method;

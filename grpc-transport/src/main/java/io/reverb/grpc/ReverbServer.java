@@ -15,7 +15,6 @@ import io.grpc.internal.ServerListener;
 import io.grpc.internal.ServerTransport;
 import io.grpc.internal.SharedResourceHolder;
 import io.grpc.internal.StatsTraceContext;
-import io.grpc.internal.StreamListener;
 import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.RpcContext;
@@ -25,7 +24,6 @@ import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscriber;
-import org.reactivestreams.Subscription;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Operators;
 
@@ -39,7 +37,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.UnaryOperator;
 
 /**
@@ -281,7 +278,7 @@ final class ReverbServer implements InternalServer
     }
 
     /** Turns each Reverb call of one method into a grpc-java stream. */
-    private class Handler implements ServerCallHandler<Payload, Payload>
+    private class Handler implements ServerCallHandler<InputStream, InputStream>
     {
         private final String fullMethodName;
 
@@ -291,11 +288,11 @@ final class ReverbServer implements InternalServer
         }
 
         @Override
-        public Publisher<Payload> handle(final Flux<Payload> requests)
+        public Publisher<InputStream> handle(final Flux<InputStream> requests)
         {
             return subscriber ->
             {
-                final ReverbServerStream stream = open(subscriber);
+                final ReverbServerStream stream = open(subscriber, null);
                 if (stream != null)
                 {
                     requests.subscribe(stream);
@@ -306,9 +303,10 @@ final class ReverbServer implements InternalServer
         /**
          * Creates the grpc-java stream of a call and subscribes rpc-core's subscriber to its responses.
          *
+         * @param unaryRequest a unary call's request, or null for a streaming call's stream.
          * @return the stream, or null if the call could not start (the subscriber got the error).
          */
-        final ReverbServerStream open(final Subscriber<? super Payload> subscriber)
+        final ReverbServerStream open(final Subscriber<? super InputStream> subscriber, final InputStream unaryRequest)
         {
             final RpcContext context = RpcContext.of(subscriber); // rpc-core's subscriber: no Reactor context built
             if (context == null)
@@ -337,7 +335,8 @@ final class ReverbServer implements InternalServer
                 headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
             }
             final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
-            final ReverbServerStream stream = new ReverbServerStream(transport.streamAttributes(), context, stats);
+            final ReverbServerStream stream =
+                new ReverbServerStream(transport.streamAttributes(), context, stats, unaryRequest);
             transport.streamCreated(stream, fullMethodName, headers);
             stream.responses().subscribe(subscriber);
             return stream;
@@ -346,9 +345,10 @@ final class ReverbServer implements InternalServer
 
     /**
      * A unary method: rpc-core invokes it with the request itself (its unary fast path, no request Flux), and the
-     * stream gets that one message when grpc-java asks for it.
+     * stream gives that one message, with the end of requests, once grpc-java asked for it and rpc-core subscribed to
+     * the responses ({@link ReverbServerStream#requestsReady}).
      */
-    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<Payload, Payload>
+    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<InputStream, InputStream>
     {
         UnaryHandler(final String fullMethodName)
         {
@@ -356,70 +356,16 @@ final class ReverbServer implements InternalServer
         }
 
         @Override
-        public Publisher<Payload> invoke(final Payload request)
+        public Publisher<InputStream> invoke(final InputStream request)
         {
             return subscriber ->
             {
-                final ReverbServerStream stream = open(subscriber);
+                final ReverbServerStream stream = open(subscriber, request);
                 if (stream != null)
                 {
-                    stream.onSubscribe(new SingleRequest(stream, request));
+                    stream.requestsReady();
                 }
             };
-        }
-    }
-
-    /**
-     * The one request of a unary call, given to the stream on its first demand together with the end of requests:
-     * one task on the stream's serializer (this, see {@link ReverbServerStream#deliverLast}), and the producer of
-     * the request.
-     */
-    private static final class SingleRequest implements Subscription, StreamListener.MessageProducer, Runnable
-    {
-        private static final AtomicIntegerFieldUpdater<SingleRequest> STATE =
-            AtomicIntegerFieldUpdater.newUpdater(SingleRequest.class, "state");
-
-        private final ReverbServerStream stream;
-        private final Payload request;
-        /** The request's stream until grpc-java takes it ({@link #next}). */
-        private volatile InputStream message;
-        /** 0 waiting, 1 delivered or cancelled. */
-        private volatile int state;
-
-        SingleRequest(final ReverbServerStream stream, final Payload request)
-        {
-            this.stream = stream;
-            this.request = request;
-        }
-
-        @Override
-        public void request(final long n)
-        {
-            if (n > 0 && STATE.compareAndSet(this, 0, 1))
-            {
-                message = request.stream();
-                stream.deliverLast(request, this);
-            }
-        }
-
-        @Override
-        public void run()
-        {
-            stream.lastRequest(this);
-        }
-
-        @Override
-        public InputStream next()
-        {
-            final InputStream m = message;
-            message = null;
-            return m;
-        }
-
-        @Override
-        public void cancel()
-        {
-            state = 1;
         }
     }
 }

@@ -16,6 +16,7 @@ import reactor.util.context.Context;
 
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 /**
@@ -24,11 +25,24 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
  * response publisher ({@link OutboundMessages}), response headers and trailers go into the call's
  * {@link RpcContext}, and the status ends the publisher.
  */
-final class ReverbServerStream extends ReverbStream<ServerStreamListener> implements ServerStream, Runnable
+final class ReverbServerStream extends ReverbStream<ServerStreamListener>
+    implements ServerStream, Runnable, StreamListener.MessageProducer
 {
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final AtomicReferenceFieldUpdater<ReverbServerStream, Status> CLOSING =
         AtomicReferenceFieldUpdater.newUpdater(ReverbServerStream.class, Status.class, "closing");
+    private static final AtomicIntegerFieldUpdater<ReverbServerStream> OWED =
+        AtomicIntegerFieldUpdater.newUpdater(ReverbServerStream.class, "owed");
+    private static final AtomicIntegerFieldUpdater<ReverbServerStream> UNARY =
+        AtomicIntegerFieldUpdater.newUpdater(ReverbServerStream.class, "unaryState");
+    /** {@link #owed}: the listener is owed {@code onReady()}. */
+    private static final int OWED_READY = 1;
+    /** {@link #owed}: the listener is owed the unary request and the end of requests. */
+    private static final int OWED_REQUEST = 2;
+    /** {@link #unaryState}: grpc-java asked for the request. */
+    private static final int ASKED = 1;
+    /** {@link #unaryState}: rpc-core subscribed to the responses (a response written now goes straight to it). */
+    private static final int SUBSCRIBED = 2;
 
     private final RpcContext context;
     private final Attributes attributes;
@@ -39,17 +53,32 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     private volatile Status cancelStatus;
     /** The status the listener is closed with, once {@link #closeListener} was called. */
     private volatile Status closing;
+    /**
+     * What the serializer owes the listener besides its close ({@link #OWED_READY}, {@link #OWED_REQUEST}): this
+     * stream is the serializer's one task ({@link #run}), which delivers what is owed, so that a call's callbacks cost
+     * no task object each.
+     */
+    private volatile int owed;
+    /** A unary call's one request (given by rpc-core with the call), or null: a streaming call's come as a Flux. */
+    private final InputStream unaryRequest;
+    /** {@link #ASKED} and {@link #SUBSCRIBED}: the request is delivered once both happened, once. */
+    private volatile int unaryState;
+    /** The unary request's stream while grpc-java's listener may take it ({@link #next}). */
+    private InputStream requestMessage;
 
     /**
      * @param attributes        its transport's (one Reverb connection's) stream attributes.
      * @param context           the Reverb call's context.
      * @param statsTraceContext the stream's tracers.
+     * @param unaryRequest      a unary call's request, or null (a streaming call's requests are subscribed to).
      */
-    ReverbServerStream(final Attributes attributes, final RpcContext context, final StatsTraceContext statsTraceContext)
+    ReverbServerStream(final Attributes attributes, final RpcContext context, final StatsTraceContext statsTraceContext,
+        final InputStream unaryRequest)
     {
         super(statsTraceContext);
         this.context = context;
         this.attributes = attributes;
+        this.unaryRequest = unaryRequest;
     }
 
     OutboundMessages responses()
@@ -212,32 +241,74 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     }
 
     /**
-     * A unary call's one request and the end of requests, given to the listener in one task of the serializer.
-     *
-     * @param request the request.
-     * @param task    the task: calls {@link #lastRequest} with the request's producer.
+     * grpc-java asks for requests: a unary call's one request is delivered once rpc-core also subscribed to the
+     * responses (so that the handler's response, written from within the delivery with {@code directExecutor()}, goes
+     * straight to rpc-core instead of waiting in a queue made for it).
      */
-    void deliverLast(final Payload request, final Runnable task)
+    @Override
+    public void request(final int numMessages)
     {
-        countInbound(request);
-        serializer.execute(task);
+        if (unaryRequest == null)
+        {
+            super.request(numMessages);
+        }
+        else if (numMessages > 0)
+        {
+            unaryStep(ASKED);
+        }
     }
 
     /**
-     * On the serializer: gives the listener the last request and the end of requests.
-     *
-     * @param producer gives the request's stream to grpc-java, once.
+     * A unary call: rpc-core subscribed to the responses; the request goes to the listener once grpc-java asked for it.
      */
-    void lastRequest(final StreamListener.MessageProducer producer)
+    void requestsReady()
     {
-        if (!isClosed())
+        unaryStep(SUBSCRIBED);
+    }
+
+    private void unaryStep(final int step)
+    {
+        int state;
+        do
         {
-            listener.messagesAvailable(producer);
+            state = unaryState;
+            if ((state & step) != 0)
+            {
+                return;
+            }
         }
-        if (!isClosed())
+        while (!UNARY.compareAndSet(this, state, state | step));
+        if ((state | step) == (ASKED | SUBSCRIBED))
         {
-            listener.halfClosed();
+            countInbound(unaryRequest);
+            owe(OWED_REQUEST);
         }
+    }
+
+    @Override
+    public void onDemand()
+    {
+        owe(OWED_READY);
+    }
+
+    private void owe(final int what)
+    {
+        int current;
+        do
+        {
+            current = owed;
+        }
+        while (!OWED.compareAndSet(this, current, current | what));
+        serializer.execute(this);
+    }
+
+    /** The unary request's stream, once (grpc-java's message producer). */
+    @Override
+    public InputStream next()
+    {
+        final InputStream m = requestMessage;
+        requestMessage = null;
+        return m;
     }
 
     // ---------------------------------------------------------------- rpc-core's end of the responses
@@ -291,16 +362,36 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener> implem
     }
 
     /**
-     * On the serializer: closes the listener with the status {@link #closeListener} was first given.
+     * On the serializer, the stream's one task: gives the listener what it is owed ({@code onReady()}, then a unary
+     * call's request and the end of requests) unless the call is closing, then closes the listener with the status
+     * {@link #closeListener} was first given, if it was. Submitted once per thing owed; a run that finds nothing left
+     * (an earlier run delivered it) does nothing.
      */
     @Override
     public void run()
     {
-        if (!markClosed())
+        final int work = OWED.getAndSet(this, 0);
+        if (work != 0 && closing == null && !isClosed())
+        {
+            if ((work & OWED_READY) != 0)
+            {
+                listener.onReady();
+            }
+            if ((work & OWED_REQUEST) != 0 && !isClosed())
+            {
+                requestMessage = unaryRequest;
+                listener.messagesAvailable(this);
+                if (!isClosed())
+                {
+                    listener.halfClosed();
+                }
+            }
+        }
+        final Status status = closing;
+        if (status == null || !markClosed())
         {
             return;
         }
-        final Status status = closing;
         statsTraceContext.streamClosed(status);
         listener.closed(status);
     }

@@ -21,7 +21,7 @@ import java.io.InputStream;
  * @param <L> grpc-java's listener of this side.
  */
 abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
-    implements Stream, CoreSubscriber<Payload>, OutboundMessages.Events
+    implements Stream, CoreSubscriber<InputStream>, OutboundMessages.Events
 {
     final StatsTraceContext statsTraceContext;
     /** Runs the listener's callbacks one at a time: this stream itself. */
@@ -46,7 +46,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     // ---------------------------------------------------------------- grpc-java -> Reverb
 
     @Override
-    public final void request(final int numMessages)
+    public void request(final int numMessages)
     {
         final Subscription s;
         synchronized (this)
@@ -114,12 +114,13 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
      * @param message what grpc-java writes.
      * @return it as the payload to send, counted in the stream's stats.
      */
-    final Payload outbound(final InputStream message)
+    final InputStream outbound(final InputStream message)
     {
-        final Payload payload = Payload.outbound(message);
+        final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
+        final int length = Payload.lengthOf(payload);
         statsTraceContext.outboundMessage(0);
-        statsTraceContext.outboundWireSize(payload.length());
-        statsTraceContext.outboundUncompressedSize(payload.length());
+        statsTraceContext.outboundWireSize(length);
+        statsTraceContext.outboundUncompressedSize(length);
         return payload;
     }
 
@@ -147,7 +148,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     }
 
     @Override
-    public void onNext(final Payload payload)
+    public void onNext(final InputStream payload)
     {
         deliver(payload);
     }
@@ -157,7 +158,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
      *
      * @param payload the message.
      */
-    final void deliver(final Payload payload)
+    final void deliver(final InputStream payload)
     {
         countInbound(payload);
         serializer.execute(new Delivery(payload));
@@ -168,17 +169,18 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
      *
      * @param payload the message.
      */
-    final void countInbound(final Payload payload)
+    final void countInbound(final InputStream payload)
     {
+        final int length = Payload.lengthOf(payload);
         statsTraceContext.inboundMessage(0);
-        statsTraceContext.inboundWireSize(payload.length());
-        statsTraceContext.inboundUncompressedSize(payload.length());
+        statsTraceContext.inboundWireSize(length);
+        statsTraceContext.inboundUncompressedSize(length);
     }
 
     // ---------------------------------------------------------------- rpc-core's demand for outbound messages
 
     @Override
-    public final void onDemand()
+    public void onDemand()
     {
         serializer.execute(() ->
         {
@@ -249,9 +251,9 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     {
         private InputStream message;
 
-        Delivery(final Payload payload)
+        Delivery(final InputStream payload)
         {
-            this.message = payload.stream();
+            this.message = payload;
         }
 
         @Override

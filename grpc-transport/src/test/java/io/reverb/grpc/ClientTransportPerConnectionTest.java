@@ -11,6 +11,7 @@ import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.ClientTransport;
 import io.grpc.internal.DisconnectError;
 import io.grpc.internal.ManagedClientTransport;
+import io.grpc.stub.InternalClientCalls;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcClientConnection;
@@ -19,12 +20,17 @@ import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
+import java.io.InputStream;
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
@@ -92,7 +98,7 @@ class ClientTransportPerConnectionTest
         server = RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.PerConnection")
             .addMethod(ECHO, ServerCalls.unary(Mono::just)).build()).build().start();
         transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
-            new ConcurrentHashMap<>());
+            new ConcurrentHashMap<>(), null);
     }
 
     @AfterEach
@@ -226,5 +232,175 @@ class ClientTransportPerConnectionTest
         assertThat(terminated.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).as("terminated once its stream ended").isTrue();
         assertThat(events).containsExactly("ready", "lost, not reported", "shutdown UNAVAILABLE", "closed MISCARRIED",
             "terminated");
+    }
+
+    @Test
+    void shouldReportInUseOnceForCallsOneAfterTheOtherAndNotInUseOnlyAfterTheLinger() throws Exception
+    {
+        // a caller making one call after the other: in use from the first stream on, not in use only once no stream
+        // opened for a whole linger (the timer's tasks run here, by hand), instead of a flip at every call's end
+        final List<Runnable> timerTasks = new CopyOnWriteArrayList<>();
+        final ScheduledExecutorService timer = (ScheduledExecutorService)Proxy.newProxyInstance(
+            getClass().getClassLoader(), new Class<?>[] {ScheduledExecutorService.class}, (proxy, method, args) ->
+            {
+                assertThat(method.getName()).isEqualTo("schedule");
+                assertThat(((TimeUnit)args[2]).toMillis((Long)args[1])).isEqualTo(ReverbClientTransport.IN_USE_LINGER_MILLIS);
+                timerTasks.add((Runnable)args[0]);
+                return null;
+            });
+        transport.connection().close(); // never started: replaced by one with the timer
+        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
+            new ConcurrentHashMap<>(), timer);
+        final List<Boolean> inUse = new CopyOnWriteArrayList<>();
+        final CountDownLatch up = new CountDownLatch(1);
+        transport.start(new ManagedClientTransport.Listener()
+        {
+            @Override
+            public void transportShutdown(final Status status, final DisconnectError error)
+            {
+            }
+
+            @Override
+            public void transportTerminated()
+            {
+            }
+
+            @Override
+            public void transportReady()
+            {
+                up.countDown();
+            }
+
+            @Override
+            public void transportInUse(final boolean used)
+            {
+                inUse.add(used);
+            }
+        }).run();
+        assertThat(up.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+
+        for (int i = 0; i < 5; i++)
+        {
+            openAndCancel();
+        }
+        assertThat(inUse).as("once in use, for five calls").containsExactly(true);
+        assertThat(timerTasks).as("one linger check").hasSize(1);
+
+        openAndCancel(); // a stream while the check waits: the check waits again instead of reporting
+        timerTasks.remove(0).run();
+        assertThat(inUse).containsExactly(true);
+        assertThat(timerTasks).as("checked again later").hasSize(1);
+
+        timerTasks.remove(0).run(); // a whole linger without a stream
+        assertThat(inUse).containsExactly(true, false);
+        assertThat(timerTasks).isEmpty();
+
+        openAndCancel(); // in use again, and not in use again after the next linger
+        assertThat(inUse).containsExactly(true, false, true);
+        timerTasks.remove(0).run();
+        assertThat(inUse).containsExactly(true, false, true, false);
+    }
+
+    @Test
+    void shouldHandABlockingCallsWholeEndToItsCallerAsOneTaskThatIsTheStreamItself() throws Exception
+    {
+        // a blocking stub's call: its response, status and trailers reach its waiting thread as one task, and that
+        // task is the stream (no task, lambda or message-producer object of its own per call)
+        transport.start(listener).run();
+        assertThat(ready.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        final List<Runnable> handed = new CopyOnWriteArrayList<>();
+        final CountDownLatch handedOver = new CountDownLatch(1);
+        final Executor waitingCaller = task ->
+        {
+            handed.add(task);
+            handedOver.countDown();
+        };
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor and CallOptions beside Reverb's
+        final io.grpc.MethodDescriptor<String, String> echo = io.grpc.MethodDescriptor.<String, String>newBuilder()
+            .setType(io.grpc.MethodDescriptor.MethodType.UNARY).setFullMethodName(ECHO.fullMethodName())
+            .setRequestMarshaller(ContractListeners.STRINGS).setResponseMarshaller(ContractListeners.STRINGS).build();
+        final io.grpc.CallOptions blocking = InternalClientCalls.setStubType(io.grpc.CallOptions.DEFAULT,
+            InternalClientCalls.StubType.BLOCKING).withExecutor(waitingCaller);
+        final ClientStream stream = transport.newStream(echo, new Metadata(), blocking, new ClientStreamTracer[0]);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        final String message = new String(StringValue.of("x").toByteArray(), StandardCharsets.UTF_8);
+        final List<String> seen = new CopyOnWriteArrayList<>();
+        stream.start(new ClientStreamListener()
+        {
+            @Override
+            public void headersRead(final Metadata headers)
+            {
+                seen.add("headers");
+            }
+
+            @Override
+            public void closed(final Status status, final RpcProgress progress, final Metadata trailers)
+            {
+                seen.add("closed " + status.getCode());
+            }
+
+            @Override
+            public void messagesAvailable(final MessageProducer producer)
+            {
+                for (InputStream m; (m = producer.next()) != null; )
+                {
+                    seen.add("message " + ContractListeners.STRINGS.parse(m).equals(message));
+                }
+            }
+
+            @Override
+            public void onReady()
+            {
+            }
+        });
+        stream.request(1);
+        stream.writeMessage(echo.streamRequest(message));
+        stream.halfClose();
+
+        assertThat(handedOver.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)).isTrue();
+        assertThat(seen).as("nothing before the caller runs the task").isEmpty();
+        assertThat(handed).hasSize(1);
+        assertThat(handed.get(0)).as("the stream itself").isSameAs(stream);
+        handed.get(0).run();
+        assertThat(seen).containsExactly("headers", "message true", "closed OK");
+        assertThat(handed).hasSize(1);
+    }
+
+    /** Opens a stream on the transport and cancels it: the stream closes before this returns. */
+    private void openAndCancel()
+    {
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor and CallOptions beside Reverb's
+        final io.grpc.MethodDescriptor<String, String> echo = io.grpc.MethodDescriptor.<String, String>newBuilder()
+            .setType(io.grpc.MethodDescriptor.MethodType.UNARY).setFullMethodName(ECHO.fullMethodName())
+            .setRequestMarshaller(ContractListeners.STRINGS).setResponseMarshaller(ContractListeners.STRINGS).build();
+        final ClientStream stream = transport.newStream(echo, new Metadata(), io.grpc.CallOptions.DEFAULT,
+            new ClientStreamTracer[0]);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        final List<Status> closed = new CopyOnWriteArrayList<>();
+        stream.start(new ClientStreamListener()
+        {
+            @Override
+            public void headersRead(final Metadata headers)
+            {
+            }
+
+            @Override
+            public void closed(final Status status, final RpcProgress progress, final Metadata trailers)
+            {
+                closed.add(status);
+            }
+
+            @Override
+            public void messagesAvailable(final MessageProducer producer)
+            {
+            }
+
+            @Override
+            public void onReady()
+            {
+            }
+        });
+        stream.cancel(Status.CANCELLED.withDescription("done"));
+        assertThat(closed).extracting(Status::getCode).containsExactly(Status.Code.CANCELLED);
     }
 }

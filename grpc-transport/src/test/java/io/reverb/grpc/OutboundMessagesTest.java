@@ -5,6 +5,7 @@ import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 
 import java.io.ByteArrayInputStream;
+import java.io.InputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -97,7 +98,7 @@ class OutboundMessagesTest
         assertThat(messages.isReady()).isFalse();
     }
 
-    private static Payload payload(final int n)
+    private static InputStream payload(final int n)
     {
         return Payload.outbound(new ByteArrayInputStream(new byte[] {(byte)n}));
     }
@@ -127,7 +128,7 @@ class OutboundMessagesTest
         }
     }
 
-    private static final class Recorder implements Subscriber<Payload>
+    private static final class Recorder implements Subscriber<InputStream>
     {
         final List<Integer> received = new ArrayList<>();
         Subscription subscription;
@@ -142,11 +143,11 @@ class OutboundMessagesTest
         }
 
         @Override
-        public void onNext(final Payload payload)
+        public void onNext(final InputStream payload)
         {
             try
             {
-                received.add(payload.stream().read());
+                received.add(payload.read());
             }
             catch (final IOException e)
             {

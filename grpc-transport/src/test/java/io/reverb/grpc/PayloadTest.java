@@ -40,8 +40,10 @@ class PayloadTest
         final byte[] expected = message.toByteArray();
         for (final ByteBuffer target : targets(expected.length))
         {
-            final Payload payload = Payload.outbound(PROTO.stream(message));
-            assertThat(payload.length()).isEqualTo(expected.length);
+            final InputStream payload = Payload.outbound(PROTO.stream(message));
+            assertThat(payload).as("protobuf's stream itself, no object of its own").isInstanceOf(KnownLength.class)
+                .isNotInstanceOf(Payload.class);
+            assertThat(Payload.lengthOf(payload)).isEqualTo(expected.length);
             assertThat(written(payload, target)).as("%d B into %s", size, target).isEqualTo(expected);
         }
     }
@@ -79,7 +81,7 @@ class PayloadTest
         final byte[] sent = BytesValue.of(ByteString.copyFrom(bytes(300))).toByteArray();
         // the transport reposts its buffer: the message must not change
         final Payload received = received(sent);
-        final InputStream stream = received.stream();
+        final InputStream stream = received;
         assertThat(stream).isInstanceOf(KnownLength.class);
         assertThat(received.length()).isEqualTo(sent.length);
         assertThat(stream.available()).isEqualTo(sent.length);
@@ -93,7 +95,7 @@ class PayloadTest
     void aReceivedMessageShouldReadLikeAnyStream() throws IOException
     {
         final byte[] sent = {1, 2, (byte)0xff, 4, 5, 6};
-        final InputStream stream = Payload.MARSHALLER.read(ByteBuffer.wrap(sent)).stream();
+        final InputStream stream = Payload.MARSHALLER.read(ByteBuffer.wrap(sent));
         assertThat(stream.read()).isEqualTo(1);
         assertThat(stream.skip(1)).isEqualTo(1);
         assertThat(stream.read()).isEqualTo(0xff);
@@ -110,7 +112,7 @@ class PayloadTest
     {
         final Payload received = Payload.MARSHALLER.read(ByteBuffer.allocateDirect(0));
         assertThat(received.length()).isZero();
-        assertThat(PROTO.parse(received.stream())).isEqualTo(BytesValue.getDefaultInstance());
+        assertThat(PROTO.parse(received)).isEqualTo(BytesValue.getDefaultInstance());
     }
 
     @Test
@@ -121,7 +123,7 @@ class PayloadTest
         assertThat(open.array()).as("the first is not closed yet").isNotSameAs(first.array());
         final Object array = first.array();
         // as grpc-java does: parse, then close
-        final BytesValue parsed = PROTO.parse(first.stream());
+        final BytesValue parsed = PROTO.parse(first);
         first.close();
         assertThat(first.array()).isNull();
         assertThat(first.available()).as("a closed message reads as ended").isZero();
@@ -133,10 +135,34 @@ class PayloadTest
         assertThat(next.array()).as("the closed message's array, reused").isSameAs(array);
         assertThat(next.length()).isEqualTo(30);
         assertThat(next.available()).isEqualTo(30);
-        assertThat(next.stream().readAllBytes()).isEqualTo(nextBytes);
+        assertThat(next.readAllBytes()).isEqualTo(nextBytes);
         // what was parsed from the first is the parser's copy: unchanged
         assertThat(parsed.getValue().toByteArray()).isEqualTo(bytes(64));
-        assertThat(open.stream().readAllBytes()).isEqualTo(bytes(20));
+        assertThat(open.readAllBytes()).isEqualTo(bytes(20));
+    }
+
+    @Test
+    void anArrayClosedOnABusyThreadShouldCarryTheNextMessageReceivedOnAnother() throws Exception
+    {
+        // a blocking stub: the transport's thread receives each response, the caller's thread parses and closes it,
+        // and the caller's own slot is already taken by an earlier response
+        received(bytes(1));
+        received(bytes(1)); // this thread's slot and the shared one are empty now (nothing closes meanwhile)
+        final Payload earlier = received(bytes(64));
+        final Payload response = received(bytes(64));
+        final Object array = response.array();
+        final Thread caller = new Thread(() ->
+        {
+            earlier.close(); // takes the caller thread's own slot
+            response.close(); // no room there: shared
+        });
+        caller.start();
+        caller.join();
+
+        final Payload next = received(bytes(50));
+        assertThat(next.array()).as("the array closed on the other thread, reused here").isSameAs(array);
+        assertThat(next.readAllBytes()).isEqualTo(bytes(50));
+        assertThat(received(bytes(50)).array()).as("handed out once").isNotSameAs(array);
     }
 
     @Test
@@ -158,17 +184,17 @@ class PayloadTest
         final byte[] largeBytes = bytes(Payload.RECYCLE_LIMIT + 1);
         final Payload large = received(largeBytes);
         final Object array = large.array();
-        assertThat(large.stream().readAllBytes()).isEqualTo(largeBytes);
+        assertThat(large.readAllBytes()).isEqualTo(largeBytes);
         large.close();
         final Payload small = received(bytes(10));
         assertThat(small.array()).isNotSameAs(array);
-        assertThat(small.stream().readAllBytes()).isEqualTo(bytes(10));
+        assertThat(small.readAllBytes()).isEqualTo(bytes(10));
     }
 
     @Test
-    void closingAnOutboundMessageShouldKeepNothing()
+    void closingAnOutboundMessageShouldKeepNothing() throws IOException
     {
-        final Payload sent = Payload.outbound(PROTO.stream(BytesValue.of(ByteString.copyFrom(bytes(50)))));
+        final InputStream sent = Payload.outbound(PROTO.stream(BytesValue.of(ByteString.copyFrom(bytes(50)))));
         sent.close();
         final byte[] expected = BytesValue.of(ByteString.copyFrom(bytes(50))).toByteArray();
         assertThat(written(Payload.outbound(PROTO.stream(BytesValue.of(ByteString.copyFrom(bytes(50))))),
@@ -206,7 +232,7 @@ class PayloadTest
         return new ByteBuffer[] {direct, heap, slice};
     }
 
-    private static byte[] written(final Payload payload, final ByteBuffer target)
+    private static byte[] written(final InputStream payload, final ByteBuffer target)
     {
         final int at = target.position();
         // a stale pattern where the message goes, so that a byte not written shows
@@ -214,9 +240,10 @@ class PayloadTest
         {
             target.put(i, (byte)0x5a);
         }
-        assertThat(Payload.MARSHALLER.serializedSize(payload)).isEqualTo(payload.length());
+        final int length = Payload.lengthOf(payload);
+        assertThat(Payload.MARSHALLER.serializedSize(payload)).isEqualTo(length);
         Payload.MARSHALLER.write(payload, target.duplicate());
-        final byte[] out = new byte[payload.length()];
+        final byte[] out = new byte[length];
         target.duplicate().position(at).get(out);
         return out;
     }
