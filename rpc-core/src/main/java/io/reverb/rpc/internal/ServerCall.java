@@ -15,6 +15,7 @@ import io.reverb.common.LogLimiter;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
@@ -82,6 +83,17 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // call ends (the handler may keep the request that long); guarded by this
     private long inflatedHeld;
     private InflationBudget heldBudget;
+    // A streaming call's responses go out together (one write lock, claim and commit for many, WireConnection#writeAll)
+    // when the handler's publisher emits them inside our request to it: the requesting thread (collector) collects
+    // them in the outbox and writes it when the request returns or the outbox holds a transport message's worth. A
+    // response emitted on any other thread is written at once. One thread writes the outbox at a time (outboxWriting):
+    // a frame produced meanwhile joins the outbox and leaves after the frames ahead of it. All guarded by this.
+    private Thread collector;
+    private OutboundFrame[] outbox;
+    private OutboundFrame[] spareOutbox;
+    private int outboxCount;
+    private int outboxBytes;
+    private boolean outboxWriting;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
@@ -430,6 +442,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     public void onSubscribe(final Subscription s)
     {
         final long n;
+        final boolean collecting;
         synchronized (this)
         {
             if (upstream != null || closed)
@@ -440,10 +453,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             upstream = s;
             n = upstreamDemandBeforeSubscribe;
             upstreamDemandBeforeSubscribe = 0;
+            collecting = n > 0 && startCollecting();
         }
         if (n > 0)
         {
-            s.request(n);
+            requestUpstream(s, n, collecting);
         }
     }
 
@@ -477,10 +491,15 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
             return;
         }
+        // a streamed response's frame (a one-response method's single response may be held back for the STATUS)
+        final OutboundFrame streamed = method.type().serverSendsOneMessage() ? null :
+            responseFrame(value, payloadLength, encoded);
         final OutboundFrame headers;
         Resp earlier = null;
         int earlierLength = 0;
         EncodedMessage earlierEncoded = null;
+        OutboundFrame[] batch = null;
+        int batchCount = 0;
         synchronized (this)
         {
             if (closed)
@@ -490,7 +509,38 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
             headers = takeHeaders();
             server.metrics().messageSent(method, payloadLength);
-            if (method.type().serverSendsOneMessage() && pendingResponse == null)
+            if (streamed != null)
+            {
+                value = null;
+                final boolean collecting = collector == Thread.currentThread();
+                if (collecting || outboxCount > 0 || outboxWriting)
+                {
+                    final int adding = streamed.length() + (headers != null ? headers.length() : 0);
+                    if (collecting && !outboxWriting && outboxCount > 0 &&
+                        outboxBytes + adding > WireConnection.COALESCE_LIMIT)
+                    {
+                        // the outbox holds a transport message's worth: it leaves now, this response starts the next
+                        outboxWriting = true;
+                        batchCount = outboxCount;
+                        batch = takeOutbox();
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                    }
+                    else
+                    {
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                        if (outboxWriting || collecting)
+                        {
+                            return; // leaves with the outbox: written by its writer, or when the delivery returns
+                        }
+                        outboxWriting = true;
+                        batchCount = outboxCount;
+                        batch = takeOutbox();
+                    }
+                }
+            }
+            else if (method.type().serverSendsOneMessage() && pendingResponse == null)
             {
                 // held back to travel with the STATUS in one transport message
                 pendingResponse = value;
@@ -507,6 +557,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 pendingEncoded = null;
             }
         }
+        if (batch != null)
+        {
+            writeOutbox(batch, batchCount);
+            return;
+        }
         if (headers != null)
         {
             connection.write(headers);
@@ -515,10 +570,154 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
         }
+        if (streamed != null)
+        {
+            connection.write(streamed);
+        }
         if (value != null)
         {
             connection.write(responseFrame(value, payloadLength, encoded));
         }
+    }
+
+    /** Guarded by this: appends a frame (null: none) to the outbox. */
+    private void toOutbox(final OutboundFrame frame)
+    {
+        if (frame == null)
+        {
+            return;
+        }
+        if (outbox == null)
+        {
+            outbox = spareOutbox != null ? spareOutbox : new OutboundFrame[16];
+            spareOutbox = null;
+        }
+        else if (outboxCount == outbox.length)
+        {
+            outbox = Arrays.copyOf(outbox, outboxCount * 2);
+        }
+        outbox[outboxCount++] = frame;
+        outboxBytes += frame.length();
+    }
+
+    /** Guarded by this: takes the outbox's frames (outboxCount of them, read before) for the writer. */
+    private OutboundFrame[] takeOutbox()
+    {
+        final OutboundFrame[] taken = outbox;
+        outbox = spareOutbox;
+        spareOutbox = null;
+        outboxCount = 0;
+        outboxBytes = 0;
+        return taken;
+    }
+
+    /**
+     * The outbox's writer (outboxWriting was set by the caller under this): writes the frames taken, then whatever
+     * joined the outbox meanwhile, until it is empty. Outside the monitor, as every write.
+     */
+    private void writeOutbox(final OutboundFrame[] frames, final int count)
+    {
+        OutboundFrame[] batch = frames;
+        int n = count;
+        while (true)
+        {
+            connection.writeAll(batch, n);
+            Arrays.fill(batch, 0, n, null);
+            synchronized (this)
+            {
+                // the collector writing what it collected leaves what joined meanwhile to itself: it writes it when full
+                // or when its delivery returns
+                if (outboxCount == 0 || collector == Thread.currentThread())
+                {
+                    outboxWriting = false;
+                    if (outbox == null)
+                    {
+                        outbox = batch;
+                    }
+                    else
+                    {
+                        spareOutbox = batch;
+                    }
+                    return;
+                }
+                n = outboxCount;
+                final OutboundFrame[] next = outbox;
+                outbox = batch;
+                outboxCount = 0;
+                outboxBytes = 0;
+                batch = next;
+            }
+        }
+    }
+
+    /**
+     * Requests responses from the handler's publisher, collecting what it emits on this thread meanwhile into one
+     * write (see the outbox's fields) unless another thread already collects.
+     */
+    private void requestUpstream(final Subscription s, final long n, final boolean collecting)
+    {
+        if (!collecting)
+        {
+            s.request(n);
+            return;
+        }
+        try
+        {
+            s.request(n);
+        }
+        finally
+        {
+            endCollecting();
+        }
+    }
+
+    /** Guarded by this: makes this thread the collector if none is; @return whether it did (then endCollecting). */
+    private boolean startCollecting()
+    {
+        if (collector != null || method.type().serverSendsOneMessage())
+        {
+            return false;
+        }
+        collector = Thread.currentThread();
+        return true;
+    }
+
+    /**
+     * Makes this thread collect the call's responses (see the outbox's fields) while it delivers a request to the
+     * handler, if no other thread collects: a handler that answers inside that delivery has its responses written
+     * together when it returns.
+     *
+     * @return true if this thread collects now: then call {@link #endCollecting} when the delivery returns.
+     */
+    final boolean beginCollecting()
+    {
+        if (method.type().serverSendsOneMessage())
+        {
+            return false;
+        }
+        synchronized (this)
+        {
+            return startCollecting();
+        }
+    }
+
+    /** This thread stops collecting: writes what it collected, unless another thread is writing the outbox. */
+    final void endCollecting()
+    {
+        final OutboundFrame[] batch;
+        final int count;
+        synchronized (this)
+        {
+            collector = null;
+            if (outboxCount == 0 || outboxWriting)
+            {
+                return;
+            }
+            outboxWriting = true;
+            count = outboxCount;
+            batch = takeOutbox();
+        }
+        writeOutbox(batch, count);
     }
 
     private OutboundFrame responseFrame(final Resp value, final int payloadLength, final EncodedMessage encoded)
@@ -617,6 +816,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         final OutboundFrame headers;
         final Disposable timer;
+        boolean viaOutbox = false;
+        OutboundFrame[] batch = null;
+        int batchCount = 0;
         synchronized (this)
         {
             if (closed)
@@ -637,8 +839,30 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
             timer = deadlineTimer;
             deadlineTimer = null;
+            if (outboxCount > 0 || outboxWriting)
+            {
+                // responses wait in the outbox: the end goes after them (with them, when this thread writes it)
+                toOutbox(headers);
+                toOutbox(this);
+                if (!outboxWriting)
+                {
+                    outboxWriting = true;
+                    batchCount = outboxCount;
+                    batch = takeOutbox();
+                }
+                viaOutbox = true;
+            }
         }
         responsesEnded();
+        if (viaOutbox)
+        {
+            if (batch != null)
+            {
+                writeOutbox(batch, batchCount);
+            }
+            released(status, timer);
+            return;
+        }
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
         if (headers != null)
         {
@@ -813,6 +1037,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private void requestResponses(final long demand)
     {
         final Subscription s;
+        final boolean collecting;
         synchronized (this)
         {
             if (closed)
@@ -825,8 +1050,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
                 return;
             }
+            collecting = startCollecting();
         }
-        s.request(demand);
+        requestUpstream(s, demand, collecting);
     }
 
     @Override
@@ -865,6 +1091,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             s = upstream;
             upstream = null;
             pendingResponse = null;
+            if (outboxCount > 0)
+            {
+                // collected responses not yet written never leave: the call ended first
+                Arrays.fill(outbox, 0, outboxCount, null);
+                outboxCount = 0;
+                outboxBytes = 0;
+            }
             trailers = status != null ? trailersCopy() : null;
             earlyEnd = why;
             cancelContext = rpcContext;
