@@ -2,18 +2,27 @@ package io.reverb.rpc.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.ServerCallHandler;
+import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.TestService;
+import io.reverb.rpc.stub.ServerCalls;
+import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * A server-streaming handler's responses emitted inside one request to its publisher leave together: several MESSAGE
@@ -69,6 +78,49 @@ class StreamedResponsesCoalescingTest
         assertThat(rest).extracting(f -> f.index).containsExactly(7, 8, 9, -1);
         assertThat(transport.messages.size()).as("the last responses and the STATUS in one message").isEqualTo(4);
         assertWithinLimit();
+    }
+
+    @Test
+    void shouldWriteWhatTheCollectingThreadHoldsBeforeAResponseEmittedOnAnotherThread()
+    {
+        // 0 and 1 are emitted inside the delivery of the request (collected); 2 on another thread while the delivery
+        // is still running; 3 and the end inside the delivery again
+        final ServerCallHandler<Int32Value, BytesValue> handler = ServerCalls.serverStreaming(request ->
+            Flux.<BytesValue>create(sink ->
+            {
+                sink.next(indexed(0));
+                sink.next(indexed(1));
+                final Thread other = new Thread(() -> sink.next(indexed(2)));
+                other.start();
+                try
+                {
+                    other.join();
+                }
+                catch (final InterruptedException e)
+                {
+                    Thread.currentThread().interrupt();
+                }
+                sink.next(indexed(3));
+                sink.complete();
+            }));
+        final ServerRuntime custom = new ServerRuntime(new ServerConfig("inproc://unused",
+            List.of(ServiceDefinition.builder(TestService.SERVICE).addMethod(TestService.RANGE, handler).build()),
+            List.of(), null, Schedulers.parallel(), RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null, Duration.ZERO,
+            TransportOptions.EMPTY));
+        final ServerWireConnection customConnection = new ServerWireConnection(custom, transport);
+        customConnection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
+            frames.call(STREAM_ID, TestService.RANGE, Integer.MAX_VALUE),
+            frames.message(STREAM_ID, TestService.RANGE.requestMarshaller(), Int32Value.of(4), true))));
+
+        assertThat(frames(0)).extracting(f -> f.index).as("in the order produced").containsExactly(0, 1, 2, 3, -1);
+        assertThat(transport.messages.size()).as("the other thread wrote the collected 0 and 1 with its 2; then 3 and "
+            + "the STATUS").isEqualTo(2);
+    }
+
+    private static BytesValue indexed(final int index)
+    {
+        return BytesValue.newBuilder().setValue(ByteString.copyFrom(new byte[1024])
+            .concat(ByteString.copyFromUtf8(Integer.toString(index)))).build();
     }
 
     private void startRange(final int count, final int initialRequestN)
