@@ -113,8 +113,8 @@ class StreamedResponsesCoalescingTest
             frames.message(STREAM_ID, TestService.RANGE.requestMarshaller(), Int32Value.of(4), true))));
 
         assertThat(frames(0)).extracting(f -> f.index).as("in the order produced").containsExactly(0, 1, 2, 3, -1);
-        assertThat(transport.messages.size()).as("the other thread wrote the collected 0 and 1 with its 2; then 3 and "
-            + "the STATUS").isEqualTo(2);
+        assertThat(transport.messages.size()).as("the other thread wrote the collected 0 and 1 with its 2; then 3 and " +
+            "the STATUS").isEqualTo(2);
     }
 
     private static BytesValue indexed(final int index)
