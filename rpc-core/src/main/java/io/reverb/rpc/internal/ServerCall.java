@@ -683,15 +683,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     }
 
     /**
-     * Makes this thread collect the call's responses (see the outbox's fields) while it delivers a request to the
-     * handler, if no other thread collects: a handler that answers inside that delivery has its responses written
-     * together when it returns.
+     * Makes this thread collect the call's responses (see the outbox's fields) while it delivers the request of a
+     * server-streaming call to the handler, if no other thread collects: a handler that streams its answer inside that
+     * delivery has its responses written together when it returns. Not for calls whose client sends many messages: a
+     * bidi handler that answers each request with one response would only pay two monitors per request for it.
      *
      * @return true if this thread collects now: then call {@link #endCollecting} when the delivery returns.
      */
     final boolean beginCollecting()
     {
-        if (method.type().serverSendsOneMessage())
+        if (method.type().serverSendsOneMessage() || !method.type().clientSendsOneMessage())
         {
             return false;
         }

@@ -43,7 +43,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
             @Override
             public void onValue(final Req value)
             {
-                // what the handler answers inside this delivery leaves in one write when it returns
+                // what a server-streaming handler answers inside this delivery leaves in few writes when it returns
                 final boolean collecting = beginCollecting();
                 try
                 {
