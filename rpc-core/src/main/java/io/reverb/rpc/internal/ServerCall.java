@@ -84,16 +84,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private long inflatedHeld;
     private InflationBudget heldBudget;
     // A streaming call's responses go out together (one write lock, claim and commit for many, WireConnection#writeAll)
-    // when the handler's publisher emits them inside our request to it: the requesting thread (collector) collects
+    // when the handler's publisher emits them inside our request to it: the requesting thread (the collector) collects
     // them in the outbox and writes it when the request returns or the outbox holds a transport message's worth. A
-    // response emitted on any other thread is written at once. One thread writes the outbox at a time (outboxWriting):
+    // response emitted on any other thread is written at once. One thread writes the outbox at a time (writing):
     // a frame produced meanwhile joins the outbox and leaves after the frames ahead of it. All guarded by this.
-    private Thread collector;
-    private OutboundFrame[] outbox;
-    private OutboundFrame[] spareOutbox;
-    private int outboxCount;
-    private int outboxBytes;
-    private boolean outboxWriting;
+    // (in an object of their own, null for a one-response method: a unary call's object is no larger for them)
+    private final Outbox out;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
@@ -114,6 +110,21 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         // looked up once: the end counts into the same counters (the handler is the subclasses' field, so the call
         // object is no larger for it); the start is counted by the connection after the dispatch (countStarted)
         this.counters = server.counters(method);
+        this.out = method.type().serverSendsOneMessage() ? null : new Outbox();
+    }
+
+    /** A streaming call's responses on their way to the connection (see ServerCall's field {@code out}). */
+    private static final class Outbox
+    {
+        // the thread collecting now, or null
+        Thread collector;
+        OutboundFrame[] frames;
+        // an emptied array kept for the next batch
+        OutboundFrame[] spare;
+        int count;
+        int bytes;
+        // a thread is writing a batch taken from here
+        boolean writing;
     }
 
     /**
@@ -512,16 +523,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             if (streamed != null)
             {
                 value = null;
-                final boolean collecting = collector == Thread.currentThread();
-                if (collecting || outboxCount > 0 || outboxWriting)
+                final boolean collecting = out.collector == Thread.currentThread();
+                if (collecting || out.count > 0 || out.writing)
                 {
                     final int adding = streamed.length() + (headers != null ? headers.length() : 0);
-                    if (collecting && !outboxWriting && outboxCount > 0 &&
-                        outboxBytes + adding > WireConnection.COALESCE_LIMIT)
+                    if (collecting && !out.writing && out.count > 0 &&
+                        out.bytes + adding > WireConnection.COALESCE_LIMIT)
                     {
                         // the outbox holds a transport message's worth: it leaves now, this response starts the next
-                        outboxWriting = true;
-                        batchCount = outboxCount;
+                        out.writing = true;
+                        batchCount = out.count;
                         batch = takeOutbox();
                         toOutbox(headers);
                         toOutbox(streamed);
@@ -530,12 +541,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                     {
                         toOutbox(headers);
                         toOutbox(streamed);
-                        if (outboxWriting || collecting)
+                        if (out.writing || collecting)
                         {
                             return; // leaves with the outbox: written by its writer, or when the delivery returns
                         }
-                        outboxWriting = true;
-                        batchCount = outboxCount;
+                        out.writing = true;
+                        batchCount = out.count;
                         batch = takeOutbox();
                     }
                 }
@@ -587,32 +598,32 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             return;
         }
-        if (outbox == null)
+        if (out.frames == null)
         {
-            outbox = spareOutbox != null ? spareOutbox : new OutboundFrame[16];
-            spareOutbox = null;
+            out.frames = out.spare != null ? out.spare : new OutboundFrame[16];
+            out.spare = null;
         }
-        else if (outboxCount == outbox.length)
+        else if (out.count == out.frames.length)
         {
-            outbox = Arrays.copyOf(outbox, outboxCount * 2);
+            out.frames = Arrays.copyOf(out.frames, out.count * 2);
         }
-        outbox[outboxCount++] = frame;
-        outboxBytes += frame.length();
+        out.frames[out.count++] = frame;
+        out.bytes += frame.length();
     }
 
-    /** Guarded by this: takes the outbox's frames (outboxCount of them, read before) for the writer. */
+    /** Guarded by this: takes the outbox's frames (out.count of them, read before) for the writer. */
     private OutboundFrame[] takeOutbox()
     {
-        final OutboundFrame[] taken = outbox;
-        outbox = spareOutbox;
-        spareOutbox = null;
-        outboxCount = 0;
-        outboxBytes = 0;
+        final OutboundFrame[] taken = out.frames;
+        out.frames = out.spare;
+        out.spare = null;
+        out.count = 0;
+        out.bytes = 0;
         return taken;
     }
 
     /**
-     * The outbox's writer (outboxWriting was set by the caller under this): writes the frames taken, then whatever
+     * The outbox's writer (out.writing set by the caller under this): writes the frames taken, then whatever
      * joined the outbox meanwhile, until it is empty. Outside the monitor, as every write.
      */
     private void writeOutbox(final OutboundFrame[] frames, final int count)
@@ -627,24 +638,24 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             {
                 // the collector writing what it collected leaves what joined meanwhile to itself: it writes it when full
                 // or when its delivery returns
-                if (outboxCount == 0 || collector == Thread.currentThread())
+                if (out.count == 0 || out.collector == Thread.currentThread())
                 {
-                    outboxWriting = false;
-                    if (outbox == null)
+                    out.writing = false;
+                    if (out.frames == null)
                     {
-                        outbox = batch;
+                        out.frames = batch;
                     }
                     else
                     {
-                        spareOutbox = batch;
+                        out.spare = batch;
                     }
                     return;
                 }
-                n = outboxCount;
-                final OutboundFrame[] next = outbox;
-                outbox = batch;
-                outboxCount = 0;
-                outboxBytes = 0;
+                n = out.count;
+                final OutboundFrame[] next = out.frames;
+                out.frames = batch;
+                out.count = 0;
+                out.bytes = 0;
                 batch = next;
             }
         }
@@ -674,11 +685,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     /** Guarded by this: makes this thread the collector if none is; @return whether it did (then endCollecting). */
     private boolean startCollecting()
     {
-        if (collector != null || method.type().serverSendsOneMessage())
+        if (out == null || out.collector != null)
         {
             return false;
         }
-        collector = Thread.currentThread();
+        out.collector = Thread.currentThread();
         return true;
     }
 
@@ -709,13 +720,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         final int count;
         synchronized (this)
         {
-            collector = null;
-            if (outboxCount == 0 || outboxWriting)
+            out.collector = null;
+            if (out.count == 0 || out.writing)
             {
                 return;
             }
-            outboxWriting = true;
-            count = outboxCount;
+            out.writing = true;
+            count = out.count;
             batch = takeOutbox();
         }
         writeOutbox(batch, count);
@@ -840,15 +851,15 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
             timer = deadlineTimer;
             deadlineTimer = null;
-            if (outboxCount > 0 || outboxWriting)
+            if (out != null && (out.count > 0 || out.writing))
             {
                 // responses wait in the outbox: the end goes after them (with them, when this thread writes it)
                 toOutbox(headers);
                 toOutbox(this);
-                if (!outboxWriting)
+                if (!out.writing)
                 {
-                    outboxWriting = true;
-                    batchCount = outboxCount;
+                    out.writing = true;
+                    batchCount = out.count;
                     batch = takeOutbox();
                 }
                 viaOutbox = true;
@@ -1092,12 +1103,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             s = upstream;
             upstream = null;
             pendingResponse = null;
-            if (outboxCount > 0)
+            if (out != null && out.count > 0)
             {
                 // collected responses not yet written never leave: the call ended first
-                Arrays.fill(outbox, 0, outboxCount, null);
-                outboxCount = 0;
-                outboxBytes = 0;
+                Arrays.fill(out.frames, 0, out.count, null);
+                out.count = 0;
+                out.bytes = 0;
             }
             trailers = status != null ? trailersCopy() : null;
             earlyEnd = why;
