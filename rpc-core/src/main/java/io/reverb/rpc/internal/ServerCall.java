@@ -632,7 +632,18 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         int n = count;
         while (true)
         {
-            connection.writeAll(batch, n);
+            try
+            {
+                connection.writeAll(batch, n);
+            }
+            catch (final RuntimeException | Error e)
+            {
+                synchronized (this)
+                {
+                    out.writing = false; // whoever writes next is not left waiting for this writer
+                }
+                throw e;
+            }
             Arrays.fill(batch, 0, n, null);
             synchronized (this)
             {
