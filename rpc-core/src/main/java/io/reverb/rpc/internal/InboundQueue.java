@@ -41,7 +41,7 @@ final class InboundQueue<T>
 
     private final Sink<T> sink;
     private final Scheduler.Worker worker;
-    private final Runnable drainLoop = this::drainLoop;
+    private final Runnable drainLoop = () -> drainLoop(1);
     // guarded by this
     private ArrayDeque<T> queue;
     private long requested;
@@ -167,6 +167,10 @@ final class InboundQueue<T>
      */
     boolean offer(final T value)
     {
+        if (worker == null && wip == 0 && WIP.compareAndSet(this, 0, 1))
+        {
+            return offerDraining(value);
+        }
         synchronized (this)
         {
             if (end != null || stopped || inputClosed)
@@ -181,6 +185,52 @@ final class InboundQueue<T>
         }
         drain();
         return true;
+    }
+
+    /**
+     * {@link #offer} on the signalling thread, holding the drain (wip taken): a value that finds nothing queued and
+     * demand open goes to the sink at once, with one monitor instead of the queue's three; then whatever was signalled
+     * meanwhile is drained as {@link #drain} would.
+     */
+    private boolean offerDraining(final T value)
+    {
+        final boolean accepted;
+        boolean direct = false;
+        synchronized (this)
+        {
+            accepted = end == null && !stopped && !inputClosed;
+            if (accepted)
+            {
+                if (ready && requested > 0 && (queue == null || queue.isEmpty()))
+                {
+                    direct = true;
+                    if (requested != Long.MAX_VALUE)
+                    {
+                        requested--;
+                    }
+                }
+                else
+                {
+                    if (queue == null)
+                    {
+                        queue = new ArrayDeque<>(4);
+                    }
+                    queue.addLast(value);
+                }
+            }
+        }
+        if (direct)
+        {
+            sink.onValue(value);
+        }
+        // a value queued here waits for demand or ready(): whoever signals those drains, or has drained already if it
+        // signalled while this held the drain (missed)
+        final int missed = WIP.decrementAndGet(this);
+        if (missed != 0)
+        {
+            drainLoop(missed);
+        }
+        return accepted;
     }
 
     /**
@@ -233,7 +283,7 @@ final class InboundQueue<T>
         }
         if (worker == null)
         {
-            drainLoop();
+            drainLoop(1);
             return;
         }
         try
@@ -246,9 +296,9 @@ final class InboundQueue<T>
         }
     }
 
-    private void drainLoop()
+    private void drainLoop(final int signalled)
     {
-        int missed = 1;
+        int missed = signalled;
         while (true)
         {
             while (true)

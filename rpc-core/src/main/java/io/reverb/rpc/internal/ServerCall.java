@@ -15,6 +15,7 @@ import io.reverb.common.LogLimiter;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
@@ -82,6 +83,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // call ends (the handler may keep the request that long); guarded by this
     private long inflatedHeld;
     private InflationBudget heldBudget;
+    // A streaming call's responses go out together (one write lock, claim and commit for many, WireConnection#writeAll)
+    // when the handler's publisher emits them inside our request to it: the requesting thread (the collector) collects
+    // them in the outbox and writes it when the request returns or the outbox holds a transport message's worth. A
+    // response emitted on any other thread is written at once. One thread writes the outbox at a time (writing):
+    // a frame produced meanwhile joins the outbox and leaves after the frames ahead of it. All guarded by this.
+    // (in an object of their own, null for a one-response method: a unary call's object is no larger for them)
+    private final Outbox out;
 
     @SuppressWarnings("unchecked")
     ServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
@@ -102,6 +110,21 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         // looked up once: the end counts into the same counters (the handler is the subclasses' field, so the call
         // object is no larger for it); the start is counted by the connection after the dispatch (countStarted)
         this.counters = server.counters(method);
+        this.out = method.type().serverSendsOneMessage() ? null : new Outbox();
+    }
+
+    /** A streaming call's responses on their way to the connection (see ServerCall's field {@code out}). */
+    private static final class Outbox
+    {
+        // the thread collecting now, or null
+        Thread collector;
+        OutboundFrame[] frames;
+        // an emptied array kept for the next batch
+        OutboundFrame[] spare;
+        int count;
+        int bytes;
+        // a thread is writing a batch taken from here
+        boolean writing;
     }
 
     /**
@@ -430,6 +453,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     public void onSubscribe(final Subscription s)
     {
         final long n;
+        final boolean collecting;
         synchronized (this)
         {
             if (upstream != null || closed)
@@ -440,10 +464,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             upstream = s;
             n = upstreamDemandBeforeSubscribe;
             upstreamDemandBeforeSubscribe = 0;
+            collecting = n > 0 && startCollecting();
         }
         if (n > 0)
         {
-            s.request(n);
+            requestUpstream(s, n, collecting);
         }
     }
 
@@ -477,10 +502,15 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
             return;
         }
+        // a streamed response's frame (a one-response method's single response may be held back for the STATUS)
+        final OutboundFrame streamed = method.type().serverSendsOneMessage() ? null :
+            responseFrame(value, payloadLength, encoded);
         final OutboundFrame headers;
         Resp earlier = null;
         int earlierLength = 0;
         EncodedMessage earlierEncoded = null;
+        OutboundFrame[] batch = null;
+        int batchCount = 0;
         synchronized (this)
         {
             if (closed)
@@ -490,7 +520,38 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             }
             headers = takeHeaders();
             server.metrics().messageSent(method, payloadLength);
-            if (method.type().serverSendsOneMessage() && pendingResponse == null)
+            if (streamed != null)
+            {
+                value = null;
+                final boolean collecting = out.collector == Thread.currentThread();
+                if (collecting || out.count > 0 || out.writing)
+                {
+                    final int adding = streamed.length() + (headers != null ? headers.length() : 0);
+                    if (collecting && !out.writing && out.count > 0 &&
+                        out.bytes + adding > WireConnection.COALESCE_LIMIT)
+                    {
+                        // the outbox holds a transport message's worth: it leaves now, this response starts the next
+                        out.writing = true;
+                        batchCount = out.count;
+                        batch = takeOutbox();
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                    }
+                    else
+                    {
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                        if (out.writing || collecting)
+                        {
+                            return; // leaves with the outbox: written by its writer, or when the delivery returns
+                        }
+                        out.writing = true;
+                        batchCount = out.count;
+                        batch = takeOutbox();
+                    }
+                }
+            }
+            else if (method.type().serverSendsOneMessage() && pendingResponse == null)
             {
                 // held back to travel with the STATUS in one transport message
                 pendingResponse = value;
@@ -507,6 +568,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 pendingEncoded = null;
             }
         }
+        if (batch != null)
+        {
+            writeOutbox(batch, batchCount);
+            return;
+        }
         if (headers != null)
         {
             connection.write(headers);
@@ -515,10 +581,166 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
         }
+        if (streamed != null)
+        {
+            connection.write(streamed);
+        }
         if (value != null)
         {
             connection.write(responseFrame(value, payloadLength, encoded));
         }
+    }
+
+    /** Guarded by this: appends a frame (null: none) to the outbox. */
+    private void toOutbox(final OutboundFrame frame)
+    {
+        if (frame == null)
+        {
+            return;
+        }
+        if (out.frames == null)
+        {
+            out.frames = out.spare != null ? out.spare : new OutboundFrame[16];
+            out.spare = null;
+        }
+        else if (out.count == out.frames.length)
+        {
+            out.frames = Arrays.copyOf(out.frames, out.count * 2);
+        }
+        out.frames[out.count++] = frame;
+        out.bytes += frame.length();
+    }
+
+    /** Guarded by this: takes the outbox's frames (out.count of them, read before) for the writer. */
+    private OutboundFrame[] takeOutbox()
+    {
+        final OutboundFrame[] taken = out.frames;
+        out.frames = out.spare;
+        out.spare = null;
+        out.count = 0;
+        out.bytes = 0;
+        return taken;
+    }
+
+    /**
+     * The outbox's writer (out.writing set by the caller under this): writes the frames taken, then whatever
+     * joined the outbox meanwhile, until it is empty. Outside the monitor, as every write.
+     */
+    private void writeOutbox(final OutboundFrame[] frames, final int count)
+    {
+        OutboundFrame[] batch = frames;
+        int n = count;
+        while (true)
+        {
+            try
+            {
+                connection.writeAll(batch, n);
+            }
+            catch (final RuntimeException | Error e)
+            {
+                synchronized (this)
+                {
+                    out.writing = false; // whoever writes next is not left waiting for this writer
+                }
+                throw e;
+            }
+            Arrays.fill(batch, 0, n, null);
+            synchronized (this)
+            {
+                // the collector writing what it collected leaves what joined meanwhile to itself: it writes it when full
+                // or when its delivery returns
+                if (out.count == 0 || out.collector == Thread.currentThread())
+                {
+                    out.writing = false;
+                    if (out.frames == null)
+                    {
+                        out.frames = batch;
+                    }
+                    else
+                    {
+                        out.spare = batch;
+                    }
+                    return;
+                }
+                n = out.count;
+                final OutboundFrame[] next = out.frames;
+                out.frames = batch;
+                out.count = 0;
+                out.bytes = 0;
+                batch = next;
+            }
+        }
+    }
+
+    /**
+     * Requests responses from the handler's publisher, collecting what it emits on this thread meanwhile into one
+     * write (see the outbox's fields) unless another thread already collects.
+     */
+    private void requestUpstream(final Subscription s, final long n, final boolean collecting)
+    {
+        if (!collecting)
+        {
+            s.request(n);
+            return;
+        }
+        try
+        {
+            s.request(n);
+        }
+        finally
+        {
+            endCollecting();
+        }
+    }
+
+    /** Guarded by this: makes this thread the collector if none is; @return whether it did (then endCollecting). */
+    private boolean startCollecting()
+    {
+        if (out == null || out.collector != null)
+        {
+            return false;
+        }
+        out.collector = Thread.currentThread();
+        return true;
+    }
+
+    /**
+     * Makes this thread collect the call's responses (see the outbox's fields) while it delivers the request of a
+     * server-streaming call to the handler, if no other thread collects: a handler that streams its answer inside that
+     * delivery has its responses written together when it returns. Not for calls whose client sends many messages: a
+     * bidi handler that answers each request with one response would only pay two monitors per request for it.
+     *
+     * @return true if this thread collects now: then call {@link #endCollecting} when the delivery returns.
+     */
+    final boolean beginCollecting()
+    {
+        if (method.type().serverSendsOneMessage() || !method.type().clientSendsOneMessage())
+        {
+            return false;
+        }
+        synchronized (this)
+        {
+            return startCollecting();
+        }
+    }
+
+    /** This thread stops collecting: writes what it collected, unless another thread is writing the outbox. */
+    final void endCollecting()
+    {
+        final OutboundFrame[] batch;
+        final int count;
+        synchronized (this)
+        {
+            out.collector = null;
+            if (out.count == 0 || out.writing)
+            {
+                return;
+            }
+            out.writing = true;
+            count = out.count;
+            batch = takeOutbox();
+        }
+        writeOutbox(batch, count);
     }
 
     private OutboundFrame responseFrame(final Resp value, final int payloadLength, final EncodedMessage encoded)
@@ -617,6 +839,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         final OutboundFrame headers;
         final Disposable timer;
+        boolean viaOutbox = false;
+        OutboundFrame[] batch = null;
+        int batchCount = 0;
         synchronized (this)
         {
             if (closed)
@@ -637,8 +862,30 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
             timer = deadlineTimer;
             deadlineTimer = null;
+            if (out != null && (out.count > 0 || out.writing))
+            {
+                // responses wait in the outbox: the end goes after them (with them, when this thread writes it)
+                toOutbox(headers);
+                toOutbox(this);
+                if (!out.writing)
+                {
+                    out.writing = true;
+                    batchCount = out.count;
+                    batch = takeOutbox();
+                }
+                viaOutbox = true;
+            }
         }
         responsesEnded();
+        if (viaOutbox)
+        {
+            if (batch != null)
+            {
+                writeOutbox(batch, batchCount);
+            }
+            released(status, timer);
+            return;
+        }
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
         if (headers != null)
         {
@@ -813,6 +1060,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private void requestResponses(final long demand)
     {
         final Subscription s;
+        final boolean collecting;
         synchronized (this)
         {
             if (closed)
@@ -825,8 +1073,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
                 return;
             }
+            collecting = startCollecting();
         }
-        s.request(demand);
+        requestUpstream(s, demand, collecting);
     }
 
     @Override
@@ -865,6 +1114,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             s = upstream;
             upstream = null;
             pendingResponse = null;
+            if (out != null && out.count > 0)
+            {
+                // collected responses not yet written never leave: the call ended first
+                Arrays.fill(out.frames, 0, out.count, null);
+                out.count = 0;
+                out.bytes = 0;
+            }
             trailers = status != null ? trailersCopy() : null;
             earlyEnd = why;
             cancelContext = rpcContext;

@@ -34,7 +34,8 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     // the one request of a call whose client sends one message (server-streaming), kept until a response arrives so
     // that a call the server refused can be sent again (transparent retry); and whether it is being resent
     private Req heldRequest;
-    private boolean responded;
+    // written under this; read without it on the response path, where it only ever goes from false to true
+    private volatile boolean responded;
     private boolean resending;
 
     StreamingClientCall(final ClientCallStarter channel, final MethodDescriptor<Req, Resp> method,
@@ -253,10 +254,14 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     void onResponse(final Resp value)
     {
-        synchronized (this)
+        if (!responded)
         {
-            responded = true; // processed: never resent
-            heldRequest = null;
+            // the first response only: no monitor per streamed message
+            synchronized (this)
+            {
+                responded = true; // processed: never resent
+                heldRequest = null;
+            }
         }
         if (value == null)
         {

@@ -43,19 +43,42 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
             @Override
             public void onValue(final Req value)
             {
-                subscriber().onNext(value);
+                // what a server-streaming handler answers inside this delivery leaves in few writes when it returns
+                final boolean collecting = beginCollecting();
+                try
+                {
+                    subscriber().onNext(value);
+                }
+                finally
+                {
+                    if (collecting)
+                    {
+                        endCollecting();
+                    }
+                }
             }
 
             @Override
             public void onEnd(final Status status, final Metadata trailers, final boolean silent)
             {
-                if (status.isOk())
+                final boolean collecting = beginCollecting();
+                try
                 {
-                    subscriber().onComplete();
+                    if (status.isOk())
+                    {
+                        subscriber().onComplete();
+                    }
+                    else
+                    {
+                        subscriber().onError(status.asException());
+                    }
                 }
-                else
+                finally
                 {
-                    subscriber().onError(status.asException());
+                    if (collecting)
+                    {
+                        endCollecting();
+                    }
                 }
             }
         }, worker, 1, false);

@@ -34,6 +34,11 @@ abstract class WireConnection implements ConnectionHandler
         .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST));
     static final Logger LOG = LoggerFactory.getLogger(WireConnection.class);
     private static final int ENCODE_FAILED = -100;
+    /**
+     * The largest transport message {@link #writeAll} fills with several frames: within the RDMA engine's default
+     * eager limit (4 KiB, one SEND), so that coalescing never turns small frames into a rendezvous.
+     */
+    static final int COALESCE_LIMIT = 4096;
 
     final StreamMap streams = new StreamMap();
     final int maxInboundMessageSize;
@@ -91,6 +96,118 @@ abstract class WireConnection implements ConnectionHandler
             failure = takeEncodeFailure(result);
         }
         return result == ClaimResult.OK || reportFailure(frame, result, failure);
+    }
+
+    /**
+     * Writes frames in order, as {@link #write} each would, but small consecutive frames go together in one transport
+     * message of at most {@link #COALESCE_LIMIT} bytes: one write lock, one claim and one commit for many frames (a
+     * streaming call's responses produced in one go). A frame that fails to encode sends the frames of its message
+     * one at a time instead, so that only it fails. The references in {@code frames} are left as they are.
+     *
+     * @param frames the frames, from index 0.
+     * @param count  how many.
+     */
+    final void writeAll(final OutboundFrame[] frames, final int count)
+    {
+        List<Object[]> failures = null;
+        synchronized (writeLock)
+        {
+            if (closed || connection == null)
+            {
+                return; // dropped, as write() drops them
+            }
+            final int limit = Math.min(COALESCE_LIMIT, connection.maxMessageLength());
+            int i = 0;
+            while (i < count)
+            {
+                int total = frames[i].length();
+                int j = i + 1;
+                if (pending.isEmpty())
+                {
+                    while (j < count && total + frames[j].length() <= limit)
+                    {
+                        total += frames[j].length();
+                        j++;
+                    }
+                }
+                int result = j - i > 1 ? writeCoalesced(frames, i, j, total) : ClaimResult.OK;
+                if (j - i == 1 || result == ENCODE_FAILED)
+                {
+                    // one frame, or a frame of the group failed to encode (nothing was sent): one by one
+                    for (int k = i; k < j; k++)
+                    {
+                        result = offerLocked(frames[k]);
+                        if (result != ClaimResult.OK)
+                        {
+                            failures = noteFailure(failures, frames[k], result);
+                        }
+                    }
+                }
+                else if (result == ClaimResult.BACK_PRESSURED)
+                {
+                    for (int k = i; k < j; k++)
+                    {
+                        pending.addLast(frames[k]);
+                    }
+                }
+                else if (result != ClaimResult.OK)
+                {
+                    failures = noteFailure(failures, frames[i], result);
+                }
+                i = j;
+            }
+        }
+        reportFailures(failures);
+    }
+
+    // guarded by writeLock
+    private List<Object[]> noteFailure(final List<Object[]> failures, final OutboundFrame frame, final int result)
+    {
+        final List<Object[]> list = failures != null ? failures : new ArrayList<>();
+        list.add(new Object[]{frame, result, takeEncodeFailure(result)});
+        return list;
+    }
+
+    private void reportFailures(final List<Object[]> failures)
+    {
+        if (failures != null)
+        {
+            for (final Object[] f : failures)
+            {
+                reportFailure((OutboundFrame)f[0], (Integer)f[1], (Throwable)f[2]);
+            }
+        }
+    }
+
+    // guarded by writeLock: frames[from..to) in one claim of total bytes; ENCODE_FAILED aborts it (nothing sent)
+    private int writeCoalesced(final OutboundFrame[] frames, final int from, final int to, final int total)
+    {
+        final int result = connection.tryClaim(total, claim);
+        if (result != ClaimResult.OK)
+        {
+            return result;
+        }
+        final ByteBuffer buffer = FrameCodec.le(claim.buffer());
+        final int end = claim.offset() + total;
+        int at = claim.offset();
+        try
+        {
+            for (int k = from; k < to; k++)
+            {
+                buffer.limit(end); // an encoder narrows the limit to its payload
+                frames[k].encode(encoder, buffer, at);
+                at += frames[k].length();
+            }
+        }
+        catch (final Throwable t)
+        {
+            claim.abort();
+            return ENCODE_FAILED;
+        }
+        claim.attachment(frames[from]); // a refusal fails the frames' call (they are one call's: see the callers)
+        final int committed = claim.commit();
+        claim.attachment(null);
+        return committed;
     }
 
     /**

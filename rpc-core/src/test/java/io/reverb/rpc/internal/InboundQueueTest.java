@@ -43,6 +43,45 @@ class InboundQueueTest
     }
 
     @Test
+    void shouldDeliverAValueOfferedFromInsideTheSinkAfterTheOneBeingDeliveredAndWithinDemand()
+    {
+        final int[] depth = new int[1];
+        final int[] maxDepth = new int[1];
+        final InboundQueue<String>[] holder = new InboundQueue[1];
+        final InboundQueue<String> queue = new InboundQueue<>(new InboundQueue.Sink<>()
+        {
+            @Override
+            public void onValue(final String value)
+            {
+                depth[0]++;
+                maxDepth[0] = Math.max(maxDepth[0], depth[0]);
+                signals.add(value);
+                if (value.equals("a"))
+                {
+                    holder[0].offer("b"); // e.g. a transport that delivers the next message re-entrantly
+                    holder[0].offer("c");
+                }
+                depth[0]--;
+            }
+
+            @Override
+            public void onEnd(final Status status, final Metadata trailers, final boolean silent)
+            {
+                signals.add("end " + status.code());
+            }
+        }, null, 0, true);
+        holder[0] = queue;
+        queue.request(2);
+        queue.offer("a");
+        assertThat(signals).as("within the demand of 2, in order").containsExactly("a", "b");
+        assertThat(maxDepth[0]).as("never delivered inside another delivery").isEqualTo(1);
+        queue.end(Status.OK, null, false, false);
+        assertThat(queue.offer("d")).as("dropped after the end").isFalse();
+        queue.request(1);
+        assertThat(signals).containsExactly("a", "b", "c", "end OK");
+    }
+
+    @Test
     void shouldGrantTheInitialDemandOnceAndThenOnlyWhatIsAskedBeyondIt()
     {
         final InboundQueue<String> queue = new InboundQueue<>(sink, null, 0, true);
