@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
@@ -405,6 +406,60 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     public final RpcContext rpcContext()
     {
         return context();
+    }
+
+    /** The connection the call came on; no context is made for it ({@link RpcContext.Carrier#connection}). */
+    @Override
+    public final AcceptedConnection connection()
+    {
+        return connection;
+    }
+
+    /** The call's deadline; no context is made for it. */
+    @Override
+    public final Deadline deadline()
+    {
+        return deadline;
+    }
+
+    /** The client's metadata if it has entries; no context is made for it. */
+    @Override
+    public final Metadata requestMetadataIfAny()
+    {
+        final RpcContext context;
+        synchronized (this)
+        {
+            context = rpcContext;
+        }
+        if (context != null)
+        {
+            // the context may have made an empty one meanwhile; it is the same object otherwise
+            return context.hasMetadata() ? context.metadata() : null;
+        }
+        return requestMetadata != null && !requestMetadata.isEmpty() ? requestMetadata : null;
+    }
+
+    /** No context is made to say "identity" when the server compresses nothing by default (the same either way). */
+    @Override
+    public final void responseCompression(final String codecName)
+    {
+        if (CodecRegistry.IDENTITY.equals(codecName) && server.defaultCompression() == OutboundCompression.NONE)
+        {
+            synchronized (this)
+            {
+                if (rpcContext == null)
+                {
+                    return;
+                }
+            }
+        }
+        context().responseCompression(codecName);
+    }
+
+    /** For tests: whether the call's {@link RpcContext} was made (it is made only when asked for). */
+    final synchronized boolean hasContext()
+    {
+        return rpcContext != null;
     }
 
     private synchronized Metadata trailersCopy()
