@@ -232,7 +232,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     @Override
     public void onComplete()
     {
-        serializer.execute(() ->
+        execute(() ->
         {
             if (!isClosed())
             {
@@ -300,7 +300,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
             current = owed;
         }
         while (!OWED.compareAndSet(this, current, current | what));
-        serializer.execute(this);
+        execute(this);
     }
 
     /** The unary request's stream, once (grpc-java's message producer). */
@@ -359,7 +359,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     {
         if (CLOSING.compareAndSet(this, null, status))
         {
-            serializer.execute(this);
+            execute(this);
         }
     }
 

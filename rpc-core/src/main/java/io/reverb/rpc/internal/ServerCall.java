@@ -53,7 +53,6 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final ServerMethodCounters counters;
     private final Metadata requestMetadata;
     private final Deadline deadline;
-    private final long timeoutNanos;
     final Scheduler.Worker worker;
     private final long startNanos;
     // created on first use: a plain unary handler never asks for them
@@ -93,7 +92,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.server = server;
         this.streamId = streamId;
         this.method = (MethodDescriptor<Req, Resp>)definition.method();
-        this.timeoutNanos = timeoutNanos;
+        // the timeout is read from the deadline (no field of its own: 8 bytes less per call)
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
         this.requestMetadata = metadata;
@@ -163,15 +162,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     void start()
     {
-        if (timeoutNanos >= 0)
+        if (deadline != null)
         {
-            if (timeoutNanos == 0 ? endExpired() : endIfExpired())
+            final long remainingNanos = deadline.timeRemainingNanos();
+            if (remainingNanos <= 0 && endExpired())
             {
                 return; // the client's deadline passed before the call left (a timeout of 0), or in transit
             }
             final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
-                timeoutNanos);
+                remainingNanos);
             synchronized (this)
             {
                 if (closed)
