@@ -308,15 +308,15 @@ final class ReverbServer implements InternalServer
          */
         final ReverbServerStream open(final Subscriber<? super InputStream> subscriber, final InputStream unaryRequest)
         {
-            final RpcContext context = RpcContext.of(subscriber); // rpc-core's subscriber: no Reactor context built
-            if (context == null)
+            final RpcContext.Carrier call = callOf(subscriber);
+            if (call == null)
             {
                 // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
                 Operators.error(subscriber, Status.INTERNAL
                     .withDescription("no call context for " + fullMethodName).asException());
                 return null;
             }
-            final AcceptedConnection connection = context.connection();
+            final AcceptedConnection connection = call.connection();
             final Object attached = connection == null ? null : connection.attachment();
             if (!(attached instanceof ReverbServerTransport))
             {
@@ -328,19 +328,34 @@ final class ReverbServer implements InternalServer
             final ReverbServerTransport transport = (ReverbServerTransport)attached;
             // without a peer's grpc-timeout (the deadline travels in the CALL frame), with gzip accepted unless the
             // client said otherwise (every Reverb client decompresses gzip, engine protocol v3)
-            final Metadata headers = GrpcBridge.serverHeaders(context.hasMetadata() ? context.metadata() : null, GZIP);
-            final Deadline deadline = context.deadline();
+            final Metadata headers = GrpcBridge.serverHeaders(call.requestMetadataIfAny(), GZIP);
+            final Deadline deadline = call.deadline();
             if (deadline != null)
             {
                 headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
             }
             final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
             final ReverbServerStream stream =
-                new ReverbServerStream(transport.streamAttributes(), context, stats, unaryRequest);
+                new ReverbServerStream(transport.streamAttributes(), call, stats, unaryRequest);
             transport.streamCreated(stream, fullMethodName, headers);
             stream.responses().subscribe(subscriber);
             return stream;
         }
+    }
+
+    /**
+     * @return the call whose responses the subscriber takes: rpc-core's own subscriber, read without making the call's
+     *         context (a plain grpc-java call never needs it); another subscriber (e.g. an rpc-core interceptor's
+     *         operator) has it in its Reactor context; null if neither.
+     */
+    private static RpcContext.Carrier callOf(final Subscriber<?> subscriber)
+    {
+        if (subscriber instanceof RpcContext.Carrier)
+        {
+            return (RpcContext.Carrier)subscriber;
+        }
+        final RpcContext context = RpcContext.of(subscriber);
+        return context == null ? null : () -> context;
     }
 
     /**

@@ -44,7 +44,8 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     /** {@link #unaryState}: rpc-core subscribed to the responses (a response written now goes straight to it). */
     private static final int SUBSCRIBED = 2;
 
-    private final RpcContext context;
+    /** The Reverb call: its {@link RpcContext} is made only when this stream needs it (headers, trailers...). */
+    private final RpcContext.Carrier call;
     private final Attributes attributes;
     private Context reactorContext;
     private final OutboundMessages responses = new OutboundMessages(this);
@@ -68,15 +69,15 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
 
     /**
      * @param attributes        its transport's (one Reverb connection's) stream attributes.
-     * @param context           the Reverb call's context.
+     * @param call              the Reverb call (its context is asked for only when needed).
      * @param statsTraceContext the stream's tracers.
      * @param unaryRequest      a unary call's request, or null (a streaming call's requests are subscribed to).
      */
-    ReverbServerStream(final Attributes attributes, final RpcContext context, final StatsTraceContext statsTraceContext,
-        final InputStream unaryRequest)
+    ReverbServerStream(final Attributes attributes, final RpcContext.Carrier call,
+        final StatsTraceContext statsTraceContext, final InputStream unaryRequest)
     {
         super(statsTraceContext);
-        this.context = context;
+        this.call = call;
         this.attributes = attributes;
         this.unaryRequest = unaryRequest;
     }
@@ -102,7 +103,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (converted != null)
         {
-            context.responseHeaders().merge(converted);
+            call.rpcContext().responseHeaders().merge(converted);
         }
     }
 
@@ -128,7 +129,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
         {
             if (converted != null)
             {
-                context.responseTrailers().merge(converted);
+                call.rpcContext().responseTrailers().merge(converted);
             }
             responses.complete();
         }
@@ -165,11 +166,11 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
         final Codec codec = outboundCodec();
         if (codec == null)
         {
-            context.responseCompression(CodecRegistry.IDENTITY);
+            call.responseCompression(CodecRegistry.IDENTITY); // grpc-java sets it on every call: no context for it
         }
         else
         {
-            context.responseCompression(codec);
+            call.rpcContext().responseCompression(codec);
         }
     }
 
@@ -216,7 +217,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
         Context c = reactorContext;
         if (c == null)
         {
-            reactorContext = c = Context.of(RpcContext.CONTEXT_KEY, context);
+            reactorContext = c = Context.of(RpcContext.CONTEXT_KEY, call.rpcContext());
         }
         return c;
     }
@@ -231,7 +232,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     @Override
     public void onComplete()
     {
-        serializer.execute(() ->
+        execute(() ->
         {
             if (!isClosed())
             {
@@ -299,7 +300,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
             current = owed;
         }
         while (!OWED.compareAndSet(this, current, current | what));
-        serializer.execute(this);
+        execute(this);
     }
 
     /** The unary request's stream, once (grpc-java's message producer). */
@@ -340,7 +341,8 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
             return cancelled;
         }
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Status (grpc-java's is imported)
-        final io.reverb.rpc.Status why = context.cancellationStatus(); // set by rpc-core before it cancels
+        // set by rpc-core before it cancels (a context made only now is made cancelled with it)
+        final io.reverb.rpc.Status why = call.rpcContext().cancellationStatus();
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (why != null && !why.isOk())
         {
@@ -357,7 +359,7 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     {
         if (CLOSING.compareAndSet(this, null, status))
         {
-            serializer.execute(this);
+            execute(this);
         }
     }
 

@@ -24,8 +24,6 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     implements Stream, CoreSubscriber<InputStream>, OutboundMessages.Events
 {
     final StatsTraceContext statsTraceContext;
-    /** Runs the listener's callbacks one at a time: this stream itself. */
-    final CallbackSerializer serializer = this;
     /** grpc-java's listener: set when the stream starts, before any message arrives. */
     L listener;
     /** The inbound messages: the client's responses, the server's requests. */
@@ -161,7 +159,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     final void deliver(final InputStream payload)
     {
         countInbound(payload);
-        serializer.execute(new Delivery(payload));
+        execute(new Delivery(payload));
     }
 
     /**
@@ -182,7 +180,7 @@ abstract class ReverbStream<L extends StreamListener> extends CallbackSerializer
     @Override
     public void onDemand()
     {
-        serializer.execute(() ->
+        execute(() ->
         {
             if (!closed)
             {

@@ -126,9 +126,52 @@ public final class RpcContext
     public interface Carrier
     {
         /**
-         * @return the context of the call.
+         * @return the context of the call (the runtime may make it only now: ask for it only when you need it).
          */
         RpcContext rpcContext();
+
+        /**
+         * What {@code rpcContext().connection()} gives, read without making the context when the runtime made none
+         * yet (a bridge that needs only this, the deadline and the metadata costs no context per call).
+         *
+         * @return the server connection the call came on, or null.
+         */
+        default AcceptedConnection connection()
+        {
+            return rpcContext().connection();
+        }
+
+        /**
+         * What {@code rpcContext().deadline()} gives, read without making the context.
+         *
+         * @return the call's deadline, or null for none.
+         */
+        default Deadline deadline()
+        {
+            return rpcContext().deadline();
+        }
+
+        /**
+         * The client's metadata if it has entries, read without making the context (nor an empty metadata).
+         *
+         * @return the client's metadata, or null if it sent none (or an empty one).
+         */
+        default Metadata requestMetadataIfAny()
+        {
+            final RpcContext context = rpcContext();
+            return context.hasMetadata() ? context.metadata() : null;
+        }
+
+        /**
+         * As {@code rpcContext().responseCompression(codecName)}, without making the context when that would change
+         * nothing (e.g. "identity" on a server that compresses nothing by default).
+         *
+         * @param codecName "gzip", another registered codec's name, or "identity" for none.
+         */
+        default void responseCompression(final String codecName)
+        {
+            rpcContext().responseCompression(codecName);
+        }
     }
 
     /**

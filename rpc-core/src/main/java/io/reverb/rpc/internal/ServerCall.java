@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
@@ -53,7 +54,6 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     private final ServerMethodCounters counters;
     private final Metadata requestMetadata;
     private final Deadline deadline;
-    private final long timeoutNanos;
     final Scheduler.Worker worker;
     private final long startNanos;
     // created on first use: a plain unary handler never asks for them
@@ -100,7 +100,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         this.server = server;
         this.streamId = streamId;
         this.method = (MethodDescriptor<Req, Resp>)definition.method();
-        this.timeoutNanos = timeoutNanos;
+        // the timeout is read from the deadline (no field of its own: 8 bytes less per call)
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
         this.requestMetadata = metadata;
@@ -185,15 +185,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     void start()
     {
-        if (timeoutNanos >= 0)
+        if (deadline != null)
         {
-            if (timeoutNanos == 0 ? endExpired() : endIfExpired())
+            final long remainingNanos = deadline.timeRemainingNanos();
+            if (remainingNanos <= 0 && endExpired())
             {
                 return; // the client's deadline passed before the call left (a timeout of 0), or in transit
             }
             final Disposable timer = server.scheduleDeadline(
                 () -> cancelCall(Status.DEADLINE_EXCEEDED.withDescription("deadline exceeded on the server"), null),
-                timeoutNanos);
+                remainingNanos);
             synchronized (this)
             {
                 if (closed)
@@ -428,6 +429,60 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     public final RpcContext rpcContext()
     {
         return context();
+    }
+
+    /** The connection the call came on; no context is made for it ({@link RpcContext.Carrier#connection}). */
+    @Override
+    public final AcceptedConnection connection()
+    {
+        return connection;
+    }
+
+    /** The call's deadline; no context is made for it. */
+    @Override
+    public final Deadline deadline()
+    {
+        return deadline;
+    }
+
+    /** The client's metadata if it has entries; no context is made for it. */
+    @Override
+    public final Metadata requestMetadataIfAny()
+    {
+        final RpcContext context;
+        synchronized (this)
+        {
+            context = rpcContext;
+        }
+        if (context != null)
+        {
+            // the context may have made an empty one meanwhile; it is the same object otherwise
+            return context.hasMetadata() ? context.metadata() : null;
+        }
+        return requestMetadata != null && !requestMetadata.isEmpty() ? requestMetadata : null;
+    }
+
+    /** No context is made to say "identity" when the server compresses nothing by default (the same either way). */
+    @Override
+    public final void responseCompression(final String codecName)
+    {
+        if (CodecRegistry.IDENTITY.equals(codecName) && server.defaultCompression() == OutboundCompression.NONE)
+        {
+            synchronized (this)
+            {
+                if (rpcContext == null)
+                {
+                    return;
+                }
+            }
+        }
+        context().responseCompression(codecName);
+    }
+
+    /** For tests: whether the call's {@link RpcContext} was made (it is made only when asked for). */
+    final synchronized boolean hasContext()
+    {
+        return rpcContext != null;
     }
 
     private synchronized Metadata trailersCopy()
