@@ -429,6 +429,18 @@ final class EngineConnection implements Connection
         sender.onCreditsReturned(returned);
     }
 
+    /** @see ConnectionSender#beginDeferral() */
+    void beginSendDeferral()
+    {
+        sender.beginDeferral();
+    }
+
+    /** @see ConnectionSender#endDeferral() */
+    void endSendDeferral()
+    {
+        sender.endDeferral();
+    }
+
     @Override
     public RetainedMessage retain()
     {
