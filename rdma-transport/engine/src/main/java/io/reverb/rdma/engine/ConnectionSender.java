@@ -93,14 +93,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private int peerEagerLimit;
     private int sendEagerLimit;
 
-    /**
-     * Poller thread only: true while it delivers this connection's receives (and their batch end). Its own commits then
-     * leave at the end of that delivery, together ({@link #endDeferral}), as a read loop flushes once in Netty.
-     */
-    private boolean deferring;
-    /** A commit of the poller thread left its frame unposted while {@link #deferring} (under the lock). */
-    private boolean flushDeferred;
-
     private long sendSeq;
     /** Every SEND below this sequence is accounted for by a completion (its own or a later one's). */
     private long completedSeq;
@@ -427,13 +419,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 return rc;
             }
             rendezvousSender.eagerClaim(); // an announced message must not be overtaken: it is given up instead
-            int claimed = ring.claim(frameLength);
-            if (claimed < 0 && flushDeferred)
-            {
-                flush(); // the poller's own deferred frames hold the ring: post them (on shm that frees it at once)
-                claimed = ring.claim(frameLength);
-            }
-            index = claimed;
+            index = ring.claim(frameLength);
             if (index < 0)
             {
                 return backPressured();
@@ -497,14 +483,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             else
             {
                 ring.frameType(frameIndex, Wire.FRAME_DATA);
-                if (deferring && Thread.currentThread() == connection.poller.thread())
-                {
-                    flushDeferred = true; // posted with the rest at the end of this delivery
-                }
-                else
-                {
-                    flush();
-                }
+                flush();
             }
         }
         if (lost)
@@ -558,29 +537,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
      * Posts everything that may go now: a pending rendezvous write, then batches of control frames
      * and committed data frames, as credits allow. Called with the send lock held.
      */
-    /** The poller starts delivering this connection's receives (poller thread): its commits wait for {@link #endDeferral}. */
-    void beginDeferral()
-    {
-        deferring = true;
-    }
-
-    /** The poller ended a delivery (poller thread): what its commits left unposted goes now, in as few SENDs as fit. */
-    void endDeferral()
-    {
-        deferring = false;
-        if (flushDeferred) // set by this thread only; cleared by any flush
-        {
-            synchronized (lock)
-            {
-                flush();
-            }
-        }
-    }
-
     void flush()
     {
         assert lock.isHeldByCurrentThread();
-        flushDeferred = false;
         if (connection.state() >= EngineConnection.STATE_CLOSED || qp == null || connection.isDisconnected())
         {
             return;

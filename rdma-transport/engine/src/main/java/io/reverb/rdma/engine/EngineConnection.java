@@ -429,18 +429,6 @@ final class EngineConnection implements Connection
         sender.onCreditsReturned(returned);
     }
 
-    /** @see ConnectionSender#beginDeferral() */
-    void beginSendDeferral()
-    {
-        sender.beginDeferral();
-    }
-
-    /** @see ConnectionSender#endDeferral() */
-    void endSendDeferral()
-    {
-        sender.endDeferral();
-    }
-
     @Override
     public RetainedMessage retain()
     {

@@ -122,20 +122,6 @@ final class ReceiveSlots
         {
             return false;
         }
-        // What the handler sends from here on (replies, calls started at the batch's end) leaves together at the end
-        connection.beginSendDeferral();
-        try
-        {
-            return pollDeferring(wc);
-        }
-        finally
-        {
-            connection.endSendDeferral();
-        }
-    }
-
-    private boolean pollDeferring(final WorkCompletions wc)
-    {
         frameBudget = framesPerPoll;
         if (parkedSlot >= 0)
         {
