@@ -166,7 +166,8 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     @Override
     protected Process startPeerProcess(final String mode, final String address) throws IOException
     {
-        assumeFalse(RdmaTestDevice.isEmulated(), "the emulated RDMA device lives in one JVM: no cross-process peer");
+        assumeFalse(RdmaTestDevice.isEmulated(), "the emulated RDMA device lives in one JVM: no cross-process peer; " +
+            "it runs on a real device in reverb-rdma-check's conformance step (bin/reverb-rdma-vm test: Soft-RoCE)");
         return super.startPeerProcess(mode, address);
     }
 
