@@ -1,13 +1,10 @@
 package io.reverb.grpc;
 
-import io.grpc.HandlerRegistry;
 import io.grpc.InternalChannelz;
 import io.grpc.InternalInstrumented;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
-import io.grpc.MethodDescriptor.MethodType;
-import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerStreamTracer;
 import io.grpc.internal.GrpcUtil;
 import io.grpc.internal.InternalServer;
@@ -17,25 +14,21 @@ import io.grpc.internal.SharedResourceHolder;
 import io.grpc.internal.StatsTraceContext;
 import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Deadline;
-import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.RpcServer;
-import io.reverb.rpc.ServerCallHandler;
-import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
-import org.reactivestreams.Publisher;
-import org.reactivestreams.Subscriber;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Operators;
+import io.reverb.rpc.transport.stream.ServerStream;
+import io.reverb.rpc.transport.stream.ServerStreamHandler;
+import io.reverb.rpc.transport.stream.ServerStreamListener;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.UnaryOperator;
 
@@ -66,59 +59,25 @@ final class ReverbServer implements InternalServer
     private boolean timerReleased;
 
     ReverbServer(
-        final String uri, final List<ServerServiceDefinition> services, final HandlerRegistry fallback,
+        final String uri, final List<ServerServiceDefinition> services,
         final List<? extends ServerStreamTracer.Factory> tracerFactories, final UnaryOperator<RpcServer.Builder> configure)
     {
         this.address = new ReverbAddress(uri);
         this.boundAddress = address;
         this.tracerFactories = tracerFactories;
-        final RpcServer.Builder builder = RpcServer.builder(uri);
-        final Map<String, ServiceDefinition.Builder> byService = new LinkedHashMap<>();
+        // every call goes to grpc-java's server as a stream, which looks the method up once (its services, then its
+        // fallback registry; UNIMPLEMENTED as on Netty); the services' methods are only named, to be counted each
+        final List<String> methods = new ArrayList<>();
         for (final ServerServiceDefinition service : services)
         {
-            final String serviceName = service.getServiceDescriptor().getName();
-            final ServiceDefinition.Builder definition = byService.computeIfAbsent(serviceName, ServiceDefinition::builder);
             for (final ServerMethodDefinition<?, ?> method : service.getMethods())
             {
-                final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
-                definition.addMethod(
-                    GrpcBridge.descriptor(grpcMethod.getFullMethodName(), grpcMethod.getType()),
-                    handlerOf(grpcMethod));
+                methods.add(method.getMethodDescriptor().getFullMethodName());
             }
         }
-        byService.values().forEach(b -> builder.addService(b.build()));
-        if (fallback != null)
-        {
-            // the registered services are found first (by rpc-core, then again by grpc-java's ServerImpl, which
-            // dispatches the stream); a method found in neither ends UNIMPLEMENTED, as on Netty
-            builder.fallbackHandlerRegistry(name -> fallbackMethod(fallback, name));
-        }
-        // added after the user's settings, which may add listeners of their own
+        final RpcServer.Builder builder = RpcServer.builder(uri).streamHandler(new Streams(), methods);
+        // added after the user's settings, which may add listeners (and native services) of their own
         this.rpcServer = configure.apply(builder).addConnectionListener(new Connections()).build();
-    }
-
-    private Handler handlerOf(final MethodDescriptor<?, ?> grpcMethod)
-    {
-        return grpcMethod.getType() == MethodType.UNARY ?
-            new UnaryHandler(grpcMethod.getFullMethodName()) : new Handler(grpcMethod.getFullMethodName());
-    }
-
-    /**
-     * A method of the fallback registry as a Reverb method: its type decides how rpc-core runs the call (the unary fast
-     * path or a stream); grpc-java's server looks it up again when the stream reaches it, so a registry that changed
-     * meanwhile answers that call as it now stands (UNIMPLEMENTED if the method went away).
-     */
-    private ServiceDefinition.ServerMethodDefinition<?, ?> fallbackMethod(final HandlerRegistry fallback,
-        final String fullMethodName)
-    {
-        final ServerMethodDefinition<?, ?> method = fallback.lookupMethod(fullMethodName, null);
-        if (method == null)
-        {
-            return null;
-        }
-        final MethodDescriptor<?, ?> grpcMethod = method.getMethodDescriptor();
-        return ServiceDefinition.ServerMethodDefinition.of(
-            GrpcBridge.descriptor(fullMethodName, grpcMethod.getType()), handlerOf(grpcMethod));
     }
 
     ReverbAddress address()
@@ -277,110 +236,73 @@ final class ReverbServer implements InternalServer
         }
     }
 
-    /** Turns each Reverb call of one method into a grpc-java stream. */
-    private class Handler implements ServerCallHandler<InputStream, InputStream>
+    /**
+     * Hands each call the Reverb server does not serve itself (every grpc-java call) to its connection's grpc-java
+     * transport, as a stream.
+     */
+    private final class Streams implements ServerStreamHandler<InputStream>
     {
-        private final String fullMethodName;
-
-        Handler(final String fullMethodName)
+        @Override
+        public Marshaller<InputStream> marshaller()
         {
-            this.fullMethodName = fullMethodName;
+            return Payload.MARSHALLER;
         }
 
         @Override
-        public Publisher<InputStream> handle(final Flux<InputStream> requests)
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata is imported, Reverb's is spelled out
+        public void streamCreated(final ServerStream<InputStream> call, final String fullMethodName,
+            final io.reverb.rpc.Metadata requestHeaders)
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
         {
-            return subscriber ->
-            {
-                final ReverbServerStream stream = open(subscriber, null);
-                if (stream != null)
-                {
-                    requests.subscribe(stream);
-                }
-            };
-        }
-
-        /**
-         * Creates the grpc-java stream of a call and subscribes rpc-core's subscriber to its responses.
-         *
-         * @param unaryRequest a unary call's request, or null for a streaming call's stream.
-         * @return the stream, or null if the call could not start (the subscriber got the error).
-         */
-        final ReverbServerStream open(final Subscriber<? super InputStream> subscriber, final InputStream unaryRequest)
-        {
-            final RpcContext.Carrier call = callOf(subscriber);
-            if (call == null)
-            {
-                // rpc-core subscribes with the call's context; anything else is a bug, not a client's doing
-                Operators.error(subscriber, Status.INTERNAL
-                    .withDescription("no call context for " + fullMethodName).asException());
-                return null;
-            }
             final AcceptedConnection connection = call.connection();
             final Object attached = connection == null ? null : connection.attachment();
             if (!(attached instanceof ReverbServerTransport))
             {
                 // every connection gets its transport when accepted, before its first call; anything else is a bug
-                Operators.error(subscriber, Status.INTERNAL
-                    .withDescription("no grpc-java transport for the connection of " + fullMethodName).asException());
-                return null;
+                call.setListener(Ignored.INSTANCE);
+                call.close(Status.INTERNAL.withDescription("no grpc-java transport for the connection of " +
+                    fullMethodName), null);
+                return;
             }
             final ReverbServerTransport transport = (ReverbServerTransport)attached;
             // without a peer's grpc-timeout (the deadline travels in the CALL frame), with gzip accepted unless the
             // client said otherwise (every Reverb client decompresses gzip, engine protocol v3)
-            final Metadata headers = GrpcBridge.serverHeaders(call.requestMetadataIfAny(), GZIP);
+            final Metadata headers = GrpcBridge.serverHeaders(requestHeaders, GZIP);
             final Deadline deadline = call.deadline();
             if (deadline != null)
             {
                 headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
             }
             final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
-            final ReverbServerStream stream =
-                new ReverbServerStream(transport.streamAttributes(), call, stats, unaryRequest);
+            final ReverbServerStream stream = new ReverbServerStream(call, transport.streamAttributes(), stats);
+            call.setListener(stream);
             transport.streamCreated(stream, fullMethodName, headers);
-            stream.responses().subscribe(subscriber);
-            return stream;
         }
     }
 
-    /**
-     * @return the call whose responses the subscriber takes: rpc-core's own subscriber, read without making the call's
-     *         context (a plain grpc-java call never needs it); another subscriber (e.g. an rpc-core interceptor's
-     *         operator) has it in its Reactor context; null if neither.
-     */
-    private static RpcContext.Carrier callOf(final Subscriber<?> subscriber)
+    /** The listener of a call refused before grpc-java saw it. */
+    private enum Ignored implements ServerStreamListener<InputStream>
     {
-        if (subscriber instanceof RpcContext.Carrier)
-        {
-            return (RpcContext.Carrier)subscriber;
-        }
-        final RpcContext context = RpcContext.of(subscriber);
-        return context == null ? null : () -> context;
-    }
+        INSTANCE;
 
-    /**
-     * A unary method: rpc-core invokes it with the request itself (its unary fast path, no request Flux), and the
-     * stream gives that one message, with the end of requests, once grpc-java asked for it and rpc-core subscribed to
-     * the responses ({@link ReverbServerStream#requestsReady}).
-     */
-    private final class UnaryHandler extends Handler implements ServerCallHandler.Unary<InputStream, InputStream>
-    {
-        UnaryHandler(final String fullMethodName)
+        @Override
+        public void messageRead(final InputStream message)
         {
-            super(fullMethodName);
         }
 
         @Override
-        public Publisher<InputStream> invoke(final InputStream request)
+        public void halfClosed()
         {
-            return subscriber ->
-            {
-                final ReverbServerStream stream = open(subscriber, request);
-                if (stream != null)
-                {
-                    stream.requestsReady();
-                }
-            };
+        }
+
+        @Override
+        public void onReady()
+        {
+        }
+
+        @Override
+        public void closed(final Status status)
+        {
         }
     }
 }

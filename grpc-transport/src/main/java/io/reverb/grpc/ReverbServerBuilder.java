@@ -120,8 +120,8 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
 
     /**
      * Where the methods not among the services added are looked up, as on Netty (a {@code MutableHandlerRegistry}
-     * may change while the server runs). Each call of such a method costs one lookup in it on the transport's thread
-     * (its {@code lookupMethod} must not block) and one more in grpc-java's server.
+     * may change while the server runs): grpc-java's server looks every call's method up once, as over Netty (the
+     * Reverb server hands it every call as a stream).
      *
      * @param fallbackRegistry the registry, or null for none.
      * @return this.
@@ -252,7 +252,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final Duration maxAgeGrace = maxConnectionAgeGrace;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
         final CodecRegistry registry = codecs;
-        return new ReverbServer(uri, List.copyOf(services), fallback, tracerFactories, b ->
+        return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
         {
             if (registry != null)
             {

@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import io.grpc.Attributes;
+import io.grpc.Compressor;
 import io.grpc.Decompressor;
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -8,170 +9,150 @@ import io.grpc.internal.ServerStream;
 import io.grpc.internal.ServerStreamListener;
 import io.grpc.internal.StatsTraceContext;
 import io.grpc.internal.StreamListener;
-import io.reverb.rpc.RpcContext;
-import io.reverb.rpc.RpcException;
 import io.reverb.rpc.compression.Codec;
-import io.reverb.rpc.compression.CodecRegistry;
-import reactor.util.context.Context;
 
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
-import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 /**
- * The server side of one call over Reverb, seen by grpc-java's server as a stream: the client's messages come from
- * rpc-core's request Flux (demand travels back as REQUEST_N), the messages grpc-java writes are the handler's
- * response publisher ({@link OutboundMessages}), response headers and trailers go into the call's
- * {@link RpcContext}, and the status ends the publisher.
+ * The server side of one call over Reverb, seen by grpc-java's server as a stream: directly on the call's Reverb
+ * stream of the stream-level SPI ({@link io.reverb.rpc.transport.stream.ServerStream}), one state machine under
+ * grpc-java's own and no Reactor. grpc-java's requests, writes, flushes, close and cancel go to the Reverb stream
+ * (whose held response travels with the status: grpc-java flushes every response but a one-response method's); the
+ * Reverb stream's callbacks, which never run concurrently, go to grpc-java's listener as they come.
  */
-final class ReverbServerStream extends ReverbStream<ServerStreamListener>
-    implements ServerStream, Runnable, StreamListener.MessageProducer
+// CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's and Reverb's stream types share their names
+final class ReverbServerStream implements ServerStream,
+    io.reverb.rpc.transport.stream.ServerStreamListener<InputStream>, StreamListener.MessageProducer
 {
     private static final AtomicInteger IDS = new AtomicInteger();
-    private static final AtomicReferenceFieldUpdater<ReverbServerStream, Status> CLOSING =
-        AtomicReferenceFieldUpdater.newUpdater(ReverbServerStream.class, Status.class, "closing");
-    private static final AtomicIntegerFieldUpdater<ReverbServerStream> OWED =
-        AtomicIntegerFieldUpdater.newUpdater(ReverbServerStream.class, "owed");
-    private static final AtomicIntegerFieldUpdater<ReverbServerStream> UNARY =
-        AtomicIntegerFieldUpdater.newUpdater(ReverbServerStream.class, "unaryState");
-    /** {@link #owed}: the listener is owed {@code onReady()}. */
-    private static final int OWED_READY = 1;
-    /** {@link #owed}: the listener is owed the unary request and the end of requests. */
-    private static final int OWED_REQUEST = 2;
-    /** {@link #unaryState}: grpc-java asked for the request. */
-    private static final int ASKED = 1;
-    /** {@link #unaryState}: rpc-core subscribed to the responses (a response written now goes straight to it). */
-    private static final int SUBSCRIBED = 2;
 
-    /** The Reverb call: its {@link RpcContext} is made only when this stream needs it (headers, trailers...). */
-    private final RpcContext.Carrier call;
+    private final io.reverb.rpc.transport.stream.ServerStream<InputStream> call;
     private final Attributes attributes;
-    private Context reactorContext;
-    private final OutboundMessages responses = new OutboundMessages(this);
+    private final StatsTraceContext statsTraceContext;
     private final int id = IDS.incrementAndGet();
-    /** The status of grpc-java's {@link #cancel(Status)}, once called: the listener is closed with it. */
-    private volatile Status cancelStatus;
-    /** The status the listener is closed with, once {@link #closeListener} was called. */
-    private volatile Status closing;
+    /** grpc-java's listener: set in streamCreated, before the Reverb stream reports anything. */
+    private ServerStreamListener listener;
+    /** The codec grpc-java set, or null for identity. */
+    private Codec compressor;
+    private boolean messageCompression = true;
     /**
-     * What the serializer owes the listener besides its close ({@link #OWED_READY}, {@link #OWED_REQUEST}): this
-     * stream is the serializer's one task ({@link #run}), which delivers what is owed, so that a call's callbacks cost
-     * no task object each.
+     * The first request, until grpc-java's listener takes it: this stream is its producer (most calls have one
+     * request, which then costs no object of its own); later ones get one each ({@link Delivery}).
      */
-    private volatile int owed;
-    /** A unary call's one request (given by rpc-core with the call), or null: a streaming call's come as a Flux. */
-    private final InputStream unaryRequest;
-    /** {@link #ASKED} and {@link #SUBSCRIBED}: the request is delivered once both happened, once. */
-    private volatile int unaryState;
-    /** The unary request's stream while grpc-java's listener may take it ({@link #next}). */
-    private InputStream requestMessage;
+    private InputStream firstRequest;
+    private boolean firstDelivered;
 
     /**
+     * @param call              the Reverb stream.
      * @param attributes        its transport's (one Reverb connection's) stream attributes.
-     * @param call              the Reverb call (its context is asked for only when needed).
      * @param statsTraceContext the stream's tracers.
-     * @param unaryRequest      a unary call's request, or null (a streaming call's requests are subscribed to).
      */
-    ReverbServerStream(final Attributes attributes, final RpcContext.Carrier call,
-        final StatsTraceContext statsTraceContext, final InputStream unaryRequest)
+    ReverbServerStream(final io.reverb.rpc.transport.stream.ServerStream<InputStream> call,
+        final Attributes attributes, final StatsTraceContext statsTraceContext)
     {
-        super(statsTraceContext);
         this.call = call;
         this.attributes = attributes;
-        this.unaryRequest = unaryRequest;
-    }
-
-    OutboundMessages responses()
-    {
-        return responses;
+        this.statsTraceContext = statsTraceContext;
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb
 
     @Override
-    public void setListener(final ServerStreamListener listener)
+    public void setListener(final ServerStreamListener serverListener)
     {
-        this.listener = listener;
+        this.listener = serverListener;
+    }
+
+    @Override
+    public void request(final int numMessages)
+    {
+        if (numMessages > 0)
+        {
+            call.request(numMessages);
+        }
     }
 
     @Override
     public void writeHeaders(final Metadata headers, final boolean flush)
     {
-        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata is imported, Reverb's is spelled out
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
-        // CHECKSTYLE.ON: InlineFullyQualifiedName
         if (converted != null)
         {
-            call.rpcContext().responseHeaders().merge(converted);
+            call.writeHeaders(converted);
         }
     }
 
     @Override
     public void writeMessage(final InputStream message)
     {
-        responses.offer(outbound(message));
+        final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
+        final int length = Payload.lengthOf(payload);
+        statsTraceContext.outboundMessage(0);
+        statsTraceContext.outboundWireSize(length);
+        statsTraceContext.outboundUncompressedSize(length);
+        call.writeMessage(payload);
+    }
+
+    @Override
+    public void flush()
+    {
+        call.flush();
     }
 
     @Override
     public boolean isReady()
     {
-        return responses.isReady();
+        return call.isReady();
     }
 
     @Override
     public void close(final Status status, final Metadata trailers)
     {
-        // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Metadata (see writeHeaders)
-        final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(trailers);
-        // CHECKSTYLE.ON: InlineFullyQualifiedName
-        if (status.isOk())
-        {
-            if (converted != null)
-            {
-                call.rpcContext().responseTrailers().merge(converted);
-            }
-            responses.complete();
-        }
-        else
-        {
-            responses.fail(new RpcException(GrpcBridge.toReverb(status), converted));
-        }
+        call.close(GrpcBridge.toReverb(status), GrpcBridge.toReverb(trailers));
     }
 
     @Override
     public void cancel(final Status status)
     {
-        // grpc-java's server gave up on the call (its deadline): the client gets the status, and the listener is
-        // closed with it, not OK: grpc-java tells the handler onCancel only for a status that is not OK. Recorded
-        // before the responses end, as their end (onTerminated) and a CANCEL racing in (onCancel) close the
-        // listener with it too, whichever comes first.
-        final Status reason = status.isOk() ? Status.CANCELLED.withDescription("stream cancelled") : status;
-        cancelStatus = reason;
-        closeListener(reason);
-        responses.fail(new RpcException(GrpcBridge.toReverb(reason)));
-        cancelInbound();
+        // grpc-java's server gave up on the call (its deadline): the client gets the status, the listener is closed
+        // with it (not OK: grpc-java tells the handler onCancel)
+        call.cancel(GrpcBridge.toReverb(status.isOk() ? Status.CANCELLED.withDescription("stream cancelled") : status));
+    }
+
+    @Override
+    public void optimizeForDirectExecutor()
+    {
+    }
+
+    /**
+     * grpc-java's codec for the responses (identity unless the call asked for compression): rpc-core compresses them
+     * into its MESSAGE frames with it (the COMPRESSED flag), once.
+     */
+    @Override
+    public void setCompressor(final Compressor grpcCompressor)
+    {
+        this.compressor = GrpcCodecs.of(grpcCompressor);
+        compressionChanged();
+    }
+
+    /** grpc-java's per-message switch: rpc-core compresses a call's responses alike, from now on. */
+    @Override
+    public void setMessageCompression(final boolean enable)
+    {
+        this.messageCompression = enable;
+        compressionChanged();
+    }
+
+    private void compressionChanged()
+    {
+        call.setCompression(messageCompression ? compressor : null);
     }
 
     @Override
     public void setDecompressor(final Decompressor decompressor)
     {
-        // rpc-core decompressed the messages already (the server's codec registry, see ReverbServerBuilder)
-    }
-
-    /** grpc-java's {@code ServerCall.setCompression} (or the switch): this call's responses from now on. */
-    @Override
-    void compressionChanged()
-    {
-        final Codec codec = outboundCodec();
-        if (codec == null)
-        {
-            call.responseCompression(CodecRegistry.IDENTITY); // grpc-java sets it on every call: no context for it
-        }
-        else
-        {
-            call.rpcContext().responseCompression(codec);
-        }
+        // rpc-core decompressed the requests already (the server's codec registry, see ReverbServerBuilder)
     }
 
     @Override
@@ -208,193 +189,74 @@ final class ReverbServerStream extends ReverbStream<ServerStreamListener>
     {
     }
 
-    // ---------------------------------------------------------------- Reverb -> grpc-java (requests)
+    // ---------------------------------------------------------------- Reverb -> grpc-java
 
     @Override
-    public Context currentContext()
+    public void messageRead(final InputStream message)
     {
-        // asked for by the request Flux of streaming calls only (unary calls hand over their request directly)
-        Context c = reactorContext;
-        if (c == null)
+        final int length = Payload.lengthOf(message);
+        statsTraceContext.inboundMessage(0);
+        statsTraceContext.inboundWireSize(length);
+        statsTraceContext.inboundUncompressedSize(length);
+        if (!firstDelivered)
         {
-            reactorContext = c = Context.of(RpcContext.CONTEXT_KEY, call.rpcContext());
+            firstDelivered = true;
+            firstRequest = message;
+            listener.messagesAvailable(this);
         }
-        return c;
-    }
-
-    @Override
-    public void onError(final Throwable t)
-    {
-        // the request side failed (e.g. a request over the size limit): the call is over
-        closeListener(GrpcBridge.statusOf(t));
-    }
-
-    @Override
-    public void onComplete()
-    {
-        execute(() ->
+        else
         {
-            if (!isClosed())
-            {
-                listener.halfClosed();
-            }
-        });
-    }
-
-    /**
-     * grpc-java asks for requests: a unary call's one request is delivered once rpc-core also subscribed to the
-     * responses (so that the handler's response, written from within the delivery with {@code directExecutor()}, goes
-     * straight to rpc-core instead of waiting in a queue made for it).
-     */
-    @Override
-    public void request(final int numMessages)
-    {
-        if (unaryRequest == null)
-        {
-            super.request(numMessages);
-        }
-        else if (numMessages > 0)
-        {
-            unaryStep(ASKED);
-        }
-    }
-
-    /**
-     * A unary call: rpc-core subscribed to the responses; the request goes to the listener once grpc-java asked for it.
-     */
-    void requestsReady()
-    {
-        unaryStep(SUBSCRIBED);
-    }
-
-    private void unaryStep(final int step)
-    {
-        int state;
-        do
-        {
-            state = unaryState;
-            if ((state & step) != 0)
-            {
-                return;
-            }
-        }
-        while (!UNARY.compareAndSet(this, state, state | step));
-        if ((state | step) == (ASKED | SUBSCRIBED))
-        {
-            countInbound(unaryRequest);
-            owe(OWED_REQUEST);
+            // grpc-java's server may take a message later, on its executor: each has a producer of its own
+            listener.messagesAvailable(new Delivery(message));
         }
     }
 
     @Override
-    public void onDemand()
+    public void halfClosed()
     {
-        owe(OWED_READY);
+        listener.halfClosed();
     }
 
-    private void owe(final int what)
+    @Override
+    public void onReady()
     {
-        int current;
-        do
-        {
-            current = owed;
-        }
-        while (!OWED.compareAndSet(this, current, current | what));
-        execute(this);
+        listener.onReady();
     }
 
-    /** The unary request's stream, once (grpc-java's message producer). */
+    @Override
+    public void closed(final io.reverb.rpc.Status status)
+    {
+        final Status grpcStatus = status.isOk() ? Status.OK : GrpcBridge.toGrpc(status);
+        statsTraceContext.streamClosed(grpcStatus);
+        listener.closed(grpcStatus);
+    }
+
+    /** The first request's producer: gives it once. */
     @Override
     public InputStream next()
     {
-        final InputStream m = requestMessage;
-        requestMessage = null;
+        final InputStream m = firstRequest;
+        firstRequest = null;
         return m;
     }
 
-    // ---------------------------------------------------------------- rpc-core's end of the responses
-
-    @Override
-    public void onCancel()
+    /** A later request's producer: gives it once. */
+    private static final class Delivery implements StreamListener.MessageProducer
     {
-        // rpc-core ended the call before its status was sent: the client cancelled, a deadline passed, the
-        // connection was lost or the server is shutting down; the listener is closed with that reason (never OK:
-        // the status did not go out, so grpc-java must tell the handler onCancel)
-        cancelInbound();
-        closeListener(endedEarly());
-    }
+        private InputStream message;
 
-    @Override
-    public void onTerminated()
-    {
-        // the status went to rpc-core, which sends it: the stream is done (unless grpc-java cancelled it)
-        cancelInbound();
-        final Status cancelled = cancelStatus;
-        closeListener(cancelled != null ? cancelled : Status.OK);
-    }
+        Delivery(final InputStream message)
+        {
+            this.message = message;
+        }
 
-    private Status endedEarly()
-    {
-        final Status cancelled = cancelStatus;
-        if (cancelled != null)
+        @Override
+        public InputStream next()
         {
-            return cancelled;
+            final InputStream m = message;
+            message = null;
+            return m;
         }
-        // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's Status (grpc-java's is imported)
-        // set by rpc-core before it cancels (a context made only now is made cancelled with it)
-        final io.reverb.rpc.Status why = call.rpcContext().cancellationStatus();
-        // CHECKSTYLE.ON: InlineFullyQualifiedName
-        if (why != null && !why.isOk())
-        {
-            return GrpcBridge.toGrpc(why);
-        }
-        return Status.CANCELLED.withDescription("call cancelled by the client");
-    }
-
-    /**
-     * Closes the listener with the status, on the serializer; the first status given wins (the listener is closed
-     * once).
-     */
-    private void closeListener(final Status status)
-    {
-        if (CLOSING.compareAndSet(this, null, status))
-        {
-            execute(this);
-        }
-    }
-
-    /**
-     * On the serializer, the stream's one task: gives the listener what it is owed ({@code onReady()}, then a unary
-     * call's request and the end of requests) unless the call is closing, then closes the listener with the status
-     * {@link #closeListener} was first given, if it was. Submitted once per thing owed; a run that finds nothing left
-     * (an earlier run delivered it) does nothing.
-     */
-    @Override
-    public void run()
-    {
-        final int work = OWED.getAndSet(this, 0);
-        if (work != 0 && closing == null && !isClosed())
-        {
-            if ((work & OWED_READY) != 0)
-            {
-                listener.onReady();
-            }
-            if ((work & OWED_REQUEST) != 0 && !isClosed())
-            {
-                requestMessage = unaryRequest;
-                listener.messagesAvailable(this);
-                if (!isClosed())
-                {
-                    listener.halfClosed();
-                }
-            }
-        }
-        final Status status = closing;
-        if (status == null || !markClosed())
-        {
-            return;
-        }
-        statsTraceContext.streamClosed(status);
-        listener.closed(status);
     }
 }
+// CHECKSTYLE.ON: InlineFullyQualifiedName

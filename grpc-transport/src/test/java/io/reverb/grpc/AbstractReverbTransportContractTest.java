@@ -28,7 +28,7 @@ abstract class AbstractReverbTransportContractTest extends AbstractTransportCont
         final List<ServerServiceDefinition> services)
     {
         address = newAddress();
-        return new ReverbServer(address, services, null, tracers, UnaryOperator.identity());
+        return new ReverbServer(address, services, tracers, UnaryOperator.identity());
     }
 
     @Override

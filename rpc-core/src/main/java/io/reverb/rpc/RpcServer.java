@@ -2,8 +2,10 @@ package io.reverb.rpc;
 
 import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.StreamHandling;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -162,6 +164,8 @@ public final class RpcServer implements AutoCloseable
          * thousands of calls on one connection (the load matrix runs 2048).
          */
         public static final int DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION = 4096;
+        /** The name the stream handler's calls to methods it did not list are counted under. */
+        public static final String OTHER_METHOD = "unlisted/other";
         /** Bytes one connection's compressed requests may hold, copied and inflated, by default: 64 MiB. */
         public static final long DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION = 64L * 1024 * 1024;
         private final String uri;
@@ -169,6 +173,8 @@ public final class RpcServer implements AutoCloseable
         private final List<ServerInterceptor> interceptors = new ArrayList<>();
         private final List<AcceptedConnection.Listener> connectionListeners = new ArrayList<>();
         private Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry;
+        private StreamHandling streamHandler;
+        private List<String> streamMethods = List.of();
         private Scheduler handlerScheduler;
         private Scheduler timerScheduler = Schedulers.parallel();
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
@@ -240,6 +246,27 @@ public final class RpcServer implements AutoCloseable
             final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> registry)
         {
             this.fallbackHandlerRegistry = Objects.requireNonNull(registry, "registry");
+            return this;
+        }
+
+        /**
+         * Where the calls that neither the services nor the {@link #fallbackHandlerRegistry fallback registry} serve
+         * go, as streams of the stream-level SPI (a {@code io.reverb.rpc.transport.stream.ServerStreamHandler}): the
+         * handler dispatches them itself, with no Reactor and no handler of rpc-core in between (reverb-grpc's server
+         * hands them to grpc-java's). The server's {@link #intercept interceptors} and {@link #executor executor} do not apply to them: the callbacks
+         * run on the transport's thread, and the handler runs its own. Without one, such calls end UNIMPLEMENTED.
+         *
+         * @param handler        takes the calls: a {@code ServerStreamHandler}.
+         * @param countedMethods the methods the handler serves (full names): each is counted on its own in the
+         *                       counters file and the metrics, as a service's method is; calls to any other name are
+         *                       counted together, under {@value Builder#OTHER_METHOD}, so a client cannot add names without
+         *                       bound.
+         * @return this.
+         */
+        public Builder streamHandler(final StreamHandling handler, final Collection<String> countedMethods)
+        {
+            this.streamHandler = Objects.requireNonNull(handler, "handler");
+            this.streamMethods = List.copyOf(countedMethods);
             return this;
         }
 
@@ -636,6 +663,18 @@ public final class RpcServer implements AutoCloseable
         public Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry()
         {
             return fallbackHandlerRegistry;
+        }
+
+        /** @return the handler of calls to methods the server does not serve itself, or null for none. */
+        public StreamHandling streamHandler()
+        {
+            return streamHandler;
+        }
+
+        /** @return the stream handler's methods counted each on its own. */
+        public List<String> streamMethods()
+        {
+            return streamMethods;
         }
 
         /** @return the listeners told of each accepted connection, in the order added (a copy). */

@@ -5,6 +5,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Finds a method by the ASCII bytes of its name in a CALL frame, without building a String per call. Immutable
@@ -14,21 +16,21 @@ import java.util.Collection;
  * bytes (two reads, whatever the name's length), and a candidate is compared word by word. A name shorter than eight
  * bytes is read byte by byte into one word (its first and last words are the same).
  */
-final class MethodRegistry
+final class MethodRegistry<T>
 {
     private static final int WORD = Long.BYTES;
 
     /** A registered name as words (little-endian), and its method. */
-    private static final class Entry
+    private static final class Entry<T>
     {
         final int length;
         final long first;
         final long last;
         /** Words at 8, 16, ... up to the last full word before {@link #last} (which may overlap them). */
         final long[] middle;
-        final ServerMethodDefinition<?, ?> definition;
+        final T definition;
 
-        Entry(final byte[] name, final ServerMethodDefinition<?, ?> definition)
+        Entry(final byte[] name, final T definition)
         {
             this.length = name.length;
             final ByteBuffer bytes = ByteBuffer.wrap(name).order(ByteOrder.LITTLE_ENDIAN);
@@ -43,22 +45,39 @@ final class MethodRegistry
         }
     }
 
-    private final Entry[] entries;
+    private final Entry<T>[] entries;
     private final int mask;
 
-    MethodRegistry(final Collection<ServerMethodDefinition<?, ?>> definitions)
+    /**
+     * @param definitions methods, found by their full names.
+     * @return a registry of them.
+     */
+    static MethodRegistry<ServerMethodDefinition<?, ?>> of(final Collection<ServerMethodDefinition<?, ?>> definitions)
+    {
+        final Map<String, ServerMethodDefinition<?, ?>> byName = new HashMap<>();
+        for (final ServerMethodDefinition<?, ?> definition : definitions)
+        {
+            byName.put(definition.method().fullMethodName(), definition);
+        }
+        return new MethodRegistry<>(byName);
+    }
+
+    /**
+     * @param byName what each full method name (ASCII) finds.
+     */
+    @SuppressWarnings("unchecked")
+    MethodRegistry(final Map<String, ? extends T> byName)
     {
         int capacity = 16;
-        while (capacity < definitions.size() * 2)
+        while (capacity < byName.size() * 2)
         {
             capacity <<= 1;
         }
         entries = new Entry[capacity];
         mask = capacity - 1;
-        for (final ServerMethodDefinition<?, ?> definition : definitions)
+        for (final Map.Entry<String, ? extends T> named : byName.entrySet())
         {
-            final Entry entry = new Entry(definition.method().fullMethodName().getBytes(StandardCharsets.US_ASCII),
-                definition);
+            final Entry<T> entry = new Entry<>(named.getKey().getBytes(StandardCharsets.US_ASCII), named.getValue());
             int i = hash(entry.length, entry.first, entry.last) & mask;
             while (entries[i] != null)
             {
@@ -72,16 +91,16 @@ final class MethodRegistry
      * @param buffer a frame's buffer (any byte order).
      * @param offset where the name starts.
      * @param length the name's length in bytes.
-     * @return the method, or null if none has that name.
+     * @return what the name finds, or null if none has that name.
      */
-    ServerMethodDefinition<?, ?> find(final ByteBuffer buffer, final int offset, final int length)
+    T find(final ByteBuffer buffer, final int offset, final int length)
     {
         final boolean swap = buffer.order() != ByteOrder.LITTLE_ENDIAN;
         final long first = swap ? Long.reverseBytes(firstWord(buffer, offset, length)) : firstWord(buffer, offset, length);
         final long last = swap ? Long.reverseBytes(lastWord(buffer, offset, length)) : lastWord(buffer, offset, length);
         for (int i = hash(length, first, last) & mask; entries[i] != null; i = (i + 1) & mask)
         {
-            final Entry entry = entries[i];
+            final Entry<T> entry = entries[i];
             if (entry.length == length && entry.first == first && entry.last == last &&
                 middleMatches(entry.middle, buffer, offset, swap))
             {

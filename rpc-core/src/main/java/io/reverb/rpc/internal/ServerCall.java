@@ -96,21 +96,33 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
         final int initialRequestN)
     {
+        this(connection, server, streamId, (MethodDescriptor<Req, Resp>)definition.method(), metadata, timeoutNanos,
+            initialRequestN, server.handlerScheduler(), !definition.method().type().serverSendsOneMessage());
+    }
+
+    /**
+     * @param handlers runs the handler, or null for the transport's thread.
+     * @param outbox   whether the responses may be collected into one write (see the field {@code out}).
+     */
+    ServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
+        final MethodDescriptor<Req, Resp> method, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN, final Scheduler handlers, final boolean outbox)
+    {
         this.connection = connection;
         this.server = server;
         this.streamId = streamId;
-        this.method = (MethodDescriptor<Req, Resp>)definition.method();
+        this.method = method;
         // the timeout is read from the deadline (no field of its own: 8 bytes less per call)
         this.deadline = timeoutNanos >= 0 ?
             Deadline.after(timeoutNanos, TimeUnit.NANOSECONDS, Deadline.Ticker.SYSTEM) : null;
         this.requestMetadata = metadata;
         this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
-        this.worker = server.handlerScheduler() != null ? server.handlerScheduler().createWorker() : null;
+        this.worker = handlers != null ? handlers.createWorker() : null;
         this.startNanos = server.metrics().callStarted();
         // looked up once: the end counts into the same counters (the handler is the subclasses' field, so the call
         // object is no larger for it); the start is counted by the connection after the dispatch (countStarted)
         this.counters = server.counters(method);
-        this.out = method.type().serverSendsOneMessage() ? null : new Outbox();
+        this.out = outbox ? new Outbox() : null;
     }
 
     /** A streaming call's responses on their way to the connection (see ServerCall's field {@code out}). */
@@ -180,6 +192,15 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
 
     /** The responses ended: no more demand for requests goes to the client. */
     abstract void responsesEnded();
+
+    /**
+     * The call is over and released, after {@link #requestsAborted} or {@link #responsesEnded}.
+     *
+     * @param status OK if its status was sent by {@link #finish}; otherwise why it ended early.
+     */
+    void ended(final Status status)
+    {
+    }
 
     // ------------------------------------------------------------ lifecycle
 
@@ -890,7 +911,13 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         finish(Status.OK, trailersCopy());
     }
 
-    private void finish(final Status status, final Metadata trailers)
+    /**
+     * Ends the call with its status, after the responses written (with the one held back, if any).
+     *
+     * @param status   the status.
+     * @param trailers its trailers, or null.
+     */
+    final void finish(final Status status, final Metadata trailers)
     {
         final OutboundFrame headers;
         final Disposable timer;
@@ -939,6 +966,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
                 writeOutbox(batch, batchCount);
             }
             released(status, timer);
+            ended(Status.OK);
             return;
         }
         // closed: nothing changes the final frame's fields any more, so it is written outside the monitor
@@ -948,6 +976,79 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         connection.write(this);
         released(status, timer);
+        ended(Status.OK);
+    }
+
+    /**
+     * A response of a stream ({@link TransportServerStream}): held back, so that a call's last response travels with
+     * its status, and the one held before it (if any) is written now. Its caller writes one response at a time.
+     *
+     * @param value the response.
+     */
+    final void sendHeld(final Resp value)
+    {
+        final int payloadLength;
+        final EncodedMessage encoded;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+            final OutboundCompression compression = responseCompression();
+            encoded = compression.applies(payloadLength) ?
+                compression.encode(method.responseMarshaller(), value, payloadLength) : null;
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to encode response: " + t).withCause(t));
+            return;
+        }
+        final OutboundFrame headers;
+        final Resp earlier;
+        final int earlierLength;
+        final EncodedMessage earlierEncoded;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            headers = takeHeaders();
+            server.metrics().messageSent(method, payloadLength);
+            earlier = pendingResponse;
+            earlierLength = pendingPayloadLength;
+            earlierEncoded = pendingEncoded;
+            pendingResponse = value;
+            pendingEncoded = encoded;
+            pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
+        }
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        if (earlier != null)
+        {
+            connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
+        }
+    }
+
+    /** Writes the response {@link #sendHeld} holds back, if any, now. */
+    final void flushHeld()
+    {
+        final Resp held;
+        final int length;
+        final EncodedMessage encoded;
+        synchronized (this)
+        {
+            held = pendingResponse;
+            if (closed || held == null)
+            {
+                return;
+            }
+            length = pendingPayloadLength;
+            encoded = pendingEncoded;
+            pendingResponse = null;
+            pendingEncoded = null;
+        }
+        connection.write(responseFrame(held, length, encoded));
     }
 
     // ------------------------------------------------------------ OutboundFrame (final response + STATUS)
@@ -1197,6 +1298,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         }
         requestsAborted();
         released(status != null ? status : reason != null ? reason : Status.CANCELLED, timer);
+        ended(why);
     }
 
     /**

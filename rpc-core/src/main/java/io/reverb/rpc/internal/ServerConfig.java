@@ -5,6 +5,7 @@ import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.transport.stream.ServerStreamHandler;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -43,6 +44,10 @@ public final class ServerConfig
     final long maxInflatedBytesPerConnection;
     /** Where methods not among {@link #services} are looked up, or null for nowhere. */
     final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry;
+    /** Takes the calls no service or fallback serves, or null for none. */
+    final ServerStreamHandler<?> streamHandler;
+    /** The stream handler's methods counted each on its own. */
+    final List<String> streamMethods;
 
     /**
      * @param settings a server builder's settings.
@@ -56,7 +61,18 @@ public final class ServerConfig
             settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
             settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
-            settings.minCompressionSize(), settings.maxInflatedBytesPerConnection(), settings.fallbackHandlerRegistry());
+            settings.minCompressionSize(), settings.maxInflatedBytesPerConnection(), settings.fallbackHandlerRegistry(),
+            streamHandlerOf(settings), settings.streamMethods());
+    }
+
+    private static ServerStreamHandler<?> streamHandlerOf(final RpcServer.Builder settings)
+    {
+        final Object handler = settings.streamHandler();
+        if (handler != null && !(handler instanceof ServerStreamHandler))
+        {
+            throw new IllegalArgumentException("not a ServerStreamHandler: " + handler);
+        }
+        return (ServerStreamHandler<?>)handler;
     }
 
     /**
@@ -111,7 +127,7 @@ public final class ServerConfig
             shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
             permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
             null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION,
-            null);
+            null, null, List.of());
     }
 
     private ServerConfig(final String uri, final List<ServiceDefinition> services,
@@ -121,9 +137,12 @@ public final class ServerConfig
         final long keepAlivePermitNanos, final boolean permitKeepAliveWithoutCalls, final long maxConnectionAgeNanos,
         final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
         final int minCompressionSize, final long maxInflatedBytesPerConnection,
-        final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry)
+        final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry,
+        final ServerStreamHandler<?> streamHandler, final List<String> streamMethods)
     {
         this.fallbackHandlerRegistry = fallbackHandlerRegistry;
+        this.streamHandler = streamHandler;
+        this.streamMethods = List.copyOf(streamMethods);
         this.maxInflatedBytesPerConnection = Math.max(maxInflatedBytesPerConnection,
             RpcServer.Builder.minInflatedBytesPerConnection(maxInboundMessageSize));
         this.codecs = Objects.requireNonNull(codecs, "codecs");

@@ -4,6 +4,7 @@ import io.reverb.rpc.compression.Codec;
 import io.reverb.common.LogLimiter;
 import io.reverb.common.counters.ProcessCounters;
 import io.reverb.rpc.AcceptedConnection;
+import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerInterceptor;
@@ -12,8 +13,10 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
+import io.reverb.rpc.transport.stream.ServerStreamHandler;
 import java.io.IOException;
 import java.net.URI;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -44,8 +47,12 @@ public final class ServerRuntime implements RpcServer.Runtime
     private final TransportProvider provider;
     private final Map<String, ServiceDefinition.ServerMethodDefinition<?, ?>> methods = new HashMap<>();
     private final Set<String> services = new HashSet<>();
-    private final MethodRegistry registry;
+    private final MethodRegistry<ServiceDefinition.ServerMethodDefinition<?, ?>> registry;
     private final ServerInterceptor[] interceptors;
+    /** The stream handler's listed methods, as descriptors of its marshaller; empty without a handler. */
+    private final MethodRegistry<MethodDescriptor<Object, Object>> streamMethods;
+    /** The descriptor every other call of the stream handler is counted under, or null without a handler. */
+    private final MethodDescriptor<Object, Object> otherStreamMethod;
     private final CallMetrics metrics;
     /** The process's counters file, or null where Agrona cannot run (the in-process transport without the flag). */
     private final ProcessCounters processCounters;
@@ -103,8 +110,22 @@ public final class ServerRuntime implements RpcServer.Runtime
                 methods.put(method.method().fullMethodName(), method);
             }
         }
-        this.registry = new MethodRegistry(methods.values());
+        this.registry = new MethodRegistry<>(methods);
         this.interceptors = config.interceptors;
+        final Map<String, MethodDescriptor<Object, Object>> byName = new HashMap<>();
+        if (config.streamHandler != null)
+        {
+            for (final String name : config.streamMethods)
+            {
+                byName.put(name, streamDescriptor(config.streamHandler, name));
+            }
+            otherStreamMethod = streamDescriptor(config.streamHandler, RpcServer.Builder.OTHER_METHOD);
+        }
+        else
+        {
+            otherStreamMethod = null;
+        }
+        this.streamMethods = new MethodRegistry<>(byName);
         this.processCounters = ProcessCounters.accessible() ? ProcessCounters.acquire() : null;
         if (processCounters != null)
         {
@@ -112,6 +133,16 @@ public final class ServerRuntime implements RpcServer.Runtime
             {
                 methodCounters.put(method.method(),
                     new ServerMethodCounters(processCounters, String.valueOf(config.uri), method.method().fullMethodName()));
+            }
+            for (final MethodDescriptor<Object, Object> method : byName.values())
+            {
+                methodCounters.put(method,
+                    new ServerMethodCounters(processCounters, String.valueOf(config.uri), method.fullMethodName()));
+            }
+            if (otherStreamMethod != null)
+            {
+                methodCounters.put(otherStreamMethod, new ServerMethodCounters(processCounters,
+                    String.valueOf(config.uri), otherStreamMethod.fullMethodName()));
             }
         }
         this.metrics = CallMetrics.create(config.meterRegistry, "server", processCounters == null ? null : this::callsInFlight);
@@ -172,14 +203,51 @@ public final class ServerRuntime implements RpcServer.Runtime
      * @param fullMethodName a method not among the services.
      * @return its definition in the fallback registry ({@code RpcServer.Builder.fallbackHandlerRegistry}), or null.
      */
+    boolean hasFallback()
+    {
+        return config.fallbackHandlerRegistry != null;
+    }
+
     ServiceDefinition.ServerMethodDefinition<?, ?> fallbackMethod(final String fullMethodName)
     {
         return config.fallbackHandlerRegistry == null ? null : config.fallbackHandlerRegistry.apply(fullMethodName);
     }
 
-    MethodRegistry methods()
+    MethodRegistry<ServiceDefinition.ServerMethodDefinition<?, ?>> methods()
     {
         return registry;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static MethodDescriptor<Object, Object> streamDescriptor(final ServerStreamHandler<?> handler,
+        final String name)
+    {
+        final Marshaller<Object> marshaller = (Marshaller<Object>)handler.marshaller();
+        return MethodDescriptor.<Object, Object>newBuilder()
+            .fullMethodName(name)
+            .type(MethodDescriptor.MethodType.BIDI_STREAMING) // what a stream is: its owner knows the method's type
+            .requestMarshaller(marshaller)
+            .responseMarshaller(marshaller)
+            .build();
+    }
+
+    /** @return the handler of the calls no service or fallback serves, or null. */
+    ServerStreamHandler<?> streamHandler()
+    {
+        return config.streamHandler;
+    }
+
+    /**
+     * @param buffer a CALL frame's buffer.
+     * @param offset where its method name starts.
+     * @param length the name's length.
+     * @return the descriptor a stream handler's call of that method is counted under: the method's if listed, else
+     *         the shared {@link RpcServer.Builder#OTHER_METHOD}'s.
+     */
+    MethodDescriptor<Object, Object> streamMethod(final ByteBuffer buffer, final int offset, final int length)
+    {
+        final MethodDescriptor<Object, Object> listed = streamMethods.find(buffer, offset, length);
+        return listed != null ? listed : otherStreamMethod;
     }
 
     boolean hasService(final String serviceName)

@@ -2,6 +2,8 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.compression.Codec;
@@ -243,21 +245,39 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         ServiceDefinition.ServerMethodDefinition<?, ?> definition =
             server.methods().find(buffer, call.methodOffset(), call.methodLength());
         Status notFound = null;
+        MethodDescriptor<Object, Object> streamMethod = null;
+        String streamMethodName = null;
         if (definition == null)
         {
-            // the services first, then the fallback registry (user code: asked outside the stream map's monitor)
-            final String method = call.method();
-            try
+            // the services first, then the fallback registry (user code: asked outside the stream map's monitor),
+            // then the stream handler
+            String method = null;
+            if (server.hasFallback())
             {
-                definition = server.fallbackMethod(method);
+                method = call.method();
+                try
+                {
+                    definition = server.fallbackMethod(method);
+                }
+                catch (final RuntimeException e)
+                {
+                    notFound = Status.INTERNAL.withDescription("the fallback handler registry failed to look up " +
+                        method + ": " + e);
+                }
             }
-            catch (final RuntimeException e)
+            if (definition == null && notFound == null && server.streamHandler() != null)
             {
-                notFound = Status.INTERNAL.withDescription("the fallback handler registry failed to look up " + method +
-                    ": " + e);
+                streamMethod = server.streamMethod(buffer, call.methodOffset(), call.methodLength());
+                // a listed method's name is its descriptor's (no String per call); another's is read from the frame
+                streamMethodName = !RpcServer.Builder.OTHER_METHOD.equals(streamMethod.fullMethodName()) ?
+                    streamMethod.fullMethodName() : method != null ? method : call.method();
             }
-            if (definition == null && notFound == null)
+            else if (definition == null && notFound == null)
             {
+                if (method == null)
+                {
+                    method = call.method();
+                }
                 final int slash = method.lastIndexOf('/');
                 final String service = slash > 0 ? method.substring(0, slash) : method;
                 notFound = server.hasService(service) ?
@@ -295,7 +315,10 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 write(new OutboundFrame.StatusFrame(streamId, notFound, null));
                 return;
             }
-            serverCall = ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+            serverCall = streamMethod != null ?
+                new TransportServerStream<>(this, server, streamId, streamMethod, streamMethodName, metadata, timeoutNanos,
+                    initialRequestN) :
+                ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
             streams.putHeld(streamId, serverCall);
         }
         if (deferStarts)

@@ -63,7 +63,7 @@ class MethodRegistryTest
         {
             definitions.add(definition(name(length, 'a')));
         }
-        final MethodRegistry registry = new MethodRegistry(definitions);
+        final MethodRegistry<ServiceDefinition.ServerMethodDefinition<?, ?>> registry = MethodRegistry.of(definitions);
         int lookups = 0;
         for (final ServiceDefinition.ServerMethodDefinition<?, ?> definition : definitions)
         {
