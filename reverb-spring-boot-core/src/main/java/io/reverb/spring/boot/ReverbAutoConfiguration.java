@@ -5,6 +5,7 @@ import io.grpc.BindableService;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.reverb.grpc.ReverbObservationClientInterceptor;
+import io.reverb.grpc.ReverbObservationServerInterceptor;
 import io.reverb.grpc.ReverbServerBuilder;
 import io.reverb.rpc.RpcService;
 import io.reverb.rpc.observation.ObservationClientInterceptor;
@@ -193,11 +194,11 @@ public class ReverbAutoConfiguration
         }
 
         /**
-         * The context's ObservationRegistry observes the grpc-java channels' calls too: grpc-java's calls over Reverb
-         * are Reverb streams that rpc-core's call interceptors never see, so the observation is a grpc-java
-         * interceptor there, with the same name and keys as the native channels'. Applied after the other
-         * customizers: grpc-java runs the interceptor added last first, so the observation wraps the others (as
-         * rpc-core's, added first, does on native channels).
+         * The context's ObservationRegistry observes the grpc-java channels' and servers' calls too: grpc-java's calls
+         * over Reverb are Reverb streams that rpc-core's call interceptors never see, so the observation is a
+         * grpc-java interceptor there, with the same name and keys as the native channels' and servers'. Applied after
+         * the other customizers: grpc-java runs the interceptor added last first, so the observation wraps the others
+         * (as rpc-core's, added first, does on native channels and servers).
          */
         @Configuration(proxyBeanMethods = false)
         @ConditionalOnClass(ObservationRegistry.class)
@@ -210,6 +211,13 @@ public class ReverbAutoConfiguration
             {
                 return (name, builder) ->
                     registry.ifAvailable(r -> builder.intercept(new ReverbObservationClientInterceptor(r)));
+            }
+
+            @Bean
+            @Order(Ordered.LOWEST_PRECEDENCE)
+            ReverbGrpcServerCustomizer reverbGrpcServerObservations(final ObjectProvider<ObservationRegistry> registry)
+            {
+                return builder -> registry.ifAvailable(r -> builder.intercept(new ReverbObservationServerInterceptor(r)));
             }
         }
     }

@@ -116,6 +116,9 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         }
         @SuppressWarnings("unchecked")
         final ServerStreamHandler<M> handler = (ServerStreamHandler<M>)server.streamHandler();
+        // the drain is held while the handler starts the call: what it asks for meanwhile (request, close) is
+        // delivered when it returns, not inside it (grpc-java's server would queue a re-entrant callback)
+        WIP.getAndIncrement(this);
         try
         {
             handler.streamCreated(this, fullMethodName, requestMetadataIfAny());
@@ -124,7 +127,6 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         {
             LISTENER_FAILURE_LOG.log("streamCreated", "the stream handler failed on a call of " + fullMethodName, t);
             cancelCall(Status.INTERNAL.withDescription("the server failed to start the call"), null);
-            return;
         }
         final boolean missing;
         synchronized (this)
@@ -135,9 +137,8 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         {
             cancelCall(Status.INTERNAL.withDescription("the stream handler set no listener for " + fullMethodName),
                 null);
-            return;
         }
-        drain();
+        drainLoop(1);
     }
 
     @Override
@@ -569,7 +570,13 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         {
             return;
         }
-        int missed = 1;
+        drainLoop(1);
+    }
+
+    /** The drain's runner (the drain held, {@code signalled} times): delivers until nothing is owed. */
+    private void drainLoop(final int signalled)
+    {
+        int missed = signalled;
         while (true)
         {
             while (true)

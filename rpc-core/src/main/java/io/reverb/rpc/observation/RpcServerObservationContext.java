@@ -57,7 +57,13 @@ public final class RpcServerObservationContext extends RequestReplyReceiverConte
         return status;
     }
 
-    void status(final Status status)
+    /**
+     * Records how the call ended, before its observation stops (an interceptor outside rpc-core, such as reverb-grpc's
+     * for grpc-java servers, sets it as rpc-core's does).
+     *
+     * @param status the call's status.
+     */
+    public void status(final Status status)
     {
         this.status = status;
     }

@@ -22,7 +22,8 @@ public interface ServerStreamHandler<M> extends StreamHandling
     /**
      * A call arrived. Called on the transport's thread (before the requests that came with the call are delivered);
      * must not block. The handler must {@link ServerStream#setListener set the listener} before it returns; it may
-     * answer at once (an unknown method: {@link ServerStream#close} with UNIMPLEMENTED).
+     * ask for requests and answer at once (an unknown method: {@link ServerStream#close} with UNIMPLEMENTED). The
+     * listener hears nothing before this returns.
      *
      * @param stream         the call.
      * @param fullMethodName its method, {@code package.Service/Method} as the client sent it.
