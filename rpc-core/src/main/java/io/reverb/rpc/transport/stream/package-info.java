@@ -1,7 +1,20 @@
 /**
- * The stream-level client transport SPI: one call on one connection as a stream driven by callbacks, shaped like
- * grpc-java's internal {@code ClientTransport}/{@code ClientStream}/{@code ClientStreamListener}. A bridge (reverb-grpc's
- * grpc-java transport) runs its calls on it with one state machine per call and no Reactor.
+ * The stream-level transport SPI: one call on one connection as a stream driven by callbacks, shaped like grpc-java's
+ * internal {@code ClientTransport}/{@code ClientStream}/{@code ClientStreamListener} and, on the server,
+ * {@code ServerTransportListener.streamCreated}/{@code ServerStream}/{@code ServerStreamListener}. A bridge
+ * (reverb-grpc's grpc-java transport) runs its calls on it with one state machine per call and no Reactor.
+ *
+ * <h2>Server side</h2>
+ * A server given a {@link io.reverb.rpc.transport.stream.ServerStreamHandler} ({@code RpcServer.Builder.streamHandler})
+ * hands it each call that neither its services nor its fallback registry serve, as a
+ * {@link io.reverb.rpc.transport.stream.ServerStream}: the handler sets the stream's
+ * {@link io.reverb.rpc.transport.stream.ServerStreamListener} and asks for requests with {@code request(n)} (the
+ * client is granted more with REQUEST_N only once it sent a request without ending: a unary call costs none); it
+ * writes responses within the client's demand (beyond it they wait, {@code isReady()} false, {@code onReady()} when
+ * REQUEST_N arrives), each held until {@code flush()}, the next response or {@code close}, so that a one-response
+ * call's response leaves with its STATUS; {@code close} sends the status after them, {@code cancel} ends the call
+ * now. The listener's callbacks never run concurrently, nothing is reported before {@code streamCreated} returns,
+ * and {@code closed} comes last, once (OK when the status was sent).
  *
  * <h2>Model</h2>
  * A {@link io.reverb.rpc.transport.stream.ClientTransport} is one connection. Its
