@@ -110,6 +110,7 @@ final class ClientWireConnection extends WireConnection
 
     void attach(final Connection connection)
     {
+        readBatchesSignalled(connection.signalsReadComplete());
         this.connection = connection;
         final long interval = channel.keepAliveNanos();
         if (interval > 0)
@@ -340,6 +341,7 @@ final class ClientWireConnection extends WireConnection
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
+                    streamEnded(); // from the batch's second end on, what its callbacks write is corked
                     final Status received = Status.fromCodeValue(code).withDescription(description);
                     final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
                     // refused while the server shuts down: no handler ran, the call may go to the server that follows

@@ -40,6 +40,41 @@ interface OutboundFrame
     {
     }
 
+    /**
+     * Frames of several calls sent in one transport message: only the attachment of that message, so that a refusal
+     * fails each frame's call. Never encoded.
+     */
+    final class Group implements OutboundFrame
+    {
+        private final OutboundFrame[] frames;
+
+        Group(final OutboundFrame[] frames)
+        {
+            this.frames = frames;
+        }
+
+        @Override
+        public int length()
+        {
+            throw new UnsupportedOperationException("a group is not encoded");
+        }
+
+        @Override
+        public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
+        {
+            throw new UnsupportedOperationException("a group is not encoded");
+        }
+
+        @Override
+        public void failed(final Status status)
+        {
+            for (final OutboundFrame frame : frames)
+            {
+                frame.failed(status);
+            }
+        }
+    }
+
     /** MESSAGE. */
     final class Message<T> implements OutboundFrame
     {

@@ -74,6 +74,7 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         this.connection = connection;
         final ServerConfig config = server.config();
         this.deferStarts = server.handlerScheduler() == null && connection.signalsReadComplete();
+        readBatchesSignalled(connection.signalsReadComplete());
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
         this.inflationBudget = new InflationBudget(config.maxInflatedBytesPerConnection);
         this.inflationLane = new InflationLane(this, inflationBudget, config.maxInboundMessageSize, server.inflater());
@@ -397,16 +398,31 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         return opened != null && opened.streamId == streamId ? opened : streams.get(streamId);
     }
 
-    /** The end of a read batch: starts the calls it opened, in order, except those it already ended. */
+    /**
+     * The end of a read batch: starts the calls it opened, in order, except those it already ended; with several, what
+     * their handlers answer on this thread is corked and leaves together, in few transport messages, when the last
+     * one has started.
+     */
     @Override
-    public void onReadComplete(final Connection connection)
+    public void onReadComplete(final Connection readConnection)
     {
         lastOpened = null;
-        ServerCall<?, ?> call;
-        while ((call = deferred.poll()) != null)
+        if (deferred.size() > 1)
         {
-            // a call the batch already ended runs no handler: start() and begin() check, under its monitor
-            startAndCount(call);
+            cork();
+        }
+        try
+        {
+            ServerCall<?, ?> call;
+            while ((call = deferred.poll()) != null)
+            {
+                // a call the batch already ended runs no handler: start() and begin() check, under its monitor
+                startAndCount(call);
+            }
+        }
+        finally
+        {
+            super.onReadComplete(readConnection);
         }
     }
 

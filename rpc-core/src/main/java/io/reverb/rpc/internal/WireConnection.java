@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -56,6 +57,22 @@ abstract class WireConnection implements ConnectionHandler
     private boolean closeWhenFlushed;
     private final FrameHeaderFlyweight inHeader = new FrameHeaderFlyweight();
     private Throwable encodeFailure;
+    /**
+     * The cork (guarded by writeLock): while the transport's thread delivers a read batch of several transport
+     * messages (or, on a server, starts several calls at its end), the frames it writes wait here and leave together,
+     * in few transport messages, when the batch ends (as a read loop flushes once). Any other thread's write, and any
+     * close, writes them first, so that frames keep the order in which they were written. Null while not corked.
+     */
+    private Thread corkOwner;
+    private OutboundFrame[] corked;
+    private int corkedCount;
+    private int corkedBytes;
+    /** Transport messages delivered in the current read batch; the transport's thread only. */
+    private int batchMessages;
+    /** Streams the current read batch ended (a client's STATUS frames); the transport's thread only. */
+    private int batchEnds;
+    /** Whether the transport says when a read batch ends (then the cork may be used); set when attached. */
+    private boolean batches;
 
     WireConnection(final int maxInboundMessageSize, final CodecRegistry codecs)
     {
@@ -86,16 +103,156 @@ abstract class WireConnection implements ConnectionHandler
     {
         final int result;
         final Throwable failure;
+        List<Object[]> uncorked = null;
         synchronized (writeLock)
         {
             if (closed || connection == null)
             {
                 return false;
             }
-            result = offerLocked(frame);
-            failure = takeEncodeFailure(result);
+            if (corkOwner != null)
+            {
+                if (corkOwner == Thread.currentThread())
+                {
+                    uncorked = corkLocked(frame);
+                    result = ClaimResult.OK;
+                    failure = null;
+                }
+                else
+                {
+                    uncorked = flushCorkedLocked();
+                    result = offerLocked(frame);
+                    failure = takeEncodeFailure(result);
+                }
+            }
+            else
+            {
+                result = offerLocked(frame);
+                failure = takeEncodeFailure(result);
+            }
         }
+        reportFailures(uncorked);
         return result == ClaimResult.OK || reportFailure(frame, result, failure);
+    }
+
+    // ---------------------------------------------------------------- the cork
+
+    /**
+     * Starts corking this thread's frames (the transport's thread, delivering a read batch): see {@link #corkOwner}.
+     */
+    final void cork()
+    {
+        synchronized (writeLock)
+        {
+            if (corkOwner == null)
+            {
+                corkOwner = Thread.currentThread();
+            }
+        }
+    }
+
+    /** Writes the corked frames and stops corking. */
+    final void uncork()
+    {
+        final List<Object[]> failures;
+        synchronized (writeLock)
+        {
+            if (corkOwner == null)
+            {
+                return;
+            }
+            corkOwner = null;
+            failures = flushCorkedLocked();
+        }
+        reportFailures(failures);
+    }
+
+    // guarded by writeLock: appends the owner's frame; a transport message's worth leaves at once
+    private List<Object[]> corkLocked(final OutboundFrame frame)
+    {
+        if (corked == null)
+        {
+            corked = new OutboundFrame[32];
+        }
+        else if (corkedCount == corked.length)
+        {
+            corked = Arrays.copyOf(corked, corkedCount * 2);
+        }
+        corked[corkedCount++] = frame;
+        corkedBytes += frame.length();
+        return corkedBytes >= COALESCE_LIMIT ? flushCorkedLocked() : null;
+    }
+
+    // guarded by writeLock: writes what is corked (several calls' frames), in order; @return failures to report
+    private List<Object[]> flushCorkedLocked()
+    {
+        final int count = corkedCount;
+        if (count == 0)
+        {
+            return null;
+        }
+        corkedCount = 0;
+        corkedBytes = 0;
+        try
+        {
+            return writeAllLocked(corked, count, false, null);
+        }
+        finally
+        {
+            Arrays.fill(corked, 0, count, null);
+        }
+    }
+
+    /**
+     * The transport's thread is about to deliver a transport message: from the second of a read batch on, what it
+     * writes is corked until the batch ends ({@link #onReadComplete}); a lone message (a ping-pong) is never corked.
+     */
+    private void beforeMessage()
+    {
+        if (batches && ++batchMessages == 2)
+        {
+            cork();
+        }
+    }
+
+    /**
+     * The transport's thread is about to end a stream (a client's STATUS): from the read batch's second on, what it
+     * writes is corked until the batch ends, so that the calls a client starts as others end (a load generator, a
+     * pipeline) leave together, while a lone response's successor leaves at once.
+     */
+    final void streamEnded()
+    {
+        if (batches && ++batchEnds == 2)
+        {
+            cork();
+        }
+    }
+
+    /** The end of a read batch: what was corked leaves. Subclasses that override it call it last. */
+    @Override
+    public void onReadComplete(final Connection readConnection)
+    {
+        batchMessages = 0;
+        batchEnds = 0;
+        uncork();
+    }
+
+    /**
+     * @param signalled whether the transport calls {@link #onReadComplete} at the end of each read batch (its
+     *                  {@code signalsReadComplete()}): only then does the transport's thread cork its frames.
+     */
+    final void readBatchesSignalled(final boolean signalled)
+    {
+        this.batches = signalled;
+    }
+
+    /** Tests: whether frames are corked now. */
+    final boolean corked()
+    {
+        synchronized (writeLock)
+        {
+            return corkOwner != null;
+        }
     }
 
     /**
@@ -109,13 +266,38 @@ abstract class WireConnection implements ConnectionHandler
      */
     final void writeAll(final OutboundFrame[] frames, final int count)
     {
-        List<Object[]> failures = null;
+        writeAll(frames, count, true);
+    }
+
+    /**
+     * {@link #writeAll(OutboundFrame[], int)}, for frames of one call or of several.
+     *
+     * @param frames  the frames, from index 0.
+     * @param count   how many.
+     * @param oneCall whether they are one call's: else a transport message that fails (or that the peer refuses)
+     *                fails each of its frames' calls, not only the first's.
+     */
+    final void writeAll(final OutboundFrame[] frames, final int count, final boolean oneCall)
+    {
+        List<Object[]> failures;
         synchronized (writeLock)
         {
             if (closed || connection == null)
             {
                 return; // dropped, as write() drops them
             }
+            failures = flushCorkedLocked(); // corked frames were written first (this writes them, whoever corked)
+            failures = writeAllLocked(frames, count, oneCall, failures);
+        }
+        reportFailures(failures);
+    }
+
+    // guarded by writeLock: writeAll's work; @return failures (added to those given) to report outside the lock
+    private List<Object[]> writeAllLocked(final OutboundFrame[] frames, final int count, final boolean oneCall,
+        final List<Object[]> earlier)
+    {
+        List<Object[]> failures = earlier;
+        {
             final int limit = Math.min(COALESCE_LIMIT, connection.maxMessageLength());
             int i = 0;
             while (i < count)
@@ -130,7 +312,7 @@ abstract class WireConnection implements ConnectionHandler
                         j++;
                     }
                 }
-                int result = j - i > 1 ? writeCoalesced(frames, i, j, total) : ClaimResult.OK;
+                int result = j - i > 1 ? writeCoalesced(frames, i, j, total, oneCall) : ClaimResult.OK;
                 if (j - i == 1 || result == ENCODE_FAILED)
                 {
                     // one frame, or a frame of the group failed to encode (nothing was sent): one by one
@@ -152,12 +334,15 @@ abstract class WireConnection implements ConnectionHandler
                 }
                 else if (result != ClaimResult.OK)
                 {
-                    failures = noteFailure(failures, frames[i], result);
+                    for (int k = i; k < (oneCall ? i + 1 : j); k++)
+                    {
+                        failures = noteFailure(failures, frames[k], result);
+                    }
                 }
                 i = j;
             }
         }
-        reportFailures(failures);
+        return failures;
     }
 
     // guarded by writeLock
@@ -180,7 +365,8 @@ abstract class WireConnection implements ConnectionHandler
     }
 
     // guarded by writeLock: frames[from..to) in one claim of total bytes; ENCODE_FAILED aborts it (nothing sent)
-    private int writeCoalesced(final OutboundFrame[] frames, final int from, final int to, final int total)
+    private int writeCoalesced(final OutboundFrame[] frames, final int from, final int to, final int total,
+        final boolean oneCall)
     {
         final int result = connection.tryClaim(total, claim);
         if (result != ClaimResult.OK)
@@ -204,7 +390,8 @@ abstract class WireConnection implements ConnectionHandler
             claim.abort();
             return ENCODE_FAILED;
         }
-        claim.attachment(frames[from]); // a refusal fails the frames' call (they are one call's: see the callers)
+        // a refusal fails the frames' call, or each frame's call when they are several calls'
+        claim.attachment(oneCall ? frames[from] : new OutboundFrame.Group(Arrays.copyOfRange(frames, from, to)));
         final int committed = claim.commit();
         claim.attachment(null);
         return committed;
@@ -223,6 +410,7 @@ abstract class WireConnection implements ConnectionHandler
         final int id;
         final int result;
         final Throwable failure;
+        final List<Object[]> uncorked;
         synchronized (writeLock)
         {
             if (closed || connection == null)
@@ -234,9 +422,20 @@ abstract class WireConnection implements ConnectionHandler
             {
                 return -1;
             }
-            result = offerLocked(frame);
-            failure = takeEncodeFailure(result);
+            if (corkOwner == Thread.currentThread())
+            {
+                uncorked = corkLocked(frame); // ids stay in order: the corked frames leave before anyone else's
+                result = ClaimResult.OK;
+                failure = null;
+            }
+            else
+            {
+                uncorked = corkOwner != null ? flushCorkedLocked() : null;
+                result = offerLocked(frame);
+                failure = takeEncodeFailure(result);
+            }
         }
+        reportFailures(uncorked);
         if (result != ClaimResult.OK)
         {
             reportFailure(frame, result, failure); // outside the lock: it runs the call's failure path
@@ -343,6 +542,15 @@ abstract class WireConnection implements ConnectionHandler
      */
     final void closeWhenFlushed()
     {
+        List<Object[]> uncorked = null;
+        synchronized (writeLock)
+        {
+            if (corkedCount > 0 && !closed && connection != null)
+            {
+                uncorked = flushCorkedLocked(); // written before the close, as every frame written so far
+            }
+        }
+        reportFailures(uncorked);
         synchronized (writeLock)
         {
             if (!pending.isEmpty())
@@ -413,6 +621,16 @@ abstract class WireConnection implements ConnectionHandler
     {
         synchronized (writeLock)
         {
+            for (int i = 0; i < corkedCount; i++)
+            {
+                if (corked[i] == frame)
+                {
+                    corkedBytes -= frame.length();
+                    System.arraycopy(corked, i + 1, corked, i, corkedCount - i - 1);
+                    corked[--corkedCount] = null;
+                    return true;
+                }
+            }
             return pending.removeFirstOccurrence(frame);
         }
     }
@@ -422,6 +640,12 @@ abstract class WireConnection implements ConnectionHandler
         synchronized (writeLock)
         {
             pending.clear();
+            if (corkedCount > 0)
+            {
+                Arrays.fill(corked, 0, corkedCount, null);
+                corkedCount = 0;
+                corkedBytes = 0;
+            }
         }
     }
 
@@ -434,6 +658,7 @@ abstract class WireConnection implements ConnectionHandler
         {
             return;
         }
+        beforeMessage();
         FrameCodec.le(message);
         final int end = message.limit();
         int at = message.position();
