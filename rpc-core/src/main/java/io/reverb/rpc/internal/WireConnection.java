@@ -151,13 +151,13 @@ abstract class WireConnection implements ConnectionHandler
         }
     }
 
-    /** Writes the corked frames and stops corking. */
+    /** Writes the corked frames and stops corking, if this thread corked. */
     final void uncork()
     {
         final List<Object[]> failures;
         synchronized (writeLock)
         {
-            if (corkOwner == null)
+            if (corkOwner != Thread.currentThread())
             {
                 return;
             }
