@@ -221,7 +221,7 @@ final class TcpTransmitter
         }
         final int length = sq.length[i];
         final boolean hasPayload = type != TcpFrame.READ_REQUEST && length > 0;
-        if (!roomFor(hasPayload ? length : 0))
+        if (!roomForCopied(hasPayload ? copiedBytes(i) : 0))
         {
             return false;
         }
@@ -243,8 +243,34 @@ final class TcpTransmitter
     /** @return true if a header and a payload of {@code length} bytes fit now (a gathered payload takes no room) */
     private boolean roomFor(final int length)
     {
-        final int copied = length >= GATHER_MIN_BYTES ? 0 : length;
+        return roomForCopied(length >= GATHER_MIN_BYTES ? 0 : length);
+    }
+
+    /** @return true if a header and {@code copied} bytes copied into the staging buffer fit now */
+    private boolean roomForCopied(final int copied)
+    {
         return STAGING_BYTES - txFill >= TcpFrame.HEADER_LENGTH + copied;
+    }
+
+    /**
+     * @return the bytes of request {@code i}'s payload that {@link #addPayload} copies into the staging buffer: each
+     *         SGE under {@link #GATHER_MIN_BYTES} is copied, whatever the request's total (a request of several small
+     *         SGEs may be larger than that in all, e.g. an engine message split where its send ring wraps)
+     */
+    private int copiedBytes(final int i)
+    {
+        final int base = i * MAX_SGE;
+        final int count = sq.sgeCount[i];
+        int copied = 0;
+        for (int k = 0; k < count; k++)
+        {
+            final int sgeBytes = sq.sgeLength[base + k];
+            if (sgeBytes < GATHER_MIN_BYTES)
+            {
+                copied += sgeBytes;
+            }
+        }
+        return copied;
     }
 
     private void addPayload(final TcpMemoryRegion region, final int offset, final int length)
