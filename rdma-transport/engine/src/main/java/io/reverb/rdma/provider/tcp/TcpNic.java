@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.provider.base.Tasks;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
@@ -34,6 +35,8 @@ import org.slf4j.LoggerFactory;
 final class TcpNic implements Runnable
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpNic.class);
+    /** A QP that failed on this thread: logged at most so often (a bug that hits every QP must not flood the log). */
+    private static final LogLimiter QP_FAILURE_LOG = new LogLimiter((line, t) -> LOG.error(line, t));
     private static final long IDLE_SELECT_MS = 100;
     private static final TcpQueuePair[] NONE = new TcpQueuePair[0];
 
@@ -141,7 +144,14 @@ final class TcpNic implements Runnable
                 final TcpQueuePair[] qps = queuePairs;
                 for (final TcpQueuePair qp : qps)
                 {
-                    nextDeadline = Math.min(nextDeadline, qp.doWork(now));
+                    try
+                    {
+                        nextDeadline = Math.min(nextDeadline, qp.doWork(now));
+                    }
+                    catch (final RuntimeException e)
+                    {
+                        queuePairFailed(qp, e);
+                    }
                 }
                 if (busyPollNanos > 0 && now - lastEventNanos < busyPollNanos)
                 {
@@ -194,6 +204,19 @@ final class TcpNic implements Runnable
                 // Closing anyway.
             }
         }
+    }
+
+    /**
+     * A QP's work threw (a bug, not its peer's doing: what a peer sends is checked before use): that QP goes down
+     * (its requests complete in error, its socket closes) and leaves this thread; the NIC's other connections go on.
+     * If taking it down throws too, the NIC thread fails as a whole, as before.
+     */
+    private void queuePairFailed(final TcpQueuePair qp, final RuntimeException e)
+    {
+        QP_FAILURE_LOG.log("qp", "tcp:// " + qp + " failed on the NIC thread; it goes down, the NIC's other " +
+            "connections go on", e);
+        queuePairs = ArrayUtil.remove(queuePairs, qp);
+        qp.peerGone();
     }
 
     private boolean anyPendingWork()

@@ -492,6 +492,9 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         reader.updateChannelInterest(rnr);
     }
 
+    /** Tests only: the next {@link #doWork} on the NIC thread throws this (a bug in a QP's work, staged). */
+    volatile RuntimeException failNextWorkForTests;
+
     /**
      * One duty cycle: fail a request whose local SGEs were bad once its turn comes, resume or expire an
      * RNR wait, move queued frames to the socket.
@@ -500,6 +503,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     long doWork(final long now)
     {
+        final RuntimeException injected = failNextWorkForTests;
+        if (injected != null)
+        {
+            failNextWorkForTests = null;
+            throw injected;
+        }
         if (!wire.tryLock())
         {
             if (reader.pollerAtWork())

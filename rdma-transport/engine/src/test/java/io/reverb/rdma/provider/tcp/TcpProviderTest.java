@@ -409,6 +409,51 @@ class TcpProviderTest
         }
     }
 
+    /**
+     * A QP whose work throws on the NIC thread (a bug: its transmitter once overran its staging buffer) goes down on
+     * its own; the NIC's other connections carry on and new ones are accepted. Before, the NIC thread died and took
+     * every connection of its context with it, and later accepts failed on its closed selector.
+     */
+    @Test
+    void shouldTakeDownOnlyTheQpWhoseWorkFailsOnTheNicThread() throws Exception
+    {
+        try (VerbsContext server = new TcpVerbsProvider().open(VerbsConfig.defaults());
+            VerbsContext client = new TcpVerbsProvider().open(VerbsConfig.defaults()))
+        {
+            final QueuePair[] failing = connectPair(server, client, 16);
+            final QueuePair[] healthy = connectPair(server, client, 16);
+            ((TcpQueuePair)failing[1]).failNextWorkForTests = new IllegalStateException("staged bug in a QP's work");
+            final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+            while (failing[1].state() != QpState.ERROR)
+            {
+                awaitProgress(0, deadline);
+            }
+
+            assertThat(healthy[1].state()).isEqualTo(QpState.RTS);
+            assertThat(roundTrips(healthy, 20)).as("failed completions on the other connection").isZero();
+            final QueuePair[] later = connectPair(server, client, 16);
+            assertThat(roundTrips(later, 20)).as("failed completions on a connection made afterwards").isZero();
+        }
+    }
+
+    /** @return failed completions over {@code rounds} SEND + RDMA WRITE round trips from pair[1] to pair[0] */
+    private static int roundTrips(final QueuePair[] pair, final int rounds) throws IOException
+    {
+        final QueuePair receiver = pair[0];
+        final QueuePair sender = pair[1];
+        final MemoryRegion recvRegion = receiver.pd().allocate(64 * 16, Access.LOCAL_WRITE);
+        final MemoryRegion target = receiver.pd().allocate(4096, Access.ALL);
+        final MemoryRegion sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
+        final RecvRequest recv = new RecvRequest();
+        for (int i = 0; i < 16; i++)
+        {
+            recv.wrId(i).setSge(recvRegion, i * 64, 64);
+            receiver.postRecv(recv);
+        }
+        return runRounds(sender, receiver, recvRegion, sendRegion, target, recv, new SendRequest(), new SendRequest(),
+            new WorkCompletions(16), rounds);
+    }
+
     @Test
     void shouldDeliverEveryRequestWhenTheNicBusyPolls() throws Exception
     {
