@@ -463,22 +463,9 @@ class TcpProviderTest
         {
             assertThat(((TcpVerbsContext)server).config().tcpBusyPollNanos()).isEqualTo(200_000);
             final QueuePair[] pair = connectPair(server, client, 16);
-            final QueuePair receiver = pair[0];
-            final QueuePair sender = pair[1];
-            final MemoryRegion recvRegion = receiver.pd().allocate(64 * 16, Access.LOCAL_WRITE);
-            final MemoryRegion target = receiver.pd().allocate(4096, Access.ALL);
-            final MemoryRegion sendRegion = sender.pd().allocate(4096, Access.LOCAL_WRITE);
-            final RecvRequest recv = new RecvRequest();
-            for (int i = 0; i < 16; i++)
-            {
-                recv.wrId(i).setSge(recvRegion, i * 64, 64);
-                receiver.postRecv(recv);
-            }
-            final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, new SendRequest(),
-                new SendRequest(), new WorkCompletions(16), 1_000);
-            assertThat(failures).isZero();
-            assertThat(sender.state()).isEqualTo(QpState.RTS);
-            assertThat(receiver.state()).isEqualTo(QpState.RTS);
+            assertThat(roundTrips(pair, 1_000)).isZero();
+            assertThat(pair[1].state()).isEqualTo(QpState.RTS);
+            assertThat(pair[0].state()).isEqualTo(QpState.RTS);
         }
     }
 
