@@ -69,6 +69,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
     private volatile boolean closed;
+    /** Channel fires that found the wire taken ({@link #channelKeyFired}): written by the poller thread only. */
+    private volatile long channelFiresDeferred;
 
     private final TcpSendQueue sq;
     private final TcpRecvQueue rq;
@@ -397,13 +399,16 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
 
     /**
      * The poller's channel saw this socket readable while the poller slept: its registration fires once, until the
-     * poller reads the socket again (a socket it does not read cannot keep it awake). Poller thread; never waits.
+     * poller reads the socket again (a socket it does not read cannot keep it awake). Poller thread; never waits: if
+     * another thread holds the wire (the NIC at its lease check or an ACK), the watch stays on and the channel wakes
+     * the poller once more at its next select, when the wire is likely free (counted: {@link #channelFiresDeferred}).
      */
     void channelKeyFired()
     {
         if (!wire.tryLock())
         {
-            return; // the watch stays on: the channel wakes the poller again until it reads
+            channelFiresDeferred++; // the poller's thread only
+            return;
         }
         try
         {
@@ -924,6 +929,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         inbound.forget();
         recvCq.detachReader(this);
         nic.removed(this);
+    }
+
+    /** @return times the channel's watch fired while another thread held the wire and stayed on (tests) */
+    long channelFiresDeferred()
+    {
+        return channelFiresDeferred;
     }
 
     @Override

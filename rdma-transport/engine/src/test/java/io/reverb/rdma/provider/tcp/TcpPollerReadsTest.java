@@ -320,11 +320,16 @@ class TcpPollerReadsTest
         postSend(5);
         assertThat(channel.await(TIMEOUT_NANOS)).isPositive();
 
-        // Not polled: the socket stays readable, and the channel does not wake for it again (no busy loop).
+        // Not polled: the socket stays readable, and the channel does not wake for it again (no busy loop). A fire
+        // that found the wire taken (the NIC thread at its lease check: seen once in ~300 runs on a loaded machine)
+        // leaves the watch on by design, and the channel wakes once more for it; any other wake is a busy loop.
+        int wakes = 0;
         for (int i = 0; i < 3; i++)
         {
-            assertThat(channel.await(TimeUnit.MILLISECONDS.toNanos(20))).isZero();
+            wakes += channel.await(TimeUnit.MILLISECONDS.toNanos(20)) > 0 ? 1 : 0;
         }
+        assertThat(wakes).as("wakes after the first, each one for a fire that found the wire taken")
+            .isLessThanOrEqualTo((int)Math.min(3, receiver.channelFiresDeferred()));
         awaitReceive(5);
         awaitSendCompletion();
     }
