@@ -18,9 +18,11 @@ import io.reverb.rpc.compression.Codec;
 
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 
 /**
  * The client side of one grpc-java call over Reverb, directly on a Reverb stream of the stream SPI
@@ -33,6 +35,15 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Frames on the wire are Reverb's (CALL, MESSAGE, HALF_CLOSE, REQUEST_N, CANCEL / HEADERS, MESSAGE, STATUS), so the
  * server may be a grpc-java server over Reverb or a native Reverb server.
+ *
+ * <p>Flow control, streaming responses: grpc-java's {@code request(n)} says how many messages its listener takes
+ * ({@link #request}), not how many the server may send. grpc-java's stubs ask for one message at a time, and passed
+ * on as REQUEST_N each would make a response stream a round trip per message (grpc-java over Netty has HTTP/2's byte
+ * window instead: the server sends ahead). So this stream asks the server for a window of messages ahead of its
+ * listener, up to {@link #WINDOW_BYTES} of the largest message seen so far and at most {@link #MAX_WINDOW_MESSAGES}
+ * (none before the first message: its size is unknown), topped up once half of it arrived; what arrived ahead waits
+ * here until grpc-java asks for it. A server's status waits behind those messages; an end decided here (cancel,
+ * deadline, connection lost) drops them, as on grpc-java's own transports.
  */
 // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's stream types are imported, Reverb's are spelled out
 final class ReverbClientStream extends CallbackSerializer
@@ -86,10 +97,33 @@ final class ReverbClientStream extends CallbackSerializer
     private Payload endResponse;
     /** The response's stream while grpc-java's listener may take it ({@link #next}). */
     private InputStream endMessage;
+    /** The end is the server's status (messages that arrived before it are still delivered); written before hand-over. */
+    private boolean endFromServer;
     /** {@link #END_AT_CALLER}: the task runs next on the waiting caller; {@link #END_ON_SERIALIZER}: on the serializer. */
     private int endStage;
     private static final int END_AT_CALLER = 1;
     private static final int END_ON_SERIALIZER = 2;
+    /** Bytes of responses the server may send ahead of grpc-java's requests (HTTP/2's default window in grpc-java). */
+    static final int WINDOW_BYTES = 1024 * 1024;
+    /** The most responses the server may send ahead of grpc-java's requests. */
+    static final int MAX_WINDOW_MESSAGES = 64;
+    private static final AtomicLongFieldUpdater<ReverbClientStream> REQUESTED =
+        AtomicLongFieldUpdater.newUpdater(ReverbClientStream.class, "requested");
+    /** Streaming responses: messages grpc-java asked for in all (any thread; capped, never wraps). */
+    private volatile long requested;
+    /** Streaming responses, on the serializer: messages given to the listener, received, asked of the server. */
+    private long delivered;
+    private long received;
+    private long askedOfServer;
+    /** Streaming responses, on the serializer: the largest message so far (sizes the window; 0: none yet). */
+    private int largestResponse;
+    /** Streaming responses, on the serializer: what arrived ahead of grpc-java's requests, oldest first; or null. */
+    private ArrayDeque<Delivery> ahead;
+    private long aheadBytes;
+    /** Streaming responses: the server's status came while messages waited here; it follows the last of them. */
+    private boolean endWaits;
+    /** Streaming responses: delivers what grpc-java asked for and tops the window up (made once per call). */
+    private Runnable requestTask;
     /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
     boolean isLive;
     ReverbClientStream previousLive;
@@ -160,7 +194,28 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void request(final int numMessages)
     {
-        stream.request(numMessages);
+        if (unary)
+        {
+            stream.request(numMessages); // one response, which comes with its status
+            return;
+        }
+        if (numMessages <= 0)
+        {
+            throw new IllegalArgumentException("request(" + numMessages + "): must be positive");
+        }
+        long now;
+        do
+        {
+            now = requested;
+        }
+        while (!REQUESTED.compareAndSet(this, now, Math.min(now + numMessages, Long.MAX_VALUE / 2)));
+        Runnable task = requestTask;
+        if (task == null)
+        {
+            task = this::deliverAhead; // a benign race: two threads may each make one
+            requestTask = task;
+        }
+        execute(task);
     }
 
     @Override
@@ -207,6 +262,21 @@ final class ReverbClientStream extends CallbackSerializer
         if (stream != null) // set once, by start
         {
             stream.cancel(GrpcBridge.toReverb(reason)); // closes this stream's listener through closed(...)
+            if (!unary)
+            {
+                // the server's status may have come already and wait behind messages grpc-java did not ask for: the
+                // cancel ends the call now, and they are dropped (as grpc-java's own transports stop delivery)
+                execute(() ->
+                {
+                    if (endWaits)
+                    {
+                        endWaits = false;
+                        ahead.clear();
+                        aheadBytes = 0;
+                        closeNow(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
+                    }
+                });
+            }
         }
         else
         {
@@ -337,6 +407,14 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void closed(final io.reverb.rpc.Status status, final io.reverb.rpc.Metadata trailers)
     {
+        closed(status, trailers, false);
+    }
+
+    @Override
+    public void closed(final io.reverb.rpc.Status status, final io.reverb.rpc.Metadata trailers,
+        final boolean fromServer)
+    {
+        endFromServer = fromServer;
         final Status grpcStatus = GrpcBridge.toGrpc(status);
         final Metadata grpcTrailers = GrpcBridge.toGrpc(trailers);
         final ClientStreamListener.RpcProgress progress = GrpcBridge.progressOf(status);
@@ -389,6 +467,16 @@ final class ReverbClientStream extends CallbackSerializer
             endStage = END_ON_SERIALIZER;
             execute(this); // runs it here now unless another callback of this stream runs: then right after that one
             return;
+        }
+        if (ahead != null && !ahead.isEmpty() && !closed)
+        {
+            if (endFromServer && !cancelling)
+            {
+                endWaits = true; // after the messages that came before it, as grpc-java asks for them
+                return;
+            }
+            ahead.clear(); // ended here: what waited is dropped
+            aheadBytes = 0;
         }
         final Payload response = endResponse;
         endResponse = null;
@@ -446,6 +534,93 @@ final class ReverbClientStream extends CallbackSerializer
         }
     }
 
+    /**
+     * On the serializer: a streaming response arrived. It goes to the listener if grpc-java asked for it and nothing
+     * waits before it, else it waits; then the window is topped up.
+     */
+    private void responseArrived(final Delivery delivery, final int length)
+    {
+        received++;
+        if (length > largestResponse)
+        {
+            largestResponse = length;
+        }
+        if ((ahead == null || ahead.isEmpty()) && delivered < requested)
+        {
+            delivered++;
+            delivery.deliver();
+        }
+        else
+        {
+            if (ahead == null)
+            {
+                ahead = new ArrayDeque<>();
+            }
+            ahead.add(delivery);
+            aheadBytes += length;
+        }
+        askServer();
+    }
+
+    /** On the serializer (grpc-java asked for more): what waits here, as far as asked, then the window and the end. */
+    private void deliverAhead()
+    {
+        if (closed)
+        {
+            return;
+        }
+        final ArrayDeque<Delivery> waiting = ahead;
+        if (waiting != null)
+        {
+            Delivery next;
+            while (delivered < requested && (next = waiting.poll()) != null)
+            {
+                delivered++;
+                aheadBytes -= next.length;
+                next.deliver();
+                if (closed)
+                {
+                    return;
+                }
+            }
+            if (endWaits && waiting.isEmpty())
+            {
+                endWaits = false;
+                run(); // the server's status, after its messages
+                return;
+            }
+        }
+        askServer();
+    }
+
+    /**
+     * On the serializer: asks the server for more messages once those it may still send and those waiting here, beyond
+     * what grpc-java still wants, are half the window or fewer; then up to the window. The window is
+     * {@link #WINDOW_BYTES} of the largest message so far (at most {@link #MAX_WINDOW_MESSAGES}), and none while that
+     * many bytes wait here already.
+     */
+    private void askServer()
+    {
+        if (closed)
+        {
+            return; // (after the server's status the Reverb stream ignores requests)
+        }
+        final long coming = askedOfServer - received + (ahead == null ? 0 : ahead.size());
+        final long wanted = requested - delivered;
+        final long window = largestResponse == 0 || aheadBytes >= WINDOW_BYTES ? 0 :
+            Math.max(1, Math.min(MAX_WINDOW_MESSAGES, WINDOW_BYTES / largestResponse));
+        if (coming >= wanted && coming - wanted > window / 2)
+        {
+            return;
+        }
+        final long more = Math.min(wanted + window - coming, Integer.MAX_VALUE);
+        if (more > 0)
+        {
+            askedOfServer += more;
+            stream.request((int)more);
+        }
+    }
+
     /** On the serializer: empty headers for a message that came without any (grpc-java's listener expects them). */
     private void deliverHeadersIfNone()
     {
@@ -472,10 +647,12 @@ final class ReverbClientStream extends CallbackSerializer
     private final class Delivery implements Runnable, StreamListener.MessageProducer
     {
         private InputStream message;
+        private final int length;
 
         Delivery(final Payload payload)
         {
             this.message = payload;
+            this.length = payload.length();
         }
 
         @Override
@@ -485,6 +662,19 @@ final class ReverbClientStream extends CallbackSerializer
             {
                 return;
             }
+            if (unary)
+            {
+                deliver(); // a second response on a unary call: grpc-java's call layer refuses it
+            }
+            else
+            {
+                responseArrived(this, length);
+            }
+        }
+
+        /** To the listener, with empty headers first if none came. */
+        void deliver()
+        {
             deliverHeadersIfNone();
             listener.messagesAvailable(this);
         }

@@ -52,8 +52,9 @@ abstract class AbstractReverbConformanceTest extends AbstractGrpcConformanceTest
     @Override
     protected int maxSentAheadOfReader(final int total, final int requested)
     {
-        // grpc-java's request(n) travels as REQUEST_N and rpc-core hands the server exactly that much demand
-        return requested;
+        // the client's stream asks the server for what grpc-java requested plus a window of at most
+        // MAX_WINDOW_MESSAGES ahead (as Netty's HTTP/2 window lets a server send ahead, by bytes): a bound, not total-1
+        return requested + ReverbClientStream.MAX_WINDOW_MESSAGES;
     }
 
     @Override

@@ -64,6 +64,8 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     private boolean inCallback;
     private Status endStatus;
     private Metadata endTrailers;
+    /** The end is the server's STATUS (the listener is told: {@link ClientStreamListener#closed(Status, Metadata, boolean)}). */
+    private boolean endFromServer;
     private long demandBeforeCall;
     /** Messages the server may still take (one before it asks). */
     private long credit = 1;
@@ -496,6 +498,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     {
         final Status status;
         final Metadata trailers;
+        final boolean fromServer;
         synchronized (this)
         {
             inCallback = false;
@@ -506,8 +509,9 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             closeDelivered = true;
             status = endStatus;
             trailers = endTrailers;
+            fromServer = endFromServer;
         }
-        listener.closed(status, trailers);
+        listener.closed(status, trailers, fromServer);
     }
 
     @Override
@@ -593,7 +597,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     void onStatus(final Status status, final Metadata trailers)
     {
         removed = true; // the connection removed it before this call: no second removal on the unary path
-        endStream(status, trailers, false);
+        endStream(status, trailers, false, true);
     }
 
     @Override
@@ -640,6 +644,17 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
      */
     private void endStream(final Status status, final Metadata trailers, final boolean tellServer)
     {
+        endStream(status, trailers, tellServer, false);
+    }
+
+    /**
+     * As {@link #endStream(Status, Metadata, boolean)}.
+     *
+     * @param fromServer the status is the server's STATUS frame.
+     */
+    private void endStream(final Status status, final Metadata trailers, final boolean tellServer,
+        final boolean fromServer)
+    {
         final ClientWireConnection conn;
         final boolean sent;
         final boolean deliver;
@@ -653,6 +668,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             ended = true;
             endStatus = status;
             endTrailers = trailers != null ? trailers : new Metadata();
+            endFromServer = fromServer;
             waiting = null;
             firstMessage = null;
             sent = callSent;
@@ -685,7 +701,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
         host.metrics().callEnded(method, status, startNanos);
         if (deliver)
         {
-            listener.closed(status, endTrailers);
+            listener.closed(status, endTrailers, fromServer);
         }
     }
 }

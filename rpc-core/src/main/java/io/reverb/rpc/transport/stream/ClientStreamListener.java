@@ -39,4 +39,19 @@ public interface ClientStreamListener
      * @param trailers the server's trailers, or empty.
      */
     void closed(Status status, Metadata trailers);
+
+    /**
+     * As {@link #closed(Status, Metadata)}, saying where the status came from; the stream calls this one, which by
+     * default calls that one. A listener that holds messages it has not handed on yet tells the two ends apart here, as
+     * grpc-java's transports do: the messages that arrived before the server's status are still delivered (as asked
+     * for), and an end decided here (cancel, deadline, connection lost) drops them.
+     *
+     * @param status     how it ended.
+     * @param trailers   the server's trailers, or empty.
+     * @param fromServer the status is the server's (its STATUS frame); false for a status decided here.
+     */
+    default void closed(final Status status, final Metadata trailers, final boolean fromServer)
+    {
+        closed(status, trailers);
+    }
 }
