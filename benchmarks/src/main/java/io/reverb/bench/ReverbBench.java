@@ -17,6 +17,7 @@ import io.reverb.bench.report.JsonReport;
 import io.reverb.bench.report.TextReport;
 import io.reverb.bench.target.BenchServer;
 import io.reverb.bench.target.EchoClient;
+import io.reverb.bench.target.GrpcTarget;
 import io.reverb.bench.target.Target;
 import io.reverb.bench.target.TargetSettings;
 import io.reverb.bench.target.Targets;
@@ -275,7 +276,8 @@ public final class ReverbBench
 
     private static boolean isPolling(final URI uri)
     {
-        return (Targets.forUri(uri).framework().equals("reverb") && !Targets.isInProcessOnly(uri)) ||
+        return ((Targets.forUri(uri).framework().equals("reverb") || GrpcTarget.isOverReverb(uri)) &&
+            !Targets.isInProcessOnly(uri)) ||
             FloorTargets.isFloor(uri) || TcpFloorTarget.SCHEME.equals(uri.getScheme());
     }
 

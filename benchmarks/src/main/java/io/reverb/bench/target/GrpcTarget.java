@@ -90,9 +90,16 @@ public final class GrpcTarget implements Target
     }
 
     /**
-     * @param uri {@code grpc+shm://name?direct=true}.
-     * @return the Reverb address underneath, {@code shm://name} (the grpc-only query parameters dropped).
+     * @param uri      {@code grpc+shm://name?direct=true}.
+     * @param settings the run's settings: a polling mode asked for is the Reverb transport's, as for native targets.
+     * @return the Reverb address underneath, {@code shm://name} (the grpc-only query parameters dropped), with
+     *     {@code polling=MODE} added when asked for ({@link ReverbTarget#withPolling}).
      */
+    private static String reverbAddress(final URI uri, final TargetSettings settings)
+    {
+        return ReverbTarget.withPolling(URI.create(reverbAddress(uri)), settings).toString();
+    }
+
     private static String reverbAddress(final URI uri)
     {
         final String s = uri.toString().substring(REVERB_PREFIX.length());
@@ -133,7 +140,7 @@ public final class GrpcTarget implements Target
         final boolean direct = isDirect(uri);
         if (isOverReverb(uri))
         {
-            final ReverbServerBuilder builder = ReverbServerBuilder.forAddress(reverbAddress(uri))
+            final ReverbServerBuilder builder = ReverbServerBuilder.forAddress(reverbAddress(uri, settings))
                 .addService(serviceDefinition()).maxInboundMessageSize(MAX_MESSAGE);
             if (direct)
             {
@@ -176,7 +183,7 @@ public final class GrpcTarget implements Target
         final ManagedChannel channel;
         if (isOverReverb(uri))
         {
-            final ReverbChannelBuilder builder = ReverbChannelBuilder.forTarget(reverbAddress(uri))
+            final ReverbChannelBuilder builder = ReverbChannelBuilder.forTarget(reverbAddress(uri, settings))
                 .maxInboundMessageSize(MAX_MESSAGE);
             if (direct)
             {
