@@ -115,7 +115,7 @@ final class ReverbClientStream extends CallbackSerializer
     private long delivered;
     private long received;
     private long askedOfServer;
-    /** Streaming responses, on the serializer: the largest message so far (sizes the window; 0: none yet). */
+    /** Streaming responses, on the serializer: the largest message so far, at least 1 (sizes the window; 0: none yet). */
     private int largestResponse;
     /** Streaming responses, on the serializer: what arrived ahead of grpc-java's requests, oldest first; or null. */
     private ArrayDeque<Delivery> ahead;
@@ -541,10 +541,7 @@ final class ReverbClientStream extends CallbackSerializer
     private void responseArrived(final Delivery delivery, final int length)
     {
         received++;
-        if (length > largestResponse)
-        {
-            largestResponse = length;
-        }
+        largestResponse = Math.max(largestResponse, Math.max(length, 1)); // an empty message opens the window too
         if ((ahead == null || ahead.isEmpty()) && delivered < requested)
         {
             delivered++;

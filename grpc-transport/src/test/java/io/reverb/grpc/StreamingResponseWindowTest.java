@@ -103,7 +103,7 @@ class StreamingResponseWindowTest
 
         // the window lets the server send all ten and its status while the client read one
         assertThat(service.ended.await(30, TimeUnit.SECONDS)).as("the server ended its stream").isTrue();
-        assertThat(reader.received).hasValue(1);
+        reader.awaitReceived(1);
         reader.readAll();
 
         final Throwable error = reader.done.handle((v, t) -> t).get(30, TimeUnit.SECONDS);
@@ -121,6 +121,7 @@ class StreamingResponseWindowTest
         final Reader reader = new Reader(1);
         EchoGrpc.newStub(channel).serverStream(EchoRequest.newBuilder().setCount(10).setSize(8).build(), reader);
         assertThat(service.ended.await(30, TimeUnit.SECONDS)).as("the server ended its stream").isTrue();
+        reader.awaitReceived(1);
 
         reader.call.get().cancel("the client is done", null);
         reader.readAll(); // nothing more: the cancel dropped what waited
@@ -143,6 +144,17 @@ class StreamingResponseWindowTest
         Reader(final int initial)
         {
             this.initial = initial;
+        }
+
+        /** Waits (up to 30 s) until {@code count} messages arrived, and checks that no more did. */
+        void awaitReceived(final int count) throws InterruptedException
+        {
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (received.get() < count && System.nanoTime() < deadline)
+            {
+                Thread.sleep(1);
+            }
+            assertThat(received).as("messages delivered: as many as asked for").hasValue(count);
         }
 
         void readAll()

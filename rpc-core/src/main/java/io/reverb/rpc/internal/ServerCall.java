@@ -182,6 +182,18 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
      */
     abstract void onRequest(Req value, boolean endOfStream);
 
+    /**
+     * A request message and its size on the wire (decompressed): by default {@link #onRequest(Object, boolean)}.
+     *
+     * @param value       the request.
+     * @param endOfStream the client sends no more.
+     * @param size        its serialized size in bytes.
+     */
+    void onRequest(final Req value, final boolean endOfStream, final int size)
+    {
+        onRequest(value, endOfStream);
+    }
+
     /** The client sends no more requests. */
     abstract void onHalfClose();
 
@@ -1117,7 +1129,7 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             singleRequest = value;
         }
-        onRequest(value, endOfStream);
+        onRequest(value, endOfStream, size);
     }
 
     /**

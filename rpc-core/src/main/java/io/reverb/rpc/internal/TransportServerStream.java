@@ -43,6 +43,10 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         new LogLimiter((line, t) -> WireConnection.LOG.warn(line, t));
     private static final AtomicIntegerFieldUpdater<TransportServerStream> WIP =
         AtomicIntegerFieldUpdater.newUpdater(TransportServerStream.class, "wip");
+    /** Request bytes a streaming client may send ahead of the listener's demand: see {@link #takeGrant}. */
+    static final int WINDOW_BYTES = 1024 * 1024;
+    /** The most requests a streaming client may send ahead of the listener's demand. */
+    static final int MAX_WINDOW_MESSAGES = 64;
     /** In {@link #outbound}: the held response leaves here. */
     private static final Object FLUSH = new Object();
 
@@ -61,12 +65,14 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     private ArrayDeque<M> moreRequests;
     /** Requests the listener asked for and did not get yet. */
     private long requested;
-    /** Requests the listener asked for in all. */
-    private long demandTotal;
     /** Requests the client may send in all: the one before any REQUEST_N, then what was granted. */
     private volatile long granted = 1;
     /** The client sent a request without ending: from then on demand travels to it as REQUEST_N. */
     private boolean grantsOpen;
+    /** Requests that arrived, in all. */
+    private long arrived;
+    /** The largest request so far, in bytes (at least 1 once one arrived; 0 before): sizes the window. */
+    private int largestRequest;
     /** The client half-closed (delivered after its requests). */
     private boolean halfClosePending;
     private boolean halfCloseDelivered;
@@ -156,6 +162,12 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     @Override
     void onRequest(final M value, final boolean endOfStream)
     {
+        onRequest(value, endOfStream, 0);
+    }
+
+    @Override
+    void onRequest(final M value, final boolean endOfStream, final int size)
+    {
         final long grant;
         synchronized (this)
         {
@@ -163,6 +175,8 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
             {
                 return;
             }
+            arrived++;
+            largestRequest = Math.max(largestRequest, Math.max(size, 1));
             if (firstRequest == null && (moreRequests == null || moreRequests.isEmpty()))
             {
                 firstRequest = value;
@@ -180,14 +194,10 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
                 halfClosePending = true;
                 grant = 0;
             }
-            else if (!grantsOpen)
-            {
-                grantsOpen = true;
-                grant = takeGrant();
-            }
             else
             {
-                grant = 0;
+                grantsOpen = true;
+                grant = takeGrant(); // the first grant, or the window topped up
             }
         }
         sendGrant(grant);
@@ -313,23 +323,55 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         synchronized (this)
         {
             requested = addCap(requested, n);
-            demandTotal = addCap(demandTotal, n);
             grant = takeGrant();
         }
         sendGrant(grant);
         drain();
     }
 
-    /** Guarded by this. @return the REQUEST_N to send the client now, 0 for none. */
+    /**
+     * Guarded by this. What the client is granted: the requests the listener asked for and did not get, plus a window
+     * ahead of them, so that a listener asking for one request at a time (grpc-java's streaming calls do) does not
+     * make each request a round trip: {@link #WINDOW_BYTES} of the largest request so far, at most
+     * {@link #MAX_WINDOW_MESSAGES} (none before the first request), topped up once half of it arrived. What arrives
+     * ahead waits here for the listener's demand. A client that switches to larger requests can have up to
+     * {@link #MAX_WINDOW_MESSAGES} times the server's maximum message size waiting per call, as a native streaming
+     * handler's prefetch allows.
+     *
+     * @return the REQUEST_N to send the client now, 0 for none.
+     */
     private long takeGrant()
     {
-        if (!grantsOpen || halfClosePending || closing != null || demandTotal <= granted)
+        final long given = granted;
+        if (!grantsOpen || halfClosePending || closing != null || given == Long.MAX_VALUE)
         {
             return 0;
         }
-        final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
-        granted = demandTotal;
-        return delta;
+        if (requested == Long.MAX_VALUE)
+        {
+            granted = Long.MAX_VALUE; // unbounded demand: unbounded grant, as before
+            return Long.MAX_VALUE;
+        }
+        final long coming = given - arrived + queuedRequests();
+        final long window = largestRequest == 0 ? 0 :
+            Math.max(1, Math.min(MAX_WINDOW_MESSAGES, WINDOW_BYTES / largestRequest));
+        if (coming >= requested && coming - requested > window / 2)
+        {
+            return 0;
+        }
+        final long more = requested + window - coming;
+        if (more <= 0)
+        {
+            return 0;
+        }
+        granted = given + more;
+        return more;
+    }
+
+    /** Guarded by this. @return requests that arrived and wait for the listener's demand. */
+    private int queuedRequests()
+    {
+        return (firstRequest != null ? 1 : 0) + (moreRequests == null ? 0 : moreRequests.size());
     }
 
     private void sendGrant(final long grant)

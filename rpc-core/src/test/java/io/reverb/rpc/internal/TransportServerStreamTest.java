@@ -197,8 +197,71 @@ class TransportServerStreamTest
         assertThat(handler.only().messages).containsExactly("m0", "m1", "m2");
         assertThat(answer.messages).containsExactly("m0+m1+m2");
         assertThat(answer.closes).containsExactly(StatusCode.OK);
-        assertThat(countFrames(serverSide.messages, FrameType.REQUEST_N)).as("one grant per message after the first")
-            .isEqualTo(3);
+        assertThat(countFrames(serverSide.messages, FrameType.REQUEST_N))
+            .as("one grant, with the window, at the first request: not one per request").isEqualTo(1);
+    }
+
+    @ParameterizedTest(name = "read batches signalled: {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldGrantAWindowAheadOfAListenerAskingOneAtATime(final boolean batches)
+    {
+        connect(batches);
+        final int count = 500;
+        handler.onCreated = (stream, events) -> stream.request(1);
+        handler.onMessage = (stream, events) -> stream.request(1); // one at a time, as grpc-java's streaming calls
+        handler.onHalfClosed = (stream, events) ->
+        {
+            stream.writeMessage(Integer.toString(events.messages.size()));
+            stream.close(Status.OK, null);
+        };
+        final ClientEvents answer = new ClientEvents();
+        final ClientStream<String> call = open(method("test.Streams/Sum", MethodDescriptor.MethodType.CLIENT_STREAMING),
+            answer);
+        call.request(1);
+        for (int i = 0; i < count; i++)
+        {
+            call.writeMessage("m" + i);
+            if (i % 10 == 9)
+            {
+                pump();
+            }
+        }
+        call.halfClose();
+        for (int round = 0; round < 10 && answer.closes.isEmpty(); round++)
+        {
+            pump();
+        }
+        assertThat(answer.messages).containsExactly(Integer.toString(count));
+        assertThat(handler.only().messages).hasSize(count).startsWith("m0", "m1").endsWith("m" + (count - 1));
+        // before the window: one REQUEST_N per request after the first (499); now one per half window (32 requests)
+        assertThat(countFrames(serverSide.messages, FrameType.REQUEST_N)).as("grants").isBetween(1, 2 + count / 16);
+    }
+
+    @ParameterizedTest(name = "read batches signalled: {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldLetAStreamingClientSendOnlyTheWindowAheadOfAListenerThatStopsAsking(final boolean batches)
+    {
+        connect(batches);
+        final int count = 500;
+        handler.onCreated = (stream, events) -> stream.request(1);
+        final ClientEvents second = new ClientEvents();
+        final ClientStream<String> paused = open(method("test.Streams/Sum",
+            MethodDescriptor.MethodType.CLIENT_STREAMING), second);
+        paused.request(1);
+        for (int i = 0; i < count; i++)
+        {
+            paused.writeMessage("m" + i);
+        }
+        for (int round = 0; round < 10; round++)
+        {
+            pump();
+        }
+        final int sent = countFrames(clientSide.messages, FrameType.MESSAGE);
+        assertThat(sent).as("requests the client sent while the listener took one")
+            .isEqualTo(1 + TransportServerStream.MAX_WINDOW_MESSAGES);
+        assertThat(handler.only().messages).containsExactly("m0");
+        paused.cancel(Status.CANCELLED);
+        pump();
     }
 
     @ParameterizedTest(name = "read batches signalled: {0}")
