@@ -82,6 +82,10 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     private Status closing;
     private boolean listenerClosed;
     private volatile int wip;
+    /** The thread delivering a listener callback now, or null: read by that thread only to know it is in one. */
+    private Thread delivering;
+    /** A callback's flush corked the connection: it is uncorked when the callback returns (the delivering thread). */
+    private boolean corkedInCallback;
     /** MESSAGE frames seen, counted on the transport's thread against {@link #granted}. */
     private long messagesReceived;
 
@@ -417,6 +421,14 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     @Override
     public void flush()
     {
+        if (!corkedInCallback && delivering == Thread.currentThread())
+        {
+            // a callback that flushes (grpc-java flushes every response of a streaming method, a unary one's never):
+            // what it writes leaves together when it returns, in transport messages of up to 4 KiB, not one each (as
+            // Netty's event loop flushes after a direct-executor handler returns); any other thread's write, or 4 KiB
+            // corked, sends the corked frames at once
+            corkedInCallback = connection.cork();
+        }
         synchronized (this)
         {
             if (closing != null)
@@ -493,73 +505,90 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     /**
      * The writer (writing set by the caller): writes what was queued behind it while the client's demand allows,
      * then the close if it was given and nothing is left before it; stops when the queue is empty or waits for
-     * demand.
+     * demand. From its second item on (the responses a REQUEST_N let out, or a callback's writes queued behind one
+     * another) the connection is corked, so that they leave together in transport messages of up to 4 KiB.
      */
     @SuppressWarnings("unchecked")
     private void writeQueued()
     {
-        while (true)
+        int items = 0;
+        boolean corked = false;
+        try
         {
-            final Object next;
-            final Status status;
-            final Metadata trailers;
-            synchronized (this)
+            while (true)
             {
-                if (closing != null)
+                final Object next;
+                final Status status;
+                final Metadata trailers;
+                synchronized (this)
                 {
-                    writing = false;
-                    return;
-                }
-                final Object head = outbound == null ? null : outbound.peekFirst();
-                if (head == FLUSH)
-                {
-                    outbound.pollFirst();
-                    next = FLUSH;
-                    status = null;
-                    trailers = null;
-                }
-                else if (head != null)
-                {
-                    if (demand <= 0)
+                    if (closing != null)
                     {
-                        writing = false; // the client's REQUEST_N resumes it
+                        writing = false;
                         return;
                     }
-                    outbound.pollFirst();
-                    demand--;
-                    next = head;
-                    status = null;
-                    trailers = null;
+                    final Object head = outbound == null ? null : outbound.peekFirst();
+                    if (head == FLUSH)
+                    {
+                        outbound.pollFirst();
+                        next = FLUSH;
+                        status = null;
+                        trailers = null;
+                    }
+                    else if (head != null)
+                    {
+                        if (demand <= 0)
+                        {
+                            writing = false; // the client's REQUEST_N resumes it
+                            return;
+                        }
+                        outbound.pollFirst();
+                        demand--;
+                        next = head;
+                        status = null;
+                        trailers = null;
+                    }
+                    else if (closeStatus != null && !closeDone)
+                    {
+                        closeDone = true;
+                        next = null;
+                        status = closeStatus;
+                        trailers = closeTrailers;
+                    }
+                    else
+                    {
+                        writing = false;
+                        return;
+                    }
                 }
-                else if (closeStatus != null && !closeDone)
+                if (++items == 2)
                 {
-                    closeDone = true;
-                    next = null;
-                    status = closeStatus;
-                    trailers = closeTrailers;
+                    corked = connection.cork();
+                }
+                if (next == FLUSH)
+                {
+                    flushHeld();
+                }
+                else if (next != null)
+                {
+                    sendHeld((M)next);
                 }
                 else
                 {
-                    writing = false;
+                    doClose(status, trailers);
+                    synchronized (this)
+                    {
+                        writing = false;
+                    }
                     return;
                 }
             }
-            if (next == FLUSH)
+        }
+        finally
+        {
+            if (corked)
             {
-                flushHeld();
-            }
-            else if (next != null)
-            {
-                sendHeld((M)next);
-            }
-            else
-            {
-                doClose(status, trailers);
-                synchronized (this)
-                {
-                    writing = false;
-                }
-                return;
+                connection.uncork();
             }
         }
     }
@@ -674,7 +703,20 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
                 {
                     break;
                 }
-                deliver(target, action, value, status);
+                delivering = Thread.currentThread();
+                try
+                {
+                    deliver(target, action, value, status);
+                }
+                finally
+                {
+                    delivering = null;
+                    if (corkedInCallback)
+                    {
+                        corkedInCallback = false;
+                        connection.uncork();
+                    }
+                }
             }
             missed = WIP.addAndGet(this, -missed);
             if (missed == 0)

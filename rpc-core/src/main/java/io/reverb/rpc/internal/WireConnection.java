@@ -138,16 +138,21 @@ abstract class WireConnection implements ConnectionHandler
     // ---------------------------------------------------------------- the cork
 
     /**
-     * Starts corking this thread's frames (the transport's thread, delivering a read batch): see {@link #corkOwner}.
+     * Starts corking this thread's frames (the transport's thread, delivering a read batch; a stream's callback that
+     * writes several responses): see {@link #corkOwner}.
+     *
+     * @return true if this call started it (then this thread {@link #uncork}s it); false if corked already.
      */
-    final void cork()
+    final boolean cork()
     {
         synchronized (writeLock)
         {
-            if (corkOwner == null)
+            if (corkOwner == null && !closed)
             {
                 corkOwner = Thread.currentThread();
+                return true;
             }
+            return false;
         }
     }
 

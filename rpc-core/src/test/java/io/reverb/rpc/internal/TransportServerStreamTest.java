@@ -266,6 +266,42 @@ class TransportServerStreamTest
 
     @ParameterizedTest(name = "read batches signalled: {0}")
     @ValueSource(booleans = {false, true})
+    void shouldSendTheResponsesOfOneCallbackAndOfOneGrantTogetherNotOneTransportMessageEach(final boolean batches)
+    {
+        connect(batches);
+        final int count = 200;
+        handler.onCreated = (stream, events) -> stream.request(1);
+        handler.onHalfClosed = (stream, events) ->
+        {
+            for (int i = 0; i < count; i++)
+            {
+                stream.writeMessage("r" + i);
+                stream.flush(); // as grpc-java does after each response of a streaming method
+            }
+            stream.close(Status.OK, null);
+        };
+        final ClientEvents answer = new ClientEvents();
+        final ClientStream<String> call = open(method("test.Streams/Many",
+            MethodDescriptor.MethodType.SERVER_STREAMING), answer);
+        call.request(count / 2); // half now: those leave from the callback; the rest from one REQUEST_N
+        call.writeMessage("go");
+        call.halfClose();
+        pump();
+        final int fromCallback = serverSide.messages.size();
+        assertThat(answer.messages).hasSize(count / 2);
+        call.request(count / 2);
+        pump();
+
+        assertThat(answer.messages).hasSize(count).startsWith("r0").endsWith("r" + (count - 1));
+        assertThat(answer.closes).containsExactly(StatusCode.OK);
+        // one transport message per response before (200); now up to 4 KiB of them each (a response frame is ~20 B)
+        assertThat(fromCallback).as("transport messages the callback's 100 responses took").isBetween(1, 3);
+        assertThat(serverSide.messages.size() - fromCallback).as("transport messages for the 100 the REQUEST_N let out")
+            .isBetween(1, 3);
+    }
+
+    @ParameterizedTest(name = "read batches signalled: {0}")
+    @ValueSource(booleans = {false, true})
     void shouldCloseTheListenerOnceWithTheClientsCancel(final boolean batches)
     {
         connect(batches);
