@@ -22,7 +22,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The client side of one grpc-java call over Reverb, directly on a Reverb stream of the stream SPI
@@ -107,23 +107,8 @@ final class ReverbClientStream extends CallbackSerializer
     static final int WINDOW_BYTES = 1024 * 1024;
     /** The most responses the server may send ahead of grpc-java's requests. */
     static final int MAX_WINDOW_MESSAGES = 64;
-    private static final AtomicLongFieldUpdater<ReverbClientStream> REQUESTED =
-        AtomicLongFieldUpdater.newUpdater(ReverbClientStream.class, "requested");
-    /** Streaming responses: messages grpc-java asked for in all (any thread; capped, never wraps). */
-    private volatile long requested;
-    /** Streaming responses, on the serializer: messages given to the listener, received, asked of the server. */
-    private long delivered;
-    private long received;
-    private long askedOfServer;
-    /** Streaming responses, on the serializer: the largest message so far, at least 1 (sizes the window; 0: none yet). */
-    private int largestResponse;
-    /** Streaming responses, on the serializer: what arrived ahead of grpc-java's requests, oldest first; or null. */
-    private ArrayDeque<Delivery> ahead;
-    private long aheadBytes;
-    /** Streaming responses: the server's status came while messages waited here; it follows the last of them. */
-    private boolean endWaits;
-    /** Streaming responses: delivers what grpc-java asked for and tops the window up (made once per call). */
-    private Runnable requestTask;
+    /** A streaming call's flow control toward the server (see the class comment); null for a unary call. */
+    private final ResponseWindow window;
     /** The transport's list of open streams (guarded by the transport): linked in, and the neighbours. */
     boolean isLive;
     ReverbClientStream previousLive;
@@ -142,6 +127,7 @@ final class ReverbClientStream extends CallbackSerializer
         this.deadline = callOptions.getDeadline();
         this.unary = method.type() == MethodDescriptor.MethodType.UNARY;
         this.waitingCaller = unary ? waitingCaller(callOptions) : null;
+        this.window = unary ? null : new ResponseWindow();
     }
 
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's CallOptions (see the constructor)
@@ -203,19 +189,8 @@ final class ReverbClientStream extends CallbackSerializer
         {
             throw new IllegalArgumentException("request(" + numMessages + "): must be positive");
         }
-        long now;
-        do
-        {
-            now = requested;
-        }
-        while (!REQUESTED.compareAndSet(this, now, Math.min(now + numMessages, Long.MAX_VALUE / 2)));
-        Runnable task = requestTask;
-        if (task == null)
-        {
-            task = this::deliverAhead; // a benign race: two threads may each make one
-            requestTask = task;
-        }
-        execute(task);
+        window.add(numMessages);
+        execute(window); // delivers what waits, as far as asked, then tops the window up
     }
 
     @Override
@@ -268,11 +243,8 @@ final class ReverbClientStream extends CallbackSerializer
                 // cancel ends the call now, and they are dropped (as grpc-java's own transports stop delivery)
                 execute(() ->
                 {
-                    if (endWaits)
+                    if (window.dropAhead())
                     {
-                        endWaits = false;
-                        ahead.clear();
-                        aheadBytes = 0;
                         closeNow(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
                     }
                 });
@@ -468,15 +440,9 @@ final class ReverbClientStream extends CallbackSerializer
             execute(this); // runs it here now unless another callback of this stream runs: then right after that one
             return;
         }
-        if (ahead != null && !ahead.isEmpty() && !closed)
+        if (window != null && !closed && window.holdsEnd(endFromServer && !cancelling))
         {
-            if (endFromServer && !cancelling)
-            {
-                endWaits = true; // after the messages that came before it, as grpc-java asks for them
-                return;
-            }
-            ahead.clear(); // ended here: what waited is dropped
-            aheadBytes = 0;
+            return; // the server's status follows the messages that came before it, as grpc-java asks for them
         }
         final Payload response = endResponse;
         endResponse = null;
@@ -535,42 +501,65 @@ final class ReverbClientStream extends CallbackSerializer
     }
 
     /**
-     * On the serializer: a streaming response arrived. It goes to the listener if grpc-java asked for it and nothing
-     * waits before it, else it waits; then the window is topped up.
+     * A streaming call's flow control toward the server: grpc-java's requests (any thread), and on the serializer the
+     * messages that came ahead of them and the REQUEST_N asked for (see the class comment). As the serializer's task,
+     * it delivers what grpc-java asked for and tops the window up.
      */
-    private void responseArrived(final Delivery delivery, final int length)
+    private final class ResponseWindow implements Runnable
     {
-        received++;
-        largestResponse = Math.max(largestResponse, Math.max(length, 1)); // an empty message opens the window too
-        if ((ahead == null || ahead.isEmpty()) && delivered < requested)
-        {
-            delivered++;
-            delivery.deliver();
-        }
-        else
-        {
-            if (ahead == null)
-            {
-                ahead = new ArrayDeque<>();
-            }
-            ahead.add(delivery);
-            aheadBytes += length;
-        }
-        askServer();
-    }
+        /** Messages grpc-java asked for in all (any thread; capped, never wraps). */
+        private final AtomicLong requested = new AtomicLong();
+        /** On the serializer: messages given to the listener, received, asked of the server. */
+        private long delivered;
+        private long received;
+        private long askedOfServer;
+        /** The largest message so far, at least 1 once one came (sizes the window; 0: none yet). */
+        private int largest;
+        /** What arrived ahead of grpc-java's requests, oldest first, and its bytes. */
+        private final ArrayDeque<Delivery> ahead = new ArrayDeque<>();
+        private long aheadBytes;
+        /** The server's status came while messages waited here: it follows the last of them. */
+        private boolean endWaits;
 
-    /** On the serializer (grpc-java asked for more): what waits here, as far as asked, then the window and the end. */
-    private void deliverAhead()
-    {
-        if (closed)
+        /** grpc-java asked for {@code n} more (any thread). */
+        void add(final int n)
         {
-            return;
+            long now;
+            do
+            {
+                now = requested.get();
+            }
+            while (!requested.compareAndSet(now, Math.min(now + n, Long.MAX_VALUE / 2)));
         }
-        final ArrayDeque<Delivery> waiting = ahead;
-        if (waiting != null)
+
+        /** A response arrived: to the listener if asked for and nothing waits before it, else it waits. */
+        void arrived(final Delivery delivery, final int length)
         {
+            received++;
+            largest = Math.max(largest, Math.max(length, 1)); // an empty message opens the window too
+            if (ahead.isEmpty() && delivered < requested.get())
+            {
+                delivered++;
+                delivery.deliver();
+            }
+            else
+            {
+                ahead.add(delivery);
+                aheadBytes += length;
+            }
+            askServer();
+        }
+
+        /** grpc-java asked for more: what waits here, as far as asked, then the end if it waited, or the window. */
+        @Override
+        public void run()
+        {
+            if (closed)
+            {
+                return;
+            }
             Delivery next;
-            while (delivered < requested && (next = waiting.poll()) != null)
+            while (delivered < requested.get() && (next = ahead.poll()) != null)
             {
                 delivered++;
                 aheadBytes -= next.length;
@@ -580,41 +569,71 @@ final class ReverbClientStream extends CallbackSerializer
                     return;
                 }
             }
-            if (endWaits && waiting.isEmpty())
+            if (endWaits && ahead.isEmpty())
             {
                 endWaits = false;
-                run(); // the server's status, after its messages
+                ReverbClientStream.this.run(); // the server's status, after its messages
                 return;
             }
+            askServer();
         }
-        askServer();
-    }
 
-    /**
-     * On the serializer: asks the server for more messages once those it may still send and those waiting here, beyond
-     * what grpc-java still wants, are half the window or fewer; then up to the window. The window is
-     * {@link #WINDOW_BYTES} of the largest message so far (at most {@link #MAX_WINDOW_MESSAGES}), and none while that
-     * many bytes wait here already.
-     */
-    private void askServer()
-    {
-        if (closed)
+        /**
+         * The stream ended while messages wait here: the end waits behind them if it is the server's, else they go.
+         *
+         * @return true if the end waits.
+         */
+        boolean holdsEnd(final boolean serversEnd)
         {
-            return; // (after the server's status the Reverb stream ignores requests)
+            if (ahead.isEmpty())
+            {
+                return false;
+            }
+            if (serversEnd)
+            {
+                endWaits = true;
+                return true;
+            }
+            dropAhead();
+            return false;
         }
-        final long coming = askedOfServer - received + (ahead == null ? 0 : ahead.size());
-        final long wanted = requested - delivered;
-        final long window = largestResponse == 0 || aheadBytes >= WINDOW_BYTES ? 0 :
-            Math.max(1, Math.min(MAX_WINDOW_MESSAGES, WINDOW_BYTES / largestResponse));
-        if (coming >= wanted && coming - wanted > window / 2)
+
+        /** @return true if an end waited (it is the caller's to deliver now); what waited is dropped either way. */
+        boolean dropAhead()
         {
-            return;
+            ahead.clear();
+            aheadBytes = 0;
+            final boolean waited = endWaits;
+            endWaits = false;
+            return waited;
         }
-        final long more = Math.min(wanted + window - coming, Integer.MAX_VALUE);
-        if (more > 0)
+
+        /**
+         * Asks the server for more messages once those it may still send and those waiting here, beyond what
+         * grpc-java still wants, are half the window or fewer; then up to the window. The window is
+         * {@link #WINDOW_BYTES} of the largest message so far (at most {@link #MAX_WINDOW_MESSAGES}), and none while
+         * that many bytes wait here already.
+         */
+        private void askServer()
         {
-            askedOfServer += more;
-            stream.request((int)more);
+            if (closed)
+            {
+                return; // (after the server's status the Reverb stream ignores requests)
+            }
+            final long coming = askedOfServer - received + ahead.size();
+            final long wanted = requested.get() - delivered;
+            final long size = largest == 0 || aheadBytes >= WINDOW_BYTES ? 0 :
+                Math.max(1, Math.min(MAX_WINDOW_MESSAGES, WINDOW_BYTES / largest));
+            if (coming >= wanted && coming - wanted > size / 2)
+            {
+                return;
+            }
+            final long more = Math.min(wanted + size - coming, Integer.MAX_VALUE);
+            if (more > 0)
+            {
+                askedOfServer += more;
+                stream.request((int)more);
+            }
         }
     }
 
@@ -665,7 +684,7 @@ final class ReverbClientStream extends CallbackSerializer
             }
             else
             {
-                responseArrived(this, length);
+                window.arrived(this, length);
             }
         }
 
