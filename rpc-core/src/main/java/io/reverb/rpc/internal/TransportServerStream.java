@@ -337,7 +337,8 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
      * Guarded by this. What the client is granted: the requests the listener asked for and did not get, plus a window
      * ahead of them, so that a listener asking for one request at a time (grpc-java's streaming calls do) does not
      * make each request a round trip: {@link #WINDOW_BYTES} of the largest request so far, at most
-     * {@link #MAX_WINDOW_MESSAGES} (none before the first request), topped up once half of it arrived. What arrives
+     * {@link #MAX_WINDOW_MESSAGES} (none before the first request, and none while the listener asks for nothing: the
+     * client's {@code onReady} follows the listener's reading), topped up once half of it arrived. What arrives
      * ahead waits here for the listener's demand. A client that switches to larger requests can have up to
      * {@link #MAX_WINDOW_MESSAGES} times the server's maximum message size waiting per call, as a native streaming
      * handler's prefetch allows.
@@ -357,7 +358,8 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
             return Long.MAX_VALUE;
         }
         final long coming = given - arrived + queuedRequests();
-        final long window = largestRequest == 0 ? 0 :
+        // no window while the listener asks for nothing: a client it does not read stays not ready until it asks
+        final long window = largestRequest == 0 || requested == 0 ? 0 :
             Math.max(1, Math.min(MAX_WINDOW_MESSAGES, WINDOW_BYTES / largestRequest));
         if (coming >= requested && coming - requested > window / 2)
         {

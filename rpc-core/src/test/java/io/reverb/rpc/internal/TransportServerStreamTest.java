@@ -266,6 +266,34 @@ class TransportServerStreamTest
 
     @ParameterizedTest(name = "read batches signalled: {0}")
     @ValueSource(booleans = {false, true})
+    void shouldGrantNoWindowWhileTheListenerAsksForNothing(final boolean batches)
+    {
+        connect(batches);
+        // asks for nothing at first: a client it does not read stays not ready until it asks (grpc-java's contract
+        // suite: the client's onReady follows the server's reading; a window granted at the first request's arrival
+        // made the client ready before that, racing the test on the emulated rdma device)
+        final ClientEvents answer = new ClientEvents();
+        final ClientStream<String> call = open(method("test.Streams/Sum",
+            MethodDescriptor.MethodType.CLIENT_STREAMING), answer);
+        for (int i = 0; i < 3; i++)
+        {
+            call.writeMessage("m" + i);
+        }
+        pump();
+        assertThat(countFrames(serverSide.messages, FrameType.REQUEST_N)).as("grants before the listener asks").isZero();
+        assertThat(call.isReady()).isFalse();
+
+        handler.only().stream.request(3);
+        pump();
+        assertThat(countFrames(serverSide.messages, FrameType.REQUEST_N)).as("grants once it asked").isEqualTo(1);
+        assertThat(handler.only().messages).containsExactly("m0", "m1", "m2");
+        assertThat(call.isReady()).as("the window came with the listener's demand").isTrue();
+        call.cancel(Status.CANCELLED);
+        pump();
+    }
+
+    @ParameterizedTest(name = "read batches signalled: {0}")
+    @ValueSource(booleans = {false, true})
     void shouldSendTheResponsesOfOneCallbackAndOfOneGrantTogetherNotOneTransportMessageEach(final boolean batches)
     {
         connect(batches);

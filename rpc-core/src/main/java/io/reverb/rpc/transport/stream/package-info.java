@@ -9,12 +9,15 @@
  * hands it each call that neither its services nor its fallback registry serve, as a
  * {@link io.reverb.rpc.transport.stream.ServerStream}: the handler sets the stream's
  * {@link io.reverb.rpc.transport.stream.ServerStreamListener} and asks for requests with {@code request(n)} (the
- * client is granted more with REQUEST_N only once it sent a request without ending: a unary call costs none); it
- * writes responses within the client's demand (beyond it they wait, {@code isReady()} false, {@code onReady()} when
- * REQUEST_N arrives), each held until {@code flush()}, the next response or {@code close}, so that a one-response
- * call's response leaves with its STATUS; {@code close} sends the status after them, {@code cancel} ends the call
- * now. The listener's callbacks never run concurrently, nothing is reported before {@code streamCreated} returns,
- * and {@code closed} comes last, once (OK when the status was sent).
+ * client is granted more with REQUEST_N only once it sent a request without ending: a unary call costs none; from
+ * then on it is granted what the listener asked for plus a window of up to 64 requests, 1 MiB of the largest so far,
+ * so that a listener asking for one at a time does not make each a round trip); it writes responses within the
+ * client's demand (beyond it they wait, {@code isReady()} false, {@code onReady()} when REQUEST_N arrives), each held
+ * until {@code flush()}, the next response or {@code close}, so that a one-response call's response leaves with its
+ * STATUS (the responses a callback flushes, or one REQUEST_N lets out, leave together in few transport messages);
+ * {@code close} sends the status after them, {@code cancel} ends the call now. The listener's callbacks never run
+ * concurrently, nothing is reported before {@code streamCreated} returns, and {@code closed} comes last, once (OK when
+ * the status was sent).
  *
  * <h2>Model</h2>
  * A {@link io.reverb.rpc.transport.stream.ClientTransport} is one connection. Its
@@ -44,6 +47,10 @@
  * The server grants the client's messages with REQUEST_N (one message before it asks); a message written beyond the
  * grant waits in the stream, in order, and {@link io.reverb.rpc.transport.stream.ClientStream#isReady()} is false
  * while one waits or no credit is left; {@link io.reverb.rpc.transport.stream.ClientStreamListener#onReady()} says
- * when it turns true again. The server sends responses only within the demand the client asked for.
+ * when it turns true again. The server sends responses only within the demand the client asked for: a client that
+ * hands its messages on one at a time (reverb-grpc's, under grpc-java's {@code request(1)}) asks for a window ahead
+ * of them and holds what comes early, and passes the server's status on after them
+ * ({@link io.reverb.rpc.transport.stream.ClientStreamListener#closed(io.reverb.rpc.Status, io.reverb.rpc.Metadata,
+ * boolean) closed(status, trailers, fromServer)} says whose the end is).
  */
 package io.reverb.rpc.transport.stream;
