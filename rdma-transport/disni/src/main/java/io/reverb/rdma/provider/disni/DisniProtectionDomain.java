@@ -18,6 +18,12 @@ final class DisniProtectionDomain extends AbstractProtectionDomain<DisniVerbsCon
     private final IbvPd pd;
     private final Object byLkeyLock = new Object();
     private volatile Int2ObjectHashMap<DisniMemoryRegion> byLkey = new Int2ObjectHashMap<>();
+    /** Guarded by this: QPs created on this PD and not destroyed yet. */
+    private int queuePairs;
+    /** Guarded by this: {@link #close()} was called. */
+    private boolean closeRequested;
+    /** Guarded by this: {@code ibv_dealloc_pd} was called. */
+    private boolean deallocated;
 
     DisniProtectionDomain(final DisniVerbsContext context, final IbvPd pd) throws IOException
     {
@@ -108,10 +114,63 @@ final class DisniProtectionDomain extends AbstractProtectionDomain<DisniVerbsCon
             address + length <= region.address() + region.length();
     }
 
+    /**
+     * Releases the PD, or, while a QP still uses it, marks it to be released when its last QP is destroyed:
+     * {@code ibv_dealloc_pd} refuses (EBUSY) a PD with a QP, and DiSNi marks its PD closed before asking, so a refused
+     * call cannot be repeated. That happens when a context closes while a handshake still holds a QP it has not
+     * handed over (the engine closing during an accept): the PD is closed under that QP, which goes a moment later.
+     */
     @Override
     protected void closed()
     {
+        synchronized (this)
+        {
+            closeRequested = true;
+            if (queuePairs > 0)
+            {
+                return;
+            }
+        }
+        dealloc();
+    }
+
+    /** A QP was created on this PD. */
+    synchronized void queuePairCreated()
+    {
+        queuePairs++;
+    }
+
+    /** A QP created on this PD was destroyed: if the PD was closed meanwhile and this was its last QP, it goes now. */
+    void queuePairDestroyed()
+    {
+        synchronized (this)
+        {
+            queuePairs--;
+            if (!closeRequested || queuePairs > 0)
+            {
+                return;
+            }
+        }
+        dealloc();
+    }
+
+    private void dealloc()
+    {
+        synchronized (this)
+        {
+            if (deallocated)
+            {
+                return;
+            }
+            deallocated = true;
+        }
         DisniVerbsContext.quietly(pd::deallocPd);
         context.untrack(this);
+    }
+
+    /** @return whether this PD was closed and {@code ibv_dealloc_pd} was asked to release it (for tests). */
+    synchronized boolean deallocated()
+    {
+        return deallocated;
     }
 }

@@ -267,6 +267,8 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
                 context.dispatcher().outsideGetCmEvent(() -> DisniVerbsContext.quietly(cmId::destroyQP));
             }
         }
+        // A PD closed while this QP used it (its context closing) goes with it.
+        pd.queuePairDestroyed();
         sendCq.detach(this, true);
         recvCq.detach(this, false);
         context.untrack(this);

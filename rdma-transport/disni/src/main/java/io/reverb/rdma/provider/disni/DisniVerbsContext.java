@@ -427,7 +427,17 @@ final class DisniVerbsContext implements VerbsContext
         throws IOException
     {
         final CreatedQp created = createQp(id, attributes);
-        return wrapQueuePair(id::destroyQP,
+        return wrapQueuePair(() ->
+        {
+            try
+            {
+                id.destroyQP();
+            }
+            finally
+            {
+                ((DisniProtectionDomain)attributes.pd()).queuePairDestroyed();
+            }
+        },
             () -> new DisniQueuePair(this, id, created.qp(), attributes, remotePrivateData, remote, created.maxInline()));
     }
 
@@ -534,6 +544,7 @@ final class DisniVerbsContext implements VerbsContext
         {
             throw new IOException("rdma_create_qp returned no QP");
         }
+        pd.queuePairCreated();
         return qp;
     }
 

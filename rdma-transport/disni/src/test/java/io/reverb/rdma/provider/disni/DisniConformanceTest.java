@@ -184,6 +184,33 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     }
 
     /**
+     * {@code ibv_dealloc_pd} refuses a PD that a QP still uses (EBUSY). An engine closing its context while a
+     * handshake still holds a QP it has not handed over closes the PD under that QP (a CI run left one PD on the
+     * emulated device that way); the PD is released when the QP goes, not leaked.
+     */
+    @Test
+    void shouldReleaseAPdClosedUnderALiveQueuePairOnceThatQueuePairCloses() throws Exception
+    {
+        connect();
+        final DisniProtectionDomain pd = (DisniProtectionDomain)client.pd;
+        final MemoryRegion region = pd.allocate(64, Access.LOCAL_WRITE);
+        final int pds = emulatedPds();
+        pd.close();
+        assertThat(region.isRegistered()).as("the PD's regions go with its close").isFalse();
+        assertThat(emulatedPds()).as("PDs on the emulated device while the QP lives").isEqualTo(pds);
+        assertThat(pd.deallocated()).as("deallocated while its QP lives").isFalse();
+        client.qp.close();
+        assertThat(emulatedPds()).as("PDs on the emulated device once the QP is destroyed").isEqualTo(pds - 1);
+        assertThat(pd.deallocated()).as("deallocated once its QP is destroyed").isTrue();
+    }
+
+    /** @return the emulated device's live PDs; over a real device, 0 (the PD's own state is checked instead). */
+    private static int emulatedPds()
+    {
+        return RdmaTestDevice.isEmulated() ? RdmaTestDevice.liveEmulatedObjects().getOrDefault("Pd", 0) : 0;
+    }
+
+    /**
      * The CQs of one completion channel (a poller's) share one native CQ per direction (issue 24, part 2 item 2):
      * completions still reach only their own QP's CQ, a CQ that is not polled (a paused receiver) keeps its
      * completions while another CQ's polls drain the native CQ, and a failed completion (whose {@code qp_num} DiSNi
