@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.reverb.common.counters.ProcessCounters;
 import io.reverb.rdma.provider.disni.nativelib.NativeLibrary;
 import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rpc.testing.Jdks;
 import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -35,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
  * warning it looks for. Warnings about other libraries' classes are printed for the record, not failed on (the
  * user's guide names the flag that silences each).
  *
- * <p>Before JDK 24 nothing of this is printed: skipped there, with the cause ({@code bin/test-jdks} runs it on 25).
+ * <p>Before JDK 24 nothing of this is printed: on an older JVM the children run on a JDK 24+ found beside it
+ * ({@link Jdks}: Temurin 25 under {@code /usr/lib/jvm} here), and the test is skipped, with the cause, where there is none.
  */
 class NativeAccessWarningsTest
 {
@@ -47,17 +49,20 @@ class NativeAccessWarningsTest
     @TempDir
     Path dir;
 
+    /** The child JVMs' {@code java}: a JDK 24+, this one or one found beside it ({@link Jdks}). */
+    private Path childJava;
+
     @BeforeEach
     void requireJdk24AndTheNativeHalf()
     {
-        final int feature = Runtime.version().feature();
-        final String cause = "Java " + feature + " prints no restricted-method or sun.misc.Unsafe warnings (JEP 472 " +
-            "and 498 start in 24): nothing to check; bin/test-jdks runs this test on 25";
-        if (feature < 24)
+        childJava = Jdks.javaAtLeast(24);
+        final String cause = "restricted-method and sun.misc.Unsafe warnings (JEP 472 and 498) start in Java 24: " +
+            Jdks.noneFound(24);
+        if (childJava == null)
         {
             System.out.println("NativeAccessWarningsTest skipped: " + cause);
         }
-        assumeTrue(feature >= 24, cause);
+        assumeTrue(childJava != null, cause);
         assumeTrue(NativeLibrary.bundledResource() != null,
             "no native half in the main classes (built with -Dreverb.native.skip=true, or not Linux x86_64/aarch64)");
     }
@@ -120,9 +125,9 @@ class NativeAccessWarningsTest
         return "shm://warnings-" + ProcessHandle.current().pid();
     }
 
-    private static String javaExecutable()
+    private String javaExecutable()
     {
-        return Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+        return childJava.toString();
     }
 
     private List<String> java()
