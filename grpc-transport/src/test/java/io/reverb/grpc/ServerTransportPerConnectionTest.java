@@ -272,17 +272,18 @@ class ServerTransportPerConnectionTest
     {
         start(scheme, b -> b.maxConnectionAge(50, TimeUnit.MILLISECONDS));
         final ManagedChannel channel = channel();
-        assertThat(call(channel)).isEqualTo(1);
-        // calls go on (every one must succeed) until the first connection was drained and the channel made another
+        // 1, or a later one where the first connection aged before the first call reached it (a loaded host)
+        final int first = call(channel);
+        // calls go on (every one must succeed) until that connection was drained and the channel made another
         final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-        while (filter.ready.get() < 2)
+        while (filter.ready.get() <= first)
         {
-            assertThat(System.nanoTime() - until).as("a second connection (safety net)").isNegative();
+            assertThat(System.nanoTime() - until).as("a newer connection (safety net)").isNegative();
             call(channel);
         }
-        assertThat(filter.awaitTerminated(1)).as("the aged connection's transport terminated").isTrue();
-        assertThat(filter.terminated.get(1).get()).isOne();
+        assertThat(filter.awaitTerminated(first)).as("the aged connection's transport terminated").isTrue();
+        assertThat(filter.terminated.get(first).get()).isOne();
         final Integer onNewConnection = call(channel);
-        assertThat(onNewConnection).as("later calls on a newer connection").isGreaterThan(1);
+        assertThat(onNewConnection).as("later calls on a newer connection").isGreaterThan(first);
     }
 }

@@ -233,9 +233,15 @@ final class ClientWireConnection extends WireConnection
         }
     }
 
+    /**
+     * Ends the streams whose CALL has not left. Whatever ended the connection (the server closing it after its GOAWAY,
+     * a lost peer, a protocol error), none of them was sent: each fails as not sent (a transparent retry resends it,
+     * on grpc-java's channel too), never as lost with the connection (a call the server may have run).
+     */
     @Override
     void failUnregistered(final Status status)
     {
+        Status notSent = null;
         while (true)
         {
             final TransportClientStream<?> stream;
@@ -249,9 +255,16 @@ final class ClientWireConnection extends WireConnection
                 }
                 unlinkUnsentLocked(stream);
             }
+            if (notSent == null)
+            {
+                final Throwable cause = status.cause() instanceof CallFailureCause ? status.cause().getCause() :
+                    status.cause();
+                notSent = Status.UNAVAILABLE.withDescription(status.description() + " before the call was sent")
+                    .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED, cause));
+            }
             try
             {
-                stream.onConnectionClosed(status); // outside the lock: it runs the listener's closed()
+                stream.onConnectionClosed(notSent); // outside the lock: it runs the listener's closed()
             }
             catch (final Throwable t)
             {

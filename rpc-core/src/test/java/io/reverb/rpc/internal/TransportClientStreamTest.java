@@ -264,7 +264,13 @@ class TransportClientStreamTest
 
         assertThat(cancelled.closes).containsExactly(StatusCode.CANCELLED);
         assertThat(sent.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(CallFailureCause.attemptFailure(sent.statuses.get(0))).as("its CALL left: maybe run")
+            .isEqualTo(AttemptFailure.PROCESSED);
         assertThat(waiting.closes).containsExactly(StatusCode.UNAVAILABLE);
+        // its CALL never left: not sent (a transparent retry resends it), not lost with the connection (seen in CI:
+        // grpc-java's blocking call failed when a server's max connection age closed the connection under it)
+        assertThat(CallFailureCause.attemptFailure(waiting.statuses.get(0))).as("never sent")
+            .isEqualTo(AttemptFailure.NOT_SENT);
         assertThat(client.unsentCount()).isZero();
         assertThat(client.streams.isEmpty()).isTrue();
         c.halfClose();
@@ -297,6 +303,7 @@ class TransportClientStreamTest
         client.closeWithError(Status.UNAVAILABLE.withDescription("by the test"));
 
         assertThat(first.closes).containsExactly(StatusCode.UNAVAILABLE);
+        assertThat(CallFailureCause.attemptFailure(first.statuses.get(0))).isEqualTo(AttemptFailure.NOT_SENT);
         assertThat(second.closes).as("once, by whichever ended it first").containsExactly(StatusCode.UNAVAILABLE);
         assertThat(CallFailureCause.attemptFailure(second.statuses.get(0))).isEqualTo(AttemptFailure.NOT_SENT);
         assertThat(clientSide.messages).as("no CALL on the ending connection").isEmpty();
