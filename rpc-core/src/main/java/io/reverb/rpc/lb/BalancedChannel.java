@@ -531,9 +531,8 @@ public final class BalancedChannel extends RpcChannel
         private Flux<Resp> attempt(final ChannelSubchannel sc, final Function<ChannelSubchannel, Flux<Resp>> call)
         {
             final SubchannelLoad load = sc.load();
-            final long start = System.nanoTime();
             final boolean[] ended = {false};
-            load.callStarted();
+            final long start = load.startCall();
             return call.apply(sc)
                 .doOnNext(r ->
                 {
@@ -558,7 +557,7 @@ public final class BalancedChannel extends RpcChannel
                         }
                         else
                         {
-                            load.callFinished(System.nanoTime() - start);
+                            load.endCall(start);
                         }
                     }
                     sc.onCallEnded();

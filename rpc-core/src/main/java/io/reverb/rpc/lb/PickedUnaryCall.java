@@ -100,7 +100,8 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
         private final CoreSubscriber<? super Resp> actual;
         private final Deadline deadline;
         private final RpcContext parent;
-        private final long startNanos = System.nanoTime();
+        /** {@link SubchannelLoad#startCall()}'s start time (set before anything can end the attempt). */
+        private long startNanos;
         /** The attempt or, after it failed, the retry loop; {@link #CANCELLED} once the caller cancelled. */
         private volatile Subscription upstream;
         /** The caller asked for the response (a Mono asks once). */
@@ -123,7 +124,7 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
 
         void start()
         {
-            sc.load().callStarted();
+            startNanos = sc.load().startCall();
             actual.onSubscribe(this);
             startOn(call, sc.connector());
         }
@@ -218,7 +219,7 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
                 .afterFirstFailure(sc, error, sc.load(), ended, call.attempts(deadline, parent), responded);
             if (!ended[0])
             {
-                sc.load().callFinished(System.nanoTime() - startNanos);
+                sc.load().endCall(startNanos);
             }
             sc.onCallEnded();
             rest.subscribe(this);
@@ -247,7 +248,7 @@ final class PickedUnaryCall<Req, Resp> extends Mono<Resp>
             }
             else
             {
-                sc.load().callFinished(System.nanoTime() - startNanos);
+                sc.load().endCall(startNanos);
             }
             sc.onCallEnded();
         }

@@ -7,9 +7,11 @@ import java.util.function.LongSupplier;
 
 /**
  * Live load figures of one {@link Subchannel}: calls outstanding, and a peak-sensitive, time-decayed moving
- * average of call latency (Finagle's "peak EWMA"). The channel calls {@link #callStarted()} when it starts a call
- * on the subchannel and {@link #callFinished(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
- * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock.
+ * average of call latency (Finagle's "peak EWMA"). The channel calls {@link #startCall()} when it starts a call
+ * on the subchannel and {@link #endCall(long)} (or {@link #callAbandoned()}) when it ends; load balancers read
+ * {@link #outstanding()} and {@link #cost(long)} on every pick, so reads neither allocate nor lock. Calls are timed
+ * (two clock reads and the average's update each) only once a picker has read the latency: a channel whose policy
+ * never does (pick_first, round_robin) only counts them.
  *
  * <p>The average rises fast towards a slower answer (at most doubling per answer, and per millisecond: a replica
  * that turns 10x slower is avoided after four answers, one hiccup of a fast replica, even one that delayed all of
@@ -25,6 +27,9 @@ import java.util.function.LongSupplier;
  */
 public final class SubchannelLoad
 {
+    /** What {@link #startCall()} returns while no picker reads the latency: the call is counted, not timed. */
+    public static final long UNTIMED = Long.MIN_VALUE;
+
     /** Cost of a subchannel with calls outstanding and no latency sample yet: one probe call at a time. */
     static final double UNKNOWN_BUSY_COST = 1.0e15;
     /** Most the average grows with one slower answer. */
@@ -67,6 +72,8 @@ public final class SubchannelLoad
     }
 
     private final AtomicInteger outstanding = new AtomicInteger();
+    /** A picker has read the latency ({@link #latencyNanos}, {@link #cost}): calls are timed from then on. */
+    private volatile boolean latencyRead;
     private final LongSupplier nanoClock;
     private final double decayNanos;
     private volatile double ewmaNanos;
@@ -110,6 +117,35 @@ public final class SubchannelLoad
     }
 
     /**
+     * A call was started on the subchannel: {@link #callStarted()}, and a start time for {@link #endCall} that reads
+     * the clock only once a picker has read this load's latency ({@link #cost}, {@link #latencyNanos}). A channel
+     * whose picker never does (pick_first, round_robin) pays no clock read and no average per call.
+     *
+     * @return the start time, or {@link #UNTIMED}.
+     */
+    public long startCall()
+    {
+        outstanding.incrementAndGet();
+        return latencyRead ? nanoClock.getAsLong() : UNTIMED;
+    }
+
+    /**
+     * A call started with {@link #startCall()} ended with an answer (any status): its latency joins the average if
+     * it was timed.
+     *
+     * @param startNanos what {@link #startCall()} returned.
+     */
+    public void endCall(final long startNanos)
+    {
+        outstanding.decrementAndGet();
+        if (startNanos != UNTIMED)
+        {
+            final long now = nanoClock.getAsLong();
+            observe(now - startNanos, now);
+        }
+    }
+
+    /**
      * A call started with {@link #callStarted()} ended after the given time (any status: a fast error is still a
      * fast answer; a call that never reached the server should use {@link #callAbandoned()}).
      *
@@ -118,7 +154,7 @@ public final class SubchannelLoad
     public void callFinished(final long latencyNanos)
     {
         outstanding.decrementAndGet();
-        observe(latencyNanos);
+        observe(latencyNanos, nanoClock.getAsLong());
     }
 
     /**
@@ -142,6 +178,15 @@ public final class SubchannelLoad
      * @return the latency average decayed to now, in nanoseconds; 0 before the first sample.
      */
     public double latencyNanos(final long nowNanos)
+    {
+        if (!latencyRead)
+        {
+            latencyRead = true; // from now on calls are timed (startCall)
+        }
+        return decayedLatency(nowNanos);
+    }
+
+    private double decayedLatency(final long nowNanos)
     {
         final double ewma = ewmaNanos;
         if (ewma == 0.0)
@@ -183,11 +228,10 @@ public final class SubchannelLoad
         return nanoClock;
     }
 
-    private void observe(final long latencyNanos)
+    private void observe(final long latencyNanos, final long now)
     {
-        final long now = nanoClock.getAsLong();
         final double sample = Math.max(1, latencyNanos);
-        final double base = latencyNanos(now);
+        final double base = decayedLatency(now);
         // up fast to a slower answer, but at most PEAK_GROWTH-fold per answer: a replica that turned 10x slower is
         // avoided after 4 answers, while one hiccup (a GC pause, a preempted poller) cannot make a fast replica look
         // slower than a truly slow one. Down by a fixed share of each faster answer: a replica back from a hiccup
