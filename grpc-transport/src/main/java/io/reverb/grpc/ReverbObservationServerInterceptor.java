@@ -148,7 +148,8 @@ public final class ReverbObservationServerInterceptor implements ServerIntercept
 
         void failed(final Throwable t)
         {
-            stop(io.reverb.rpc.Status.fromThrowable(t), t);
+            // as grpc-java's server closes a call whose handler threw: its status exceptions keep their code
+            stop(GrpcBridge.toReverb(Status.fromThrowable(t)), t);
         }
 
         /** The call is over: with the status it was closed with, or cancelled (then the deadline decides which). */

@@ -24,7 +24,9 @@ import io.reverb.rpc.observation.ObservationServerInterceptor;
 import io.reverb.rpc.observation.RpcServerObservationContext;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -120,8 +122,16 @@ class ReverbObservationServerInterceptorTest
         assertThat(meters.find("rpc.server.duration").timers().stream().mapToLong(Timer::count).sum())
             .as("each call observed once").isEqualTo(4);
         assertThat(timer(meters, "0").count()).as("OK: one grpc-java call, one native").isEqualTo(2);
-        assertThat(timer(meters, "5").count()).as("NOT_FOUND: the grpc-java call").isEqualTo(1);
-        assertThat(timer(meters, "5").getId().getTag("error")).isEqualTo("RpcException");
+        // the native handler ends its call with grpc-java's StatusRuntimeException: recorded with its code, as the
+        // client sees it (rpc-core's interceptor recorded UNKNOWN before)
+        final Map<String, Long> notFoundByError = new TreeMap<>();
+        meters.find("rpc.server.duration").tag("rpc.reverb.status_code", "5").timers()
+            .forEach(t -> notFoundByError.merge(t.getId().getTag("error"), t.count(), Long::sum));
+        // the native handler throws grpc-java's StatusRuntimeException: recorded with its code, as the client sees it
+        // (rpc-core's interceptor recorded UNKNOWN before); the grpc-java call's error is the bridge's RpcException
+        assertThat(notFoundByError).as("NOT_FOUND, by error").isEqualTo(Map.of("RpcException", 1L, "StatusRuntimeException", 1L));
+        assertThat(meters.find("rpc.server.duration").tag("rpc.reverb.status_code", "2").timers())
+            .as("no call recorded UNKNOWN").isEmpty();
         assertThat(carried).as("each observation read its client's carried entry when it started").hasSize(4)
             .containsOnly("from-" + grpcServer.getListenSockets().get(0), "from-" + nativeServer.address());
     }

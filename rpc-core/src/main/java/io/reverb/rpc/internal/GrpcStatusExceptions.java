@@ -14,8 +14,10 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>rpc-core does not depend on grpc-java: the classes are looked up reflectively, once, in the class loader that
  * loaded rpc-core. Without grpc-api on the class path, {@link #translate} returns its argument unchanged.
+ *
+ * <p>Internal: public for rpc-core's observation interceptor, which records the status the call ended with.
  */
-final class GrpcStatusExceptions
+public final class GrpcStatusExceptions
 {
     private static final Bridge BRIDGE = Bridge.load();
 
@@ -28,7 +30,7 @@ final class GrpcStatusExceptions
      * @return an {@link RpcException} with the grpc status and trailers if t (or a cause) is a grpc status exception,
      * else t itself.
      */
-    static Throwable translate(final Throwable t)
+    public static Throwable translate(final Throwable t)
     {
         if (BRIDGE == null || t instanceof RpcException)
         {

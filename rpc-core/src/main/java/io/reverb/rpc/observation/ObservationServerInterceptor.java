@@ -7,6 +7,7 @@ import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServerInterceptor;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.internal.GrpcStatusExceptions;
 import java.util.Objects;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
@@ -70,7 +71,8 @@ public final class ObservationServerInterceptor implements ServerInterceptor
             })
             .doOnError(error ->
             {
-                context.status(Status.fromThrowable(error));
+                // the status the call ends with: a grpc-java status exception's, as the client sees (not UNKNOWN)
+                context.status(Status.fromThrowable(GrpcStatusExceptions.translate(error)));
                 observation.error(error);
             })
             .doOnComplete(() -> context.status(Status.OK))
