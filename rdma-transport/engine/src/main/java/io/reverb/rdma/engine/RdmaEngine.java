@@ -480,16 +480,22 @@ public final class RdmaEngine implements AutoCloseable
     /** A connection is closed: keep its counters in the engine totals. */
     void retire(final EngineConnection connection)
     {
-        if (connections.remove(connection))
+        final boolean removed;
+        // one step under the totals' lock: stats() never sees the connection in neither place (counted nowhere)
+        synchronized (retiredStats)
+        {
+            removed = connections.remove(connection);
+            if (removed)
+            {
+                retiredStats.add(connection.statsRef());
+            }
+        }
+        if (removed)
         {
             final MetricsBinding metrics = metricsBinding;
             if (metrics != null)
             {
                 metrics.unbindConnection(connection);
-            }
-            synchronized (retiredStats)
-            {
-                retiredStats.add(connection.statsRef());
             }
             connection.releaseCounters();
         }
@@ -516,13 +522,14 @@ public final class RdmaEngine implements AutoCloseable
     public ConnectionStats stats()
     {
         final ConnectionStats total = new ConnectionStats();
+        // under the lock retire() moves a connection from the open ones to the totals with: each counted once
         synchronized (retiredStats)
         {
             total.add(retiredStats);
-        }
-        for (final EngineConnection connection : connections)
-        {
-            total.add(connection.statsRef());
+            for (final EngineConnection connection : connections)
+            {
+                total.add(connection.statsRef());
+            }
         }
         return total;
     }
