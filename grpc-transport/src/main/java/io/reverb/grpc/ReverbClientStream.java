@@ -139,11 +139,42 @@ final class ReverbClientStream extends CallbackSerializer
      */
     static Executor waitingCaller(final io.grpc.CallOptions callOptions)
     {
-        final io.grpc.CallOptions.Key<?> stubType = InternalClientCalls.getStubTypeOption();
-        return callOptions.getOption(stubType) != null &&
-            InternalClientCalls.getStubType(callOptions) == InternalClientCalls.StubType.BLOCKING ?
-            callOptions.getExecutor() : null;
+        final Object stubType = callOptions.getOption(InternalClientCalls.getStubTypeOption());
+        if (stubType == null)
+        {
+            return null;
+        }
+        final boolean blocking;
+        if (stubType instanceof Enum)
+        {
+            // InternalClientCalls.getStubType maps the option by a search that copies its enum's values (32 bytes per
+            // call): the answer is kept per constant of the option's own enum instead (a benign race: any thread
+            // writes the same answer)
+            final int ordinal = ((Enum<?>)stubType).ordinal();
+            final byte[] known = STUB_TYPES_BLOCKING;
+            byte answer = ordinal < known.length ? known[ordinal] : 0;
+            if (answer == 0)
+            {
+                answer = InternalClientCalls.getStubType(callOptions) == InternalClientCalls.StubType.BLOCKING ?
+                    STUB_TYPE_BLOCKING : STUB_TYPE_OTHER;
+                if (ordinal < known.length)
+                {
+                    known[ordinal] = answer;
+                }
+            }
+            blocking = answer == STUB_TYPE_BLOCKING;
+        }
+        else
+        {
+            blocking = InternalClientCalls.getStubType(callOptions) == InternalClientCalls.StubType.BLOCKING;
+        }
+        return blocking ? callOptions.getExecutor() : null;
     }
+
+    /** By ordinal of grpc-java's stub type option: 0 not seen yet, else whether that stub type is the blocking one. */
+    private static final byte[] STUB_TYPES_BLOCKING = new byte[16];
+    private static final byte STUB_TYPE_BLOCKING = 1;
+    private static final byte STUB_TYPE_OTHER = 2;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     @Override

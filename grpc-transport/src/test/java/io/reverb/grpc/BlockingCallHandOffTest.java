@@ -12,6 +12,7 @@ import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
+import io.grpc.stub.InternalClientCalls;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoRequest;
 import com.google.common.util.concurrent.MoreExecutors;
@@ -26,6 +27,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -127,6 +129,23 @@ class BlockingCallHandOffTest
         assertThat(ReverbClientStream.waitingCaller(CallOptions.DEFAULT.withExecutor(MoreExecutors.directExecutor())))
             .isNull();
         assertThat(ReverbClientStream.waitingCaller(CallOptions.DEFAULT)).isNull();
+    }
+
+    @Test
+    void onlyABlockingStubsCallShouldBeHandedToItsCaller()
+    {
+        final Executor executor = command -> { };
+        // twice each: the second answer comes from the per-stub-type cache, which must not mix the types up
+        for (int round = 0; round < 2; round++)
+        {
+            for (final InternalClientCalls.StubType type : InternalClientCalls.StubType.values())
+            {
+                final CallOptions options = InternalClientCalls.setStubType(
+                    CallOptions.DEFAULT.withExecutor(executor), type);
+                assertThat(ReverbClientStream.waitingCaller(options)).as("%s, round %d", type, round)
+                    .isSameAs(type == InternalClientCalls.StubType.BLOCKING ? executor : null);
+            }
+        }
     }
 
     @ParameterizedTest

@@ -319,7 +319,7 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             serverCall = streamMethod != null ?
                 new TransportServerStream<>(this, server, streamId, streamMethod, streamMethodName, metadata, timeoutNanos,
                     initialRequestN) :
-                ServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+                ReactorServerCall.create(this, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
             streams.putHeld(streamId, serverCall);
         }
         if (deferStarts)

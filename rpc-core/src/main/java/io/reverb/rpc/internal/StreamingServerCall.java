@@ -21,7 +21,7 @@ import reactor.core.publisher.Operators;
  * @param <Req>  request type.
  * @param <Resp> response type.
  */
-final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> implements Subscription
+final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> implements Subscription
 {
     private final ServerCallHandler<Req, Resp> handler;
     private final InboundQueue<Req> requests;
@@ -29,6 +29,8 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
     private volatile CoreSubscriber<? super Req> requestSubscriber;
     // MESSAGE frames seen, counted on the transport's thread against the credit granted (see takeCredit)
     private long messagesReceived;
+    /** See {@link ReactorServerCall#outbox()}: null for a method with one response. */
+    private final Outbox out;
 
     StreamingServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
         final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
@@ -38,6 +40,7 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         @SuppressWarnings("unchecked")
         final ServerCallHandler<Req, Resp> h = (ServerCallHandler<Req, Resp>)definition.handler();
         this.handler = h;
+        this.out = definition.method().type().serverSendsOneMessage() ? null : new Outbox();
         this.requests = new InboundQueue<>(new InboundQueue.Sink<>()
         {
             @Override
@@ -86,6 +89,12 @@ final class StreamingServerCall<Req, Resp> extends ServerCall<Req, Resp> impleme
         {
             requests.openGrants();
         }
+    }
+
+    @Override
+    Outbox outbox()
+    {
+        return out;
     }
 
     private CoreSubscriber<? super Req> subscriber()

@@ -667,7 +667,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             }
             ended = true;
             endStatus = status;
-            endTrailers = trailers != null ? trailers : new Metadata();
+            endTrailers = trailers; // null for none: no object per call for the usual empty trailers
             endFromServer = fromServer;
             waiting = null;
             firstMessage = null;

@@ -109,8 +109,8 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
         final MethodDescriptor<M, M> method, final String fullMethodName, final Metadata metadata,
         final long timeoutNanos, final int initialRequestN)
     {
-        // the handler runs its own executor: the server's does not apply, and nothing is collected (see flush)
-        super(connection, server, streamId, method, metadata, timeoutNanos, initialRequestN, null, false);
+        // the handler runs on its own executor, and its responses are not collected (see flush)
+        super(connection, server, streamId, method, metadata, timeoutNanos);
         this.fullMethodName = fullMethodName;
         this.demand = fromWire(initialRequestN);
     }

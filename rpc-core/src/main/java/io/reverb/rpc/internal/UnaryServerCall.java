@@ -13,7 +13,7 @@ import org.reactivestreams.Publisher;
  * @param <Req>  request type.
  * @param <Resp> response type.
  */
-final class UnaryServerCall<Req, Resp> extends ServerCall<Req, Resp>
+final class UnaryServerCall<Req, Resp> extends ReactorServerCall<Req, Resp>
 {
     private final ServerCallHandler.Unary<Req, Resp> unaryHandler;
     // guarded by this

@@ -78,6 +78,8 @@ class TransportClientStreamTest
         assertThat(events.messages).containsExactly(StringValue.of("hi").toByteString());
         assertThat(events.closes).containsExactly(StatusCode.OK);
         assertThat(events.order).containsExactly("message", "closed");
+        assertThat(events.trailersSeen).as("the server sent no trailers: null, no empty object per call").containsOnlyNulls()
+            .hasSize(1);
         assertThat(client.streams.isEmpty()).isTrue();
         // nothing more leaves once it ended, and nothing more is reported
         stream.cancel(Status.CANCELLED);
@@ -378,6 +380,7 @@ class TransportClientStreamTest
         final List<ByteString> messages = Collections.synchronizedList(new ArrayList<>());
         final List<StatusCode> closes = Collections.synchronizedList(new ArrayList<>());
         final List<Status> statuses = Collections.synchronizedList(new ArrayList<>());
+        final List<Metadata> trailersSeen = Collections.synchronizedList(new ArrayList<>());
         final List<String> closeThreads = Collections.synchronizedList(new ArrayList<>());
         final List<String> order = Collections.synchronizedList(new ArrayList<>());
         volatile int readies;
@@ -407,6 +410,7 @@ class TransportClientStreamTest
             order.add("closed");
             closes.add(status.code());
             statuses.add(status);
+            trailersSeen.add(trailers);
             closeThreads.add(Thread.currentThread().getName());
         }
     }

@@ -36,7 +36,7 @@ public interface ClientStreamListener
      *
      * @param status   how it ended (OK, the server's status, or a status decided here: cancel, deadline, connection
      *                 lost, a write that failed).
-     * @param trailers the server's trailers, or empty.
+     * @param trailers the server's trailers, or null when it sent none (or the end was decided here).
      */
     void closed(Status status, Metadata trailers);
 
@@ -47,7 +47,7 @@ public interface ClientStreamListener
      * for), and an end decided here (cancel, deadline, connection lost) drops them.
      *
      * @param status     how it ended.
-     * @param trailers   the server's trailers, or empty.
+     * @param trailers   the server's trailers, or null when it sent none.
      * @param fromServer the status is the server's (its STATUS frame); false for a status decided here.
      */
     default void closed(final Status status, final Metadata trailers, final boolean fromServer)

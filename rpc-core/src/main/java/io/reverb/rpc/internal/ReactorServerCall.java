@@ -1,0 +1,719 @@
+package io.reverb.rpc.internal;
+
+import io.reverb.common.LogLimiter;
+import io.reverb.rpc.Metadata;
+import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcContext;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.ServerCallHandler;
+import io.reverb.rpc.ServiceDefinition;
+import io.reverb.rpc.Status;
+import java.util.Arrays;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.Exceptions;
+import reactor.core.Fuseable;
+import reactor.core.publisher.Operators;
+import reactor.core.scheduler.Scheduler;
+import reactor.util.context.Context;
+
+/**
+ * A call to a native handler: the Reactor side of a {@link ServerCall}. It runs the handler on the server's handler
+ * executor, subscribes to the handler's responses (pulling only as far as the client's REQUEST_N allow), writes them,
+ * and ends the call with the publisher's end; its Reactor context carries the {@link RpcContext}.
+ * {@link UnaryServerCall} and {@link StreamingServerCall} add how requests reach the handler.
+ *
+ * <p>State is guarded by {@code this}; no frame is written while holding it.
+ *
+ * @param <Req>  request type.
+ * @param <Resp> response type.
+ */
+abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implements CoreSubscriber<Resp>
+{
+    private static final LogLimiter FAILURE_LOG = new LogLimiter((line, t) -> WireConnection.LOG.warn(line, t));
+
+    /** Runs the handler and the signals to it, or null for the transport's thread. */
+    final Scheduler.Worker worker;
+    private volatile Context reactorContext;
+    // responses (handler output), guarded by this
+    private Subscription upstream;
+    private long upstreamDemandBeforeSubscribe;
+    // A streaming call's responses go out together (one write lock, claim and commit for many, WireConnection#writeAll)
+    // when the handler's publisher emits them inside our request to it: the requesting thread (the collector) collects
+    // them in the outbox and writes it when the request returns or the outbox holds a transport message's worth. A
+    // response emitted on any other thread is written at once. One thread writes the outbox at a time (writing):
+    // a frame produced meanwhile joins the outbox and leaves after the frames ahead of it. All guarded by this.
+    // (in an object of their own, held by StreamingServerCall for a method with many responses: outbox())
+
+    @SuppressWarnings("unchecked")
+    ReactorServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        super(connection, server, streamId, (MethodDescriptor<Req, Resp>)definition.method(), metadata, timeoutNanos);
+        final Scheduler handlers = server.handlerScheduler();
+        this.worker = handlers != null ? handlers.createWorker() : null;
+        this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
+    }
+
+    /**
+     * @return where this call's responses are collected into one write (see the comment above the class's fields), or
+     * null for a method with one response: the object is {@link StreamingServerCall}'s field, so that a unary call's
+     * object has no field for it.
+     */
+    Outbox outbox()
+    {
+        return null;
+    }
+
+    /** A streaming call's responses on their way to the connection (see {@link #outbox()}). */
+    static final class Outbox
+    {
+        // the thread collecting now, or null
+        Thread collector;
+        OutboundFrame[] frames;
+        // an emptied array kept for the next batch
+        OutboundFrame[] spare;
+        int count;
+        int bytes;
+        // a thread is writing a batch taken from here
+        boolean writing;
+    }
+
+    /**
+     * @return the call for this method: without interceptors a unary handler is invoked with the request itself
+     * ({@link UnaryServerCall}); every other call gives the handler a request {@code Flux}.
+     */
+    static ReactorServerCall<?, ?> create(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
+        final ServiceDefinition.ServerMethodDefinition<?, ?> definition, final Metadata metadata, final long timeoutNanos,
+        final int initialRequestN)
+    {
+        if (server.interceptors().length == 0 && definition.method().type() == MethodDescriptor.MethodType.UNARY &&
+            definition.handler() instanceof ServerCallHandler.Unary)
+        {
+            return new UnaryServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos, initialRequestN);
+        }
+        return new StreamingServerCall<>(connection, server, streamId, definition, metadata, timeoutNanos,
+            initialRequestN);
+    }
+
+    final void execute(final Runnable task)
+    {
+        if (worker == null)
+        {
+            task.run();
+        }
+        else
+        {
+            try
+            {
+                worker.schedule(task);
+            }
+            catch (final RuntimeException rejected)
+            {
+                cancelCall(Status.UNAVAILABLE.withDescription("handler executor rejected the call"), null);
+            }
+        }
+    }
+
+    /** Subscribes this call to the handler's responses, or ends the call if the handler failed to give any. */
+    final void subscribeTo(final Publisher<Resp> responses)
+    {
+        if (responses == null)
+        {
+            onError(new NullPointerException("handler of " + method.fullMethodName() + " returned null"));
+            return;
+        }
+        if (responses instanceof Fuseable.ScalarCallable)
+        {
+            // A constant response (Mono.just, Mono.empty, Flux.just of one), the common unary handler's shape, is
+            // taken as Reactor's own operators fuse it: no Subscription, no demand exchange, no subscribe chain.
+            final Resp value;
+            try
+            {
+                @SuppressWarnings("unchecked")
+                final Fuseable.ScalarCallable<Resp> scalar = (Fuseable.ScalarCallable<Resp>)responses;
+                value = scalar.call();
+            }
+            catch (final Throwable t)
+            {
+                if (takeScalarDemand())
+                {
+                    onError(Exceptions.unwrap(t)); // Mono.error's call() wraps a checked or non-fatal Error
+                    return;
+                }
+                responses.subscribe(this); // it signals the error itself, when asked
+                return;
+            }
+            if (value == null)
+            {
+                if (takeScalarDemand())
+                {
+                    onComplete();
+                    return;
+                }
+            }
+            else if (method.type().serverSendsOneMessage())
+            {
+                final int scalarResult = finishWithScalar(value);
+                if (scalarResult != SCALAR_NOT_TAKEN)
+                {
+                    return;
+                }
+            }
+            else if (takeScalarDemand())
+            {
+                onNext(value);
+                onComplete();
+                return;
+            }
+        }
+        responses.subscribe(this);
+    }
+
+    private static final int SCALAR_TAKEN = 0;
+    private static final int SCALAR_NOT_TAKEN = 1;
+
+    /**
+     * The whole end of a one-response call whose handler returned a constant: the response and the OK status decided
+     * in one step under the monitor (what onNext, onComplete and the end's bookkeeping would each decide under it),
+     * then written as one transport message. Only when the client's demand already covers the response and nothing
+     * was subscribed; otherwise the caller subscribes as before.
+     *
+     * @return {@link #SCALAR_TAKEN} if the call is over (ended here, or already closed), {@link #SCALAR_NOT_TAKEN} if
+     *         the caller must subscribe to the publisher instead.
+     */
+    private int finishWithScalar(final Resp value)
+    {
+        final int payloadLength;
+        final EncodedMessage encoded;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+        }
+        catch (final Throwable t)
+        {
+            if (!takeScalarDemand())
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
+            return SCALAR_TAKEN;
+        }
+        try
+        {
+            final OutboundCompression compression = responseCompression();
+            encoded = compression.applies(payloadLength) ?
+                compression.encode(method.responseMarshaller(), value, payloadLength) : null;
+        }
+        catch (final Throwable t)
+        {
+            if (!takeScalarDemand())
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
+            return SCALAR_TAKEN;
+        }
+        final OutboundFrame headers;
+        final Disposable timer;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                Operators.onDiscard(value, currentContext()); // the monitor is reentrant (context())
+                return SCALAR_TAKEN;
+            }
+            if (upstream != null || upstreamDemandBeforeSubscribe <= 0)
+            {
+                return SCALAR_NOT_TAKEN;
+            }
+            upstreamDemandBeforeSubscribe--;
+            headers = takeHeaders();
+            server.metrics().messageSent(method, payloadLength);
+            // held back to travel with the STATUS in one transport message (the same as onNext, then onComplete)
+            pendingResponse = value;
+            pendingEncoded = encoded;
+            pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
+            timer = closeOkLocked();
+        }
+        responsesEnded();
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        connection.write(this);
+        released(Status.OK, timer);
+        return SCALAR_TAKEN;
+    }
+
+    /**
+     * @return true if a scalar response may be delivered now, without subscribing: the call is open, nothing was
+     *         subscribed, and the client's demand covers one message.
+     */
+    private synchronized boolean takeScalarDemand()
+    {
+        if (closed || upstream != null || upstreamDemandBeforeSubscribe <= 0)
+        {
+            return false;
+        }
+        upstreamDemandBeforeSubscribe--;
+        return true;
+    }
+
+    // ------------------------------------------------------------ CoreSubscriber (the handler's responses)
+
+    @Override
+    public Context currentContext()
+    {
+        Context context = reactorContext;
+        if (context == null)
+        {
+            context = Context.of(RpcContext.CONTEXT_KEY, context());
+            reactorContext = context;
+        }
+        return context;
+    }
+
+    @Override
+    public void onSubscribe(final Subscription s)
+    {
+        final long n;
+        final boolean collecting;
+        synchronized (this)
+        {
+            if (upstream != null || closed)
+            {
+                s.cancel();
+                return;
+            }
+            upstream = s;
+            n = upstreamDemandBeforeSubscribe;
+            upstreamDemandBeforeSubscribe = 0;
+            collecting = n > 0 && startCollecting();
+        }
+        if (n > 0)
+        {
+            requestUpstream(s, n, collecting);
+        }
+    }
+
+    /**
+     * Responses arrive one at a time (Reactive Streams), so frames written after releasing the monitor keep their
+     * order; only the decision (headers first? hold the single response back?) is taken under it.
+     */
+    @Override
+    public void onNext(final Resp response)
+    {
+        final Outbox out = outbox();
+        Resp value = response;
+        final int payloadLength;
+        try
+        {
+            payloadLength = method.responseMarshaller().serializedSize(value);
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to size response: " + t).withCause(t));
+            return;
+        }
+        final EncodedMessage encoded;
+        final OutboundCompression compression = responseCompression();
+        try
+        {
+            encoded = compression.applies(payloadLength) ?
+                compression.encode(method.responseMarshaller(), value, payloadLength) : null;
+        }
+        catch (final Throwable t)
+        {
+            onWriteFailed(Status.INTERNAL.withDescription("failed to compress response: " + t).withCause(t));
+            return;
+        }
+        // a streamed response's frame (a one-response method's single response may be held back for the STATUS)
+        final OutboundFrame streamed = method.type().serverSendsOneMessage() ? null :
+            responseFrame(value, payloadLength, encoded);
+        final OutboundFrame headers;
+        Resp earlier = null;
+        int earlierLength = 0;
+        EncodedMessage earlierEncoded = null;
+        OutboundFrame[] batch = null;
+        int batchCount = 0;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                Operators.onDiscard(value, currentContext());
+                return;
+            }
+            headers = takeHeaders();
+            server.metrics().messageSent(method, payloadLength);
+            if (streamed != null)
+            {
+                value = null;
+                final boolean collecting = out.collector == Thread.currentThread();
+                if (collecting || out.count > 0 || out.writing)
+                {
+                    final int adding = streamed.length() + (headers != null ? headers.length() : 0);
+                    if (collecting && !out.writing && out.count > 0 &&
+                        out.bytes + adding > WireConnection.COALESCE_LIMIT)
+                    {
+                        // the outbox holds a transport message's worth: it leaves now, this response starts the next
+                        out.writing = true;
+                        batchCount = out.count;
+                        batch = takeOutbox();
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                    }
+                    else
+                    {
+                        toOutbox(headers);
+                        toOutbox(streamed);
+                        if (out.writing || collecting)
+                        {
+                            return; // leaves with the outbox: written by its writer, or when the delivery returns
+                        }
+                        out.writing = true;
+                        batchCount = out.count;
+                        batch = takeOutbox();
+                    }
+                }
+            }
+            else if (method.type().serverSendsOneMessage() && pendingResponse == null)
+            {
+                // held back to travel with the STATUS in one transport message
+                pendingResponse = value;
+                pendingEncoded = encoded;
+                pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
+                value = null;
+            }
+            else if (pendingResponse != null)
+            {
+                earlier = pendingResponse;
+                earlierLength = pendingPayloadLength;
+                earlierEncoded = pendingEncoded;
+                pendingResponse = null;
+                pendingEncoded = null;
+            }
+        }
+        if (batch != null)
+        {
+            writeOutbox(batch, batchCount);
+            return;
+        }
+        if (headers != null)
+        {
+            connection.write(headers);
+        }
+        if (earlier != null)
+        {
+            connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
+        }
+        if (streamed != null)
+        {
+            connection.write(streamed);
+        }
+        if (value != null)
+        {
+            connection.write(responseFrame(value, payloadLength, encoded));
+        }
+    }
+
+    /** Guarded by this: appends a frame (null: none) to the outbox. */
+    private void toOutbox(final OutboundFrame frame)
+    {
+        final Outbox out = outbox();
+        if (frame == null)
+        {
+            return;
+        }
+        if (out.frames == null)
+        {
+            out.frames = out.spare != null ? out.spare : new OutboundFrame[16];
+            out.spare = null;
+        }
+        else if (out.count == out.frames.length)
+        {
+            out.frames = Arrays.copyOf(out.frames, out.count * 2);
+        }
+        out.frames[out.count++] = frame;
+        out.bytes += frame.length();
+    }
+
+    /** Guarded by this: takes the outbox's frames (out.count of them, read before) for the writer. */
+    private OutboundFrame[] takeOutbox()
+    {
+        final Outbox out = outbox();
+        final OutboundFrame[] taken = out.frames;
+        out.frames = out.spare;
+        out.spare = null;
+        out.count = 0;
+        out.bytes = 0;
+        return taken;
+    }
+
+    /**
+     * The outbox's writer (out.writing set by the caller under this): writes the frames taken, then whatever
+     * joined the outbox meanwhile, until it is empty. Outside the monitor, as every write.
+     */
+    private void writeOutbox(final OutboundFrame[] frames, final int count)
+    {
+        final Outbox out = outbox();
+        OutboundFrame[] batch = frames;
+        int n = count;
+        while (true)
+        {
+            try
+            {
+                connection.writeAll(batch, n);
+            }
+            catch (final RuntimeException | Error e)
+            {
+                synchronized (this)
+                {
+                    out.writing = false; // whoever writes next is not left waiting for this writer
+                }
+                throw e;
+            }
+            Arrays.fill(batch, 0, n, null);
+            synchronized (this)
+            {
+                // the collector writing what it collected leaves what joined meanwhile to itself: it writes it when full
+                // or when its delivery returns
+                if (out.count == 0 || out.collector == Thread.currentThread())
+                {
+                    out.writing = false;
+                    if (out.frames == null)
+                    {
+                        out.frames = batch;
+                    }
+                    else
+                    {
+                        out.spare = batch;
+                    }
+                    return;
+                }
+                n = out.count;
+                final OutboundFrame[] next = out.frames;
+                out.frames = batch;
+                out.count = 0;
+                out.bytes = 0;
+                batch = next;
+            }
+        }
+    }
+
+    /**
+     * Requests responses from the handler's publisher, collecting what it emits on this thread meanwhile into one
+     * write (see the outbox's fields) unless another thread already collects.
+     */
+    private void requestUpstream(final Subscription s, final long n, final boolean collecting)
+    {
+        if (!collecting)
+        {
+            s.request(n);
+            return;
+        }
+        try
+        {
+            s.request(n);
+        }
+        finally
+        {
+            endCollecting();
+        }
+    }
+
+    /** Guarded by this: makes this thread the collector if none is; @return whether it did (then endCollecting). */
+    private boolean startCollecting()
+    {
+        final Outbox out = outbox();
+        if (out == null || out.collector != null)
+        {
+            return false;
+        }
+        out.collector = Thread.currentThread();
+        return true;
+    }
+
+    /**
+     * Makes this thread collect the call's responses (see the outbox's fields) while it delivers the request of a
+     * server-streaming call to the handler, if no other thread collects: a handler that streams its answer inside that
+     * delivery has its responses written together when it returns. Not for calls whose client sends many messages: a
+     * bidi handler that answers each request with one response would only pay two monitors per request for it.
+     *
+     * @return true if this thread collects now: then call {@link #endCollecting} when the delivery returns.
+     */
+    final boolean beginCollecting()
+    {
+        if (method.type().serverSendsOneMessage() || !method.type().clientSendsOneMessage())
+        {
+            return false;
+        }
+        synchronized (this)
+        {
+            return startCollecting();
+        }
+    }
+
+    /** This thread stops collecting: writes what it collected, unless another thread is writing the outbox. */
+    final void endCollecting()
+    {
+        final Outbox out = outbox();
+        final OutboundFrame[] batch;
+        final int count;
+        synchronized (this)
+        {
+            out.collector = null;
+            if (out.count == 0 || out.writing)
+            {
+                return;
+            }
+            out.writing = true;
+            count = out.count;
+            batch = takeOutbox();
+        }
+        writeOutbox(batch, count);
+    }
+
+    @Override
+    public void onError(final Throwable error)
+    {
+        final Throwable t = GrpcStatusExceptions.translate(error);
+        final Status status = Status.fromThrowable(t);
+        Metadata trailers = trailersCopy();
+        if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
+        {
+            if (trailers == null)
+            {
+                trailers = new Metadata();
+            }
+            trailers.merge(((RpcException)t).trailers());
+        }
+        if (!(t instanceof RpcException))
+        {
+            // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
+            // fail); the client gets the code and message only
+            FAILURE_LOG.log(method.fullMethodName(), "call " + method.fullMethodName() + " from " + connection.peer() +
+                " failed", t);
+        }
+        finish(status, trailers);
+    }
+
+    @Override
+    public void onComplete()
+    {
+        finish(Status.OK, trailersCopy());
+    }
+
+    // ------------------------------------------------------------ ServerCall's hooks
+
+    @Override
+    int endingLocked(final OutboundFrame headers)
+    {
+        final Outbox out = outbox();
+        upstream = null;
+        if (out == null || (out.count == 0 && !out.writing))
+        {
+            return END_NOT_QUEUED;
+        }
+        // responses wait in the outbox: the end goes after them (with them, when this thread writes it)
+        toOutbox(headers);
+        toOutbox(this);
+        if (out.writing)
+        {
+            return END_QUEUED;
+        }
+        out.writing = true;
+        return END_QUEUED_WRITE;
+    }
+
+    @Override
+    void writeQueuedEnd()
+    {
+        final Outbox out = outbox();
+        final OutboundFrame[] batch;
+        final int count;
+        synchronized (this)
+        {
+            // this thread is the outbox's writer (endingLocked): nothing else takes from it meanwhile
+            count = out.count;
+            batch = takeOutbox();
+        }
+        writeOutbox(batch, count);
+    }
+
+    @Override
+    void abortedLocked()
+    {
+        final Outbox out = outbox();
+        if (out != null && out.count > 0)
+        {
+            // collected responses not yet written never leave: the call ended first
+            Arrays.fill(out.frames, 0, out.count, null);
+            out.count = 0;
+            out.bytes = 0;
+        }
+    }
+
+    @Override
+    void abortResponses()
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            s = upstream; // closed already: no subscription is taken from now on (onSubscribe cancels it)
+            upstream = null;
+        }
+        if (s != null)
+        {
+            s.cancel();
+        }
+    }
+
+    @Override
+    void releaseHandlerResources()
+    {
+        if (worker != null)
+        {
+            // let already scheduled signals run, then release the worker
+            worker.schedule(worker::dispose);
+        }
+    }
+
+    @Override
+    void onRequestN(final int n)
+    {
+        final long demand = fromWire(n);
+        if (worker == null)
+        {
+            requestResponses(demand); // no lambda per REQUEST_N on the common path
+        }
+        else
+        {
+            execute(() -> requestResponses(demand));
+        }
+    }
+
+    private void requestResponses(final long demand)
+    {
+        final Subscription s;
+        final boolean collecting;
+        synchronized (this)
+        {
+            if (closed)
+            {
+                return;
+            }
+            s = upstream;
+            if (s == null)
+            {
+                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
+                return;
+            }
+            collecting = startCollecting();
+        }
+        requestUpstream(s, demand, collecting);
+    }
+}
