@@ -59,8 +59,10 @@ final class ReverbClientStream extends CallbackSerializer
     /** A unary method: its response is held until its status, and both go to the listener in one task. */
     private final boolean unary;
     /**
-     * A unary call's response, from its MESSAGE until its STATUS (the next frame of the same transport message): see
-     * {@link #closed}. Written and read in the Reverb stream's callbacks, which never overlap.
+     * A unary call's response, from its MESSAGE until its STATUS (the next frame of the same transport message), then
+     * with the end ({@link #closed}; dropped there unless the status is OK) until grpc-java's listener takes it
+     * ({@link #next}) or the end is delivered without it. Written and read in the Reverb stream's callbacks, which
+     * never overlap, then by the end's task (the hand-over of which publishes it).
      */
     private volatile Payload heldResponse;
     /**
@@ -93,10 +95,6 @@ final class ReverbClientStream extends CallbackSerializer
     private Status endStatus;
     private Metadata endTrailers;
     private ClientStreamListener.RpcProgress endProgress;
-    /** A unary call's response, delivered with the end (null if none or the status is not OK). */
-    private Payload endResponse;
-    /** The response's stream while grpc-java's listener may take it ({@link #next}). */
-    private InputStream endMessage;
     /** The end is the server's status (messages that arrived before it are still delivered); written before hand-over. */
     private boolean endFromServer;
     /** {@link #END_AT_CALLER}: the task runs next on the waiting caller; {@link #END_ON_SERIALIZER}: on the serializer. */
@@ -427,8 +425,10 @@ final class ReverbClientStream extends CallbackSerializer
             // know this transport is shut down, or its subchannel gives the resent call this transport again
             transport.refusesStreams(grpcStatus);
         }
-        final Payload response = heldResponse;
-        heldResponse = null;
+        if (!status.isOk())
+        {
+            heldResponse = null;
+        }
         // A unary call's response and status reach grpc-java's listener back to back, in one task, from the transport
         // callback that read them (a unary response counts only with its OK status, as rpc-core's unary calls: with
         // any other it is dropped). A blocking stub's waiting thread runs that task itself (see waitingCaller), so
@@ -437,7 +437,6 @@ final class ReverbClientStream extends CallbackSerializer
         endStatus = grpcStatus;
         endTrailers = grpcTrailers;
         endProgress = progress;
-        endResponse = status.isOk() ? response : null;
         final Executor caller = waitingCaller;
         if (caller == null || cancelling)
         {
@@ -475,14 +474,16 @@ final class ReverbClientStream extends CallbackSerializer
         {
             return; // the server's status follows the messages that came before it, as grpc-java asks for them
         }
-        final Payload response = endResponse;
-        endResponse = null;
+        final Payload response = heldResponse;
         if (response != null && !closed)
         {
             countInbound(response);
             deliverHeadersIfNone();
-            endMessage = response;
-            listener.messagesAvailable(this);
+            listener.messagesAvailable(this); // its task takes the response through next(), maybe later
+        }
+        else
+        {
+            heldResponse = null; // none, or the listener is closed: dropped
         }
         closeNow(endStatus, endTrailers, endProgress);
     }
@@ -491,8 +492,8 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public InputStream next()
     {
-        final InputStream m = endMessage;
-        endMessage = null;
+        final InputStream m = heldResponse;
+        heldResponse = null;
         return m;
     }
     // CHECKSTYLE.ON: InlineFullyQualifiedName

@@ -12,7 +12,6 @@ import io.grpc.internal.StreamListener;
 import io.reverb.rpc.compression.Codec;
 
 import java.io.InputStream;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The server side of one call over Reverb, seen by grpc-java's server as a stream: directly on the call's Reverb
@@ -25,12 +24,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class ReverbServerStream implements ServerStream,
     io.reverb.rpc.transport.stream.ServerStreamListener<InputStream>, StreamListener.MessageProducer
 {
-    private static final AtomicInteger IDS = new AtomicInteger();
-
     private final io.reverb.rpc.transport.stream.ServerStream<InputStream> call;
     private final Attributes attributes;
     private final StatsTraceContext statsTraceContext;
-    private final int id = IDS.incrementAndGet();
     /** grpc-java's listener: set in streamCreated, before the Reverb stream reports anything. */
     private ServerStreamListener listener;
     /** The codec grpc-java set, or null for identity. */
@@ -181,7 +177,7 @@ final class ReverbServerStream implements ServerStream,
     @Override
     public int streamId()
     {
-        return id;
+        return call.streamId(); // the id on the wire, per connection (as Netty's HTTP/2 stream ids)
     }
 
     @Override

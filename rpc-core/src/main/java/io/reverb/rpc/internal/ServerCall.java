@@ -68,9 +68,9 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     // final frame is written (responses written before it may reference the request)
     private volatile Req singleRequest;
     // the inflated bytes of a one-request call's compressed request, held against the connection's budget until the
-    // call ends (the handler may keep the request that long); guarded by this
-    private long inflatedHeld;
-    private InflationBudget heldBudget;
+    // call ends (the handler may keep the request that long); guarded by this. An object of its own, made by the
+    // first compressed request: a call of uncompressed requests is 8 bytes smaller for it
+    private InflatedHold inflated;
 
     /**
      * @param timeoutNanos the client's timeout, or negative for none.
@@ -635,8 +635,11 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         {
             return false;
         }
-        inflatedHeld += bytes;
-        heldBudget = budget;
+        if (inflated == null)
+        {
+            inflated = new InflatedHold(budget);
+        }
+        inflated.bytes += bytes;
         return true;
     }
 
@@ -644,21 +647,32 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
     {
         // no monitor on the common path (nothing inflated): the step that closed the call took the monitor after any
         // holdInflated that succeeded, so this thread sees its write
-        if (heldBudget == null)
+        final InflatedHold hold = inflated;
+        if (hold == null)
         {
             return;
         }
         final long bytes;
-        final InflationBudget budget;
         synchronized (this)
         {
-            bytes = inflatedHeld;
-            budget = heldBudget;
-            inflatedHeld = 0;
+            bytes = hold.bytes;
+            hold.bytes = 0;
         }
         if (bytes != 0)
         {
-            budget.release(bytes);
+            hold.budget.release(bytes);
+        }
+    }
+
+    /** A one-request call's inflated bytes held against the connection's budget (guarded by the call). */
+    private static final class InflatedHold
+    {
+        final InflationBudget budget;
+        long bytes;
+
+        InflatedHold(final InflationBudget budget)
+        {
+            this.budget = budget;
         }
     }
 

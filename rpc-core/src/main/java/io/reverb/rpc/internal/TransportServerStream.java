@@ -759,6 +759,12 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     }
 
     @Override
+    public int streamId()
+    {
+        return streamId;
+    }
+
+    @Override
     public String toString()
     {
         return "TransportServerStream{" + fullMethodName + ", stream " + streamId + "}";

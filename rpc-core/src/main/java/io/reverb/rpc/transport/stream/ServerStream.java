@@ -86,6 +86,12 @@ public interface ServerStream<M>
     /** @return the connection the call came on. */
     AcceptedConnection connection();
 
+    /**
+     * @return the call's stream id on its connection, as on the wire (unique among the connection's calls, not the
+     *         server's): for logs.
+     */
+    int streamId();
+
     /** @return the client's deadline, or null for none. */
     Deadline deadline();
 
