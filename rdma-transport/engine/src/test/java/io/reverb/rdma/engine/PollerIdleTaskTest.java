@@ -141,8 +141,8 @@ class PollerIdleTaskTest
             assertThat(second).isGreaterThan(first);
             assertThat(cycles.subList(Poller.MAX_IDLE_RUNS_AWAITING_DATA, work + 1))
                 .as("the rest of its work and the run that found none, in the next cycle").containsOnly(second);
-            assertThat(cycles).as("no run after the one that found nothing, before or after the data (the delay is an"
-                + " hour)").hasSize(work + 1);
+            assertThat(cycles).as("no run after the one that found nothing, before or after the data (an hour's delay)")
+                .hasSize(work + 1);
             assertThat(recorder.messages).allSatisfy(m -> assertThat(m[1]).as("intact").isEqualTo(1));
             assertQuiescent(pair.client, pair.server);
             assertThat(pair.errors()).isEmpty();
