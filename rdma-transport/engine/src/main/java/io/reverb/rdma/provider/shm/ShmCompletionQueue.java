@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -20,6 +21,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * afterwards: every access ({@link #offer}, {@link #poll}, {@link #requestNotify}) enters a guard that
  * {@link #close()} waits to drain after marking the CQ closed, and an access that enters after that
  * sees it closed and does nothing.
+ *
+ * <p>A CQ that is no QP's receive CQ (a send CQ: over shm a SEND completes at post, so it holds only signaled and
+ * failed work) gets completions from this JVM only, all through {@link #offer}, which counts them: {@link #poll} does
+ * not enter the guard (two atomic instructions) while nothing was offered since its last poll emptied the ring.
  *
  * <p>Receive completions of QPs in inbox mode ({@link RecvRing}) are not in the ring: {@link #poll} reads them from
  * those QPs' inboxes after the ring's entries. Such a QP's receive queue mapping stays readable until this CQ's
@@ -46,6 +51,12 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
     private int nextInbox;
     /** Doorbells the event thread read for this CQ (written by the event thread only). */
     private volatile long doorbellsRead;
+    /** Some QP receives into this CQ: a peer writes completions into its ring, and inboxes may attach. */
+    private volatile boolean receives;
+    /** Completions {@link #offer}ed here, counted after each is in the ring. */
+    private final AtomicLong offers = new AtomicLong();
+    /** {@link #offers} as read before a poll that left the ring empty: none is waiting while they are equal. */
+    private volatile long offersPolled;
 
     ShmCompletionQueue(
         final ShmVerbsContext context,
@@ -101,6 +112,7 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         {
             users.decrementAndGet();
         }
+        offers.incrementAndGet(); // after the entry is in the ring: a poll that reads this count finds the entry
         if (result == CqRing.OFFERED_RING)
         {
             signal();
@@ -179,9 +191,22 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         return true;
     }
 
+    /** A QP receives into this CQ (see the class comment): from now on every poll looks at the ring. */
+    void receivesCompletions()
+    {
+        receives = true;
+    }
+
     @Override
     public int poll(final WorkCompletions completions)
     {
+        final boolean localOnly = !receives;
+        final long offered = localOnly ? offers.get() : 0;
+        if (localOnly && offered == offersPolled)
+        {
+            completions.count(0); // every completion offered so far was polled: the ring is empty
+            return 0;
+        }
         if (!enter())
         {
             completions.count(0);
@@ -190,6 +215,10 @@ final class ShmCompletionQueue extends AbstractCompletionQueue<ShmVerbsContext, 
         try
         {
             int count = ring.poll(completions, 0);
+            if (localOnly && count < completions.capacity())
+            {
+                offersPolled = offered; // the ring is empty of everything offered before `offered` was read
+            }
             final ShmQueuePair[] qps = inboxes;
             final int n = qps.length;
             if (n > 0)

@@ -160,6 +160,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         {
             recvRing.enableInbox();
         }
+        recvCq.receivesCompletions(); // its peer will write into it (and an inbox may attach)
     }
 
     /** @return the handshake message describing this QP to its peer. */

@@ -18,6 +18,7 @@ import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
+import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
@@ -38,6 +39,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -67,6 +69,70 @@ class ShmProviderTest
         assertThat(VerbsProviders.forScheme("shm")).isInstanceOf(ShmVerbsProvider.class);
         assertThat(new ShmVerbsProvider().isAvailable()).isTrue();
         assertThat(new ShmVerbsProvider().unavailabilityCause()).isNull();
+    }
+
+    /**
+     * A CQ that is no QP's receive CQ is polled without its access guard while nothing was offered since the last poll
+     * emptied it: completions offered from several threads while one polls must all arrive, once each, and the CQ
+     * must read empty after. Counted, not timed.
+     */
+    @Test
+    @Timeout(60)
+    void aCqWithoutReceiversShouldDeliverEveryLocalCompletionOnce() throws Exception
+    {
+        final int producers = 2;
+        final int each = 20_000;
+        try (VerbsContext context = new ShmVerbsProvider().open(config))
+        {
+            final ShmCompletionQueue cq = (ShmCompletionQueue)context.createCq(1024, null);
+            final AtomicLong polled = new AtomicLong();
+            final AtomicLong lost = new AtomicLong();
+            final Thread[] threads = new Thread[producers];
+            for (int t = 0; t < producers; t++)
+            {
+                final int producer = t;
+                threads[t] = new Thread(() ->
+                {
+                    for (int i = 0; i < each; i++)
+                    {
+                        while (producer * (long)each + i - polled.get() > 256 * producers)
+                        {
+                            Thread.onSpinWait(); // keeps the ring from overflowing
+                        }
+                        if (!cq.offer(producer * (long)each + i, WcStatus.SUCCESS, WcOpcode.SEND, 0, 0, 0, 1))
+                        {
+                            lost.incrementAndGet();
+                        }
+                    }
+                });
+                threads[t].start();
+            }
+            final boolean[] seen = new boolean[producers * each];
+            final WorkCompletions wc = new WorkCompletions(16);
+            int received = 0;
+            while (received < producers * each && lost.get() == 0)
+            {
+                final int n = cq.poll(wc);
+                for (int i = 0; i < n; i++)
+                {
+                    final int id = (int)wc.wrId(i);
+                    assertThat(seen[id]).as("completion %d delivered twice", id).isFalse();
+                    seen[id] = true;
+                }
+                received += n;
+                polled.addAndGet(n);
+            }
+            for (final Thread thread : threads)
+            {
+                thread.join();
+            }
+            assertThat(lost.get()).as("offers that overflowed the ring").isZero();
+            assertThat(received).isEqualTo(producers * each);
+            assertThat(cq.poll(wc)).as("nothing left").isZero();
+            assertThat(cq.offer(7, WcStatus.SUCCESS, WcOpcode.SEND, 0, 0, 0, 1)).isTrue();
+            assertThat(cq.poll(wc)).as("an offer after an empty poll").isEqualTo(1);
+            assertThat(wc.wrId(0)).isEqualTo(7);
+        }
     }
 
     @Test
