@@ -40,12 +40,6 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     // responses (handler output), guarded by this
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
-    // A streaming call's responses go out together (one write lock, claim and commit for many, WireConnection#writeAll)
-    // when the handler's publisher emits them inside our request to it: the requesting thread (the collector) collects
-    // them in the outbox and writes it when the request returns or the outbox holds a transport message's worth. A
-    // response emitted on any other thread is written at once. One thread writes the outbox at a time (writing):
-    // a frame produced meanwhile joins the outbox and leaves after the frames ahead of it. All guarded by this.
-    // (in an object of their own, held by StreamingServerCall for a method with many responses: outbox())
 
     @SuppressWarnings("unchecked")
     ReactorServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
@@ -59,9 +53,15 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     }
 
     /**
-     * @return where this call's responses are collected into one write (see the comment above the class's fields), or
-     * null for a method with one response: the object is {@link StreamingServerCall}'s field, so that a unary call's
-     * object has no field for it.
+     * A streaming call's responses go out together (one write lock, claim and commit for many,
+     * {@code WireConnection#writeAll}) when the handler's publisher emits them inside our request to it: the requesting
+     * thread (the collector) collects them in the outbox and writes it when the request returns or the outbox holds a
+     * transport message's worth. A response emitted on any other thread is written at once. One thread writes the
+     * outbox at a time ({@code writing}): a frame produced meanwhile joins the outbox and leaves after the frames ahead
+     * of it. All guarded by this call.
+     *
+     * @return this call's outbox, or null for a method with one response: the object is {@link StreamingServerCall}'s
+     * field, so that a unary call's object has no field for it.
      */
     Outbox outbox()
     {
