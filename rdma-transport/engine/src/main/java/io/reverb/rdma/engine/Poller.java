@@ -392,6 +392,10 @@ final class Poller implements Agent
         {
             connection.arm();
         }
+        // the re-poll is the last duty cycle before the sleep: its idle-task check reads the clock (not every empty
+        // cycle's does), so that a task whose delay has passed runs before the poller sleeps, however few cycles
+        // it spun
+        idleTaskChecks = 0;
         try
         {
             if (pollOnce() > 0)
