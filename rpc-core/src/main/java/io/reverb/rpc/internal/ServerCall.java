@@ -358,13 +358,25 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
      */
     final Disposable closeOkLocked()
     {
+        return closeLocked(Status.OK, null, rpcContext != null && rpcContext.hasResponseTrailers() ?
+            rpcContext.responseTrailers().copy() : null);
+    }
+
+    /**
+     * Guarded by this: closes the call with its final frame's fields (the held-back response, if any, travels with
+     * the STATUS).
+     *
+     * @param description the status's description, UTF-8, or null.
+     * @param trailers    the trailers, or null.
+     * @return the deadline timer to dispose, or null.
+     */
+    private Disposable closeLocked(final Status status, final byte[] description, final Metadata trailers)
+    {
         closed = true;
-        final Metadata trailers = rpcContext != null && rpcContext.hasResponseTrailers() ?
-            rpcContext.responseTrailers().copy() : null;
-        finalCode = Status.OK.code().value();
-        finalDescription = null;
+        finalCode = status.code().value();
+        finalDescription = description;
         finalTrailers = trailers;
-        finalLength = StatusFlyweight.frameLength(null, trailers) +
+        finalLength = StatusFlyweight.frameLength(description, trailers) +
             (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
         final Disposable timer = deadlineTimer;
         deadlineTimer = null;
@@ -388,19 +400,12 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
             {
                 return;
             }
-            closed = true;
             headers = takeHeaders();
             if (!status.isOk())
             {
                 pendingResponse = null;
             }
-            finalCode = status.code().value();
-            finalDescription = FrameCodec.utf8(status.description());
-            finalTrailers = trailers;
-            finalLength = StatusFlyweight.frameLength(finalDescription, trailers) +
-                (pendingResponse != null ? HEADER + pendingPayloadLength : 0);
-            timer = deadlineTimer;
-            deadlineTimer = null;
+            timer = closeLocked(status, FrameCodec.utf8(status.description()), trailers);
             queued = endingLocked(headers);
         }
         responsesEnded();
