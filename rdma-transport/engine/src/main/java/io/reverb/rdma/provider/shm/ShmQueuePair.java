@@ -21,7 +21,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
-import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -101,8 +100,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private volatile SocketChannel socket;
 
     // Scratch state of the send path, reused under sendLock so posting allocates nothing.
-    private final Int2ObjectHashMap<RemoteRegion> remoteRegions = new Int2ObjectHashMap<>();
-    private int remoteMappingsOpen;
+    /** The peer's regions this QP mapped (RDMA operations, direct writes), under sendLock. */
+    private final PeerRegions peerRegions;
     private final ScatterGatherList peerReceive = new ScatterGatherList();
     private final long[] claimedWrId = new long[1];
     private long claimedIndex;
@@ -110,14 +109,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private long peerNext;
     /** SENDs whose bytes went inside the peer's inbox slot (tests; under sendLock). */
     private long inlineSends;
-    private final UnsafeBuffer[] srcBuffers = new UnsafeBuffer[ScatterGatherList.MAX_SGE];
-    private final int[] srcOffsets = new int[ScatterGatherList.MAX_SGE];
-    private final int[] srcLengths = new int[ScatterGatherList.MAX_SGE];
-    private int srcCount;
-    private final UnsafeBuffer[] dstBuffers = new UnsafeBuffer[ScatterGatherList.MAX_SGE];
-    private final int[] dstOffsets = new int[ScatterGatherList.MAX_SGE];
-    private final int[] dstLengths = new int[ScatterGatherList.MAX_SGE];
-    private int dstCount;
+    /** The operation's source and destination, resolved and checked, and the copy between them. */
+    private final CopySpans spans;
     private final ByteBuffer doorbellFrame = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH);
     private boolean doorbellDropLogged;
 
@@ -125,15 +118,8 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     private final ScatterGatherList flushScratch = new ScatterGatherList();
     private final long[] flushWrId = new long[1];
 
-    // The receive CQ's poller only (inbox mode).
-    private long inboxNext;
-    private final ScatterGatherList inboxReceive = new ScatterGatherList();
-    private final ShmMemoryRegion[] inboxRegions = new ShmMemoryRegion[ScatterGatherList.MAX_SGE];
-    private final int[] inboxOffsets = new int[ScatterGatherList.MAX_SGE];
-    private boolean malformedLogged;
-    /** Polls of a down QP that found the next receive claimed by a sender and not yet published. */
-    private int stuckPolls;
-    private boolean peerGone;
+    /** The receive CQ's poller's side of the inbox (inbox mode). */
+    private final InboxReader inboxReader;
 
     // Event thread only.
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(Handshake.FRAME_LENGTH * 64);
@@ -160,6 +146,9 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         {
             recvRing.enableInbox();
         }
+        this.inboxReader = new InboxReader(this, recvRing, context, pd);
+        this.peerRegions = new PeerRegions(context);
+        this.spans = new CopySpans(context, pd, peerRegions);
         recvCq.receivesCompletions(); // its peer will write into it (and an inbox may attach)
     }
 
@@ -187,6 +176,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             throw new IOException("shm peer names files outside its own prefix");
         }
         peerPrefix = peer.prefix;
+        peerRegions.peer(peer.prefix);
         peerPdId = peer.pdId;
         peerQpNum = peer.qpNum;
         peerRecvCqId = peer.recvCqId;
@@ -355,7 +345,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             case SEND:
             case SEND_WITH_IMM:
             {
-                if (!resolveLocal(request, false, true))
+                if (!spans.resolveLocal(request, false, true))
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
@@ -370,7 +360,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                 if (peerInbox && peerRecvRing.fitsInline(total))
                 {
                     // Bytes and completion in one slot: the peer's poller copies them into the posted receive.
-                    copyToSlot(peerRecvRing.buffer(), peerRecvRing.slotOffset(claimedIndex) + RecvRing.SLOT_DATA);
+                    spans.copySourceTo(peerRecvRing.buffer(), peerRecvRing.slotOffset(claimedIndex) + RecvRing.SLOT_DATA);
                     inlineSends++;
                     deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV, total, imm, wcFlags, solicited, RecvRing.KIND_INLINE);
                     return WcStatus.SUCCESS;
@@ -384,12 +374,12 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                     deliverToPeer(WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, false, RecvRing.KIND_PLACED);
                     return WcStatus.REM_INV_REQ_ERR;
                 }
-                if (!resolvePeerReceive())
+                if (!spans.resolvePeerReceive(peerReceive, peerPdId))
                 {
                     deliverToPeer(WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, false, RecvRing.KIND_PLACED);
                     return WcStatus.REM_OP_ERR;
                 }
-                copy();
+                spans.copy();
                 if (!deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV, total, imm, wcFlags, solicited, RecvRing.KIND_PLACED))
                 {
                     return WcStatus.REM_OP_ERR;
@@ -400,16 +390,17 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             case RDMA_WRITE:
             case RDMA_WRITE_WITH_IMM:
             {
-                if (!resolveLocal(request, false, true))
+                if (!spans.resolveLocal(request, false, true))
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
                 // A zero-length RDMA operation carries no data and, as in InfiniBand, checks no rkey.
                 if (total == 0)
                 {
-                    dstCount = 0;
+                    spans.clearDestination();
                 }
-                else if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_WRITE, false))
+                else if (!spans.resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_WRITE, false,
+                    peerPdId))
                 {
                     return WcStatus.REM_ACCESS_ERR;
                 }
@@ -423,7 +414,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                         return claim;
                     }
                 }
-                copy();
+                spans.copy();
                 if (withImm && !deliverToPeer(WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, total,
                     request.immData(), WorkCompletions.WC_WITH_IMM, solicited, RecvRing.KIND_PLACED))
                 {
@@ -434,19 +425,20 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
             case RDMA_READ:
             {
-                if (!resolveLocal(request, true, false))
+                if (!spans.resolveLocal(request, true, false))
                 {
                     return WcStatus.LOC_PROT_ERR;
                 }
                 if (total == 0)
                 {
-                    srcCount = 0;
+                    spans.clearSource();
                 }
-                else if (!resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_READ, true))
+                else if (!spans.resolveRemote(request.rkey(), request.remoteAddress(), total, Access.REMOTE_READ, true,
+                    peerPdId))
                 {
                     return WcStatus.REM_ACCESS_ERR;
                 }
-                copy();
+                spans.copy();
                 return WcStatus.SUCCESS;
             }
 
@@ -601,158 +593,6 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
         return index >= 0;
     }
 
-    /** Copies the resolved source spans into {@code dst} from {@code offset} (the caller checked they fit). */
-    private void copyToSlot(final UnsafeBuffer dst, final int offset)
-    {
-        int at = offset;
-        for (int i = 0; i < srcCount; i++)
-        {
-            dst.putBytes(at, srcBuffers[i], srcOffsets[i], srcLengths[i]);
-            at += srcLengths[i];
-            srcBuffers[i] = null;
-        }
-    }
-
-    /** Resolves the request's own SGEs against this QP's PD into the source or destination spans. */
-    private boolean resolveLocal(final ScatterGatherList sges, final boolean needLocalWrite, final boolean asSource)
-    {
-        final UnsafeBuffer[] buffers = asSource ? srcBuffers : dstBuffers;
-        final int[] offsets = asSource ? srcOffsets : dstOffsets;
-        final int[] lengths = asSource ? srcLengths : dstLengths;
-        final int count = sges.sgeCount();
-        for (int i = 0; i < count; i++)
-        {
-            final long address = sges.sgeAddress(i);
-            final int length = sges.sgeLength(i);
-            final ShmMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
-            final long offset = RegionChecks.localOffset(region, pd, sges.sgeLkey(i), address, length, needLocalWrite);
-            if (offset == RegionChecks.DENIED)
-            {
-                return false;
-            }
-            buffers[i] = region.buffer();
-            offsets[i] = (int)offset;
-            lengths[i] = length;
-        }
-        if (asSource)
-        {
-            srcCount = count;
-        }
-        else
-        {
-            dstCount = count;
-        }
-        return true;
-    }
-
-    /** Resolves the claimed peer receive's SGEs against the peer QP's PD into the destination spans. */
-    private boolean resolvePeerReceive()
-    {
-        final ScatterGatherList sges = peerReceive;
-        final int count = sges.sgeCount();
-        for (int i = 0; i < count; i++)
-        {
-            final long address = sges.sgeAddress(i);
-            final int length = sges.sgeLength(i);
-            final RemoteRegion region = remoteRegion(RegionChecks.indexOfAddress(address));
-            if (region == null || region.lkey != sges.sgeLkey(i) || region.pdId != peerPdId ||
-                (region.access & Access.LOCAL_WRITE) == 0)
-            {
-                return false;
-            }
-            final long offset = RegionChecks.offsetIn(region.baseAddress, region.length, address, length);
-            if (offset == RegionChecks.DENIED)
-            {
-                return false;
-            }
-            dstBuffers[i] = region.data;
-            dstOffsets[i] = (int)offset;
-            dstLengths[i] = length;
-        }
-        dstCount = count;
-        return true;
-    }
-
-    /** Checks rkey, bounds, access and PD of a one-sided access to the peer's memory. */
-    private boolean resolveRemote(
-        final int rkey, final long address, final int length, final int access, final boolean asSource)
-    {
-        final int index = RegionChecks.indexOfKey(rkey);
-        if (index != RegionChecks.indexOfAddress(address))
-        {
-            return false;
-        }
-        final RemoteRegion region = remoteRegion(index);
-        if (region == null || region.rkey != rkey || region.pdId != peerPdId || (region.access & access) == 0)
-        {
-            return false;
-        }
-        final long offset = RegionChecks.offsetIn(region.baseAddress, region.length, address, length);
-        if (offset == RegionChecks.DENIED)
-        {
-            return false;
-        }
-        if (asSource)
-        {
-            srcBuffers[0] = region.data;
-            srcOffsets[0] = (int)offset;
-            srcLengths[0] = length;
-            srcCount = 1;
-        }
-        else
-        {
-            dstBuffers[0] = region.data;
-            dstOffsets[0] = (int)offset;
-            dstLengths[0] = length;
-            dstCount = 1;
-        }
-        return true;
-    }
-
-    /**
-     * @return the peer's registered region with this index, mapped on first use (cold path), or null
-     * if it does not exist or is no longer registered.
-     */
-    private RemoteRegion remoteRegion(final int index)
-    {
-        RemoteRegion region = remoteRegions.get(index);
-        if (region != null)
-        {
-            if (region.isRegistered())
-            {
-                return region;
-            }
-            // Indexes are never reused, so a deregistered region is gone for good: drop our mapping.
-            remoteRegions.remove(index);
-            dropLocked(region);
-            return null;
-        }
-        if (index <= 0)
-        {
-            return null;
-        }
-        try
-        {
-            final MappedByteBuffer mapping = ShmFiles.mapExisting(context.peerFile(peerPrefix + "-mr" + index));
-            if (mapping == null)
-            {
-                return null;
-            }
-            region = RemoteRegion.of(mapping, index);
-            if (region == null)
-            {
-                ShmFiles.unmap(mapping);
-                return null;
-            }
-            remoteRegions.put(index, region);
-            return region;
-        }
-        catch (final IOException ex)
-        {
-            return null;
-        }
-    }
-
     /** A SEND or RDMA operation is carried out by the posting thread, inside {@link #postSend}. */
     @Override
     public boolean completesAtPost()
@@ -782,7 +622,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 return null;
             }
-            final RemoteRegion region = remoteRegion(RegionChecks.indexOfKey(rkey));
+            final RemoteRegion region = peerRegions.get(RegionChecks.indexOfKey(rkey));
             if (region == null || region.rkey != rkey || region.pdId != peerPdId || (region.access & Access.REMOTE_WRITE) == 0)
             {
                 return null;
@@ -792,8 +632,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 return null;
             }
-            region.pins++;
-            remoteMappingsOpen++;
+            peerRegions.pin(region);
             return new ShmRemoteMapping(this, region, (int)offset, length);
         }
     }
@@ -803,11 +642,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     {
         synchronized (sendLock)
         {
-            remoteMappingsOpen--;
-            if (--region.pins == 0 && region.dropped)
-            {
-                ShmFiles.unmap(region.mapping);
-            }
+            peerRegions.unpin(region);
         }
     }
 
@@ -816,64 +651,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
     {
         synchronized (sendLock)
         {
-            return remoteMappingsOpen;
-        }
-    }
-
-    /** Forgets our mapping of a peer region (send lock held): unmapped now, or by its last pin's close. */
-    private void dropLocked(final RemoteRegion region)
-    {
-        if (region.pins > 0)
-        {
-            region.dropped = true;
-        }
-        else
-        {
-            ShmFiles.unmap(region.mapping);
-        }
-    }
-
-    /** Copies the source spans into the destination spans (the caller checked the lengths fit). */
-    private void copy()
-    {
-        int si = 0;
-        int di = 0;
-        int srcOffset = srcCount > 0 ? srcOffsets[0] : 0;
-        int srcRemaining = srcCount > 0 ? srcLengths[0] : 0;
-        int dstOffset = dstCount > 0 ? dstOffsets[0] : 0;
-        int dstRemaining = dstCount > 0 ? dstLengths[0] : 0;
-        while (si < srcCount && di < dstCount)
-        {
-            if (srcRemaining == 0)
-            {
-                if (++si < srcCount)
-                {
-                    srcOffset = srcOffsets[si];
-                    srcRemaining = srcLengths[si];
-                }
-                continue;
-            }
-            if (dstRemaining == 0)
-            {
-                if (++di < dstCount)
-                {
-                    dstOffset = dstOffsets[di];
-                    dstRemaining = dstLengths[di];
-                }
-                continue;
-            }
-            final int n = Math.min(srcRemaining, dstRemaining);
-            dstBuffers[di].putBytes(dstOffset, srcBuffers[si], srcOffset, n);
-            srcOffset += n;
-            srcRemaining -= n;
-            dstOffset += n;
-            dstRemaining -= n;
-        }
-        // Drop references so that a deregistered region's mapping is not kept reachable from here.
-        for (int i = 0; i < ScatterGatherList.MAX_SGE; i++)
-        {
-            srcBuffers[i] = null;
-            dstBuffers[i] = null;
+            return peerRegions.mappingsOpen();
         }
     }
 
@@ -887,7 +665,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
      * Moves the QP to ERROR once: the peer is told (by closing the socket, which it sees as EOF),
      * posted receives are flushed, and the disconnect handler is scheduled on the event thread.
      */
-    private void goDown()
+    void goDown()
     {
         if (!down.compareAndSet(false, true))
         {
@@ -961,8 +739,7 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                     return;
                 }
                 closed = true;
-                remoteRegions.forEach((index, region) -> dropLocked(region));
-                remoteRegions.clear();
+                peerRegions.dropAll();
                 ShmFiles.unmap(peerRecvQueueMapping);
                 ShmFiles.unmap(peerRecvCqMapping);
                 peerRecvQueueMapping = null;
@@ -1003,81 +780,39 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
 
     /**
      * The receive CQ's poller (inside its poll): moves this QP's receive completions from the inbox into
-     * {@code completions} from index {@code from}, in receive order; once the QP is down, flushes the receives no
-     * sender claimed; once it is closed and nothing is outstanding, detaches and unmaps the inbox.
+     * {@code completions} from index {@code from}, in receive order (see {@link InboxReader#poll}).
      *
      * @return completions added.
      */
     int pollInbox(final WorkCompletions completions, final int from)
     {
-        final RecvRing ring = recvRing;
-        final int max = completions.capacity() - from;
-        long next = inboxNext;
-        int count = 0;
-        while (count < max)
-        {
-            if (ring.slotPublished(next))
-            {
-                completeSlot(completions, from + count, next);
-                next++;
-                count++;
-                continue;
-            }
-            if (!down.get() || next >= ring.tail())
-            {
-                // Up: nothing more yet. Down: every posted receive is done.
-                break;
-            }
-            final long senderFinal = ring.senderFinal();
-            if (senderFinal < 0 && !peerGoneChecked())
-            {
-                // Down, and the sender may still publish this receive's slot: its QP writes how many it consumed
-                // when it goes down too (it sees our EOF), unless its process died (checked now and then).
-                break;
-            }
-            if (next < senderFinal && ring.slotPublished(next))
-            {
-                continue; // published before the final count was written
-            }
-            final long wrId = ring.readEntry(next, inboxReceive);
-            completions.set(from + count, wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
-            next++;
-            count++;
-        }
-        if (next != inboxNext)
-        {
-            inboxNext = next;
-            ring.consumed(next - 1);
-        }
-        else if (closed && next >= ring.tail())
-        {
-            retireInbox();
-        }
-        return count;
+        return inboxReader.poll(completions, from);
     }
 
-    /** @return whether the peer's process is known to be gone (looked up on one call in 1,024; poller only). */
-    private boolean peerGoneChecked()
+    /** @return whether the QP went to ERROR (any thread). */
+    boolean isDown()
     {
-        if (!peerGone && (++stuckPolls & 1023) == 1 && !peerAlive())
-        {
-            peerGone = true;
-        }
-        return peerGone;
+        return down.get();
+    }
+
+    /** @return whether {@link #close()} ran (any thread). */
+    boolean isClosed()
+    {
+        return closed;
     }
 
     /**
      * @return false once the peer's context is known to be gone: its lock file is missing or nobody holds its lock
      * (the kernel drops it when the process dies, across PID namespaces too: see {@link ShmFiles}).
      */
-    private boolean peerAlive()
+    boolean peerAlive()
     {
         // A context of this JVM is alive, and its lock must not be probed: closing a channel of it would drop it.
         return ShmVerbsContext.isOpenHere(peerPrefix) || ShmFiles.isLockHeld(context.directory(), peerPrefix);
     }
 
     /** Closed and all flushed: nothing will read this inbox again (poller thread). */
-    private void retireInbox()
+    void retireInbox()
     {
         synchronized (recvLock)
         {
@@ -1089,90 +824,6 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             unmapRecvQueueLocked();
         }
         recvCq.detachInbox(this);
-    }
-
-    /** Completes receive {@code index} from its published slot; every field the peer wrote is checked first. */
-    private void completeSlot(final WorkCompletions completions, final int at, final long index)
-    {
-        final RecvRing ring = recvRing;
-        final UnsafeBuffer buffer = ring.buffer();
-        final int slot = ring.slotOffset(index);
-        final int byteLen = buffer.getInt(slot + RecvRing.SLOT_BYTE_LEN);
-        final int imm = buffer.getInt(slot + RecvRing.SLOT_IMM);
-        final int info = ring.slotInfo(index);
-        final int status = info & RecvRing.INFO_STATUS_MASK;
-        final int kind = info >>> RecvRing.INFO_KIND_SHIFT & 3;
-        final boolean rdmaWithImm = (info & RecvRing.INFO_RDMA_WITH_IMM) != 0;
-        final int flags = (info & RecvRing.INFO_WITH_IMM) != 0 ? WorkCompletions.WC_WITH_IMM : 0;
-        final long wrId = ring.readEntry(index, inboxReceive);
-        final boolean wellFormed = (info & RecvRing.INFO_UNUSED) == 0 && byteLen >= 0;
-        if (wellFormed && kind == RecvRing.KIND_INLINE && status == WcStatus.SUCCESS.value() && !rdmaWithImm &&
-            byteLen <= RecvRing.INLINE_MAX)
-        {
-            final WcStatus placed = placeInline(buffer, slot + RecvRing.SLOT_DATA, byteLen);
-            if (placed == WcStatus.SUCCESS)
-            {
-                completions.set(at, wrId, WcStatus.SUCCESS, WcOpcode.RECV, byteLen, imm, flags, qpNum);
-                return;
-            }
-            completions.set(at, wrId, placed, WcOpcode.RECV, 0, 0, 0, qpNum);
-            goDown();
-            return;
-        }
-        if (wellFormed && kind == RecvRing.KIND_PLACED)
-        {
-            final WcStatus wcStatus = WcStatus.fromValue(status);
-            completions.set(at, wrId, wcStatus, rdmaWithImm ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV,
-                wcStatus == WcStatus.SUCCESS ? byteLen : 0, imm, flags, qpNum);
-            return;
-        }
-        if (!malformedLogged)
-        {
-            // Once per QP: the connection ends with it.
-            malformedLogged = true;
-            LOG.warn("QP {} to {}: the peer wrote a malformed inbox slot (info {}, length {}); the QP goes to ERROR",
-                qpNum, remoteAddress(), Integer.toHexString(info), byteLen);
-        }
-        completions.set(at, wrId, WcStatus.LOC_QP_OP_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
-        goDown();
-    }
-
-    /** Copies an inline message into the posted receive read into {@link #inboxReceive} (poller thread). */
-    private WcStatus placeInline(final UnsafeBuffer from, final int offset, final int length)
-    {
-        final ScatterGatherList sges = inboxReceive;
-        if (length > sges.totalLength())
-        {
-            return WcStatus.LOC_LEN_ERR;
-        }
-        // Every SGE is checked before a byte is written, as the sender does for a placed message.
-        final int count = sges.sgeCount();
-        final ShmMemoryRegion[] regions = inboxRegions;
-        final int[] offsets = inboxOffsets;
-        for (int i = 0; i < count; i++)
-        {
-            final long address = sges.sgeAddress(i);
-            final ShmMemoryRegion region = context.region(RegionChecks.indexOfAddress(address));
-            final long at = RegionChecks.localOffset(region, pd, sges.sgeLkey(i), address, sges.sgeLength(i), true);
-            if (at == RegionChecks.DENIED)
-            {
-                return WcStatus.LOC_PROT_ERR;
-            }
-            regions[i] = region;
-            offsets[i] = (int)at;
-        }
-        int done = 0;
-        for (int i = 0; i < count && done < length; i++)
-        {
-            final int n = Math.min(length - done, sges.sgeLength(i));
-            regions[i].buffer().putBytes(offsets[i], from, offset + done, n);
-            done += n;
-        }
-        for (int i = 0; i < count; i++)
-        {
-            regions[i] = null;
-        }
-        return WcStatus.SUCCESS;
     }
 
     /** @return this QP's receive queue and inbox (tests). */
