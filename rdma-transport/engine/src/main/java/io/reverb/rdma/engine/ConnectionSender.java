@@ -11,7 +11,6 @@ import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
 import io.reverb.common.WriteClaim;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -81,8 +80,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private final OutboundRendezvous outbound = new OutboundRendezvous();
     private final RendezvousSender rendezvousSender;
     private final ControlQueue controlQueue = new ControlQueue(16);
-    private final ArrayList<Runnable> writableWaiters = new ArrayList<>();
-    private final ArrayList<Runnable> firing = new ArrayList<>();
+    private final WritableCallbacks writable;
 
     private QueuePair qp;
     /** {@link QueuePair#completesAtPost()} of {@link #qp}: SENDs other than CLOSE go unsignaled and complete at post. */
@@ -105,8 +103,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     private boolean creditStalled;
     private long nextMessageId;
     private int outstandingClaims;
-    private long writableEpoch;
-    private long backPressureEpoch = -1;
     private long closeBatchSeq = -1;
     private boolean closeSendCompleted;
 
@@ -121,6 +117,8 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         this.ring = new SendRing(pd.allocate(config.sendSlots() * Wire.dataFrameLength(config.eagerLimit()), Access.LOCAL_WRITE));
         this.window = new CreditWindow(config.receiveSlots());
         this.rendezvousSender = new RendezvousSender(this, connection, lock, ring, outbound);
+        this.writable = new WritableCallbacks(lock, connection.engine::onError,
+            () -> connection.state() == EngineConnection.STATE_CONNECTED);
     }
 
     /** Completes set-up once the QP exists: peer geometry, control slots, the rendezvous send pool, credits. */
@@ -184,7 +182,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     void stateChanged()
     {
         assert lock.isHeldByCurrentThread();
-        writableEpoch++;
+        writable.progressed();
         rendezvousSender.stateChanged();
     }
 
@@ -209,7 +207,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
 
     boolean hasWritableWaiters()
     {
-        return !writableWaiters.isEmpty();
+        return writable.hasWaiters();
     }
 
     /** @return true (send lock held) once nothing claimed, committed or announced is left to post. */
@@ -280,7 +278,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     void drain(final List<long[]> failedFrames, final List<BufferPool.Buffer> failedRendezvous)
     {
         assert lock.isHeldByCurrentThread();
-        writableEpoch++;
+        writable.progressed();
         for (long p = ring.head(); p < ring.tail(); )
         {
             final int index = ring.indexOf(p);
@@ -358,7 +356,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     int backPressured()
     {
         assert lock.isHeldByCurrentThread();
-        backPressureEpoch = writableEpoch;
+        writable.backPressured();
         return BACK_PRESSURED;
     }
 
@@ -366,7 +364,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     void progressed()
     {
         assert lock.isHeldByCurrentThread();
-        writableEpoch++;
+        writable.progressed();
     }
 
     /** @return the next message id (send lock held). */
@@ -564,7 +562,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
                 if (sendsInFlight == 0)
                 {
                     ring.release(ring.posted());
-                    writableEpoch++;
+                    writable.progressed();
                 }
                 else
                 {
@@ -705,7 +703,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             ring.release(batchEnds[(int)(seq % controlSlots)]);
             sendsInFlight -= covered;
             signaledInFlight -= covered;
-            writableEpoch++;
+            writable.progressed();
             if (closeBatchSeq >= 0 && closeBatchSeq <= seq)
             {
                 closeSendCompleted = true;
@@ -773,7 +771,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             if (!connection.closeCallbacksRun())
             {
-                writableWaiters.add(callback);
+                writable.add(callback);
                 callback = null;
             }
         }
@@ -789,9 +787,9 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     {
         synchronized (lock)
         {
-            writableEpoch++;
+            writable.progressed();
         }
-        if (!writableWaiters.isEmpty())
+        if (writable.hasWaiters())
         {
             connection.requestAttention();
         }
@@ -800,28 +798,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     /** Runs writable callbacks if anything progressed since the last back-pressure. Poller thread. */
     void fireWritable()
     {
-        synchronized (lock)
-        {
-            if (writableWaiters.isEmpty() ||
-                (backPressureEpoch == writableEpoch && connection.state() == EngineConnection.STATE_CONNECTED))
-            {
-                return;
-            }
-            firing.addAll(writableWaiters);
-            writableWaiters.clear();
-        }
-        for (int i = 0; i < firing.size(); i++)
-        {
-            try
-            {
-                firing.get(i).run();
-            }
-            catch (final Throwable t)
-            {
-                connection.engine.onError(t);
-            }
-        }
-        firing.clear();
+        writable.fire();
     }
 
     void onSendCompletions(final WorkCompletions wc, final int n)
