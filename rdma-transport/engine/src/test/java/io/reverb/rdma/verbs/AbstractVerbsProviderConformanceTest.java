@@ -940,12 +940,12 @@ public abstract class AbstractVerbsProviderConformanceTest
         final VerbsContext context = server.context;
         try (ConnectionListener listener = context.listen(address, 4))
         {
-            final Process child = startPeerProcess("connect-and-hold", listener.localAddress());
+            final MortalPeer child = startMortalPeer(listener.localAddress());
             // A JVM start on a loaded machine can take a while: wait longer than for in-process events.
             final ConnectionRequest request = listener.accept(3 * TIMEOUT_NANOS);
             assertThat(request).as("child connected").isNotNull();
             server.qp = request.accept(server.attributes(), null);
-            awaitLine(child, "READY");
+            child.awaitReady();
 
             final MemoryRegion recv = server.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
             for (int i = 0; i < 4; i++)
@@ -954,13 +954,12 @@ public abstract class AbstractVerbsProviderConformanceTest
             }
             // The child sends one message on request, so the connection is known to carry data
             // across the processes before the child dies with receives of ours outstanding.
-            tellChild(child, "SEND");
+            child.send();
             final List<Completion> first = awaitCompletions(server.recvCq, 1);
             assertThat(first.get(0).status).isEqualTo(WcStatus.SUCCESS);
             assertThat(first.get(0).wrId).isEqualTo(50);
 
-            child.destroyForcibly();
-            assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            child.kill();
 
             final List<Completion> flushed = awaitCompletions(server.recvCq, 3);
             assertThat(flushed).extracting(c -> c.status).containsOnly(WcStatus.WR_FLUSH_ERR);
@@ -1224,6 +1223,56 @@ public abstract class AbstractVerbsProviderConformanceTest
     // ------------------------------------------------------------------------------------------------
     // Child processes
     // ------------------------------------------------------------------------------------------------
+
+    /**
+     * A peer on another host that connects, holds the connection, sends one message when asked, and then dies
+     * without a word (its process killed): what {@link #shouldFlushOutstandingReceivesWhenPeerProcessIsKilled} needs.
+     */
+    protected interface MortalPeer
+    {
+        /** Waits until the peer is connected and has posted its receives. */
+        void awaitReady() throws Exception;
+
+        /** Makes the peer send one 8-byte message. */
+        void send() throws Exception;
+
+        /** Kills the peer as {@code kill -9} would, and waits until it is gone. */
+        void kill() throws Exception;
+    }
+
+    /**
+     * Starts the peer of {@link #shouldFlushOutstandingReceivesWhenPeerProcessIsKilled}: by default a
+     * {@link ConformancePeer} process ({@code connect-and-hold}), killed with {@link Process#destroyForcibly()}. A
+     * provider whose device cannot be reached from another process overrides this with an equivalent.
+     *
+     * @param address where the peer connects.
+     * @return the peer.
+     */
+    protected MortalPeer startMortalPeer(final String address) throws IOException
+    {
+        final Process child = startPeerProcess("connect-and-hold", address);
+        return new MortalPeer()
+        {
+            @Override
+            public void awaitReady() throws Exception
+            {
+                awaitLine(child, "READY");
+            }
+
+            @Override
+            public void send() throws Exception
+            {
+                tellChild(child, "SEND");
+            }
+
+            @Override
+            public void kill() throws Exception
+            {
+                child.destroyForcibly();
+                assertThat(child.waitFor(30, TimeUnit.SECONDS)).as("the peer process died").isTrue();
+            }
+        };
+    }
 
     /**
      * Starts {@link ConformancePeer} in a new JVM with this test's class path.

@@ -37,6 +37,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+import io.reverb.rdma.provider.disni.emu.EmulatedFabric;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -166,14 +167,61 @@ class DisniConformanceTest extends AbstractVerbsProviderConformanceTest
     @Override
     protected Process startPeerProcess(final String mode, final String address) throws IOException
     {
-        final String emulated = "the emulated RDMA device lives in one JVM: no cross-process peer; this case runs on a " +
-            "real device in reverb-rdma-check's conformance step (bin/reverb-rdma-vm test: Soft-RoCE under qemu)";
-        if (RdmaTestDevice.isEmulated())
-        {
-            System.out.println("DisniConformanceTest peer-process case skipped: " + emulated);
-        }
-        assumeFalse(RdmaTestDevice.isEmulated(), emulated);
+        // Only reached on a real device: over the emulated one the process-killed case has a peer in this JVM
+        // (startMortalPeer), as the emulated device lives in one JVM and cannot be reached from another.
+        assumeFalse(RdmaTestDevice.isEmulated(), "the emulated RDMA device cannot be reached from another process");
         return super.startPeerProcess(mode, address);
+    }
+
+    /**
+     * Over the emulated device the dead peer is a context of this JVM, on the same device, that connects, posts its
+     * receives, sends one message when asked and then dies as a killed process does: its connection vanishes
+     * (its QP answers and executes nothing from then on) and its kernel's cleanup sends one DREQ
+     * ({@link EmulatedFabric#vanishConnectingSides}); its objects go when the suite closes its contexts after the
+     * test, as a killed process's go when the kernel cleans up.
+     * On a real device the peer is a {@link io.reverb.rdma.verbs.ConformancePeer} process killed with SIGKILL (the
+     * default), which reverb-rdma-check's conformance step runs over Soft-RoCE (bin/reverb-rdma-vm test).
+     */
+    @Override
+    protected MortalPeer startMortalPeer(final String address) throws IOException
+    {
+        if (!RdmaTestDevice.isEmulated())
+        {
+            return super.startMortalPeer(address);
+        }
+        final Endpoint peer = new Endpoint(open(config())); // closed after the test, with every context opened here
+        final ExecutorService connector = Executors.newSingleThreadExecutor();
+        final Future<QueuePair> connected = connector.submit(() -> peer.context.connect(address, peer.attributes(), null));
+        connector.shutdown();
+        return new MortalPeer()
+        {
+            private MemoryRegion region;
+
+            @Override
+            public void awaitReady() throws Exception
+            {
+                peer.qp = connected.get(TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
+                region = peer.pd.allocate(64, Access.LOCAL_WRITE);
+                for (int i = 0; i < 4; i++)
+                {
+                    postRecv(peer.qp, region, 32, 32, 100 + i);
+                }
+            }
+
+            @Override
+            public void send() throws Exception
+            {
+                region.buffer().putLong(0, 0x5EED_0001L);
+                postSend(peer.qp, WrOpcode.SEND, region, 0, 8, 200, 0, 0, 0, 0);
+            }
+
+            @Override
+            public void kill()
+            {
+                assertThat(EmulatedFabric.instance().vanishConnectingSides(true)).as("the peer's connection vanished")
+                    .isEqualTo(1);
+            }
+        };
     }
 
     @Override

@@ -242,13 +242,29 @@ public final class EmulatedFabric
      */
     public int vanishAcceptedSides(final boolean dreq)
     {
+        return vanish(true, dreq);
+    }
+
+    /**
+     * As {@link #vanishAcceptedSides}, for every connected connecting (active) id: a client's process killed.
+     *
+     * @param dreq whether the vanished ids' peers get a DREQ (DISCONNECTED).
+     * @return ids that vanished.
+     */
+    public int vanishConnectingSides(final boolean dreq)
+    {
+        return vanish(false, dreq);
+    }
+
+    private int vanish(final boolean accepted, final boolean dreq)
+    {
         synchronized (lock)
         {
             int n = 0;
             for (final Handled object : objects.values())
             {
-                if (object instanceof CmId && ((CmId)object).listener != null && !((CmId)object).vanished &&
-                    ((CmId)object).state == CmState.CONNECTED)
+                if (object instanceof CmId && (((CmId)object).listener != null) == accepted &&
+                    !((CmId)object).vanished && ((CmId)object).state == CmState.CONNECTED)
                 {
                     final CmId id = (CmId)object;
                     id.vanished = true;
