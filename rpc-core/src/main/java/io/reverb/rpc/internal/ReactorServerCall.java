@@ -54,7 +54,7 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
 
     /**
      * A streaming call's responses go out together (one write lock, claim and commit for many,
-     * {@code WireConnection#writeAll}) when the handler's publisher emits them inside our request to it: the requesting
+     * {@code WireWriter#writeAll}) when the handler's publisher emits them inside our request to it: the requesting
      * thread (the collector) collects them in the outbox and writes it when the request returns or the outbox holds a
      * transport message's worth. A response emitted on any other thread is written at once. One thread writes the
      * outbox at a time ({@code writing}): a frame produced meanwhile joins the outbox and leaves after the frames ahead

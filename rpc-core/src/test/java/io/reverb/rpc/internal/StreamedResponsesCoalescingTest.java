@@ -26,7 +26,7 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * A server-streaming handler's responses emitted inside one request to its publisher leave together: several MESSAGE
- * frames (and the STATUS) per transport message, each message within {@link WireConnection#COALESCE_LIMIT}, in
+ * frames (and the STATUS) per transport message, each message within {@link WireWriter#COALESCE_LIMIT}, in
  * order, never beyond the client's REQUEST_N, and nothing held back once the request returned. Counted on a recording
  * connection, single-threaded (no handler scheduler).
  */
