@@ -38,7 +38,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
     private final int capacity;
     private final ConcurrentLinkedQueue<Object> inbound = new ConcurrentLinkedQueue<>();
     private final AtomicInteger wip = new AtomicInteger();
-    private final Runnable drainTask = this::drain;
+    private final Runnable drainTask = () -> InprocDelivery.drain(this);
     private final AtomicLong outboundBytes = new AtomicLong();
     private final AtomicLong buffers = new AtomicLong();
     private final AtomicLong bytes = new AtomicLong();
@@ -193,11 +193,18 @@ final class InprocConnection implements Connection, WriteClaim.Committer
     {
         if (wip.getAndIncrement() == 0)
         {
-            InprocTransportProvider.DELIVERY.execute(drainTask);
+            InprocDelivery.schedule(this);
         }
     }
 
-    private void drain()
+    /** @return the pool's task that drains this connection ({@link InprocDelivery#drain}). */
+    Runnable drainTask()
+    {
+        return drainTask;
+    }
+
+    /** Delivers what is queued, on a delivery thread, until nothing is (one drain at a time: {@code wip}). */
+    void drain()
     {
         int missed = 1;
         while (true)

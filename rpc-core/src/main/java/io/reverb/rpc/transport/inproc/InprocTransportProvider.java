@@ -11,16 +11,15 @@ import java.util.Collection;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * {@code inproc://name}: connections between a client and a server in the same JVM, for tests. Each direction of a
  * connection buffers at most {@code capacity} bytes (default 256 KiB, {@code inproc://name?capacity=N}) of committed
  * and undelivered messages, so a slow reader really back-pressures the writer. Messages are delivered on a
- * transport thread ("reverb-inproc-N"), as an RDMA poller would.
+ * transport thread ("reverb-inproc-N"), as an RDMA poller would; one sent from within a delivery (a server's response,
+ * a client's next call from a response's callback) is delivered by the same thread once that delivery returns
+ * ({@link InprocDelivery}), so a unary call costs one thread hand-over, not one per message.
  */
 public final class InprocTransportProvider implements TransportProvider
 {
@@ -34,15 +33,8 @@ public final class InprocTransportProvider implements TransportProvider
     static final AtomicLong BUFFERS_IN_USE = new AtomicLong();
     static final AtomicLong BYTES_IN_USE = new AtomicLong();
     static final AtomicLong BYTES_HIGH_WATER_MARK = new AtomicLong();
-    private static final AtomicInteger THREAD_COUNT = new AtomicInteger();
     private static final AtomicLong CONNECTION_IDS = new AtomicLong();
 
-    static final ExecutorService DELIVERY = Executors.newCachedThreadPool(r ->
-    {
-        final Thread t = new Thread(r, "reverb-inproc-" + THREAD_COUNT.incrementAndGet());
-        t.setDaemon(true);
-        return t;
-    });
 
     private static final ResourceUsage USAGE = new ResourceUsage()
     {

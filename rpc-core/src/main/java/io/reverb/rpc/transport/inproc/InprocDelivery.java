@@ -1,0 +1,230 @@
+package io.reverb.rpc.transport.inproc;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The threads that deliver inproc messages ("reverb-inproc-N", daemons, made as needed and gone after a minute
+ * idle), as an RDMA poller would.
+ *
+ * <p>A connection given messages from within a delivery (a server that answered on the thread that delivered the
+ * request, a client that called again from its response's callback) is drained next by that same thread, once the
+ * delivery it is in has returned and no caller's lock is held, instead of by another thread woken for it: a unary call
+ * then costs one thread hand-over (its request's, from the caller's thread) instead of one per message, and a call
+ * made from a response's callback none (grpc-java's in-process transport with {@code directExecutor()} runs both sides
+ * on one thread too). A thread keeps at most one such connection; any other goes to the pool as before.
+ *
+ * <p>A delivery that blocks (a handler waiting for its peer to read what it sent) must not hold up the connection
+ * kept for after it, or it would wait for itself: a watchdog thread ("reverb-inproc-watchdog") looks every
+ * {@link #RESCUE_TICK_NANOS} while connections are being kept, and a connection still kept at two looks in a row (no
+ * other kept by its thread in between) goes to the pool. The watchdog parks while none are.
+ */
+final class InprocDelivery
+{
+    /** How often the watchdog looks while connections are kept (a kept connection waits at most about twice this). */
+    static final long RESCUE_TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+    /** The watchdog's period ({@link #rescueTick}). */
+    private static volatile long rescueTickNanos = RESCUE_TICK_NANOS;
+
+    private static final AtomicInteger THREAD_COUNT = new AtomicInteger();
+    private static final Set<DeliveryThread> THREADS = ConcurrentHashMap.newKeySet();
+    private static final ExecutorService POOL = Executors.newCachedThreadPool(task ->
+        new DeliveryThread(task, "reverb-inproc-" + THREAD_COUNT.incrementAndGet()));
+    private static final Thread WATCHDOG;
+    /** The watchdog parked until a connection is kept. */
+    private static volatile boolean watchdogParked;
+
+    static
+    {
+        WATCHDOG = new Thread(InprocDelivery::watch, "reverb-inproc-watchdog");
+        WATCHDOG.setDaemon(true);
+        WATCHDOG.start();
+    }
+
+    private InprocDelivery()
+    {
+    }
+
+    /**
+     * Sets the watchdog's period (tests lengthen it to see where deliveries run when nothing is rescued).
+     *
+     * @param nanos the period, positive.
+     */
+    static void rescueTick(final long nanos)
+    {
+        rescueTickNanos = nanos;
+        LockSupport.unpark(WATCHDOG);
+    }
+
+    /**
+     * Drains a connection on a delivery thread: this one, after its current delivery, if it is one and keeps no
+     * other connection yet; else a thread of the pool.
+     *
+     * @param connection a connection whose drain is due (its drain count taken by the caller).
+     */
+    static void schedule(final InprocConnection connection)
+    {
+        final Thread current = Thread.currentThread();
+        if (!(current instanceof DeliveryThread) || !((DeliveryThread)current).keep(connection))
+        {
+            POOL.execute(connection.drainTask());
+        }
+    }
+
+    /**
+     * The pool's task for a connection: drains it, then each connection this thread kept meanwhile, one after the
+     * other.
+     *
+     * @param connection the connection to drain first.
+     */
+    static void drain(final InprocConnection connection)
+    {
+        final DeliveryThread thread = (DeliveryThread)Thread.currentThread();
+        thread.draining = true;
+        try
+        {
+            InprocConnection next = connection;
+            while (next != null)
+            {
+                next.drain();
+                next = thread.takeKept();
+            }
+        }
+        finally
+        {
+            thread.draining = false;
+            final InprocConnection left = thread.takeKept();
+            if (left != null)
+            {
+                POOL.execute(left.drainTask()); // a drain threw: the connection it kept still runs
+            }
+        }
+    }
+
+    private static void watch()
+    {
+        while (true)
+        {
+            boolean active = false;
+            for (final DeliveryThread thread : THREADS)
+            {
+                active |= thread.look();
+            }
+            if (active)
+            {
+                LockSupport.parkNanos(rescueTickNanos);
+                continue;
+            }
+            watchdogParked = true;
+            boolean kept = false;
+            for (final DeliveryThread thread : THREADS)
+            {
+                kept |= thread.kept != null;
+            }
+            if (!kept)
+            {
+                LockSupport.park(); // until the next connection kept (or a spurious wake-up: looks again)
+            }
+            watchdogParked = false;
+        }
+    }
+
+    /** A thread of the pool. */
+    static final class DeliveryThread extends Thread
+    {
+        private static final VarHandle KEPT;
+
+        static
+        {
+            try
+            {
+                KEPT = MethodHandles.lookup().findVarHandle(DeliveryThread.class, "kept", InprocConnection.class);
+            }
+            catch (final ReflectiveOperationException e)
+            {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        /** A drain runs on this thread now (this thread only). */
+        boolean draining;
+        /** The connection this thread drains next, or null: set by this thread, taken by it or by the watchdog. */
+        volatile InprocConnection kept;
+        /** Connections kept so far (this thread writes it, before {@link #kept}; the watchdog reads it). */
+        long keptCount;
+        /** The watchdog's last look: {@link #keptCount} then, and whether a connection was kept then (watchdog only). */
+        private long lookedCount;
+        private boolean lookedKept;
+
+        DeliveryThread(final Runnable task, final String name)
+        {
+            super(task, name);
+            setDaemon(true);
+        }
+
+        @Override
+        public void run()
+        {
+            THREADS.add(this);
+            try
+            {
+                super.run();
+            }
+            finally
+            {
+                THREADS.remove(this);
+            }
+        }
+
+        boolean keep(final InprocConnection connection)
+        {
+            if (!draining || kept != null)
+            {
+                return false;
+            }
+            keptCount++;
+            kept = connection;
+            if (watchdogParked)
+            {
+                LockSupport.unpark(WATCHDOG);
+            }
+            return true;
+        }
+
+        InprocConnection takeKept()
+        {
+            final InprocConnection connection = kept;
+            return connection != null && KEPT.compareAndSet(this, connection, null) ? connection : null;
+        }
+
+        /**
+         * The watchdog's look: a connection kept since the last look, with no other kept in between, goes to the
+         * pool.
+         *
+         * @return whether this thread kept a connection since the last look or keeps one now.
+         */
+        boolean look()
+        {
+            final InprocConnection connection = kept;
+            final long count = keptCount;
+            final boolean active = count != lookedCount || connection != null;
+            final boolean rescued = connection != null && lookedKept && count == lookedCount
+                && KEPT.compareAndSet(this, connection, null);
+            if (rescued)
+            {
+                POOL.execute(connection.drainTask());
+            }
+            lookedCount = count;
+            lookedKept = connection != null && !rescued;
+            return active;
+        }
+    }
+}

@@ -1,0 +1,143 @@
+package io.reverb.rpc.transport.inproc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.reverb.common.ClaimResult;
+import io.reverb.common.WriteClaim;
+import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.transport.ConnectionHandler;
+import io.reverb.rpc.transport.ServerListener;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Where inproc messages are delivered ({@link InprocDelivery}): a message sent from within a delivery is delivered
+ * by the same thread after it, and a delivery that blocks does not hold up the connection kept for after it.
+ */
+class InprocDeliveryTest
+{
+    private final InprocTransportProvider provider = new InprocTransportProvider();
+
+    /** Runs {@code onMessage} for each message (with its first byte), records the threads it ran on. */
+    private static final class Handler implements ConnectionHandler
+    {
+        final Set<String> threads = ConcurrentHashMap.newKeySet();
+        final AtomicInteger received = new AtomicInteger();
+        final CompletableFuture<Throwable> closed = new CompletableFuture<>();
+        private final BiConsumer<Connection, Byte> onMessage;
+
+        Handler(final BiConsumer<Connection, Byte> onMessage)
+        {
+            this.onMessage = onMessage;
+        }
+
+        @Override
+        public void onMessage(final Connection connection, final ByteBuffer message)
+        {
+            threads.add(Thread.currentThread().getName());
+            received.incrementAndGet();
+            onMessage.accept(connection, message.get(message.position()));
+        }
+
+        @Override
+        public void onWritable(final Connection connection)
+        {
+        }
+
+        @Override
+        public void onClose(final Connection connection, final Throwable cause)
+        {
+            closed.complete(cause);
+        }
+    }
+
+    private static void send(final Connection connection, final byte value)
+    {
+        final WriteClaim claim = new WriteClaim();
+        assertThat(connection.tryClaim(1, claim)).isEqualTo(ClaimResult.OK);
+        claim.buffer().put(claim.offset(), value);
+        assertThat(claim.commit()).isEqualTo(ClaimResult.OK);
+    }
+
+    @Test
+    void shouldRunAPingPongStartedFromOutsideOnOneDeliveryThread() throws Exception
+    {
+        final int rounds = 2_000;
+        final CountDownLatch done = new CountDownLatch(1);
+        final Handler server = new Handler(InprocDeliveryTest::send); // echo, from within the delivery
+        final AtomicInteger replies = new AtomicInteger();
+        final Handler client = new Handler((connection, value) ->
+        {
+            if (replies.incrementAndGet() < rounds)
+            {
+                send(connection, value); // the next request, from within the reply's delivery
+            }
+            else
+            {
+                done.countDown();
+            }
+        });
+        final URI uri = URI.create("inproc://delivery-ping-pong");
+        InprocDelivery.rescueTick(TimeUnit.HOURS.toNanos(1)); // nothing rescued: where each delivery runs is exact
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            send(connection, (byte)7);
+            assertThat(done.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(server.received.get()).isEqualTo(rounds);
+            assertThat(client.received.get()).isEqualTo(rounds);
+            // every request and every reply after the first request's hand-over: one thread, no other woken
+            assertThat(server.threads).hasSize(1);
+            assertThat(client.threads).isEqualTo(server.threads);
+            assertThat(server.threads.iterator().next()).startsWith("reverb-inproc-");
+            connection.close();
+            assertThat(server.closed.get(10, TimeUnit.SECONDS)).isNull();
+            assertThat(connection.resourceUsage().bytesInUse()).isZero();
+        }
+        finally
+        {
+            InprocDelivery.rescueTick(InprocDelivery.RESCUE_TICK_NANOS);
+        }
+    }
+
+    @Test
+    void shouldDeliverToThePeerOfADeliveryThatWaitsForIt() throws Exception
+    {
+        // the server's handler answers and then waits, on the delivery thread, until the client has read the answer:
+        // the client's connection, kept for that thread, must reach another one
+        final CountDownLatch clientRead = new CountDownLatch(1);
+        final CompletableFuture<Boolean> serverSawIt = new CompletableFuture<>();
+        final Handler server = new Handler((connection, value) ->
+        {
+            send(connection, value);
+            try
+            {
+                serverSawIt.complete(clientRead.await(30, TimeUnit.SECONDS));
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                serverSawIt.complete(false);
+            }
+        });
+        final Handler client = new Handler((connection, value) -> clientRead.countDown());
+        final URI uri = URI.create("inproc://delivery-blocked");
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            send(connection, (byte)1);
+            assertThat(serverSawIt.get(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(client.threads).doesNotContainAnyElementsOf(server.threads);
+            connection.close();
+            assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
+        }
+    }
+}
