@@ -47,8 +47,9 @@ import org.junit.jupiter.api.Timeout;
 public abstract class AbstractVerbsProviderConformanceTest
 {
     /**
-     * JUnit tag of the tests that need a peer in another process on the same device: a provider whose device lives in
-     * one JVM (an emulated one) excludes them.
+     * JUnit tag of the tests that need a peer in another process on the same device (by default,
+     * {@link #startMortalPeer}): a provider whose device lives in one JVM excludes them unless it gives them a peer of
+     * its own (DiSNi's suite over the emulated device does, and runs them).
      */
     public static final String PEER_PROCESS_TAG = "peer-process";
 

@@ -2,7 +2,6 @@ package io.reverb.rdma.provider.disni;
 
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
-import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
 import io.reverb.rdma.verbs.TestScale;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -23,9 +22,10 @@ import org.junit.platform.launcher.listeners.TestExecutionSummary;
  * Runs the verbs conformance suite over {@code rdma://} ({@link DisniConformanceTest}) with the JUnit Platform
  * launcher, without Maven: what {@code bin/reverb-rdma-check} runs on an RDMA host from its bundled jar, where
  * there may be neither Maven nor network. The tests that cannot run over the device in use are excluded by their
- * JUnit tag (over a real device the emulation-only ones, over the emulated one those needing a peer process) and
- * named on the summary line, {@code conformance: tests N, succeeded P, failures F, skipped S; excluded ...}, then
- * each failure is printed; exits 0 only if every test left ran and passed (one rule, {@link #passed}).
+ * JUnit tag (over a real device the emulation-only ones; over the emulated one none: its peer-process test runs with
+ * a peer in the same JVM) and named on the summary line,
+ * {@code conformance: tests N, succeeded P, failures F, skipped S; excluded ...}, then each failure is printed; exits
+ * 0 only if every test left ran and passed (one rule, {@link #passed}).
  *
  * <pre>
  *   java --add-exports java.base/sun.nio.ch=ALL-UNNAMED -cp reverb-rdma-check.jar \
@@ -62,7 +62,7 @@ public final class DisniConformanceMain
      * One run of the suite.
      *
      * @param summary     what ran
-     * @param excludedTag the tag left out for the device in use
+     * @param excludedTag the tag left out for the device in use, or null for none
      * @param excluded    the tests that tag left out
      */
     record Run(TestExecutionSummary summary, String excludedTag, List<String> excluded)
@@ -97,34 +97,40 @@ public final class DisniConformanceMain
 
     /**
      * @param emulated whether the suite runs over the emulated device.
-     * @return the tag of the tests that cannot run over that device: the emulation-only ones over a real device,
-     *         the ones needing a peer process over the emulated device (it lives in one JVM).
+     * @return the tag of the tests that cannot run over that device: the emulation-only ones over a real device; null
+     *         over the emulated device, where every test runs (the peer-process one with a peer in this JVM, whose
+     *         connection vanishes as a killed process's does: {@code DisniConformanceTest#startMortalPeer}).
      */
     static String excludedTag(final boolean emulated)
     {
-        return emulated ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG : RdmaTestDevice.EMULATION_ONLY_TAG;
+        return emulated ? null : RdmaTestDevice.EMULATION_ONLY_TAG;
     }
 
     /**
-     * @param excludedTag the tag left out ({@link #excludedTag(boolean)}).
+     * @param excludedTag the tag left out ({@link #excludedTag(boolean)}), or null for none.
      * @return the suite without the tests of that tag.
      */
     static LauncherDiscoveryRequest request(final String excludedTag)
     {
         // On a slow host (TestScale) the suite's waits are scaled; JUnit cannot scale an @Timeout, so it is off there
         // and the caller's limit on the whole run bounds it.
-        return LauncherDiscoveryRequestBuilder.request().selectors(selectClass(DisniConformanceTest.class))
-            .configurationParameter("junit.jupiter.execution.timeout.mode", TestScale.time() > 1 ? "disabled" : "enabled")
-            .filters(TagFilter.excludeTags(excludedTag)).build();
+        final LauncherDiscoveryRequestBuilder request = LauncherDiscoveryRequestBuilder.request()
+            .selectors(selectClass(DisniConformanceTest.class))
+            .configurationParameter("junit.jupiter.execution.timeout.mode", TestScale.time() > 1 ? "disabled" : "enabled");
+        return (excludedTag == null ? request : request.filters(TagFilter.excludeTags(excludedTag))).build();
     }
 
     /**
      * @param launcher    a launcher.
-     * @param excludedTag the tag left out.
+     * @param excludedTag the tag left out, or null for none.
      * @return the names of the suite's tests that tag leaves out.
      */
     static List<String> excludedTests(final Launcher launcher, final String excludedTag)
     {
+        if (excludedTag == null)
+        {
+            return List.of();
+        }
         final TestPlan all = launcher.discover(LauncherDiscoveryRequestBuilder.request()
             .selectors(selectClass(DisniConformanceTest.class)).build());
         final List<String> excluded = new ArrayList<>();
@@ -147,9 +153,8 @@ public final class DisniConformanceMain
 
     private static String excludedLine(final String tag, final List<String> excluded)
     {
-        return excluded.isEmpty() ? "" : "; excluded " + excluded.size() + " " + tag + " (" +
-            (RdmaTestDevice.EMULATION_ONLY_TAG.equals(tag) ? "need the emulated device" :
-                "need a peer process on the same device") + "): " + String.join(", ", excluded);
+        return excluded.isEmpty() ? "" : "; excluded " + excluded.size() + " " + tag + " (need the emulated device): " +
+            String.join(", ", excluded);
     }
 
     /**

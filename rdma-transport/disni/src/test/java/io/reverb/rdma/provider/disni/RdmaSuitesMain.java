@@ -3,7 +3,6 @@ package io.reverb.rdma.provider.disni;
 import static org.junit.platform.engine.discovery.ClassNameFilter.includeClassNamePatterns;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectPackage;
 
-import io.reverb.rdma.verbs.AbstractVerbsProviderConformanceTest;
 import io.reverb.rdma.verbs.TestScale;
 import java.io.PrintStream;
 import java.util.Locale;
@@ -49,21 +48,22 @@ public final class RdmaSuitesMain
             System.out.println("suites: no RDMA device: " + unavailable);
             System.exit(1);
         }
-        final String excludedTag = RdmaTestDevice.isEmulated() ? AbstractVerbsProviderConformanceTest.PEER_PROCESS_TAG :
-            RdmaTestDevice.EMULATION_ONLY_TAG;
+        final String excludedTag = DisniConformanceMain.excludedTag(RdmaTestDevice.isEmulated()); // null: none
         // A slow host (TestScale: a VM under software emulation) scales the suites' own waits; JUnit cannot scale an
         // @Timeout, so there they are off and the caller's limit on the whole run bounds it instead.
         final boolean slowHost = TestScale.time() > 1;
         System.out.println("suites: " + TestScale.describe() + (slowHost ? "; JUnit @Timeout off" : ""));
-        final LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
+        final LauncherDiscoveryRequestBuilder builder = LauncherDiscoveryRequestBuilder.request()
             .selectors(selectPackage("io.reverb.rdma"), selectPackage("io.reverb.grpc"))
             .configurationParameter("junit.jupiter.execution.timeout.mode", slowHost ? "disabled" : "enabled")
-            .filters(includeClassNamePatterns(patterns), TagFilter.excludeTags(excludedTag)).build();
+            .filters(includeClassNamePatterns(patterns));
+        final LauncherDiscoveryRequest request =
+            (excludedTag == null ? builder : builder.filters(TagFilter.excludeTags(excludedTag))).build();
         final Listener listener = new Listener(System.out);
         LauncherFactory.create().execute(request, listener);
         System.out.println("suites: tests " + listener.tests + ", succeeded " + listener.succeeded + ", failures " +
             listener.failed + ", skipped " + listener.skipped + ", left out " + listener.leftOut + " (excluded tag " +
-            excludedTag + ")");
+            (excludedTag == null ? "none" : excludedTag) + ")");
         System.exit(listener.tests.get() > 0 && listener.failed.get() == 0 &&
             listener.succeeded.get() == listener.tests.get() ? 0 : 1);
     }
