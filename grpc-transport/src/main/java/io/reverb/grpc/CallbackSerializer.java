@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import io.reverb.common.LogLimiter;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
@@ -112,8 +113,11 @@ class CallbackSerializer
         }
         catch (final RuntimeException | Error e)
         {
-            Logger.getLogger(CallbackSerializer.class.getName())
-                .log(Level.SEVERE, "exception in a grpc stream callback", e);
+            FAILURES.log("callback", "exception in a grpc stream callback", e);
         }
     }
+
+    /** A listener failing on every callback logs a burst, then a line per interval with the count left out. */
+    static final LogLimiter FAILURES = new LogLimiter(
+        (line, e) -> Logger.getLogger(CallbackSerializer.class.getName()).log(Level.SEVERE, line, e));
 }

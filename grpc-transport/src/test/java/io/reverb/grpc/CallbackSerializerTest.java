@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import io.reverb.common.LogLimiter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -8,6 +9,9 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -117,5 +121,56 @@ class CallbackSerializerTest
         assertThat(overlaps.get()).isZero();
         assertThat(outOfOrder.get()).isZero();
         assertThat(last).containsExactly(perThread - 1, perThread - 1);
+    }
+
+    @Test
+    void aCallbackFailingEveryTimeShouldLogABurstThenNothingWithinTheInterval()
+    {
+        final Logger logger = Logger.getLogger(CallbackSerializer.class.getName());
+        final AtomicInteger logged = new AtomicInteger();
+        final Handler counting = new Handler()
+        {
+            @Override
+            public void publish(final LogRecord record)
+            {
+                logged.incrementAndGet();
+            }
+
+            @Override
+            public void flush()
+            {
+            }
+
+            @Override
+            public void close()
+            {
+            }
+        };
+        logger.addHandler(counting);
+        final boolean parents = logger.getUseParentHandlers();
+        logger.setUseParentHandlers(false);
+        try
+        {
+            final CallbackSerializer serializer = new CallbackSerializer();
+            final long offeredBefore = CallbackSerializer.FAILURES.offered();
+            final AtomicInteger ran = new AtomicInteger();
+            for (int i = 0; i < 50; i++)
+            {
+                serializer.execute(() ->
+                {
+                    ran.incrementAndGet();
+                    throw new IllegalStateException("listener bug");
+                });
+            }
+            assertThat(ran).hasValue(50); // a failing callback does not stop the next ones
+            assertThat(CallbackSerializer.FAILURES.offered() - offeredBefore).isEqualTo(50);
+            // the burst, and at most one more line should the interval have turned meanwhile
+            assertThat(logged.get()).isBetween(0, LogLimiter.BURST + 1);
+        }
+        finally
+        {
+            logger.removeHandler(counting);
+            logger.setUseParentHandlers(parents);
+        }
     }
 }

@@ -1,6 +1,7 @@
 package io.reverb.rpc.transport.inproc;
 
 import io.reverb.common.ClaimResult;
+import io.reverb.common.LogLimiter;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
 import io.reverb.rpc.transport.ResourceUsage;
@@ -21,6 +22,8 @@ import org.slf4j.LoggerFactory;
 final class InprocConnection implements Connection, WriteClaim.Committer
 {
     private static final Logger LOG = LoggerFactory.getLogger(InprocConnection.class);
+    /** A handler failing on every message logs a burst, then a line per interval with the count left out. */
+    static final LogLimiter FAILURES = new LogLimiter((line, t) -> LOG.warn(line, t));
 
     /** Marks the end of a direction in the inbound queue. */
     private static final class CloseMarker
@@ -183,7 +186,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
                 }
                 catch (final Throwable t)
                 {
-                    LOG.warn("onWritable failed on {}", this, t);
+                    FAILURES.log("onWritable", "onWritable failed on " + this, t);
                 }
             }
         }
@@ -241,7 +244,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
         }
         catch (final Throwable t)
         {
-            LOG.warn("onMessage failed on {}", this, t);
+            FAILURES.log("onMessage", "onMessage failed on " + this, t);
         }
         finally
         {
@@ -271,7 +274,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
             }
             catch (final Throwable t)
             {
-                LOG.warn("onClose failed on {}", this, t);
+                FAILURES.log("onClose", "onClose failed on " + this, t);
             }
         }
     }

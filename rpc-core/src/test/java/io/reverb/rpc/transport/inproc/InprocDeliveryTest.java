@@ -140,4 +140,46 @@ class InprocDeliveryTest
             assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
         }
     }
+
+    @Test
+    void aHandlerFailingOnEveryMessageShouldGoThroughTheLogLimiterAndLoseNoCapacity() throws Exception
+    {
+        final Handler server = new Handler((connection, value) ->
+        {
+            throw new IllegalStateException("handler bug");
+        });
+        final Handler client = new Handler((connection, value) -> { });
+        final URI uri = URI.create("inproc://delivery-failing?capacity=64");
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            final long offeredBefore = InprocConnection.FAILURES.offered();
+            final int messages = 200; // far more than the capacity: each failed delivery must give its space back
+            final WriteClaim claim = new WriteClaim();
+            for (int sent = 0; sent < messages; )
+            {
+                final int result = connection.tryClaim(16, claim);
+                if (result == ClaimResult.OK)
+                {
+                    assertThat(claim.commit()).isEqualTo(ClaimResult.OK);
+                    sent++;
+                }
+                else
+                {
+                    assertThat(result).isEqualTo(ClaimResult.BACK_PRESSURED);
+                    Thread.onSpinWait();
+                }
+            }
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (server.received.get() < messages && System.nanoTime() < deadline)
+            {
+                Thread.sleep(1);
+            }
+            assertThat(server.received.get()).isEqualTo(messages);
+            assertThat(InprocConnection.FAILURES.offered() - offeredBefore).isEqualTo(messages);
+            connection.close();
+            assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
+            assertThat(connection.resourceUsage().bytesInUse()).isZero();
+        }
+    }
 }
