@@ -1,5 +1,6 @@
 package io.reverb.rpc;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rpc.compression.Codec;
 import io.reverb.rpc.compression.CodecRegistry;
 import java.util.ArrayList;
@@ -34,6 +35,8 @@ import reactor.util.context.ContextView;
 public final class RpcContext
 {
     private static final Logger LOG = LoggerFactory.getLogger(RpcContext.class);
+    /** A listener failing on every call logs a burst, then a line per interval with the count left out. */
+    private static final LogLimiter LISTENER_FAILURES = new LogLimiter((line, t) -> LOG.warn(line, t));
 
     /** Key under which the context is stored in the Reactor context. */
     public static final Class<RpcContext> CONTEXT_KEY = RpcContext.class;
@@ -401,7 +404,7 @@ public final class RpcContext
                 }
                 catch (final RuntimeException e)
                 {
-                    LOG.warn("a cancellation listener of {} threw", this, e);
+                    LISTENER_FAILURES.log("cancellation listener", "a cancellation listener of " + this + " threw", e);
                 }
             }
         }

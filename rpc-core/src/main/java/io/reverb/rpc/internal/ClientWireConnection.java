@@ -268,7 +268,7 @@ final class ClientWireConnection extends WireConnection
             }
             catch (final Throwable t)
             {
-                LOG.warn("failing a call on {} threw", peer(), t);
+                PEER_LOG.log("failing a call threw", "failing a call on " + peer() + " threw", t);
             }
         }
     }

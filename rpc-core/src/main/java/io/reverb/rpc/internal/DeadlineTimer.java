@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.common.LogLimiter;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -22,6 +23,8 @@ import reactor.core.Disposable;
 public final class DeadlineTimer
 {
     private static final Logger LOG = LoggerFactory.getLogger(DeadlineTimer.class);
+    /** A task failing on every call logs a burst, then a line per interval with the count left out. */
+    private static final LogLimiter TASK_FAILURES = new LogLimiter((line, t) -> LOG.warn(line, t));
     /** Tick length. */
     static final long TICK_NANOS = 1_000_000L;
     private static final int WHEEL_SIZE = 512;
@@ -177,7 +180,7 @@ public final class DeadlineTimer
                     }
                     catch (final Throwable t)
                     {
-                        LOG.warn("a deadline task threw", t);
+                        TASK_FAILURES.log("deadline task", "a deadline task threw", t);
                     }
                 }
             }

@@ -337,7 +337,7 @@ abstract class WireConnection extends WireWriter
      */
     void protocolError(final String message)
     {
-        LOG.warn("protocol error from {}: {}; closing the connection", peer(), message);
+        PEER_LOG.log("protocol error", "protocol error from " + peer() + ": " + message + "; closing the connection", null);
         write(new OutboundFrame.GoAway(0, Status.INTERNAL.withDescription("protocol error: " + message)));
         closeWithError(Status.INTERNAL.withDescription("protocol error: " + message));
     }
@@ -371,7 +371,7 @@ abstract class WireConnection extends WireWriter
             }
             catch (final Throwable t)
             {
-                LOG.warn("failing a call on {} threw", peer(), t);
+                PEER_LOG.log("failing a call threw", "failing a call on " + peer() + " threw", t);
             }
         }
     }

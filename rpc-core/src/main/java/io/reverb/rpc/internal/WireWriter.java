@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.common.ClaimResult;
@@ -24,6 +25,12 @@ import org.slf4j.LoggerFactory;
 abstract class WireWriter implements ConnectionHandler
 {
     static final Logger LOG = LoggerFactory.getLogger(WireConnection.class);
+    /**
+     * The connection's lines a peer or an application can cause once per connection or per call (a protocol error, a
+     * call's end that threw): a burst, then a line per interval with the count left out (a peer reconnecting to
+     * send garbage, or a callback failing on every call, cannot flood the log).
+     */
+    static final LogLimiter PEER_LOG = new LogLimiter((line, t) -> LOG.warn(line, t));
     private static final int ENCODE_FAILED = -100;
     /**
      * The largest transport message {@link #writeAll} fills with several frames: within the RDMA engine's default

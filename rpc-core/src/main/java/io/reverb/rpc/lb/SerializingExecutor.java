@@ -1,5 +1,6 @@
 package io.reverb.rpc.lb;
 
+import io.reverb.common.LogLimiter;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
@@ -15,6 +16,8 @@ import org.slf4j.LoggerFactory;
 final class SerializingExecutor implements Executor
 {
     private static final Logger LOG = LoggerFactory.getLogger(SerializingExecutor.class);
+    /** A task failing every time logs a burst, then a line per interval with the count left out. */
+    private static final LogLimiter TASK_FAILURES = new LogLimiter((line, t) -> LOG.warn(line, t));
 
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final AtomicInteger pending = new AtomicInteger();
@@ -36,7 +39,7 @@ final class SerializingExecutor implements Executor
             }
             catch (final RuntimeException e)
             {
-                LOG.warn("load-balancing task failed", e);
+                TASK_FAILURES.log("load-balancing task", "load-balancing task failed", e);
             }
         }
         while (pending.decrementAndGet() != 0);

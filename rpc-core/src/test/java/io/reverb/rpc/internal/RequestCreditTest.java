@@ -81,6 +81,25 @@ class RequestCreditTest
     }
 
     @Test
+    void shouldLogProtocolErrorsThroughTheLimiterHoweverManyConnectionsMakeThem()
+    {
+        // a peer that reconnects to break the protocol again and again: one line offered per connection, and the
+        // limiter (LogLimiterTest) lets a burst through, then a line per interval
+        final long before = WireWriter.PEER_LOG.offered();
+        for (int i = 0; i < 100; i++)
+        {
+            final RecordingConnection transport = new RecordingConnection(false);
+            final ServerWireConnection connection = new ServerWireConnection(server, transport);
+            connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
+                frames.call(1, TestService.NEVER, 1),
+                frames.message(1, INT, Int32Value.of(1), false),
+                frames.message(1, INT, Int32Value.of(2), false))));
+            assertThat(connection.closed).isTrue();
+        }
+        assertThat(WireWriter.PEER_LOG.offered() - before).isEqualTo(100);
+    }
+
+    @Test
     void shouldAcceptEveryMessageWithinTheCreditTheHandlersDemandGranted()
     {
         final RecordingConnection transport = new RecordingConnection(false);

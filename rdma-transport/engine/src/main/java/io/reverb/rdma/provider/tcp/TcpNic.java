@@ -240,7 +240,7 @@ final class TcpNic implements Runnable
         }
         catch (final RuntimeException ex)
         {
-            LOG.error("{} failed on the NIC thread; disconnecting it", qp, ex);
+            QP_FAILURE_LOG.log("qp failed", qp + " failed on the NIC thread; disconnecting it", ex);
             qp.peerGone();
         }
     }

@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.tcp;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.provider.base.AbstractQueuePair;
 import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.QpState;
@@ -56,6 +57,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     static final int POLL_IDLE = 0;
     static final int POLL_MOVED = 1;
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
+    /** Once per connection, but a peer may reconnect to break it again: a burst, then a line per interval. */
+    private static final LogLimiter PROTOCOL_ERRORS = new LogLimiter((line, t) -> LOG.warn(line, t));
     /**
      * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
      * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
@@ -720,7 +723,8 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         if (!down)
         {
-            LOG.warn("tcp:// peer {} broke the protocol ({}); disconnecting", remoteAddress, what);
+            PROTOCOL_ERRORS.log("protocol", "tcp:// peer " + remoteAddress + " broke the protocol (" + what + "); disconnecting",
+                null);
         }
         goDown(null);
         inbound.discard();
