@@ -222,6 +222,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
                 else
                 {
                     deliver((ByteBuffer)item);
+                    InprocDelivery.delivered(inbound.isEmpty());
                 }
             }
             missed = wip.addAndGet(-missed);

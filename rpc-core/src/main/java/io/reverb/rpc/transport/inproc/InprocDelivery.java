@@ -19,7 +19,8 @@ import java.util.concurrent.locks.LockSupport;
  * delivery it is in has returned and no caller's lock is held, instead of by another thread woken for it: a unary call
  * then costs one thread hand-over (its request's, from the caller's thread) instead of one per message, and a call
  * made from a response's callback none (grpc-java's in-process transport with {@code directExecutor()} runs both sides
- * on one thread too). A thread keeps at most one such connection; any other goes to the pool as before.
+ * on one thread too). A thread keeps at most one such connection, behind at most {@link #KEEP_BEHIND} more messages
+ * of the drain it is in; any other goes to the pool as before.
  *
  * <p>A delivery that blocks (a handler waiting for its peer to read what it sent) must not hold up the connection
  * kept for after it, or it would wait for itself: a watchdog thread ("reverb-inproc-watchdog") looks every
@@ -28,6 +29,12 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class InprocDelivery
 {
+    /**
+     * A kept connection waits behind at most this many messages of the drain under way, if more are queued; beyond, it
+     * goes to the pool (a drain with many queued, a server under load, still answers its peers in batches of this).
+     */
+    static final int KEEP_BEHIND = 16;
+
     /** How often the watchdog looks while connections are kept (a kept connection waits at most about twice this). */
     static final long RESCUE_TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
@@ -76,6 +83,29 @@ final class InprocDelivery
         if (!(current instanceof DeliveryThread) || !((DeliveryThread)current).keep(connection))
         {
             POOL.execute(connection.drainTask());
+        }
+    }
+
+    /**
+     * A drain delivered a message: if the connection this thread keeps has waited for {@link #KEEP_BEHIND} messages
+     * and more are queued, it goes to the pool now rather than after all of them.
+     *
+     * @param nothingQueued the drain has no message left to deliver now.
+     */
+    static void delivered(final boolean nothingQueued)
+    {
+        final Thread current = Thread.currentThread();
+        if (current instanceof DeliveryThread)
+        {
+            final DeliveryThread thread = (DeliveryThread)current;
+            if (thread.kept != null && ++thread.deliveredSinceKept >= KEEP_BEHIND && !nothingQueued)
+            {
+                final InprocConnection kept = thread.takeKept();
+                if (kept != null)
+                {
+                    POOL.execute(kept.drainTask());
+                }
+            }
         }
     }
 
@@ -160,6 +190,8 @@ final class InprocDelivery
         volatile InprocConnection kept;
         /** Connections kept so far (this thread writes it, before {@link #kept}; the watchdog reads it). */
         long keptCount;
+        /** Messages this thread delivered since it kept {@link #kept} (this thread only). */
+        int deliveredSinceKept;
         /** The watchdog's last look: {@link #keptCount} then, and whether a connection was kept then (watchdog only). */
         private long lookedCount;
         private boolean lookedKept;
@@ -191,6 +223,7 @@ final class InprocDelivery
                 return false;
             }
             keptCount++;
+            deliveredSinceKept = 0;
             kept = connection;
             if (watchdogParked)
             {

@@ -142,6 +142,60 @@ class InprocDeliveryTest
     }
 
     @Test
+    void shouldNotKeepAPeerBehindMessagesStillQueuedInTheDrain() throws Exception
+    {
+        // requests queued before the server's drain starts: the reply to the first must reach the client while the
+        // drain goes on with the others, at the latest once KEEP_BEHIND more were delivered: the last one's handler
+        // waits for it, with no watchdog to rescue it
+        final CountDownLatch firstReplyRead = new CountDownLatch(1);
+        final CompletableFuture<Boolean> secondSawIt = new CompletableFuture<>();
+        final Handler server = new Handler((connection, value) ->
+        {
+            if (value == 1)
+            {
+                send(connection, value);
+                return;
+            }
+            if (value == 0)
+            {
+                return;
+            }
+            try
+            {
+                secondSawIt.complete(firstReplyRead.await(30, TimeUnit.SECONDS));
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                secondSawIt.complete(false);
+            }
+        });
+        final Handler client = new Handler((connection, value) -> firstReplyRead.countDown());
+        final String name = "delivery-queued";
+        final URI uri = URI.create("inproc://" + name);
+        InprocDelivery.rescueTick(TimeUnit.HOURS.toNanos(1));
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            InprocTransportProvider.freezeServer(name, true);
+            send(connection, (byte)1);
+            for (int i = 0; i < InprocDelivery.KEEP_BEHIND; i++)
+            {
+                send(connection, (byte)0);
+            }
+            send(connection, (byte)2);
+            InprocTransportProvider.freezeServer(name, false);
+            assertThat(secondSawIt.get(60, TimeUnit.SECONDS)).isTrue();
+            connection.close();
+            assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
+        }
+        finally
+        {
+            InprocDelivery.rescueTick(InprocDelivery.RESCUE_TICK_NANOS);
+        }
+    }
+
+    @Test
     void aHandlerFailingOnEveryMessageShouldGoThroughTheLogLimiterAndLoseNoCapacity() throws Exception
     {
         final Handler server = new Handler((connection, value) ->
