@@ -35,7 +35,6 @@ public final class InprocTransportProvider implements TransportProvider
     static final AtomicLong BYTES_HIGH_WATER_MARK = new AtomicLong();
     private static final AtomicLong CONNECTION_IDS = new AtomicLong();
 
-
     private static final ResourceUsage USAGE = new ResourceUsage()
     {
         @Override
