@@ -4,8 +4,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -25,7 +25,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>A delivery that blocks (a handler waiting for its peer to read what it sent) must not hold up the connection
  * kept for after it, or it would wait for itself: a watchdog thread ("reverb-inproc-watchdog") looks every
  * {@link #RESCUE_TICK_NANOS} while connections are being kept, and a connection still kept at two looks in a row (no
- * other kept by its thread in between) goes to the pool. The watchdog parks while none are.
+ * other kept by its thread in between) goes to the pool. The watchdog parks while none are, and ends with the last
+ * delivery thread.
  */
 final class InprocDelivery
 {
@@ -43,18 +44,18 @@ final class InprocDelivery
 
     private static final AtomicInteger THREAD_COUNT = new AtomicInteger();
     private static final Set<DeliveryThread> THREADS = ConcurrentHashMap.newKeySet();
-    private static final ExecutorService POOL = Executors.newCachedThreadPool(task ->
+    private static final ThreadPoolExecutor POOL = (ThreadPoolExecutor)Executors.newCachedThreadPool(task ->
         new DeliveryThread(task, "reverb-inproc-" + THREAD_COUNT.incrementAndGet()));
-    private static final Thread WATCHDOG;
+    /** Guards the watchdog's start and end against delivery threads starting and ending. */
+    private static final Object LIFECYCLE = new Object();
+    /**
+     * The watchdog: started with the first delivery thread, gone once the last one ended (the pool ends a thread idle for
+     * a minute), so that an idle JVM, or a class loader let go of, keeps no thread of this transport. Written under
+     * {@link #LIFECYCLE}.
+     */
+    private static volatile Thread watchdog;
     /** The watchdog parked until a connection is kept. */
     private static volatile boolean watchdogParked;
-
-    static
-    {
-        WATCHDOG = new Thread(InprocDelivery::watch, "reverb-inproc-watchdog");
-        WATCHDOG.setDaemon(true);
-        WATCHDOG.start();
-    }
 
     private InprocDelivery()
     {
@@ -68,7 +69,34 @@ final class InprocDelivery
     static void rescueTick(final long nanos)
     {
         rescueTickNanos = nanos;
-        LockSupport.unpark(WATCHDOG);
+        unparkWatchdog();
+    }
+
+    /**
+     * Sets how long an idle delivery thread lives (a minute by default; tests shorten it to see the threads and the
+     * watchdog end).
+     *
+     * @param nanos the time, positive.
+     */
+    static void idleThreadsLive(final long nanos)
+    {
+        POOL.setKeepAliveTime(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** @return whether the watchdog runs (tests). */
+    static boolean watchdogRuns()
+    {
+        final Thread current = watchdog;
+        return current != null && current.isAlive();
+    }
+
+    private static void unparkWatchdog()
+    {
+        final Thread current = watchdog;
+        if (current != null)
+        {
+            LockSupport.unpark(current);
+        }
     }
 
     /**
@@ -153,6 +181,14 @@ final class InprocDelivery
                 LockSupport.parkNanos(rescueTickNanos);
                 continue;
             }
+            synchronized (LIFECYCLE)
+            {
+                if (THREADS.isEmpty())
+                {
+                    watchdog = null; // no delivery thread, nothing to keep: the next delivery thread starts another
+                    return;
+                }
+            }
             watchdogParked = true;
             boolean kept = false;
             for (final DeliveryThread thread : THREADS)
@@ -161,7 +197,8 @@ final class InprocDelivery
             }
             if (!kept)
             {
-                LockSupport.park(); // until the next connection kept (or a spurious wake-up: looks again)
+                // until the next connection kept or the last delivery thread's end (or a spurious wake-up: looks again)
+                LockSupport.park();
             }
             watchdogParked = false;
         }
@@ -205,14 +242,31 @@ final class InprocDelivery
         @Override
         public void run()
         {
-            THREADS.add(this);
+            synchronized (LIFECYCLE)
+            {
+                THREADS.add(this);
+                if (watchdog == null)
+                {
+                    final Thread started = new Thread(InprocDelivery::watch, "reverb-inproc-watchdog");
+                    started.setDaemon(true);
+                    watchdog = started;
+                    started.start();
+                }
+            }
             try
             {
                 super.run();
             }
             finally
             {
-                THREADS.remove(this);
+                synchronized (LIFECYCLE)
+                {
+                    THREADS.remove(this);
+                    if (THREADS.isEmpty())
+                    {
+                        unparkWatchdog(); // it ends
+                    }
+                }
             }
         }
 
@@ -227,7 +281,7 @@ final class InprocDelivery
             kept = connection;
             if (watchdogParked)
             {
-                LockSupport.unpark(WATCHDOG);
+                unparkWatchdog();
             }
             return true;
         }

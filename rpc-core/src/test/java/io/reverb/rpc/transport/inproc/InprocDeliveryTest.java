@@ -236,4 +236,55 @@ class InprocDeliveryTest
             assertThat(connection.resourceUsage().bytesInUse()).isZero();
         }
     }
+
+    @Test
+    void shouldEndTheWatchdogWithTheLastDeliveryThreadAndStartAnotherWithTheNext() throws Exception
+    {
+        InprocDelivery.idleThreadsLive(TimeUnit.MILLISECONDS.toNanos(20));
+        try
+        {
+            pingPong("inproc://delivery-lifecycle-1", 100);
+            // idle: the pool's threads end, and the watchdog with the last of them (nothing of this transport stays)
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (InprocDelivery.watchdogRuns() && System.nanoTime() < deadline)
+            {
+                Thread.sleep(5);
+            }
+            assertThat(InprocDelivery.watchdogRuns()).as("watchdog after the last delivery thread ended").isFalse();
+            assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().startsWith("reverb-inproc-"));
+            pingPong("inproc://delivery-lifecycle-2", 100); // new delivery threads, a new watchdog
+            assertThat(InprocDelivery.watchdogRuns()).isTrue();
+        }
+        finally
+        {
+            InprocDelivery.idleThreadsLive(TimeUnit.MINUTES.toNanos(1));
+        }
+    }
+
+    private void pingPong(final String address, final int rounds) throws Exception
+    {
+        final CountDownLatch done = new CountDownLatch(1);
+        final AtomicInteger replies = new AtomicInteger();
+        final Handler server = new Handler(InprocDeliveryTest::send);
+        final Handler client = new Handler((connection, value) ->
+        {
+            if (replies.incrementAndGet() < rounds)
+            {
+                send(connection, value);
+            }
+            else
+            {
+                done.countDown();
+            }
+        });
+        final URI uri = URI.create(address);
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            send(connection, (byte)3);
+            assertThat(done.await(30, TimeUnit.SECONDS)).isTrue();
+            connection.close();
+            assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
+        }
+    }
 }
