@@ -47,15 +47,22 @@ class RequestCreditTest
         return all.toString();
     }
 
-    @Test
-    void shouldFailTheConnectionWhenAServerStreamingCallSendsASecondRequest()
+    /** A server-streaming call's CALL and two requests, the second beyond the one granted: a protocol error. */
+    private ServerWireConnection secondRequestOfAServerStreamingCall(final RecordingConnection transport)
     {
-        final RecordingConnection transport = new RecordingConnection(false);
         final ServerWireConnection connection = new ServerWireConnection(server, transport);
         connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
             frames.call(1, TestService.NEVER, 1),
             frames.message(1, INT, Int32Value.of(1), false),
             frames.message(1, INT, Int32Value.of(2), false))));
+        return connection;
+    }
+
+    @Test
+    void shouldFailTheConnectionWhenAServerStreamingCallSendsASecondRequest()
+    {
+        final RecordingConnection transport = new RecordingConnection(false);
+        final ServerWireConnection connection = secondRequestOfAServerStreamingCall(transport);
 
         assertThat(written(transport)).as("a GOAWAY tells the client why").contains(FrameType.GOAWAY);
         assertThat(text(transport)).contains("protocol error").contains("beyond the 1 message(s) granted by REQUEST_N");
@@ -88,13 +95,7 @@ class RequestCreditTest
         final long before = WireWriter.PEER_LOG.offered();
         for (int i = 0; i < 100; i++)
         {
-            final RecordingConnection transport = new RecordingConnection(false);
-            final ServerWireConnection connection = new ServerWireConnection(server, transport);
-            connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
-                frames.call(1, TestService.NEVER, 1),
-                frames.message(1, INT, Int32Value.of(1), false),
-                frames.message(1, INT, Int32Value.of(2), false))));
-            assertThat(connection.closed).isTrue();
+            assertThat(secondRequestOfAServerStreamingCall(new RecordingConnection(false)).closed).isTrue();
         }
         assertThat(WireWriter.PEER_LOG.offered() - before).isEqualTo(100);
     }

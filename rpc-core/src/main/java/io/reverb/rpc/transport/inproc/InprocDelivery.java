@@ -128,11 +128,7 @@ final class InprocDelivery
             final DeliveryThread thread = (DeliveryThread)current;
             if (thread.kept != null && ++thread.deliveredSinceKept >= KEEP_BEHIND && !nothingQueued)
             {
-                final InprocConnection kept = thread.takeKept();
-                if (kept != null)
-                {
-                    POOL.execute(kept.drainTask());
-                }
+                thread.handKeptToPool();
             }
         }
     }
@@ -159,11 +155,7 @@ final class InprocDelivery
         finally
         {
             thread.draining = false;
-            final InprocConnection left = thread.takeKept();
-            if (left != null)
-            {
-                POOL.execute(left.drainTask()); // a drain threw: the connection it kept still runs
-            }
+            thread.handKeptToPool(); // a drain threw: the connection it kept still runs
         }
     }
 
@@ -290,6 +282,16 @@ final class InprocDelivery
         {
             final InprocConnection connection = kept;
             return connection != null && KEPT.compareAndSet(this, connection, null) ? connection : null;
+        }
+
+        /** The connection this thread keeps, if any, is drained by a thread of the pool instead. */
+        void handKeptToPool()
+        {
+            final InprocConnection connection = takeKept();
+            if (connection != null)
+            {
+                POOL.execute(connection.drainTask());
+            }
         }
 
         /**
