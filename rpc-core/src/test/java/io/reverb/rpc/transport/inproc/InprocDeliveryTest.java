@@ -59,6 +59,20 @@ class InprocDeliveryTest
         }
     }
 
+    /** Waits, on the delivery thread, for the latch (at most 30 s), and says whether it opened. */
+    private static void awaitInto(final CountDownLatch latch, final CompletableFuture<Boolean> opened)
+    {
+        try
+        {
+            opened.complete(latch.await(30, TimeUnit.SECONDS));
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            opened.complete(false);
+        }
+    }
+
     private static void send(final Connection connection, final byte value)
     {
         final WriteClaim claim = new WriteClaim();
@@ -118,15 +132,7 @@ class InprocDeliveryTest
         final Handler server = new Handler((connection, value) ->
         {
             send(connection, value);
-            try
-            {
-                serverSawIt.complete(clientRead.await(30, TimeUnit.SECONDS));
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                serverSawIt.complete(false);
-            }
+            awaitInto(clientRead, serverSawIt);
         });
         final Handler client = new Handler((connection, value) -> clientRead.countDown());
         final URI uri = URI.create("inproc://delivery-blocked");
@@ -156,18 +162,9 @@ class InprocDeliveryTest
                 send(connection, value);
                 return;
             }
-            if (value == 0)
+            if (value == 2)
             {
-                return;
-            }
-            try
-            {
-                secondSawIt.complete(firstReplyRead.await(30, TimeUnit.SECONDS));
-            }
-            catch (final InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                secondSawIt.complete(false);
+                awaitInto(firstReplyRead, secondSawIt);
             }
         });
         final Handler client = new Handler((connection, value) -> firstReplyRead.countDown());
@@ -246,12 +243,13 @@ class InprocDeliveryTest
             pingPong("inproc://delivery-lifecycle-1", 100);
             // idle: the pool's threads end, and the watchdog with the last of them (nothing of this transport stays)
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (InprocDelivery.watchdogRuns() && System.nanoTime() < deadline)
+            // a thread that has left its run loop is still alive for a moment: wait for both to be gone
+            while ((InprocDelivery.watchdogRuns() || inprocThreadsAlive()) && System.nanoTime() < deadline)
             {
                 Thread.sleep(5);
             }
             assertThat(InprocDelivery.watchdogRuns()).as("watchdog after the last delivery thread ended").isFalse();
-            assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().startsWith("reverb-inproc-"));
+            assertThat(inprocThreadsAlive()).as("reverb-inproc-* threads alive").isFalse();
             pingPong("inproc://delivery-lifecycle-2", 100); // new delivery threads, a new watchdog
             assertThat(InprocDelivery.watchdogRuns()).isTrue();
         }
@@ -259,6 +257,11 @@ class InprocDeliveryTest
         {
             InprocDelivery.idleThreadsLive(TimeUnit.MINUTES.toNanos(1));
         }
+    }
+
+    private static boolean inprocThreadsAlive()
+    {
+        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().startsWith("reverb-inproc-"));
     }
 
     private void pingPong(final String address, final int rounds) throws Exception
