@@ -215,6 +215,12 @@ final class ReverbListener implements ServerListener
         tickets = new FabricTickets(maxTickets, maxPerPeer);
     }
 
+    /** Test seam: @return upgrade tickets outstanding, all peers together. */
+    int ticketsOutstanding()
+    {
+        return tickets.size();
+    }
+
     /** Test seam: refuse every claim from now on (the upgrade fails after the client connected the new fabric). */
     void refuseClaims(final boolean refuse)
     {
