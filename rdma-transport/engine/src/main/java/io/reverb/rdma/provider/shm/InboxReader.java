@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.provider.base.RegionChecks;
 import io.reverb.rdma.verbs.ScatterGatherList;
 import io.reverb.rdma.verbs.WcOpcode;
@@ -19,6 +20,8 @@ import org.slf4j.LoggerFactory;
 final class InboxReader
 {
     private static final Logger LOG = LoggerFactory.getLogger(InboxReader.class);
+    /** Malformed slots: one line per QP at most, and through this limiter (a peer may reconnect to write more). */
+    static final LogLimiter MALFORMED_LOG = new LogLimiter((line, t) -> LOG.warn(line, t));
 
     private final ShmQueuePair qp;
     private final RecvRing ring;
@@ -154,8 +157,9 @@ final class InboxReader
         {
             // Once per QP: the connection ends with it.
             malformedLogged = true;
-            LOG.warn("QP {} to {}: the peer wrote a malformed inbox slot (info {}, length {}); the QP goes to ERROR",
-                qpNum, qp.remoteAddress(), Integer.toHexString(info), byteLen);
+            MALFORMED_LOG.log("malformed", "QP " + qpNum + " to " + qp.remoteAddress() + ": the peer wrote a " +
+                "malformed inbox slot (info " + Integer.toHexString(info) + ", length " + byteLen + "); the QP goes " +
+                "to ERROR", null);
         }
         completions.set(at, wrId, WcStatus.LOC_QP_OP_ERR, WcOpcode.RECV, 0, 0, 0, qpNum);
         qp.goDown();

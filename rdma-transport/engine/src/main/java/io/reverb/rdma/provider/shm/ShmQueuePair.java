@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.provider.base.AbstractQueuePair;
 import io.reverb.rdma.provider.base.RegionChecks;
 import io.reverb.rdma.verbs.Access;
@@ -66,6 +67,8 @@ import org.slf4j.LoggerFactory;
 final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompletionQueue>
 {
     private static final Logger LOG = LoggerFactory.getLogger(ShmQueuePair.class);
+    /** Lines of a QP's trouble (once per QP each), limited across QPs: a stopped peer may hold many. */
+    private static final LogLimiter QP_LOG = new LogLimiter((line, t) -> LOG.warn(line, t));
 
     private final ShmVerbsContext context;
     private final long rnrRetryNanos;
@@ -455,9 +458,9 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
             {
                 // Once per QP (goDown runs once): a consumer that posts more signaled work than its
                 // CQ holds; ibverbs reports this as IBV_EVENT_CQ_ERR.
-                LOG.warn("send completion queue of QP {} to {} overflowed (capacity {}): more signaled work requests " +
-                    "were posted than the CQ holds without being polled; the QP goes to ERROR", qpNum, remoteAddress(),
-                    sendCq.capacity());
+                QP_LOG.log("send cq overflow", "send completion queue of QP " + qpNum + " to " + remoteAddress() +
+                    " overflowed (capacity " + sendCq.capacity() + "): more signaled work requests were posted than " +
+                    "the CQ holds without being polled; the QP goes to ERROR", null);
             }
             goDown();
         }
@@ -521,9 +524,9 @@ final class ShmQueuePair extends AbstractQueuePair<ShmProtectionDomain, ShmCompl
                                 // The peer's poller still wakes: the doorbells filling its socket are read (by its
                                 // event thread or its own selector) after this completion was written. Visible, once.
                                 doorbellDropLogged = true;
-                                LOG.warn("doorbell of QP {} to {} dropped: the peer process's event thread did not " +
-                                    "read its socket for 10,000 yields (the peer is overloaded or stopped)", qpNum,
-                                    remoteAddress());
+                                QP_LOG.log("doorbell dropped", "doorbell of QP " + qpNum + " to " + remoteAddress() +
+                                    " dropped: the peer process's event thread did not read its socket for 10,000 " +
+                                    "yields (the peer is overloaded or stopped)", null);
                             }
                             return;
                         }

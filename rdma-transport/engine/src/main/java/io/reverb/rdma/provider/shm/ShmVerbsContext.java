@@ -1,5 +1,6 @@
 package io.reverb.rdma.provider.shm;
 
+import io.reverb.common.LogLimiter;
 import io.reverb.rdma.verbs.CompletionChannel;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionListener;
@@ -53,6 +54,8 @@ import org.slf4j.LoggerFactory;
 final class ShmVerbsContext implements VerbsContext
 {
     private static final Logger LOG = LoggerFactory.getLogger(ShmVerbsContext.class);
+    /** The event thread's unexpected errors, of each class a burst and then a line per 10 s (it runs on). */
+    private static final LogLimiter EVENT_THREAD_ERRORS = new LogLimiter((line, t) -> LOG.warn(line, t));
     private static final AtomicInteger CONTEXT_IDS = new AtomicInteger();
     private static final AtomicInteger QP_NUMS = new AtomicInteger(0x100);
     private static final Set<ShmVerbsContext> OPEN_CONTEXTS = ConcurrentHashMap.newKeySet();
@@ -182,7 +185,7 @@ final class ShmVerbsContext implements VerbsContext
 
     void errorHandler(final Throwable ex)
     {
-        LOG.warn("shm provider: unexpected error on the event thread", ex);
+        EVENT_THREAD_ERRORS.log(ex.getClass().getName(), "shm provider: unexpected error on the event thread", ex);
     }
 
     @Override

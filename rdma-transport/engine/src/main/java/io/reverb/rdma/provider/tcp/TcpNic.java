@@ -119,7 +119,7 @@ final class TcpNic implements Runnable
             }
             catch (final IOException | RuntimeException ex)
             {
-                LOG.warn("cannot register {} with the NIC selector", qp, ex);
+                QP_FAILURE_LOG.log("register", "cannot register " + qp + " with the NIC selector", ex);
                 qp.peerGone();
             }
         });

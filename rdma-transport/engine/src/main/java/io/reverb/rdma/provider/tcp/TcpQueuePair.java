@@ -59,6 +59,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     private static final Logger LOG = LoggerFactory.getLogger(TcpQueuePair.class);
     /** Once per connection, but a peer may reconnect to break it again: a burst, then a line per interval. */
     private static final LogLimiter PROTOCOL_ERRORS = new LogLimiter((line, t) -> LOG.warn(line, t));
+    private static final LogLimiter HANDLER_FAILURES = new LogLimiter((line, t) -> LOG.error(line, t));
     /**
      * How long the poller that reads this socket may go without polling before the NIC takes the reading back (a
      * poller that stopped without arming its CQ: stuck in a handler, descheduled, or a program that polls no more).
@@ -884,7 +885,7 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
                 }
                 catch (final Throwable t)
                 {
-                    LOG.error("disconnect handler of {} threw", this, t);
+                    HANDLER_FAILURES.log("disconnect", "disconnect handler of " + this + " threw", t);
                 }
             });
         }

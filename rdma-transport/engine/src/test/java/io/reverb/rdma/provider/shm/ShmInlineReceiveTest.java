@@ -305,6 +305,7 @@ class ShmInlineReceiveTest
             final MemoryRegion recvRegion = receiver.pd().allocate(RECV_LENGTH, Access.LOCAL_WRITE);
             receiver.postRecv(receive(new RecvRequest(), 9, recvRegion, 0, RECV_LENGTH));
             final RecvRing ring = receiver.recvRing();
+            final long linesBefore = InboxReader.MALFORMED_LOG.offered();
             // What a broken or hostile peer could write: an inline message longer than a slot holds.
             ring.publishSlot(0, RecvRing.INLINE_MAX + 1, 0, RecvRing.info(WcStatus.SUCCESS.value(), false, false,
                 RecvRing.KIND_INLINE));
@@ -314,6 +315,8 @@ class ShmInlineReceiveTest
             assertThat(wc.wrId(0)).isEqualTo(9);
             assertThat(wc.status(0)).isEqualTo(WcStatus.LOC_QP_OP_ERR);
             assertThat(receiver.state()).isEqualTo(QpState.ERROR);
+            // one line for the QP, through the limiter a peer reconnecting to write more slots cannot get past
+            assertThat(InboxReader.MALFORMED_LOG.offered() - linesBefore).isEqualTo(1);
         }
     }
 
