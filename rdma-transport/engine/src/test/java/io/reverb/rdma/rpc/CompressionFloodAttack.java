@@ -6,6 +6,7 @@ import com.google.protobuf.Int32Value;
 import com.google.protobuf.MessageLite;
 import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
+import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
@@ -85,6 +86,10 @@ class CompressionFloodAttack
     private static final int WARMUP_ROUNDS = 5;
     /** The victim's timed calls alternate between alone and beside the flood in this many blocks of each. */
     private static final int BLOCKS = 4;
+    /** A timed pass counts if the JIT compiled for at most this long during it ... */
+    private static final long QUIET_PASS_JIT_MS = 50;
+    /** ... or if it is the last of this many. */
+    private static final int MAX_PASSES = 6;
     private static final long MIB = 1 << 20;
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
     /**
@@ -263,7 +268,12 @@ class CompressionFloodAttack
         final BytesValue floodRequest = BytesValue.of(ByteString.copyFrom(new byte[bomb.length + 1024]));
         try (RpcServer server = server(uri);
              RpcChannel victimChannel = RpcChannel.builder(uri).build();
+             // The flooding client is a process of its own in the world: here it gets an engine (a poller thread) of
+             // its own, so that its own work (1,000 completions a round into a flatMap, which Reactor drains on the
+             // thread that completes them) does not run on the poller the server and the second client share, as it
+             // would not if it ran elsewhere; it still shares their CPUs and heap.
              RpcChannel floodChannel = RpcChannel.builder(uri)
+                 .transportOptions(EngineOptions.of(new EngineConfig().name("reverb-shm-flood-client")))
                  .codecRegistry(CodecRegistry.defaults().with(replaying(bomb))).build())
         {
             // 1. latency of the second client, alone and beside the flood, in interleaved blocks (alone, beside, alone,
@@ -321,21 +331,37 @@ class CompressionFloodAttack
                     }
                 }
                 System.out.println("compression flood: " + rounds.get() + " rounds of warm-up");
-                for (int b = 0; b < BLOCKS; b++)
+                // The timed blocks themselves get compiled too (the victim's path alternating with the flood's reaches
+                // C2 only now): on a slow 2-vCPU VM the JIT took 0.7 s of CPU during a 1.1 s pass, and a second
+                // client then waits for a core held by the compiler, not by the flood. A pass counts once the JIT was
+                // quiet through it (at most MAX_PASSES; the last pass counts otherwise, and says so).
+                for (int pass = 1; ; pass++)
                 {
-                    flooding.set(false);
-                    while (inRound.get())
+                    final long compiledBefore = jit.getTotalCompilationTime();
+                    for (int b = 0; b < BLOCKS; b++)
                     {
-                        Thread.onSpinWait(); // the flood's round in progress ends before the victim runs alone
+                        flooding.set(false);
+                        while (inRound.get())
+                        {
+                            Thread.onSpinWait(); // the flood's round in progress ends before the victim runs alone
+                        }
+                        victim(victimChannel, alone, b * block, block);
+                        final long before = total(floodOutcomes);
+                        flooding.set(true);
+                        while (total(floodOutcomes) < before + FLOOD_CALLS / 10 && flood.isAlive())
+                        {
+                            Thread.onSpinWait(); // the flood is under way before the victim is timed beside it
+                        }
+                        victim(victimChannel, beside, b * block, block);
                     }
-                    victim(victimChannel, alone, b * block, block);
-                    final long before = total(floodOutcomes);
-                    flooding.set(true);
-                    while (total(floodOutcomes) < before + FLOOD_CALLS / 10 && flood.isAlive())
+                    final long compiledMs = jit.getTotalCompilationTime() - compiledBefore;
+                    System.out.println("compression flood: timed pass " + pass + ", the JIT compiled for " +
+                        compiledMs + " ms during it" + (compiledMs <= QUIET_PASS_JIT_MS ? "" :
+                        pass < MAX_PASSES ? ": not counted, again" : ": counted anyway (the last pass)"));
+                    if (compiledMs <= QUIET_PASS_JIT_MS || pass >= MAX_PASSES)
                     {
-                        Thread.onSpinWait(); // the flood is under way before the victim is timed beside it
+                        break;
                     }
-                    victim(victimChannel, beside, b * block, block);
                 }
             }
             finally
