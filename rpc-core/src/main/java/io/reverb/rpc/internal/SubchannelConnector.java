@@ -21,12 +21,25 @@ import java.util.concurrent.TimeUnit;
  * subchannels; each subchannel ({@code io.reverb.rpc.lb.ChannelSubchannel}) owns one of these. Each connection is a
  * {@link ClientTransportImpl} (the client transport: one attempt, no reconnect of its own): this class is the
  * reconnect loop above it.
+ *
+ * <p><b>After a GOAWAY.</b> A server that goes away gracefully closes its listener first; a process taking its address
+ * (a restart, a hand-over) binds a moment later. A call made in that moment found nothing listening, and as gRPC it
+ * failed fast, with every fail-fast call for the backoff after it (about a second of UNAVAILABLE for a gap of
+ * milliseconds). For {@link #goAwayGraceNanos} after a connection of this subchannel received GOAWAY, a failed
+ * attempt fails no call: the calls keep waiting (their deadlines still run), the state stays CONNECTING, and the next
+ * attempt comes {@link #GOAWAY_RETRY_NANOS} later, without growing the backoff. Past the grace, failures count as
+ * before. Credentials refused (UNAUTHENTICATED) are never waited out.
  */
 public final class SubchannelConnector extends ClientCallStarter
 {
     /** A call failed because this channel (or the subchannel that owns it) was closed before it was sent. */
     private static final Status CHANNEL_CLOSED = Status.UNAVAILABLE.withDescription("channel closed")
         .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
+
+    /** How long after a GOAWAY failed attempts fail no call (see the class comment); tests shorten it. */
+    static volatile long goAwayGraceNanos = TimeUnit.SECONDS.toNanos(1);
+    /** How soon an attempt follows one that failed within the grace after a GOAWAY. */
+    static final long GOAWAY_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
     private final Set<ClientTransportImpl> connections = ConcurrentHashMap.newKeySet();
 
@@ -46,6 +59,8 @@ public final class SubchannelConnector extends ClientCallStarter
     /** A fail-fast call found the channel backing off: attempt again soon (see {@link #nextAttemptForCallsNanos}). */
     private boolean callsWant;
     private long backoffNanos;
+    /** Until when failed attempts fail no call: set when a connection received GOAWAY (0: none). */
+    private long goAwayGraceUntilNanos;
 
     /**
      * @param config the subchannel's configuration.
@@ -253,7 +268,7 @@ public final class SubchannelConnector extends ClientCallStarter
     {
         stateMayHaveChanged(); // CONNECTING
         final ClientTransportImpl connection = new ClientTransportImpl(config, this, lastStreamId);
-        connection.onLost(why -> connectionLost(connection));
+        connection.onLost(why -> connectionLost(connection, why));
         connection.connect().whenComplete((ignored, error) -> onConnectResult(connection, error));
     }
 
@@ -283,6 +298,13 @@ public final class SubchannelConnector extends ClientCallStarter
                     run.addAll(waiters);
                 }
                 waiters.clear();
+            }
+            else if (!closed && withinGoAwayGrace(error))
+            {
+                // nothing listens where a server just went away: its replacement may be a moment away (class comment)
+                connecting = true; // calls keep waiting; the state stays CONNECTING
+                retryWithinGoAwayGrace();
+                return;
             }
             else
             {
@@ -324,6 +346,35 @@ public final class SubchannelConnector extends ClientCallStarter
         {
             call.onConnection(usable); // no longer usable (lost meanwhile): the call comes back through reacquireLater
         }
+    }
+
+    /** Guarded by this. @return true if a failed attempt falls within the grace after a GOAWAY (class comment). */
+    private boolean withinGoAwayGrace(final Throwable error)
+    {
+        if (goAwayGraceUntilNanos == 0 || System.nanoTime() - goAwayGraceUntilNanos >= 0)
+        {
+            return false;
+        }
+        final Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() :
+            error;
+        return Status.fromThrowable(cause).code() != StatusCode.UNAUTHENTICATED;
+    }
+
+    /** Guarded by this, with {@code connecting} set: the next attempt, {@link #GOAWAY_RETRY_NANOS} from now. */
+    private void retryWithinGoAwayGrace()
+    {
+        timer().schedule(() ->
+        {
+            synchronized (this)
+            {
+                if (closed)
+                {
+                    connecting = false; // close() failed the waiting calls
+                    return;
+                }
+            }
+            connect();
+        }, GOAWAY_RETRY_NANOS, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -372,15 +423,20 @@ public final class SubchannelConnector extends ClientCallStarter
      * A connection of this subchannel stopped taking new calls (GOAWAY, failure, keep-alive timeout, stream ids used
      * up): the next call that needs one makes another.
      */
-    private void connectionLost(final ClientTransportImpl connection)
+    private void connectionLost(final ClientTransportImpl connection, final Status why)
     {
         final boolean lost;
+        final CallFailureCause cause = CallFailureCause.find(why);
         synchronized (this)
         {
             lost = ready == connection;
             if (lost)
             {
                 ready = null;
+            }
+            if (cause != null && cause.reason() == CallFailureCause.Reason.GOAWAY)
+            {
+                goAwayGraceUntilNanos = System.nanoTime() + goAwayGraceNanos;
             }
         }
         final Runnable listener = connectionLostListener;
