@@ -278,6 +278,9 @@ public final class SubchannelConnector extends ClientCallStarter
         final List<ClientCall<?, ?>> fail = new ArrayList<>();
         Status failure = null;
         boolean closeNow = false;
+        // the connection's status: UNAUTHENTICATED, or UNAVAILABLE with CONNECT_FAILED
+        final Status failed = error == null ? null : Status.fromThrowable(
+            error instanceof CompletionException && error.getCause() != null ? error.getCause() : error);
         synchronized (this)
         {
             connecting = false;
@@ -299,7 +302,7 @@ public final class SubchannelConnector extends ClientCallStarter
                 }
                 waiters.clear();
             }
-            else if (!closed && withinGoAwayGrace(error))
+            else if (!closed && withinGoAwayGrace(failed))
             {
                 // nothing listens where a server just went away: its replacement may be a moment away (class comment)
                 connecting = true; // calls keep waiting; the state stays CONNECTING
@@ -313,9 +316,7 @@ public final class SubchannelConnector extends ClientCallStarter
                 lastFailureNanos = System.nanoTime();
                 nextAttemptNanos = lastFailureNanos + jittered;
                 backoffNanos = Math.min(config.maxBackoff.toNanos(), (long)(backoffNanos * 1.6));
-                // the connection's status: UNAUTHENTICATED, or UNAVAILABLE with CONNECT_FAILED
-                lastFailure = Status.fromThrowable(error instanceof CompletionException && error.getCause() != null ?
-                    error.getCause() : error);
+                lastFailure = failed;
                 // refused credentials are no transient failure: UNAUTHENTICATED, and even wait-for-ready calls fail
                 final boolean refused = lastFailure.code() == StatusCode.UNAUTHENTICATED;
                 failure = lastFailure;
@@ -349,15 +350,10 @@ public final class SubchannelConnector extends ClientCallStarter
     }
 
     /** Guarded by this. @return true if a failed attempt falls within the grace after a GOAWAY (class comment). */
-    private boolean withinGoAwayGrace(final Throwable error)
+    private boolean withinGoAwayGrace(final Status failed)
     {
-        if (goAwayGraceUntilNanos == 0 || System.nanoTime() - goAwayGraceUntilNanos >= 0)
-        {
-            return false;
-        }
-        final Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() :
-            error;
-        return Status.fromThrowable(cause).code() != StatusCode.UNAUTHENTICATED;
+        return goAwayGraceUntilNanos != 0 && System.nanoTime() - goAwayGraceUntilNanos < 0 &&
+            failed.code() != StatusCode.UNAUTHENTICATED;
     }
 
     /** Guarded by this, with {@code connecting} set: the next attempt, {@link #GOAWAY_RETRY_NANOS} from now. */
