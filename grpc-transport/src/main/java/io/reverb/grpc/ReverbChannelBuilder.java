@@ -552,6 +552,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         private final UnaryOperator<RpcChannel.Builder> configure;
         private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
         private final ConcurrentHashMap<String, MethodDescriptor<InputStream, InputStream>> methods = new ConcurrentHashMap<>();
+        /** Addresses that sent GOAWAY a moment ago: a failed connect to one is tried again (see {@link GoAwayGrace}). */
+        private final GoAwayGrace goAways = new GoAwayGrace();
         private boolean closed;
 
         Factory(final String fabric, final UnaryOperator<RpcChannel.Builder> configure)
@@ -578,7 +580,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
                 throw new IllegalArgumentException("neither a Reverb address nor an InetSocketAddress: " + address +
                     " (" + (address == null ? "null" : address.getClass().getName()) + ")");
             }
-            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods, timer);
+            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods, timer, goAways);
         }
 
         @Override

@@ -19,6 +19,7 @@ import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.SimpleDisconnectError;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.stream.ClientTransport;
 
@@ -37,8 +38,11 @@ import java.util.function.UnaryOperator;
  * grpc-java's client transport over one Reverb connection ({@link RpcClientConnection}), as Netty's and OkHttp's are
  * over one socket: grpc-java's subchannel creates it, {@link #start} connects once, {@code transportReady} when the
  * connection is up, {@code transportShutdown} when it is lost (GOAWAY, failure, keep-alive timeout) or shut down,
- * {@code transportTerminated} once its streams have ended. It never reconnects: grpc-java's subchannel makes a new
- * transport, with grpc-java's own backoff, and grpc-java's load balancing picks among subchannels. Every grpc-java
+ * {@code transportTerminated} once its streams have ended. It does not reconnect once it was ready: grpc-java's
+ * subchannel makes a new transport, with grpc-java's own backoff, and grpc-java's load balancing picks among
+ * subchannels. One exception before it is ready: within a second of a GOAWAY from its address, a failed connect is
+ * tried again 20 ms later with a new connection ({@link GoAwayGrace}), so that a replacement server binding the address
+ * a few milliseconds after the old one stopped listening fails no fail-fast call. Every grpc-java
  * stream is a Reverb stream on the connection (its stream SPI, {@link ClientTransport}). The connection PINGs itself per the keep-alive settings.
  *
  * <p>In use: {@code transportInUse(true)} when a stream opens on a transport not reported in use; {@code
@@ -52,10 +56,16 @@ final class ReverbClientTransport implements ConnectionClientTransport
 {
     private final InternalLogId logId;
     private final ReverbAddress address;
-    /** Null when {@link #cannotConnect} says why no connection could be made. */
-    private final RpcClientConnection connection;
+    /**
+     * Null when {@link #cannotConnect} says why no connection could be made. Replaced only before {@code
+     * transportReady}, by a new attempt within the grace after a GOAWAY ({@link GoAwayGrace}); set under the lock.
+     */
+    private volatile RpcClientConnection connection;
     /** The same connection as a stream transport: each grpc-java stream is one of its streams. */
-    private final ClientTransport streams;
+    private volatile ClientTransport streams;
+    private final UnaryOperator<RpcChannel.Builder> configure;
+    /** The channel's record of addresses that sent GOAWAY a moment ago, or null: a failed connect ends the transport. */
+    private final GoAwayGrace goAways;
     private final Status cannotConnect;
     private final Attributes attributes;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
@@ -85,10 +95,12 @@ final class ReverbClientTransport implements ConnectionClientTransport
     ReverbClientTransport(
         final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
         final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods,
-        final ScheduledExecutorService inUseTimer)
+        final ScheduledExecutorService inUseTimer, final GoAwayGrace goAways)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
     {
         this.inUseTimer = inUseTimer;
+        this.configure = configure;
+        this.goAways = goAways;
         this.logId = InternalLogId.allocate(ReverbClientTransport.class, address.toString());
         this.address = address;
         this.methods = methods;
@@ -151,16 +163,31 @@ final class ReverbClientTransport implements ConnectionClientTransport
         }
         // grpc-java's subchannel is CONNECTING until transportReady: READY only once the Reverb connection is up,
         // TRANSIENT_FAILURE (transportShutdown before ready) when it cannot connect, then grpc-java's own backoff
-        return () ->
-        {
-            // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
-            connection.onLost(why -> shutdown(Status.UNAVAILABLE.withDescription("connection to " + address +
-                " lost: " + why.description()), SimpleDisconnectError.CONNECTION_RESET));
-            connection.connect().whenComplete(this::connected);
-        };
+        final RpcClientConnection first = connection;
+        return () -> attempt(first);
     }
 
-    private void connected(final Void ignored, final Throwable error)
+    private void attempt(final RpcClientConnection attempt)
+    {
+        // a connection lost later (GOAWAY, failure) ends this transport: grpc-java goes IDLE and makes another
+        attempt.onLost(this::lost);
+        attempt.connect().whenComplete((ignored, error) -> connected(error));
+    }
+
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Status is imported, Reverb's is spelled out
+    private void lost(final io.reverb.rpc.Status why)
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
+    {
+        final CallFailureCause cause = CallFailureCause.find(why);
+        if (goAways != null && cause != null && cause.reason() == CallFailureCause.Reason.GOAWAY)
+        {
+            goAways.goAway(address.uri()); // before grpc-java hears of it and makes the next transport
+        }
+        shutdown(Status.UNAVAILABLE.withDescription("connection to " + address + " lost: " + why.description()),
+            SimpleDisconnectError.CONNECTION_RESET);
+    }
+
+    private void connected(final Throwable error)
     {
         final boolean alreadyShutdown;
         synchronized (this)
@@ -174,11 +201,53 @@ final class ReverbClientTransport implements ConnectionClientTransport
         if (error == null)
         {
             listener.transportReady();
+            return;
         }
-        else
+        final Status status = GrpcBridge.statusOf(error);
+        // refused credentials are not waited out; an address that sent GOAWAY a moment ago is (GoAwayGrace)
+        if (status.getCode() == Status.Code.UNAVAILABLE && goAways != null && goAways.within(address.uri()) &&
+            retryLater())
         {
-            shutdown(GrpcBridge.statusOf(error), SimpleDisconnectError.SOCKET_ERROR);
+            return;
         }
+        shutdown(status, SimpleDisconnectError.SOCKET_ERROR);
+    }
+
+    /** @return true if another attempt is scheduled (false: grpc-java's timer is gone). */
+    private boolean retryLater()
+    {
+        if (inUseTimer == null)
+        {
+            return false; // a transport made alone, without grpc-java's timer
+        }
+        try
+        {
+            inUseTimer.schedule(this::retry, GoAwayGrace.RETRY_NANOS, TimeUnit.NANOSECONDS);
+            return true;
+        }
+        catch (final RejectedExecutionException e)
+        {
+            return false; // grpc-java's timer is gone (its channel shut down): fail as without the grace
+        }
+    }
+
+    /** On grpc-java's timer: a new connection replaces the failed one, still before transportReady. */
+    private void retry()
+    {
+        final RpcClientConnection failed = connection;
+        final RpcClientConnection next;
+        synchronized (this)
+        {
+            if (shutdown)
+            {
+                return; // grpc-java gave up on this transport meanwhile
+            }
+            next = RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
+            connection = next; // shutdown and terminate, under or after this lock, see the new one
+            streams = ClientTransport.of(next);
+        }
+        failed.close(); // closed already by its failure; nothing of it must outlive the transport
+        attempt(next);
     }
 
     @Override

@@ -35,7 +35,7 @@ abstract class AbstractReverbTransportContractTest extends AbstractTransportCont
     protected ManagedClientTransport newClientTransport(final InternalServer server)
     {
         return new ReverbClientTransport((ReverbAddress)server.getListenSocketAddress(), null, UnaryOperator.identity(),
-            new ConcurrentHashMap<>(), null);
+            new ConcurrentHashMap<>(), null, null);
     }
 
     @Override

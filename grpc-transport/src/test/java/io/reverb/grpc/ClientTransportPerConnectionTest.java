@@ -98,7 +98,7 @@ class ClientTransportPerConnectionTest
         server = RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.PerConnection")
             .addMethod(ECHO, ServerCalls.unary(Mono::just)).build()).build().start();
         transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
-            new ConcurrentHashMap<>(), null);
+            new ConcurrentHashMap<>(), null, null);
     }
 
     @AfterEach
@@ -250,7 +250,7 @@ class ClientTransportPerConnectionTest
             });
         transport.connection().close(); // never started: replaced by one with the timer
         transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
-            new ConcurrentHashMap<>(), timer);
+            new ConcurrentHashMap<>(), timer, null);
         final List<Boolean> inUse = new CopyOnWriteArrayList<>();
         final CountDownLatch up = new CountDownLatch(1);
         transport.start(new ManagedClientTransport.Listener()
