@@ -70,8 +70,14 @@ final class ReverbClientStream extends CallbackSerializer
      * to it as one task, so that grpc-java's callbacks run on the waiting thread and wake it once per call.
      */
     private final Executor waitingCaller;
-    /** {@link #cancel} was called: the end goes to the listener from here, never to {@link #waitingCaller}. */
+    /**
+     * {@link #cancel} was called: the end goes to the listener from here, never to {@link #waitingCaller}, and it is the
+     * cancel's ({@link #cancelReason}): nothing that comes after the cancel reaches the listener, as grpc-java's own
+     * transports stop delivery when a call is cancelled (a message, or a server's OK that came first but waited).
+     */
     private volatile boolean cancelling;
+    /** Why the call was cancelled; written before {@link #cancelling}. */
+    private volatile Status cancelReason;
     private Deadline deadline;
     /** The codec grpc-java set, or null for identity. */
     private Codec compressor;
@@ -262,6 +268,7 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void cancel(final Status reason)
     {
+        cancelReason = reason;
         cancelling = true;
         if (stream != null) // set once, by start
         {
@@ -470,7 +477,19 @@ final class ReverbClientStream extends CallbackSerializer
             execute(this); // runs it here now unless another callback of this stream runs: then right after that one
             return;
         }
-        if (window != null && !closed && window.holdsEnd(endFromServer && !cancelling))
+        if (cancelling && !closed)
+        {
+            // the call was cancelled: whatever ended it (the cancel, or the server's end that raced it), what waits is
+            // dropped and the listener hears the cancel
+            if (window != null)
+            {
+                window.dropAhead();
+            }
+            heldResponse = null;
+            closeNow(cancelReason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
+            return;
+        }
+        if (window != null && !closed && window.holdsEnd(endFromServer))
         {
             return; // the server's status follows the messages that came before it, as grpc-java asks for them
         }
@@ -586,9 +605,9 @@ final class ReverbClientStream extends CallbackSerializer
         @Override
         public void run()
         {
-            if (closed)
+            if (closed || cancelling)
             {
-                return;
+                return; // after a cancel nothing more is delivered (its own task drops what waits)
             }
             Delivery next;
             while (delivered < requested.get() && (next = ahead.poll()) != null)
@@ -596,7 +615,7 @@ final class ReverbClientStream extends CallbackSerializer
                 delivered++;
                 aheadBytes -= next.length;
                 next.deliver();
-                if (closed)
+                if (closed || cancelling)
                 {
                     return;
                 }
@@ -706,9 +725,9 @@ final class ReverbClientStream extends CallbackSerializer
         @Override
         public void run()
         {
-            if (closed)
+            if (closed || cancelling)
             {
-                return;
+                return; // a response that comes after the call was cancelled is dropped
             }
             if (unary)
             {

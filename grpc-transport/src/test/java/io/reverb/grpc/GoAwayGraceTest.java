@@ -11,7 +11,6 @@ import io.grpc.StatusRuntimeException;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
-import io.reverb.grpc.test.EchoRpc;
 import io.reverb.rpc.RpcServer;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
@@ -20,7 +19,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import reactor.core.publisher.Mono;
 
 /**
  * grpc-java's channel over Reverb when a server goes away gracefully and another takes its address a moment later.
@@ -43,19 +41,6 @@ class GoAwayGraceTest
     private RpcServer old;
     private RpcServer replacement;
     private ManagedChannel channel;
-
-    /** Echoes; counts its calls. */
-    private static final class CountingEcho extends EchoRpc.EchoImplBase
-    {
-        final AtomicInteger handled = new AtomicInteger();
-
-        @Override
-        public Mono<EchoReply> unary(final EchoRequest request)
-        {
-            handled.incrementAndGet();
-            return Mono.just(EchoReply.newBuilder().setPayload(request.getPayload()).build());
-        }
-    }
 
     @AfterEach
     void tearDown() throws Exception
@@ -86,7 +71,7 @@ class GoAwayGraceTest
     /** The old server answers one call, then goes away gracefully; returns once the channel saw its GOAWAY. */
     private void connectThenShutDownTheOldServer() throws Exception
     {
-        old = RpcServer.builder(uri).addService(new CountingEcho()).build().start();
+        old = RpcServer.builder(uri).addService(new GracefulReplacementTest.CountingEcho()).build().start();
         channel = ReverbChannelBuilder.forTarget(uri).build();
         assertThat(call().get(TIMEOUT_SECONDS, TimeUnit.SECONDS).getPayload()).isEqualTo(REQUEST.getPayload());
         old.shutdown(Duration.ofSeconds(TIMEOUT_SECONDS)); // no call in flight: stops listening, sends GOAWAY, ends
@@ -111,7 +96,7 @@ class GoAwayGraceTest
         Thread.sleep(100);
         assertThat(early).as("waits while nobody listens").isNotDone();
         assertThat(channel.getState(false)).isEqualTo(ConnectivityState.CONNECTING);
-        final CountingEcho service = new CountingEcho();
+        final GracefulReplacementTest.CountingEcho service = new GracefulReplacementTest.CountingEcho();
         replacement = RpcServer.builder(uri).addService(service).build().start();
 
         assertThat(early.get(TIMEOUT_SECONDS, TimeUnit.SECONDS).getPayload()).isEqualTo(REQUEST.getPayload());

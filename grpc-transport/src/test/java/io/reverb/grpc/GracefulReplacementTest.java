@@ -49,8 +49,11 @@ class GracefulReplacementTest
     private final long defaultGrace = GoAwayGrace.graceNanos;
     private String address;
 
-    /** Answers after a short pause, so that calls are in flight when the server shuts down; counts its calls. */
-    private static final class CountingEcho extends EchoRpc.EchoImplBase
+    /**
+     * Answers after a short pause, so that calls are in flight when the server shuts down; counts its calls (also
+     * {@link GoAwayGraceTest}'s servers).
+     */
+    static final class CountingEcho extends EchoRpc.EchoImplBase
     {
         final AtomicInteger handled = new AtomicInteger();
 
