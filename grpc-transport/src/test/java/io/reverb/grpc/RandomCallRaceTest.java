@@ -1,0 +1,252 @@
+package io.reverb.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import io.reverb.grpc.test.EchoGrpc;
+import io.reverb.grpc.test.EchoReply;
+import io.reverb.grpc.test.EchoRequest;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * grpc-java calls over Reverb with random cancels, half-closes and deadlines, from four threads at once, over {@code
+ * inproc://}, {@code shm://} and {@code tcp://}: server streams cancelled after a random number of messages (grpc-java's
+ * automatic or manual flow control), bidi streams half-closed or cancelled midway, unary calls with deadlines of 1 us to
+ * 3 ms against handlers that take 0-2 ms. Every call must end exactly once, with the status its last action allows
+ * (OK only with every message when nothing was cancelled; CANCELLED or, for a cancel that lost the race to the end,
+ * OK with every message; DEADLINE_EXCEEDED), no message after its end, a server stream's messages in order; and no
+ * registered buffer held once the channel and server are gone. The interleavings are random: a failure here is a race
+ * to reproduce (the cancelled stream's, fixed on 2026-12-06, showed as an OK with 1 of 10 messages). {@code
+ * -Dreverb.callRaces=N} runs N operations per thread (default 200; a soak: 3000).
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class RandomCallRaceTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"inproc", "shm", "tcp"})
+    void everyCallShouldEndOnceAsItsLastActionAllows(final String scheme) throws Exception
+    {
+        final String bind = "shm".equals(scheme) ? "shm://call-races-" + ProcessHandle.current().pid() + "-" +
+            IDS.incrementAndGet() : "tcp".equals(scheme) ? "tcp://127.0.0.1:0" : "inproc://call-races-" + IDS.incrementAndGet();
+        final GrpcEchoService service = new GrpcEchoService();
+        final Server server = ReverbServerBuilder.forAddress(bind).addService(service).build().start();
+        final String target = ((ReverbAddress)server.getListenSockets().get(0)).uri();
+        final ManagedChannel channel = ReverbChannelBuilder.forTarget(target).build();
+        final Thread[] threads = new Thread[4];
+        final int iterations = Integer.getInteger("reverb.callRaces", 200);
+        for (int t = 0; t < threads.length; t++)
+        {
+            threads[t] = new Thread(() ->
+            {
+                for (int i = 0; i < iterations; i++)
+                {
+                    try
+                    {
+                        switch (ThreadLocalRandom.current().nextInt(3))
+                        {
+                            case 0 -> serverStream(channel);
+                            case 1 -> bidi(channel);
+                            default -> unary(channel);
+                        }
+                    }
+                    catch (final Throwable e)
+                    {
+                        problems.add("thrown: " + e);
+                    }
+                }
+            });
+            threads[t].start();
+        }
+        for (final Thread t : threads)
+        {
+            t.join();
+        }
+        channel.shutdownNow();
+        assertThat(channel.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        server.shutdownNow();
+        assertThat(server.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        AbstractReverbConformanceTest.assertReleased(target);
+        assertThat(List.copyOf(problems)).isEmpty();
+    }
+
+    /** Collects signals and checks their order. */
+    private final class Observer implements ClientResponseObserver<EchoRequest, EchoReply>
+    {
+        final AtomicReference<ClientCallStreamObserver<EchoRequest>> call = new AtomicReference<>();
+        final AtomicInteger received = new AtomicInteger();
+        final CompletableFuture<Status> done = new CompletableFuture<>();
+        final int initial;
+        final boolean auto;
+        final String what;
+
+        Observer(final String what, final int initial, final boolean auto)
+        {
+            this.what = what;
+            this.initial = initial;
+            this.auto = auto;
+        }
+
+        @Override
+        public void beforeStart(final ClientCallStreamObserver<EchoRequest> requestStream)
+        {
+            call.set(requestStream);
+            if (!auto)
+            {
+                requestStream.disableAutoRequestWithInitial(initial);
+            }
+        }
+
+        @Override
+        public void onNext(final EchoReply value)
+        {
+            if (done.isDone())
+            {
+                problems.add(what + ": onNext after the end");
+            }
+            final int n = received.getAndIncrement();
+            if (value.getIndex() != n && what.startsWith("stream"))
+            {
+                problems.add(what + ": index " + value.getIndex() + " as message " + n);
+            }
+            if (!auto)
+            {
+                call.get().request(1);
+            }
+        }
+
+        @Override
+        public void onError(final Throwable t)
+        {
+            if (!done.complete(Status.fromThrowable(t)))
+            {
+                problems.add(what + ": second end " + t);
+            }
+        }
+
+        @Override
+        public void onCompleted()
+        {
+            if (!done.complete(Status.OK))
+            {
+                problems.add(what + ": second end OK");
+            }
+        }
+    }
+
+    private void serverStream(final ManagedChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int count = 1 + r.nextInt(100);
+        final int cancelAfter = r.nextInt(count + 20); // >= count: no cancel
+        final boolean cancel = cancelAfter < count;
+        final Observer o = new Observer("stream count=" + count + " cancelAfter=" + cancelAfter, 1 + r.nextInt(3),
+            r.nextBoolean());
+        EchoGrpc.newStub(channel).serverStream(EchoRequest.newBuilder().setCount(count).setSize(1 + r.nextInt(3000))
+            .build(), o);
+        if (cancel)
+        {
+            final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (o.received.get() < cancelAfter && !o.done.isDone() && System.nanoTime() < until)
+            {
+                Thread.onSpinWait();
+            }
+            o.call.get().cancel("the test cancels", null);
+        }
+        final Status status = o.done.get(20, TimeUnit.SECONDS);
+        final int got = o.received.get();
+        if (!cancel && (!status.isOk() || got != count))
+        {
+            problems.add(o.what + ": no cancel, ended " + status + " with " + got);
+        }
+        if (cancel && status.isOk() && got != count)
+        {
+            problems.add(o.what + ": cancelled, ended OK with " + got + " of " + count);
+        }
+        if (cancel && !status.isOk() && status.getCode() != Status.Code.CANCELLED)
+        {
+            problems.add(o.what + ": cancelled, ended " + status);
+        }
+        if (got > count)
+        {
+            problems.add(o.what + ": " + got + " messages");
+        }
+    }
+
+    private void bidi(final ManagedChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int n = r.nextInt(30);
+        final int mode = r.nextInt(3); // 0 half-close, 1 cancel after sending, 2 cancel midway
+        final Observer o = new Observer("bidi n=" + n + " mode=" + mode, 1 + r.nextInt(3), r.nextBoolean());
+        final StreamObserver<EchoRequest> requests = EchoGrpc.newStub(channel).bidi(o);
+        final int sendBeforeCancel = mode == 2 ? r.nextInt(n + 1) : n;
+        for (int i = 0; i < sendBeforeCancel; i++)
+        {
+            requests.onNext(EchoRequest.newBuilder().setPayload(ByteString.copyFrom(new byte[r.nextInt(500)])).build());
+        }
+        if (mode == 0)
+        {
+            requests.onCompleted();
+        }
+        else
+        {
+            if (r.nextBoolean())
+            {
+                Thread.sleep(0, r.nextInt(200_000));
+            }
+            o.call.get().cancel("the test cancels", null);
+        }
+        final Status status = o.done.get(20, TimeUnit.SECONDS);
+        final int got = o.received.get();
+        if (mode == 0 && (!status.isOk() || got != n))
+        {
+            problems.add(o.what + ": half-closed, ended " + status + " with " + got);
+        }
+        if (mode != 0 && status.isOk())
+        {
+            problems.add(o.what + ": cancelled, ended OK with " + got);
+        }
+        if (mode != 0 && !status.isOk() && status.getCode() != Status.Code.CANCELLED)
+        {
+            problems.add(o.what + ": cancelled, ended " + status);
+        }
+    }
+
+    private void unary(final ManagedChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final long deadlineMicros = 1 + r.nextInt(3000);
+        final int delay = r.nextInt(3);
+        final Observer o = new Observer("unary deadline=" + deadlineMicros + "us delay=" + delay, 1, true);
+        EchoGrpc.newStub(channel).withDeadlineAfter(deadlineMicros, TimeUnit.MICROSECONDS)
+            .unary(EchoRequest.newBuilder().setDelayMillis(delay).setPayload(ByteString.copyFromUtf8("x")).build(), o);
+        final Status status = o.done.get(20, TimeUnit.SECONDS);
+        final int got = o.received.get();
+        if (status.isOk() != (got == 1))
+        {
+            problems.add(o.what + ": ended " + status + " with " + got);
+        }
+        if (!status.isOk() && status.getCode() != Status.Code.DEADLINE_EXCEEDED)
+        {
+            problems.add(o.what + ": ended " + status);
+        }
+    }
+}
