@@ -1,0 +1,256 @@
+package io.reverb.rdma.rpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.BytesValue;
+import com.google.protobuf.Int32Value;
+import com.google.protobuf.StringValue;
+import io.reverb.rpc.CallOptions;
+import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.TestService;
+import io.reverb.rpc.stub.ClientCalls;
+import io.reverb.rpc.transport.ResourceUsage;
+import io.reverb.rpc.transport.Transports;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.reactivestreams.Subscription;
+import reactor.core.publisher.BaseSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Native Reactor calls with random cancels and deadlines, from four threads at once, over {@code inproc://},
+ * {@code shm://} and {@code tcp://} (the grpc-java stubs' counterpart is reverb-grpc's {@code RandomCallRaceTest}):
+ * server streams read in random demand steps and cancelled after a random number of messages, bidi streams that end or
+ * are cancelled midway, unary calls with deadlines of 1 us to 3 ms, some against a handler that never answers. Every
+ * call must end at most once, and exactly once unless cancelled, with what its last action allows (every message, in
+ * order, when nothing was cancelled; DEADLINE_EXCEEDED for an expired deadline), no signal after its end, and no
+ * registered buffer or byte held once the channel and server are gone. {@code -Dreverb.callRaces=N} runs N operations
+ * per thread (default 200; a soak: 3000).
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class RandomNativeCallRaceTest
+{
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Duration WAIT = Duration.ofSeconds(20);
+    private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"inproc", "shm", "tcp"})
+    void everyCallShouldEndAtMostOnceAsItsLastActionAllows(final String scheme) throws Exception
+    {
+        final String bind = "shm".equals(scheme) ? "shm://native-races-" + ProcessHandle.current().pid() + "-" +
+            IDS.incrementAndGet() : "tcp".equals(scheme) ? "tcp://127.0.0.1:0" :
+            "inproc://native-races-" + IDS.incrementAndGet();
+        final RpcServer server = RpcServer.builder(bind).addService(new TestService()).build().start();
+        final String target = server.address();
+        final RpcChannel channel = RpcChannel.builder(target).build();
+        final Thread[] threads = new Thread[4];
+        final int iterations = Integer.getInteger("reverb.callRaces", 200);
+        for (int t = 0; t < threads.length; t++)
+        {
+            threads[t] = new Thread(() ->
+            {
+                for (int i = 0; i < iterations; i++)
+                {
+                    try
+                    {
+                        switch (ThreadLocalRandom.current().nextInt(3))
+                        {
+                            case 0 -> serverStream(channel);
+                            case 1 -> bidi(channel);
+                            default -> unary(channel);
+                        }
+                    }
+                    catch (final Throwable e)
+                    {
+                        problems.add("thrown: " + e);
+                    }
+                }
+            }, "native-races-" + t);
+            threads[t].start();
+        }
+        for (final Thread t : threads)
+        {
+            t.join();
+        }
+        channel.close();
+        server.shutdown(Duration.ZERO);
+        assertThat(server.awaitTermination(WAIT)).isTrue();
+        final ResourceUsage usage = Transports.providerFor(Transports.parse(target)).resourceUsage();
+        final long until = System.nanoTime() + WAIT.toNanos();
+        while ((usage.buffersInUse() != 0 || usage.bytesInUse() != 0) && System.nanoTime() - until < 0)
+        {
+            Thread.sleep(5);
+        }
+        assertThat(usage.buffersInUse()).as("buffers held: %s", usage.describe()).isZero();
+        assertThat(usage.bytesInUse()).as("bytes held: %s", usage.describe()).isZero();
+        assertThat(List.copyOf(problems)).isEmpty();
+    }
+
+    /** Records the signals of one call and checks their order; requests {@code step} at a time (0: unbounded). */
+    private final class Recorder<T> extends BaseSubscriber<T>
+    {
+        final CompletableFuture<Throwable> end = new CompletableFuture<>();
+        final AtomicInteger received = new AtomicInteger();
+        final String what;
+        final int step;
+        final int cancelAfter;
+        volatile boolean cancelled;
+
+        Recorder(final String what, final int step, final int cancelAfter)
+        {
+            this.what = what;
+            this.step = step;
+            this.cancelAfter = cancelAfter;
+        }
+
+        @Override
+        protected void hookOnSubscribe(final Subscription subscription)
+        {
+            if (cancelAfter == 0)
+            {
+                cancelled = true;
+                subscription.cancel();
+                return;
+            }
+            subscription.request(step == 0 ? Long.MAX_VALUE : step);
+        }
+
+        @Override
+        protected void hookOnNext(final T value)
+        {
+            if (end.isDone())
+            {
+                problems.add(what + ": a message after the end");
+            }
+            final int n = received.getAndIncrement();
+            final int index = value instanceof BytesValue ?
+                Integer.parseInt(((BytesValue)value).getValue().substring(1024).toStringUtf8()) :
+                ((Int32Value)value).getValue();
+            if (index != n)
+            {
+                problems.add(what + ": message " + index + " as the " + n + "th");
+            }
+            if (n + 1 == cancelAfter)
+            {
+                cancelled = true;
+                cancel();
+            }
+            else if (step != 0 && (n + 1) % step == 0)
+            {
+                request(step);
+            }
+        }
+
+        @Override
+        protected void hookOnComplete()
+        {
+            ended(null);
+        }
+
+        @Override
+        protected void hookOnError(final Throwable error)
+        {
+            ended(error);
+        }
+
+        private void ended(final Throwable error)
+        {
+            if (cancelled)
+            {
+                problems.add(what + ": an end after the cancel: " + error);
+            }
+            if (!end.complete(error))
+            {
+                problems.add(what + ": a second end: " + error);
+            }
+        }
+
+        /** Waits for the end, or for a cancelled call to settle. */
+        Throwable await() throws Exception
+        {
+            if (cancelAfter >= 0)
+            {
+                final long until = System.nanoTime() + WAIT.toNanos();
+                while (!cancelled && !end.isDone() && System.nanoTime() - until < 0)
+                {
+                    Thread.sleep(0, 200_000);
+                }
+                if (cancelled)
+                {
+                    return null;
+                }
+            }
+            return end.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        }
+    }
+
+    private void serverStream(final RpcChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int count = 1 + r.nextInt(100);
+        final int cancelAfter = r.nextInt(count + 20) - 1; // -1 or >= count: never cancelled
+        final boolean cancel = cancelAfter >= 0 && cancelAfter < count;
+        final Recorder<BytesValue> recorder = new Recorder<>("range count=" + count + " cancelAfter=" + cancelAfter,
+            r.nextInt(6), cancel ? cancelAfter : -1);
+        ClientCalls.serverStreaming(channel, TestService.RANGE, CallOptions.DEFAULT, Int32Value.of(count))
+            .subscribe(recorder);
+        final Throwable error = recorder.await();
+        if (!recorder.cancelled && (error != null || recorder.received.get() != count))
+        {
+            problems.add(recorder.what + ": not cancelled, ended " + error + " with " + recorder.received.get());
+        }
+    }
+
+    private void bidi(final RpcChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int n = r.nextInt(30);
+        final int cancelAfter = r.nextInt(n + 10) - 1;
+        final boolean cancel = cancelAfter >= 0 && cancelAfter < n;
+        final Recorder<Int32Value> recorder = new Recorder<>("bidi n=" + n + " cancelAfter=" + cancelAfter,
+            r.nextInt(4), cancel ? cancelAfter : -1);
+        ClientCalls.bidiStreaming(channel, TestService.BIDI, CallOptions.DEFAULT, Flux.range(0, n).map(Int32Value::of))
+            .subscribe(recorder);
+        final Throwable error = recorder.await();
+        if (!recorder.cancelled && (error != null || recorder.received.get() != n))
+        {
+            problems.add(recorder.what + ": not cancelled, ended " + error + " with " + recorder.received.get());
+        }
+    }
+
+    private void unary(final RpcChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final long deadlineMicros = 1 + r.nextInt(3000);
+        final boolean answers = r.nextInt(4) != 0;
+        final String what = "unary deadline=" + deadlineMicros + "us answers=" + answers;
+        final Throwable error = ClientCalls.unary(channel, TestService.ECHO,
+                CallOptions.DEFAULT.withDeadlineAfter(Duration.ofNanos(TimeUnit.MICROSECONDS.toNanos(deadlineMicros))),
+                StringValue.of(answers ? "x" : "sleep"))
+            .map(v -> Optional.<Throwable>empty()).onErrorResume(e -> Mono.just(Optional.of(e)))
+            .toFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS).orElse(null);
+        if (error == null && !answers)
+        {
+            problems.add(what + ": OK from a handler that never answers");
+        }
+        if (error != null && (!(error instanceof RpcException) ||
+            ((RpcException)error).status().code() != StatusCode.DEADLINE_EXCEEDED))
+        {
+            problems.add(what + ": ended " + error);
+        }
+    }
+}
