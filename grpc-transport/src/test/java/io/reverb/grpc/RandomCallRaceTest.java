@@ -31,8 +31,9 @@ import reactor.core.publisher.Mono;
 /**
  * grpc-java calls over Reverb with random cancels, half-closes and deadlines, from four threads at once, over {@code
  * inproc://}, {@code shm://} and {@code tcp://}, to grpc-java's server over Reverb and to a native one: server streams
- * cancelled after a random number of messages (grpc-java's automatic or manual flow control), bidi streams
- * half-closed or cancelled midway, unary calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms.
+ * cancelled after a random number of messages (grpc-java's automatic or manual flow control) or cut by deadlines of
+ * 1 us to 2 ms, bidi and client streams half-closed or cancelled midway, unary calls with deadlines of 1 us to 3 ms
+ * against handlers that take 0-2 ms.
  * Every call must end exactly once, with the status its last action allows (OK only with every message when nothing
  * was cancelled; CANCELLED or, for a cancel that lost the race to the end, OK with every message; DEADLINE_EXCEEDED),
  * no message after its end, a server stream's messages in order; and no registered buffer held once the channel and
@@ -63,6 +64,12 @@ class RandomCallRaceTest
         public Flux<EchoReply> serverStream(final EchoRequest request)
         {
             return echo.serverStream(request);
+        }
+
+        @Override
+        public Mono<EchoReply> clientStream(final Flux<EchoRequest> requests)
+        {
+            return echo.clientStream(requests);
         }
 
         @Override
@@ -112,10 +119,12 @@ class RandomCallRaceTest
                 {
                     try
                     {
-                        switch (ThreadLocalRandom.current().nextInt(3))
+                        switch (ThreadLocalRandom.current().nextInt(5))
                         {
                             case 0 -> serverStream(channel);
                             case 1 -> bidi(channel);
+                            case 2 -> clientStream(channel);
+                            case 3 -> serverStreamWithDeadline(channel);
                             default -> unary(channel);
                         }
                     }
@@ -278,6 +287,56 @@ class RandomCallRaceTest
         if (mode != 0 && !status.isOk() && status.getCode() != Status.Code.CANCELLED)
         {
             problems.add(o.what + ": cancelled, ended " + status);
+        }
+    }
+
+    private void clientStream(final ManagedChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int n = r.nextInt(30);
+        final boolean cancel = r.nextBoolean();
+        final Observer o = new Observer("client stream n=" + n + " cancel=" + cancel, 1, true);
+        final StreamObserver<EchoRequest> requests = EchoGrpc.newStub(channel).clientStream(o);
+        final int sent = cancel ? r.nextInt(n + 1) : n;
+        for (int i = 0; i < sent; i++)
+        {
+            requests.onNext(EchoRequest.newBuilder().setPayload(ByteString.copyFrom(new byte[1 + r.nextInt(300)]))
+                .build());
+        }
+        if (cancel)
+        {
+            o.call.get().cancel("the test cancels", null);
+        }
+        else
+        {
+            requests.onCompleted();
+        }
+        final Status status = o.done.get(20, TimeUnit.SECONDS);
+        final int got = o.received.get();
+        if (!cancel && (!status.isOk() || got != 1))
+        {
+            problems.add(o.what + ": half-closed, ended " + status + " with " + got);
+        }
+        if (cancel && (status.isOk() || status.getCode() != Status.Code.CANCELLED))
+        {
+            problems.add(o.what + ": cancelled, ended " + status + " with " + got);
+        }
+    }
+
+    private void serverStreamWithDeadline(final ManagedChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int count = 1 + r.nextInt(200);
+        final long deadlineMicros = 1 + r.nextInt(2000);
+        final Observer o = new Observer("stream count=" + count + " deadline=" + deadlineMicros + "us",
+            1 + r.nextInt(3), r.nextBoolean());
+        EchoGrpc.newStub(channel).withDeadlineAfter(deadlineMicros, TimeUnit.MICROSECONDS)
+            .serverStream(EchoRequest.newBuilder().setCount(count).setSize(1 + r.nextInt(2000)).build(), o);
+        final Status status = o.done.get(20, TimeUnit.SECONDS);
+        final int got = o.received.get();
+        if (status.isOk() ? got != count : status.getCode() != Status.Code.DEADLINE_EXCEEDED || got > count)
+        {
+            problems.add(o.what + ": ended " + status + " with " + got);
         }
     }
 
