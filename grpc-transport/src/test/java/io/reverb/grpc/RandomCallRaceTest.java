@@ -31,10 +31,9 @@ import reactor.core.publisher.Mono;
 /**
  * grpc-java calls over Reverb with random cancels, half-closes and deadlines, from four threads at once, over {@code
  * inproc://}, {@code shm://} and {@code tcp://}, to grpc-java's server over Reverb and to a native one: server streams
- * cancelled after a random number of messages (grpc-java's automatic or manual flow control) or cut by deadlines of
- * 1 us to 2 ms, bidi and client streams half-closed or cancelled midway, unary calls with deadlines of 1 us to 3 ms
- * against handlers that take 0-2 ms.
- * Every call must end exactly once, with the status its last action allows (OK only with every message when nothing
+ * of small or large (rendezvous) messages cancelled after a random number of them (grpc-java's automatic or manual
+ * flow control) or cut by deadlines of 1 us to 2 ms, bidi and client streams half-closed or cancelled midway, unary
+ * calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms. Every call must end exactly once, with the status its last action allows (OK only with every message when nothing
  * was cancelled; CANCELLED or, for a cancel that lost the race to the end, OK with every message; DEADLINE_EXCEEDED),
  * no message after its end, a server stream's messages in order; and no registered buffer held once the channel and
  * server are gone. The interleavings are random: a failure here is a race to reproduce (the cancelled stream's, fixed
@@ -211,15 +210,25 @@ class RandomCallRaceTest
         }
     }
 
+    /**
+     * @return a message size: one in ten between 64 KiB and 512 KiB (sent by rendezvous, a large message's own
+     * protocol), the others up to {@code small} bytes (sent eagerly).
+     */
+    private static int size(final ThreadLocalRandom r, final int small)
+    {
+        return r.nextInt(10) == 0 ? 65_536 + r.nextInt(458_752) : 1 + r.nextInt(small);
+    }
+
     private void serverStream(final ManagedChannel channel) throws Exception
     {
         final ThreadLocalRandom r = ThreadLocalRandom.current();
-        final int count = 1 + r.nextInt(100);
+        final int size = size(r, 3000);
+        final int count = 1 + r.nextInt(size > 65_536 ? 8 : 100);
         final int cancelAfter = r.nextInt(count + 20); // >= count: no cancel
         final boolean cancel = cancelAfter < count;
-        final Observer o = new Observer("stream count=" + count + " cancelAfter=" + cancelAfter, 1 + r.nextInt(3),
-            r.nextBoolean());
-        EchoGrpc.newStub(channel).serverStream(EchoRequest.newBuilder().setCount(count).setSize(1 + r.nextInt(3000))
+        final Observer o = new Observer("stream count=" + count + " size=" + size + " cancelAfter=" + cancelAfter,
+            1 + r.nextInt(3), r.nextBoolean());
+        EchoGrpc.newStub(channel).serverStream(EchoRequest.newBuilder().setCount(count).setSize(size)
             .build(), o);
         if (cancel)
         {
@@ -260,7 +269,7 @@ class RandomCallRaceTest
         final int sendBeforeCancel = mode == 2 ? r.nextInt(n + 1) : n;
         for (int i = 0; i < sendBeforeCancel; i++)
         {
-            requests.onNext(EchoRequest.newBuilder().setPayload(ByteString.copyFrom(new byte[r.nextInt(500)])).build());
+            requests.onNext(EchoRequest.newBuilder().setPayload(ByteString.copyFrom(new byte[size(r, 500) - 1])).build());
         }
         if (mode == 0)
         {
@@ -326,12 +335,13 @@ class RandomCallRaceTest
     private void serverStreamWithDeadline(final ManagedChannel channel) throws Exception
     {
         final ThreadLocalRandom r = ThreadLocalRandom.current();
-        final int count = 1 + r.nextInt(200);
+        final int size = size(r, 2000);
+        final int count = 1 + r.nextInt(size > 65_536 ? 8 : 200);
         final long deadlineMicros = 1 + r.nextInt(2000);
-        final Observer o = new Observer("stream count=" + count + " deadline=" + deadlineMicros + "us",
+        final Observer o = new Observer("stream count=" + count + " size=" + size + " deadline=" + deadlineMicros + "us",
             1 + r.nextInt(3), r.nextBoolean());
         EchoGrpc.newStub(channel).withDeadlineAfter(deadlineMicros, TimeUnit.MICROSECONDS)
-            .serverStream(EchoRequest.newBuilder().setCount(count).setSize(1 + r.nextInt(2000)).build(), o);
+            .serverStream(EchoRequest.newBuilder().setCount(count).setSize(size).build(), o);
         final Status status = o.done.get(20, TimeUnit.SECONDS);
         final int got = o.received.get();
         if (status.isOk() ? got != count : status.getCode() != Status.Code.DEADLINE_EXCEEDED || got > count)
