@@ -33,12 +33,13 @@ import reactor.core.publisher.Mono;
  * inproc://}, {@code shm://} and {@code tcp://}, to grpc-java's server over Reverb and to a native one: server streams
  * of small or large (rendezvous) messages cancelled after a random number of them (grpc-java's automatic or manual
  * flow control) or cut by deadlines of 1 us to 2 ms, bidi and client streams half-closed or cancelled midway, unary
- * calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms. Every call must end exactly once, with the status its last action allows (OK only with every message when nothing
- * was cancelled; CANCELLED or, for a cancel that lost the race to the end, OK with every message; DEADLINE_EXCEEDED),
- * no message after its end, a server stream's messages in order; and no registered buffer held once the channel and
- * server are gone. The interleavings are random: a failure here is a race to reproduce (the cancelled stream's, fixed
- * on 2026-12-06, showed as an OK with 65 of 69 messages, or a message delivered out of order). {@code
- * -Dreverb.callRaces=N} runs N operations per thread (default 200; a soak: 3000).
+ * calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms. Every call must end exactly once, with the
+ * status its last action allows (OK only with every message when nothing was cancelled; CANCELLED or, for a cancel
+ * that lost the race to the end, OK with every message; DEADLINE_EXCEEDED), no message after its end, a server
+ * stream's messages in order; and no registered buffer held once the channel and server are gone. The interleavings
+ * are random: a failure here is a race to reproduce (the cancelled stream's, fixed on 2026-12-06, showed as an OK with
+ * 65 of 69 messages, or a message delivered out of order). {@code -Dreverb.callRaces=N} runs N operations per thread
+ * (default 200; a soak: 3000).
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class RandomCallRaceTest
