@@ -2,6 +2,7 @@ package io.reverb.rdma.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.BytesValue;
 import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.reactivestreams.Subscription;
+import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -34,7 +36,9 @@ import reactor.core.publisher.Mono;
  * Native Reactor calls with random cancels and deadlines, from four threads at once, over {@code inproc://},
  * {@code shm://} and {@code tcp://} (the grpc-java stubs' counterpart is reverb-grpc's {@code RandomCallRaceTest}):
  * server streams read in random demand steps and cancelled after a random number of messages, bidi streams that end or
- * are cancelled midway, unary calls with deadlines of 1 us to 3 ms, some against a handler that never answers. Every
+ * are cancelled midway, client streams answered or cancelled, unary calls with deadlines of 1 us to 3 ms, some against
+ * a handler that never answers, and large requests and responses (64 KiB to 1 MiB, the rendezvous path) cut by
+ * deadlines or cancels. Every
  * call must end at most once, and exactly once unless cancelled, with what its last action allows (every message, in
  * order, when nothing was cancelled; DEADLINE_EXCEEDED for an expired deadline), no signal after its end, and no
  * registered buffer or byte held once the channel and server are gone. {@code -Dreverb.callRaces=N} runs N operations
@@ -67,10 +71,12 @@ class RandomNativeCallRaceTest
                 {
                     try
                     {
-                        switch (ThreadLocalRandom.current().nextInt(3))
+                        switch (ThreadLocalRandom.current().nextInt(5))
                         {
                             case 0 -> serverStream(channel);
                             case 1 -> bidi(channel);
+                            case 2 -> large(channel);
+                            case 3 -> clientStream(channel);
                             default -> unary(channel);
                         }
                     }
@@ -229,6 +235,68 @@ class RandomNativeCallRaceTest
         if (!recorder.cancelled && (error != null || recorder.received.get() != n))
         {
             problems.add(recorder.what + ": not cancelled, ended " + error + " with " + recorder.received.get());
+        }
+    }
+
+    /** A large request or response (64 KiB to 1 MiB: the rendezvous path), cut by a deadline or a cancel. */
+    private void large(final RpcChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int size = 65_536 + r.nextInt(983_040);
+        final long deadlineMicros = 1 + r.nextInt(5000);
+        final boolean request = r.nextBoolean();
+        final String what = (request ? "large request " : "large response ") + size + " deadline=" + deadlineMicros + "us";
+        final CallOptions options =
+            CallOptions.DEFAULT.withDeadlineAfter(Duration.ofNanos(TimeUnit.MICROSECONDS.toNanos(deadlineMicros)));
+        final Mono<Integer> call = request ?
+            ClientCalls.unary(channel, TestService.SIZE, options,
+                BytesValue.newBuilder().setValue(ByteString.copyFrom(new byte[size])).build())
+                .map(Int32Value::getValue) :
+            ClientCalls.unary(channel, TestService.BLOB, options, Int32Value.of(size)).map(b -> b.getValue().size());
+        if (r.nextInt(3) == 0)
+        {
+            // cancelled at a random moment instead (the subscription disposed)
+            final Disposable subscription = call.subscribe(v -> { }, e -> { });
+            Thread.sleep(0, r.nextInt(500_000));
+            subscription.dispose();
+            return;
+        }
+        final Optional<Throwable> error = call.map(n ->
+            {
+                if (n != size)
+                {
+                    problems.add(what + ": " + n + " bytes");
+                }
+                return Optional.<Throwable>empty();
+            })
+            .onErrorResume(e -> Mono.just(Optional.of(e))).toFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        if (error.isPresent() && (!(error.get() instanceof RpcException) ||
+            ((RpcException)error.get()).status().code() != StatusCode.DEADLINE_EXCEEDED))
+        {
+            problems.add(what + ": ended " + error.get());
+        }
+    }
+
+    private void clientStream(final RpcChannel channel) throws Exception
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int n = r.nextInt(40);
+        final boolean cancel = r.nextBoolean();
+        final String what = "sum n=" + n + " cancel=" + cancel;
+        final Mono<Int32Value> call = ClientCalls.clientStreaming(channel, TestService.SUM, CallOptions.DEFAULT,
+            Flux.range(0, n).map(Int32Value::of).concatWith(cancel ? Flux.never() : Flux.empty()));
+        if (cancel)
+        {
+            final Disposable subscription = call.subscribe(v -> problems.add(what + ": answered " + v),
+                e -> problems.add(what + ": failed " + e));
+            Thread.sleep(0, r.nextInt(500_000));
+            subscription.dispose();
+            return;
+        }
+        final int sum = call.block(WAIT).getValue();
+        if (sum != n * (n - 1) / 2)
+        {
+            problems.add(what + ": sum " + sum);
         }
     }
 
