@@ -16,6 +16,7 @@ import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.Transports;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -25,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.reactivestreams.Subscription;
 import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
@@ -38,7 +39,8 @@ import reactor.core.publisher.Mono;
  * server streams read in random demand steps and cancelled after a random number of messages, bidi streams that end or
  * are cancelled midway, client streams answered or cancelled, unary calls with deadlines of 1 us to 3 ms, some against
  * a handler that never answers, and large requests and responses (64 KiB to 1 MiB, the rendezvous path) cut by
- * deadlines or cancels. Every
+ * deadlines or cancels; over shm and tcp also with the server's connections killed at random moments (as if its
+ * process died for them), where any call may also end UNAVAILABLE but none may hang or leak. Every
  * call must end at most once, and exactly once unless cancelled, with what its last action allows (every message, in
  * order, when nothing was cancelled; DEADLINE_EXCEEDED for an expired deadline), no signal after its end, and no
  * registered buffer or byte held once the channel and server are gone. {@code -Dreverb.callRaces=N} runs N operations
@@ -49,12 +51,17 @@ class RandomNativeCallRaceTest
 {
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final Duration WAIT = Duration.ofSeconds(20);
+    /** With kills: at least this many server connections are killed while the calls run. */
+    private static final int KILLS = 5;
     private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+    /** The server's connections are killed at random moments: any call may also end UNAVAILABLE. */
+    private volatile boolean chaos;
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"inproc", "shm", "tcp"})
-    void everyCallShouldEndAtMostOnceAsItsLastActionAllows(final String scheme) throws Exception
+    @ParameterizedTest(name = "{0}, server connections killed: {1}")
+    @CsvSource({"inproc, false", "shm, false", "tcp, false", "shm, true", "tcp, true"})
+    void everyCallShouldEndAtMostOnceAsItsLastActionAllows(final String scheme, final boolean kills) throws Exception
     {
+        chaos = kills;
         final String bind = "shm".equals(scheme) ? "shm://native-races-" + ProcessHandle.current().pid() + "-" +
             IDS.incrementAndGet() : "tcp".equals(scheme) ? "tcp://127.0.0.1:0" :
             "inproc://native-races-" + IDS.incrementAndGet();
@@ -63,11 +70,14 @@ class RandomNativeCallRaceTest
         final RpcChannel channel = RpcChannel.builder(target).build();
         final Thread[] threads = new Thread[4];
         final int iterations = Integer.getInteger("reverb.callRaces", 200);
+        // with kills, the callers go on until the killer cut connections under them a few times (bounded)
+        final AtomicInteger killed = new AtomicInteger();
+        final long callUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         for (int t = 0; t < threads.length; t++)
         {
             threads[t] = new Thread(() ->
             {
-                for (int i = 0; i < iterations; i++)
+                for (int i = 0; i < iterations || kills && killed.get() < KILLS && System.nanoTime() - callUntil < 0; i++)
                 {
                     try
                     {
@@ -88,9 +98,36 @@ class RandomNativeCallRaceTest
             }, "native-races-" + t);
             threads[t].start();
         }
+        final Thread killer = new Thread(() ->
+        {
+            final ThreadLocalRandom r = ThreadLocalRandom.current();
+            while (!Thread.currentThread().isInterrupted())
+            {
+                try
+                {
+                    Thread.sleep(5 + r.nextInt(40));
+                }
+                catch (final InterruptedException e)
+                {
+                    return;
+                }
+                // as if the server's process died for them
+                killed.addAndGet(EngineTransportTestHooks.killServerConnections(target));
+            }
+        }, "native-races-killer");
+        if (kills)
+        {
+            killer.start();
+        }
         for (final Thread t : threads)
         {
             t.join();
+        }
+        killer.interrupt();
+        killer.join();
+        if (kills)
+        {
+            assertThat(killed.get()).as("server connections killed under the calls").isGreaterThanOrEqualTo(KILLS);
         }
         channel.close();
         server.shutdown(Duration.ZERO);
@@ -204,6 +241,17 @@ class RandomNativeCallRaceTest
         }
     }
 
+    /** @return true if {@code error} is one of {@code codes}, or, while connections are killed, UNAVAILABLE. */
+    private boolean endedWith(final Throwable error, final StatusCode... codes)
+    {
+        if (!(error instanceof RpcException))
+        {
+            return false;
+        }
+        final StatusCode code = ((RpcException)error).status().code();
+        return chaos && code == StatusCode.UNAVAILABLE || Arrays.asList(codes).contains(code);
+    }
+
     private void serverStream(final RpcChannel channel) throws Exception
     {
         final ThreadLocalRandom r = ThreadLocalRandom.current();
@@ -215,7 +263,7 @@ class RandomNativeCallRaceTest
         ClientCalls.serverStreaming(channel, TestService.RANGE, CallOptions.DEFAULT, Int32Value.of(count))
             .subscribe(recorder);
         final Throwable error = recorder.await();
-        if (!recorder.cancelled && (error != null || recorder.received.get() != count))
+        if (!recorder.cancelled && (error == null ? recorder.received.get() != count : !endedWith(error)))
         {
             problems.add(recorder.what + ": not cancelled, ended " + error + " with " + recorder.received.get());
         }
@@ -232,7 +280,7 @@ class RandomNativeCallRaceTest
         ClientCalls.bidiStreaming(channel, TestService.BIDI, CallOptions.DEFAULT, Flux.range(0, n).map(Int32Value::of))
             .subscribe(recorder);
         final Throwable error = recorder.await();
-        if (!recorder.cancelled && (error != null || recorder.received.get() != n))
+        if (!recorder.cancelled && (error == null ? recorder.received.get() != n : !endedWith(error)))
         {
             problems.add(recorder.what + ": not cancelled, ended " + error + " with " + recorder.received.get());
         }
@@ -270,8 +318,7 @@ class RandomNativeCallRaceTest
                 return Optional.<Throwable>empty();
             })
             .onErrorResume(e -> Mono.just(Optional.of(e))).toFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
-        if (error.isPresent() && (!(error.get() instanceof RpcException) ||
-            ((RpcException)error.get()).status().code() != StatusCode.DEADLINE_EXCEEDED))
+        if (error.isPresent() && !endedWith(error.get(), StatusCode.DEADLINE_EXCEEDED))
         {
             problems.add(what + ": ended " + error.get());
         }
@@ -288,12 +335,30 @@ class RandomNativeCallRaceTest
         if (cancel)
         {
             final Disposable subscription = call.subscribe(v -> problems.add(what + ": answered " + v),
-                e -> problems.add(what + ": failed " + e));
+                e ->
+                {
+                    if (!endedWith(e))
+                    {
+                        problems.add(what + ": failed " + e);
+                    }
+                });
             Thread.sleep(0, r.nextInt(500_000));
             subscription.dispose();
             return;
         }
-        final int sum = call.block(WAIT).getValue();
+        final int sum;
+        try
+        {
+            sum = call.block(WAIT).getValue();
+        }
+        catch (final RpcException e)
+        {
+            if (!endedWith(e))
+            {
+                problems.add(what + ": failed " + e);
+            }
+            return;
+        }
         if (sum != n * (n - 1) / 2)
         {
             problems.add(what + ": sum " + sum);
@@ -315,8 +380,7 @@ class RandomNativeCallRaceTest
         {
             problems.add(what + ": OK from a handler that never answers");
         }
-        if (error != null && (!(error instanceof RpcException) ||
-            ((RpcException)error).status().code() != StatusCode.DEADLINE_EXCEEDED))
+        if (error != null && !endedWith(error, StatusCode.DEADLINE_EXCEEDED))
         {
             problems.add(what + ": ended " + error);
         }
