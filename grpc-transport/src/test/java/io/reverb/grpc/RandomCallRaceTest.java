@@ -13,6 +13,7 @@ import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
 import io.reverb.grpc.test.EchoRpc;
+import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcServer;
 import java.time.Duration;
 import java.util.List;
@@ -33,13 +34,14 @@ import reactor.core.publisher.Mono;
  * inproc://}, {@code shm://} and {@code tcp://}, to grpc-java's server over Reverb and to a native one: server streams
  * of small or large (rendezvous) messages cancelled after a random number of them (grpc-java's automatic or manual
  * flow control) or cut by deadlines of 1 us to 2 ms, bidi and client streams half-closed or cancelled midway, unary
- * calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms. Every call must end exactly once, with the
- * status its last action allows (OK only with every message when nothing was cancelled; CANCELLED or, for a cancel
- * that lost the race to the end, OK with every message; DEADLINE_EXCEEDED), no message after its end, a server
- * stream's messages in order; and no registered buffer held once the channel and server are gone. The interleavings
- * are random: a failure here is a race to reproduce (the cancelled stream's, fixed on 2026-12-06, showed as an OK with
- * 65 of 69 messages, or a message delivered out of order). {@code -Dreverb.callRaces=N} runs N operations per thread
- * (default 200; a soak: 3000).
+ * calls with deadlines of 1 us to 3 ms against handlers that take 0-2 ms. Beside them, native Reactor clients read
+ * server streams in random demand steps and cut them with {@code take} at a random message (the grpc-java server's
+ * side of a native client's cancel). Every call must end exactly once, with the status its last action allows (OK only
+ * with every message when nothing was cancelled; CANCELLED or, for a cancel that lost the race to the end, OK with
+ * every message; DEADLINE_EXCEEDED), no message after its end, a server stream's messages in order; and no registered
+ * buffer held once the channel and server are gone. The interleavings are random: a failure here is a race to
+ * reproduce (the cancelled stream's, fixed on 2026-12-06, showed as an OK with 65 of 69 messages, or a message
+ * delivered out of order). {@code -Dreverb.callRaces=N} runs N operations per thread (default 200; a soak: 3000).
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class RandomCallRaceTest
@@ -109,6 +111,7 @@ class RandomCallRaceTest
             };
         }
         final ManagedChannel channel = ReverbChannelBuilder.forTarget(target).build();
+        final RpcChannel nativeChannel = RpcChannel.builder(target).build();
         final Thread[] threads = new Thread[4];
         final int iterations = Integer.getInteger("reverb.callRaces", 200);
         for (int t = 0; t < threads.length; t++)
@@ -119,8 +122,9 @@ class RandomCallRaceTest
                 {
                     try
                     {
-                        switch (ThreadLocalRandom.current().nextInt(5))
+                        switch (ThreadLocalRandom.current().nextInt(6))
                         {
+                            case 5 -> nativeServerStream(nativeChannel);
                             case 0 -> serverStream(channel);
                             case 1 -> bidi(channel);
                             case 2 -> clientStream(channel);
@@ -142,6 +146,7 @@ class RandomCallRaceTest
         }
         channel.shutdownNow();
         assertThat(channel.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        nativeChannel.close();
         server.close();
         AbstractReverbConformanceTest.assertReleased(target);
         assertThat(List.copyOf(problems)).isEmpty();
@@ -348,6 +353,39 @@ class RandomCallRaceTest
         if (status.isOk() ? got != count : status.getCode() != Status.Code.DEADLINE_EXCEEDED || got > count)
         {
             problems.add(o.what + ": ended " + status + " with " + got);
+        }
+    }
+
+    /** A native Reactor client's server stream: random demand steps, cut by {@code take} at a random message. */
+    private void nativeServerStream(final RpcChannel channel)
+    {
+        final ThreadLocalRandom r = ThreadLocalRandom.current();
+        final int size = size(r, 3000);
+        final int count = 1 + r.nextInt(size > 65_536 ? 8 : 100);
+        final int taken = r.nextInt(count + 20); // >= count: all of them
+        final int step = r.nextInt(9); // 0: unbounded demand
+        final String what = "native stream count=" + count + " size=" + size + " take=" + taken + " step=" + step;
+        Flux<EchoReply> replies = EchoRpc.newReactorStub(channel)
+            .serverStream(EchoRequest.newBuilder().setCount(count).setSize(size).build());
+        if (step > 0)
+        {
+            replies = replies.limitRate(step);
+        }
+        final List<EchoReply> got = (taken < count ? replies.take(taken, r.nextBoolean()) : replies).collectList()
+            .block(Duration.ofSeconds(20));
+        final int expected = Math.min(taken, count);
+        if (got == null || got.size() != expected)
+        {
+            problems.add(what + ": " + (got == null ? "nothing" : got.size() + " messages"));
+            return;
+        }
+        for (int i = 0; i < expected; i++)
+        {
+            if (got.get(i).getIndex() != i)
+            {
+                problems.add(what + ": message " + got.get(i).getIndex() + " as the " + i + "th");
+                return;
+            }
         }
     }
 
