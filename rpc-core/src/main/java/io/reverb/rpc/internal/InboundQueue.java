@@ -12,6 +12,14 @@ import reactor.core.scheduler.Scheduler;
  * granted to the peer (what REQUEST_N has allowed it to send), and a serial drain that delivers values within
  * demand, then exactly one end. Guarded by its own monitor, which is never held while calling out.
  *
+ * <p>The drain is held by one thread at a time ({@code wip}); it alone delivers and counts what it delivered
+ * ({@code emitted}). A value offered by the thread that takes the drain, finding nothing queued, demand open and the
+ * stream going on, is delivered without the monitor: the fields it reads for that are written under the monitor and
+ * read as volatile, and each of them moves one way only ({@code ready}, {@code inputClosed}, {@code stopped} to true,
+ * {@code end} to non-null, the demand asked up), so a read that saw the stream open orders the delivery before the
+ * change, as the monitor did. Two atomic instructions per streamed message instead of four (the monitor's were 14% of
+ * a streaming client's samples).
+ *
  * @param <T> message type.
  */
 final class InboundQueue<T>
@@ -44,17 +52,23 @@ final class InboundQueue<T>
     private final Runnable drainLoop = () -> drainLoop(1);
     // guarded by this
     private ArrayDeque<T> queue;
-    private long requested;
-    private long demandTotal;
+    /** Values in the queue (written under this, read by the drain's holder without it). */
+    private volatile int queued;
+    /** Demand asked in all (written under this, read by the drain's holder without it); Long.MAX_VALUE: unbounded. */
+    private volatile long demandTotal;
+    /** Values delivered in all: written and read by the drain's holder only. */
+    private long emitted;
     // written under this, read without it by the transport's thread (StreamingServerCall.takeCredit)
     private volatile long granted;
     private boolean grantsOpen;
-    private boolean inputClosed;
-    private boolean ready;
-    private Status end;
+    // written under this, read by the drain's holder without it too: each moves one way only (see the class comment)
+    private volatile boolean inputClosed;
+    private volatile boolean ready;
+    private volatile Status end;
+    private volatile boolean stopped;
+    // guarded by this
     private Metadata endTrailers;
     private boolean silent;
-    private boolean stopped;
     private volatile int wip;
 
     /**
@@ -141,7 +155,6 @@ final class InboundQueue<T>
         final long grant;
         synchronized (this)
         {
-            requested = RpcStream.addCap(requested, n);
             demandTotal = RpcStream.addCap(demandTotal, n);
             grant = takeGrant();
         }
@@ -177,50 +190,59 @@ final class InboundQueue<T>
             {
                 return false;
             }
-            if (queue == null)
-            {
-                queue = new ArrayDeque<>(4);
-            }
-            queue.addLast(value);
+            enqueue(value);
         }
         drain();
         return true;
     }
 
+    // guarded by this
+    private void enqueue(final T value)
+    {
+        if (queue == null)
+        {
+            queue = new ArrayDeque<>(4);
+        }
+        queue.addLast(value);
+        queued++;
+    }
+
+    // the drain's holder: whether the subscriber asked for more than it was given
+    private boolean demanded()
+    {
+        return demandTotal - emitted > 0;
+    }
+
     /**
      * {@link #offer} on the signalling thread, holding the drain (wip taken): a value that finds nothing queued and
-     * demand open goes to the sink at once, with one monitor instead of the queue's three; then whatever was signalled
+     * demand open goes to the sink at once, without the monitor (see the class comment); then whatever was signalled
      * meanwhile is drained as {@link #drain} would.
      */
     private boolean offerDraining(final T value)
     {
-        final boolean accepted;
-        boolean direct = false;
-        synchronized (this)
+        boolean accepted = true;
+        boolean direct = ready && queued == 0 && end == null && !stopped && !inputClosed && demanded();
+        if (!direct)
         {
-            accepted = end == null && !stopped && !inputClosed;
-            if (accepted)
+            synchronized (this)
             {
-                if (ready && requested > 0 && (queue == null || queue.isEmpty()))
+                accepted = end == null && !stopped && !inputClosed;
+                if (accepted)
                 {
-                    direct = true;
-                    if (requested != Long.MAX_VALUE)
+                    if (ready && queued == 0 && demanded())
                     {
-                        requested--;
+                        direct = true;
                     }
-                }
-                else
-                {
-                    if (queue == null)
+                    else
                     {
-                        queue = new ArrayDeque<>(4);
+                        enqueue(value);
                     }
-                    queue.addLast(value);
                 }
             }
         }
         if (direct)
         {
+            emitted++;
             sink.onValue(value);
         }
         // a value queued here waits for demand or ready(): whoever signals those drains, or has drained already if it
@@ -256,6 +278,7 @@ final class InboundQueue<T>
             if (discard && queue != null)
             {
                 queue.clear();
+                queued = 0;
             }
         }
         drain();
@@ -271,6 +294,7 @@ final class InboundQueue<T>
             if (queue != null)
             {
                 queue.clear();
+                queued = 0;
             }
         }
     }
@@ -320,13 +344,11 @@ final class InboundQueue<T>
                         trailers = endTrailers;
                         quiet = silent;
                     }
-                    else if (requested > 0 && queue != null && !queue.isEmpty())
+                    else if (queued > 0 && demanded())
                     {
                         value = queue.pollFirst();
-                        if (requested != Long.MAX_VALUE)
-                        {
-                            requested--;
-                        }
+                        queued--;
+                        emitted++;
                         status = null;
                         trailers = null;
                         quiet = false;

@@ -536,12 +536,16 @@ public final class BalancedChannel extends RpcChannel
             return call.apply(sc)
                 .doOnNext(r ->
                 {
-                    final boolean first = !responded;
-                    responded = true;
-                    // a unary call succeeded with its response (next() cancels before the completion would come)
-                    if (first && unary)
+                    // written once: a volatile store per message of a stream cost a fence each (3.7% of a streaming
+                    // client's samples)
+                    if (!responded)
                     {
-                        onSuccess();
+                        responded = true;
+                        // a unary call succeeded with its response (next() cancels before the completion would come)
+                        if (unary)
+                        {
+                            onSuccess();
+                        }
                     }
                 })
                 .doFinally(signal ->

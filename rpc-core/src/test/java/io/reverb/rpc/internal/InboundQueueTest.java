@@ -7,6 +7,10 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /** The queue, demand and REQUEST_N credit shared by streaming calls on both sides. */
@@ -139,5 +143,156 @@ class InboundQueueTest
         queue.offer("a");
         queue.end(Status.CANCELLED, null, true, true);
         assertThat(signals).containsExactly("silent " + StatusCode.CANCELLED);
+    }
+
+    /**
+     * The offering thread delivers without the monitor while other threads ask for more, end the stream or stop it:
+     * whatever the interleaving, values arrive in order, one delivery at a time, never beyond the demand asked, and
+     * the end exactly once after them (nothing after it). Counted over many races, not timed.
+     */
+    @Test
+    void shouldKeepOrderDemandAndOneEndWhenOtherThreadsAskEndOrStopWhileValuesArrive() throws Exception
+    {
+        final int races = 300;
+        final ThreadLocalRandom random = ThreadLocalRandom.current(); // this thread's
+        for (int race = 0; race < races; race++)
+        {
+            final int values = 200 + random.nextInt(300);
+            final int ending = random.nextInt(3); // 0: normal end, 1: a failure dropping what waits, 2: stop
+            final RaceSink raceSink = new RaceSink();
+            final InboundQueue<Integer> queue = new InboundQueue<>(raceSink, null, 0, random.nextBoolean());
+            raceSink.queue = queue;
+            final CountDownLatch start = new CountDownLatch(1);
+            final Thread offerer = new Thread(() ->
+            {
+                await(start);
+                for (int i = 0; i < values; i++)
+                {
+                    queue.offer(i);
+                }
+                if (ending == 0)
+                {
+                    queue.end(Status.OK, null, false, false);
+                }
+            });
+            final Thread asker = new Thread(() ->
+            {
+                await(start);
+                queue.ready();
+                long asked = 0;
+                while (asked < values + 10)
+                {
+                    final long n = 1 + ThreadLocalRandom.current().nextInt(7);
+                    raceSink.asked.addAndGet(n);
+                    queue.request(n);
+                    asked += n;
+                    Thread.yield();
+                }
+            });
+            final Thread ender = new Thread(() ->
+            {
+                await(start);
+                for (int spin = ThreadLocalRandom.current().nextInt(5_000); spin > 0; spin--)
+                {
+                    Thread.onSpinWait();
+                }
+                if (ending == 1)
+                {
+                    queue.end(Status.CANCELLED, null, true, false);
+                }
+                else if (ending == 2)
+                {
+                    queue.stop();
+                }
+            });
+            offerer.start();
+            asker.start();
+            ender.start();
+            start.countDown();
+            offerer.join(30_000);
+            asker.join(30_000);
+            ender.join(30_000);
+            if (ending == 2)
+            {
+                queue.end(Status.OK, null, false, true); // after a stop nothing more is signalled, not even this
+            }
+            assertThat(raceSink.failure).as("race %d (ending %d)", race, ending).isNull();
+            assertThat(raceSink.ends).as("ends, race %d (ending %d)", race, ending).isEqualTo(ending == 2 ? 0 : 1);
+            if (ending == 0)
+            {
+                assertThat(raceSink.next).as("a normal end comes after every value, race %d", race).isEqualTo(values);
+            }
+        }
+    }
+
+    private static void await(final CountDownLatch latch)
+    {
+        try
+        {
+            latch.await();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Checks every signal as it arrives; the first violation is kept. */
+    private static final class RaceSink implements InboundQueue.Sink<Integer>
+    {
+        final AtomicLong asked = new AtomicLong();
+        final AtomicInteger inside = new AtomicInteger();
+        volatile InboundQueue<Integer> queue;
+        volatile String failure;
+        volatile int next;
+        volatile int ends;
+
+        @Override
+        public void onValue(final Integer value)
+        {
+            enter();
+            if (ends != 0)
+            {
+                fail("value " + value + " after the end");
+            }
+            if (value != next)
+            {
+                fail("value " + value + " where " + next + " was due");
+            }
+            next = value + 1;
+            if (next > asked.get())
+            {
+                fail("value " + value + " beyond the demand asked (" + asked.get() + ")");
+            }
+            inside.decrementAndGet();
+        }
+
+        @Override
+        public void onEnd(final Status status, final Metadata trailers, final boolean silent)
+        {
+            enter();
+            ends++;
+            if (ends > 1)
+            {
+                fail("a second end: " + status);
+            }
+            inside.decrementAndGet();
+        }
+
+        private void enter()
+        {
+            if (inside.incrementAndGet() != 1)
+            {
+                fail("two deliveries at once");
+            }
+        }
+
+        private void fail(final String what)
+        {
+            if (failure == null)
+            {
+                failure = what;
+            }
+        }
     }
 }
