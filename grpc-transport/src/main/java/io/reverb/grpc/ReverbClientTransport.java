@@ -120,8 +120,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         this.cannotConnect = cannot;
         try
         {
-            this.connection = cannot != null ? null :
-                RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
+            this.connection = cannot != null ? null : newConnection();
         }
         catch (final IllegalArgumentException e)
         {
@@ -136,6 +135,12 @@ final class ReverbClientTransport implements ConnectionClientTransport
             .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
             .set(GrpcAttributes.ATTR_CLIENT_EAG_ATTRS, Attributes.EMPTY)
             .build();
+    }
+
+    /** @return a new, not yet connected Reverb connection to this transport's address, configured as the channel's. */
+    private RpcClientConnection newConnection()
+    {
+        return RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
     }
 
     RpcClientConnection connection()
@@ -242,7 +247,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
             {
                 return; // grpc-java gave up on this transport meanwhile
             }
-            next = RpcClientConnection.create(configure.apply(RpcChannel.builder(address.uri())));
+            next = newConnection();
             connection = next; // shutdown and terminate, under or after this lock, see the new one
             streams = ClientTransport.of(next);
         }
