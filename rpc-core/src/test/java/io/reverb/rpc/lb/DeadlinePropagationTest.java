@@ -40,6 +40,8 @@ class DeadlinePropagationTest
 
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    /** Long enough for two warm in-process hops to start on a loaded machine; the calls are meant to outlive it. */
+    private static final Duration SHORT_DEADLINE = Duration.ofSeconds(2);
     private static final MethodDescriptor<StringValue, Int64Value> FRONT = method("Front");
     private static final MethodDescriptor<StringValue, Int64Value> BACK = method("Back");
 
@@ -119,6 +121,16 @@ class DeadlinePropagationTest
         toFront = (BalancedChannel) RpcChannel.builder(List.of(frontUri)).build();
     }
 
+    /**
+     * Connects client to front and front to back with a call that has time to spare, so that a short deadline
+     * afterwards covers only the calls' dispatch, not connecting (the back call must start before it expires).
+     */
+    private void warmBothHops()
+    {
+        assertThat(toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30)),
+            StringValue.of("x")).block(TIMEOUT).getValue()).isPositive();
+    }
+
     @AfterEach
     void stop() throws InterruptedException
     {
@@ -165,8 +177,9 @@ class DeadlinePropagationTest
     void shouldExpireTheSecondHopWithTheFirstsDeadline() throws InterruptedException
     {
         start();
+        warmBothHops();
         final RpcException e = catchThrowableOfType(RpcException.class, () ->
-            toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)),
+            toFront.newUnaryCall(FRONT, CallOptions.DEFAULT.withDeadlineAfter(SHORT_DEADLINE),
                 StringValue.of("hang")).block(TIMEOUT));
         assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
         assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
@@ -187,8 +200,9 @@ class DeadlinePropagationTest
     void shouldCancelAFireAndForgetCallMadeInTheHandlerWhenTheDeadlinePasses() throws InterruptedException
     {
         start();
+        warmBothHops();
         final RpcException e = catchThrowableOfType(RpcException.class, () -> toFront.newUnaryCall(FRONT,
-            CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(300)), StringValue.of("fire:hang")).block(TIMEOUT));
+            CallOptions.DEFAULT.withDeadlineAfter(SHORT_DEADLINE), StringValue.of("fire:hang")).block(TIMEOUT));
         assertThat(e.status().code()).isEqualTo(StatusCode.DEADLINE_EXCEEDED);
         assertThat(backCancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).as("back's handler cancelled").isTrue();
     }

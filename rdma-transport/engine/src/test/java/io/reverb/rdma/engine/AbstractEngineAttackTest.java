@@ -655,14 +655,30 @@ abstract class AbstractEngineAttackTest
             {
                 connections.add(senders.connect(rvListener.address()));
             }
+            await("connections listed", () -> accepted.size() == clients);
+            // The server's poller is held until three announcements wait for it, so that, however the threads are
+            // scheduled, a third finds both buffers of the budget granted (the senders' 8 MiB pool holds three).
+            final CountDownLatch thaw = freezePoller(accepted.get(0));
             final WriteClaim claim = new WriteClaim();
-            for (int m = 0; m < perClient; m++)
+            int sent = 0;
+            try
             {
-                for (final Connection c : connections)
+                for (int m = 0; m < perClient; m++)
                 {
-                    final int length = MIB - 4096 * m - connections.indexOf(c); // seeds differ: content is checked
-                    send(c, claim, length, length);
+                    for (final Connection c : connections)
+                    {
+                        final int length = MIB - 4096 * m - connections.indexOf(c); // seeds differ: content is checked
+                        send(c, claim, length, length);
+                        if (++sent == 3)
+                        {
+                            thaw.countDown();
+                        }
+                    }
                 }
+            }
+            finally
+            {
+                thaw.countDown();
             }
             // Once an allocation failed (or the budget was taken) and nobody on that connection released,
             // its RTS waited forever; now every release anywhere wakes every waiting connection.
@@ -671,7 +687,6 @@ abstract class AbstractEngineAttackTest
             assertThat(rvServer.stats().rendezvousBudgetWaits()).as("the budget was contended").isPositive();
             assertThat(rvServer.stats().rendezvousRefused()).isZero();
             assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
-            await("connections listed", () -> accepted.size() == clients);
             // Every buffer back, nothing pending, and credits conserved over all ten pairs in both directions.
             await("every buffer and credit back", () ->
             {

@@ -27,11 +27,13 @@ class PollerWatchdogTest
             }
             handled.incrementAndGet();
         };
-        final EngineConfig server = config(PollingMode.ADAPTIVE).pollerStallThresholdNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        // A threshold far above what a loaded machine's scheduler or a young GC can stall a duty cycle for (a false
+        // stall would break the exact count), and blocking sleeps four times longer still.
+        final EngineConfig server = config(PollingMode.ADAPTIVE).pollerStallThresholdNanos(TimeUnit.MILLISECONDS.toNanos(250));
         try (EnginePair pair = new EnginePair(server, config(PollingMode.ADAPTIVE), blocking))
         {
             final WriteClaim claim = new WriteClaim();
-            final int[] sleeps = {0, 600, 0, 600};
+            final int[] sleeps = {0, 1000, 0, 1000};
             for (int i = 0; i < sleeps.length; i++)
             {
                 // One at a time: messages of one batch would be handled in one duty cycle.

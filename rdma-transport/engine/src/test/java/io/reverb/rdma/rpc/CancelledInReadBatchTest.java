@@ -151,7 +151,8 @@ class CancelledInReadBatchTest
         final List<CompletableFuture<StringValue>> expiring = new ArrayList<>();
         for (int i = 0; i < EXPIRING; i++)
         {
-            expiring.add(ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofMillis(50)),
+            // a second: each call sends its CALL before it expires, however loaded the machine (the count needs it)
+            expiring.add(ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(1)),
                 StringValue.of("expiring " + i)).toFuture());
         }
         final List<CompletableFuture<StringValue>> live = new ArrayList<>();

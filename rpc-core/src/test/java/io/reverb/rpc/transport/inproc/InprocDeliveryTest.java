@@ -257,6 +257,8 @@ class InprocDeliveryTest
             }
             assertThat(InprocDelivery.watchdogRuns()).as("watchdog after the last delivery thread ended").isFalse();
             assertThat(inprocThreadsAlive()).as("reverb-inproc-* threads alive").isFalse();
+            // the new threads stay a minute: a pause of 20 ms before the check below must not end them and it
+            InprocDelivery.idleThreadsLive(TimeUnit.MINUTES.toNanos(1));
             pingPong("inproc://delivery-lifecycle-2", 100); // new delivery threads, a new watchdog
             assertThat(InprocDelivery.watchdogRuns()).isTrue();
         }

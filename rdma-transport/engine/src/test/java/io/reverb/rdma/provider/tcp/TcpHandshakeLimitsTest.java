@@ -159,7 +159,7 @@ class TcpHandshakeLimitsTest
     void shouldDropSilentSocketsAtTheHandshakeDeadlineAndEvictTheOldestBeyondTheCap() throws Exception
     {
         final VerbsConfig config = VerbsConfig.defaults()
-            .withHandshakeTimeoutNanos(TimeUnit.MILLISECONDS.toNanos(200)).withMaxPendingHandshakes(2);
+            .withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(1)).withMaxPendingHandshakes(2);
         try (VerbsContext server = new TcpVerbsProvider().open(config);
             VerbsContext client = new TcpVerbsProvider().open(config);
             ConnectionListener listener = server.listen("127.0.0.1:0", 16))

