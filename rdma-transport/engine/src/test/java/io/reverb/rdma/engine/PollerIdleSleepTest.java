@@ -47,7 +47,8 @@ class PollerIdleSleepTest
     {
         // The close cannot finish gracefully (the peer's poller is held), so only the close deadline ends it: the
         // poller must be woken by closeAsync, then sleep with a time limit until the deadline has passed.
-        final EngineConfig client = config(PollingMode.ADAPTIVE).closeTimeoutNanos(TimeUnit.MILLISECONDS.toNanos(300));
+        // A second: time enough for the woken poller to reach a timed sleep before the deadline on a loaded machine.
+        final EngineConfig client = config(PollingMode.ADAPTIVE).closeTimeoutNanos(TimeUnit.SECONDS.toNanos(1));
         try (EnginePair pair = new EnginePair(config(PollingMode.ADAPTIVE), client, blockWhenAsked))
         {
             send(pair.client, 0);
