@@ -275,6 +275,12 @@ public final class FaultDriver
         throw new IOException("stdin ended before the order 'end'");
     }
 
+    /** @return the scenario the driver's calls count in now (the last {@code phase} order it read), for tests */
+    PhaseStats currentPhase()
+    {
+        return current;
+    }
+
     /** Waits (bounded) for the scenario's calls to end, then prints its verdict. */
     private boolean judge(final PhaseStats phase) throws InterruptedException
     {

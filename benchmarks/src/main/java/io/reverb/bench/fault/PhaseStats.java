@@ -92,6 +92,22 @@ public final class PhaseStats
     }
 
     /**
+     * @return calls started in this scenario so far.
+     */
+    public long started()
+    {
+        return started.get();
+    }
+
+    /**
+     * @return whether a call started once the server was back has ended OK.
+     */
+    public boolean okAfterRestore()
+    {
+        return firstOkAfterRestore.get() != Long.MAX_VALUE;
+    }
+
+    /**
      * @param code         the call's status code.
      * @param startNanos   when it started ({@link System#nanoTime()}).
      * @param overrunNanos how long after its deadline it ended (negative: before).

@@ -7,8 +7,11 @@ import io.reverb.rdma.provider.disni.RdmaTestDevice;
 import io.reverb.common.WriteClaim;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Tag;
@@ -30,17 +33,31 @@ class RdmaEngineResourcesTest
 {
     private static final int CONNECTIONS = 64;
 
-    private static int pumpThreads()
+    /**
+     * The event pumps of the previous run's engines: closed, they end (and destroy their native CQs) once they leave
+     * their native wait, which may be after the close returned. The next run waits for them before it counts.
+     */
+    private static final Set<Thread> PREVIOUS_RUN_PUMPS = ConcurrentHashMap.newKeySet();
+
+    private static Set<Thread> pumpThreads()
     {
-        int pumps = 0;
+        final Set<Thread> pumps = new HashSet<>();
         for (final Thread thread : Thread.getAllStackTraces().keySet())
         {
             if (thread.isAlive() && thread.getName().endsWith("-cq-events"))
             {
-                pumps++;
+                pumps.add(thread);
             }
         }
         return pumps;
+    }
+
+    /** @return event pumps alive now that were not in {@code before} (pumps of other engines may end meanwhile) */
+    private static int pumpsStartedSince(final Set<Thread> before)
+    {
+        final Set<Thread> pumps = pumpThreads();
+        pumps.removeAll(before);
+        return pumps.size();
     }
 
     /**
@@ -69,6 +86,9 @@ class RdmaEngineResourcesTest
         RdmaEngineFabric.assumeRdma();
         assumeTrue(RdmaTestDevice.isEmulated(), "counts verbs objects of the emulated device only");
         final EngineConfig config = new EngineConfig().verbsConfig(RdmaEngineFabric.RDMA.verbsConfig()).pollingMode(mode);
+        EngineTestSupport.await("the previous run's event pumps ended (and their CQs destroyed)",
+            () -> PREVIOUS_RUN_PUMPS.stream().noneMatch(Thread::isAlive));
+        PREVIOUS_RUN_PUMPS.clear();
         final AtomicLong delivered = new AtomicLong();
         try (RdmaEngine server = RdmaEngine.open("rdma", config.copy().name("cost-server"));
              RdmaEngine client = RdmaEngine.open("rdma", config.copy().name("cost-client")))
@@ -77,7 +97,7 @@ class RdmaEngineResourcesTest
                 c -> c.setHandler((buffer, offset, length) -> delivered.incrementAndGet()));
             final Map<String, Integer> before = RdmaTestDevice.liveEmulatedObjects();
             final long bytesBefore = RdmaTestDevice.emulatedRegisteredBytes();
-            final int pumpsBefore = pumpThreads();
+            final Set<Thread> pumpsBefore = pumpThreads();
             final List<Connection> connections = new ArrayList<>();
             final WriteClaim claim = new WriteClaim();
             for (int i = 0; i < CONNECTIONS; i++)
@@ -99,7 +119,7 @@ class RdmaEngineResourcesTest
             if (mode != PollingMode.BUSY)
             {
                 EngineTestSupport.await("event pumps started",
-                    () -> pumpThreads() - pumpsBefore == nativeCqs);
+                    () -> pumpsStartedSince(pumpsBefore) == nativeCqs);
             }
             TimeUnit.MILLISECONDS.sleep(100);
 
@@ -110,7 +130,10 @@ class RdmaEngineResourcesTest
                 delta.put(kind, after.get(kind) - before.getOrDefault(kind, 0));
             }
             final long bytesPerConnection = (RdmaTestDevice.emulatedRegisteredBytes() - bytesBefore) / CONNECTIONS;
-            final int pumps = pumpThreads() - pumpsBefore;
+            final int pumps = pumpsStartedSince(pumpsBefore);
+            final Set<Thread> started = pumpThreads();
+            started.removeAll(pumpsBefore);
+            PREVIOUS_RUN_PUMPS.addAll(started);
             final long eager = config.copy().conclude().eagerRegisteredBytesPerConnection();
             System.out.printf("[rdma cost, %s] %d connections (both endpoints in this JVM): %s, %d event-pump threads, " +
                 "%d registered bytes per connection (%.2f MiB); EngineConfig.eagerRegisteredBytesPerConnection: %d%n",

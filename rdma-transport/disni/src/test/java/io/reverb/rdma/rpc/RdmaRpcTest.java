@@ -94,7 +94,6 @@ class RdmaRpcTest extends AbstractRpcTransportTest
         final AtomicLong messages = new AtomicLong();
         final ConcurrentHashMap<String, Integer> failures = new ConcurrentHashMap<>();
         final CountDownLatch done = new CountDownLatch(lanes);
-        final CallOptions options = CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30));
         final Int32Value request = Int32Value.of(perStream);
         // Each next stream is issued off the transport's thread (a stream failing inside subscribe() must not recurse).
         final ExecutorService executor = Executors.newFixedThreadPool(2);
@@ -107,6 +106,8 @@ class RdmaRpcTest extends AbstractRpcTransportTest
                 return;
             }
             final AtomicInteger received = new AtomicInteger();
+            // a deadline per stream, from its start (one made once would be a moment in time shared by all 2,000)
+            final CallOptions options = CallOptions.DEFAULT.withDeadlineAfter(Duration.ofSeconds(30));
             ClientCalls.serverStreaming(channel, TestService.RANGE, options, request).subscribe(
                 (BytesValue value) ->
                 {
