@@ -79,9 +79,9 @@ public final class InferenceClient
      */
     public static Result run(final RpcChannel channel, final int requests)
     {
-        final InferenceServiceRpc.InferenceServiceReactorStub stub =
-            InferenceServiceRpc.newReactorStub(channel).withDeadlineAfter(TIMEOUT);
-        final ModelInfo info = stub.describe(Empty.getDefaultInstance()).block(TIMEOUT);
+        // a deadline is a moment fixed when the stub is made (as in gRPC): each call takes a stub with its own
+        final InferenceServiceRpc.InferenceServiceReactorStub stub = InferenceServiceRpc.newReactorStub(channel);
+        final ModelInfo info = stub.withDeadlineAfter(TIMEOUT).describe(Empty.getDefaultInstance()).block(TIMEOUT);
 
         final List<InferRequest> inputs = Flux.range(0, requests)
             .map(index -> InferRequest.newBuilder().setModel(InferenceService.MODEL).setInput(input(index)).build())
@@ -89,7 +89,7 @@ public final class InferenceClient
             .block();
         final long start = System.nanoTime();
         final List<Long> bestRows = Flux.fromIterable(inputs)
-            .concatMap(request -> stub.infer(request))
+            .concatMap(request -> stub.withDeadlineAfter(TIMEOUT).infer(request))
             .map(InferResponse::getBestRow)
             .collectList()
             .block(TIMEOUT.multipliedBy(requests));

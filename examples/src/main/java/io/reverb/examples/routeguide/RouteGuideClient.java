@@ -23,7 +23,18 @@ public final class RouteGuideClient
      */
     public RouteGuideClient(final RpcChannel channel)
     {
-        this.stub = RouteGuideRpc.newReactorStub(channel).withDeadlineAfter(TIMEOUT);
+        this.stub = RouteGuideRpc.newReactorStub(channel);
+    }
+
+    /**
+     * A deadline is a moment, fixed when the stub is made (as in gRPC), so each call gets a stub of its own: one made
+     * once and kept would fail every call once its moment had passed.
+     *
+     * @return the stub with a deadline {@link #TIMEOUT} from now.
+     */
+    private RouteGuideRpc.RouteGuideReactorStub call()
+    {
+        return stub.withDeadlineAfter(TIMEOUT);
     }
 
     /**
@@ -34,7 +45,7 @@ public final class RouteGuideClient
      */
     public String getFeature(final Point location)
     {
-        final Feature feature = stub.getFeature(location).block(TIMEOUT);
+        final Feature feature = call().getFeature(location).block(TIMEOUT);
         return feature.getName().isEmpty() ?
             "GetFeature: nothing at " + format(location) : "GetFeature: '" + feature.getName() + "' at " + format(location);
     }
@@ -47,7 +58,7 @@ public final class RouteGuideClient
      */
     public List<String> listFeatures(final Rectangle area)
     {
-        return stub.listFeatures(area).map(Feature::getName).collectList().block(TIMEOUT);
+        return call().listFeatures(area).map(Feature::getName).collectList().block(TIMEOUT);
     }
 
     /**
@@ -58,7 +69,7 @@ public final class RouteGuideClient
      */
     public RouteSummary recordRoute(final List<Point> route)
     {
-        return stub.recordRoute(Flux.fromIterable(route)).block(TIMEOUT);
+        return call().recordRoute(Flux.fromIterable(route)).block(TIMEOUT);
     }
 
     /**
@@ -69,7 +80,7 @@ public final class RouteGuideClient
      */
     public List<String> routeChat(final List<RouteNote> notes)
     {
-        return stub.routeChat(Flux.fromIterable(notes)).map(RouteNote::getMessage).collectList().block(TIMEOUT);
+        return call().routeChat(Flux.fromIterable(notes)).map(RouteNote::getMessage).collectList().block(TIMEOUT);
     }
 
     /**

@@ -17,8 +17,18 @@ public final class GreeterClient
      */
     public GreeterClient(final RpcChannel channel)
     {
-        // Stubs are immutable; each call made through this one must finish within 5 s.
-        this.greeter = GreeterRpc.newReactorStub(channel).withDeadlineAfter(Duration.ofSeconds(5));
+        this.greeter = GreeterRpc.newReactorStub(channel);
+    }
+
+    /**
+     * Stubs are immutable, and a deadline is a moment fixed when the stub is made (as in gRPC): each call takes a stub
+     * of its own, so that each has 5 s. A stub made once with a deadline and kept would fail every call after it.
+     *
+     * @return the stub with a deadline 5 s from now.
+     */
+    private GreeterRpc.GreeterReactorStub call()
+    {
+        return greeter.withDeadlineAfter(Duration.ofSeconds(5));
     }
 
     /**
@@ -31,7 +41,7 @@ public final class GreeterClient
      */
     public String greet(final String name)
     {
-        return greeter.sayHello(HelloRequest.newBuilder().setName(name).build())
+        return call().sayHello(HelloRequest.newBuilder().setName(name).build())
             .map(HelloReply::getMessage)
             .block();
     }
@@ -45,7 +55,7 @@ public final class GreeterClient
      */
     public List<String> greetRepeatedly(final String name, final int times)
     {
-        return greeter.sayHelloRepeatedly(RepeatedHelloRequest.newBuilder().setName(name).setTimes(times).build())
+        return call().sayHelloRepeatedly(RepeatedHelloRequest.newBuilder().setName(name).setTimes(times).build())
             .map(HelloReply::getMessage)
             .collectList()
             .block();
