@@ -31,12 +31,18 @@ public final class HealthStatusManager
 {
     /** The name that stands for the whole server. */
     public static final String SERVICE_NAME_ALL_SERVICES = "";
-    /** Most distinct service names that may be watched or set, so that clients cannot grow the map without end. */
+    /**
+     * Most services whose status may be set, and most names without a status that clients may watch at once: a
+     * client's names never count against the server's own, and a watch holds its name only while it is subscribed.
+     */
     public static final int MAX_SERVICES = 1024;
 
-    // guarded by this; a service watched before being set has a sink but no status
+    // guarded by this
     private final Map<String, ServingStatus> statuses = new HashMap<>();
-    private final Map<String, Sinks.Many<ServingStatus>> watchers = new HashMap<>();
+    /** Names with a Watch subscribed now; a name's entry goes with its last subscriber. */
+    private final Map<String, Watched> watchers = new HashMap<>();
+    /** Entries of {@link #watchers} whose name has no status. */
+    private int unknownWatched;
     private boolean terminal;
     private final HealthService service = new HealthService();
 
@@ -62,7 +68,7 @@ public final class HealthStatusManager
      * @param serviceName the service, e.g. {@code GreeterRpc.SERVICE_NAME}, or {@value #SERVICE_NAME_ALL_SERVICES}.
      * @param status      SERVING or NOT_SERVING (or UNKNOWN).
      * @throws IllegalArgumentException for SERVICE_UNKNOWN (use {@link #clearStatus(String)}) or UNRECOGNIZED.
-     * @throws IllegalStateException if {@link #MAX_SERVICES} services are known already.
+     * @throws IllegalStateException if {@link #MAX_SERVICES} services have a status already.
      */
     public synchronized void setStatus(final String serviceName, final ServingStatus status)
     {
@@ -75,9 +81,16 @@ public final class HealthStatusManager
         {
             return;
         }
-        if (!statuses.containsKey(serviceName) && !watchers.containsKey(serviceName) && size() >= MAX_SERVICES)
+        if (!statuses.containsKey(serviceName))
         {
-            throw new IllegalStateException("more than " + MAX_SERVICES + " services in the health status manager");
+            if (statuses.size() >= MAX_SERVICES)
+            {
+                throw new IllegalStateException("more than " + MAX_SERVICES + " services in the health status manager");
+            }
+            if (watchers.containsKey(serviceName))
+            {
+                unknownWatched--;
+            }
         }
         statuses.put(serviceName, status);
         publish(serviceName, status);
@@ -97,6 +110,10 @@ public final class HealthStatusManager
         }
         if (statuses.remove(serviceName) != null)
         {
+            if (watchers.containsKey(serviceName))
+            {
+                unknownWatched++;
+            }
             publish(serviceName, ServingStatus.SERVICE_UNKNOWN);
         }
     }
@@ -116,6 +133,15 @@ public final class HealthStatusManager
     }
 
     /**
+     * Undoes {@link #enterTerminalState()} for a server started again: {@link #setStatus} counts from now on. Every
+     * service, the whole server ({@value #SERVICE_NAME_ALL_SERVICES}) included, stays NOT_SERVING until set again.
+     */
+    public synchronized void leaveTerminalState()
+    {
+        terminal = false;
+    }
+
+    /**
      * @param serviceName the service.
      * @return its status, or null if not known.
      */
@@ -124,45 +150,72 @@ public final class HealthStatusManager
         return statuses.get(serviceName);
     }
 
-    private int size()
-    {
-        int n = watchers.size();
-        for (final String name : statuses.keySet())
-        {
-            if (!watchers.containsKey(name))
-            {
-                n++;
-            }
-        }
-        return n;
-    }
-
     private void publish(final String serviceName, final ServingStatus status)
     {
-        final Sinks.Many<ServingStatus> sink = watchers.get(serviceName);
-        if (sink != null)
+        final Watched watched = watchers.get(serviceName);
+        if (watched != null)
         {
             // serialised by this object's lock, so the sink never sees concurrent emissions
-            sink.tryEmitNext(status);
+            watched.sink.tryEmitNext(status);
         }
     }
 
-    private synchronized Flux<ServingStatus> watch(final String serviceName)
+    /** @return the statuses of a service from now on, its current one first; the name is held while subscribed. */
+    private Flux<ServingStatus> watch(final String serviceName)
     {
-        Sinks.Many<ServingStatus> sink = watchers.get(serviceName);
-        if (sink == null)
+        return Flux.defer(() ->
         {
-            if (!statuses.containsKey(serviceName) && size() >= MAX_SERVICES)
+            final Watched watched = subscribe(serviceName);
+            if (watched == null)
             {
                 return Flux.error(Status.RESOURCE_EXHAUSTED
-                    .withDescription("more than " + MAX_SERVICES + " services watched").asException());
+                    .withDescription("more than " + MAX_SERVICES + " services without a status watched").asException());
             }
-            sink = Sinks.many().replay().latest();
+            return watched.sink.asFlux().doFinally(signal -> unsubscribe(serviceName, watched));
+        });
+    }
+
+    /** @return the name's entry with one more subscriber, or null if it has no status and too many such are watched */
+    private synchronized Watched subscribe(final String serviceName)
+    {
+        Watched watched = watchers.get(serviceName);
+        if (watched == null)
+        {
             final ServingStatus now = statuses.get(serviceName);
-            sink.tryEmitNext(now != null ? now : ServingStatus.SERVICE_UNKNOWN);
-            watchers.put(serviceName, sink);
+            if (now == null)
+            {
+                if (unknownWatched >= MAX_SERVICES)
+                {
+                    return null;
+                }
+                unknownWatched++;
+            }
+            watched = new Watched();
+            watched.sink.tryEmitNext(now != null ? now : ServingStatus.SERVICE_UNKNOWN);
+            watchers.put(serviceName, watched);
         }
-        return sink.asFlux();
+        watched.subscribers++;
+        return watched;
+    }
+
+    /** A watch ended (cancelled, or its call over): the last one takes the name's entry with it. */
+    private synchronized void unsubscribe(final String serviceName, final Watched watched)
+    {
+        if (--watched.subscribers == 0 && watchers.get(serviceName) == watched)
+        {
+            watchers.remove(serviceName);
+            if (!statuses.containsKey(serviceName))
+            {
+                unknownWatched--;
+            }
+        }
+    }
+
+    /** A watched name: the latest status for late subscribers, and how many are subscribed (guarded by the manager). */
+    private static final class Watched
+    {
+        final Sinks.Many<ServingStatus> sink = Sinks.many().replay().latest();
+        int subscribers;
     }
 
     private static HealthCheckResponse response(final ServingStatus status)

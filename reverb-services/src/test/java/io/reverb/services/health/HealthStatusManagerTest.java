@@ -11,10 +11,14 @@ import io.reverb.rpc.transport.ResourceUsage;
 import io.reverb.rpc.transport.Transports;
 import io.reverb.services.health.HealthCheckResponse.ServingStatus;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.test.StepVerifier;
 
 /**
@@ -141,14 +145,79 @@ class HealthStatusManagerTest
     }
 
     @Test
-    void shouldBoundTheNumberOfServicesWatched()
+    void shouldBoundTheNamesWithoutAStatusWatchedAtOnceAndForgetEachWithItsLastWatch()
     {
-        for (int i = 0; i < HealthStatusManager.MAX_SERVICES - 1; i++)
+        // A client watching made-up names holds each only while it watches: never the server's own statuses.
+        final List<Disposable> watches = new ArrayList<>();
+        final List<ServingStatus> seen = new CopyOnWriteArrayList<>();
+        for (int i = 0; i < HealthStatusManager.MAX_SERVICES; i++)
         {
-            health.setStatus("s" + i, ServingStatus.SERVING);
+            watches.add(health.healthService().watch(request("made.up." + i))
+                .subscribe(r -> seen.add(r.getStatus()), e -> seen.add(null)));
         }
+        assertThat(seen).hasSize(HealthStatusManager.MAX_SERVICES).containsOnly(ServingStatus.SERVICE_UNKNOWN);
         StepVerifier.create(stub.watch(request("one.too.many")))
             .expectErrorSatisfies(t -> assertThat(((RpcException)t).status().code()).isEqualTo(StatusCode.RESOURCE_EXHAUSTED))
             .verify(TIMEOUT);
+        // the server still sets statuses, and a name with a status may still be watched
+        health.setStatus(GREETER, ServingStatus.SERVING);
+        StepVerifier.create(stub.watch(request(GREETER)).map(HealthCheckResponse::getStatus))
+            .expectNext(ServingStatus.SERVING)
+            .thenCancel()
+            .verify(TIMEOUT);
+        // a watched name that gets a status leaves room for another made-up one
+        health.setStatus("made.up.0", ServingStatus.NOT_SERVING);
+        StepVerifier.create(stub.watch(request("fits.now")).map(HealthCheckResponse::getStatus))
+            .expectNext(ServingStatus.SERVICE_UNKNOWN)
+            .thenCancel()
+            .verify(TIMEOUT);
+
+        watches.forEach(Disposable::dispose);
+        // every made-up name went with its watch: as many can be watched again
+        final List<Disposable> again = new ArrayList<>();
+        final List<Object> seenAgain = new CopyOnWriteArrayList<>();
+        for (int i = 0; i < HealthStatusManager.MAX_SERVICES; i++)
+        {
+            again.add(health.healthService().watch(request("made.up.again." + i))
+                .subscribe(r -> seenAgain.add(r.getStatus()), seenAgain::add));
+        }
+        assertThat(seenAgain).hasSize(HealthStatusManager.MAX_SERVICES).containsOnly(ServingStatus.SERVICE_UNKNOWN);
+        StepVerifier.create(stub.watch(request("one.too.many")))
+            .expectError(RpcException.class)
+            .verify(TIMEOUT);
+        again.forEach(Disposable::dispose);
+    }
+
+    @Test
+    void shouldBoundTheServicesWithAStatus()
+    {
+        for (int i = 0; i < HealthStatusManager.MAX_SERVICES - 1; i++)
+        {
+            health.setStatus("s" + i, ServingStatus.SERVING); // with the whole server's, MAX_SERVICES
+        }
+        health.setStatus("s0", ServingStatus.NOT_SERVING); // a known one may change
+        assertThatThrownBy(() -> health.setStatus("one.too.many", ServingStatus.SERVING))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining(String.valueOf(HealthStatusManager.MAX_SERVICES));
+        health.clearStatus("s1");
+        health.setStatus("fits.now", ServingStatus.SERVING);
+        assertThat(health.status("fits.now")).isEqualTo(ServingStatus.SERVING);
+    }
+
+    @Test
+    void shouldServeAgainAfterLeavingTheTerminalState()
+    {
+        health.setStatus(GREETER, ServingStatus.SERVING);
+        StepVerifier.create(stub.watch(request(GREETER)).map(HealthCheckResponse::getStatus))
+            .expectNext(ServingStatus.SERVING)
+            .then(health::enterTerminalState)
+            .expectNext(ServingStatus.NOT_SERVING)
+            .then(() -> health.setStatus(GREETER, ServingStatus.SERVING)) // ignored: terminal
+            .then(health::leaveTerminalState)
+            .then(() -> health.setStatus(GREETER, ServingStatus.SERVING))
+            .expectNext(ServingStatus.SERVING)
+            .thenCancel()
+            .verify(TIMEOUT);
+        assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).as("until set again")
+            .isEqualTo(ServingStatus.NOT_SERVING);
     }
 }

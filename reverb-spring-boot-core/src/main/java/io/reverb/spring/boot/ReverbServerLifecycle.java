@@ -159,6 +159,9 @@ public class ReverbServerLifecycle implements SmartLifecycle
         keepJvmAlive();
         if (health != null)
         {
+            // a lifecycle started again after a stop (whose drain entered the terminal state) serves again
+            health.leaveTerminalState();
+            health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.SERVING);
             for (final String name : serviceNames)
             {
                 health.setStatus(name, ServingStatus.SERVING);

@@ -113,6 +113,13 @@ class ReverbAutoConfigurationTest
                 context.getBean(ReverbServerLifecycle.class).stop();
                 assertThat(BootHealth.indicatorStatus(context)).isEqualTo("DOWN");
                 assertThat(BootHealth.indicatorDetails(context)).containsEntry("server", "not running");
+                assertThat(health.status(NativeEchoRpc.SERVICE_NAME)).as("drained").isEqualTo(ServingStatus.NOT_SERVING);
+
+                // started again (a lifecycle restart): its drain's terminal state must not outlive it
+                context.getBean(ReverbServerLifecycle.class).start();
+                assertThat(health.status(NativeEchoRpc.SERVICE_NAME)).isEqualTo(ServingStatus.SERVING);
+                assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.SERVING);
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
             });
     }
 
