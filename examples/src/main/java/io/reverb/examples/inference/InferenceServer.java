@@ -3,6 +3,7 @@ package io.reverb.examples.inference;
 import io.reverb.examples.ServerLauncher;
 import io.reverb.examples.Uris;
 import io.reverb.rpc.RpcServer;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Serves {@code InferenceService}: {@code InferenceServer [uri]}, by default on {@value #DEFAULT_URI}.
@@ -27,6 +28,8 @@ public final class InferenceServer
     {
         return RpcServer.builder(uri)
             .maxInboundMessageSize(MAX_REQUEST_BYTES)
+            // the model's work is CPU-bound: off the transport's thread, which serves every connection of the fabric
+            .scheduler(Schedulers.parallel())
             .addService(new InferenceService())
             .build()
             .start();

@@ -23,7 +23,9 @@ public final class MigrationClient
      */
     public static String greet(final ManagedChannel channel, final String name)
     {
-        return GreeterGrpc.newBlockingStub(channel).sayHello(HelloRequest.newBuilder().setName(name).build()).getMessage();
+        // a deadline per call, as grpc-java advises: without one a hung server holds the caller for ever
+        return GreeterGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS)
+            .sayHello(HelloRequest.newBuilder().setName(name).build()).getMessage();
     }
 
     /**

@@ -54,7 +54,7 @@ public class GreeterApplication
     {
         return args -> client.ifAvailable(greeter ->
         {
-            System.out.println("reply:  " + greeter.greet(environment.getProperty("greeter.name", "Spring")) +
+            System.out.println("reply:  " + greeter.greet(environment.getProperty("greeter.name", "Spring")).block() +
                 " (Spring Boot " + SpringBootVersion.getVersion() + ")");
             health.ifAvailable(indicator ->
             {

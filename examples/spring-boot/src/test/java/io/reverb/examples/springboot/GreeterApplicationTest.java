@@ -22,7 +22,7 @@ class GreeterApplicationTest
             .run("--reverb.server.address=" + address, "--reverb.client.channels.greeter.address=" + address,
                 "--greeter.name=test"))
         {
-            assertThat(context.getBean(GreeterClient.class).greet("Reverb")).isEqualTo("Hello, Reverb");
+            assertThat(context.getBean(GreeterClient.class).greet("Reverb").block()).isEqualTo("Hello, Reverb");
         }
     }
 }
