@@ -185,6 +185,9 @@ final class EngineConnection implements Connection
                 return;
             }
             countersPublished = true;
+            // Micrometer's per-connection meters too (where a registry is set): a peer that never proves the token
+            // adds no series to a time-series database
+            engine.bindConnectionMetrics(this);
             CounterGroup group = null;
             try
             {
@@ -232,6 +235,10 @@ final class EngineConnection implements Connection
         synchronized (countersLock)
         {
             countersReleased = true;
+            if (countersPublished)
+            {
+                engine.unbindConnectionMetrics(this);
+            }
             stats.detach();
             counters.close();
         }

@@ -319,11 +319,6 @@ public final class RdmaEngine implements AutoCloseable
                 .disconnectHandler(c::onProviderDisconnect);
             handshaker.handshake(connection, attributes, ready);
             connections.add(connection);
-            final MetricsBinding metrics = metricsBinding;
-            if (metrics != null)
-            {
-                metrics.bindConnection(connection, connection.number());
-            }
             onOpened.opened(connection);
             return connection;
         }
@@ -492,12 +487,27 @@ public final class RdmaEngine implements AutoCloseable
         }
         if (removed)
         {
-            final MetricsBinding metrics = metricsBinding;
-            if (metrics != null)
-            {
-                metrics.unbindConnection(connection);
-            }
-            connection.releaseCounters();
+            connection.releaseCounters(); // and its meters
+        }
+    }
+
+    /** A connection's peer is admitted ({@link EngineConnection#publishCounters()}): its meters, if a registry is set. */
+    void bindConnectionMetrics(final EngineConnection connection)
+    {
+        final MetricsBinding metrics = metricsBinding;
+        if (metrics != null)
+        {
+            metrics.bindConnection(connection, connection.number());
+        }
+    }
+
+    /** A connection whose meters were bound is gone ({@link EngineConnection#releaseCounters()}). */
+    void unbindConnectionMetrics(final EngineConnection connection)
+    {
+        final MetricsBinding metrics = metricsBinding;
+        if (metrics != null)
+        {
+            metrics.unbindConnection(connection);
         }
     }
 

@@ -373,7 +373,8 @@ final class ReverbListener implements ServerListener
             System.nanoTime());
         if (declined != null)
         {
-            provider.log("tickets " + peer, address + ": " + declined + "; new clients from there stay on tcp until " +
+            // one key for every peer (the message names it): peers' addresses must not fill the limiter's keys
+            provider.log("tickets", address + ": " + declined + "; new clients from there stay on tcp until " +
                 "those connections settle, close or their tickets expire");
         }
         return declined;
