@@ -31,6 +31,7 @@ import java.util.function.Consumer;
  *   <tr><td>{@link #tls(TlsConfig)}</td><td>none</td><td>TLS for {@code tcp://} (JDK SSLEngine, TLS 1.3; optional mutual TLS)</td></tr>
  *   <tr><td>{@link #authToken(String)}</td><td>none</td><td>shared secret both sides must prove they hold (challenge-response, see the package doc)</td></tr>
  *   <tr><td>{@link #maxConnections(int)}</td><td>4096</td><td>open connections accepted at most; more are refused with a clear reason</td></tr>
+ *   <tr><td>{@link #maxUnprovenPerPeer(int)}</td><td>64</td><td>with a token: connections of one peer host still to prove it; more are refused</td></tr>
  *   <tr><td>{@link #meterRegistry(Object)}</td><td>none</td><td>a Micrometer {@code MeterRegistry}; Micrometer is optional</td></tr>
  *   <tr><td>{@link #closeTimeoutNanos(long)}</td><td>10 s</td><td>graceful close waits this long for in-flight messages</td></tr>
  * </table>
@@ -68,6 +69,7 @@ public final class EngineConfig
     private int pollerCount = 1;
     private byte[] authToken;
     private int maxConnections = 4096;
+    private int maxUnprovenPerPeer = 64;
     private Object meterRegistry;
     private VerbsConfig verbsConfig;
     private TlsConfig tls;
@@ -395,6 +397,28 @@ public final class EngineConfig
         return this;
     }
 
+    /** @return connections of one peer host that may be accepted and still have to prove the token. */
+    public int maxUnprovenPerPeer()
+    {
+        return maxUnprovenPerPeer;
+    }
+
+    /**
+     * With an {@link #authToken(byte[]) authToken}: how many accepted connections of one peer host (an IPv4 address,
+     * an IPv6 /64, one shm process) may still have to prove the token (until the proof or the handshake deadline).
+     * More from that host are refused "too many connections ... still authenticating", so that a peer without the
+     * token cannot hold the {@link #maxConnections(int)} slots that clients with it need.
+     *
+     * @param n at least 1.
+     * @return this.
+     */
+    public EngineConfig maxUnprovenPerPeer(final int n)
+    {
+        checkMutable();
+        maxUnprovenPerPeer = n;
+        return this;
+    }
+
     /** @return the Micrometer registry, or null. */
     public Object meterRegistry()
     {
@@ -676,6 +700,7 @@ public final class EngineConfig
             rendezvousMinClass + " bytes)");
         require(pollingMode != null, "pollingMode must not be null");
         require(maxConnections >= 1, "maxConnections must be >= 1: " + maxConnections);
+        require(maxUnprovenPerPeer >= 1, "maxUnprovenPerPeer must be >= 1: " + maxUnprovenPerPeer);
         require(pollerCount >= 1 && pollerCount <= 64, "pollerCount must be in 1..64: " + pollerCount);
         require(pollerStallNanos >= 0, "pollerStallThresholdNanos must be >= 0: " + pollerStallNanos);
         require(idleTaskDelayNanos >= 0, "idleTaskDelayNanos must be >= 0: " + idleTaskDelayNanos);
@@ -768,6 +793,8 @@ public final class EngineConfig
         copy.pollingMode = pollingMode;
         copy.pollerCount = pollerCount;
         copy.authToken = authToken == null ? null : authToken.clone();
+        copy.maxConnections = maxConnections;
+        copy.maxUnprovenPerPeer = maxUnprovenPerPeer;
         copy.meterRegistry = meterRegistry;
         copy.verbsConfig = verbsConfig;
         copy.tls = tls;

@@ -55,6 +55,7 @@ public final class RdmaEngine implements AutoCloseable
     private final byte[] token;
     private final SecureRandom random = new SecureRandom();
     private final CopyOnWriteArrayList<EngineConnection> connections = new CopyOnWriteArrayList<>();
+    private final UnprovenPeers unproven;
     private final CopyOnWriteArrayList<EngineListener> listeners = new CopyOnWriteArrayList<>();
     /** This process's counters file, the engine's counters in it, and its pollers'. */
     private final ProcessCounters counters;
@@ -91,6 +92,7 @@ public final class RdmaEngine implements AutoCloseable
             throw ex;
         }
         this.token = config.authToken();
+        this.unproven = new UnprovenPeers(this.config.maxUnprovenPerPeer());
         this.pollers = new Poller[config.pollerCount()];
         this.rendezvousBudget = new RendezvousBudget(this.config.rendezvousMemoryBytes());
         final String allocatorName = this.config.name() + "-rendezvous-allocator";
@@ -404,22 +406,68 @@ public final class RdmaEngine implements AutoCloseable
             onError(full);
             return null;
         }
-        final Handshake.Hello peer = Handshake.decode(requestData);
-        return open(true, peer.receiveSlots, (c, attributes, ready) ->
+        final String host = UnprovenPeers.hostOf(remote);
+        if (token != null && !unproven.reserve(host))
         {
-            final ByteBuffer acceptData = Handshake.encodeAccept(config, requestData, token, token == null ? null : nonce());
+            final HandshakeException busy = new HandshakeException(HandshakeException.Reason.UNAVAILABLE,
+                "refused connection from " + remote + ": " + config.maxUnprovenPerPeer() + " connections from " + host +
+                " are still to prove the authentication token (EngineConfig.maxUnprovenPerPeer)");
+            request.reject(Handshake.encodeReject(HandshakeException.Reason.UNAVAILABLE,
+                "too many unproven connections from host (" + config.maxUnprovenPerPeer() + ")"));
+            onError(busy);
+            return null;
+        }
+        // the count is given back exactly once: when the gate decides (it decides once), or here if none was made
+        final AuthGate.Outcome counted = token == null ? outcome : new AuthGate.Outcome()
+        {
+            @Override
+            public void admitted(final EngineConnection connection)
+            {
+                unproven.release(host);
+                outcome.admitted(connection);
+            }
+
+            @Override
+            public void refused(final EngineConnection connection, final HandshakeException why)
+            {
+                unproven.release(host);
+                outcome.refused(connection, why);
+            }
+        };
+        final Handshake.Hello peer = Handshake.decode(requestData);
+        try
+        {
+            return open(true, peer.receiveSlots, (c, attributes, ready) ->
+            {
+                final ByteBuffer acceptData = Handshake.encodeAccept(config, requestData, token,
+                    token == null ? null : nonce());
+                if (token != null)
+                {
+                    // Set before any receive is posted: the first batch meets the gate.
+                    c.authGate = new AuthGate(Handshake.connectorProof(token, requestData, acceptData),
+                        System.nanoTime() + config.verbsConfig().handshakeTimeoutNanos(), remote, counted);
+                }
+                final QueuePair qp = request.accept(attributes, acceptData);
+                c.attach(qp, peer);
+                c.postReadyWrite(peer.readyAddress, peer.readyRkey);
+            }, c ->
+            {
+            });
+        }
+        catch (final IOException | RuntimeException ex)
+        {
             if (token != null)
             {
-                // Set before any receive is posted: the first batch meets the gate.
-                c.authGate = new AuthGate(Handshake.connectorProof(token, requestData, acceptData),
-                    System.nanoTime() + config.verbsConfig().handshakeTimeoutNanos(), remote, outcome);
+                unproven.release(host); // no gate can decide a connection that was never returned
             }
-            final QueuePair qp = request.accept(attributes, acceptData);
-            c.attach(qp, peer);
-            c.postReadyWrite(peer.readyAddress, peer.readyRkey);
-        }, c ->
-        {
-        });
+            throw ex;
+        }
+    }
+
+    /** @return accepted connections still to prove the token, all peers together (tests). */
+    int unprovenConnections()
+    {
+        return unproven.size();
     }
 
     private byte[] nonce()

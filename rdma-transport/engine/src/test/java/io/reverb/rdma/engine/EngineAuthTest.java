@@ -19,6 +19,8 @@ import io.reverb.common.WriteClaim;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
@@ -202,6 +204,52 @@ class EngineAuthTest
             first.close();
             await("first gone", () -> server.connections().isEmpty());
             client.connect(name).close();
+        }
+    }
+    @Test
+    void shouldCapTheConnectionsOfOneHostStillToProveTheTokenAndCountEachOutWhenDecided() throws Exception
+    {
+        // Silent connectors hold engine slots until their deadline (60 s here): one host may hold 2 at once. The
+        // test's connectors all come from this process, one shm host.
+        final Queue<Throwable> serverErrors = new ConcurrentLinkedQueue<>();
+        final EngineConfig serverConfig = config(PollingMode.EVENT).authToken(TOKEN).maxUnprovenPerPeer(2)
+            .errorHandler(serverErrors::add)
+            .verbsConfig(verbsConfig().withHandshakeTimeoutNanos(TimeUnit.SECONDS.toNanos(60)));
+        try (RdmaEngine server = RdmaEngine.open("shm", serverConfig);
+            RdmaEngine client = RdmaEngine.open("shm", config(PollingMode.EVENT).authToken(TOKEN));
+            VerbsContext raw = VerbsProviders.forScheme("shm").open(verbsConfig()))
+        {
+            final String name = uniqueName("unproven");
+            final EngineListener listener = server.listen(name, c -> c.setHandler((b, o, l) -> { }));
+            final ProtectionDomain pd = raw.allocPd();
+            final CompletionQueue cq = raw.createCq(64, null);
+            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            final List<QueuePair> silent = new ArrayList<>();
+            for (int i = 0; i < 2; i++)
+            {
+                silent.add(raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq).maxSendWr(8)
+                    .maxRecvWr(8), Handshake.encodeRequest(server.config(), nonce(20 + i), ready.address(), ready.rkey(),
+                    Handshake.VERSION)));
+            }
+            await("both silent connectors held at the gate", () -> server.unprovenConnections() == 2);
+
+            // a third from the same host, even one holding the token, is refused while they hold their slots
+            assertThatThrownBy(() -> client.connect(name))
+                .isInstanceOf(HandshakeException.class)
+                .hasMessageContaining("too many unproven connections from host (2)")
+                .satisfies(t -> assertThat(((HandshakeException)t).reason()).isEqualTo(HandshakeException.Reason.UNAVAILABLE));
+            await("the listener counted the refusal", () -> listener.refusedCount() == 1);
+            assertThat(serverErrors).anySatisfy(t -> assertThat(t).hasMessageContaining("maxUnprovenPerPeer"));
+
+            // one silent connector goes: its gate refuses it and gives its count back; a client with the token fits
+            silent.remove(0).close();
+            await("the departed connector counted out", () -> server.unprovenConnections() == 1);
+            final Connection good = client.connect(name);
+            await("the good client admitted, and counted out", () -> listener.acceptedCount() == 1 &&
+                server.unprovenConnections() == 1);
+            good.close();
+            silent.remove(0).close();
+            await("nothing left to prove", () -> server.unprovenConnections() == 0 && server.connections().isEmpty());
         }
     }
 }

@@ -64,7 +64,8 @@ class EngineOptionsTest
     void shouldKeepEveryOtherSettingWhenTheAddressOverridesThePollingModeAndCloseTheEngineWithItsLastUser()
         throws Exception
     {
-        final EngineConfig config = new EngineConfig().name("options-test").authToken("s3cret").receiveSlots(32);
+        final EngineConfig config = new EngineConfig().name("options-test").authToken("s3cret").receiveSlots(32)
+            .maxConnections(7).maxUnprovenPerPeer(2);
         final SharedEngines.Lease lease = shm().acquire(URI.create("shm://x?polling=event"), EngineOptions.of(config));
         final SharedEngines.Lease same = shm().acquire(URI.create("shm://y?polling=event"), EngineOptions.of(config));
         final SharedEngines.Lease other = shm().acquire(URI.create("shm://x"), TransportOptions.EMPTY);
@@ -74,6 +75,9 @@ class EngineOptionsTest
             assertThat(engine.config().pollingMode()).isEqualTo(PollingMode.EVENT);
             assertThat(engine.config().authToken()).isEqualTo("s3cret".getBytes(StandardCharsets.UTF_8));
             assertThat(engine.config().receiveSlots()).isEqualTo(32);
+            // the limits reach the server's engine (a copy once dropped maxConnections: it was 4,096 whatever was set)
+            assertThat(engine.config().maxConnections()).isEqualTo(7);
+            assertThat(engine.config().maxUnprovenPerPeer()).isEqualTo(2);
             // the same settings share the engine; the caller's config stays unconcluded (a copy was opened)
             assertThat(same.engine()).isSameAs(engine);
             assertThat(config.isConcluded()).isFalse();
