@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.StringValue;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
+import io.reverb.rdma.provider.shm.ShmTestDirectories;
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
 import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
@@ -19,10 +20,8 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -110,11 +109,9 @@ class RdmaWithoutCredentialsAttack
                 .withShmDirectory(dir)))).addService(new TestService()).build().start();
     }
 
+    /** Files an engine still closing removes meanwhile are passed over. */
     private static void delete(final Path dir) throws IOException
     {
-        try (Stream<Path> files = Files.walk(dir))
-        {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
+        ShmTestDirectories.delete(dir);
     }
 }
