@@ -45,7 +45,9 @@ final class DisniConnectionListener extends AbstractConnectionListener
         this.listenId = listenId;
         this.rdmaCmAddress = rdmaCmAddress;
         final CmEventDispatcher dispatcher = context.dispatcher();
-        this.parked = new ParkedRequests<>(context.config().connectTimeoutNanos(), dispatcher::destroyId);
+        // a request is parked until its handshake (at most maxPendingHandshakes wait) claims it: room for four times that
+        this.parked = new ParkedRequests<>(context.config().connectTimeoutNanos(),
+            Math.max(64, 4 * context.config().maxPendingHandshakes()), dispatcher::destroyId);
         this.expiry = () -> parked.expire(System.nanoTime());
         dispatcher.register(listenId, this);
         dispatcher.addTicker(expiry);

@@ -14,7 +14,10 @@ import java.util.function.Consumer;
  * {@code ip:port}. A request nobody claims within {@code ttlNanos} is handed to {@code expire} (which
  * destroys its id: the kernel then rejects it). Expiry runs from {@link #expire(long)}, which the context's
  * rdma_cm dispatcher calls after every poll slice, so requests expire on time even when no other request
- * arrives. A second request from the same source replaces (and expires) the first. Thread-safe.
+ * arrives. A second request from the same source replaces (and expires) the first. At most {@code maxParked} wait:
+ * a request beyond that expires the oldest (a peer sending CONNECT_REQUESTs from many source ports without the
+ * handshake that claims them would otherwise hold an rdma_cm id each, for everyone's cost, until they expire; a
+ * genuine request is claimed within a round trip, so it is rarely the oldest). Thread-safe.
  *
  * @param <T> the parked item (an rdma_cm id).
  */
@@ -25,17 +28,20 @@ final class ParkedRequests<T>
     }
 
     private final long ttlNanos;
+    private final int maxParked;
     private final Consumer<T> expire;
     private final Map<String, Parked<T>> parked = new LinkedHashMap<>();
     private boolean closed;
 
     /**
-     * @param ttlNanos how long a request may wait for its claim.
-     * @param expire   receives each request that expired, was replaced or was left at close (outside the lock).
+     * @param ttlNanos  how long a request may wait for its claim.
+     * @param maxParked requests that may wait at once; more expire the oldest.
+     * @param expire    receives each request that expired, was replaced, evicted or left at close (outside the lock).
      */
-    ParkedRequests(final long ttlNanos, final Consumer<T> expire)
+    ParkedRequests(final long ttlNanos, final int maxParked, final Consumer<T> expire)
     {
         this.ttlNanos = ttlNanos;
+        this.maxParked = maxParked;
         this.expire = expire;
     }
 
@@ -47,6 +53,7 @@ final class ParkedRequests<T>
     void park(final String source, final T item, final long nowNanos)
     {
         final Parked<T> previous;
+        Parked<T> evicted = null;
         synchronized (parked)
         {
             if (closed)
@@ -56,12 +63,22 @@ final class ParkedRequests<T>
             else
             {
                 previous = parked.put(source, new Parked<>(item, nowNanos));
+                if (parked.size() > maxParked)
+                {
+                    final Iterator<Parked<T>> oldest = parked.values().iterator();
+                    evicted = oldest.next();
+                    oldest.remove();
+                }
                 parked.notifyAll();
             }
         }
         if (previous != null)
         {
             expire.accept(previous.item());
+        }
+        if (evicted != null)
+        {
+            expire.accept(evicted.item());
         }
     }
 

@@ -68,7 +68,7 @@ class DisniCmEventDispatcherTest
     void shouldExpireParkedRequestsOnItsTickerWithoutAnotherRequestArriving() throws Exception
     {
         final CountDownLatch expired = new CountDownLatch(1);
-        final ParkedRequests<String> parked = new ParkedRequests<>(0, id -> expired.countDown());
+        final ParkedRequests<String> parked = new ParkedRequests<>(0, 16, id -> expired.countDown());
         final CmEventDispatcher dispatcher = new CmEventDispatcher(null, new Script(0, true), false, "test-cm");
         dispatcher.addTicker(() -> parked.expire(System.nanoTime()));
         parked.park("10.0.0.2:40000", "request", System.nanoTime());

@@ -419,7 +419,7 @@ class DisniListenerHandshakeTest
     void shouldExpireParkedRequestsByAgeAndHandOverClaimedOnes() throws Exception
     {
         final List<String> expired = new ArrayList<>();
-        final ParkedRequests<String> parked = new ParkedRequests<>(100, expired::add);
+        final ParkedRequests<String> parked = new ParkedRequests<>(100, 16, expired::add);
         parked.park("a:1", "A", 0);
         parked.park("b:1", "B", 50);
 
@@ -432,10 +432,29 @@ class DisniListenerHandshakeTest
     }
 
     @Test
+    void shouldExpireTheOldestRequestBeyondTheCapAndStillHandOverTheOthers() throws Exception
+    {
+        // CONNECT_REQUESTs from many source ports that no handshake claims: each beyond the cap expires the oldest
+        final List<String> expired = new ArrayList<>();
+        final ParkedRequests<String> parked = new ParkedRequests<>(TimeUnit.SECONDS.toNanos(5), 3, expired::add);
+        for (int port = 1; port <= 5; port++)
+        {
+            parked.park("10.0.0.9:" + port, "flood-" + port, port);
+        }
+        assertThat(parked.size()).isEqualTo(3);
+        assertThat(expired).containsExactly("flood-1", "flood-2");
+        parked.park("10.0.0.2:7", "good", 6);
+        assertThat(parked.claim("10.0.0.2:7", System.nanoTime())).as("the newest is claimed").isEqualTo("good");
+        assertThat(expired).containsExactly("flood-1", "flood-2", "flood-3");
+        parked.close();
+        assertThat(expired).containsExactly("flood-1", "flood-2", "flood-3", "flood-4", "flood-5");
+    }
+
+    @Test
     void shouldExpireAReplacedRequestAndEverythingLeftAtClose() throws Exception
     {
         final List<String> expired = new ArrayList<>();
-        final ParkedRequests<String> parked = new ParkedRequests<>(TimeUnit.SECONDS.toNanos(5), expired::add);
+        final ParkedRequests<String> parked = new ParkedRequests<>(TimeUnit.SECONDS.toNanos(5), 16, expired::add);
         parked.park("a:1", "A1", 0);
         parked.park("a:1", "A2", 1);
         parked.park("b:1", "B", 2);
