@@ -49,6 +49,8 @@ public final class ReverbObservationServerInterceptor implements ServerIntercept
 
     private final ObservationRegistry registry;
     private final RpcServerObservationConvention convention;
+    /** Method descriptors kept at most (one per method served; more only behind a fallback registry). */
+    private static final int MAX_CACHED = 1024;
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     /** Reverb's descriptor of each grpc-java method seen, for the observation's keys (one per method, not per call). */
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods =
@@ -123,8 +125,13 @@ public final class ReverbObservationServerInterceptor implements ServerIntercept
     private io.reverb.rpc.MethodDescriptor<InputStream, InputStream> descriptor(final MethodDescriptor<?, ?> method)
     {
         final io.reverb.rpc.MethodDescriptor<InputStream, InputStream> known = methods.get(method.getFullMethodName());
-        return known != null ? known : methods.computeIfAbsent(
-            method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
+        if (known != null)
+        {
+            return known;
+        }
+        // a server with a fallback registry may serve any name a client makes up: past MAX_CACHED, made per call
+        return methods.size() >= MAX_CACHED ? GrpcBridge.descriptor(method.getFullMethodName(), method.getType()) :
+            methods.computeIfAbsent(method.getFullMethodName(), name -> GrpcBridge.descriptor(name, method.getType()));
     }
 
     /** The end of one observed call, once: the status the server closed it with, or how it was cancelled. */

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.reverb.rpc.MethodDescriptor;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
 import java.util.HashMap;
 import java.util.Map;
@@ -17,7 +18,9 @@ import java.util.function.LongSupplier;
 /**
  * Micrometer metrics: {@code reverb.<side>.calls} timers (percentiles 0.5/0.9/0.99/0.999) tagged by method and
  * status, {@code reverb.<side>.calls.active} gauge, {@code reverb.<side>.message.size} summaries tagged by method
- * and direction. Loaded only when a registry is configured.
+ * and direction. Loaded only when a registry is configured. At most {@link #MAX_METHODS} method names get meters of
+ * their own; calls of further names are recorded under {@link RpcServer.Builder#OTHER_METHOD} (a server whose
+ * fallback registry serves any name a client makes up would otherwise add series without end).
  */
 final class MicrometerCallMetrics implements CallMetrics
 {
@@ -27,6 +30,9 @@ final class MicrometerCallMetrics implements CallMetrics
      * registry. A gauge per channel would be dropped from the second on (a meter's name and tags make its identity).
      */
     private static final Map<MeterRegistry, Map<String, AtomicLong>> ACTIVE = new WeakHashMap<>();
+
+    /** Method names with meters of their own, per metrics object (a server's, or a channel's). */
+    static final int MAX_METHODS = 1024;
 
     private final MeterRegistry registry;
     private final String side;
@@ -94,14 +100,15 @@ final class MicrometerCallMetrics implements CallMetrics
         {
             active.decrementAndGet();
         }
-        final Timer[] byCode = timers.computeIfAbsent(method.fullMethodName(), k -> new Timer[17]);
+        final String name = bounded(timers, method.fullMethodName());
+        final Timer[] byCode = timers.computeIfAbsent(name, k -> new Timer[17]);
         final int code = status.code().value();
         Timer timer = byCode[code];
         if (timer == null)
         {
             timer = Timer.builder("reverb." + side + ".calls")
                 .description("RPC call duration")
-                .tag("method", method.fullMethodName())
+                .tag("method", name)
                 .tag("status", status.code().name())
                 .publishPercentiles(0.5, 0.9, 0.99, 0.999)
                 .register(registry);
@@ -124,10 +131,16 @@ final class MicrometerCallMetrics implements CallMetrics
 
     private DistributionSummary[] summaries(final MethodDescriptor<?, ?> method)
     {
-        return sizes.computeIfAbsent(method.fullMethodName(), name -> new DistributionSummary[]{
+        return sizes.computeIfAbsent(bounded(sizes, method.fullMethodName()), name -> new DistributionSummary[]{
             DistributionSummary.builder("reverb." + side + ".message.size").baseUnit("bytes")
                 .tag("method", name).tag("direction", "sent").register(registry),
             DistributionSummary.builder("reverb." + side + ".message.size").baseUnit("bytes")
                 .tag("method", name).tag("direction", "received").register(registry)});
+    }
+
+    /** @return the name, or {@link RpcServer.Builder#OTHER_METHOD} if it is new and {@link #MAX_METHODS} are known */
+    private static String bounded(final Map<String, ?> known, final String name)
+    {
+        return known.size() < MAX_METHODS || known.containsKey(name) ? name : RpcServer.Builder.OTHER_METHOD;
     }
 }

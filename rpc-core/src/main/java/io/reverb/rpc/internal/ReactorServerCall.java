@@ -5,6 +5,7 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcContext;
 import io.reverb.rpc.RpcException;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServerCallHandler;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
@@ -594,9 +595,13 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         if (!(t instanceof RpcException))
         {
             // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
-            // fail); the client gets the code and message only
-            FAILURE_LOG.log(method.fullMethodName(), "call " + method.fullMethodName() + " from " + connection.peer() +
-                " failed", t);
+            // fail); the client gets the code and message only. Methods of services the server does not list (a
+            // fallback registry's, whose names a client chooses) share one key: they cannot fill the limiter's keys.
+            final String name = method.fullMethodName();
+            final int slash = name.lastIndexOf('/');
+            final String key = slash > 0 && server.hasService(name.substring(0, slash)) ? name :
+                RpcServer.Builder.OTHER_METHOD;
+            FAILURE_LOG.log(key, "call " + name + " from " + connection.peer() + " failed", t);
         }
         finish(status, trailers);
     }
