@@ -406,7 +406,7 @@ public final class EngineConfig
     /**
      * With an {@link #authToken(byte[]) authToken}: how many accepted connections of one peer host (an IPv4 address,
      * an IPv6 /64, one shm process) may still have to prove the token (until the proof or the handshake deadline).
-     * More from that host are refused "too many connections ... still authenticating", so that a peer without the
+     * More from that host are refused UNAVAILABLE ("too many unproven connections from host"), so that a peer without the
      * token cannot hold the {@link #maxConnections(int)} slots that clients with it need.
      *
      * @param n at least 1.
