@@ -62,7 +62,8 @@ final class ParkedRequests<T>
             }
             else
             {
-                previous = parked.put(source, new Parked<>(item, nowNanos));
+                previous = parked.remove(source); // a replacement goes to the end: the newest, never the oldest
+                parked.put(source, new Parked<>(item, nowNanos));
                 if (parked.size() > maxParked)
                 {
                     final Iterator<Parked<T>> oldest = parked.values().iterator();
