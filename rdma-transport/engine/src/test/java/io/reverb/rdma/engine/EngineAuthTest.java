@@ -16,6 +16,7 @@ import io.reverb.rdma.verbs.VerbsContext;
 import io.reverb.rdma.verbs.VerbsProviders;
 import io.reverb.rdma.verbs.WrOpcode;
 import io.reverb.common.WriteClaim;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -169,12 +170,7 @@ class EngineAuthTest
         {
             final String name = uniqueName("silent");
             final EngineListener listener = server.listen(name, c -> c.setHandler((b, o, l) -> { }));
-            final ProtectionDomain pd = raw.allocPd();
-            final CompletionQueue cq = raw.createCq(64, null);
-            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
-            final QueuePair qp = raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq)
-                .maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(server.config(), nonce(5), ready.address(),
-                ready.rkey(), Handshake.VERSION));
+            final QueuePair qp = new SilentConnectors(raw).connect(name, server, 5);
             // The listener counts the refusal, then reports it: wait for both.
             await("silent connector refused", () -> listener.refusedCount() == 1 && !serverErrors.isEmpty());
             assertThat(serverErrors).anySatisfy(t -> assertThat(t)
@@ -221,15 +217,11 @@ class EngineAuthTest
         {
             final String name = uniqueName("unproven");
             final EngineListener listener = server.listen(name, c -> c.setHandler((b, o, l) -> { }));
-            final ProtectionDomain pd = raw.allocPd();
-            final CompletionQueue cq = raw.createCq(64, null);
-            final MemoryRegion ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            final SilentConnectors connectors = new SilentConnectors(raw);
             final List<QueuePair> silent = new ArrayList<>();
             for (int i = 0; i < 2; i++)
             {
-                silent.add(raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq).maxSendWr(8)
-                    .maxRecvWr(8), Handshake.encodeRequest(server.config(), nonce(20 + i), ready.address(), ready.rkey(),
-                    Handshake.VERSION)));
+                silent.add(connectors.connect(name, server, 20 + i));
             }
             await("both silent connectors held at the gate", () -> server.unprovenConnections() == 2);
 
@@ -250,6 +242,29 @@ class EngineAuthTest
             good.close();
             silent.remove(0).close();
             await("nothing left to prove", () -> server.unprovenConnections() == 0 && server.connections().isEmpty());
+        }
+    }
+
+    /** Connectors over raw verbs that send a valid handshake request and then nothing: they never prove the token. */
+    private static final class SilentConnectors
+    {
+        private final VerbsContext raw;
+        private final ProtectionDomain pd;
+        private final CompletionQueue cq;
+        private final MemoryRegion ready;
+
+        SilentConnectors(final VerbsContext raw) throws IOException
+        {
+            this.raw = raw;
+            this.pd = raw.allocPd();
+            this.cq = raw.createCq(64, null);
+            this.ready = pd.allocate(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        }
+
+        QueuePair connect(final String name, final RdmaEngine server, final int seed) throws IOException
+        {
+            return raw.connect(name, new QueuePairAttributes().pd(pd).sendCq(cq).recvCq(cq).maxSendWr(8).maxRecvWr(8),
+                Handshake.encodeRequest(server.config(), nonce(seed), ready.address(), ready.rkey(), Handshake.VERSION));
         }
     }
 }
