@@ -863,11 +863,12 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
     }
 
     /** A batch from the peer returned credits. */
-    void onCreditsReturned(final int returned)
+    /** @return false if the peer returned more credits than it has receives (see {@link CreditWindow}). */
+    boolean onCreditsReturned(final int returned)
     {
         synchronized (lock)
         {
-            window.onCreditsReturned(returned);
+            return window.onCreditsReturned(returned);
         }
     }
 

@@ -17,6 +17,8 @@ package io.reverb.rdma.engine;
 final class CreditWindow
 {
     private final int returnThreshold;
+    /** The most credits this side can hold: the receives the peer announced (a correct peer never returns more). */
+    private int maxCredits;
     private int credits;
     private int owed;
 
@@ -32,6 +34,7 @@ final class CreditWindow
      */
     void start(final boolean acceptor, final int peerReceiveSlots, final int localReceiveSlots)
     {
+        maxCredits = peerReceiveSlots;
         if (acceptor)
         {
             credits = 0;
@@ -91,10 +94,21 @@ final class CreditWindow
         credits--;
     }
 
-    /** The peer returned credits in a batch header. */
-    void onCreditsReturned(final int returned)
+    /**
+     * The peer returned credits in a batch header.
+     *
+     * @param returned the credits returned, not negative.
+     * @return false, with the window unchanged, if that would give this side more credits than the peer has receives
+     * (a protocol error: a correct peer returns only receives this side consumed).
+     */
+    boolean onCreditsReturned(final int returned)
     {
+        if ((long)credits + returned > maxCredits)
+        {
+            return false;
+        }
         credits += returned;
+        return true;
     }
 
     /** This side re-posted receives: the peer is owed that many credits. */

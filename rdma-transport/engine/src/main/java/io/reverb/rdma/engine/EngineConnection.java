@@ -431,9 +431,9 @@ final class EngineConnection implements Connection
     }
 
     /** A batch from the peer returned credits. */
-    void onCreditsReturned(final int returned)
+    boolean onCreditsReturned(final int returned)
     {
-        sender.onCreditsReturned(returned);
+        return sender.onCreditsReturned(returned);
     }
 
     @Override

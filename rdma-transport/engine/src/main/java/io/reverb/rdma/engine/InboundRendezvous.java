@@ -104,6 +104,11 @@ final class InboundRendezvous
         {
             return "more than " + maxOutstanding + " rendezvous announced and not yet written";
         }
+        if (isOutstanding(id))
+        {
+            // a second buffer under the same id would orphan the first (granted, never written or released)
+            return "RTS " + id + " announced again before its write";
+        }
         queued.offerLong(((long)id << 32) | (length & 0xFFFF_FFFFL));
         grantQueued();
         if (!queued.isEmpty())
@@ -111,6 +116,24 @@ final class InboundRendezvous
             stats.rendezvousQueued.incrementRelease(); // this one waits for a buffer (its own or an earlier one's)
         }
         return null;
+    }
+
+    /** @return true if an RTS with this id is granted or queued (at most {@code maxOutstanding} to look through). */
+    private boolean isOutstanding(final int id)
+    {
+        if (granted.containsKey(id))
+        {
+            return true;
+        }
+        final LongArrayQueue.LongIterator waiting = queued.iterator();
+        while (waiting.hasNext())
+        {
+            if ((int)(waiting.nextValue() >>> 32) == id)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Answers queued RTS in order for as long as buffers are free. */

@@ -332,9 +332,11 @@ final class ReceiveSlots
             }
             connection.authGate = null;
         }
-        if (returned > 0)
+        if (returned > 0 && !connection.onCreditsReturned(returned))
         {
-            connection.onCreditsReturned(returned);
+            connection.protocolError("returned " + returned + " credits, more than its " + connection.peerReceiveSlots() +
+                " receives");
+            return true;
         }
         int offset = base + Wire.BATCH_HEADER_LENGTH;
         final int controlEnd = offset + controlLength;
@@ -360,7 +362,7 @@ final class ReceiveSlots
             final int type = frame.type();
             if (type == Wire.FRAME_DATA)
             {
-                if (length < 0 || offset + Wire.FRAME_HEADER_LENGTH + length > end)
+                if (length < 0 || length > end - offset - Wire.FRAME_HEADER_LENGTH)
                 {
                     connection.protocolError("data frame of " + length + " bytes overruns its batch");
                     return true;

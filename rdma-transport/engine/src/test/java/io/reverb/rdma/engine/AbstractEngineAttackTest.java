@@ -33,6 +33,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -575,6 +576,60 @@ abstract class AbstractEngineAttackTest
     @Test
     void shouldDropAPeerThatAnnouncesMoreThanThePipelineAllows() throws Exception
     {
+        // One batch: no credits for the server (it can answer nothing), then 40 RTS of 1 MiB each; the ninth breaks
+        // the protocol.
+        final int announced = 40;
+        assertDropsHostileBatch(Wire.BATCH_HEADER_LENGTH + announced * Wire.FRAME_HEADER_LENGTH, b ->
+        {
+            for (int i = 0; i < announced; i++)
+            {
+                putFrame(b, Wire.BATCH_HEADER_LENGTH + i * Wire.FRAME_HEADER_LENGTH, Wire.FRAME_RTS, MIB, i);
+            }
+        });
+    }
+
+    @Test
+    void shouldDropAPeerThatAnnouncesTheSameRendezvousTwice() throws Exception
+    {
+        // The second RTS 7 would replace the first's granted buffer: never written, never released, the connection's
+        // resources and the engine's rendezvous budget held for good.
+        assertDropsHostileBatch(Wire.BATCH_HEADER_LENGTH + 2 * Wire.FRAME_HEADER_LENGTH, b ->
+        {
+            putFrame(b, Wire.BATCH_HEADER_LENGTH, Wire.FRAME_RTS, MIB, 7);
+            putFrame(b, Wire.BATCH_HEADER_LENGTH + Wire.FRAME_HEADER_LENGTH, Wire.FRAME_RTS, MIB, 7);
+        });
+    }
+
+    @Test
+    void shouldDropAPeerThatReturnsMoreCreditsThanItHasReceives() throws Exception
+    {
+        // Twice Integer.MAX_VALUE would wrap the server's credits negative: a connection that never sends again.
+        assertDropsHostileBatch(Wire.BATCH_HEADER_LENGTH, b -> b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET,
+            Integer.MAX_VALUE));
+    }
+
+    @Test
+    void shouldDropAPeerWhoseDataFrameLengthOverflowsTheBoundsCheck() throws Exception
+    {
+        // offset + header + length wraps negative in int arithmetic: the frame must not be delivered as ~2 GiB.
+        assertDropsHostileBatch(Wire.BATCH_HEADER_LENGTH + Wire.FRAME_HEADER_LENGTH + 64, b ->
+            putFrame(b, Wire.BATCH_HEADER_LENGTH, Wire.FRAME_DATA, 0x7FFF_FFE0, 1));
+    }
+
+    private static void putFrame(final UnsafeBuffer b, final int at, final int type, final int length, final long id)
+    {
+        b.putInt(at + DataFrameFlyweight.LENGTH_OFFSET, length);
+        b.putInt(at + DataFrameFlyweight.TYPE_OFFSET, type);
+        b.putLong(at + DataFrameFlyweight.ID_OFFSET, id);
+    }
+
+    /**
+     * A raw peer (past the handshake) sends one hand-made batch of {@code length} bytes: the server must drop that
+     * connection with nothing delivered, give back every byte it granted it, and go on serving a good client.
+     */
+    private void assertDropsHostileBatch(final int length, final Consumer<UnsafeBuffer> batch)
+        throws Exception
+    {
         final long budget = 4L * MIB;
         try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget));
              RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good"));
@@ -582,9 +637,8 @@ abstract class AbstractEngineAttackTest
         {
             final AtomicLong rvDelivered = new AtomicLong();
             final EngineListener rvListener = rvServer.listen(listenAddress(),
-                c -> c.setHandler((buffer, offset, length) -> rvDelivered.incrementAndGet()));
+                c -> c.setHandler((buffer, offset, bytes) -> rvDelivered.incrementAndGet()));
             final Connection goodConnection = good.connect(rvListener.address());
-            final int announced = 40;
             final ProtectionDomain pd = raw.allocPd();
             final CompletionQueue cq = raw.createCq(64, null);
             try
@@ -594,22 +648,12 @@ abstract class AbstractEngineAttackTest
                     .recvCq(cq).maxSendWr(8).maxRecvWr(8), Handshake.encodeRequest(rvServer.config(), null,
                     ready.address(), ready.rkey(), Handshake.VERSION));
                 await("ready word", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
-                // One batch: no credits for the server (it can answer nothing), then 40 RTS of 1 MiB each.
-                final int length = Wire.BATCH_HEADER_LENGTH + announced * Wire.FRAME_HEADER_LENGTH;
                 assertThat(length).isLessThanOrEqualTo(rvServer.config().receiveSlotLength());
                 final MemoryRegion source = pd.allocate(length, Access.LOCAL_WRITE);
-                final UnsafeBuffer b = source.buffer();
-                for (int i = 0; i < announced; i++)
-                {
-                    final int at = Wire.BATCH_HEADER_LENGTH + i * Wire.FRAME_HEADER_LENGTH;
-                    b.putInt(at + DataFrameFlyweight.LENGTH_OFFSET, MIB);
-                    b.putInt(at + DataFrameFlyweight.TYPE_OFFSET, Wire.FRAME_RTS);
-                    b.putLong(at + DataFrameFlyweight.ID_OFFSET, i);
-                }
+                batch.accept(source.buffer());
                 final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
                 request.setSge(source, 0, length);
                 qp.postSend(request);
-                // The ninth RTS breaks the protocol: the connection goes, with what it was granted.
                 await("the hostile connection dropped", () -> rvServer.connections().size() == 1);
                 qp.close();
             }
@@ -618,6 +662,7 @@ abstract class AbstractEngineAttackTest
                 cq.close();
                 pd.close();
             }
+            assertThat(rvDelivered.get()).as("nothing of the hostile batch delivered").isZero();
             assertThat(rvServer.rendezvousMemoryPeak()).isLessThanOrEqualTo(budget);
             await("its memory returned", () -> rvServer.rendezvousMemoryReserved() == 0);
             send(goodConnection, new WriteClaim(), MIB, 5);

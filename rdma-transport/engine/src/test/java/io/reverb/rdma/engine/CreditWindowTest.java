@@ -33,7 +33,7 @@ class CreditWindowTest
     void shouldReserveTheLastCreditForBatchesThatReturnCredits()
     {
         final CreditWindow window = new CreditWindow(8);
-        window.start(true, 0, 8);
+        window.start(true, 1, 8);
         window.onCreditsReturned(1);
         assertThat(window.canSendData()).as("data never takes the last credit").isFalse();
         assertThat(window.canSendControlOnly()).as("nothing owed: the last credit stays").isFalse();
@@ -48,7 +48,7 @@ class CreditWindowTest
     void dataNeedsTwoCredits()
     {
         final CreditWindow window = new CreditWindow(8);
-        window.start(true, 0, 8);
+        window.start(true, 2, 8);
         window.onCreditsReturned(2);
         assertThat(window.canSendData()).isTrue();
         window.onWritePosted();
@@ -69,6 +69,24 @@ class CreditWindowTest
         window.onBatchPosted();
         assertThat(window.creditReturnDue()).isFalse();
         assertThat(window.credits()).isEqualTo(3);
+    }
+
+    @Test
+    void shouldRefuseCreditsBeyondThePeersReceives()
+    {
+        final CreditWindow window = new CreditWindow(8);
+        window.start(false, 16, 8);
+        assertThat(window.onCreditsReturned(1)).as("the connector starts with all 16").isFalse();
+        window.onBatchPosted();
+        window.onWritePosted();
+        assertThat(window.onCreditsReturned(3)).isFalse();
+        assertThat(window.credits()).as("unchanged by a refused return").isEqualTo(14);
+        assertThat(window.onCreditsReturned(2)).isTrue();
+        assertThat(window.credits()).isEqualTo(16);
+        final CreditWindow acceptor = new CreditWindow(8);
+        acceptor.start(true, 16, 8);
+        assertThat(acceptor.onCreditsReturned(Integer.MAX_VALUE)).as("no wrap past int").isFalse();
+        assertThat(acceptor.credits()).isZero();
     }
 
     @Test
