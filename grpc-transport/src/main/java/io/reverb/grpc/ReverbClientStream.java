@@ -207,7 +207,17 @@ final class ReverbClientStream extends CallbackSerializer
             tracer.outboundHeaders();
         }
         // may close this stream at once (no connection takes calls): the close goes through the serializer as any
-        stream = transport.streams().newStream(method, options, this);
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
+        final io.reverb.rpc.transport.stream.ClientStream<InputStream> started =
+            transport.streams().newStream(method, options, this);
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        stream = started;
+        if (!unary && started.isReady())
+        {
+            // as grpc-java's transports once the stream exists (Netty: allocated): a client that writes only from
+            // onReady (grpc-java's manual flow control examples) starts; the Reverb stream reports later changes
+            onReady();
+        }
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb

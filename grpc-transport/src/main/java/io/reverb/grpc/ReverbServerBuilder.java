@@ -57,6 +57,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     /** From {@link #decompressorRegistry}, or null for the default (gzip). */
     private CodecRegistry codecs;
     private int maxInboundMessageSize = -1;
+    private int maxInboundMetadataSize = -1;
     private Duration permitKeepAliveTime;
     private Boolean permitKeepAliveWithoutCalls;
     private Duration maxConnectionAge;
@@ -162,6 +163,21 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     }
 
     /**
+     * The most request metadata a call may bring ({@link RpcServer.Builder#maxInboundMetadataSize}; default 8 KiB, as
+     * Netty's): a call with more fails RESOURCE_EXHAUSTED before any handler runs.
+     */
+    @Override
+    public ReverbServerBuilder maxInboundMetadataSize(final int bytes)
+    {
+        if (bytes <= 0)
+        {
+            throw new IllegalArgumentException("maxInboundMetadataSize must be positive: " + bytes);
+        }
+        this.maxInboundMetadataSize = bytes;
+        return this;
+    }
+
+    /**
      * The shortest gap between two PINGs a client may send ({@link RpcServer.Builder#permitKeepAliveTime}): a client
      * that PINGs more often is closed with GOAWAY "too many pings" at its third strike. Unlike Netty's server,
      * enforcement is off unless this or {@link #permitKeepAliveWithoutCalls}{@code (false)} is set (native Reverb
@@ -246,6 +262,7 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private InternalServer buildTransportServer(final List<? extends ServerStreamTracer.Factory> tracerFactories)
     {
         final int maxInbound = maxInboundMessageSize;
+        final int maxMetadata = maxInboundMetadataSize;
         final Duration permitTime = permitKeepAliveTime;
         final Boolean permitIdle = permitKeepAliveWithoutCalls;
         final Duration maxAge = maxConnectionAge;
@@ -261,6 +278,10 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
             if (maxInbound > 0)
             {
                 b.maxInboundMessageSize(maxInbound);
+            }
+            if (maxMetadata > 0)
+            {
+                b.maxInboundMetadataSize(maxMetadata);
             }
             if (permitTime != null)
             {

@@ -258,6 +258,53 @@ abstract class AbstractGrpcConformanceTest
         }
     }
 
+    @Test
+    void shouldStartAClientThatWritesOnlyFromOnReady() throws Exception
+    {
+        // grpc-java's manual flow control: the client writes nothing until onReady says it may, then while isReady
+        final AtomicInteger sent = new AtomicInteger();
+        final AtomicInteger received = new AtomicInteger();
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        EchoGrpc.newStub(channel).bidi(new ClientResponseObserver<EchoRequest, EchoReply>()
+        {
+            @Override
+            public void beforeStart(final ClientCallStreamObserver<EchoRequest> requests)
+            {
+                requests.setOnReadyHandler(() ->
+                {
+                    while (requests.isReady() && sent.get() < 10)
+                    {
+                        requests.onNext(payload(sent.getAndIncrement()));
+                    }
+                    if (sent.get() == 10 && sent.compareAndSet(10, 11))
+                    {
+                        requests.onCompleted();
+                    }
+                });
+            }
+
+            @Override
+            public void onNext(final EchoReply value)
+            {
+                received.incrementAndGet();
+            }
+
+            @Override
+            public void onError(final Throwable t)
+            {
+                done.completeExceptionally(t);
+            }
+
+            @Override
+            public void onCompleted()
+            {
+                done.complete(null);
+            }
+        });
+        done.get(30, TimeUnit.SECONDS);
+        assertThat(received.get()).isEqualTo(10);
+    }
+
     // ------------------------------------------------------------------------------------------------ large messages
 
     @Test

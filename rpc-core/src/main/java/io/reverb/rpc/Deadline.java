@@ -37,7 +37,10 @@ public final class Deadline implements Comparable<Deadline>
      */
     public static Deadline after(final Duration timeout)
     {
-        return after(timeout.toNanos(), TimeUnit.NANOSECONDS, Ticker.SYSTEM);
+        // Duration.toNanos throws beyond about 292 years: such a timeout saturates as a long one does
+        final long nanos = timeout.getSeconds() >= Long.MAX_VALUE / 1_000_000_000L ? Long.MAX_VALUE :
+            timeout.getSeconds() < Long.MIN_VALUE / 1_000_000_000L + 1 ? Long.MIN_VALUE : timeout.toNanos();
+        return after(nanos, TimeUnit.NANOSECONDS, Ticker.SYSTEM);
     }
 
     /**
@@ -50,8 +53,9 @@ public final class Deadline implements Comparable<Deadline>
     {
         final long now = ticker.nanoTime();
         final long nanos = unit.toNanos(amount);
-        // saturate instead of overflowing for "practically never" deadlines
-        final long at = nanos > Long.MAX_VALUE / 2 ? now + Long.MAX_VALUE / 2 : now + nanos;
+        // saturate instead of overflowing, both ways: "practically never", and long past
+        final long at = nanos > Long.MAX_VALUE / 2 ? now + Long.MAX_VALUE / 2 :
+            nanos < -(Long.MAX_VALUE / 2) ? now - Long.MAX_VALUE / 2 : now + nanos;
         return new Deadline(ticker, at);
     }
 

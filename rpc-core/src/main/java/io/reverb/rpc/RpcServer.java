@@ -164,6 +164,11 @@ public final class RpcServer implements AutoCloseable
          * thousands of calls on one connection (the load matrix runs 2048).
          */
         public static final int DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION = 4096;
+        /**
+         * Bytes of request metadata a call may bring unless {@link #maxInboundMetadataSize} says otherwise: 8 KiB, as
+         * grpc-java's servers.
+         */
+        public static final int DEFAULT_MAX_INBOUND_METADATA_SIZE = 8192;
         /** The name the stream handler's calls to methods it did not list are counted under. */
         public static final String OTHER_METHOD = "unlisted/other";
         /** Bytes one connection's compressed requests may hold, copied and inflated, by default: 64 MiB. */
@@ -185,6 +190,7 @@ public final class RpcServer implements AutoCloseable
         private Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;
         private TransportOptions transportOptions = TransportOptions.EMPTY;
         private int maxConcurrentCallsPerConnection = DEFAULT_MAX_CONCURRENT_CALLS_PER_CONNECTION;
+        private int maxInboundMetadataSize = DEFAULT_MAX_INBOUND_METADATA_SIZE;
         private long maxInflatedBytesPerConnection = DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION;
         private long keepAlivePermitNanos;
         private boolean permitKeepAliveWithoutCalls = true;
@@ -428,6 +434,29 @@ public final class RpcServer implements AutoCloseable
         {
             this.transportOptions = Objects.requireNonNull(options, "options");
             return this;
+        }
+
+        /**
+         * @param bytes most request metadata a call may bring (default {@value #DEFAULT_MAX_INBOUND_METADATA_SIZE}),
+         *              counted as gRPC does: per entry its name's and value's bytes and 32. A call with more is
+         *              answered RESOURCE_EXHAUSTED naming the limit, before any handler runs (as grpc-java's
+         *              {@code ServerBuilder.maxInboundMetadataSize}).
+         * @return this.
+         */
+        public Builder maxInboundMetadataSize(final int bytes)
+        {
+            if (bytes <= 0)
+            {
+                throw new IllegalArgumentException("maxInboundMetadataSize must be positive: " + bytes);
+            }
+            this.maxInboundMetadataSize = bytes;
+            return this;
+        }
+
+        /** @return the most request metadata a call may bring, in bytes. */
+        public int maxInboundMetadataSize()
+        {
+            return maxInboundMetadataSize;
         }
 
         /**

@@ -171,7 +171,16 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                 return;
             }
         }
-        responses.subscribe(this);
+        try
+        {
+            responses.subscribe(this);
+        }
+        catch (final RuntimeException e)
+        {
+            // a Publisher whose subscribe throws (against Reactive Streams' rule 1.9, but user code): the call ends
+            // with it, instead of hanging without a status and the exception reaching the transport's thread
+            onError(e);
+        }
     }
 
     private static final int SCALAR_TAKEN = 0;

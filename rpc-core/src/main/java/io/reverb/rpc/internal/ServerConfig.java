@@ -27,6 +27,8 @@ public final class ServerConfig
     final Duration shutdownGracePeriod;
     final TransportOptions transportOptions;
     final int maxConcurrentCallsPerConnection;
+    /** Most request metadata a call may bring (gRPC's count); a call with more is refused. */
+    final int maxInboundMetadataSize;
     final long keepAlivePermitNanos;
     final boolean permitKeepAliveWithoutCalls;
     final long maxConnectionAgeNanos;
@@ -62,7 +64,7 @@ public final class ServerConfig
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
             settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
             settings.minCompressionSize(), settings.maxInflatedBytesPerConnection(), settings.fallbackHandlerRegistry(),
-            streamHandlerOf(settings), settings.streamMethods());
+            streamHandlerOf(settings), settings.streamMethods(), settings.maxInboundMetadataSize());
     }
 
     private static ServerStreamHandler<?> streamHandlerOf(final RpcServer.Builder settings)
@@ -127,7 +129,7 @@ public final class ServerConfig
             shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
             permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
             null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION,
-            null, null, List.of());
+            null, null, List.of(), RpcServer.Builder.DEFAULT_MAX_INBOUND_METADATA_SIZE);
     }
 
     private ServerConfig(final String uri, final List<ServiceDefinition> services,
@@ -138,8 +140,9 @@ public final class ServerConfig
         final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
         final int minCompressionSize, final long maxInflatedBytesPerConnection,
         final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry,
-        final ServerStreamHandler<?> streamHandler, final List<String> streamMethods)
+        final ServerStreamHandler<?> streamHandler, final List<String> streamMethods, final int maxInboundMetadataSize)
     {
+        this.maxInboundMetadataSize = maxInboundMetadataSize;
         this.fallbackHandlerRegistry = fallbackHandlerRegistry;
         this.streamHandler = streamHandler;
         this.streamMethods = List.copyOf(streamMethods);

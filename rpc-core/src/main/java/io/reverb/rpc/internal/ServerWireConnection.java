@@ -6,9 +6,11 @@ import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.compression.Codec;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.wire.CallFlyweight;
+import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
 import java.nio.ByteBuffer;
@@ -38,7 +40,15 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
     private final CallFlyweight inCall = new CallFlyweight(); // the transport's thread only
     /** Start of the RESOURCE_EXHAUSTED description of a call over the limit; clients recognise it as a refusal. */
     static final String TOO_MANY_CALLS = "too many concurrent calls on this connection: limit ";
+    /** Start of the RESOURCE_EXHAUSTED description of a call refused while the client reads nothing of the answers. */
+    static final String NOT_READING = "the client is not reading its answers (";
+    /**
+     * Frames waiting behind back-pressure beyond which new calls are refused (their answers would wait as well). Far
+     * above what calls within their limits queue while a client reads; calls already running go on.
+     */
+    static final int MAX_QUEUED_FOR_NEW_CALLS = 65_536;
     private final int maxConcurrentCalls;
+    private final int maxInboundMetadataSize;
     private final KeepAliveEnforcer keepAlive;
     private static final Status SHUTTING_DOWN = Status.OK.withDescription("server shutting down");
     private volatile Disposable ageTimer;
@@ -76,6 +86,7 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         this.deferStarts = server.handlerScheduler() == null && connection.signalsReadComplete();
         readBatchesSignalled(connection.signalsReadComplete());
         this.maxConcurrentCalls = config.maxConcurrentCallsPerConnection;
+        this.maxInboundMetadataSize = config.maxInboundMetadataSize;
         this.inflationBudget = new InflationBudget(config.maxInflatedBytesPerConnection);
         this.inflationLane = new InflationLane(this, inflationBudget, config.maxInboundMessageSize, server.inflater());
         // enforcement is on when a minimum gap is set or PINGs without calls are refused
@@ -215,7 +226,12 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {
-                    ((ServerCall<?, ?>)stream).onCancel(Status.fromCodeValue(code).withDescription("cancelled by the client"));
+                    // always CANCELLED, as grpc-java's servers see a client's RST_STREAM: the code is the client's
+                    // word (any value, OK included) and would otherwise be recorded as the call's outcome
+                    final Status said = Status.fromCodeValue(code);
+                    ((ServerCall<?, ?>)stream).onCancel(Status.CANCELLED.withDescription(
+                        said.code() == StatusCode.CANCELLED ? "cancelled by the client" :
+                        "cancelled by the client (its reason: " + said.code() + ")"));
                 }
                 return;
             }
@@ -225,6 +241,22 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             default:
                 onCommonFrame(type, flags, streamId, buffer, start, end);
         }
+    }
+
+    /**
+     * The name of a method no service lists, read from the CALL: it goes into statuses, meters and log lines, so a byte
+     * outside printable ASCII (a line break, an escape sequence) is a protocol error. Listed methods are matched on the
+     * frame's bytes and never read as text.
+     */
+    private static String methodName(final CallFlyweight call) throws ProtocolException
+    {
+        final String name = call.method();
+        for (int i = 0; i < name.length(); i++)
+        {
+            final char c = name.charAt(i);
+            FrameCodec.check(c > ' ' && c < 0x7F, "method name with a byte outside printable ASCII");
+        }
+        return name;
     }
 
     private void onCall(final int streamId, final ByteBuffer buffer, final int start, final int end)
@@ -242,20 +274,25 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         final CallFlyweight call = inCall.wrap(buffer, start).validate(end);
         final long timeoutNanos = call.timeoutNanos();
         final int initialRequestN = call.initialRequestN();
-        final Metadata metadata = readMetadataOrNull(buffer, call.metadataOffset(), end);
-        ServiceDefinition.ServerMethodDefinition<?, ?> definition =
+        final long metadataSize = FrameCodec.metadataSize(buffer, call.metadataOffset(), end);
+        // refused before anything of it is made (a peer's metadata is held for the whole call)
+        final Status metadataTooLarge = metadataSize <= maxInboundMetadataSize ? null : Status.RESOURCE_EXHAUSTED
+            .withDescription("request metadata of " + metadataSize + " bytes is over the server's limit of " +
+            maxInboundMetadataSize + " (RpcServer.Builder.maxInboundMetadataSize)");
+        final Metadata metadata = metadataTooLarge != null ? null : readMetadataOrNull(buffer, call.metadataOffset(), end);
+        ServiceDefinition.ServerMethodDefinition<?, ?> definition = metadataTooLarge != null ? null :
             server.methods().find(buffer, call.methodOffset(), call.methodLength());
-        Status notFound = null;
+        Status notFound = metadataTooLarge;
         MethodDescriptor<Object, Object> streamMethod = null;
         String streamMethodName = null;
-        if (definition == null)
+        if (definition == null && notFound == null)
         {
             // the services first, then the fallback registry (user code: asked outside the stream map's monitor),
             // then the stream handler
             String method = null;
             if (server.hasFallback())
             {
-                method = call.method();
+                method = methodName(call);
                 try
                 {
                     definition = server.fallbackMethod(method);
@@ -271,13 +308,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 streamMethod = server.streamMethod(buffer, call.methodOffset(), call.methodLength());
                 // a listed method's name is its descriptor's (no String per call); another's is read from the frame
                 streamMethodName = !RpcServer.Builder.OTHER_METHOD.equals(streamMethod.fullMethodName()) ?
-                    streamMethod.fullMethodName() : method != null ? method : call.method();
+                    streamMethod.fullMethodName() : method != null ? method : methodName(call);
             }
             else if (definition == null && notFound == null)
             {
                 if (method == null)
                 {
-                    method = call.method();
+                    method = methodName(call);
                 }
                 final int slash = method.lastIndexOf('/');
                 final String service = slash > 0 ? method.substring(0, slash) : method;
@@ -299,21 +336,29 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             lastStreamId = streamId;
             if (draining)
             {
-                write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED,
+                writeReply(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED,
                     Status.UNAVAILABLE.withDescription("server is shutting down"), null));
                 return;
             }
             if (maxConcurrentCalls != Integer.MAX_VALUE && streams.size() >= maxConcurrentCalls)
             {
                 // refused before any handler ran: a balancing client retries it on another replica
-                write(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED
+                writeReply(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED
                     .withDescription(TOO_MANY_CALLS + maxConcurrentCalls +
                     " (RpcServer.Builder.maxConcurrentCallsPerConnection)"), null));
                 return;
             }
+            if (queuedFrames() >= MAX_QUEUED_FOR_NEW_CALLS)
+            {
+                // a call ends (and leaves the stream map) when its last frames are queued, not when they leave: a
+                // client that sends calls and reads nothing would queue their answers without end
+                writeReply(new OutboundFrame.StatusFrame(streamId, FrameType.Flags.REFUSED, Status.RESOURCE_EXHAUSTED
+                    .withDescription(NOT_READING + MAX_QUEUED_FOR_NEW_CALLS + " frames wait to be sent)"), null));
+                return;
+            }
             if (notFound != null)
             {
-                write(new OutboundFrame.StatusFrame(streamId, notFound, null));
+                writeReply(new OutboundFrame.StatusFrame(streamId, notFound, null));
                 return;
             }
             serverCall = streamMethod != null ?

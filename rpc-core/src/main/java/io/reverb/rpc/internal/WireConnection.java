@@ -168,7 +168,7 @@ abstract class WireConnection extends WireWriter
                 {
                     if (acceptPing())
                     {
-                        write(new OutboundFrame.Control(FrameType.PING, FrameType.Flags.ACK, 0, payload));
+                        writeReply(new OutboundFrame.Control(FrameType.PING, FrameType.Flags.ACK, 0, payload));
                     }
                 }
                 else
@@ -330,6 +330,26 @@ abstract class WireConnection extends WireWriter
     boolean acceptPing()
     {
         return true;
+    }
+
+    /**
+     * Writes a reply the peer provoked (a PING's ACK, the STATUS of a call refused or not found). A peer that keeps
+     * provoking them and reads none would queue them behind back-pressure without end: once
+     * {@link WireWriter#MAX_QUEUED_REPLIES} wait, the connection is closed instead (its calls fail UNAVAILABLE).
+     *
+     * @param frame the reply.
+     */
+    final void writeReply(final OutboundFrame frame)
+    {
+        if (mayQueueReply())
+        {
+            write(new Reply(frame));
+            return;
+        }
+        PEER_LOG.log("replies not read", "peer " + peer() + " sends faster than it reads: " + MAX_QUEUED_REPLIES +
+            " replies wait unread; closing the connection", null);
+        closeWithError(Status.UNAVAILABLE.withDescription("the peer did not read its replies (" + MAX_QUEUED_REPLIES +
+            " waiting); connection closed"));
     }
 
     /**

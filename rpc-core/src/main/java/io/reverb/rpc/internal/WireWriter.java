@@ -37,6 +37,42 @@ abstract class WireWriter implements ConnectionHandler
      * eager limit (4 KiB, one SEND), so that coalescing never turns small frames into a rendezvous.
      */
     static final int COALESCE_LIMIT = 4096;
+    /**
+     * Replies the peer provoked (PING ACKs, the STATUS of a call refused or not found) that may wait behind
+     * back-pressure: a peer that keeps sending and stops reading would otherwise grow the queue until the heap is gone
+     * (the ping and reset floods of HTTP/2; Netty's {@code maxQueuedControlFrames} is the same bound). One more closes
+     * the connection ({@link WireConnection#writeReply}).
+     */
+    static final int MAX_QUEUED_REPLIES = 10_000;
+
+    /** A reply the peer provoked: counted while it waits in the queue (see {@link #MAX_QUEUED_REPLIES}). */
+    static final class Reply implements OutboundFrame
+    {
+        final OutboundFrame frame;
+
+        Reply(final OutboundFrame frame)
+        {
+            this.frame = frame;
+        }
+
+        @Override
+        public int length()
+        {
+            return frame.length();
+        }
+
+        @Override
+        public void encode(final FrameEncoder encoder, final ByteBuffer buffer, final int offset)
+        {
+            frame.encode(encoder, buffer, offset);
+        }
+
+        @Override
+        public void failed(final Status status)
+        {
+            frame.failed(status);
+        }
+    }
 
     final StreamMap streams = new StreamMap();
     volatile Connection connection;
@@ -47,6 +83,10 @@ abstract class WireWriter implements ConnectionHandler
     private final WriteClaim claim = new WriteClaim();
     private final FrameEncoder encoder = new FrameEncoder();
     private final ArrayDeque<OutboundFrame> pending = new ArrayDeque<>();
+    /** Frames in {@link #pending} (written under writeLock, read by any thread). */
+    private volatile int queuedFrames;
+    /** {@link Reply} frames in {@link #pending}; guarded by writeLock. */
+    private int queuedReplies;
     /** Guarded by writeLock: close the transport connection once {@link #pending} has been written out. */
     private boolean closeWhenFlushed;
     private Throwable encodeFailure;
@@ -321,7 +361,7 @@ abstract class WireWriter implements ConnectionHandler
                 {
                     for (int k = i; k < j; k++)
                     {
-                        pending.addLast(frames[k]);
+                        enqueueLocked(frames[k]);
                     }
                 }
                 else if (result != ClaimResult.OK)
@@ -451,16 +491,52 @@ abstract class WireWriter implements ConnectionHandler
     {
         if (!pending.isEmpty())
         {
-            pending.addLast(frame);
+            enqueueLocked(frame);
             return ClaimResult.OK;
         }
         final int result = writeNow(frame);
         if (result == ClaimResult.BACK_PRESSURED)
         {
-            pending.addLast(frame);
+            enqueueLocked(frame);
             return ClaimResult.OK;
         }
         return result;
+    }
+
+    // guarded by writeLock
+    private void enqueueLocked(final OutboundFrame frame)
+    {
+        pending.addLast(frame);
+        queuedFrames = pending.size();
+        if (frame instanceof Reply)
+        {
+            queuedReplies++;
+        }
+    }
+
+    // guarded by writeLock: the frame just taken out of pending
+    private void dequeuedLocked(final OutboundFrame frame)
+    {
+        queuedFrames = pending.size();
+        if (frame instanceof Reply)
+        {
+            queuedReplies--;
+        }
+    }
+
+    /** @return frames waiting behind back-pressure (any thread; a snapshot). */
+    final int queuedFrames()
+    {
+        return queuedFrames;
+    }
+
+    /** @return true if another reply the peer provoked may wait behind back-pressure (see {@link #MAX_QUEUED_REPLIES}). */
+    final boolean mayQueueReply()
+    {
+        synchronized (writeLock)
+        {
+            return queuedReplies < MAX_QUEUED_REPLIES;
+        }
     }
 
     // guarded by writeLock
@@ -574,6 +650,7 @@ abstract class WireWriter implements ConnectionHandler
                     break;
                 }
                 pending.pollFirst();
+                dequeuedLocked(frame);
                 if (result != ClaimResult.OK)
                 {
                     if (failures == null)
@@ -623,7 +700,12 @@ abstract class WireWriter implements ConnectionHandler
                     return true;
                 }
             }
-            return pending.removeFirstOccurrence(frame);
+            final boolean removed = pending.removeFirstOccurrence(frame);
+            if (removed)
+            {
+                dequeuedLocked(frame);
+            }
+            return removed;
         }
     }
 
@@ -632,6 +714,8 @@ abstract class WireWriter implements ConnectionHandler
         synchronized (writeLock)
         {
             pending.clear();
+            queuedFrames = 0;
+            queuedReplies = 0;
             if (corkedCount > 0)
             {
                 Arrays.fill(corked, 0, corkedCount, null);

@@ -149,8 +149,16 @@ public final class BalancedChannel extends RpcChannel
             @Override
             public Subchannel createSubchannel(final URI address, final SubchannelStateListener listener)
             {
+                final ChannelSubchannel[] made = new ChannelSubchannel[1];
                 final ChannelSubchannel subchannel = new ChannelSubchannel(address, listener, factory, serializer, timer,
-                    healthService);
+                    healthService, () ->
+                    {
+                        synchronized (all)
+                        {
+                            all.remove(made[0]);
+                        }
+                    });
+                made[0] = subchannel;
                 synchronized (all)
                 {
                     all.add(subchannel);
@@ -293,6 +301,15 @@ public final class BalancedChannel extends RpcChannel
         if (run != null)
         {
             run.forEach(Runnable::run);
+        }
+    }
+
+    /** @return the subchannels this channel still holds, shut down or not (tests: retired ones must go). */
+    int subchannelsHeld()
+    {
+        synchronized (all)
+        {
+            return all.size();
         }
     }
 

@@ -44,6 +44,9 @@ final class ChannelSubchannel implements Subchannel
     private final Scheduler timer;
     private final String healthService;
     private final SubchannelReadiness readiness;
+    /** Told once this subchannel is shut down and its connector closed: the channel forgets it. */
+    private final Runnable retired;
+    private boolean retiredTold;
 
     // read from any thread, written on the serializer
     private volatile ConnectivityState state = ConnectivityState.IDLE;
@@ -57,8 +60,9 @@ final class ChannelSubchannel implements Subchannel
 
     ChannelSubchannel(final URI address, final SubchannelStateListener listener,
         final Function<URI, SubchannelConnector> connectorFactory, final Executor serializer, final Scheduler timer,
-        final String healthService)
+        final String healthService, final Runnable retired)
     {
+        this.retired = retired;
         this.address = address;
         this.listener = listener;
         this.connectorFactory = connectorFactory;
@@ -281,9 +285,18 @@ final class ChannelSubchannel implements Subchannel
     private void closeWhenIdle()
     {
         final SubchannelConnector c = connector;
-        if (c != null && load.outstanding() == 0 && !c.isClosed())
+        if (load.outstanding() != 0)
+        {
+            return;
+        }
+        if (c != null && !c.isClosed())
         {
             c.close(); // no call of ours is running on it: nothing is failed by closing
+        }
+        if (!retiredTold)
+        {
+            retiredTold = true;
+            retired.run(); // nothing of it is left to close: a channel whose addresses keep changing does not grow
         }
     }
 

@@ -30,6 +30,9 @@ final class SerializingExecutor implements Executor
         {
             return; // the thread draining will run it
         }
+        // an Error is caught too (a policy's AssertionError, a StackOverflowError): the drain must go on, or every
+        // later task (resolver results, state changes, close) would wait for ever; a VM error is rethrown after it
+        Error fatal = null;
         do
         {
             final Runnable next = tasks.poll();
@@ -37,11 +40,19 @@ final class SerializingExecutor implements Executor
             {
                 next.run();
             }
-            catch (final RuntimeException e)
+            catch (final RuntimeException | Error e)
             {
                 TASK_FAILURES.log("load-balancing task", "load-balancing task failed", e);
+                if (e instanceof VirtualMachineError && !(e instanceof StackOverflowError) && fatal == null)
+                {
+                    fatal = (Error)e;
+                }
             }
         }
         while (pending.decrementAndGet() != 0);
+        if (fatal != null)
+        {
+            throw fatal;
+        }
     }
 }

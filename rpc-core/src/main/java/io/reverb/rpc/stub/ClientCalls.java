@@ -109,9 +109,13 @@ public final class ClientCalls
 
     private static <Resp> Mono<Resp> single(final Flux<Resp> responses, final MethodDescriptor<?, Resp> method)
     {
+        // a second response is the server's error, reported as grpc-java and the unary path do (INTERNAL), not as
+        // Reactor's IndexOutOfBoundsException; take(2) cancels the call when it comes
         return responses
-            .singleOrEmpty()
-            .switchIfEmpty(Mono.error(() -> Status.INTERNAL
-                .withDescription("No value received for " + method.fullMethodName()).asException()));
+            .take(2)
+            .collectList()
+            .flatMap(values -> values.size() == 1 ? Mono.just(values.get(0)) : Mono.error(Status.INTERNAL
+                .withDescription((values.isEmpty() ? "No value" : "More than one value") + " received for " +
+                method.fullMethodName()).asException()));
     }
 }

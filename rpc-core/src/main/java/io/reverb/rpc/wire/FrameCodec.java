@@ -80,6 +80,38 @@ public final class FrameCodec
     }
 
     /**
+     * The size of a metadata block as gRPC counts it against {@code maxInboundMetadataSize} (per entry: its name's and
+     * value's bytes and 32), read without making anything of it.
+     *
+     * @param buffer source.
+     * @param offset where the block starts.
+     * @param limit  end of the frame.
+     * @return the size.
+     * @throws ProtocolException if the block is malformed.
+     */
+    public static long metadataSize(final ByteBuffer buffer, final int offset, final int limit) throws ProtocolException
+    {
+        check(offset + 2 <= limit, "metadata block truncated");
+        final int count = buffer.getShort(offset) & 0xFFFF;
+        long size = 0;
+        int at = offset + 2;
+        for (int i = 0; i < count; i++)
+        {
+            check(at + 2 <= limit, "metadata entry truncated");
+            final int nameLength = buffer.getShort(at) & 0xFFFF;
+            at += 2;
+            check(nameLength > 0 && at + nameLength + 4 <= limit, "metadata name truncated");
+            at += nameLength;
+            final int valueLength = buffer.getInt(at);
+            at += 4;
+            check(valueLength >= 0 && valueLength <= limit - at, "metadata value truncated");
+            at += valueLength;
+            size += nameLength + (long)valueLength + 32;
+        }
+        return size;
+    }
+
+    /**
      * @param buffer source.
      * @param offset where the block starts.
      * @param limit  end of the frame.

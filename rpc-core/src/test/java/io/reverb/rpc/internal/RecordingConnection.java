@@ -21,6 +21,8 @@ class RecordingConnection implements Connection, WriteClaim.Committer
     final List<byte[]> messages = new ArrayList<>();
     final List<List<String>> monitorsAtClaim = new ArrayList<>();
     private final boolean signalsReadComplete;
+    /** While set, every claim is back-pressured (a peer that reads nothing). */
+    volatile boolean backPressured;
 
     /** A connection that does not signal batch ends (as most transports). */
     RecordingConnection()
@@ -43,6 +45,10 @@ class RecordingConnection implements Connection, WriteClaim.Committer
     @Override
     public int tryClaim(final int length, final WriteClaim claim)
     {
+        if (backPressured)
+        {
+            return ClaimResult.BACK_PRESSURED;
+        }
         final List<String> held = new ArrayList<>();
         for (final MonitorInfo monitor : ManagementFactory.getThreadMXBean()
             .getThreadInfo(new long[]{Thread.currentThread().getId()}, true, false)[0].getLockedMonitors())

@@ -1,6 +1,7 @@
 package io.reverb.rpc.internal;
 
 import io.reverb.rpc.Marshaller;
+import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameCodec;
@@ -27,6 +28,16 @@ final class WireFrames
         final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(CallFlyweight.frameLength(method.fullMethodName(),
             null)));
         final int end = encoder.call(buffer, 0, streamId, method.fullMethodName(), -1, initialRequestN, null);
+        return Arrays.copyOf(buffer.array(), end);
+    }
+
+    /** @return a CALL frame without deadline, with the metadata given. */
+    byte[] call(final int streamId, final MethodDescriptor<?, ?> method, final int initialRequestN,
+        final Metadata metadata)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(CallFlyweight.frameLength(method.fullMethodName(),
+            metadata)));
+        final int end = encoder.call(buffer, 0, streamId, method.fullMethodName(), -1, initialRequestN, metadata);
         return Arrays.copyOf(buffer.array(), end);
     }
 
@@ -58,6 +69,24 @@ final class WireFrames
     {
         final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER));
         encoder.header(buffer, 0, FrameEncoder.HEADER, FrameType.HALF_CLOSE, 0, streamId);
+        return buffer.array();
+    }
+
+    /** @return a CANCEL frame carrying the code the client gives. */
+    byte[] cancel(final int streamId, final int code)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + 4));
+        final int body = encoder.header(buffer, 0, FrameEncoder.HEADER + 4, FrameType.CANCEL, 0, streamId);
+        buffer.putInt(body, code);
+        return buffer.array();
+    }
+
+    /** @return a PING frame (not an ACK). */
+    byte[] ping(final long payload)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + 8));
+        final int body = encoder.header(buffer, 0, FrameEncoder.HEADER + 8, FrameType.PING, 0, 0);
+        buffer.putLong(body, payload);
         return buffer.array();
     }
 

@@ -336,6 +336,40 @@ class BalancedChannelTest
     }
 
     @Test
+    void shouldForgetSubchannelsOnceTheyAreShutDownAndClosed()
+    {
+        // a resolver whose answers keep changing: each update shuts the last subchannel down and makes a new one
+        final List<String> uris = start(2);
+        final NameResolver.Listener[] listener = new NameResolver.Listener[1];
+        final NameResolver resolver = new NameResolver()
+        {
+            @Override
+            public void start(final Listener l)
+            {
+                listener[0] = l;
+                l.onAddresses(List.of(URI.create(uris.get(0))));
+            }
+
+            @Override
+            public void refresh()
+            {
+            }
+
+            @Override
+            public void shutdown()
+            {
+            }
+        };
+        channel = new BalancedChannel(RpcChannel.builder("test:").loadBalancingPolicy("round_robin"), resolver);
+        for (int i = 1; i <= 200; i++)
+        {
+            listener[0].onAddresses(List.of(URI.create(uris.get(i % 2))));
+            assertThat(call()).as("served throughout").isNotEmpty();
+        }
+        Await.until("only the live subchannel held", TIMEOUT, () -> channel.subchannelsHeld() == 1);
+    }
+
+    @Test
     void shouldFailFastNamingTheErrorWhenNoReplicaCanBeReached()
     {
         channel = (BalancedChannel) RpcChannel.builder(List.of("inproc://" + ReplicaServers.newName("nobody"))).build();
