@@ -41,6 +41,12 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     // responses (handler output), guarded by this
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
+    /** Demand that REQUEST_N frames brought, for the handler's worker to request (guarded by this). */
+    private long demandForWorker;
+    /** A task requesting {@link #demandForWorker} is queued on the worker (guarded by this). */
+    private boolean demandTaskQueued;
+    /** That task, made once (the transport's thread only). */
+    private Runnable demandTask;
 
     @SuppressWarnings("unchecked")
     ReactorServerCall(final ServerWireConnection connection, final ServerRuntime server, final int streamId,
@@ -706,7 +712,39 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         }
         else
         {
-            execute(() -> requestResponses(demand));
+            // one task at a time carries the demand: a client sending REQUEST_N after REQUEST_N while the handler's
+            // executor is busy adds to it instead of queueing a task per frame there
+            synchronized (this)
+            {
+                demandForWorker = addCap(demandForWorker, demand);
+                if (demandTaskQueued)
+                {
+                    return;
+                }
+                demandTaskQueued = true;
+            }
+            Runnable task = demandTask;
+            if (task == null)
+            {
+                task = this::requestQueuedDemand;
+                demandTask = task;
+            }
+            execute(task);
+        }
+    }
+
+    private void requestQueuedDemand()
+    {
+        final long demand;
+        synchronized (this)
+        {
+            demand = demandForWorker;
+            demandForWorker = 0;
+            demandTaskQueued = false;
+        }
+        if (demand > 0)
+        {
+            requestResponses(demand);
         }
     }
 

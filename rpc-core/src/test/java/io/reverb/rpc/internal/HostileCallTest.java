@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.MethodDescriptor;
@@ -17,11 +18,17 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -99,6 +106,57 @@ class HostileCallTest
         assertThat(context.get().cancellationStatus().code()).as("not the OK the client sent")
             .isEqualTo(StatusCode.CANCELLED);
         assertThat(context.get().cancellationStatus().description()).contains("its reason: OK");
+    }
+
+    @Test
+    void shouldCarryAFloodOfRequestNToTheHandlersExecutorInFewTasks() throws Exception
+    {
+        // a handler executor busy elsewhere; the client sends REQUEST_N after REQUEST_N: one task at a time carries
+        // their demand (it was a task per frame, queued without bound)
+        final ExecutorService pool = Executors.newSingleThreadExecutor();
+        final CountDownLatch busy = new CountDownLatch(1);
+        final AtomicInteger tasks = new AtomicInteger();
+        try
+        {
+            pool.execute(() ->
+            {
+                try
+                {
+                    busy.await();
+                }
+                catch (final InterruptedException e)
+                {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            final Scheduler scheduler = Schedulers.fromExecutor(task ->
+            {
+                tasks.incrementAndGet();
+                pool.execute(task);
+            });
+            final ServiceDefinition service = ServiceDefinition.builder(TestService.SERVICE)
+                .addMethod(TestService.NEVER, ServerCalls.serverStreaming(request -> Flux.never())).build();
+            final ServerRuntime runtime = new ServerRuntime(new ServerConfig("inproc://unused", List.of(service),
+                List.of(), scheduler, Schedulers.parallel(), RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE, null,
+                Duration.ZERO, TransportOptions.EMPTY));
+            final RecordingConnection transport = new RecordingConnection(false);
+            final ServerWireConnection connection = new ServerWireConnection(runtime, transport);
+            connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(frames.call(1, TestService.NEVER, 1),
+                frames.message(1, ProtoMarshaller.of(Int32Value.getDefaultInstance()), Int32Value.of(1), false),
+                frames.halfClose(1))));
+            final int before = tasks.get();
+            for (int i = 0; i < 10_000; i++)
+            {
+                connection.onMessage(transport, ByteBuffer.wrap(frames.requestN(1, 1)));
+            }
+            assertThat(tasks.get() - before).as("tasks for 10,000 REQUEST_N frames").isLessThanOrEqualTo(1);
+        }
+        finally
+        {
+            busy.countDown();
+            pool.shutdown();
+            assertThat(pool.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
     }
 
     @Test

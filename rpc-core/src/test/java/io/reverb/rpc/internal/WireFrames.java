@@ -81,6 +81,15 @@ final class WireFrames
         return buffer.array();
     }
 
+    /** @return a REQUEST_N frame. */
+    byte[] requestN(final int streamId, final int n)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + 4));
+        final int body = encoder.header(buffer, 0, FrameEncoder.HEADER + 4, FrameType.REQUEST_N, 0, streamId);
+        buffer.putInt(body, n);
+        return buffer.array();
+    }
+
     /** @return a PING frame (not an ACK). */
     byte[] ping(final long payload)
     {
