@@ -174,21 +174,32 @@ final class ShmFiles
     }
 
     /**
-     * Creates a new file of {@code size} zero bytes, mode 0600, and maps it read-write.
+     * Creates a new file of {@code size} zero bytes, mode 0600, and maps it read-write. The zeros are written, not left
+     * as holes: a sparse file on a tmpfs another user has filled maps fine and raises SIGBUS at the first touch of a
+     * page (an {@code InternalError} in whichever thread copies into it, this process's or the peer's); written, a
+     * full file system is an {@code IOException} here, and the file is removed.
      */
     static MappedByteBuffer createAndMap(final Path file, final long size) throws IOException
     {
         try (FileChannel channel = FileChannel.open(
             file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE), FILE_ATTRIBUTE))
         {
-            // tmpfs hands out zero pages: no need to write the content.
-            channel.truncate(size);
-            if (channel.size() != size)
+            try
             {
-                // truncate() only shrinks: grow by writing the last byte.
-                channel.write(ByteBuffer.allocate(1), size - 1);
+                final ByteBuffer zeros = ByteBuffer.allocate((int)Math.min(size, 64 * 1024));
+                long position = 0;
+                while (position < size)
+                {
+                    zeros.clear().limit((int)Math.min(zeros.capacity(), size - position));
+                    position += channel.write(zeros, position);
+                }
+                return channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
             }
-            return channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
+            catch (final IOException | RuntimeException ex)
+            {
+                deleteQuietly(file);
+                throw ex;
+            }
         }
     }
 
