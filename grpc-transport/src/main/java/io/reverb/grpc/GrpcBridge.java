@@ -13,6 +13,7 @@ import io.reverb.rpc.retry.CallFailureCause;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -54,6 +55,31 @@ final class GrpcBridge
             default:
                 return false;
         }
+    }
+
+    private static final byte[] GZIP = "gzip".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] IDENTITY = "identity".getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * A grpc-java call's request headers for the Reverb wire: {@link #toReverb}, and its {@code grpc-accept-encoding}
+     * kept unless it is grpc-java's default ({@code gzip}, which the server side assumes when none comes,
+     * {@link #serverHeaders}). A channel that decompresses nothing sends none, and is then said to accept
+     * {@code identity} only: the server must not compress for it (over Netty it does not either).
+     *
+     * @param grpc the call's headers.
+     * @return Reverb metadata, or null when nothing is left (the common case).
+     */
+    static Metadata requestHeaders(final io.grpc.Metadata grpc)
+    {
+        final byte[] accepted = grpc == null ? null : grpc.get(GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY);
+        final Metadata reverb = toReverb(grpc);
+        if (accepted != null && Arrays.equals(accepted, GZIP))
+        {
+            return reverb;
+        }
+        final Metadata carried = reverb != null ? reverb : new Metadata();
+        carried.putRaw(GrpcUtil.MESSAGE_ACCEPT_ENCODING, accepted != null ? accepted : IDENTITY);
+        return carried;
     }
 
     /**

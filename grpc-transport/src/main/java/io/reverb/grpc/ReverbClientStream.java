@@ -83,7 +83,7 @@ final class ReverbClientStream extends CallbackSerializer
     private Codec compressor;
     private boolean messageCompression = true;
     /** grpc-java's listener: set by {@link #start}, before the Reverb stream exists. */
-    private ClientStreamListener listener;
+    private volatile ClientStreamListener listener;
     /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
     private volatile io.reverb.rpc.transport.stream.ClientStream<InputStream> stream;
@@ -185,8 +185,14 @@ final class ReverbClientStream extends CallbackSerializer
     public void start(final ClientStreamListener listener)
     {
         this.listener = listener;
+        if (cancelling)
+        {
+            // cancelled between newStream and start (the transport's shutdownNow): closed now, nothing sent
+            close(cancelReason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
+            return;
+        }
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata and Deadline are imported, Reverb's are spelled out
-        final io.reverb.rpc.Metadata metadata = GrpcBridge.toReverb(headers);
+        final io.reverb.rpc.Metadata metadata = GrpcBridge.requestHeaders(headers);
         // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
         CallOptions options = metadata == null ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
         if (deadline != null)
@@ -212,6 +218,11 @@ final class ReverbClientStream extends CallbackSerializer
             transport.streams().newStream(method, options, this);
         // CHECKSTYLE.ON: InlineFullyQualifiedName
         stream = started;
+        if (cancelling)
+        {
+            started.cancel(GrpcBridge.toReverb(cancelReason)); // a cancel that came while the stream was being made
+            return;
+        }
         if (!unary && started.isReady())
         {
             // as grpc-java's transports once the stream exists (Netty: allocated): a client that writes only from
@@ -296,10 +307,12 @@ final class ReverbClientStream extends CallbackSerializer
                 });
             }
         }
-        else
+        else if (listener != null)
         {
+            // start is making the Reverb stream now: it cancels it when made; the listener is closed here
             close(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
         }
+        // else not started: start closes it (grpc-java's listener does not exist before start)
     }
 
     /**

@@ -459,6 +459,22 @@ abstract class AbstractTransportContractTest
     }
 
     @Test
+    void clientShutdownNowBeforeStartClosesTheStreamOnceStarted() throws Exception
+    {
+        // grpc-java's shutdownNow may come between newStream and start (ManagedChannel.shutdownNow during traffic)
+        final ClientStream stream = client.newStream(BIDI, new Metadata(), CallOptions.DEFAULT,
+            new ClientStreamTracer[] {new ClientStreamTracer()
+            {
+            }});
+        client.shutdownNow(Status.UNAVAILABLE.withDescription("test shutdownNow before start"));
+        final ClientRecording clientListener = clientListener();
+        stream.start(clientListener);
+        assertThat(clientListener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
+        roundTrip();
+        assertThat(clientListener.closedCount.get()).isOne();
+    }
+
+    @Test
     void serverShutdownNowEndsItsStreamsOnBothSides() throws Exception
     {
         final ClientRecording clientListener = clientListener();

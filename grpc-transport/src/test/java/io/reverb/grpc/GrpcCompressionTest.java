@@ -142,6 +142,32 @@ class GrpcCompressionTest
     }
 
     @Test
+    void shouldNotCompressResponsesForAChannelThatDecompressesNothing() throws Exception
+    {
+        // grpc-java sends no grpc-accept-encoding from such a channel; the server side assumed gzip and compressed,
+        // and the call failed INTERNAL "Can't find decompressor for gzip" (over Netty it succeeds uncompressed)
+        start(4 << 20);
+        final ManagedChannel bare = ReverbChannelBuilder.forTarget(address)
+            .decompressorRegistry(DecompressorRegistry.emptyInstance()).build();
+        try
+        {
+            final EchoRequest request = text(64 * 1024);
+            final Metadata headers = new Metadata();
+            headers.put(RESPOND_WITH, "gzip");
+            final EchoReply reply = EchoGrpc.newBlockingStub(bare)
+                .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(headers)).unary(request);
+
+            assertThat(reply.getPayload()).isEqualTo(request.getPayload());
+            assertThat(serverGzip.compressed.get()).as("the response went as it is").isZero();
+        }
+        finally
+        {
+            bare.shutdownNow();
+            assertThat(bare.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
     void shouldFailACallWithACompressorTheChannelLacksAsGrpcJavaDoes()
     {
         start(4 << 20);

@@ -226,12 +226,14 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 final RpcStream stream = streams.get(streamId);
                 if (stream != null)
                 {
-                    // always CANCELLED, as grpc-java's servers see a client's RST_STREAM: the code is the client's
-                    // word (any value, OK included) and would otherwise be recorded as the call's outcome
-                    final Status said = Status.fromCodeValue(code);
-                    ((ServerCall<?, ?>)stream).onCancel(Status.CANCELLED.withDescription(
-                        said.code() == StatusCode.CANCELLED ? "cancelled by the client" :
-                        "cancelled by the client (its reason: " + said.code() + ")"));
+                    // the code is the client's word and becomes the call's recorded outcome: CANCELLED, or
+                    // DEADLINE_EXCEEDED (the client's deadline, which the server's own timer would end it with);
+                    // anything else (OK included) is recorded as CANCELLED, the client's reason kept in the text
+                    final StatusCode said = Status.fromCodeValue(code).code();
+                    ((ServerCall<?, ?>)stream).onCancel(said == StatusCode.CANCELLED ||
+                        said == StatusCode.DEADLINE_EXCEEDED ? Status.fromCode(said).withDescription(
+                        "cancelled by the client") : Status.CANCELLED.withDescription(
+                        "cancelled by the client (its reason: " + said + ")"));
                 }
                 return;
             }

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * A subchannel's connector (the subchannel layer's connection half, as grpc-java's {@code InternalSubchannel}): the
@@ -53,6 +54,7 @@ public final class SubchannelConnector extends ClientCallStarter
     private final List<ClientCall<?, ?>> waiters = new ArrayList<>();
     private volatile Runnable connectionLostListener;
     private volatile Runnable stateListener;
+    private volatile Consumer<Status> connectFailedListener;
     private Status lastFailure;
     private long nextAttemptNanos;
     private long lastFailureNanos;
@@ -91,6 +93,43 @@ public final class SubchannelConnector extends ClientCallStarter
     public void onStateChange(final Runnable listener)
     {
         this.stateListener = listener;
+    }
+
+    /**
+     * @param listener told (on a transport or timer thread, never under this connector's lock) each time an attempt
+     *                 to connect failed and counts as a failure (not one within the grace after a GOAWAY), with its
+     *                 status; replaces the previous one.
+     */
+    public void onConnectFailed(final Consumer<Status> listener)
+    {
+        this.connectFailedListener = listener;
+    }
+
+    /**
+     * Hands the wait-for-ready calls that wait here for a connection back to their channel: each fails as not sent
+     * (its channel picks again, another replica if one is ready). Called when this connector's replica is found
+     * unreachable while others serve, so that such calls do not stay with it until their deadline.
+     *
+     * @param status the attempt's failure, carrying {@link CallFailureCause} CONNECT_FAILED.
+     * @return how many calls were handed back.
+     */
+    public int releaseWaiters(final Status status)
+    {
+        final List<ClientCall<?, ?>> release;
+        synchronized (this)
+        {
+            if (closed || connecting || waiters.isEmpty())
+            {
+                return 0;
+            }
+            release = new ArrayList<>(waiters);
+            waiters.clear();
+        }
+        for (final ClientCall<?, ?> call : release)
+        {
+            call.failBeforeStart(status);
+        }
+        return release.size();
     }
 
     /**
@@ -341,6 +380,11 @@ public final class SubchannelConnector extends ClientCallStarter
         for (final ClientCall<?, ?> call : fail)
         {
             call.failBeforeStart(failure);
+        }
+        final Consumer<Status> failedListener = connectFailedListener;
+        if (failed != null && failedListener != null)
+        {
+            failedListener.accept(failed);
         }
         final ClientWireConnection usable = run.isEmpty() ? null : connection.connected();
         for (final ClientCall<?, ?> call : run)

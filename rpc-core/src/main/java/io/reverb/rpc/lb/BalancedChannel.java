@@ -157,7 +157,7 @@ public final class BalancedChannel extends RpcChannel
                         {
                             all.remove(made[0]);
                         }
-                    });
+                    }, () -> anotherReady(made[0]));
                 made[0] = subchannel;
                 synchronized (all)
                 {
@@ -301,6 +301,22 @@ public final class BalancedChannel extends RpcChannel
         if (run != null)
         {
             run.forEach(Runnable::run);
+        }
+    }
+
+    /** @return true if a subchannel other than this one is READY. */
+    private boolean anotherReady(final ChannelSubchannel than)
+    {
+        synchronized (all)
+        {
+            for (final ChannelSubchannel subchannel : all)
+            {
+                if (subchannel != than && subchannel.state() == ConnectivityState.READY)
+                {
+                    return true;
+                }
+            }
+            return false;
         }
     }
 

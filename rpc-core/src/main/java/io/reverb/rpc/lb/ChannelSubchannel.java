@@ -11,6 +11,7 @@ import java.net.URI;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
@@ -46,6 +47,8 @@ final class ChannelSubchannel implements Subchannel
     private final SubchannelReadiness readiness;
     /** Told once this subchannel is shut down and its connector closed: the channel forgets it. */
     private final Runnable retired;
+    /** Whether another subchannel of the channel is READY now (its picker can take calls this one cannot). */
+    private final BooleanSupplier othersReady;
     private boolean retiredTold;
 
     // read from any thread, written on the serializer
@@ -60,9 +63,10 @@ final class ChannelSubchannel implements Subchannel
 
     ChannelSubchannel(final URI address, final SubchannelStateListener listener,
         final Function<URI, SubchannelConnector> connectorFactory, final Executor serializer, final Scheduler timer,
-        final String healthService, final Runnable retired)
+        final String healthService, final Runnable retired, final BooleanSupplier othersReady)
     {
         this.retired = retired;
+        this.othersReady = othersReady;
         this.address = address;
         this.listener = listener;
         this.connectorFactory = connectorFactory;
@@ -116,7 +120,13 @@ final class ChannelSubchannel implements Subchannel
         }
         if (connector == null)
         {
-            connector = connectorFactory.apply(address);
+            final SubchannelConnector made = connectorFactory.apply(address);
+            made.onConnectFailed(status ->
+            {
+                lastFailure = status;
+                serializer.execute(() -> onConnectFailed(status));
+            });
+            connector = made;
         }
         connect();
     }
@@ -190,6 +200,28 @@ final class ChannelSubchannel implements Subchannel
                 failAndRetryLater();
             }
         });
+    }
+
+    /**
+     * An attempt to connect failed (serializer). The subchannel leaves READY (without health checking it is READY
+     * before it connects) or CONNECTING (with it, the health watch waits for the connection) for TRANSIENT_FAILURE, as
+     * when a call finds the replica unreachable: the balancer stops picking it (pick_first moves to the next address),
+     * and the channel's state says so. Wait-for-ready calls waiting on its connector are handed back to be picked
+     * again when another replica is READY; with none, they keep waiting here (their deadlines run).
+     */
+    private void onConnectFailed(final Status status)
+    {
+        if (shutdown || (state != ConnectivityState.READY && state != ConnectivityState.CONNECTING))
+        {
+            return;
+        }
+        generation++;
+        failAndRetryLater();
+        final SubchannelConnector c = connector;
+        if (c != null && othersReady.getAsBoolean())
+        {
+            c.releaseWaiters(status);
+        }
     }
 
     /**

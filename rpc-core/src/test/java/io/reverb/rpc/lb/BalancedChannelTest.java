@@ -31,6 +31,7 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -333,6 +334,48 @@ class BalancedChannelTest
         a.gate.tryEmitEmpty();
         Await.until("the held call answered", TIMEOUT, () -> done.get() == 1);
         Await.until("a's subchannel gone", TIMEOUT, () -> channel.subchannels().size() == 1);
+    }
+
+    @Test
+    void shouldMovePastAnUnreachableFirstAddressWithPickFirstAndHealthChecking()
+    {
+        // the health watch waits for a connection (wait-for-ready): the subchannel stayed CONNECTING for ever, and
+        // pick_first, which moves on at TRANSIENT_FAILURE, never tried the second address
+        final List<String> uris = new ArrayList<>();
+        uris.add("inproc://" + ReplicaServers.newName("nobody"));
+        uris.addAll(start(1));
+        channel = (BalancedChannel) RpcChannel.builder(uris).healthCheck("").build();
+
+        assertThat(call()).isEqualTo(replicas.get(0).name);
+    }
+
+    @Test
+    void shouldFailFastWhenEveryReplicaIsUnreachableWithHealthChecking()
+    {
+        channel = (BalancedChannel) RpcChannel.builder(List.of("inproc://" + ReplicaServers.newName("nobody"),
+            "inproc://" + ReplicaServers.newName("nobody"))).loadBalancingPolicy("round_robin").healthCheck("").build();
+        channel.state(true);
+        Await.until("TRANSIENT_FAILURE", TIMEOUT, () -> channel.state() == ConnectivityState.TRANSIENT_FAILURE);
+        assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
+            e -> assertThat(e.status().code()).as("not left to its deadline").isEqualTo(StatusCode.UNAVAILABLE));
+    }
+
+    @Test
+    void shouldNotLeaveWaitForReadyCallsWithAnUnreachableReplica()
+    {
+        // without health checking a subchannel is READY before it connects: wait-for-ready calls picked for a replica
+        // that cannot be reached waited there until their deadline while the others served
+        final List<String> uris = new ArrayList<>(start(2));
+        uris.add(1, "inproc://" + ReplicaServers.newName("nobody"));
+        channel = (BalancedChannel) RpcChannel.builder(uris).loadBalancingPolicy("round_robin").build();
+        final List<Mono<StringValue>> calls = new ArrayList<>();
+        for (int i = 0; i < 30; i++)
+        {
+            calls.add(channel.newUnaryCall(WHO, CallOptions.DEFAULT.withWaitForReady().withDeadlineAfter(TIMEOUT),
+                StringValue.of("x")));
+        }
+        final List<StringValue> answers = Flux.merge(calls).collectList().block(TIMEOUT.plusSeconds(5));
+        assertThat(answers).as("every call answered, none left to its deadline").hasSize(30);
     }
 
     @Test

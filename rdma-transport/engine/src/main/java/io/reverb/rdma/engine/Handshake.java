@@ -341,6 +341,14 @@ final class Handshake
         final byte[] text = new byte[b.remaining() - REJECT_TEXT_OFFSET];
         b.position(b.position() + REJECT_TEXT_OFFSET);
         b.get(text);
+        for (int i = 0; i < text.length; i++)
+        {
+            // the peer's words end up in exceptions, statuses and logs: no control bytes (line breaks, escapes)
+            if (text[i] < 0x20 || text[i] > 0x7E)
+            {
+                text[i] = '?';
+            }
+        }
         final HandshakeException.Reason reason = HandshakeException.Reason.fromCode(code);
         final String hint;
         switch (reason)
