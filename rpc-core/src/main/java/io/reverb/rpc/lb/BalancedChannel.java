@@ -380,11 +380,18 @@ public final class BalancedChannel extends RpcChannel
             });
         }
         return ClientCallStarter.unaryResult(method, intercepted(method, options, Mono.just(request), assembled,
-            (call, requests, deadline, parent, context) -> hedging != null ?
-                Mono.from(requests).flatMap(r -> unary(method, options, r, call, deadline, parent, hedging, null,
-                    context)).flux() :
-                new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
-                    .run(sc -> sc.connector().attemptCall(method, options, requests, call, deadline, parent))));
+            (call, requests, deadline, parent, context) ->
+            {
+                if (hedging != null)
+                {
+                    return Mono.from(requests).flatMap(r -> unary(method, options, r, call, deadline, parent, hedging,
+                        null, context)).flux();
+                }
+                // the interceptors' request, made once: a retry sends it again, it does not run them again
+                final Flux<Req> sent = requests.cache();
+                return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
+                    .run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent));
+            }));
     }
 
     private <Req, Resp> Mono<Resp> unary(final MethodDescriptor<Req, Resp> method, final CallOptions options,
@@ -427,13 +434,17 @@ public final class BalancedChannel extends RpcChannel
             {
                 final RpcContext parent = ClientCallStarter.parentOf(options, context, assembled);
                 final Deadline deadline = ClientCallStarter.callDeadline(options, defaultDeadline, parent);
+                final Publisher<Req> sent = replayable ? Flux.from(requests).cache() : requests;
                 return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                    .run(sc -> sc.connector().attemptCall(method, options, requests, null, deadline, parent));
+                    .run(sc -> sc.connector().attemptCall(method, options, sent, null, deadline, parent));
             });
         }
         return intercepted(method, options, requests, assembled, (call, r, deadline, parent, context) ->
-            new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                .run(sc -> sc.connector().attemptCall(method, options, r, call, deadline, parent)));
+        {
+            final Flux<Req> sent = replayable ? r.cache() : r;
+            return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
+                .run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent));
+        });
     }
 
     /** What the interceptors of a call wrap: its attempts, given the call's context, deadline and parent. */

@@ -10,6 +10,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import reactor.core.Disposable;
 
@@ -20,7 +21,7 @@ import reactor.core.Disposable;
  * every address. An authority ({@code dns://8.8.8.8/host:port}) is accepted and ignored: lookups go through the
  * JVM's resolver (and its cache, {@code networkaddress.cache.ttl}).
  *
- * <p>Resolves when started, then every {@link Args#refreshInterval()}, and on {@link #refresh()} (after a
+ * <p>Resolves when started (on {@link Args#scheduler()}, never on the caller's thread), then every {@link Args#refreshInterval()}, and on {@link #refresh()} (after a
  * connection failed) no sooner than {@link Args#minRefreshInterval()} after the previous resolution. A failed
  * lookup is reported to the listener and retried with a doubling delay, from the minimum interval up to the
  * refresh interval; addresses already delivered stay in use meanwhile.
@@ -158,7 +159,16 @@ public final class DnsNameResolver implements NameResolver
             periodic = args.scheduler().schedulePeriodically(this::resolveNow, refreshIntervalNanos, refreshIntervalNanos,
                 TimeUnit.NANOSECONDS);
         }
-        resolveNow();
+        // the first lookup too runs on the resolver's scheduler (as grpc-java's): a slow or failing DNS server must not
+        // hold RpcChannel.Builder.build(), which may run on an event loop
+        try
+        {
+            args.scheduler().schedule(this::resolveNow);
+        }
+        catch (final RejectedExecutionException stopped)
+        {
+            resolveNow();
+        }
     }
 
     @Override

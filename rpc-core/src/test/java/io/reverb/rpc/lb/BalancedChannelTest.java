@@ -17,6 +17,7 @@ import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.health.HealthProtocol;
 import io.reverb.rpc.resolver.NameResolver;
 import io.reverb.rpc.RetryPolicy;
+import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.transport.inproc.InprocTransportProvider;
@@ -28,6 +29,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -56,6 +58,7 @@ class BalancedChannelTest
         final String uri = "inproc://" + name;
         final AtomicInteger calls = new AtomicInteger();
         final AtomicInteger failNext = new AtomicInteger();
+        final List<String> requests = new CopyOnWriteArrayList<>();
         final Sinks.Many<Int32Value> health = Sinks.many().replay().latest();
         volatile Sinks.Empty<Void> gate;
         final RpcServer server;
@@ -72,6 +75,7 @@ class BalancedChannelTest
         private Mono<StringValue> who(final StringValue request)
         {
             calls.incrementAndGet();
+            requests.add(request.getValue());
             if (failNext.getAndUpdate(n -> Math.max(0, n - 1)) > 0)
             {
                 return Mono.error(Status.UNAVAILABLE.withDescription("overloaded").asException());
@@ -238,6 +242,27 @@ class BalancedChannelTest
         assertThatThrownBy(this::call).isInstanceOfSatisfying(RpcException.class,
             e -> assertThat(e.status().description()).isEqualTo("overloaded"));
         assertThat(replica.calls.get()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldSendTheSameRequestAgainOnARetryWithoutSubscribingToItsSourceAgain()
+    {
+        // grpc-java buffers what a call sent and replays it; subscribing again ran the request's side effects again
+        // (a new idempotency key per attempt) and failed single-subscriber sources
+        final List<String> uris = start(1);
+        channel = (BalancedChannel) RpcChannel.builder(uris)
+            .retryPolicy(WHO.fullMethodName(), RetryPolicy.builder().maxAttempts(3)
+                .backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2).retryableCodes(StatusCode.UNAVAILABLE).build())
+            .build();
+        final AtomicInteger made = new AtomicInteger();
+        replicas.get(0).failNext.set(2);
+
+        final StringValue answer = ClientCalls.unary(channel, WHO, CallOptions.DEFAULT.withDeadlineAfter(TIMEOUT),
+            Mono.fromCallable(() -> StringValue.of("key-" + made.incrementAndGet()))).block(TIMEOUT);
+
+        assertThat(answer.getValue()).isEqualTo(replicas.get(0).name);
+        assertThat(replicas.get(0).requests).containsExactly("key-1", "key-1", "key-1");
+        assertThat(made.get()).as("the request's source subscribed once").isOne();
     }
 
     @Test

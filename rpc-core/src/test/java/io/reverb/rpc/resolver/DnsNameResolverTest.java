@@ -11,9 +11,14 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 class DnsNameResolverTest
@@ -58,6 +63,55 @@ class DnsNameResolverTest
     void tearDown()
     {
         time.dispose();
+    }
+
+    @Test
+    void shouldNotLookUpOnTheThreadThatStartsIt() throws Exception
+    {
+        // RpcChannel.Builder.build() starts the resolver: a DNS server that takes seconds must not hold it
+        final CountDownLatch answer = new CountDownLatch(1);
+        final DnsNameResolver.HostLookup slow = host ->
+        {
+            try
+            {
+                answer.await();
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+            return lookup.lookup(host);
+        };
+        final Scheduler real = Schedulers.newSingle("dns-test");
+        final CompletableFuture<List<URI>> resolved = new CompletableFuture<>();
+        final DnsNameResolver resolver = new DnsNameResolver(URI.create("dns:///replicas.internal:7000"),
+            new NameResolver.Args(real, Duration.ofSeconds(30), Duration.ofSeconds(1)), slow);
+        try
+        {
+            resolver.start(new NameResolver.Listener()
+            {
+                @Override
+                public void onAddresses(final List<URI> addresses)
+                {
+                    resolved.complete(addresses);
+                }
+
+                @Override
+                public void onError(final Status error)
+                {
+                    resolved.completeExceptionally(error.asException());
+                }
+            });
+            assertThat(resolved).as("start returned before the lookup answered").isNotDone();
+            answer.countDown();
+            assertThat(resolved.get(10, TimeUnit.SECONDS)).hasSize(2);
+        }
+        finally
+        {
+            answer.countDown();
+            resolver.shutdown();
+            real.dispose();
+        }
     }
 
     @Test
