@@ -19,6 +19,7 @@ import io.reverb.rpc.compression.Codec;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.Locale;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -84,6 +85,8 @@ final class ReverbClientStream extends CallbackSerializer
     private boolean messageCompression = true;
     /** grpc-java's listener: set by {@link #start}, before the Reverb stream exists. */
     private volatile ClientStreamListener listener;
+    /** CallOptions' maxOutboundMessageSize, or -1 for none. */
+    private int maxOutboundMessageSize = -1;
     /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
     private volatile io.reverb.rpc.transport.stream.ClientStream<InputStream> stream;
@@ -254,6 +257,15 @@ final class ReverbClientStream extends CallbackSerializer
     {
         final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
         final int length = Payload.lengthOf(payload);
+        final int max = maxOutboundMessageSize;
+        if (max >= 0 && length > max)
+        {
+            // grpc-java's framer refuses it with this status; thrown, it would be lost when grpc-java's DelayedStream
+            // replays the write (a call made before the transport was ready): the call is cancelled with it instead
+            cancel(Status.RESOURCE_EXHAUSTED.withDescription(String.format(Locale.US, "message too large %d > %d",
+                length, max)));
+            return;
+        }
         for (final ClientStreamTracer tracer : tracers)
         {
             tracer.outboundMessage(0);
@@ -373,6 +385,7 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void setMaxOutboundMessageSize(final int maxSize)
     {
+        this.maxOutboundMessageSize = maxSize; // set before start (grpc-java's ClientCallImpl)
     }
 
     // ---------------------------------------------------------------- Reverb -> grpc-java (the Reverb stream's listener)

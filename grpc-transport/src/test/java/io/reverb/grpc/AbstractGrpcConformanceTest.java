@@ -321,6 +321,23 @@ abstract class AbstractGrpcConformanceTest
     }
 
     @Test
+    void shouldFailARequestOverTheCallsOutboundLimitLocally()
+    {
+        // grpc-java's framer refuses it ("message too large"), and its call ends with that as the status or its cause
+        assertThatThrownBy(() -> EchoGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(100).unary(payload(1000)))
+            .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+            {
+                final Status status = e.getStatus();
+                final String text = status.getDescription() + " / " +
+                    (status.getCause() == null ? "" : status.getCause().getMessage());
+                assertThat(status.getCode()).isIn(Status.Code.CANCELLED, Status.Code.RESOURCE_EXHAUSTED);
+                assertThat(text).contains("message too large");
+            });
+        assertThat(EchoGrpc.newBlockingStub(channel).withMaxOutboundMessageSize(2000).unary(payload(1000)))
+            .as("within the limit").isNotNull();
+    }
+
+    @Test
     void shouldRejectMessageOverTheInboundLimit()
     {
         // a reply over the client's limit fails the call with RESOURCE_EXHAUSTED, as grpc-java over Netty does

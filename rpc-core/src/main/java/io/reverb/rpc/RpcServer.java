@@ -296,7 +296,10 @@ public final class RpcServer implements AutoCloseable
          */
         public Builder executor(final Executor executor)
         {
-            this.handlerScheduler = Schedulers.fromExecutor(executor);
+            // trampolining: a call's tasks run one at a time, in order, whatever the executor (an ExecutorService
+            // given without it got a task per signal, run concurrently, and a call's end disposed its worker from
+            // another thread, which interrupted the handler still running)
+            this.handlerScheduler = Schedulers.fromExecutor(executor, true);
             return this;
         }
 
