@@ -1,7 +1,11 @@
 package io.reverb.spring.boot;
 
+import io.grpc.CallOptions;
 import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.reverb.grpc.ReverbChannelBuilder;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -91,12 +95,29 @@ public class ReverbGrpcChannelFactory implements DisposableBean
             }
         }
         final ReverbChannelBuilder builder = addresses.size() > 1 ?
-            ReverbChannelBuilder.forAddresses(addresses) : ReverbChannelBuilder.forTarget(address);
+            ReverbChannelBuilder.forAddresses(addresses) : ReverbChannelBuilder.forTarget(
+            addresses.isEmpty() ? address : addresses.get(0));
         builder.reverbChannel(b -> reverb.configure(name, b, false));
         final ReverbProperties.Channel settings = reverb.settings(name);
         if (settings != null && settings.getLoadBalancingPolicy() != null)
         {
             builder.defaultLoadBalancingPolicy(settings.getLoadBalancingPolicy());
+        }
+        if (settings != null && settings.getDefaultDeadline() != null)
+        {
+            // grpc-java's calls take their deadline from grpc-java's CallOptions only: the Reverb channel's default
+            // never reached them (a stub without withDeadline waited for ever)
+            final long nanos = settings.getDefaultDeadline().toNanos();
+            builder.intercept(new ClientInterceptor()
+            {
+                @Override
+                public <Q, A> ClientCall<Q, A> interceptCall(final MethodDescriptor<Q, A> method,
+                    final CallOptions options, final Channel next)
+                {
+                    return next.newCall(method, options.getDeadline() != null ? options :
+                        options.withDeadlineAfter(nanos, TimeUnit.NANOSECONDS));
+                }
+            });
         }
         for (final ReverbGrpcChannelCustomizer customizer : customizers)
         {

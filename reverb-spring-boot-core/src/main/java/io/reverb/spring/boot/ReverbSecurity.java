@@ -117,6 +117,14 @@ final class ReverbSecurity
         {
             throw new IllegalStateException(tokenProperty + " is empty: leave it unset for no token");
         }
+        if (token != null && token.contains("${"))
+        {
+            // Spring binds a placeholder it cannot resolve as the text itself: the documented
+            // auth-token=${REVERB_TOKEN}, started without the variable, would make that public text the token
+            throw new IllegalStateException(tokenProperty + " holds an unresolved placeholder (" +
+                token.substring(token.indexOf("${")).split("}", 2)[0] + "}): set it (e.g. the environment variable " +
+                "it names), or leave the property unset for no token");
+        }
         if (token == null && tls == null)
         {
             return null;

@@ -121,6 +121,18 @@ class ReverbStarterSecurityTest
     }
 
     @Test
+    void shouldRefuseATokenThatIsAnUnresolvedPlaceholder()
+    {
+        // the documented auth-token=${REVERB_TOKEN}, started without the variable: Spring binds the text itself,
+        // which would have become a token everybody knows (and silenced the insecure-listener warning)
+        runner.withPropertyValues("reverb.server.address=tcp://127.0.0.1:0",
+                "reverb.server.auth-token=${REVERB_TEST_TOKEN_NEVER_SET}")
+            .run(context -> assertThat(context).hasFailed().getFailure()
+                .hasStackTraceContaining("reverb.server.auth-token holds an unresolved placeholder")
+                .hasStackTraceContaining("${REVERB_TEST_TOKEN_NEVER_SET}"));
+    }
+
+    @Test
     void shouldServeMutualTlsFromAnSslBundle()
     {
         runner.withPropertyValues("reverb.server.address=tcp://127.0.0.1:0",
