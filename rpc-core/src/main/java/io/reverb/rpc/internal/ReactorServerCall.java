@@ -41,6 +41,21 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     // responses (handler output), guarded by this
     private Subscription upstream;
     private long upstreamDemandBeforeSubscribe;
+    /**
+     * Responses asked of the handler's publisher ahead of those it emitted, at most: the client's demand reaches the
+     * handler in steps of this window, topped up as responses leave and only while the connection's queue of unsent
+     * frames is short ({@link #QUEUED_HIGH}). A client that asks for everything (Long.MAX_VALUE) and reads slowly, or
+     * not at all, no longer makes the handler fill the server's memory with frames it cannot send.
+     */
+    static final int RESPONSE_WINDOW = 256;
+    /** Frames waiting behind back-pressure on the connection above which no more responses are asked for. */
+    static final int QUEUED_HIGH = 1024;
+    /** Responses asked of the handler and not yet emitted (guarded by this). */
+    private long upstreamAhead;
+    /** Demand the client granted that was not yet asked of the handler; Long.MAX_VALUE: unbounded (guarded by this). */
+    private long peerDemandLeft;
+    /** Waiting for the connection's queue to drain before asking for more (guarded by this). */
+    private boolean waitingForWrites;
     /** Demand that REQUEST_N frames brought, for the handler's worker to request (guarded by this). */
     private long demandForWorker;
     /** A task requesting {@link #demandForWorker} is queued on the worker (guarded by this). */
@@ -306,8 +321,9 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                 return;
             }
             upstream = s;
-            n = upstreamDemandBeforeSubscribe;
+            peerDemandLeft = addCap(peerDemandLeft, upstreamDemandBeforeSubscribe);
             upstreamDemandBeforeSubscribe = 0;
+            n = topUpLocked();
             collecting = n > 0 && startCollecting();
         }
         if (n > 0)
@@ -356,83 +372,101 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         EncodedMessage earlierEncoded = null;
         OutboundFrame[] batch = null;
         int batchCount = 0;
-        synchronized (this)
+        long topUp = 0;
+        Subscription topUpFrom = null;
+        try
         {
-            if (closed)
+            synchronized (this)
             {
-                Operators.onDiscard(value, currentContext());
-                return;
-            }
-            headers = takeHeaders();
-            server.metrics().messageSent(method, payloadLength);
-            if (streamed != null)
-            {
-                value = null;
-                final boolean collecting = out.collector == Thread.currentThread();
-                if (collecting || out.count > 0 || out.writing)
+                if (closed)
                 {
-                    final int adding = streamed.length() + (headers != null ? headers.length() : 0);
-                    if (collecting && !out.writing && out.count > 0 &&
-                        out.bytes + adding > WireConnection.COALESCE_LIMIT)
+                    Operators.onDiscard(value, currentContext());
+                    return;
+                }
+                // the response window (see RESPONSE_WINDOW): one fewer asked ahead; half spent, ask for more
+                if (--upstreamAhead <= RESPONSE_WINDOW / 2 && peerDemandLeft > 0)
+                {
+                    topUp = topUpLocked();
+                    topUpFrom = upstream;
+                }
+                headers = takeHeaders();
+                server.metrics().messageSent(method, payloadLength);
+                if (streamed != null)
+                {
+                    value = null;
+                    final boolean collecting = out.collector == Thread.currentThread();
+                    if (collecting || out.count > 0 || out.writing)
                     {
-                        // the outbox holds a transport message's worth: it leaves now, this response starts the next
-                        out.writing = true;
-                        batchCount = out.count;
-                        batch = takeOutbox();
-                        toOutbox(headers);
-                        toOutbox(streamed);
-                    }
-                    else
-                    {
-                        toOutbox(headers);
-                        toOutbox(streamed);
-                        if (out.writing || collecting)
+                        final int adding = streamed.length() + (headers != null ? headers.length() : 0);
+                        if (collecting && !out.writing && out.count > 0 &&
+                            out.bytes + adding > WireConnection.COALESCE_LIMIT)
                         {
-                            return; // leaves with the outbox: written by its writer, or when the delivery returns
+                            // the outbox holds a transport message's worth: it leaves now, this response starts the next
+                            out.writing = true;
+                            batchCount = out.count;
+                            batch = takeOutbox();
+                            toOutbox(headers);
+                            toOutbox(streamed);
                         }
-                        out.writing = true;
-                        batchCount = out.count;
-                        batch = takeOutbox();
+                        else
+                        {
+                            toOutbox(headers);
+                            toOutbox(streamed);
+                            if (out.writing || collecting)
+                            {
+                                return; // leaves with the outbox: written by its writer, or when the delivery returns
+                            }
+                            out.writing = true;
+                            batchCount = out.count;
+                            batch = takeOutbox();
+                        }
                     }
                 }
+                else if (method.type().serverSendsOneMessage() && pendingResponse == null)
+                {
+                    // held back to travel with the STATUS in one transport message
+                    pendingResponse = value;
+                    pendingEncoded = encoded;
+                    pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
+                    value = null;
+                }
+                else if (pendingResponse != null)
+                {
+                    earlier = pendingResponse;
+                    earlierLength = pendingPayloadLength;
+                    earlierEncoded = pendingEncoded;
+                    pendingResponse = null;
+                    pendingEncoded = null;
+                }
             }
-            else if (method.type().serverSendsOneMessage() && pendingResponse == null)
+            if (batch != null)
             {
-                // held back to travel with the STATUS in one transport message
-                pendingResponse = value;
-                pendingEncoded = encoded;
-                pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
-                value = null;
+                writeOutbox(batch, batchCount);
+                return;
             }
-            else if (pendingResponse != null)
+            if (headers != null)
             {
-                earlier = pendingResponse;
-                earlierLength = pendingPayloadLength;
-                earlierEncoded = pendingEncoded;
-                pendingResponse = null;
-                pendingEncoded = null;
+                connection.write(headers);
+            }
+            if (earlier != null)
+            {
+                connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
+            }
+            if (streamed != null)
+            {
+                connection.write(streamed);
+            }
+            if (value != null)
+            {
+                connection.write(responseFrame(value, payloadLength, encoded));
             }
         }
-        if (batch != null)
+        finally
         {
-            writeOutbox(batch, batchCount);
-            return;
-        }
-        if (headers != null)
-        {
-            connection.write(headers);
-        }
-        if (earlier != null)
-        {
-            connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
-        }
-        if (streamed != null)
-        {
-            connection.write(streamed);
-        }
-        if (value != null)
-        {
-            connection.write(responseFrame(value, payloadLength, encoded));
+            if (topUp > 0)
+            {
+                topUpFrom.request(topUp); // within the handler's own emission: Reactive Streams allows it (3.3)
+            }
         }
     }
 
@@ -752,6 +786,7 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     {
         final Subscription s;
         final boolean collecting;
+        final long n;
         synchronized (this)
         {
             if (closed)
@@ -764,8 +799,64 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                 upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
                 return;
             }
-            collecting = startCollecting();
+            peerDemandLeft = addCap(peerDemandLeft, demand);
+            n = topUpLocked();
+            collecting = n > 0 && startCollecting();
         }
-        requestUpstream(s, demand, collecting);
+        if (n > 0)
+        {
+            requestUpstream(s, n, collecting);
+        }
+    }
+
+    /**
+     * Guarded by this: how many more responses to ask of the handler now (see {@link #RESPONSE_WINDOW}), counted as
+     * asked; 0 when the window is full, no demand is left, or the connection's queue is long (then the connection's
+     * drain resumes this call).
+     */
+    private long topUpLocked()
+    {
+        if (peerDemandLeft == 0 || closed)
+        {
+            return 0;
+        }
+        final long ahead = Math.max(0, upstreamAhead);
+        if (ahead > RESPONSE_WINDOW / 2)
+        {
+            return 0;
+        }
+        if (connection.queuedFrames() >= QUEUED_HIGH)
+        {
+            if (!waitingForWrites)
+            {
+                waitingForWrites = true;
+                connection.whenDrained(this::resumeAfterWrites);
+            }
+            return 0;
+        }
+        final long n = Math.min(RESPONSE_WINDOW - ahead, peerDemandLeft);
+        if (peerDemandLeft != Long.MAX_VALUE)
+        {
+            peerDemandLeft -= n;
+        }
+        upstreamAhead = ahead + n;
+        return n;
+    }
+
+    /** The connection's queue drained (its writer's thread): ask the handler for more if the client wants more. */
+    private void resumeAfterWrites()
+    {
+        final Subscription s;
+        final long n;
+        synchronized (this)
+        {
+            waitingForWrites = false;
+            s = upstream;
+            n = s == null ? 0 : topUpLocked();
+        }
+        if (n > 0)
+        {
+            s.request(n);
+        }
     }
 }

@@ -87,6 +87,8 @@ abstract class WireWriter implements ConnectionHandler
     private volatile int queuedFrames;
     /** {@link Reply} frames in {@link #pending}; guarded by writeLock. */
     private int queuedReplies;
+    /** Run once the queue is short again ({@link #whenDrained}); guarded by writeLock, null when none wait. */
+    private List<Runnable> drainWaiters;
     /** Guarded by writeLock: close the transport connection once {@link #pending} has been written out. */
     private boolean closeWhenFlushed;
     private Throwable encodeFailure;
@@ -524,6 +526,33 @@ abstract class WireWriter implements ConnectionHandler
         }
     }
 
+    /**
+     * Runs the task (on the thread that drains the queue, or this one) once fewer than a quarter of
+     * {@link ReactorServerCall#QUEUED_HIGH} frames wait behind back-pressure; at once if that is so now. Dropped if
+     * the connection closes first.
+     *
+     * @param task what to run.
+     */
+    final void whenDrained(final Runnable task)
+    {
+        synchronized (writeLock)
+        {
+            if (pending.size() >= ReactorServerCall.QUEUED_HIGH / 4 && !closed)
+            {
+                if (drainWaiters == null)
+                {
+                    drainWaiters = new ArrayList<>();
+                }
+                drainWaiters.add(task);
+                return;
+            }
+        }
+        if (!closed)
+        {
+            task.run();
+        }
+    }
+
     /** @return frames waiting behind back-pressure (any thread; a snapshot). */
     final int queuedFrames()
     {
@@ -639,6 +668,7 @@ abstract class WireWriter implements ConnectionHandler
     {
         List<Object[]> failures = null;
         boolean closeNow = false;
+        List<Runnable> resume = null;
         synchronized (writeLock)
         {
             OutboundFrame frame;
@@ -665,6 +695,18 @@ abstract class WireWriter implements ConnectionHandler
             {
                 closeWhenFlushed = false;
                 closeNow = true;
+            }
+            if (drainWaiters != null && pending.size() < ReactorServerCall.QUEUED_HIGH / 4)
+            {
+                resume = drainWaiters;
+                drainWaiters = null;
+            }
+        }
+        if (resume != null && !closeNow)
+        {
+            for (final Runnable task : resume)
+            {
+                task.run();
             }
         }
         if (closeNow)
@@ -716,6 +758,7 @@ abstract class WireWriter implements ConnectionHandler
             pending.clear();
             queuedFrames = 0;
             queuedReplies = 0;
+            drainWaiters = null;
             if (corkedCount > 0)
             {
                 Arrays.fill(corked, 0, corkedCount, null);

@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Int32Value;
 import com.google.protobuf.StringValue;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.TestService;
@@ -102,6 +103,32 @@ class UnreadRepliesTest
         assertThat(connection.closed).as("refused calls are replies: their bound closes the connection").isTrue();
         assertThat(sent).isLessThan(200_000);
         assertThat(connection.streams.isEmpty()).isTrue();
+    }
+
+    @Test
+    void shouldAskAStreamingHandlerForNoMoreThanTheConnectionCanSend()
+    {
+        // the client asks for everything and reads nothing: the handler (20,000 responses of 1 KiB) is asked for
+        // one window at a time, and no more while the queue is long; once the client reads, the stream goes on
+        final RecordingConnection transport = new RecordingConnection(true);
+        final ServerWireConnection connection = backPressuredConnection(transport);
+        connection.onMessage(transport, ByteBuffer.wrap(WireFrames.concat(
+            frames.call(1, TestService.RANGE, Integer.MAX_VALUE),
+            frames.message(1, ProtoMarshaller.of(Int32Value.getDefaultInstance()), Int32Value.of(20_000), false),
+            frames.halfClose(1))));
+        connection.onReadComplete(transport);
+
+        assertThat(connection.queuedFrames()).as("responses queued while the client reads nothing")
+            .isBetween(1, ReactorServerCall.QUEUED_HIGH + ReactorServerCall.RESPONSE_WINDOW);
+        assertThat(service.rangeMaxOutstanding.get()).as("asked of the handler at once")
+            .isLessThanOrEqualTo(ReactorServerCall.RESPONSE_WINDOW);
+        final int queuedWhileStalled = connection.queuedFrames();
+
+        transport.backPressured = false;
+        connection.onWritable(transport);
+        assertThat(transport.messages.size()).as("the stream went on once the client read").isGreaterThan(
+            queuedWhileStalled);
+        assertThat(connection.streams.isEmpty()).as("all 20,000 sent, the call ended").isTrue();
     }
 
     @Test
