@@ -324,7 +324,13 @@ final class ReverbClientStream extends CallbackSerializer
             // start is making the Reverb stream now: it cancels it when made; the listener is closed here
             close(reason, new Metadata(), ClientStreamListener.RpcProgress.PROCESSED);
         }
-        // else not started: start closes it (grpc-java's listener does not exist before start)
+        else
+        {
+            // not started (grpc-java's listener does not exist yet; start closes it, if it comes): off the transport's
+            // list now, as a closed stream, so that the transport's termination does not wait for a start that may
+            // never come (grpc-java cancels a stream it made but will not start)
+            transport.streamClosed(this);
+        }
     }
 
     /**

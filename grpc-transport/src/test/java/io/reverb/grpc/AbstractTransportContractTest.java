@@ -475,6 +475,20 @@ abstract class AbstractTransportContractTest
     }
 
     @Test
+    void aStreamCancelledBeforeStartDoesNotHoldTheTransportsTermination() throws Exception
+    {
+        // grpc-java may cancel a stream it made and will not start (a retry's substream, a call cancelled while its
+        // stream was being made): the transport's termination (checked after each test) must not wait for it
+        final ManagedClientTransport other = startClient(server);
+        final ClientStream stream = other.newStream(BIDI, new Metadata(), CallOptions.DEFAULT,
+            new ClientStreamTracer[] {new ClientStreamTracer()
+            {
+            }});
+        stream.cancel(Status.CANCELLED.withDescription("cancelled before start"));
+        roundTrip();
+    }
+
+    @Test
     void serverShutdownNowEndsItsStreamsOnBothSides() throws Exception
     {
         final ClientRecording clientListener = clientListener();

@@ -91,6 +91,30 @@ class BalancedChannelTest
         }
     }
 
+    /** @return a resolver that answers {@code first} when started and hands its listener to the test. */
+    private static NameResolver resolverStartingWith(final String first, final NameResolver.Listener[] listener)
+    {
+        return new NameResolver()
+        {
+            @Override
+            public void start(final Listener l)
+            {
+                listener[0] = l;
+                l.onAddresses(List.of(URI.create(first)));
+            }
+
+            @Override
+            public void refresh()
+            {
+            }
+
+            @Override
+            public void shutdown()
+            {
+            }
+        };
+    }
+
     @AfterEach
     void tearDown() throws Exception
     {
@@ -326,25 +350,7 @@ class BalancedChannelTest
         final Replica a = replicas.get(0);
         final Replica b = replicas.get(1);
         final NameResolver.Listener[] listener = new NameResolver.Listener[1];
-        final NameResolver resolver = new NameResolver()
-        {
-            @Override
-            public void start(final Listener l)
-            {
-                listener[0] = l;
-                l.onAddresses(List.of(URI.create(uris.get(0))));
-            }
-
-            @Override
-            public void refresh()
-            {
-            }
-
-            @Override
-            public void shutdown()
-            {
-            }
-        };
+        final NameResolver resolver = resolverStartingWith(uris.get(0), listener);
         channel = new BalancedChannel(RpcChannel.builder("test:").loadBalancingPolicy("round_robin"), resolver);
         assertThat(calls(5)).containsOnlyKeys(a.name);
         a.gate = Sinks.empty();
@@ -409,25 +415,7 @@ class BalancedChannelTest
         // a resolver whose answers keep changing: each update shuts the last subchannel down and makes a new one
         final List<String> uris = start(2);
         final NameResolver.Listener[] listener = new NameResolver.Listener[1];
-        final NameResolver resolver = new NameResolver()
-        {
-            @Override
-            public void start(final Listener l)
-            {
-                listener[0] = l;
-                l.onAddresses(List.of(URI.create(uris.get(0))));
-            }
-
-            @Override
-            public void refresh()
-            {
-            }
-
-            @Override
-            public void shutdown()
-            {
-            }
-        };
+        final NameResolver resolver = resolverStartingWith(uris.get(0), listener);
         channel = new BalancedChannel(RpcChannel.builder("test:").loadBalancingPolicy("round_robin"), resolver);
         for (int i = 1; i <= 200; i++)
         {
