@@ -125,6 +125,20 @@ class TcpKeepAliveTest
         return channel;
     }
 
+    /**
+     * grpc-java's channel publishes its new picker before its READY state (ManagedChannelImpl's updateBalancingState):
+     * a first call can end before the state says READY, so a test waits for it (in real time, bounded) before it cuts.
+     */
+    private static void awaitReady(final ManagedChannel channel) throws InterruptedException
+    {
+        final long until = System.nanoTime() + SAFETY_NET.toNanos();
+        while (channel.getState(false) != ConnectivityState.READY && System.nanoTime() < until)
+        {
+            Thread.sleep(1);
+        }
+        assertThat(channel.getState(false)).isEqualTo(ConnectivityState.READY);
+    }
+
     /** Cuts the link, then checks "up" just before interval + timeout and "down" just after it. */
     private void cutAndCheckNoticedOnTime(final BooleanSupplier down, final String what) throws InterruptedException
     {
@@ -193,7 +207,7 @@ class TcpKeepAliveTest
     {
         final ManagedChannel channel = grpcChannel(true);
         assertThat(EchoGrpc.newBlockingStub(channel).unary(request(0))).isNotNull();
-        assertThat(channel.getState(false)).isEqualTo(ConnectivityState.READY);
+        awaitReady(channel);
 
         cutAndCheckNoticedOnTime(() -> channel.getState(false) != ConnectivityState.READY, "idle grpc-java channel");
     }
@@ -207,6 +221,7 @@ class TcpKeepAliveTest
         assertThat(EchoRpc.newReactorStub(nativeChannel).unary(request(0)).block(SAFETY_NET)).isNotNull();
         final ManagedChannel grpcChannel = grpcChannel(false);
         assertThat(EchoGrpc.newBlockingStub(grpcChannel).unary(request(0))).isNotNull();
+        awaitReady(grpcChannel);
 
         link.cut();
         clock.advanceTimeBy(INTERVAL.plus(PING_TIMEOUT).multipliedBy(4));
