@@ -827,12 +827,16 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         }
         if (connection.queuedFrames() >= QUEUED_HIGH)
         {
-            if (!waitingForWrites)
+            if (waitingForWrites)
+            {
+                return 0;
+            }
+            if (connection.whenDrained(this::resumeAfterWrites))
             {
                 waitingForWrites = true;
-                connection.whenDrained(this::resumeAfterWrites);
+                return 0;
             }
-            return 0;
+            // drained meanwhile: go on
         }
         final long n = Math.min(RESPONSE_WINDOW - ahead, peerDemandLeft);
         if (peerDemandLeft != Long.MAX_VALUE)

@@ -527,29 +527,28 @@ abstract class WireWriter implements ConnectionHandler
     }
 
     /**
-     * Runs the task (on the thread that drains the queue, or this one) once fewer than a quarter of
-     * {@link ReactorServerCall#QUEUED_HIGH} frames wait behind back-pressure; at once if that is so now. Dropped if
-     * the connection closes first.
+     * Runs the task on the thread that drains the queue once fewer than a quarter of
+     * {@link ReactorServerCall#QUEUED_HIGH} frames wait behind back-pressure, unless the queue is that short already.
+     * Never runs it on the calling thread (its caller may hold a call's monitor). Dropped if the connection closes
+     * first.
      *
      * @param task what to run.
+     * @return true if the task will run when the queue drains; false if the queue is short now (the caller goes on).
      */
-    final void whenDrained(final Runnable task)
+    final boolean whenDrained(final Runnable task)
     {
         synchronized (writeLock)
         {
-            if (pending.size() >= ReactorServerCall.QUEUED_HIGH / 4 && !closed)
+            if (pending.size() < ReactorServerCall.QUEUED_HIGH / 4 || closed)
             {
-                if (drainWaiters == null)
-                {
-                    drainWaiters = new ArrayList<>();
-                }
-                drainWaiters.add(task);
-                return;
+                return false;
             }
-        }
-        if (!closed)
-        {
-            task.run();
+            if (drainWaiters == null)
+            {
+                drainWaiters = new ArrayList<>();
+            }
+            drainWaiters.add(task);
+            return true;
         }
     }
 
