@@ -90,7 +90,7 @@ public final class BalancedChannel extends RpcChannel
     /** How many times a call the server never saw is retried at once on another pick, unless turned off. */
     private static final int MAX_TRANSPARENT_RETRIES = 5;
     private final List<Runnable> waiters = new ArrayList<>();
-    private final List<ChannelSubchannel> all = new ArrayList<>();
+    private final SubchannelRegistry all = new SubchannelRegistry();
     private volatile Picker picker = Pickers.none(Status.UNAVAILABLE.withDescription("not connected yet"));
     private volatile ConnectivityState state = ConnectivityState.CONNECTING;
     private volatile boolean closed;
@@ -149,20 +149,9 @@ public final class BalancedChannel extends RpcChannel
             @Override
             public Subchannel createSubchannel(final URI address, final SubchannelStateListener listener)
             {
-                final ChannelSubchannel[] made = new ChannelSubchannel[1];
                 final ChannelSubchannel subchannel = new ChannelSubchannel(address, listener, factory, serializer, timer,
-                    healthService, () ->
-                    {
-                        synchronized (all)
-                        {
-                            all.remove(made[0]);
-                        }
-                    }, () -> anotherReady(made[0]));
-                made[0] = subchannel;
-                synchronized (all)
-                {
-                    all.add(subchannel);
-                }
+                    healthService, all);
+                all.add(subchannel);
                 return subchannel;
             }
 
@@ -224,15 +213,12 @@ public final class BalancedChannel extends RpcChannel
             return ConnectivityState.SHUTDOWN;
         }
         final List<SubchannelConnector> connectors = new ArrayList<>();
-        synchronized (all)
+        for (final ChannelSubchannel subchannel : all.snapshot())
         {
-            for (final ChannelSubchannel subchannel : all)
+            final SubchannelConnector connector = subchannel.connector();
+            if (connector != null && subchannel.state() != ConnectivityState.SHUTDOWN)
             {
-                final SubchannelConnector connector = subchannel.connector();
-                if (connector != null && subchannel.state() != ConnectivityState.SHUTDOWN)
-                {
-                    connectors.add(connector);
-                }
+                connectors.add(connector);
             }
         }
         if (requestConnection)
@@ -304,29 +290,10 @@ public final class BalancedChannel extends RpcChannel
         }
     }
 
-    /** @return true if a subchannel other than this one is READY. */
-    private boolean anotherReady(final ChannelSubchannel than)
-    {
-        synchronized (all)
-        {
-            for (final ChannelSubchannel subchannel : all)
-            {
-                if (subchannel != than && subchannel.state() == ConnectivityState.READY)
-                {
-                    return true;
-                }
-            }
-            return false;
-        }
-    }
-
     /** @return the subchannels this channel still holds, shut down or not (tests: retired ones must go). */
     int subchannelsHeld()
     {
-        synchronized (all)
-        {
-            return all.size();
-        }
+        return all.size();
     }
 
     /**
@@ -334,18 +301,15 @@ public final class BalancedChannel extends RpcChannel
      */
     public List<Subchannel> subchannels()
     {
-        synchronized (all)
+        final List<Subchannel> live = new ArrayList<>();
+        for (final ChannelSubchannel subchannel : all.snapshot())
         {
-            final List<Subchannel> live = new ArrayList<>();
-            for (final ChannelSubchannel subchannel : all)
+            if (subchannel.state() != ConnectivityState.SHUTDOWN)
             {
-                if (subchannel.state() != ConnectivityState.SHUTDOWN)
-                {
-                    live.add(subchannel);
-                }
+                live.add(subchannel);
             }
-            return live;
         }
+        return live;
     }
 
     /**
@@ -767,15 +731,12 @@ public final class BalancedChannel extends RpcChannel
      */
     private void wantConnections()
     {
-        synchronized (all)
+        for (final ChannelSubchannel subchannel : all.snapshot())
         {
-            for (final ChannelSubchannel subchannel : all)
+            final SubchannelConnector connector = subchannel.connector();
+            if (connector != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
             {
-                final SubchannelConnector connector = subchannel.connector();
-                if (connector != null && subchannel.state() == ConnectivityState.TRANSIENT_FAILURE)
-                {
-                    connector.callsWantConnection();
-                }
+                connector.callsWantConnection();
             }
         }
     }
@@ -854,12 +815,7 @@ public final class BalancedChannel extends RpcChannel
         closed = true;
         resolver.shutdown();
         serializer.execute(balancer::shutdown);
-        final List<ChannelSubchannel> toClose;
-        synchronized (all)
-        {
-            toClose = new ArrayList<>(all);
-        }
-        for (final ChannelSubchannel subchannel : toClose)
+        for (final ChannelSubchannel subchannel : all.snapshot())
         {
             final SubchannelConnector connector = subchannel.connector();
             if (connector != null)
@@ -881,15 +837,12 @@ public final class BalancedChannel extends RpcChannel
     public String fabric()
     {
         final TreeSet<String> fabrics = new TreeSet<>();
-        synchronized (all)
+        for (final ChannelSubchannel subchannel : all.snapshot())
         {
-            for (final ChannelSubchannel subchannel : all)
+            final String fabric = subchannel.state() == ConnectivityState.READY ? subchannel.fabric() : null;
+            if (fabric != null)
             {
-                final String fabric = subchannel.state() == ConnectivityState.READY ? subchannel.fabric() : null;
-                if (fabric != null)
-                {
-                    fabrics.add(fabric);
-                }
+                fabrics.add(fabric);
             }
         }
         return fabrics.isEmpty() ? null : String.join(",", fabrics);

@@ -11,7 +11,6 @@ import java.net.URI;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
@@ -45,10 +44,8 @@ final class ChannelSubchannel implements Subchannel
     private final Scheduler timer;
     private final String healthService;
     private final SubchannelReadiness readiness;
-    /** Told once this subchannel is shut down and its connector closed: the channel forgets it. */
-    private final Runnable retired;
-    /** Whether another subchannel of the channel is READY now (its picker can take calls this one cannot). */
-    private final BooleanSupplier othersReady;
+    /** The channel's subchannels: told when this one is retired, asked whether another is READY. */
+    private final SubchannelRegistry registry;
     private boolean retiredTold;
 
     // read from any thread, written on the serializer
@@ -63,10 +60,9 @@ final class ChannelSubchannel implements Subchannel
 
     ChannelSubchannel(final URI address, final SubchannelStateListener listener,
         final Function<URI, SubchannelConnector> connectorFactory, final Executor serializer, final Scheduler timer,
-        final String healthService, final Runnable retired, final BooleanSupplier othersReady)
+        final String healthService, final SubchannelRegistry registry)
     {
-        this.retired = retired;
-        this.othersReady = othersReady;
+        this.registry = registry;
         this.address = address;
         this.listener = listener;
         this.connectorFactory = connectorFactory;
@@ -218,7 +214,7 @@ final class ChannelSubchannel implements Subchannel
         generation++;
         failAndRetryLater();
         final SubchannelConnector c = connector;
-        if (c != null && othersReady.getAsBoolean())
+        if (c != null && registry.anotherReady(this))
         {
             c.releaseWaiters(status);
         }
@@ -328,7 +324,7 @@ final class ChannelSubchannel implements Subchannel
         if (!retiredTold)
         {
             retiredTold = true;
-            retired.run(); // nothing of it is left to close: a channel whose addresses keep changing does not grow
+            registry.retire(this); // nothing of it is left to close: a channel whose addresses keep changing does not grow
         }
     }
 
