@@ -6,8 +6,11 @@ import io.reverb.rpc.transport.inproc.InprocTransportProvider;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -47,6 +50,57 @@ class InprocRpcTest extends AbstractRpcTransportTest
         // the client's CANCEL carries the reason: the server's handler is cancelled long before its own hour is up
         Assertions.assertThat(service.cancelled.await(TIMEOUT.toSeconds(),
             TimeUnit.SECONDS)).isTrue();
+    }
+
+    /**
+     * A server handler that reduces its requests asks for all of them at once (REQUEST_N of Long.MAX_VALUE). When
+     * the server then stops reading, the client asks its request publisher only for what the connection can take
+     * (a window, and none while many frames wait unsent), instead of pulling the whole upload into frames it cannot
+     * send; once the server reads again, every request arrives.
+     */
+    @Test
+    void shouldPullAnUploadOnlyAsFastAsTheConnectionTakesIt() throws Exception
+    {
+        final int count = 1_000_000;
+        final AtomicLong emitted = new AtomicLong();
+        final String name = serverUri.substring("inproc://".length());
+        final Flux<Int32Value> requests = Flux.range(0, count).doOnNext(v ->
+        {
+            emitted.incrementAndGet();
+            if (v == 100)
+            {
+                InprocTransportProvider.freezeServer(name, true); // the server stops reading from here on
+            }
+        }).map(Int32Value::of);
+        final AtomicReference<Object> result = new AtomicReference<>();
+        ClientCalls.clientStreaming(channel, TestService.SUM, CallOptions.DEFAULT, requests)
+            .subscribe(result::set, result::set);
+
+        // the client stops asking once its frames wait unsent (time only bounds the wait for it to settle)
+        long last = -1;
+        final long settleBy = System.nanoTime() + TIMEOUT.toNanos();
+        while (emitted.get() != last && System.nanoTime() < settleBy)
+        {
+            last = emitted.get();
+            Thread.sleep(300);
+        }
+        Assertions.assertThat(emitted.get()).as("requests pulled while the server reads nothing")
+            .isBetween(101L, count / 10L);
+        Assertions.assertThat(result.get()).isNull();
+
+        InprocTransportProvider.freezeServer(name, false);
+        final long settleAt = System.nanoTime() + TIMEOUT.toNanos();
+        while (result.get() == null && System.nanoTime() < settleAt)
+        {
+            Thread.sleep(20);
+        }
+        int sum = 0;
+        for (int i = 0; i < count; i++)
+        {
+            sum += i;
+        }
+        Assertions.assertThat(result.get()).as("every request arrived once the server read again")
+            .isEqualTo(Int32Value.of(sum));
     }
 
     private void awaitCallsStartedUnchecked(final int n)

@@ -30,7 +30,18 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     // guarded by this
     private boolean outboundDone;
     private Subscription upstream;
-    private long upstreamDemandBeforeSubscribe;
+    /**
+     * Requests the server allowed (REQUEST_N, and the one it may buffer before it asks) not yet asked of the request
+     * publisher; Long.MAX_VALUE: unbounded. The publisher is asked in steps of {@link ReactorServerCall#RESPONSE_WINDOW}
+     * and only while the connection's queue of unsent frames is short, as the server asks its handlers: a server
+     * that asks for everything (a handler that reduces or collects its requests) and then reads slowly, or not at
+     * all, no longer makes the client pull a whole upload into frames it cannot send.
+     */
+    private long peerDemandLeft = 1;
+    /** Requests asked of the publisher and not yet emitted. */
+    private long upstreamAhead;
+    /** Waiting for the connection's queue to drain before asking for more. */
+    private boolean waitingForWrites;
     // the one request of a call whose client sends one message (server-streaming), kept until a response arrives so
     // that a call the server refused can be sent again (transparent retry); and whether it is being resent
     private Req heldRequest;
@@ -181,11 +192,14 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
                 return;
             }
             upstream = s;
-            // the server may buffer one message before it asks: saves a round trip for unary calls
-            n = addCap(1, upstreamDemandBeforeSubscribe);
-            upstreamDemandBeforeSubscribe = 0;
+            // the server may buffer one message before it asks (peerDemandLeft starts at 1): saves a round trip for
+            // unary calls
+            n = topUpLocked();
         }
-        s.request(n);
+        if (n > 0)
+        {
+            s.request(n);
+        }
     }
 
     @Override
@@ -195,6 +209,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         final ClientWireConnection conn;
         synchronized (this)
         {
+            upstreamAhead--;
             if (outboundDone || cancelled || terminalStatus != null)
             {
                 Operators.onDiscard(value, actual.currentContext());
@@ -223,6 +238,78 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         }
         channel.metrics().messageSent(method, frame.payloadLength());
         conn.write(frame);
+        if (!last)
+        {
+            topUp();
+        }
+    }
+
+    /** Asks the request publisher for more if the window is half empty and the server allows it. */
+    private void topUp()
+    {
+        final Subscription s;
+        final long n;
+        synchronized (this)
+        {
+            if (upstreamAhead > ReactorServerCall.RESPONSE_WINDOW / 2 || peerDemandLeft == 0)
+            {
+                return;
+            }
+            s = upstream;
+            n = s == null ? 0 : topUpLocked();
+        }
+        if (n > 0)
+        {
+            s.request(n);
+        }
+    }
+
+    /**
+     * Guarded by this: how many more requests to ask of the publisher now, counted as asked; 0 when the window is
+     * full, the server allows no more, or the connection's queue is long (then its drain resumes this call).
+     */
+    private long topUpLocked()
+    {
+        if (peerDemandLeft == 0 || outboundDone || cancelled || terminalStatus != null)
+        {
+            return 0;
+        }
+        final long ahead = Math.max(0, upstreamAhead);
+        if (ahead > ReactorServerCall.RESPONSE_WINDOW / 2)
+        {
+            return 0;
+        }
+        final ClientWireConnection conn = connection;
+        if (conn != null && conn.queuedFrames() >= ReactorServerCall.QUEUED_HIGH)
+        {
+            if (waitingForWrites)
+            {
+                return 0;
+            }
+            if (conn.whenDrained(this::resumeAfterWrites))
+            {
+                waitingForWrites = true;
+                return 0;
+            }
+            // drained meanwhile: go on
+        }
+        final long n = Math.min(ReactorServerCall.RESPONSE_WINDOW - ahead, peerDemandLeft);
+        if (peerDemandLeft != Long.MAX_VALUE)
+        {
+            peerDemandLeft -= n;
+        }
+        upstreamAhead = ahead + n;
+        return n;
+    }
+
+    /** The connection's queue drained (its writer's thread): ask the publisher for more if the server wants more. */
+    private void resumeAfterWrites()
+    {
+        synchronized (this)
+        {
+            waitingForWrites = false;
+        }
+        topUp();
     }
 
     @Override
@@ -276,6 +363,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     void onRequestN(final int n)
     {
         final Subscription s;
+        final long more;
         final long demand = fromWire(n);
         synchronized (this)
         {
@@ -283,14 +371,18 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
             {
                 return;
             }
+            peerDemandLeft = addCap(peerDemandLeft, demand);
             s = upstream;
             if (s == null)
             {
-                upstreamDemandBeforeSubscribe = addCap(upstreamDemandBeforeSubscribe, demand);
-                return;
+                return; // asked for at onSubscribe
             }
+            more = topUpLocked();
         }
-        s.request(demand);
+        if (more > 0)
+        {
+            s.request(more);
+        }
     }
 
     @Override
