@@ -1,6 +1,7 @@
 package io.reverb.rpc;
 
 import io.reverb.rpc.compression.CodecRegistry;
+import io.reverb.rpc.internal.HandlerExecutorScheduler;
 import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.StreamHandling;
 import java.time.Duration;
@@ -291,15 +292,16 @@ public final class RpcServer implements AutoCloseable
 
         /**
          * @param executor runs handlers (and their inbound signals, one call at a time) instead of the transport's
-         *                 thread; use for handlers that may block.
+         *                 thread; use for handlers that may block. A call whose task the executor rejects (a bounded
+         *                 queue full, an executor shut down) ends UNAVAILABLE.
          * @return this.
          */
         public Builder executor(final Executor executor)
         {
-            // trampolining: a call's tasks run one at a time, in order, whatever the executor (an ExecutorService
-            // given without it got a task per signal, run concurrently, and a call's end disposed its worker from
-            // another thread, which interrupted the handler still running)
-            this.handlerScheduler = Schedulers.fromExecutor(executor, true);
+            // a call's tasks run one at a time, in order, whatever the executor (an ExecutorService given as a
+            // Reactor scheduler got a task per signal, run concurrently, and a call's end disposed its worker from
+            // another thread, which interrupted the handler still running); a rejected task ends its call
+            this.handlerScheduler = new HandlerExecutorScheduler(executor);
             return this;
         }
 

@@ -42,6 +42,16 @@ final class InboundQueue<T>
          * @param silent   true if the subscriber cancelled: it gets no signal (bookkeeping only).
          */
         void onEnd(Status status, Metadata trailers, boolean silent);
+
+        /**
+         * The worker refused to run the delivery (its executor rejected it): what is queued cannot be delivered, so
+         * the owner ends the stream.
+         *
+         * @param rejected what the worker threw.
+         */
+        default void onRejected(final RuntimeException rejected)
+        {
+        }
     }
 
     private static final AtomicIntegerFieldUpdater<InboundQueue> WIP =
@@ -317,6 +327,7 @@ final class InboundQueue<T>
         catch (final RuntimeException rejected)
         {
             WIP.set(this, 0);
+            sink.onRejected(rejected);
         }
     }
 

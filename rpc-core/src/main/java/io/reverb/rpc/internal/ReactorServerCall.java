@@ -731,8 +731,15 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     {
         if (worker != null)
         {
-            // let already scheduled signals run, then release the worker
-            worker.schedule(worker::dispose);
+            // let already scheduled signals run, then release the worker (at once if its executor refuses even that)
+            try
+            {
+                worker.schedule(worker::dispose);
+            }
+            catch (final RuntimeException rejected)
+            {
+                worker.dispose();
+            }
         }
     }
 

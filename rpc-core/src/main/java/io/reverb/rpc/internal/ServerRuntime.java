@@ -401,7 +401,14 @@ public final class ServerRuntime implements RpcServer.Runtime
     {
         for (final ServerWireConnection connection : connections)
         {
-            connection.closeNow(status);
+            try
+            {
+                connection.closeNow(status);
+            }
+            catch (final RuntimeException e)
+            {
+                WireConnection.PEER_LOG.log("closing a connection threw", "closing " + connection.peer() + " threw", e);
+            }
         }
     }
 

@@ -558,7 +558,15 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             final RpcStream stream = streams.get(id);
             if (stream != null)
             {
-                ((ServerCall<?, ?>)stream).cancelCall(status, status);
+                try
+                {
+                    ((ServerCall<?, ?>)stream).cancelCall(status, status);
+                }
+                catch (final RuntimeException e)
+                {
+                    // one call's end failing must not keep the others, or the connection, open
+                    PEER_LOG.log("failing a call threw", "ending a call on " + peer() + " threw", e);
+                }
             }
         }
         connection.close();

@@ -84,6 +84,12 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
                     }
                 }
             }
+
+            @Override
+            public void onRejected(final RuntimeException rejected)
+            {
+                cancelCall(Status.UNAVAILABLE.withDescription("handler executor rejected the call"), null);
+            }
         }, worker, 1, false);
         if (!method.type().clientSendsOneMessage())
         {
