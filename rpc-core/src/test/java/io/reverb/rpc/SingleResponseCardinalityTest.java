@@ -17,7 +17,8 @@ import reactor.core.publisher.Mono;
 /**
  * A client-streaming call expects exactly one response: a server that sends two (or none) fails the call INTERNAL as an
  * {@link RpcException}, as grpc-java and Reverb's unary path do, not with Reactor's {@code IndexOutOfBoundsException}
- * (which retry classification and callers read as UNKNOWN). The server here serves the method as bidi streaming.
+ * (which retry classification and callers read as UNKNOWN). A unary call that goes through a client interceptor (the
+ * channel's streaming path) likewise. The server here serves the method as bidi streaming.
  */
 class SingleResponseCardinalityTest
 {
@@ -49,6 +50,28 @@ class SingleResponseCardinalityTest
             CallOptions.DEFAULT, Flux.just(StringValue.of("a"), StringValue.of("b")));
     }
 
+    /** A unary call through a client interceptor (the channel's streaming path) to a server that sends n. */
+    private Mono<StringValue> unaryThroughAnInterceptor(final int responses)
+    {
+        final String uri = "inproc://cardinality-" + IDS.incrementAndGet();
+        server = RpcServer.builder(uri).addService(ServiceDefinition.builder(SERVICE)
+                .addMethod(method(MethodDescriptor.MethodType.BIDI_STREAMING), ServerCalls.<StringValue, StringValue>
+                    bidiStreaming(requests -> requests.thenMany(
+                        Flux.range(1, responses).map(i -> StringValue.of("response " + i))))).build())
+            .build().start();
+        channel = RpcChannel.builder(uri).intercept(new ClientInterceptor()
+        {
+            @Override
+            public <Q, R> Flux<R> interceptCall(final ClientCallContext call, final Flux<Q> requests,
+                final Next<Q, R> next)
+            {
+                return next.call(requests);
+            }
+        }).build();
+        return ClientCalls.unary(channel, method(MethodDescriptor.MethodType.UNARY), CallOptions.DEFAULT,
+            StringValue.of("a"));
+    }
+
     @AfterEach
     void close()
     {
@@ -76,6 +99,19 @@ class SingleResponseCardinalityTest
             assertThat(e.status().code()).isEqualTo(StatusCode.INTERNAL);
             assertThat(e.status().description()).contains("More than one value received");
         });
+    }
+
+    @Test
+    void shouldFailAUnaryCallThroughAnInterceptorInternalWhenTheServerSendsTwo()
+    {
+        assertThat(unaryThroughAnInterceptor(1).block(TIMEOUT).getValue()).isEqualTo("response 1");
+        close();
+        assertThatThrownBy(() -> unaryThroughAnInterceptor(2).block(TIMEOUT)).isInstanceOfSatisfying(
+            RpcException.class, e ->
+            {
+                assertThat(e.status().code()).isEqualTo(StatusCode.INTERNAL);
+                assertThat(e.status().description()).contains("More than one value received");
+            });
     }
 
     @Test

@@ -385,14 +385,18 @@ public abstract class ClientCallStarter
      * @param method    the method.
      * @param responses the responses of a unary call made as a stream (through interceptors).
      * @param <Resp>    response type.
-     * @return the one response; INTERNAL when there was none.
+     * @return the one response; INTERNAL when there was none or more than one.
      */
     public static <Resp> Mono<Resp> unaryResult(final MethodDescriptor<?, Resp> method, final Flux<Resp> responses)
     {
+        // a second response is the server's error, reported as grpc-java and the unary path do (INTERNAL), not as
+        // Reactor's IndexOutOfBoundsException; take(2) cancels the call when it comes
         return responses
-            .singleOrEmpty()
-            .switchIfEmpty(Mono.error(() -> Status.INTERNAL
-                .withDescription("No value received for " + method.fullMethodName()).asException()));
+            .take(2)
+            .collectList()
+            .flatMap(values -> values.size() == 1 ? Mono.just(values.get(0)) : Mono.error(Status.INTERNAL
+                .withDescription((values.isEmpty() ? "No value" : "More than one value") + " received for " +
+                method.fullMethodName()).asException()));
     }
 
     private <Req, Resp> Flux<Resp> intercepted(final MethodDescriptor<Req, Resp> method, final CallOptions options,

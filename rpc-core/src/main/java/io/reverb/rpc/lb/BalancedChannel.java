@@ -35,6 +35,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
@@ -352,9 +354,8 @@ public final class BalancedChannel extends RpcChannel
                         null, context)).flux();
                 }
                 // the interceptors' request, made once: a retry sends it again, it does not run them again
-                final Flux<Req> sent = requests.cache();
-                return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, true)
-                    .run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent));
+                return replayed(requests, sent -> new Attempts<Resp>(deadline, options.isWaitForReady(), policy,
+                    true, true).run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent)));
             }));
     }
 
@@ -398,17 +399,40 @@ public final class BalancedChannel extends RpcChannel
             {
                 final RpcContext parent = ClientCallStarter.parentOf(options, context, assembled);
                 final Deadline deadline = ClientCallStarter.callDeadline(options, defaultDeadline, parent);
-                final Publisher<Req> sent = replayable ? Flux.from(requests).cache() : requests;
-                return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                    .run(sc -> sc.connector().attemptCall(method, options, sent, null, deadline, parent));
+                if (!replayable)
+                {
+                    return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, false, false)
+                        .run(sc -> sc.connector().attemptCall(method, options, requests, null, deadline, parent));
+                }
+                return replayed(requests, sent -> new Attempts<Resp>(deadline, options.isWaitForReady(), policy,
+                    true, false).run(sc -> sc.connector().attemptCall(method, options, sent, null, deadline, parent)));
             });
         }
         return intercepted(method, options, requests, assembled, (call, r, deadline, parent, context) ->
         {
-            final Flux<Req> sent = replayable ? r.cache() : r;
-            return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, replayable, false)
-                .run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent));
+            if (!replayable)
+            {
+                return new Attempts<Resp>(deadline, options.isWaitForReady(), policy, false, false)
+                    .run(sc -> sc.connector().attemptCall(method, options, r, call, deadline, parent));
+            }
+            return replayed(r, sent -> new Attempts<Resp>(deadline, options.isWaitForReady(), policy, true, false)
+                .run(sc -> sc.connector().attemptCall(method, options, sent, call, deadline, parent)));
         });
+    }
+
+    /**
+     * A call whose request is taken from its publisher once and sent again by each attempt (a retry replays what was
+     * sent; it does not subscribe to the publisher again). The publisher's subscription is cancelled when the call
+     * ends, so a request still being produced (a token fetch, a {@code Mono} on another scheduler) stops with a call
+     * cancelled or past its deadline, as it would with one subscription ({@code Flux.cache()} never cancels its
+     * source).
+     */
+    private static <Req, Resp> Flux<Resp> replayed(final Publisher<Req> requests,
+        final Function<Flux<Req>, Flux<Resp>> call)
+    {
+        final Disposable.Swap source = Disposables.swap();
+        final Flux<Req> sent = Flux.from(requests).replay().autoConnect(1, source::update);
+        return call.apply(sent).doFinally(signal -> source.dispose());
     }
 
     /** What the interceptors of a call wrap: its attempts, given the call's context, deadline and parent. */

@@ -3,7 +3,7 @@ package io.reverb.rpc.stub;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.RpcChannel;
-import io.reverb.rpc.Status;
+import io.reverb.rpc.internal.ClientCallStarter;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -109,13 +109,6 @@ public final class ClientCalls
 
     private static <Resp> Mono<Resp> single(final Flux<Resp> responses, final MethodDescriptor<?, Resp> method)
     {
-        // a second response is the server's error, reported as grpc-java and the unary path do (INTERNAL), not as
-        // Reactor's IndexOutOfBoundsException; take(2) cancels the call when it comes
-        return responses
-            .take(2)
-            .collectList()
-            .flatMap(values -> values.size() == 1 ? Mono.just(values.get(0)) : Mono.error(Status.INTERNAL
-                .withDescription((values.isEmpty() ? "No value" : "More than one value") + " received for " +
-                method.fullMethodName()).asException()));
+        return ClientCallStarter.unaryResult(method, responses);
     }
 }
