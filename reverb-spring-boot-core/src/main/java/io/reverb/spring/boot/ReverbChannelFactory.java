@@ -61,6 +61,28 @@ public class ReverbChannelFactory implements DisposableBean
         this.properties = Objects.requireNonNull(properties, "properties");
         this.customizers = List.copyOf(customizers);
         this.bundles = bundles;
+        properties.getChannels().forEach(ReverbChannelFactory::check);
+    }
+
+    /**
+     * Fails on settings that binding accepts but no channel can use, naming the property.
+     *
+     * @param name     the channel's name.
+     * @param settings its settings.
+     * @throws IllegalArgumentException on a default deadline that is not positive (every call would fail
+     *                                  DEADLINE_EXCEEDED) or a message size that is not positive or beyond an int.
+     */
+    static void check(final String name, final ReverbProperties.Channel settings)
+    {
+        final String prefix = "reverb.client.channels." + name + ".";
+        if (settings.getDefaultDeadline() != null)
+        {
+            PropertyChecks.positive(prefix + "default-deadline", settings.getDefaultDeadline());
+        }
+        if (settings.getMaxInboundMessageSize() != null)
+        {
+            PropertyChecks.messageSize(prefix + "max-inbound-message-size", settings.getMaxInboundMessageSize());
+        }
     }
 
     /**
@@ -71,6 +93,11 @@ public class ReverbChannelFactory implements DisposableBean
      */
     public RpcChannel channel(final String name)
     {
+        if (closed)
+        {
+            // before the map: it still holds the channels destroy() closed
+            throw new IllegalStateException("the Reverb channels are closed (the application context is closing)");
+        }
         final RpcChannel existing = channels.get(name);
         if (existing != null)
         {
@@ -156,13 +183,15 @@ public class ReverbChannelFactory implements DisposableBean
         final ReverbProperties.Channel settings = properties.getChannels().get(name);
         if (settings != null)
         {
+            check(name, settings);
             if (settings.getDefaultDeadline() != null)
             {
                 builder.defaultDeadline(settings.getDefaultDeadline());
             }
             if (settings.getMaxInboundMessageSize() != null)
             {
-                builder.maxInboundMessageSize(Math.toIntExact(settings.getMaxInboundMessageSize().toBytes()));
+                builder.maxInboundMessageSize(PropertyChecks.messageSize(
+                    "reverb.client.channels." + name + ".max-inbound-message-size", settings.getMaxInboundMessageSize()));
             }
             if (settings.getKeepAliveTime() != null || settings.getKeepAliveTimeout() != null)
             {

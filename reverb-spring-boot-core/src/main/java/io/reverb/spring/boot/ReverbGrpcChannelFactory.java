@@ -54,9 +54,15 @@ public class ReverbGrpcChannelFactory implements DisposableBean
      * @param name a channel's name under {@code reverb.client.channels}, or an address.
      * @return the grpc-java channel of that name (the same one on every call).
      * @throws IllegalArgumentException if no channel of that name is configured and it is not an address.
+     * @throws IllegalStateException    once the context is closing.
      */
     public ManagedChannel channel(final String name)
     {
+        if (closed)
+        {
+            // before the map: it still holds the channels destroy() shut down
+            throw new IllegalStateException("the Reverb channels are closed (the application context is closing)");
+        }
         final ManagedChannel existing = channels.get(name);
         if (existing != null)
         {
@@ -99,6 +105,10 @@ public class ReverbGrpcChannelFactory implements DisposableBean
             addresses.isEmpty() ? address : addresses.get(0));
         builder.reverbChannel(b -> reverb.configure(name, b, false));
         final ReverbProperties.Channel settings = reverb.settings(name);
+        if (settings != null)
+        {
+            ReverbChannelFactory.check(name, settings); // a deadline of zero would fail every call DEADLINE_EXCEEDED
+        }
         if (settings != null && settings.getLoadBalancingPolicy() != null)
         {
             builder.defaultLoadBalancingPolicy(settings.getLoadBalancingPolicy());

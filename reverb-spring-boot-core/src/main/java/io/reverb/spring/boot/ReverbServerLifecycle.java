@@ -7,15 +7,26 @@ import io.reverb.rpc.RpcService;
 import io.reverb.rpc.ServiceDefinition;
 import io.reverb.services.health.HealthCheckResponse.ServingStatus;
 import io.reverb.services.health.HealthStatusManager;
+import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.boot.ssl.SslBundles;
+import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.context.ApplicationEventPublisherAware;
+import org.springframework.context.EnvironmentAware;
 import org.springframework.context.SmartLifecycle;
+import org.springframework.core.env.ConfigurableEnvironment;
+import org.springframework.core.env.Environment;
+import org.springframework.core.env.MapPropertySource;
+import org.springframework.core.env.MutablePropertySources;
 
 /**
  * The Reverb server of a Spring application: serves every {@link RpcService} bean (generated {@code FooImplBase}
@@ -32,16 +43,29 @@ import org.springframework.context.SmartLifecycle;
  * </ul>
  *
  * It stops in the phase of Spring Boot's web servers, before any bean is destroyed, so handlers can use other beans
- * until the last call ends.
+ * until the last call ends. A server still running when its bean is destroyed (a refresh that failed after it started,
+ * which stops no lifecycle on Spring 6.2) is closed then, at once, so that it neither holds its port nor keeps the JVM
+ * alive.
+ *
+ * <p>Once bound, as Spring Boot does for {@code local.server.port}, it puts {@value #LOCAL_ADDRESS} (the address as
+ * bound) and {@value #LOCAL_PORT} (its port, when the address has one: {@code tcp://127.0.0.1:0} resolved) into the
+ * environment, in the property source {@value #PORTS}, and publishes a {@link ReverbServerStartedEvent}.
  *
  * <p>{@code reverb.server.auth-token} and {@code reverb.server.tls.*} become the engine settings of the server's
  * transport (before the customizers, which may replace them). A server that listens beyond loopback with neither a
  * token nor TLS logs one warning when it starts.
  */
-public class ReverbServerLifecycle implements SmartLifecycle
+public class ReverbServerLifecycle
+    implements SmartLifecycle, DisposableBean, EnvironmentAware, ApplicationEventPublisherAware
 {
     /** The phase of Spring Boot's web server start/stop: started late, stopped early. */
     public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024;
+    /** The environment property of the address as bound. */
+    public static final String LOCAL_ADDRESS = "local.reverb.address";
+    /** The environment property of the bound port (absent when the address has none). */
+    public static final String LOCAL_PORT = "local.reverb.port";
+    /** The name of the property source that holds {@value #LOCAL_ADDRESS} and {@value #LOCAL_PORT}. */
+    public static final String PORTS = "reverb.server.ports";
     /** How long an immediate shutdown (and the end of a graceful one) waits for connections to close. */
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
 
@@ -56,6 +80,10 @@ public class ReverbServerLifecycle implements SmartLifecycle
     private final Duration gracePeriod;
     private final SslBundles bundles;
     private final List<String> serviceNames = new ArrayList<>();
+    /** reverb.server.max-inbound-message-size in bytes, or 0 for RpcServer's default. */
+    private final int maxInboundMessageSize;
+    private Environment environment;
+    private ApplicationEventPublisher events;
     /** The token and TLS of reverb.server.*, made once so that every builder shares one engine. */
     private EngineConfig engine;
     private boolean engineMade;
@@ -91,6 +119,21 @@ public class ReverbServerLifecycle implements SmartLifecycle
         this.health = health;
         this.shutdown = Objects.requireNonNull(shutdown, "shutdown");
         this.gracePeriod = Objects.requireNonNull(gracePeriod, "gracePeriod");
+        PropertyChecks.notNegative("reverb.server.shutdown-grace-period", gracePeriod);
+        this.maxInboundMessageSize = properties.getMaxInboundMessageSize() == null ? 0 :
+            PropertyChecks.messageSize("reverb.server.max-inbound-message-size", properties.getMaxInboundMessageSize());
+    }
+
+    @Override
+    public void setEnvironment(final Environment environment)
+    {
+        this.environment = environment;
+    }
+
+    @Override
+    public void setApplicationEventPublisher(final ApplicationEventPublisher events)
+    {
+        this.events = events;
     }
 
     /**
@@ -175,6 +218,51 @@ public class ReverbServerLifecycle implements SmartLifecycle
                 "reverb.server.tls: any host that reaches the port can call every service. Set a token or TLS, or " +
                 "listen on 127.0.0.1 (or shm://)", boundAddress);
         }
+        publishBound();
+    }
+
+    /** Tells the application where the server listens: the environment's local.reverb.* and an event. */
+    private void publishBound()
+    {
+        final int port = port(boundAddress);
+        if (environment instanceof ConfigurableEnvironment configurable)
+        {
+            final MutablePropertySources sources = configurable.getPropertySources();
+            if (!(sources.get(PORTS) instanceof MapPropertySource))
+            {
+                sources.addFirst(new MapPropertySource(PORTS, new HashMap<>()));
+            }
+            final Map<String, Object> ports = ((MapPropertySource)sources.get(PORTS)).getSource();
+            ports.put(LOCAL_ADDRESS, boundAddress);
+            if (port >= 0)
+            {
+                ports.put(LOCAL_PORT, port);
+            }
+            else
+            {
+                ports.remove(LOCAL_PORT);
+            }
+        }
+        if (events != null)
+        {
+            events.publishEvent(new ReverbServerStartedEvent(this, boundAddress, port));
+        }
+    }
+
+    /**
+     * @param address an address as bound.
+     * @return its port, or -1 when it has none ({@code shm://name}) or is no URI.
+     */
+    static int port(final String address)
+    {
+        try
+        {
+            return URI.create(address).getPort();
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return -1;
+        }
     }
 
     /**
@@ -219,9 +307,9 @@ public class ReverbServerLifecycle implements SmartLifecycle
             builder.addService(definition);
         }
         builder.shutdownGracePeriod(gracePeriod);
-        if (properties.getMaxInboundMessageSize() != null)
+        if (maxInboundMessageSize > 0)
         {
-            builder.maxInboundMessageSize(Math.toIntExact(properties.getMaxInboundMessageSize().toBytes()));
+            builder.maxInboundMessageSize(maxInboundMessageSize);
         }
         if (properties.getMaxConcurrentCallsPerConnection() != null)
         {
@@ -325,6 +413,51 @@ public class ReverbServerLifecycle implements SmartLifecycle
         {
             Thread.currentThread().interrupt();
             s.shutdownNow();
+        }
+    }
+
+    /**
+     * Closes the server at once if it still runs: after a normal close the lifecycle has stopped it and this does
+     * nothing; after a refresh that failed once the server had started (a {@code ContextRefreshedEvent} listener that
+     * threw), Spring 6.2 destroys the beans without stopping the lifecycles, and the server would keep its port and,
+     * through its await thread, the JVM.
+     */
+    @Override
+    public void destroy()
+    {
+        final Serving s;
+        final CountDownLatch latch;
+        synchronized (this)
+        {
+            if (!running)
+            {
+                return;
+            }
+            running = false;
+            s = serving;
+            latch = stopped;
+        }
+        LOG.warn("Reverb server on {}: destroyed while running (the context failed to start?): closing it now",
+            boundAddress);
+        if (health != null)
+        {
+            health.enterTerminalState();
+        }
+        try
+        {
+            s.shutdownNow();
+            if (!s.awaitTermination(CLOSE_WAIT))
+            {
+                LOG.warn("Reverb server on {}: not terminated {} s after closing", boundAddress, CLOSE_WAIT.toSeconds());
+            }
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            latch.countDown();
         }
     }
 

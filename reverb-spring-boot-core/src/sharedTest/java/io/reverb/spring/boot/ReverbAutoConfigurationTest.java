@@ -8,14 +8,25 @@ import io.reverb.spring.boot.health.ReverbHealthAutoConfiguration;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.NativeEchoRpc;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.event.ContextRefreshedEvent;
+import org.springframework.context.event.EventListener;
 import reactor.core.publisher.Mono;
 
 /**
@@ -49,6 +60,62 @@ class ReverbAutoConfigurationTest
                     return Mono.just(EchoReply.newBuilder().setText("unit:" + request.getText()).build());
                 }
             };
+        }
+    }
+
+    /** Fails the refresh after the lifecycles started (the Reverb server is listening by then). */
+    static class FailsOnceRefreshed
+    {
+        @EventListener(ContextRefreshedEvent.class)
+        void fail()
+        {
+            throw new IllegalStateException("a refreshed-event listener failed");
+        }
+    }
+
+    static class StartedEvents
+    {
+        final List<ReverbServerStartedEvent> received = new CopyOnWriteArrayList<>();
+
+        @EventListener
+        void onStarted(final ReverbServerStartedEvent event)
+        {
+            received.add(event);
+        }
+    }
+
+    private static int freePort() throws IOException
+    {
+        try (ServerSocket socket = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        {
+            return socket.getLocalPort();
+        }
+    }
+
+    private static Set<Thread> awaitThreads()
+    {
+        return Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.isAlive() && "reverb-server-await".equals(t.getName())).collect(Collectors.toSet());
+    }
+
+    /** Binds the port, retrying for a while: the server closes its listener at once, the kernel may lag a little. */
+    private static boolean bindable(final int port) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true)
+        {
+            try (ServerSocket socket = new ServerSocket(port, 50, InetAddress.getLoopbackAddress()))
+            {
+                return true;
+            }
+            catch (final IOException e)
+            {
+                if (System.nanoTime() > deadline)
+                {
+                    return false;
+                }
+                Thread.sleep(50);
+            }
         }
     }
 
@@ -201,5 +268,93 @@ class ReverbAutoConfigurationTest
         runner.withUserConfiguration(NativeEchoService.class)
             .withPropertyValues("reverb.server.address=nosuch://x")
             .run(context -> assertThat(context).hasFailed().getFailure().hasStackTraceContaining("nosuch"));
+    }
+
+    @Test
+    void shouldCloseTheServerWhenTheRefreshFailsAfterItStarted() throws Exception
+    {
+        final int port = freePort();
+        final Set<Thread> before = awaitThreads();
+        runner.withUserConfiguration(NativeEchoService.class).withBean(FailsOnceRefreshed.class)
+            .withPropertyValues("reverb.server.address=tcp://127.0.0.1:" + port)
+            .run(context -> assertThat(context).hasFailed().getFailure()
+                .hasStackTraceContaining("a refreshed-event listener failed"));
+
+        // Spring 6.2 destroys the beans of a failed refresh but stops no lifecycle, and the failed context's close()
+        // does nothing: the server's bean must close it, or it keeps the port and (its await thread) the JVM
+        assertThat(bindable(port)).as("port %d free again", port).isTrue();
+        final Set<Thread> left = awaitThreads();
+        left.removeAll(before);
+        for (final Thread thread : left)
+        {
+            thread.join(10_000);
+        }
+        assertThat(left).as("reverb-server-await threads of the failed context").noneMatch(Thread::isAlive);
+    }
+
+    @Test
+    void shouldPublishTheBoundPortInTheEnvironmentAndAsAnEvent()
+    {
+        runner.withUserConfiguration(NativeEchoService.class).withBean(StartedEvents.class)
+            .withPropertyValues("reverb.server.address=tcp://127.0.0.1:0")
+            .run(context ->
+            {
+                final String address = context.getBean(ReverbServerLifecycle.class).address();
+                final int port = URI.create(address).getPort();
+                assertThat(port).as(address).isPositive();
+                assertThat(context.getEnvironment().getProperty("local.reverb.port", Integer.class)).isEqualTo(port);
+                assertThat(context.getEnvironment().getProperty("local.reverb.address")).isEqualTo(address);
+                assertThat(context.getEnvironment().getPropertySources().contains("reverb.server.ports")).isTrue();
+                final List<ReverbServerStartedEvent> events = context.getBean(StartedEvents.class).received;
+                assertThat(events).hasSize(1);
+                assertThat(events.get(0).getAddress()).isEqualTo(address);
+                assertThat(events.get(0).getPort()).isEqualTo(port);
+                assertThat(events.get(0).getServer()).isSameAs(context.getBean(ReverbServerLifecycle.class));
+            });
+    }
+
+    @Test
+    void shouldPublishAnAddressWithoutAPortAsSuch()
+    {
+        final String address = shm();
+        runner.withUserConfiguration(NativeEchoService.class).withBean(StartedEvents.class)
+            .withPropertyValues("reverb.server.address=" + address)
+            .run(context ->
+            {
+                assertThat(context.getEnvironment().getProperty("local.reverb.address")).isEqualTo(address);
+                assertThat(context.getEnvironment().containsProperty("local.reverb.port")).isFalse();
+                final List<ReverbServerStartedEvent> events = context.getBean(StartedEvents.class).received;
+                assertThat(events).hasSize(1);
+                assertThat(events.get(0).getAddress()).isEqualTo(address);
+                assertThat(events.get(0).getPort()).isEqualTo(-1);
+            });
+    }
+
+    @Test
+    void shouldFailTheContextNamingAServerSettingOutOfRange()
+    {
+        runner.withUserConfiguration(NativeEchoService.class)
+            .withPropertyValues("reverb.server.address=" + shm(), "reverb.server.max-inbound-message-size=3GB")
+            .run(context -> assertThat(context).hasFailed().getFailure().rootCause()
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reverb.server.max-inbound-message-size=3221225472B"));
+        runner.withUserConfiguration(NativeEchoService.class)
+            .withPropertyValues("reverb.server.address=" + shm(), "reverb.server.shutdown-grace-period=-1s")
+            .run(context -> assertThat(context).hasFailed().getFailure().rootCause()
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reverb.server.shutdown-grace-period=PT-1S"));
+    }
+
+    @Test
+    void shouldFailTheContextNamingAChannelSettingOutOfRange()
+    {
+        runner.withPropertyValues("reverb.server.enabled=false", "reverb.client.channels.echo.address=" + shm(),
+            "reverb.client.channels.echo.default-deadline=0s").run(context ->
+            assertThat(context).hasFailed().getFailure().rootCause().isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reverb.client.channels.echo.default-deadline=PT0S"));
+        runner.withPropertyValues("reverb.server.enabled=false", "reverb.client.channels.echo.address=" + shm(),
+            "reverb.client.channels.echo.max-inbound-message-size=4GB").run(context ->
+            assertThat(context).hasFailed().getFailure().rootCause().isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reverb.client.channels.echo.max-inbound-message-size=4294967296B"));
     }
 }
