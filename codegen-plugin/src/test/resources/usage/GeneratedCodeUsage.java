@@ -15,6 +15,8 @@ import reverb.test.plain.EmptyRpc;
 import reverb.test.plain.FirstRpc;
 import reverb.test.plain.PlainFile;
 import reverb.test.plain.SecondRpc;
+import reverb.test.record.var.yield.sealed.permits.Contextual;
+import reverb.test.record.var.yield.sealed.permits.LedgerRpc;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,6 +40,7 @@ public final class GeneratedCodeUsage
         final Function<Request, Mono<Response>> unary = stub::unary;
         final Function<Mono<Request>, Mono<Response>> unaryMono = stub::unary;
         final Function<Request, Flux<Response.Part>> serverStream = stub::serverStream;
+        final Function<Mono<Request>, Flux<Response.Part>> serverStreamMono = stub::serverStream;
         final Function<Flux<ModelProtos.Point>, Mono<ModelProtos.Point.Area.Summary>> clientStream = stub::clientStream;
         final Function<Flux<ModelProtos.Note>, Flux<ModelProtos.Note>> bidi = stub::bidi;
         final Function<com.google.protobuf.Empty, Mono<com.google.protobuf.Timestamp>> ping = stub::ping;
@@ -49,6 +52,13 @@ public final class GeneratedCodeUsage
         final Function<NameClashOuterClass.Msg, Flux<NameClashOuterClass.Msg>> defaultKeyword = objects::default_;
         final Function<Flux<NameClashOuterClass.Msg>, Mono<NameClashOuterClass.Msg>> newKeyword = objects::new_;
         final Function<NameClashOuterClass.Msg, Mono<NameClashOuterClass.Msg>> channelMethod = objects::channel_;
+        final Function<NameClashOuterClass.Msg, Mono<NameClashOuterClass.Msg>> compression = objects::withCompression_;
+        final Function<NameClashOuterClass.Msg, Mono<NameClashOuterClass.Msg>> digit = objects::verify2fa;
+        final Function<NameClashOuterClass.Msg, Mono<NameClashOuterClass.Msg>> underscore = objects::_Internal;
+        final MethodDescriptor<NameClashOuterClass.Msg, NameClashOuterClass.Msg> digitDescriptor =
+            ObjectRpc.getVerify2faMethod();
+        final MethodDescriptor<NameClashOuterClass.Msg, NameClashOuterClass.Msg> underscoreDescriptor =
+            ObjectRpc.getInternalMethod();
         final RpcChannel inherited = objects.channel();
 
         final Function<PlainFile.Ask, Flux<PlainFile.Answer>> query = SecondRpc.newReactorStub(channel)::query;
@@ -57,6 +67,7 @@ public final class GeneratedCodeUsage
         final LegacyRpc.LegacyReactorStub legacy = LegacyRpc.newReactorStub(channel);
         final FirstRpc.FirstReactorStub first = FirstRpc.newReactorStub(channel);
         final MethodDescriptor<Request, Response> descriptor = KindsRpc.METHOD_UNARY;
+        final Function<Contextual.Entry, Flux<Contextual.Entry>> watch = LedgerRpc.newReactorStub(channel)::watch;
     }
 
     /**
@@ -98,6 +109,10 @@ public final class GeneratedCodeUsage
             kinds.protoDescriptor().getFile().getName() + " methods " + kinds.protoDescriptor().getMethods().size());
         results.add("descriptor " + objects.protoDescriptor().getFullName() + " in " +
             objects.protoDescriptor().getFile().getName());
+        final ServiceDefinition ledger = new LedgerRpc.LedgerImplBase()
+        {
+        }.bindService();
+        results.add("service " + ledger.serviceName() + " methods " + ledger.methods().size());
         return results;
     }
 

@@ -14,17 +14,22 @@ public final class JavaNames
     public static final String OUTER_CLASS_SUFFIX = "OuterClass";
 
     /**
-     * Java keywords and literals, plus restricted identifiers that cannot be used unqualified as a
-     * method name ({@code yield}) or read badly as one ({@code var}, {@code record}).
+     * Java's reserved keywords, the literals and {@code _}: no identifier may be one (JLS 3.8, 3.9).
      */
-    public static final Set<String> JAVA_RESERVED = Set.of(
+    public static final Set<String> RESERVED_WORDS = Set.of(
         "abstract", "assert", "boolean", "break", "byte", "case", "catch", "char", "class", "const",
         "continue", "default", "do", "double", "else", "enum", "extends", "final", "finally", "float",
         "for", "goto", "if", "implements", "import", "instanceof", "int", "interface", "long", "native",
         "new", "package", "private", "protected", "public", "return", "short", "static", "strictfp",
         "super", "switch", "synchronized", "this", "throw", "throws", "transient", "try", "void",
-        "volatile", "while", "true", "false", "null", "_", "var", "yield", "record", "sealed", "permits",
-        "non-sealed");
+        "volatile", "while", "true", "false", "null", "_");
+
+    /**
+     * Contextual keywords that are Identifiers but not TypeIdentifiers (JLS 3.8): a package segment or a method
+     * may be named {@code record}, a class may not. Generated methods avoid them too: an unqualified call of a
+     * method named {@code yield} does not compile, and {@code var} or {@code record} would read badly.
+     */
+    public static final Set<String> RESTRICTED_TYPE_IDENTIFIERS = Set.of("permits", "record", "sealed", "var", "yield");
 
     private JavaNames()
     {
@@ -63,6 +68,42 @@ public final class JavaNames
             else
             {
                 capNextLetter = true;
+            }
+        }
+        return result.toString();
+    }
+
+    /**
+     * grpc-java's method naming ({@code MixedLower} in its {@code java_generator.cpp}): lower-cases the first
+     * character, drops every later underscore and upper-cases the character after one. Unlike
+     * {@link #underscoresToCamelCase}, a digit does not capitalise the next letter ({@code Verify2fa} becomes
+     * {@code verify2fa}) and a leading underscore stays ({@code _Internal} stays {@code _Internal}). Only ASCII
+     * letters change case, as with C's {@code tolower} and {@code toupper}.
+     *
+     * @param word a proto method name, or {@code get_} + name + {@code _method} for the descriptor accessor.
+     * @return the name grpc-java gives the method (before its keyword check).
+     */
+    public static String mixedLower(final String word)
+    {
+        if (word.isEmpty())
+        {
+            return word;
+        }
+        final StringBuilder result = new StringBuilder(word.length());
+        final char first = word.charAt(0);
+        result.append(isAsciiUpper(first) ? (char)(first - 'A' + 'a') : first);
+        boolean afterUnderscore = false;
+        for (int i = 1; i < word.length(); i++)
+        {
+            final char c = word.charAt(i);
+            if (c == '_')
+            {
+                afterUnderscore = true;
+            }
+            else
+            {
+                result.append(afterUnderscore && isAsciiLower(c) ? (char)(c - 'a' + 'A') : c);
+                afterUnderscore = false;
             }
         }
         return result.toString();
@@ -114,12 +155,12 @@ public final class JavaNames
     }
 
     /**
-     * @param name a candidate identifier.
-     * @return true when it is a legal Java identifier and not reserved.
+     * @param name a candidate identifier, e.g. a package name segment.
+     * @return true when it is a legal Java Identifier: not reserved, though possibly a contextual keyword.
      */
     public static boolean isValidIdentifier(final String name)
     {
-        if (name.isEmpty() || JAVA_RESERVED.contains(name) || !Character.isJavaIdentifierStart(name.charAt(0)))
+        if (name.isEmpty() || RESERVED_WORDS.contains(name) || !Character.isJavaIdentifierStart(name.charAt(0)))
         {
             return false;
         }
@@ -131,6 +172,15 @@ public final class JavaNames
             }
         }
         return true;
+    }
+
+    /**
+     * @param name a candidate class name.
+     * @return true when it is a legal Java TypeIdentifier: an Identifier other than {@link #RESTRICTED_TYPE_IDENTIFIERS}.
+     */
+    public static boolean isValidTypeIdentifier(final String name)
+    {
+        return isValidIdentifier(name) && !RESTRICTED_TYPE_IDENTIFIERS.contains(name);
     }
 
     private static boolean isAsciiLower(final char c)

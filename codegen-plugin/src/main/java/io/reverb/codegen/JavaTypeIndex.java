@@ -5,8 +5,10 @@ import com.google.protobuf.DescriptorProtos.EnumDescriptorProto;
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Where protoc's Java generator puts each message: maps a proto full name ({@code .pkg.Outer.Inner}) to
@@ -16,9 +18,11 @@ import java.util.Map;
 public final class JavaTypeIndex
 {
     private final Map<String, String> javaClassByProtoType = new HashMap<>();
+    private final Map<String, String> javaPackageByProtoType = new HashMap<>();
     private final Map<String, String> protoFileByProtoType = new HashMap<>();
     private final Map<String, FileDescriptorProto> fileByName = new HashMap<>();
     private final Map<String, String> protoFileByTopLevelClass = new HashMap<>();
+    private final Set<String> deprecatedProtoTypes = new HashSet<>();
 
     /**
      * @param files every file of the request, in any order.
@@ -51,7 +55,7 @@ public final class JavaTypeIndex
             }
             for (final DescriptorProto message : file.getMessageTypeList())
             {
-                indexMessage(file.getName(), message, protoPrefix, javaPrefix);
+                indexMessage(file.getName(), javaPackage, message, protoPrefix, javaPrefix, false);
             }
         }
     }
@@ -94,6 +98,28 @@ public final class JavaTypeIndex
 
     /**
      * @param protoTypeName a full name, e.g. {@code .pkg.Msg}.
+     * @return the Java package of its class, the leading part of {@link #javaClassName} (possibly empty), or null
+     *         when no file of the request defines it.
+     */
+    public String javaPackageOf(final String protoTypeName)
+    {
+        return javaPackageByProtoType.get(protoTypeName);
+    }
+
+    /**
+     * protoc marks a message class {@code @java.lang.Deprecated} when the message has {@code option deprecated = true}
+     * (not when only its file has); naming a nested class names every class enclosing it.
+     *
+     * @param protoTypeName a full name, e.g. {@code .pkg.Msg}.
+     * @return whether the Java name of the type contains a class protoc marks deprecated.
+     */
+    public boolean namesDeprecatedClass(final String protoTypeName)
+    {
+        return deprecatedProtoTypes.contains(protoTypeName);
+    }
+
+    /**
+     * @param protoTypeName a full name, e.g. {@code .pkg.Msg}.
      * @return the name of the file defining it, or null.
      */
     public String definingFile(final String protoTypeName)
@@ -120,15 +146,22 @@ public final class JavaTypeIndex
     }
 
     private void indexMessage(
-        final String fileName, final DescriptorProto message, final String protoPrefix, final String javaPrefix)
+        final String fileName, final String javaPackage, final DescriptorProto message, final String protoPrefix,
+        final String javaPrefix, final boolean inDeprecatedClass)
     {
         final String protoName = protoPrefix + message.getName();
         final String javaName = javaPrefix + message.getName();
+        final boolean deprecated = inDeprecatedClass || message.getOptions().getDeprecated();
         javaClassByProtoType.put(protoName, javaName);
+        javaPackageByProtoType.put(protoName, javaPackage);
         protoFileByProtoType.put(protoName, fileName);
+        if (deprecated)
+        {
+            deprecatedProtoTypes.add(protoName);
+        }
         for (final DescriptorProto nested : message.getNestedTypeList())
         {
-            indexMessage(fileName, nested, protoName + ".", javaName + ".");
+            indexMessage(fileName, javaPackage, nested, protoName + ".", javaName + ".", deprecated);
         }
     }
 

@@ -21,6 +21,8 @@ import java.util.Set;
  * @param stubClassName {@code GreeterReactorStub}.
  * @param implBaseClassName {@code GreeterImplBase}.
  * @param deprecated   the service's {@code deprecated} option.
+ * @param namesDeprecatedClasses whether a request or response type is (or is nested in) a message class protoc marks
+ *                     {@code @java.lang.Deprecated}: the generated class then suppresses deprecation warnings.
  * @param comment      the service's comment lines.
  * @param methods      the methods, in declaration order.
  * @param outerClassName fully qualified Java outer class protoc generates for {@code protoFile}: its
@@ -35,6 +37,7 @@ public record ServiceModel(
     String stubClassName,
     String implBaseClassName,
     boolean deprecated,
+    boolean namesDeprecatedClasses,
     List<String> comment,
     List<Method> methods,
     String outerClassName,
@@ -46,8 +49,8 @@ public record ServiceModel(
 
     /** Members the generated stub and service base inherit from rpc-core's {@code AbstractReactorStub} and {@code RpcService}. */
     static final Set<String> INHERITED_MEMBERS = Set.of(
-        "withDeadlineAfter", "withMetadata", "withWaitForReady", "withCallOptions", "channel", "callOptions", "build",
-        "bindService");
+        "withDeadlineAfter", "withMetadata", "withWaitForReady", "withCompression", "withCallOptions", "channel",
+        "callOptions", "build", "bindService");
 
     /**
      * One rpc of the service.
@@ -104,6 +107,7 @@ public record ServiceModel(
         }
 
         final List<Method> methods = new ArrayList<>();
+        boolean namesDeprecatedClasses = false;
         final Map<String, String> usedJavaNames = new HashMap<>();
         final Map<String, String> usedConstantNames = new HashMap<>();
         final Map<String, String> usedAccessorNames = new HashMap<>();
@@ -116,6 +120,8 @@ public record ServiceModel(
             claim(usedConstantNames, model.constantName(), method.getName(), file.getName(), methodElement);
             claim(usedAccessorNames, model.accessorName(), method.getName(), file.getName(), methodElement);
             methods.add(model);
+            namesDeprecatedClasses |= types.namesDeprecatedClass(method.getInputType()) ||
+                types.namesDeprecatedClass(method.getOutputType());
         }
 
         return new ServiceModel(
@@ -126,6 +132,7 @@ public record ServiceModel(
             service.getName() + "ReactorStub",
             service.getName() + "ImplBase",
             service.getOptions().getDeprecated(),
+            namesDeprecatedClasses,
             Javadoc.commentLines(file.getSourceCodeInfo(), Javadoc.FILE_SERVICE_FIELD, serviceIndex),
             List.copyOf(methods),
             javaPackage.isEmpty() ? JavaTypeIndex.outerClassName(file) :
@@ -150,22 +157,22 @@ public record ServiceModel(
         final String element,
         final JavaTypeIndex types)
     {
-        String javaName = JavaNames.underscoresToCamelCase(method.getName(), false);
+        // grpc-java's names (MixedLower), so code written against its stubs names the same methods
+        String javaName = JavaNames.mixedLower(method.getName());
         if (javaName.isEmpty() || !Character.isJavaIdentifierStart(javaName.charAt(0)))
         {
             javaName = "_" + javaName;
         }
-        if (JavaNames.JAVA_RESERVED.contains(javaName) || OBJECT_METHODS.contains(javaName) ||
-            INHERITED_MEMBERS.contains(javaName))
+        if (JavaNames.RESERVED_WORDS.contains(javaName) || JavaNames.RESTRICTED_TYPE_IDENTIFIERS.contains(javaName) ||
+            OBJECT_METHODS.contains(javaName) || INHERITED_MEMBERS.contains(javaName))
         {
             javaName = javaName + "_";
         }
-        final String upperCamel = JavaNames.underscoresToCamelCase(method.getName(), true);
 
         return new Method(
             method.getName(),
             javaName,
-            "get" + upperCamel + "Method",
+            JavaNames.mixedLower("get_" + method.getName() + "_method"),
             "METHOD_" + JavaNames.upperSnakeCase(method.getName()),
             javaType(file, element, "input", method.getInputType(), types),
             javaType(file, element, "output", method.getOutputType(), types),
@@ -185,32 +192,59 @@ public record ServiceModel(
             throw new GenerationException(file.getName(), element, "the " + role + " type " + protoType +
                 " is not a message defined in any file protoc passed to the plugin");
         }
-        for (final String segment : javaType.split("\\."))
+        final String javaPackage = types.javaPackageOf(protoType);
+        final String invalid = invalidSegment(javaPackage,
+            javaPackage.isEmpty() ? javaType : javaType.substring(javaPackage.length() + 1));
+        if (null != invalid)
         {
-            if (!JavaNames.isValidIdentifier(segment))
-            {
-                throw new GenerationException(file.getName(), element, "the " + role + " type " + protoType +
-                    " maps to the Java class " + javaType + ", which is not a valid Java name ('" + segment +
-                    "'); set option java_package in " + types.definingFile(protoType) + " or rename the type");
-            }
+            throw new GenerationException(file.getName(), element, "the " + role + " type " + protoType +
+                " maps to the Java class " + javaType + ", which is not a valid Java name ('" + invalid +
+                "'); set option java_package in " + types.definingFile(protoType) + " or rename the type");
         }
         return javaType;
     }
 
     private static void checkJavaPackage(final String protoFile, final String element, final String javaPackage)
     {
-        if (javaPackage.isEmpty())
+        final String invalid = invalidSegment(javaPackage, "");
+        if (null != invalid)
         {
-            return;
+            throw new GenerationException(protoFile, element, "the Java package '" + javaPackage +
+                "' is not valid Java ('" + invalid + "'); set option java_package");
         }
-        for (final String segment : javaPackage.split("\\.", -1))
+    }
+
+    /**
+     * The package's segments must be Identifiers, the class names TypeIdentifiers (JLS 7.4.1, 8.1): a package
+     * may be {@code acme.record.v1}, a class may not be {@code record}.
+     *
+     * @param javaPackage a Java package, possibly empty.
+     * @param classPath   a class name in it, with the names of enclosing classes, e.g. {@code Outer.Msg}; or empty.
+     * @return the first segment Java rejects, or null.
+     */
+    private static String invalidSegment(final String javaPackage, final String classPath)
+    {
+        if (!javaPackage.isEmpty())
         {
-            if (!JavaNames.isValidIdentifier(segment))
+            for (final String segment : javaPackage.split("\\.", -1))
             {
-                throw new GenerationException(protoFile, element, "the Java package '" + javaPackage +
-                    "' is not valid Java ('" + segment + "'); set option java_package");
+                if (!JavaNames.isValidIdentifier(segment))
+                {
+                    return segment;
+                }
             }
         }
+        if (!classPath.isEmpty())
+        {
+            for (final String segment : classPath.split("\\.", -1))
+            {
+                if (!JavaNames.isValidTypeIdentifier(segment))
+                {
+                    return segment;
+                }
+            }
+        }
+        return null;
     }
 
     private static void claim(

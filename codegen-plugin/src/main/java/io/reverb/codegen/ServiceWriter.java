@@ -59,6 +59,11 @@ public final class ServiceWriter
             "Reverb Reactor client stub, service base class and method descriptors of",
             "{@code " + service.fullName() + "}."), service.comment(), List.of());
         deprecatedIf(service.deprecated());
+        if (service.namesDeprecatedClasses())
+        {
+            // javac warns at every use of a deprecated message class, which -Xlint:all -Werror builds turn into errors
+            line("@java.lang.SuppressWarnings(\"deprecation\")");
+        }
         line("public final class " + service.rpcClassName());
         open();
 
@@ -176,18 +181,16 @@ public final class ServiceWriter
             open();
             line("return " + call + "request);");
             close();
-            if (method.kind() == MethodKind.UNARY)
-            {
-                line("");
-                methodJavadoc(method, "Calls", "@param request the request, sent when it is emitted.",
-                    "@return the response.");
-                deprecatedIf(method.deprecated());
-                line("public " + responseType + " " + method.javaName() + "(final " + MONO + "<" +
-                    method.requestType() + "> request)");
-                open();
-                line("return " + call + "request);");
-                close();
-            }
+            // both one-request shapes also take a Mono (e.g. the result of another call), subscribed when the call starts
+            line("");
+            methodJavadoc(method, "Calls", "@param request the request, sent when it is emitted.",
+                method.kind().serverStreams() ? "@return the responses." : "@return the response.");
+            deprecatedIf(method.deprecated());
+            line("public " + responseType + " " + method.javaName() + "(final " + MONO + "<" +
+                method.requestType() + "> request)");
+            open();
+            line("return " + call + "request);");
+            close();
         }
         close();
     }

@@ -50,7 +50,7 @@ class GeneratedCodeCompilesTest
             Files.writeString(path, file.getContent(), StandardCharsets.UTF_8);
             generated.add(path);
         }
-        assertThat(generated).hasSize(7);
+        assertThat(generated).hasSize(8);
 
         compile(generated, classes, List.of("-Xlint:all", "-Werror"));
 
@@ -66,19 +66,20 @@ class GeneratedCodeCompilesTest
             @SuppressWarnings("unchecked")
             final List<String> results = (List<String>)loader.loadClass("GeneratedCodeUsage").getMethod("run").invoke(null);
             assertThat(results).containsExactly(
-                "service reverb.test.kinds.Kinds methods 8",
+                "service reverb.test.kinds.Kinds methods 9",
                 "unary hello reverb",
                 "ServerStream UNIMPLEMENTED: Method reverb.test.kinds.Kinds/ServerStream is unimplemented",
                 "ClientStream UNIMPLEMENTED: Method reverb.test.kinds.Kinds/ClientStream is unimplemented",
                 "Bidi UNIMPLEMENTED: Method reverb.test.kinds.Kinds/Bidi is unimplemented",
                 "Ping UNIMPLEMENTED: Method reverb.test.kinds.Kinds/Ping is unimplemented",
-                "service reverb.test.clash.Object methods 16",
+                "service reverb.test.clash.Object methods 19",
                 "GetClass UNIMPLEMENTED: Method reverb.test.clash.Object/GetClass is unimplemented",
                 "class UNIMPLEMENTED: Method reverb.test.clash.Object/class is unimplemented",
                 "empty service methods 0",
                 "echo Echo/Echo UNARY",
-                "descriptor reverb.test.kinds.Kinds in reverb/test/kinds.proto methods 8",
-                "descriptor reverb.test.clash.Object in reverb/test/name_clash.proto");
+                "descriptor reverb.test.kinds.Kinds in reverb/test/kinds.proto methods 9",
+                "descriptor reverb.test.clash.Object in reverb/test/name_clash.proto",
+                "service reverb.test.record.var.yield.sealed.permits.Ledger methods 2");
         }
     }
 

@@ -109,6 +109,36 @@ class GenerationErrorsTest
     }
 
     @Test
+    void shouldAcceptContextualKeywordsInJavaPackage()
+    {
+        // JLS 7.4.1: a package name is made of Identifiers, which record, var, yield, sealed and permits are
+        final CodeGeneratorResponse fromProtoPackage = generate(file("acme/a.proto", "acme.record.v1")
+            .addService(service("Greeter", method("SayHello")
+                .setInputType(".acme.record.v1.Msg").setOutputType(".acme.record.v1.Msg"))));
+        final CodeGeneratorResponse fromJavaPackage = generate(file("svc/a.proto", "svc")
+            .setOptions(FileOptions.newBuilder().setJavaPackage("com.var.yield.sealed.permits"))
+            .addService(service("Greeter", method("SayHello"))));
+
+        assertThat(fromProtoPackage.getError()).isEmpty();
+        assertThat(fromProtoPackage.getFile(0).getName()).isEqualTo("acme/record/v1/GreeterRpc.java");
+        assertThat(fromProtoPackage.getFile(0).getContent()).contains("package acme.record.v1;", "acme.record.v1.A.Msg");
+        assertThat(fromJavaPackage.getError()).isEmpty();
+        assertThat(fromJavaPackage.getFile(0).getName()).isEqualTo("com/var/yield/sealed/permits/GreeterRpc.java");
+    }
+
+    @Test
+    void shouldRejectContextualKeywordAsClassName()
+    {
+        final CodeGeneratorResponse response = generate(file("svc/a.proto", "svc")
+            .addMessageType(DescriptorProto.newBuilder().setName("record"))
+            .addService(service("Greeter", method("SayHello").setInputType(".svc.record"))));
+
+        assertThat(response.getError()).isEqualTo("svc/a.proto: service svc.Greeter, method SayHello: the input type " +
+            ".svc.record maps to the Java class svc.A.record, which is not a valid Java name ('record'); set option " +
+            "java_package in svc/a.proto or rename the type");
+    }
+
+    @Test
     void shouldRejectTypeMissingFromTheRequest()
     {
         final CodeGeneratorResponse response = generate(file("svc/a.proto", "svc")

@@ -24,6 +24,35 @@ class JavaNamesTest
     }
 
     @Test
+    void shouldMixedLowerLikeGrpcJava()
+    {
+        assertThat(JavaNames.mixedLower("SayHello")).isEqualTo("sayHello");
+        assertThat(JavaNames.mixedLower("say_hello")).isEqualTo("sayHello");
+        assertThat(JavaNames.mixedLower("Verify2fa")).isEqualTo("verify2fa");
+        assertThat(JavaNames.mixedLower("get2fa_code")).isEqualTo("get2faCode");
+        assertThat(JavaNames.mixedLower("_Internal")).as("a leading underscore stays").isEqualTo("_Internal");
+        assertThat(JavaNames.mixedLower("get__internal_method")).isEqualTo("getInternalMethod");
+        assertThat(JavaNames.mixedLower("trailing_")).isEqualTo("trailing");
+        assertThat(JavaNames.mixedLower("HTTPGet")).isEqualTo("hTTPGet");
+    }
+
+    @Test
+    void shouldAllowContextualKeywordsInPackagesButNotAsClassNames()
+    {
+        for (final String word : List.of("record", "var", "yield", "sealed", "permits"))
+        {
+            assertThat(JavaNames.isValidIdentifier(word)).as(word).isTrue();
+            assertThat(JavaNames.isValidTypeIdentifier(word)).as(word).isFalse();
+        }
+        for (final String word : List.of("class", "true", "false", "null", "_", "non-sealed", "", "2fa"))
+        {
+            assertThat(JavaNames.isValidIdentifier(word)).as(word).isFalse();
+            assertThat(JavaNames.isValidTypeIdentifier(word)).as(word).isFalse();
+        }
+        assertThat(JavaNames.isValidTypeIdentifier("Record")).isTrue();
+    }
+
+    @Test
     void shouldUpperSnakeCaseLikeGrpcJava()
     {
         assertThat(JavaNames.upperSnakeCase("SayHello")).isEqualTo("SAY_HELLO");

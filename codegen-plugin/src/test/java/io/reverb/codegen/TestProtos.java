@@ -25,6 +25,7 @@ final class TestProtos
         "reverb/test/model.proto",
         "reverb/test/plain_file.proto",
         "reverb/test/name_clash.proto",
+        "reverb/test/contextual.proto",
         "no_package.proto");
 
     private TestProtos()

@@ -189,6 +189,39 @@ public final class ObjectRpc
             .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Holder.NameClash.getDefaultInstance()))
             .build();
 
+    /**
+     * Descriptor of the unary method {@code reverb.test.clash.Object/WithCompression}.
+     */
+    public static final io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> METHOD_WITH_COMPRESSION =
+        io.reverb.rpc.MethodDescriptor.<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg>newBuilder()
+            .type(io.reverb.rpc.MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(io.reverb.rpc.MethodDescriptor.generateFullMethodName(SERVICE_NAME, "WithCompression"))
+            .requestMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .build();
+
+    /**
+     * Descriptor of the unary method {@code reverb.test.clash.Object/Verify2fa}.
+     */
+    public static final io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> METHOD_VERIFY2FA =
+        io.reverb.rpc.MethodDescriptor.<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg>newBuilder()
+            .type(io.reverb.rpc.MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(io.reverb.rpc.MethodDescriptor.generateFullMethodName(SERVICE_NAME, "Verify2fa"))
+            .requestMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .build();
+
+    /**
+     * Descriptor of the unary method {@code reverb.test.clash.Object/_Internal}.
+     */
+    public static final io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> METHOD__INTERNAL =
+        io.reverb.rpc.MethodDescriptor.<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg>newBuilder()
+            .type(io.reverb.rpc.MethodDescriptor.MethodType.UNARY)
+            .fullMethodName(io.reverb.rpc.MethodDescriptor.generateFullMethodName(SERVICE_NAME, "_Internal"))
+            .requestMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(reverb.test.clash.NameClashOuterClass.Msg.getDefaultInstance()))
+            .build();
+
     private ObjectRpc()
     {
     }
@@ -319,6 +352,30 @@ public final class ObjectRpc
     public static io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Holder.NameClash, reverb.test.clash.NameClashOuterClass.Holder.NameClash> getHolderMethod()
     {
         return METHOD_HOLDER;
+    }
+
+    /**
+     * @return the descriptor of the unary method {@code reverb.test.clash.Object/WithCompression}.
+     */
+    public static io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> getWithCompressionMethod()
+    {
+        return METHOD_WITH_COMPRESSION;
+    }
+
+    /**
+     * @return the descriptor of the unary method {@code reverb.test.clash.Object/Verify2fa}.
+     */
+    public static io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> getVerify2faMethod()
+    {
+        return METHOD_VERIFY2FA;
+    }
+
+    /**
+     * @return the descriptor of the unary method {@code reverb.test.clash.Object/_Internal}.
+     */
+    public static io.reverb.rpc.MethodDescriptor<reverb.test.clash.NameClashOuterClass.Msg, reverb.test.clash.NameClashOuterClass.Msg> getInternalMethod()
+    {
+        return METHOD__INTERNAL;
     }
 
     /**
@@ -488,6 +545,17 @@ public final class ObjectRpc
          * @return the responses.
          */
         public reactor.core.publisher.Flux<reverb.test.clash.NameClashOuterClass.Msg> default_(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), ObjectRpc.getDefaultMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the server-streaming method {@code reverb.test.clash.Object/Default}.
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<reverb.test.clash.NameClashOuterClass.Msg> default_(final reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> request)
         {
             return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), ObjectRpc.getDefaultMethod(), callOptions(), request);
         }
@@ -666,6 +734,91 @@ public final class ObjectRpc
         public reactor.core.publisher.Flux<reverb.test.clash.NameClashOuterClass.Holder.NameClash> holder(final reverb.test.clash.NameClashOuterClass.Holder.NameClash request)
         {
             return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), ObjectRpc.getHolderMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the server-streaming method {@code reverb.test.clash.Object/Holder}.
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<reverb.test.clash.NameClashOuterClass.Holder.NameClash> holder(final reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Holder.NameClash> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), ObjectRpc.getHolderMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/WithCompression}.
+         *
+         * @param request the request.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> withCompression_(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getWithCompressionMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/WithCompression}.
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> withCompression_(final reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getWithCompressionMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/Verify2fa}.
+         *
+         * <pre>
+         * grpc-java's names: a digit leaves the next letter as it is, a leading underscore stays.
+         * </pre>
+         *
+         * @param request the request.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> verify2fa(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getVerify2faMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/Verify2fa}.
+         *
+         * <pre>
+         * grpc-java's names: a digit leaves the next letter as it is, a leading underscore stays.
+         * </pre>
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> verify2fa(final reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getVerify2faMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/_Internal}.
+         *
+         * @param request the request.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> _Internal(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getInternalMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the unary method {@code reverb.test.clash.Object/_Internal}.
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the response.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> _Internal(final reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.unary(channel(), ObjectRpc.getInternalMethod(), callOptions(), request);
         }
     }
 
@@ -852,6 +1005,43 @@ public final class ObjectRpc
             return reactor.core.publisher.Flux.error(io.reverb.rpc.stub.ServerCalls.unimplemented(ObjectRpc.getHolderMethod()));
         }
 
+        /**
+         * Serves the unary method {@code reverb.test.clash.Object/WithCompression}.
+         *
+         * @param request the request.
+         * @return the response; by default an UNIMPLEMENTED error.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> withCompression_(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return reactor.core.publisher.Mono.error(io.reverb.rpc.stub.ServerCalls.unimplemented(ObjectRpc.getWithCompressionMethod()));
+        }
+
+        /**
+         * Serves the unary method {@code reverb.test.clash.Object/Verify2fa}.
+         *
+         * <pre>
+         * grpc-java's names: a digit leaves the next letter as it is, a leading underscore stays.
+         * </pre>
+         *
+         * @param request the request.
+         * @return the response; by default an UNIMPLEMENTED error.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> verify2fa(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return reactor.core.publisher.Mono.error(io.reverb.rpc.stub.ServerCalls.unimplemented(ObjectRpc.getVerify2faMethod()));
+        }
+
+        /**
+         * Serves the unary method {@code reverb.test.clash.Object/_Internal}.
+         *
+         * @param request the request.
+         * @return the response; by default an UNIMPLEMENTED error.
+         */
+        public reactor.core.publisher.Mono<reverb.test.clash.NameClashOuterClass.Msg> _Internal(final reverb.test.clash.NameClashOuterClass.Msg request)
+        {
+            return reactor.core.publisher.Mono.error(io.reverb.rpc.stub.ServerCalls.unimplemented(ObjectRpc.getInternalMethod()));
+        }
+
         @java.lang.Override
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
@@ -873,6 +1063,9 @@ public final class ObjectRpc
                 .addMethod(ObjectRpc.getNewReactorStubMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::newReactorStub))
                 .addMethod(ObjectRpc.getGetGetClassMethodMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::getGetClassMethod))
                 .addMethod(ObjectRpc.getHolderMethod(), io.reverb.rpc.stub.ServerCalls.serverStreaming(this::holder))
+                .addMethod(ObjectRpc.getWithCompressionMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::withCompression_))
+                .addMethod(ObjectRpc.getVerify2faMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::verify2fa))
+                .addMethod(ObjectRpc.getInternalMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::_Internal))
                 .build();
         }
     }

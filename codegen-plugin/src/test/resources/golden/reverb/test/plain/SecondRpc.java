@@ -95,6 +95,17 @@ public final class SecondRpc
         }
 
         /**
+         * Calls the server-streaming method {@code reverb.test.plain.Second/Query}.
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<reverb.test.plain.PlainFile.Answer> query(final reactor.core.publisher.Mono<reverb.test.plain.PlainFile.Ask> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), SecondRpc.getQueryMethod(), callOptions(), request);
+        }
+
+        /**
          * Calls the client-streaming method {@code reverb.test.plain.Second/Tell}.
          *
          * @param requests the requests, sent as the call consumes them.

@@ -13,6 +13,7 @@ package io.reverb.codegen.test.kinds;
  * &lt;b&gt;HTML&lt;/b&gt; &amp; entities, {&#64;code inline tags}, and a &#92;u000A unicode escape.
  * </pre>
  */
+@java.lang.SuppressWarnings("deprecation")
 public final class KindsRpc
 {
     /**
@@ -109,6 +110,17 @@ public final class KindsRpc
             .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(com.google.protobuf.Empty.getDefaultInstance()))
             .build();
 
+    /**
+     * Descriptor of the server-streaming method {@code reverb.test.kinds.Kinds/Retired}.
+     */
+    public static final io.reverb.rpc.MethodDescriptor<io.reverb.codegen.test.kinds.Old, io.reverb.codegen.test.kinds.Old.Part> METHOD_RETIRED =
+        io.reverb.rpc.MethodDescriptor.<io.reverb.codegen.test.kinds.Old, io.reverb.codegen.test.kinds.Old.Part>newBuilder()
+            .type(io.reverb.rpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+            .fullMethodName(io.reverb.rpc.MethodDescriptor.generateFullMethodName(SERVICE_NAME, "Retired"))
+            .requestMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(io.reverb.codegen.test.kinds.Old.getDefaultInstance()))
+            .responseMarshaller(io.reverb.rpc.protobuf.ProtoMarshaller.of(io.reverb.codegen.test.kinds.Old.Part.getDefaultInstance()))
+            .build();
+
     private KindsRpc()
     {
     }
@@ -176,6 +188,14 @@ public final class KindsRpc
     public static io.reverb.rpc.MethodDescriptor<io.reverb.codegen.test.model.ModelProtos.Point.Area, com.google.protobuf.Empty> getSnakeCaseMethodMethod()
     {
         return METHOD_SNAKE_CASE_METHOD;
+    }
+
+    /**
+     * @return the descriptor of the server-streaming method {@code reverb.test.kinds.Kinds/Retired}.
+     */
+    public static io.reverb.rpc.MethodDescriptor<io.reverb.codegen.test.kinds.Old, io.reverb.codegen.test.kinds.Old.Part> getRetiredMethod()
+    {
+        return METHOD_RETIRED;
     }
 
     /**
@@ -254,6 +274,21 @@ public final class KindsRpc
          * @return the responses.
          */
         public reactor.core.publisher.Flux<io.reverb.codegen.test.kinds.Response.Part> serverStream(final io.reverb.codegen.test.kinds.Request request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), KindsRpc.getServerStreamMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the server-streaming method {@code reverb.test.kinds.Kinds/ServerStream}.
+         *
+         * <pre>
+         * One request, a stream of responses.
+         * </pre>
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<io.reverb.codegen.test.kinds.Response.Part> serverStream(final reactor.core.publisher.Mono<io.reverb.codegen.test.kinds.Request> request)
         {
             return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), KindsRpc.getServerStreamMethod(), callOptions(), request);
         }
@@ -393,6 +428,36 @@ public final class KindsRpc
         {
             return io.reverb.rpc.stub.ClientCalls.unary(channel(), KindsRpc.getSnakeCaseMethodMethod(), callOptions(), request);
         }
+
+        /**
+         * Calls the server-streaming method {@code reverb.test.kinds.Kinds/Retired}.
+         *
+         * <pre>
+         * Takes a deprecated message and returns one nested in it.
+         * </pre>
+         *
+         * @param request the request.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<io.reverb.codegen.test.kinds.Old.Part> retired(final io.reverb.codegen.test.kinds.Old request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), KindsRpc.getRetiredMethod(), callOptions(), request);
+        }
+
+        /**
+         * Calls the server-streaming method {@code reverb.test.kinds.Kinds/Retired}.
+         *
+         * <pre>
+         * Takes a deprecated message and returns one nested in it.
+         * </pre>
+         *
+         * @param request the request, sent when it is emitted.
+         * @return the responses.
+         */
+        public reactor.core.publisher.Flux<io.reverb.codegen.test.kinds.Old.Part> retired(final reactor.core.publisher.Mono<io.reverb.codegen.test.kinds.Old> request)
+        {
+            return io.reverb.rpc.stub.ClientCalls.serverStreaming(channel(), KindsRpc.getRetiredMethod(), callOptions(), request);
+        }
     }
 
     /**
@@ -522,6 +587,21 @@ public final class KindsRpc
             return reactor.core.publisher.Mono.error(io.reverb.rpc.stub.ServerCalls.unimplemented(KindsRpc.getSnakeCaseMethodMethod()));
         }
 
+        /**
+         * Serves the server-streaming method {@code reverb.test.kinds.Kinds/Retired}.
+         *
+         * <pre>
+         * Takes a deprecated message and returns one nested in it.
+         * </pre>
+         *
+         * @param request the request.
+         * @return the responses; by default an UNIMPLEMENTED error.
+         */
+        public reactor.core.publisher.Flux<io.reverb.codegen.test.kinds.Old.Part> retired(final io.reverb.codegen.test.kinds.Old request)
+        {
+            return reactor.core.publisher.Flux.error(io.reverb.rpc.stub.ServerCalls.unimplemented(KindsRpc.getRetiredMethod()));
+        }
+
         @java.lang.Override
         public final io.reverb.rpc.ServiceDefinition bindService()
         {
@@ -535,6 +615,7 @@ public final class KindsRpc
                 .addMethod(KindsRpc.getLookupMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::lookup))
                 .addMethod(KindsRpc.getOldUnaryMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::oldUnary))
                 .addMethod(KindsRpc.getSnakeCaseMethodMethod(), io.reverb.rpc.stub.ServerCalls.unary(this::snakeCaseMethod))
+                .addMethod(KindsRpc.getRetiredMethod(), io.reverb.rpc.stub.ServerCalls.serverStreaming(this::retired))
                 .build();
         }
     }
