@@ -81,9 +81,14 @@ final class InprocConnection implements Connection, WriteClaim.Committer
         this.peer = peer;
     }
 
+    /**
+     * The server's end gets its handler once the acceptor returned it: nothing is delivered to this end before (what
+     * the peer wrote, or a close, waits), so the handler sees every event of the connection, in order.
+     */
     void handler(final ConnectionHandler handler)
     {
         this.handler = handler;
+        scheduleDrain();
     }
 
     boolean isServerEndOf(final String name)
@@ -213,7 +218,7 @@ final class InprocConnection implements Connection, WriteClaim.Committer
         while (true)
         {
             Object item;
-            while (!frozen && (item = inbound.poll()) != null)
+            while (!frozen && handler != null && (item = inbound.poll()) != null)
             {
                 if (item instanceof CloseMarker)
                 {

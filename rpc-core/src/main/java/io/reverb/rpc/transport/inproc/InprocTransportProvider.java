@@ -95,6 +95,10 @@ public final class InprocTransportProvider implements TransportProvider
         final InprocConnection server = new InprocConnection("inproc://" + name, "inproc-client-" + id, capacity, null);
         client.peer(server);
         server.peer(client);
+        // listed before the acceptor runs: an end closed meanwhile (a server shutting down as it accepts) leaves the
+        // list when its close is delivered, and must not be put back after
+        CONNECTIONS.add(client);
+        CONNECTIONS.add(server);
         final ConnectionHandler serverHandler;
         try
         {
@@ -102,15 +106,17 @@ public final class InprocTransportProvider implements TransportProvider
         }
         catch (final RuntimeException e)
         {
+            CONNECTIONS.remove(client);
+            CONNECTIONS.remove(server);
             return CompletableFuture.failedFuture(new IOException("inproc server '" + name + "' failed to accept", e));
         }
         if (serverHandler == null)
         {
+            CONNECTIONS.remove(client);
+            CONNECTIONS.remove(server);
             return CompletableFuture.failedFuture(new IOException("inproc server '" + name + "' rejected the connection"));
         }
         server.handler(serverHandler);
-        CONNECTIONS.add(client);
-        CONNECTIONS.add(server);
         return CompletableFuture.completedFuture(client);
     }
 
