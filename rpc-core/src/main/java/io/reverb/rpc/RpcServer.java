@@ -137,7 +137,8 @@ public final class RpcServer implements AutoCloseable
 
     /**
      * Immediate shutdown: cancels every call (clients see UNAVAILABLE), closes every connection, and waits
-     * briefly for the transport to release its resources.
+     * briefly (up to 5 s) for the transport to release its resources. Called from one of this server's handlers it
+     * does not wait: the connections close once the handler returns ({@link #awaitTermination} elsewhere waits).
      */
     @Override
     public void close()

@@ -65,6 +65,20 @@ public final class ServerCallScope
     }
 
     /**
+     * @param server a server.
+     * @return true if this thread runs a handler of that server now (invoking it, or subscribing to its publisher).
+     */
+    static boolean inHandlerOf(final ServerRuntime server)
+    {
+        if (!everEntered)
+        {
+            return false;
+        }
+        final ServerCall<?, ?> call = CURRENT.get().call;
+        return call != null && call.server == server;
+    }
+
+    /**
      * The context a client call made now inherits from.
      *
      * @param detached  the call opted out ({@code CallOptions.withoutContextPropagation()}).

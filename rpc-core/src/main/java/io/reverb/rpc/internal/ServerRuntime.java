@@ -413,12 +413,17 @@ public final class ServerRuntime implements RpcServer.Runtime
     }
 
     /**
-     * Immediate shutdown, then waits up to 5 s for connections to close.
+     * Immediate shutdown, then waits up to 5 s for connections to close; not from one of this server's handlers,
+     * where the connection that runs it (and, inline, every connection of its thread) closes only once it returns.
      */
     public void close()
     {
         shutdown(Duration.ofDays(1));
         closeConnections(Status.UNAVAILABLE.withDescription("server closed"));
+        if (ServerCallScope.inHandlerOf(this))
+        {
+            return; // waiting here would wait on this thread for 5 s (grpc-java's shutdownNow never waits)
+        }
         try
         {
             awaitTermination(5, TimeUnit.SECONDS);
