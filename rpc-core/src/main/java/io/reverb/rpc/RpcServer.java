@@ -55,7 +55,8 @@ public final class RpcServer implements AutoCloseable
      * Binds the address and starts accepting connections.
      *
      * @return this.
-     * @throws RpcException UNAVAILABLE if the address cannot be bound or no transport serves the scheme.
+     * @throws RpcException UNAVAILABLE if the address cannot be bound or no transport serves the scheme; a server
+     *                      that failed to start is shut down (it cannot be started again) and holds nothing.
      */
     public RpcServer start()
     {

@@ -331,8 +331,16 @@ public final class ServerRuntime implements RpcServer.Runtime
                 return serverConnection;
             });
         }
-        catch (final IOException e)
+        catch (final IOException | RuntimeException e)
         {
+            // a server that could not start is done: what it acquired at build (its counters in the process's file)
+            // goes now, as a caller with `builder.build().start()` has no server to close
+            shutdown = true;
+            checkTerminated();
+            if (e instanceof RuntimeException)
+            {
+                throw (RuntimeException)e;
+            }
             throw Status.UNAVAILABLE.withDescription("cannot listen on " + config.uri + ": " + e.getMessage())
                 .withCause(e).asException();
         }
