@@ -71,7 +71,10 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         super(connection, server, streamId, (MethodDescriptor<Req, Resp>)definition.method(), metadata, timeoutNanos);
         final Scheduler handlers = server.handlerScheduler();
         this.worker = handlers != null ? handlers.createWorker() : null;
-        this.upstreamDemandBeforeSubscribe = fromWire(initialRequestN);
+        // a method that answers once asks its handler regardless of the client's grant: the one response is held
+        // until the STATUS, and a second ends the call (asked for only one, a handler emitting two hung the call)
+        this.upstreamDemandBeforeSubscribe = definition.method().type().serverSendsOneMessage() ? Long.MAX_VALUE :
+            fromWire(initialRequestN);
     }
 
     /**
@@ -366,10 +369,15 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         // a streamed response's frame (a one-response method's single response may be held back for the STATUS)
         final OutboundFrame streamed = method.type().serverSendsOneMessage() ? null :
             responseFrame(value, payloadLength, encoded);
+        if (streamed == null && secondResponse())
+        {
+            // a method that answers once got a second response (every one is held until the STATUS): the handler's
+            // error, ended INTERNAL as grpc-java's server does, and the first response is not sent either
+            Operators.onDiscard(value, currentContext());
+            cancelCall(Status.INTERNAL.withDescription("Too many responses"), null);
+            return;
+        }
         final OutboundFrame headers;
-        Resp earlier = null;
-        int earlierLength = 0;
-        EncodedMessage earlierEncoded = null;
         OutboundFrame[] batch = null;
         int batchCount = 0;
         long topUp = 0;
@@ -430,14 +438,6 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                     pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
                     value = null;
                 }
-                else if (pendingResponse != null)
-                {
-                    earlier = pendingResponse;
-                    earlierLength = pendingPayloadLength;
-                    earlierEncoded = pendingEncoded;
-                    pendingResponse = null;
-                    pendingEncoded = null;
-                }
             }
             if (batch != null)
             {
@@ -447,10 +447,6 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
             if (headers != null)
             {
                 connection.write(headers);
-            }
-            if (earlier != null)
-            {
-                connection.write(responseFrame(earlier, earlierLength, earlierEncoded));
             }
             if (streamed != null)
             {
@@ -468,6 +464,12 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                 topUpFrom.request(topUp); // within the handler's own emission: Reactive Streams allows it (3.3)
             }
         }
+    }
+
+    /** @return true if a one-response method's response is held already (responses arrive one at a time). */
+    private synchronized boolean secondResponse()
+    {
+        return !closed && pendingResponse != null;
     }
 
     /** Guarded by this: appends a frame (null: none) to the outbox. */
@@ -658,6 +660,19 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     @Override
     public void onComplete()
     {
+        final boolean missing;
+        synchronized (this)
+        {
+            // a one-response method's response is held until now (a scalar one ended the call already)
+            missing = !closed && pendingResponse == null && method.type().serverSendsOneMessage();
+        }
+        if (missing)
+        {
+            // the handler's error (Mono.empty()), ended INTERNAL as grpc-java's server does, not OK: the server's
+            // metrics, counters and interceptors saw an OK call that the client reported as INTERNAL
+            cancelCall(Status.INTERNAL.withDescription("Completed without a response"), null);
+            return;
+        }
         finish(Status.OK, trailersCopy());
     }
 
