@@ -7,17 +7,21 @@ import io.micrometer.observation.ObservationRegistry;
 import io.reverb.grpc.ReverbObservationClientInterceptor;
 import io.reverb.grpc.ReverbObservationServerInterceptor;
 import io.reverb.grpc.ReverbServerBuilder;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.RpcService;
 import io.reverb.rpc.observation.ObservationClientInterceptor;
 import io.reverb.rpc.observation.ObservationServerInterceptor;
 import io.reverb.services.health.HealthStatusManager;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.ssl.SslBundles;
@@ -29,7 +33,9 @@ import org.springframework.core.env.Environment;
 
 /**
  * Spring Boot auto-configuration of Reverb (the same class on Boot 3.5 and 4: it uses only what both lines have): a {@link ReverbServerLifecycle} that serves the context's service beans on
- * {@code reverb.server.address}, a {@link ReverbChannelFactory} (and, with reverb-grpc, a
+ * {@code reverb.server.address} (unless the application has its own {@link RpcServer} bean; the grpc-java ones unless
+ * Spring gRPC's or net.devh's server serves them: {@code reverb.server.grpc-services}), a {@link ReverbChannelFactory}
+ * (and, with reverb-grpc, a
  * {@link ReverbGrpcChannelFactory}) for the channels of {@code reverb.client.channels.NAME}, {@link ReverbClient}
  * injection, Reverb's health service, and the context's Micrometer {@code MeterRegistry} and
  * {@code ObservationRegistry} on every server and channel.
@@ -84,22 +90,29 @@ public class ReverbAutoConfiguration
     }
 
     /**
-     * @param properties  {@code reverb.*}.
-     * @param environment for Spring Boot's {@code server.shutdown} and {@code spring.lifecycle.*}.
-     * @param services    the native service beans.
-     * @param grpc        the grpc-java services, with reverb-grpc.
-     * @param customizers the server customizers.
-     * @param health      the health service's state.
-     * @param bundles     Spring Boot's SSL bundles, for {@code reverb.server.tls.bundle}.
+     * The server of the service beans. It backs off when the application has its own server: an {@link RpcServer}
+     * bean (which then serves what the application adds to it; two servers would both take the service beans and,
+     * by default, port 9090).
+     *
+     * @param properties   {@code reverb.*}.
+     * @param environment  for Spring Boot's {@code server.shutdown} and {@code spring.lifecycle.*}.
+     * @param beans        for the gRPC servers of Spring gRPC or net.devh, if the context has one.
+     * @param services     the native service beans.
+     * @param grpc         the grpc-java services, with reverb-grpc.
+     * @param customizers  the server customizers.
+     * @param health       the health service's state.
+     * @param bundles      Spring Boot's SSL bundles, for {@code reverb.server.tls.bundle}.
+     * @param availability Spring Boot's application availability, whose readiness the whole server's health follows.
      * @return the server's lifecycle.
      */
     @Bean
-    @ConditionalOnMissingBean
+    @ConditionalOnMissingBean({ReverbServerLifecycle.class, RpcServer.class})
     @ConditionalOnBooleanProperty(name = "reverb.server.enabled", matchIfMissing = true)
     ReverbServerLifecycle reverbServer(
-        final ReverbProperties properties, final Environment environment, final ObjectProvider<RpcService> services,
-        final ObjectProvider<Serving.GrpcFactory> grpc, final ObjectProvider<ReverbServerCustomizer> customizers,
-        final ObjectProvider<HealthStatusManager> health, final ObjectProvider<SslBundles> bundles)
+        final ReverbProperties properties, final Environment environment, final ListableBeanFactory beans,
+        final ObjectProvider<RpcService> services, final ObjectProvider<Serving.GrpcFactory> grpc,
+        final ObjectProvider<ReverbServerCustomizer> customizers, final ObjectProvider<HealthStatusManager> health,
+        final ObjectProvider<SslBundles> bundles, final ObjectProvider<ApplicationAvailability> availability)
     {
         final ReverbProperties.Server server = properties.getServer();
         final Binder binder = Binder.get(environment);
@@ -115,9 +128,17 @@ public class ReverbAutoConfiguration
             grace = binder.bind("spring.lifecycle.timeout-per-shutdown-phase", Duration.class)
                 .orElse(DEFAULT_SHUTDOWN_PHASE_TIMEOUT);
         }
-        return new ReverbServerLifecycle(server, services.orderedStream().toList(), grpc.getIfAvailable(),
-            customizers.orderedStream().toList(), server.isHealthServiceEnabled() ? health.getIfAvailable() : null,
-            shutdown, grace, bundles.getIfAvailable());
+        final List<RpcService> nativeServices = services.orderedStream().toList();
+        final List<OtherGrpcServers.Server> others = OtherGrpcServers.find(beans, environment);
+        final Serving.GrpcFactory grpcServices =
+            OtherGrpcServers.grpcToServe(server.getGrpcServices(), grpc.getIfAvailable(), others);
+        if (!nativeServices.isEmpty() || grpcServices != null && !grpcServices.serviceNames().isEmpty())
+        {
+            OtherGrpcServers.checkPorts(server.getAddress(), others);
+        }
+        return new ReverbServerLifecycle(server, nativeServices, grpcServices, customizers.orderedStream().toList(),
+            server.isHealthServiceEnabled() ? health.getIfAvailable() : null, shutdown, grace, bundles.getIfAvailable(),
+            availability.getIfAvailable());
     }
 
     /**

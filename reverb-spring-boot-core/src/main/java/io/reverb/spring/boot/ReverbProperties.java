@@ -101,6 +101,12 @@ public class ReverbProperties
         private String authToken;
         /** TLS of the tcp:// listener (and of reverb://'s), from a Spring Boot SSL bundle. */
         private final ServerTls tls = new ServerTls();
+        /**
+         * Whether to serve the grpc-java BindableService beans (with reverb-grpc). Unset (the default): yes, unless
+         * Spring gRPC's or net.devh's gRPC server is in the context, which serves them itself; true: on Reverb too
+         * (give the two servers different ports); false: never.
+         */
+        private Boolean grpcServices;
 
         /** @return whether the server may start. */
         public boolean isEnabled()
@@ -214,6 +220,18 @@ public class ReverbProperties
         public ServerTls getTls()
         {
             return tls;
+        }
+
+        /** @return whether to serve the BindableService beans, or null: unless another gRPC server serves them. */
+        public Boolean getGrpcServices()
+        {
+            return grpcServices;
+        }
+
+        /** @param grpcServices whether to serve the BindableService beans (null: unless another gRPC server does). */
+        public void setGrpcServices(final Boolean grpcServices)
+        {
+            this.grpcServices = grpcServices;
         }
     }
 

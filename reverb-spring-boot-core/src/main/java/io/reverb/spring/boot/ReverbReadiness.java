@@ -9,7 +9,9 @@ import org.springframework.context.ApplicationListener;
 /**
  * Carries the application's readiness (Spring Boot's {@link ReadinessState}) into Reverb's health service: the whole
  * server ({@value HealthStatusManager#SERVICE_NAME_ALL_SERVICES}) is SERVING while the application accepts traffic and
- * NOT_SERVING while it refuses it, so that balancing clients that health-check it follow the readiness probe.
+ * NOT_SERVING while it refuses it, so that balancing clients that health-check it follow the readiness probe. With
+ * Spring Boot's {@code ApplicationAvailability} in the context the server starts NOT_SERVING, until the first
+ * ACCEPTING_TRAFFIC ({@link ReverbServerLifecycle}).
  */
 public class ReverbReadiness implements ApplicationListener<AvailabilityChangeEvent<ReadinessState>>
 {

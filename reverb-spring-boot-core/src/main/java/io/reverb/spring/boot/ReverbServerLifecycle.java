@@ -18,6 +18,8 @@ import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.boot.availability.ReadinessState;
 import org.springframework.boot.ssl.SslBundles;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.ApplicationEventPublisherAware;
@@ -31,8 +33,9 @@ import org.springframework.core.env.MutablePropertySources;
 /**
  * The Reverb server of a Spring application: serves every {@link RpcService} bean (generated {@code FooImplBase}
  * subclasses) and, with reverb-grpc, every grpc-java {@code BindableService} bean, on {@code reverb.server.address},
- * together with Reverb's health service. Starts with the context when there is at least one service bean, and stops
- * with it, as Spring Boot's web servers do:
+ * together with Reverb's health service (unless Spring gRPC's or net.devh's gRPC server serves the
+ * {@code BindableService} beans: {@code reverb.server.grpc-services}). Starts with the context when there is at least
+ * one service bean, and stops with it, as Spring Boot's web servers do:
  *
  * <ul>
  *   <li>graceful ({@code reverb.server.shutdown}, by default Spring Boot's {@code server.shutdown}, graceful unless
@@ -46,6 +49,12 @@ import org.springframework.core.env.MutablePropertySources;
  * until the last call ends. A server still running when its bean is destroyed (a refresh that failed after it started,
  * which stops no lifecycle on Spring 6.2) is closed then, at once, so that it neither holds its port nor keeps the JVM
  * alive.
+ *
+ * <p>Once bound, each service is SERVING in the health service, and so is the whole server
+ * ({@value HealthStatusManager#SERVICE_NAME_ALL_SERVICES}) unless the context has Spring Boot's
+ * {@code ApplicationAvailability}: then the whole server is NOT_SERVING until the application accepts traffic
+ * ({@code ReadinessState.ACCEPTING_TRAFFIC}, after the {@code ApplicationRunner}s), and follows readiness from then
+ * on ({@link ReverbReadiness}), so that balancing clients that health-check it pick it only once it is ready.
  *
  * <p>Once bound, as Spring Boot does for {@code local.server.port}, it puts {@value #LOCAL_ADDRESS} (the address as
  * bound) and {@value #LOCAL_PORT} (its port, when the address has one: {@code tcp://127.0.0.1:0} resolved) into the
@@ -79,6 +88,8 @@ public class ReverbServerLifecycle
     private final ReverbProperties.Shutdown shutdown;
     private final Duration gracePeriod;
     private final SslBundles bundles;
+    /** Spring Boot's availability, or null: the whole server is then SERVING once bound. */
+    private final ApplicationAvailability availability;
     private final List<String> serviceNames = new ArrayList<>();
     /** reverb.server.max-inbound-message-size in bytes, or 0 for RpcServer's default. */
     private final int maxInboundMessageSize;
@@ -105,13 +116,17 @@ public class ReverbServerLifecycle
      * @param shutdown    graceful or immediate.
      * @param gracePeriod how long calls in flight may run after a graceful shutdown began.
      * @param bundles     Spring Boot's SSL bundles for {@code reverb.server.tls.bundle}, or null if there are none.
+     * @param availability Spring Boot's application availability, or null: without it the whole server is SERVING
+     *                    once bound, with it only while the application accepts traffic.
      */
     ReverbServerLifecycle(
         final ReverbProperties.Server properties, final List<RpcService> services, final Serving.GrpcFactory grpc,
         final List<ReverbServerCustomizer> customizers, final HealthStatusManager health,
-        final ReverbProperties.Shutdown shutdown, final Duration gracePeriod, final SslBundles bundles)
+        final ReverbProperties.Shutdown shutdown, final Duration gracePeriod, final SslBundles bundles,
+        final ApplicationAvailability availability)
     {
         this.bundles = bundles;
+        this.availability = availability;
         this.properties = Objects.requireNonNull(properties, "properties");
         this.services = List.copyOf(services);
         this.grpc = grpc;
@@ -204,7 +219,12 @@ public class ReverbServerLifecycle
         {
             // a lifecycle started again after a stop (whose drain entered the terminal state) serves again
             health.leaveTerminalState();
-            health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.SERVING);
+            // the whole server follows readiness (ReverbReadiness): Boot says ACCEPTING_TRAFFIC only after the
+            // ApplicationRunners, well after this phase; each service is SERVING once bound, as grpc-java's are
+            final boolean ready = availability == null ||
+                availability.getReadinessState() == ReadinessState.ACCEPTING_TRAFFIC;
+            health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES,
+                ready ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
             for (final String name : serviceNames)
             {
                 health.setStatus(name, ServingStatus.SERVING);

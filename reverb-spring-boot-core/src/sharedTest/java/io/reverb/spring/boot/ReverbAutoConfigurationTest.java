@@ -2,6 +2,7 @@ package io.reverb.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.rpc.RpcServer;
 import io.reverb.services.health.HealthCheckResponse.ServingStatus;
 import io.reverb.services.health.HealthStatusManager;
 import io.reverb.spring.boot.health.ReverbHealthAutoConfiguration;
@@ -21,10 +22,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.ApplicationRunner;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
+import org.springframework.boot.autoconfigure.availability.ApplicationAvailabilityAutoConfiguration;
+import org.springframework.boot.availability.AvailabilityChangeEvent;
+import org.springframework.boot.availability.ReadinessState;
+import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.context.event.EventListener;
 import reactor.core.publisher.Mono;
@@ -119,6 +129,33 @@ class ReverbAutoConfigurationTest
         }
     }
 
+    /** An application that makes its own server. */
+    @Configuration(proxyBeanMethods = false)
+    static class OwnRpcServer
+    {
+        @Bean
+        RpcServer ownServer()
+        {
+            return RpcServer.builder(shm()).build();
+        }
+    }
+
+    /** A Spring Boot application (without a web server) with Spring Boot's availability and Reverb. */
+    @Configuration(proxyBeanMethods = false)
+    @ImportAutoConfiguration({ApplicationAvailabilityAutoConfiguration.class, ReverbAutoConfiguration.class})
+    @Import(NativeEchoService.class)
+    static class AvailabilityApplication
+    {
+        /** The whole server's status as the ApplicationRunners see it. */
+        final List<ServingStatus> seenByRunner = new CopyOnWriteArrayList<>();
+
+        @Bean
+        ApplicationRunner healthProbe(final HealthStatusManager health)
+        {
+            return args -> seenByRunner.add(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES));
+        }
+    }
+
     static class ClientOfUnknownChannel
     {
         @ReverbClient("nowhere")
@@ -188,6 +225,62 @@ class ReverbAutoConfigurationTest
                 assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.SERVING);
                 assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
             });
+    }
+
+    @Test
+    void shouldBackOffWhenTheApplicationHasItsOwnRpcServer()
+    {
+        runner.withUserConfiguration(NativeEchoService.class, OwnRpcServer.class)
+            .withPropertyValues("reverb.server.address=" + shm())
+            .run(context ->
+            {
+                assertThat(context).hasNotFailed().hasSingleBean(RpcServer.class);
+                assertThat(context).doesNotHaveBean(ReverbServerLifecycle.class);
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
+            });
+    }
+
+    @Test
+    void shouldKeepTheWholeServerNotServingUntilTheApplicationAcceptsTraffic()
+    {
+        runner.withConfiguration(AutoConfigurations.of(ApplicationAvailabilityAutoConfiguration.class))
+            .withUserConfiguration(NativeEchoService.class)
+            .withPropertyValues("reverb.server.address=" + shm())
+            .run(context ->
+            {
+                final HealthStatusManager health = context.getBean(HealthStatusManager.class);
+                assertThat(context.getBean(ReverbServerLifecycle.class).isRunning()).isTrue();
+                assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.NOT_SERVING);
+                assertThat(health.status(NativeEchoRpc.SERVICE_NAME)).as("a service, once bound")
+                    .isEqualTo(ServingStatus.SERVING);
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("DOWN");
+
+                AvailabilityChangeEvent.publish(context, ReadinessState.ACCEPTING_TRAFFIC);
+                assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.SERVING);
+                assertThat(BootHealth.indicatorStatus(context)).isEqualTo("UP");
+
+                // restarted while ready: serving at once
+                context.getBean(ReverbServerLifecycle.class).stop();
+                context.getBean(ReverbServerLifecycle.class).start();
+                assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.SERVING);
+
+                AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
+                assertThat(health.status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES)).isEqualTo(ServingStatus.NOT_SERVING);
+            });
+    }
+
+    @Test
+    void shouldReportTheWholeServerServingOnlyOnceTheApplicationRunnersHaveRun()
+    {
+        try (ConfigurableApplicationContext context = new SpringApplicationBuilder(AvailabilityApplication.class)
+            .web(WebApplicationType.NONE)
+            .properties("spring.main.banner-mode=off", "logging.level.root=WARN", "reverb.server.address=" + shm())
+            .run())
+        {
+            assertThat(context.getBean(AvailabilityApplication.class).seenByRunner).containsExactly(ServingStatus.NOT_SERVING);
+            assertThat(context.getBean(HealthStatusManager.class).status(HealthStatusManager.SERVICE_NAME_ALL_SERVICES))
+                .isEqualTo(ServingStatus.SERVING);
+        }
     }
 
     @Test

@@ -31,7 +31,10 @@ final class ServerProcess implements AutoCloseable
         final List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-Xmx256m", "-XX:TieredStopAtLevel=1",
             "-XX:+UseSerialGC", "-cp", classPath, EchoServerApplication.class.getName(),
-            "--spring.main.banner-mode=off", "--logging.level.root=WARN", "--logging.level.io.reverb.spring=INFO"));
+            "--spring.main.banner-mode=off", "--logging.level.root=WARN", "--logging.level.io.reverb.spring=INFO",
+            // Spring gRPC's server auto-configuration is on the test class path (ReverbBesideSpringGrpcServerTest):
+            // here the Reverb server is to serve the grpc-java service
+            "--spring.grpc.server.enabled=false"));
         command.addAll(List.of(springArgs));
         process = new ProcessBuilder(command).redirectErrorStream(true).start();
         stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);

@@ -1,14 +1,10 @@
 package io.reverb.examples.springboot;
 
 import io.reverb.spring.boot.health.ReverbHealthIndicator;
-import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.boot.ApplicationRunner;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
-import org.springframework.core.env.Environment;
 
 /**
  * A Spring Boot application with Reverb, in one of three modes ({@code greeter.mode}):
@@ -35,6 +31,8 @@ public class GreeterApplication
         final ConfigurableApplicationContext context = SpringApplication.run(GreeterApplication.class, args);
         if (!"server".equals(context.getEnvironment().getProperty("greeter.mode")))
         {
+            // once run() returned the application is ready (accepting traffic): Reverb's health says UP from here
+            greetOnce(context);
             System.exit(SpringApplication.exit(context)); // closing the context shuts the server down gracefully
         }
     }
@@ -42,21 +40,16 @@ public class GreeterApplication
     /**
      * In demo and client mode: one call, and Actuator's view of Reverb's health.
      *
-     * @param client      the caller (absent in server mode).
-     * @param health      Reverb's Actuator health indicator.
-     * @param environment for the name to greet.
-     * @return the runner.
+     * @param context the running application.
      */
-    @Bean
-    ApplicationRunner greetOnce(
-        final ObjectProvider<GreeterClient> client, final ObjectProvider<ReverbHealthIndicator> health,
-        final Environment environment)
+    static void greetOnce(final ConfigurableApplicationContext context)
     {
-        return args -> client.ifAvailable(greeter ->
+        context.getBeanProvider(GreeterClient.class).ifAvailable(greeter ->
         {
-            System.out.println("reply:  " + greeter.greet(environment.getProperty("greeter.name", "Spring")).block() +
-                " (Spring Boot " + SpringBootVersion.getVersion() + ")");
-            health.ifAvailable(indicator ->
+            final String name = context.getEnvironment().getProperty("greeter.name", "Spring");
+            System.out.println("reply:  " + greeter.greet(name).block() + " (Spring Boot " +
+                SpringBootVersion.getVersion() + ")");
+            context.getBeanProvider(ReverbHealthIndicator.class).ifAvailable(indicator ->
             {
                 // var: Actuator's Health type is in another package on Boot 3.5 than on 4, and this source is both
                 // examples' (examples/spring-boot3 compiles it against Boot 3.5)

@@ -22,8 +22,10 @@ import org.springframework.grpc.server.ServerBuilderCustomizer;
  * }
  * }</pre>
  *
- * The starter itself already serves every grpc-java {@code BindableService} bean on {@code reverb.server.address};
- * this factory is for applications whose servers Spring gRPC makes.
+ * Without a Spring gRPC server the starter itself serves every grpc-java {@code BindableService} bean on
+ * {@code reverb.server.address}; this factory is for applications whose servers Spring gRPC makes, and with it (as
+ * with any {@code GrpcServerFactory} bean) the starter's server leaves the {@code BindableService} beans to Spring
+ * gRPC unless {@code reverb.server.grpc-services=true}.
  */
 public class ReverbSpringGrpcServerFactory extends DefaultGrpcServerFactory<ReverbServerBuilder>
 {
