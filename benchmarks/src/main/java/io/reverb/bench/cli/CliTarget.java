@@ -57,6 +57,7 @@ public interface CliTarget extends AutoCloseable
 
         private final String code;
         private final String description;
+        private final boolean notConnected;
 
         /**
          * @param code        the status code's name, e.g. {@code NOT_FOUND}.
@@ -65,9 +66,22 @@ public interface CliTarget extends AutoCloseable
          */
         public CallFailure(final String code, final String description, final Throwable cause)
         {
+            this(code, description, cause, false);
+        }
+
+        /**
+         * @param code         the status code's name, e.g. {@code NOT_FOUND}.
+         * @param description  the status's description, or null.
+         * @param cause        the transport's exception.
+         * @param notConnected whether no connection could be made to send the call on (the server never saw it).
+         */
+        public CallFailure(final String code, final String description, final Throwable cause,
+            final boolean notConnected)
+        {
             super(code + ": " + (description == null ? "" : description), cause);
             this.code = code;
             this.description = description == null ? "" : description;
+            this.notConnected = notConnected;
         }
 
         /**
@@ -84,6 +98,15 @@ public interface CliTarget extends AutoCloseable
         public String description()
         {
             return description;
+        }
+
+        /**
+         * @return whether the call failed because no connection could be made (UNAVAILABLE, the server never saw it),
+         *         as opposed to a server that answered UNAVAILABLE.
+         */
+        public boolean notConnected()
+        {
+            return notConnected;
         }
     }
 }

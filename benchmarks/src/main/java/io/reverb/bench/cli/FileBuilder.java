@@ -1,5 +1,7 @@
 package io.reverb.bench.cli;
 
+import com.google.protobuf.DescriptorProtos.DescriptorProto;
+import com.google.protobuf.DescriptorProtos.FieldDescriptorProto;
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import com.google.protobuf.Descriptors.DescriptorValidationException;
 import com.google.protobuf.Descriptors.FileDescriptor;
@@ -9,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 
 /**
  * Builds {@link FileDescriptor}s from {@link FileDescriptorProto}s, imports first, fetching each file it has not
@@ -27,6 +30,8 @@ final class FileBuilder
     static final int MAX_FILES = 5_000;
     /** The most bytes of files held (serialized size, summed). */
     static final long MAX_BYTES = 16L << 20;
+    /** What a field's {@code json_name} may be: protobuf's JSON printer writes it unescaped. */
+    private static final Pattern JSON_NAME = Pattern.compile("[A-Za-z0-9_]+");
 
     private final Function<String, List<FileDescriptorProto>> fetch;
     private final String origin;
@@ -98,12 +103,12 @@ final class FileBuilder
         if (depth > MAX_IMPORT_DEPTH)
         {
             throw new CliException(CliException.CALL_FAILED, "ERROR: the descriptors of " + origin + " import " +
-                "more than " + MAX_IMPORT_DEPTH + " files deep (at " + name + "); refusing them");
+                "more than " + MAX_IMPORT_DEPTH + " files deep (at " + Printable.name(name) + "); refusing them");
         }
         if (!building.add(name))
         {
             throw new CliException(CliException.CALL_FAILED, "ERROR: the descriptors import in a cycle through " +
-                name);
+                Printable.name(name));
         }
         try
         {
@@ -118,7 +123,7 @@ final class FileBuilder
                 if (proto == null)
                 {
                     throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: no descriptor of file " +
-                        name);
+                        Printable.name(name));
                 }
             }
             final FileDescriptor[] dependencies = new FileDescriptor[proto.getDependencyCount()];
@@ -126,6 +131,7 @@ final class FileBuilder
             {
                 dependencies[i] = build(proto.getDependency(i), depth + 1);
             }
+            checkJsonNames(proto);
             final FileDescriptor file;
             try
             {
@@ -135,19 +141,57 @@ final class FileBuilder
             {
                 // protobuf validates most of a descriptor, not all: a field with neither a type nor a type name
                 // fails with a NullPointerException in its cross-linking (found by ReflectionSourceFuzzTest)
-                throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + name + ": " + ex);
+                throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + Printable.name(name) +
+                    ": " + Printable.name(String.valueOf(ex)));
             }
             built.put(name, file);
             return file;
         }
         catch (final DescriptorValidationException ex)
         {
-            throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + name + ": " +
-                ex.getMessage());
+            throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " + Printable.name(name) +
+                ": " + Printable.name(ex.getMessage()));
         }
         finally
         {
             building.remove(name);
+        }
+    }
+
+    /**
+     * Refuses a field whose {@code json_name} is not a plain identifier: protobuf's JSON printer writes it between
+     * quotes as it is, so a server could close the string and forge JSON, or lines, in every response printed.
+     */
+    private void checkJsonNames(final FileDescriptorProto proto)
+    {
+        for (final DescriptorProto message : proto.getMessageTypeList())
+        {
+            checkJsonNames(proto, message);
+        }
+        checkJsonNames(proto, proto.getExtensionList());
+    }
+
+    private void checkJsonNames(final FileDescriptorProto proto, final DescriptorProto message)
+    {
+        checkJsonNames(proto, message.getFieldList());
+        checkJsonNames(proto, message.getExtensionList());
+        for (final DescriptorProto nested : message.getNestedTypeList())
+        {
+            checkJsonNames(proto, nested);
+        }
+    }
+
+    private void checkJsonNames(final FileDescriptorProto proto, final List<FieldDescriptorProto> fields)
+    {
+        for (final FieldDescriptorProto field : fields)
+        {
+            if (field.hasJsonName() && !JSON_NAME.matcher(field.getJsonName()).matches())
+            {
+                throw new CliException(CliException.CALL_FAILED, "ERROR: invalid descriptor of " +
+                    Printable.name(proto.getName()) + " from " + origin + ": field " + Printable.name(field.getName()) +
+                    " has json_name \"" + Printable.name(field.getJsonName()) + "\", not letters, digits and '_' " +
+                    "only; refusing it");
+            }
         }
     }
 }

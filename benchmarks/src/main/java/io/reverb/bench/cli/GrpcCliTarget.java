@@ -20,8 +20,12 @@ import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.ReverbChannelBuilder;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.rpc.EngineOptions;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.services.reflection.ServerReflectionRequest;
 import io.reverb.services.reflection.ServerReflectionResponse;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -47,6 +51,8 @@ public final class GrpcCliTarget implements CliTarget
             .setRequestMarshaller(ProtoUtils.marshaller(ServerReflectionRequest.getDefaultInstance()))
             .setResponseMarshaller(ProtoUtils.marshaller(ServerReflectionResponse.getDefaultInstance()))
             .build();
+    /** How many causes deep a connect failure is looked for. */
+    private static final int MAX_CAUSE_DEPTH = 8;
 
     private final ManagedChannel channel;
 
@@ -227,7 +233,30 @@ public final class GrpcCliTarget implements CliTarget
     private static CallFailure failure(final Throwable ex)
     {
         final Status status = Status.fromThrowable(ex);
-        return new CallFailure(status.getCode().name(), status.getDescription(), ex);
+        return new CallFailure(status.getCode().name(), status.getDescription(), ex,
+            status.getCode() == Status.Code.UNAVAILABLE && connectFailure(status.getCause()));
+    }
+
+    /**
+     * @param cause an UNAVAILABLE status's cause, or null.
+     * @return whether it says no connection could be made: Netty's connect error (a {@link ConnectException}), an
+     *         unknown or unreachable host, or Reverb's {@link CallFailureCause.Reason#CONNECT_FAILED} (reverb-grpc
+     *         keeps the Reverb status's cause); a server that answered UNAVAILABLE carries none of these.
+     */
+    private static boolean connectFailure(final Throwable cause)
+    {
+        Throwable t = cause;
+        for (int depth = 0; t != null && depth < MAX_CAUSE_DEPTH; depth++)
+        {
+            if (t instanceof ConnectException || t instanceof NoRouteToHostException ||
+                t instanceof UnknownHostException ||
+                t instanceof CallFailureCause && ((CallFailureCause)t).reason() == CallFailureCause.Reason.CONNECT_FAILED)
+            {
+                return true;
+            }
+            t = t.getCause();
+        }
+        return false;
     }
 
     @Override

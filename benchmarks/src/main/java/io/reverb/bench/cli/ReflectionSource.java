@@ -66,7 +66,7 @@ public final class ReflectionSource implements DescriptorSource
         if (answer.isEmpty())
         {
             throw new CliException(CliException.NO_CONNECTION, "ERROR: the reflection service at " + address +
-                " answered no file for " + symbol);
+                " answered no file for " + Printable.name(symbol));
         }
         for (final FileDescriptorProto proto : answer)
         {

@@ -427,8 +427,8 @@ public final class ReverbCli implements Runnable
                     final GenericDescriptor found = Symbols.find(source.fileContaining(name), name);
                     if (found == null)
                     {
-                        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: " + name +
-                            " is not a service, method, message or enum");
+                        throw new CliException(CliException.CALL_FAILED, "ERROR: NOT_FOUND: " +
+                            Printable.name(name) + " is not a service, method, message or enum");
                     }
                     out.print(Printable.text(Describer.describe(found)));
                 }
@@ -508,7 +508,7 @@ public final class ReverbCli implements Runnable
                 catch (final InvalidProtocolBufferException | RuntimeException ex)
                 {
                     throw new CliException(CliException.USAGE, "ERROR: bad request JSON for " +
-                        descriptor.getInputType().getFullName() + ": " + ex.getMessage());
+                        descriptor.getInputType().getFullName() + ": " + Printable.name(ex.getMessage()));
                 }
                 final long[] count = {0};
                 try
@@ -526,7 +526,11 @@ public final class ReverbCli implements Runnable
                 }
                 catch (final CliTarget.CallFailure failure)
                 {
-                    throw new CliException(CliException.CALL_FAILED, "ERROR: " + failure.code() + ": " +
+                    // no connection, and so no response: "cannot connect" (3), as list and describe say it; a
+                    // server that answered UNAVAILABLE is a failed call (1)
+                    final int code = failure.notConnected() && count[0] == 0 ? CliException.NO_CONNECTION :
+                        CliException.CALL_FAILED;
+                    throw new CliException(code, "ERROR: " + failure.code() + ": " +
                         Printable.name(failure.description())); // the server's words: on one line
                 }
             }
@@ -542,7 +546,7 @@ public final class ReverbCli implements Runnable
             catch (final InvalidProtocolBufferException ex)
             {
                 throw new CliException(CliException.CALL_FAILED, "ERROR: a response does not print as JSON: " +
-                    ex.getMessage());
+                    Printable.name(ex.getMessage())); // it quotes the server's type URL
             }
         }
 

@@ -7,6 +7,8 @@ import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Metadata;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.StatusCode;
+import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.stub.ClientCalls;
 import io.reverb.services.reflection.ServerReflectionRequest;
 import io.reverb.services.reflection.ServerReflectionResponse;
@@ -141,7 +143,11 @@ public final class ReverbCliTarget implements CliTarget
     private static CallFailure failure(final Throwable ex)
     {
         final Status status = Status.fromThrowable(ex);
-        return new CallFailure(status.code().name(), status.description(), ex);
+        // the channel marks a call that never found a connection (structurally, not by its description)
+        final CallFailureCause cause = CallFailureCause.find(status);
+        final boolean notConnected = status.code() == StatusCode.UNAVAILABLE && cause != null &&
+            cause.reason() == CallFailureCause.Reason.CONNECT_FAILED;
+        return new CallFailure(status.code().name(), status.description(), ex, notConnected);
     }
 
     @Override

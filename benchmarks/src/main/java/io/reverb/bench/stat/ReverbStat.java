@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,15 +86,17 @@ public final class ReverbStat implements Callable<Integer>
     @Option(names = {"-z", "--non-zero"}, description = "Leave out counters at 0.")
     private boolean nonZero;
 
-    @Option(names = "--clean", description = "Delete the stale counters files of dead processes.")
+    @Option(names = "--clean", description = "Delete the stale counters files of dead processes (and those of " +
+        "writers killed while creating them); in this user's own directory only, else nothing is deleted (exit 3).")
     private boolean clean;
 
     private final PrintWriter out;
     private final PrintWriter err;
-    private final Map<String, Long> previous = new HashMap<>();
+    /** With --watch: each counter's value at the last print, for rates; only the counters that print showed. */
+    private Map<String, Long> previous = new HashMap<>();
     private long previousAtNanos;
 
-    private ReverbStat(final PrintWriter out, final PrintWriter err)
+    ReverbStat(final PrintWriter out, final PrintWriter err)
     {
         this.out = out;
         this.err = err;
@@ -145,8 +148,19 @@ public final class ReverbStat implements Callable<Integer>
         final Path directory = dir != null ? dir : ProcessCounters.directory();
         if (clean)
         {
-            final int deleted = CountersDirectory.deleteStale(directory);
-            err.println("reverb-stat: deleted " + deleted + " stale counters file(s) in " + directory);
+            final int deleted;
+            try
+            {
+                deleted = CountersDirectory.deleteStale(directory);
+            }
+            catch (final IOException ex)
+            {
+                // a link or another user's directory: nothing deleted there, and nothing read either
+                err.println("reverb-stat: --clean: " + printable(String.valueOf(ex.getMessage())));
+                return UNREADABLE;
+            }
+            err.println("reverb-stat: deleted " + deleted + " stale counters file(s) in " +
+                printable(directory.toString()));
         }
         int printed = 0;
         int result;
@@ -162,7 +176,14 @@ public final class ReverbStat implements Callable<Integer>
         }
     }
 
-    private int printOnce(final Path directory, final boolean first)
+    /**
+     * One print of every live process's counters (of those the filters keep).
+     *
+     * @param directory the counters directory.
+     * @param first     whether this is the first print (skipped files are reported on the first only).
+     * @return the exit code of this print.
+     */
+    int printOnce(final Path directory, final boolean first)
     {
         final List<CountersDirectory.Entry> entries;
         try
@@ -182,6 +203,8 @@ public final class ReverbStat implements Callable<Integer>
         {
             out.println("--- " + Instant.now());
         }
+        // a new map each print, so counters of connections and processes gone since are forgotten
+        final Map<String, Long> current = watch ? new HashMap<>() : null;
         int shown = 0;
         for (final CountersDirectory.Entry entry : entries)
         {
@@ -201,7 +224,7 @@ public final class ReverbStat implements Callable<Integer>
                 {
                     continue;
                 }
-                if (print(process, seconds))
+                if (print(process, seconds, current))
                 {
                     shown++;
                 }
@@ -215,6 +238,10 @@ public final class ReverbStat implements Callable<Integer>
             }
         }
         out.flush();
+        if (current != null)
+        {
+            previous = current;
+        }
         if (shown == 0)
         {
             err.println("reverb-stat: no live Reverb process" + (pid != null || connection != null || method != null ?
@@ -225,7 +252,18 @@ public final class ReverbStat implements Callable<Integer>
         return OK;
     }
 
-    private boolean print(final LiveProcess process, final double seconds)
+    /**
+     * @return with --watch, each counter's value at the last print (key: pid/counter/group/name); empty without.
+     */
+    Map<String, Long> previousValues()
+    {
+        return Collections.unmodifiableMap(previous);
+    }
+
+    /**
+     * @param current where this print's values go (read as {@link #previous} by the next), or null without --watch.
+     */
+    private boolean print(final LiveProcess process, final double seconds, final Map<String, Long> current)
     {
         final long heartbeatAge = System.currentTimeMillis() - process.heartbeatMillis();
         final String header = "pid " + process.pid() + "  started " + Instant.ofEpochMilli(process.startTimeMillis()) +
@@ -256,10 +294,15 @@ public final class ReverbStat implements Callable<Integer>
                 .append(System.lineSeparator());
             for (final CounterValue value : group)
             {
-                final String key = process.pid() + "/" + value.id() + "/" + value.groupId() + "/" + value.name();
-                final Long before = previous.put(key, value.value());
-                final String rate = watch && before != null && seconds > 0 ?
-                    String.format(Locale.ROOT, "  %,.0f/s", (value.value() - before) / seconds) : "";
+                String rate = "";
+                if (current != null)
+                {
+                    final String key = process.pid() + "/" + value.id() + "/" + value.groupId() + "/" + value.name();
+                    current.put(key, value.value());
+                    final Long before = previous.get(key);
+                    rate = before != null && seconds > 0 ?
+                        String.format(Locale.ROOT, "  %,.0f/s", (value.value() - before) / seconds) : "";
+                }
                 text.append(String.format(Locale.ROOT, "    %-52s %,20d%s", printable(value.name()), value.value(), rate))
                     .append(System.lineSeparator());
             }

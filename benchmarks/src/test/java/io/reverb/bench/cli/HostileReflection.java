@@ -26,6 +26,10 @@ final class HostileReflection extends ServerReflectionRpc.ServerReflectionImplBa
 {
     /** An escape sequence that sets the terminal's title, then one that clears the screen. */
     static final String ESCAPES = "\u001b]0;pwned\u0007\u001b[2J";
+    /** A file name that would end its error message's line and forge the next one. */
+    static final String FORGED_IMPORT = "b.proto\nreverb-cli: OK, 0 errors";
+    /** A json_name that closes its JSON string, adds a member, then a line of its own. */
+    static final String FORGED_JSON_NAME = "x\":1}\nreverb-cli: OK, 0 errors\n{\"y";
 
     /** What the service answers. */
     enum Mode
@@ -39,7 +43,11 @@ final class HostileReflection extends ServerReflectionRpc.ServerReflectionImplBa
         /** The file of evil.Svc importing {@code size} files, each fetched alone and about 1 MiB big. */
         BIG_FILES,
         /** Every request answered with {@code size} list_services responses. */
-        FLOOD
+        FLOOD,
+        /** The file of evil.Svc importing {@link #FORGED_IMPORT}; a file asked for by name answered with no file. */
+        FORGED_IMPORT,
+        /** The file of evil.Svc, whose message M has a field named {@link #FORGED_JSON_NAME} in JSON. */
+        FORGED_JSON_NAME
     }
 
     private final Mode mode;
@@ -100,6 +108,15 @@ final class HostileReflection extends ServerReflectionRpc.ServerReflectionImplBa
                 case ENDLESS_IMPORTS:
                     files.add(service("f1"));
                     break;
+                case FORGED_IMPORT:
+                    files.add(service(FORGED_IMPORT));
+                    break;
+                case FORGED_JSON_NAME:
+                    final FileDescriptorProto.Builder forged = service("none").toBuilder().clearDependency();
+                    forged.getMessageTypeBuilder(0).addField(FieldDescriptorProto.newBuilder().setName("text")
+                        .setNumber(1).setType(FieldDescriptorProto.Type.TYPE_STRING).setJsonName(FORGED_JSON_NAME));
+                    files.add(forged.build());
+                    break;
                 default:
                     final FileDescriptorProto.Builder root = service("b0").toBuilder().clearDependency();
                     for (int i = 1; i <= size; i++)
@@ -114,6 +131,10 @@ final class HostileReflection extends ServerReflectionRpc.ServerReflectionImplBa
         if (request.hasFileByFilename())
         {
             final String name = request.getFileByFilename();
+            if (mode == Mode.FORGED_IMPORT)
+            {
+                return Flux.just(files(List.of()));
+            }
             if (mode == Mode.ENDLESS_IMPORTS)
             {
                 return Flux.just(files(List.of(file(name, "f" + (Integer.parseInt(name.substring(1)) + 1), 0))));

@@ -15,6 +15,8 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -219,6 +221,36 @@ class ReverbCliTest
         final Run nobody = run("list", "shm://reverb-cli-nobody-" + ProcessHandle.current().pid(), "--deadline", "5s");
         assertThat(nobody.code).as(nobody.err).isEqualTo(3);
         assertThat(nobody.err).startsWith("ERROR: cannot reach the reflection service at shm://reverb-cli-nobody-");
+    }
+
+    @Test
+    void shouldExitThreeWhenACallWithDescriptorsAtHandCannotConnect(@TempDir final Path dir) throws IOException
+    {
+        final Path protoset = dir.resolve("shop.protoset");
+        final Set<FileDescriptor> files = new LinkedHashSet<>();
+        collect(ShopOuterClass.getDescriptor(), files);
+        final FileDescriptorSet.Builder set = FileDescriptorSet.newBuilder();
+        files.forEach(file -> set.addFile(file.toProto()));
+        Files.write(protoset, set.build().toByteArray());
+
+        final Run nobody = run("call", "shm://reverb-cli-nobody-" + ProcessHandle.current().pid(),
+            "reverb.bench.clitest.Shop/GetItem", "--protoset", protoset.toString(), "-d", "{}", "--deadline", "5s");
+        assertThat(nobody.code).as(nobody.err).isEqualTo(3);
+        assertThat(nobody.err).startsWith("ERROR: UNAVAILABLE: ");
+        assertThat(nobody.out).isEmpty();
+
+        // the same through grpc-java: over Reverb, and over Netty to a port nobody listens on
+        final Run grpcOverReverb = run("call", "grpc+shm://reverb-cli-nobody-" + ProcessHandle.current().pid(),
+            "reverb.bench.clitest.Shop/GetItem", "--protoset", protoset.toString(), "-d", "{}", "--deadline", "5s");
+        assertThat(grpcOverReverb.code).as(grpcOverReverb.err).isEqualTo(3);
+        final int closedPort;
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            closedPort = socket.getLocalPort();
+        }
+        final Run grpc = run("call", "grpc://127.0.0.1:" + closedPort, "reverb.bench.clitest.Shop/GetItem",
+            "--protoset", protoset.toString(), "-d", "{}", "--deadline", "5s");
+        assertThat(grpc.code).as(grpc.err).isEqualTo(3);
     }
 
     @Test

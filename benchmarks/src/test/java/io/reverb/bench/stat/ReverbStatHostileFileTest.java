@@ -2,6 +2,7 @@ package io.reverb.bench.stat;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.reverb.common.counters.CounterGroup;
 import io.reverb.common.counters.CountersLayout;
 import io.reverb.common.counters.ProcessCounters;
 import java.io.IOException;
@@ -14,17 +15,21 @@ import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import org.agrona.concurrent.status.AtomicCounter;
 import org.agrona.concurrent.status.CountersReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /**
  * Issue 38, item 4: reverb-stat against hostile or corrupt counters files and a directory that is not this user's
  * own. Names are printed with their control characters escaped; a corrupt file is read within bounds and hides no
- * other file; a symbolic link in place of the directory is refused with exit code 3.
+ * other file; a symbolic link in place of the directory is refused with exit code 3, by --clean too (nothing deleted
+ * through it). A long --watch keeps the values of the counters it last printed only.
  */
 class ReverbStatHostileFileTest
 {
@@ -96,6 +101,59 @@ class ReverbStatHostileFileTest
         }
         finally
         {
+            counters.release();
+        }
+    }
+
+    @Test
+    void shouldDeleteNothingThroughASymbolicLinkInPlaceOfTheDirectory() throws IOException
+    {
+        final Path real = Files.createDirectory(dir.resolve("real"));
+        final Path stale = Files.write(real.resolve(CountersLayout.FILE_PREFIX + "1-a" + CountersLayout.FILE_SUFFIX),
+            new byte[CountersLayout.HEADER_LENGTH]); // nobody holds its lock: stale, were the directory this user's
+        final Path link = Files.createSymbolicLink(dir.resolve("link"), real);
+
+        assertThat(run("--clean", "--dir", link.toString())).isEqualTo(ReverbStat.UNREADABLE);
+
+        assertThat(stale).exists();
+        assertThat(err.toString()).contains("reverb-stat: --clean: " + link + " is a symbolic link (to " + real + ")")
+            .contains("nothing deleted").doesNotContain("deleted 1");
+        assertThat(out.toString()).isEmpty();
+    }
+
+    /** A long --watch over connections that come and go: the values kept for rates are only those last printed. */
+    @Test
+    void shouldForgetTheValuesOfGroupsGoneUnderWatch() throws IOException
+    {
+        final ProcessCounters counters = ProcessCounters.acquire();
+        final List<CounterGroup> groups = new ArrayList<>();
+        try
+        {
+            final Path directory = counters.file().getParent();
+            final ReverbStat stat = new ReverbStat(new PrintWriter(out), new PrintWriter(err));
+            new CommandLine(stat).parseArgs("--watch", "--dir", directory.toString(), "--connection", "watch-test #");
+            for (int i = 0; i < 3; i++)
+            {
+                final CounterGroup group = counters.newGroup(CountersLayout.KIND_CONNECTION, "watch-test #" + i, 0);
+                group.counter("messages sent").incrementRelease();
+                group.counter("bytes sent").getAndAddRelease(64);
+                groups.add(group);
+            }
+            assertThat(stat.printOnce(directory, true)).as(err.toString()).isEqualTo(ReverbStat.OK);
+            assertThat(stat.previousValues()).hasSize(6);
+
+            groups.remove(0).close();
+            assertThat(stat.printOnce(directory, false)).isEqualTo(ReverbStat.OK);
+            assertThat(stat.previousValues()).hasSize(4);
+
+            groups.forEach(CounterGroup::close);
+            groups.clear();
+            assertThat(stat.printOnce(directory, false)).isEqualTo(ReverbStat.NOTHING);
+            assertThat(stat.previousValues()).as("every group gone: nothing kept").isEmpty();
+        }
+        finally
+        {
+            groups.forEach(CounterGroup::close);
             counters.release();
         }
     }

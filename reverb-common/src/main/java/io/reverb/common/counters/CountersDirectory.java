@@ -30,6 +30,11 @@ public final class CountersDirectory
 {
     static final Set<PosixFilePermission> DIR_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
     static final Set<PosixFilePermission> FILE_PERMISSIONS = PosixFilePermissions.fromString("rw-------");
+    /**
+     * How old a file being created ({@code .counters.new}) must be before {@link #deleteStale} takes it for the
+     * leftover of a killed writer: its writer creates it, then locks it, so for a moment a live one is unlocked.
+     */
+    static final long CREATING_GRACE_MS = 5_000;
     /** This process's uid once learnt; -1 before. */
     private static volatile long processUid = -1;
 
@@ -202,53 +207,98 @@ public final class CountersDirectory
     }
 
     /**
-     * Deletes the stale counters files of dead processes.
+     * Deletes the stale counters files of dead processes, and the files that writers killed while creating them left
+     * behind ({@code reverb-<pid>-<hex>.counters.new}, unlocked and older than {@link #CREATING_GRACE_MS}).
+     *
+     * <p>Only in this user's own real directory (as {@link #scan} reads), and only this user's files: a symbolic link
+     * in place of the directory, or another user's directory, is refused and nothing is deleted.
      *
      * @param dir the directory.
-     * @return how many were deleted.
+     * @return how many files were deleted; 0 if the directory does not exist.
+     * @throws IOException if the directory is a link, not a directory or not this user's (naming why), or this
+     *                     process's uid cannot be learnt.
      */
-    public static int deleteStale(final Path dir)
+    public static int deleteStale(final Path dir) throws IOException
     {
+        return deleteStale(dir, processUid(), System.currentTimeMillis());
+    }
+
+    /** {@link #deleteStale(Path)} for a given uid and time (tests: another user's files, old files, without waiting). */
+    static int deleteStale(final Path dir, final long uid, final long nowMillis) throws IOException
+    {
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS))
+        {
+            return 0;
+        }
+        final String problem = directoryProblem(dir, uid);
+        if (problem != null)
+        {
+            throw new IOException(problem + "; nothing deleted");
+        }
         // This JVM's own files (another class loader's counters) are never opened here: closing a descriptor of a
         // file drops every lock this process holds on it, which would make a live file look stale.
         final String own = CountersLayout.FILE_PREFIX + ProcessHandle.current().pid() + "-";
-        int deleted = 0;
+        final List<Path> candidates;
         try
         {
-            for (final Path file : counterFiles(dir))
-            {
-                if (file.getFileName().toString().startsWith(own))
-                {
-                    continue;
-                }
-                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    LinkOption.NOFOLLOW_LINKS))
-                {
-                    final FileLock lock = channel.tryLock();
-                    if (lock != null)
-                    {
-                        Files.deleteIfExists(file);
-                        deleted++;
-                    }
-                }
-                catch (final IOException ignore)
-                {
-                    // Not ours to delete.
-                }
-            }
+            candidates = files(dir, CountersLayout.FILE_SUFFIX);
+            candidates.addAll(files(dir, CountersLayout.FILE_SUFFIX + CountersLayout.CREATING_SUFFIX));
         }
         catch (final IOException ignore)
         {
-            // Nothing to clean.
+            return 0; // nothing to clean
+        }
+        int deleted = 0;
+        for (final Path file : candidates)
+        {
+            if (file.getFileName().toString().startsWith(own))
+            {
+                continue;
+            }
+            try
+            {
+                if (uid(file) != uid)
+                {
+                    continue; // another user's: not ours to judge (its lock is not ours to probe)
+                }
+                if (file.getFileName().toString().endsWith(CountersLayout.CREATING_SUFFIX) && nowMillis -
+                    Files.getLastModifiedTime(file, LinkOption.NOFOLLOW_LINKS).toMillis() < CREATING_GRACE_MS)
+                {
+                    continue; // its writer may not have locked it yet: it creates, then locks
+                }
+            }
+            catch (final IOException gone)
+            {
+                continue;
+            }
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS))
+            {
+                final FileLock lock = channel.tryLock();
+                if (lock != null)
+                {
+                    Files.deleteIfExists(file);
+                    deleted++;
+                }
+            }
+            catch (final IOException ignore)
+            {
+                // Not ours to delete.
+            }
         }
         return deleted;
     }
 
     private static List<Path> counterFiles(final Path dir) throws IOException
     {
+        return files(dir, CountersLayout.FILE_SUFFIX);
+    }
+
+    /** @return the regular files (not links) of the directory named {@code reverb-*SUFFIX}, in name order. */
+    private static List<Path> files(final Path dir, final String suffix) throws IOException
+    {
         final List<Path> files = new ArrayList<>();
-        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir,
-            CountersLayout.FILE_PREFIX + "*" + CountersLayout.FILE_SUFFIX))
+        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir, CountersLayout.FILE_PREFIX + "*" + suffix))
         {
             for (final Path file : stream)
             {

@@ -91,6 +91,8 @@ public final class CountersLayout
     public static final String FILE_PREFIX = "reverb-";
     /** File name suffix. */
     public static final String FILE_SUFFIX = ".counters";
+    /** Added to a file's name while its writer creates it (readers ignore it; it is renamed once locked). */
+    static final String CREATING_SUFFIX = ".new";
 
     private CountersLayout()
     {

@@ -355,9 +355,10 @@ public final class ProcessCounters
                 final String name = CountersLayout.FILE_PREFIX + ProcessHandle.current().pid() + "-" +
                     Long.toHexString(new SecureRandom().nextLong() >>> 1) + CountersLayout.FILE_SUFFIX;
                 final Path file = dir.resolve(name);
-                // Created under a name readers ignore, locked, written, then renamed: no reader or cleaner ever sees
-                // it unlocked or half-written.
-                final Path creating = dir.resolve(name + ".new");
+                // Created under a name readers ignore, locked, written, then renamed: no reader ever sees it unlocked
+                // or half-written, and the cleaner takes an unlocked one for a killed writer's only once it is older
+                // than CountersDirectory.CREATING_GRACE_MS.
+                final Path creating = dir.resolve(name + CountersLayout.CREATING_SUFFIX);
                 final FileChannel channel = FileChannel.open(creating, Set.of(StandardOpenOption.CREATE_NEW,
                     StandardOpenOption.READ, StandardOpenOption.WRITE),
                     PosixFilePermissions.asFileAttribute(CountersDirectory.FILE_PERMISSIONS));

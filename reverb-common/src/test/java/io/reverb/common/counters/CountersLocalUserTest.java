@@ -105,6 +105,45 @@ class CountersLocalUserTest
     }
 
     @Test
+    void shouldDeleteNothingThroughASymlinkedDirectory() throws IOException
+    {
+        final Path real = Files.createDirectory(dir.resolve("real"),
+            PosixFilePermissions.asFileAttribute(CountersDirectory.DIR_PERMISSIONS));
+        final Path stale = Files.write(real.resolve(CountersLayout.FILE_PREFIX + "1-a" + CountersLayout.FILE_SUFFIX),
+            new byte[CountersLayout.HEADER_LENGTH]); // unlocked: stale
+        final Path link = Files.createSymbolicLink(dir.resolve("link"), real);
+
+        assertThatThrownBy(() -> CountersDirectory.deleteStale(link))
+            .isInstanceOf(IOException.class)
+            .hasMessageContaining("is a symbolic link (to " + real + ")")
+            .hasMessageEndingWith("; nothing deleted");
+        assertThat(stale).exists();
+        final long self = CountersDirectory.processUid();
+        assertThatThrownBy(() -> CountersDirectory.deleteStale(real, self + 1, System.currentTimeMillis()))
+            .as("a directory of another uid").isInstanceOf(IOException.class).hasMessageContaining("is owned by");
+        assertThat(stale).exists();
+
+        assertThat(CountersDirectory.deleteStale(real)).as("this user's own directory").isEqualTo(1);
+        assertThat(stale).doesNotExist();
+        assertThat(CountersDirectory.deleteStale(dir.resolve("nowhere"))).isZero();
+    }
+
+    /** As root (the attack suite's case, held here when the build runs as root): a real other owner. */
+    @Test
+    void shouldNotDeleteAnotherUsersFile() throws IOException
+    {
+        assumeThat(CountersDirectory.processUid()).as("needs root to give a file to another uid").isZero();
+        final Path own = Files.createDirectory(dir.resolve("own"),
+            PosixFilePermissions.asFileAttribute(CountersDirectory.DIR_PERMISSIONS));
+        final Path foreign = Files.write(own.resolve(CountersLayout.FILE_PREFIX + "1-a" + CountersLayout.FILE_SUFFIX),
+            new byte[CountersLayout.HEADER_LENGTH]);
+        Files.setAttribute(foreign, "unix:uid", 65534);
+
+        assertThat(CountersDirectory.deleteStale(own)).isZero();
+        assertThat(foreign).exists();
+    }
+
+    @Test
     void shouldReadACorruptRecordWithinBoundsAndKeepReadingTheOthers() throws IOException
     {
         final ProcessCounters live = ProcessCounters.acquire();

@@ -132,6 +132,28 @@ class ProcessCountersTest
         }
     }
 
+    /** A writer killed between creating its file and renaming it leaves reverb-PID-HEX.counters.new. */
+    @Test
+    void shouldDeleteTheFileOfAWriterKilledWhileCreatingIt() throws IOException
+    {
+        final Path counters = dir.resolve("counters");
+        CountersDirectory.ensureDirectory(counters);
+        final String name = CountersLayout.FILE_PREFIX + "999999-1" + CountersLayout.FILE_SUFFIX +
+            CountersLayout.CREATING_SUFFIX;
+        final Path left = Files.write(counters.resolve(name), new byte[CountersLayout.HEADER_LENGTH]);
+        final long created = Files.getLastModifiedTime(left).toMillis();
+        final long uid = CountersDirectory.processUid();
+
+        // unlocked, but young: its writer may be about to lock it
+        assertThat(CountersDirectory.deleteStale(counters, uid, created + CountersDirectory.CREATING_GRACE_MS - 1))
+            .isZero();
+        assertThat(left).exists();
+        // older than the grace period, still unlocked: left behind for good
+        assertThat(CountersDirectory.deleteStale(counters, uid, created + CountersDirectory.CREATING_GRACE_MS))
+            .isEqualTo(1);
+        assertThat(left).doesNotExist();
+    }
+
     @Test
     void shouldKeepCountersInMemoryWhenTheFileIsFullOrOff() throws IOException
     {
