@@ -1,7 +1,6 @@
 package io.reverb.rpc;
 
 import io.reverb.rpc.compression.CodecRegistry;
-import io.reverb.rpc.internal.HandlerExecutorScheduler;
 import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.StreamHandling;
 import java.time.Duration;
@@ -184,6 +183,7 @@ public final class RpcServer implements AutoCloseable
         private StreamHandling streamHandler;
         private List<String> streamMethods = List.of();
         private Scheduler handlerScheduler;
+        private Executor handlerExecutor;
         private Scheduler timerScheduler = Schedulers.parallel();
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
         private CodecRegistry codecs = CodecRegistry.defaults();
@@ -303,7 +303,8 @@ public final class RpcServer implements AutoCloseable
             // a call's tasks run one at a time, in order, whatever the executor (an ExecutorService given as a
             // Reactor scheduler got a task per signal, run concurrently, and a call's end disposed its worker from
             // another thread, which interrupted the handler still running); a rejected task ends its call
-            this.handlerScheduler = new HandlerExecutorScheduler(executor);
+            this.handlerExecutor = Objects.requireNonNull(executor, "executor");
+            this.handlerScheduler = null;
             return this;
         }
 
@@ -314,6 +315,7 @@ public final class RpcServer implements AutoCloseable
         public Builder scheduler(final Scheduler scheduler)
         {
             this.handlerScheduler = scheduler;
+            this.handlerExecutor = null;
             return this;
         }
 
@@ -629,10 +631,16 @@ public final class RpcServer implements AutoCloseable
             return List.copyOf(interceptors);
         }
 
-        /** @return the scheduler handlers run on, or null for the transport's thread. */
+        /** @return the scheduler handlers run on, or null (see {@link #handlerExecutor()}, else the transport's thread). */
         public Scheduler handlerScheduler()
         {
             return handlerScheduler;
+        }
+
+        /** @return the executor handlers run on (a call's tasks one at a time), or null. */
+        public Executor handlerExecutor()
+        {
+            return handlerExecutor;
         }
 
         /** @return the timer scheduler. */

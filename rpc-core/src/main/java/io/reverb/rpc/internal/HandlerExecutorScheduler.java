@@ -20,9 +20,9 @@ import reactor.core.scheduler.Scheduler;
  *   <li>A rejection is not reported to the thread's uncaught-exception handler: Reactor printed a stack trace on
  *   the transport's thread for every call while an executor rejected.</li>
  * </ul>
- * A task that throws is logged (rate-limited) and the worker goes on. Internal: not part of the API.
+ * A task that throws is logged (rate-limited) and the worker goes on.
  */
-public final class HandlerExecutorScheduler implements Scheduler
+final class HandlerExecutorScheduler implements Scheduler
 {
     private static final LogLimiter TASK_FAILURES = new LogLimiter((line, t) -> WireConnection.LOG.warn(line, t));
 
@@ -31,7 +31,7 @@ public final class HandlerExecutorScheduler implements Scheduler
     /**
      * @param executor runs the workers' tasks.
      */
-    public HandlerExecutorScheduler(final Executor executor)
+    HandlerExecutorScheduler(final Executor executor)
     {
         this.executor = Objects.requireNonNull(executor, "executor");
     }

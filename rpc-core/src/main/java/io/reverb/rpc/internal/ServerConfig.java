@@ -58,7 +58,8 @@ public final class ServerConfig
     public static ServerConfig of(final RpcServer.Builder settings)
     {
         return new ServerConfig(settings.uri(), settings.services(), settings.interceptors(),
-            settings.handlerScheduler(), settings.timerScheduler(), settings.maxInboundMessageSize(),
+            settings.handlerExecutor() != null ? new HandlerExecutorScheduler(settings.handlerExecutor()) :
+                settings.handlerScheduler(), settings.timerScheduler(), settings.maxInboundMessageSize(),
             settings.meterRegistry(), settings.shutdownGracePeriod(), settings.transportOptions(),
             settings.maxConcurrentCallsPerConnection(), settings.keepAlivePermitNanos(),
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
