@@ -163,6 +163,7 @@ public abstract class RpcChannel implements AutoCloseable
         private final List<ClientInterceptor> interceptors = new ArrayList<>();
         private Duration defaultDeadline;
         private int maxInboundMessageSize = RpcServer.DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
+        private int maxInboundMetadataSize = RpcServer.Builder.DEFAULT_MAX_INBOUND_METADATA_SIZE;
         private CodecRegistry codecs = CodecRegistry.defaults();
         private String compression;
         private int minCompressionSize = DEFAULT_MIN_COMPRESSION_SIZE;
@@ -356,6 +357,29 @@ public abstract class RpcChannel implements AutoCloseable
         public int minCompressionSize()
         {
             return minCompressionSize;
+        }
+
+        /**
+         * @param bytes most response metadata (headers, and trailers apart) a call accepts (default
+         *              {@value RpcServer.Builder#DEFAULT_MAX_INBOUND_METADATA_SIZE}, counted as gRPC counts it: each
+         *              entry's name and value plus 32 bytes); a call whose server sends more fails
+         *              RESOURCE_EXHAUSTED (grpc-java's {@code ManagedChannelBuilder.maxInboundMetadataSize}).
+         * @return this.
+         */
+        public Builder maxInboundMetadataSize(final int bytes)
+        {
+            if (bytes <= 0)
+            {
+                throw new IllegalArgumentException("maxInboundMetadataSize must be positive: " + bytes);
+            }
+            this.maxInboundMetadataSize = bytes;
+            return this;
+        }
+
+        /** @return most response metadata a call accepts, in bytes. */
+        public int maxInboundMetadataSize()
+        {
+            return maxInboundMetadataSize;
         }
 
         /**

@@ -2,6 +2,7 @@ package io.reverb.rpc.internal;
 
 import io.reverb.rpc.ClientInterceptor;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.compression.CodecRegistry;
 import io.reverb.rpc.transport.TransportOptions;
 import java.time.Duration;
@@ -25,6 +26,8 @@ public final class ChannelConfig
     final ClientInterceptor[] interceptors;
     final Duration defaultDeadline;
     final int maxInboundMessageSize;
+    /** Most response metadata (headers, trailers) a call accepts, in bytes. */
+    final int maxInboundMetadataSize;
     final Object meterRegistry;
     final Duration keepAliveTime;
     final Duration keepAliveTimeout;
@@ -57,7 +60,8 @@ public final class ChannelConfig
             settings.maxInboundMessageSize(), settings.meterRegistry(), settings.keepAliveTime(),
             settings.keepAliveTimeout(), settings.keepAliveWithoutCalls(), false, settings.initialBackoff(),
             settings.maxBackoff(), settings.reconnectWhileCallsWait(), settings.timerScheduler(),
-            settings.transportOptions(), settings.codecRegistry(), settings.compression(), settings.minCompressionSize());
+            settings.transportOptions(), settings.codecRegistry(), settings.compression(), settings.minCompressionSize(),
+            settings.maxInboundMetadataSize());
     }
 
     /**
@@ -75,7 +79,7 @@ public final class ChannelConfig
             settings.keepAliveTime(), settings.keepAliveTimeout(), settings.keepAliveWithoutCalls(), false,
             settings.initialBackoff(), settings.maxBackoff(), settings.reconnectWhileCallsWait(),
             settings.timerScheduler(), settings.transportOptions(), settings.codecRegistry(), settings.compression(),
-            settings.minCompressionSize());
+            settings.minCompressionSize(), settings.maxInboundMetadataSize());
     }
 
     /**
@@ -130,7 +134,8 @@ public final class ChannelConfig
     {
         this(uri, interceptors, defaultDeadline, maxInboundMessageSize, meterRegistry, keepAliveTime, keepAliveTimeout,
             keepAliveWithoutCalls, transparentRetry, initialBackoff, maxBackoff, reconnectWhileCallsWait, timerScheduler,
-            transportOptions, CodecRegistry.defaults(), null, RpcChannel.Builder.DEFAULT_MIN_COMPRESSION_SIZE);
+            transportOptions, CodecRegistry.defaults(), null, RpcChannel.Builder.DEFAULT_MIN_COMPRESSION_SIZE,
+            RpcServer.Builder.DEFAULT_MAX_INBOUND_METADATA_SIZE);
     }
 
     private ChannelConfig(final String uri, final List<ClientInterceptor> interceptors, final Duration defaultDeadline,
@@ -138,8 +143,9 @@ public final class ChannelConfig
         final Duration keepAliveTimeout, final boolean keepAliveWithoutCalls, final boolean transparentRetry,
         final Duration initialBackoff, final Duration maxBackoff, final Duration reconnectWhileCallsWait,
         final Scheduler timerScheduler, final TransportOptions transportOptions, final CodecRegistry codecs,
-        final String compression, final int minCompressionSize)
+        final String compression, final int minCompressionSize, final int maxInboundMetadataSize)
     {
+        this.maxInboundMetadataSize = maxInboundMetadataSize;
         this.codecs = Objects.requireNonNull(codecs, "codecs");
         this.compression = compression;
         this.minCompressionSize = minCompressionSize;

@@ -121,8 +121,9 @@ public abstract class ClientCallStarter
         {
             final long after = before > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : before * 2;
             keepAliveNanos = after;
-            WireConnection.LOG.warn("{} answered GOAWAY \"{}\": keep-alive interval raised from {} ms to {} ms", config.uri,
-                KeepAliveEnforcer.TOO_MANY_PINGS, before / 1_000_000, after / 1_000_000);
+            WireConnection.PEER_LOG.log("keep-alive too frequent", config.uri + " answered GOAWAY \"" +
+                KeepAliveEnforcer.TOO_MANY_PINGS + "\": keep-alive interval raised from " + before / 1_000_000 +
+                " ms to " + after / 1_000_000 + " ms", null);
         }
     }
 

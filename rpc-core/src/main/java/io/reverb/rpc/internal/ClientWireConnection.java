@@ -5,6 +5,7 @@ import io.reverb.rpc.Status;
 import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.retry.CallFailureCause;
 import io.reverb.rpc.transport.Connection;
+import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
@@ -31,6 +32,10 @@ final class ClientWireConnection extends WireConnection
     private final int lastStreamId;
     private int nextStreamId = 1;
     private volatile boolean draining;
+    /** Most response metadata (headers, trailers) a call accepts, in bytes. */
+    private final int maxInboundMetadataSize;
+    /** A GOAWAY came (the transport's thread only). */
+    private boolean goAwayReceived;
     /*
      * Started streams that hold no stream id yet: a one-message stream (unary, server-streaming) sends its CALL, with
      * its one message, only at halfClose, and only then gets its id (ids must leave in increasing order, so none can be
@@ -99,6 +104,7 @@ final class ClientWireConnection extends WireConnection
     {
         super(maxInboundMessageSize, channel.config().codecs);
         this.channel = channel;
+        this.maxInboundMetadataSize = channel.config().maxInboundMetadataSize;
         this.lastStreamId = lastStreamId;
     }
 
@@ -337,12 +343,22 @@ final class ClientWireConnection extends WireConnection
         {
             case HEADERS:
             {
-                final Metadata headers = readMetadata(buffer, start, end);
                 final RpcStream stream = streams.get(streamId);
-                if (stream != null)
+                if (stream == null)
                 {
-                    ((ClientSideStream)stream).onHeaders(headers);
+                    FrameCodec.metadataSize(buffer, start, end); // checked all the same: malformed is a protocol error
+                    return;
                 }
+                final long size = FrameCodec.metadataSize(buffer, start, end);
+                if (size > maxInboundMetadataSize)
+                {
+                    // refused before anything of it is made (a call holds its headers)
+                    stream.onUndecodableMessage(Status.RESOURCE_EXHAUSTED.withDescription("response headers of " + size +
+                        " bytes are over the client's limit of " + maxInboundMetadataSize +
+                        " (RpcChannel.Builder.maxInboundMetadataSize)"));
+                    return;
+                }
+                ((ClientSideStream)stream).onHeaders(readMetadata(buffer, start, end));
                 return;
             }
             case STATUS:
@@ -350,12 +366,18 @@ final class ClientWireConnection extends WireConnection
                 final StatusFlyweight status = inStatus.wrap(buffer, start).validate(end);
                 final int code = status.code();
                 final String description = status.description(end); // null, without allocating, when absent
-                final Metadata trailers = readMetadataOrNull(buffer, status.trailersOffset(end), end);
+                final long trailersSize = FrameCodec.metadataSize(buffer, status.trailersOffset(end), end);
+                final boolean trailersTooLarge = trailersSize > maxInboundMetadataSize;
+                final Metadata trailers = trailersTooLarge ? null :
+                    readMetadataOrNull(buffer, status.trailersOffset(end), end);
                 final RpcStream stream = streams.remove(streamId);
                 if (stream != null)
                 {
                     streamEnded(); // from the batch's second end on, what its callbacks write is corked
-                    final Status received = Status.fromCodeValue(code).withDescription(description);
+                    final Status received = trailersTooLarge ? Status.RESOURCE_EXHAUSTED.withDescription(
+                        "response trailers of " + trailersSize + " bytes are over the client's limit of " +
+                        maxInboundMetadataSize + " (RpcChannel.Builder.maxInboundMetadataSize)") :
+                        Status.fromCodeValue(code).withDescription(description);
                     final boolean refused = (flags & FrameType.Flags.REFUSED) != 0;
                     // refused while the server shuts down: no handler ran, the call may go to the server that follows
                     if (!refused || code != StatusCode.UNAVAILABLE.value() || !((ClientSideStream)stream).retryRefused())
@@ -384,10 +406,19 @@ final class ClientWireConnection extends WireConnection
     @Override
     void onGoAway(final int lastStreamId, final Status status)
     {
+        final boolean first = !goAwayReceived;
+        goAwayReceived = true;
+        if (!first && lastStreamId >= goAwayLastStreamId)
+        {
+            return; // a later GOAWAY may only exclude more calls: one that excludes none changes nothing
+        }
         goAwayLastStreamId = Math.min(goAwayLastStreamId, lastStreamId);
         draining = true;
-        channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("server going away: " + status.description())
-            .withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
+        if (first)
+        {
+            channel.connectionUnusable(this, Status.UNAVAILABLE.withDescription("server going away: " +
+                status.description()).withCause(CallFailureCause.of(CallFailureCause.Reason.GOAWAY)));
+        }
         // calls the server never saw can fail at once (they were not processed)
         for (final int id : streams.ids())
         {
@@ -407,10 +438,12 @@ final class ClientWireConnection extends WireConnection
         {
             LOG.debug("GOAWAY from {}: {}", peer(), status);
         }
-        if (status.code() == StatusCode.RESOURCE_EXHAUSTED &&
+        if (first && status.code() == StatusCode.RESOURCE_EXHAUSTED &&
             KeepAliveEnforcer.TOO_MANY_PINGS.equals(status.description()))
         {
-            channel.keepAliveTooFrequent(); // as grpc-java: the next connections PING half as often
+            // as grpc-java: the next connections PING half as often; once per connection, however many GOAWAYs
+            // the server repeats (each one doubled the interval, until keep-alive was off for good)
+            channel.keepAliveTooFrequent();
         }
         if (streams.isEmpty())
         {

@@ -47,6 +47,8 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     private Req heldRequest;
     // written under this; read without it on the response path, where it only ever goes from false to true
     private volatile boolean responded;
+    /** Responses the server sent (the transport's thread only): see {@link #takeCredit}. */
+    private long responsesReceived;
     private boolean resending;
 
     StreamingClientCall(final ClientCallStarter channel, final MethodDescriptor<Req, Resp> method,
@@ -170,6 +172,24 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     private synchronized ClientWireConnection connection()
     {
         return connection;
+    }
+
+    /**
+     * A server that streams responses sends no more than the subscriber's demand granted it (the queue raises its
+     * grant before the CALL or REQUEST_N carrying it leaves): beyond it, what it sends would queue here without bound,
+     * so it is a protocol error (as for requests on the server). A method that answers once is not counted: a second
+     * response ends the call INTERNAL.
+     */
+    @Override
+    boolean takeCredit()
+    {
+        return method.type().serverSendsOneMessage() || ++responsesReceived <= responses.granted();
+    }
+
+    @Override
+    long creditGranted()
+    {
+        return responses.granted();
     }
 
     // ------------------------------------------------------------ CoreSubscriber (request publisher)

@@ -67,6 +67,10 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
     /** The end is the server's STATUS (the listener is told: {@link ClientStreamListener#closed(Status, Metadata, boolean)}). */
     private boolean endFromServer;
     private long demandBeforeCall;
+    /** Responses asked of the server in all (counted as asked, before the CALL or REQUEST_N carrying them leaves). */
+    private volatile long responsesGranted;
+    /** Responses the server sent (the transport's thread only): see {@link #takeCredit}. */
+    private long responsesReceived;
     /** Messages the server may still take (one before it asks). */
     private long credit = 1;
     private ArrayDeque<Req> waiting;
@@ -165,6 +169,23 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             .withCause(CallFailureCause.of(CallFailureCause.Reason.CHANNEL_CLOSED));
     }
 
+    /**
+     * A server that streams responses sends no more than the client asked for: beyond it, what it sends would queue
+     * here without bound, so it is a protocol error (as for requests on the server). A method that answers once is
+     * not counted: a second response ends the call.
+     */
+    @Override
+    boolean takeCredit()
+    {
+        return method.type().serverSendsOneMessage() || ++responsesReceived <= responsesGranted;
+    }
+
+    @Override
+    long creditGranted()
+    {
+        return responsesGranted;
+    }
+
     // ---------------------------------------------------------------- ClientStream
 
     @Override
@@ -181,6 +202,7 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             {
                 return;
             }
+            responsesGranted = addCap(responsesGranted, n);
             if (!callSent)
             {
                 demandBeforeCall = addCap(demandBeforeCall, n); // travels with the CALL, or right after it

@@ -32,7 +32,7 @@ public class GreeterApplication
         if (!"server".equals(context.getEnvironment().getProperty("greeter.mode")))
         {
             // once run() returned the application is ready (accepting traffic): Reverb's health says UP from here
-            greetOnce(context);
+            context.getBean(GreeterApplication.class).greetOnce(context);
             System.exit(SpringApplication.exit(context)); // closing the context shuts the server down gracefully
         }
     }
@@ -42,7 +42,7 @@ public class GreeterApplication
      *
      * @param context the running application.
      */
-    static void greetOnce(final ConfigurableApplicationContext context)
+    void greetOnce(final ConfigurableApplicationContext context)
     {
         context.getBeanProvider(GreeterClient.class).ifAvailable(greeter ->
         {
