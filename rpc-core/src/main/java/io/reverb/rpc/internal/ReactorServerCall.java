@@ -369,15 +369,9 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         // a streamed response's frame (a one-response method's single response may be held back for the STATUS)
         final OutboundFrame streamed = method.type().serverSendsOneMessage() ? null :
             responseFrame(value, payloadLength, encoded);
-        if (streamed == null && secondResponse())
-        {
-            // a method that answers once got a second response (every one is held until the STATUS): the handler's
-            // error, ended INTERNAL as grpc-java's server does, and the first response is not sent either
-            Operators.onDiscard(value, currentContext());
-            cancelCall(Status.INTERNAL.withDescription("Too many responses"), null);
-            return;
-        }
         final OutboundFrame headers;
+        // a method that answers once got a second response (every one is held until the STATUS)
+        boolean tooMany = false;
         OutboundFrame[] batch = null;
         int batchCount = 0;
         long topUp = 0;
@@ -391,16 +385,21 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                     Operators.onDiscard(value, currentContext());
                     return;
                 }
+                tooMany = streamed == null && pendingResponse != null;
                 // the response window (see RESPONSE_WINDOW): one fewer asked ahead; half spent, ask for more
-                if (--upstreamAhead <= RESPONSE_WINDOW / 2 && peerDemandLeft > 0)
+                if (!tooMany && --upstreamAhead <= RESPONSE_WINDOW / 2 && peerDemandLeft > 0)
                 {
                     topUp = topUpLocked();
                     topUpFrom = upstream;
                 }
-                headers = takeHeaders();
-                server.metrics().messageSent(method, payloadLength);
-                if (streamed != null)
+                headers = tooMany ? null : takeHeaders();
+                if (tooMany)
                 {
+                    // handled below, outside the monitor
+                }
+                else if (streamed != null)
+                {
+                    server.metrics().messageSent(method, payloadLength);
                     value = null;
                     final boolean collecting = out.collector == Thread.currentThread();
                     if (collecting || out.count > 0 || out.writing)
@@ -430,14 +429,22 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                         }
                     }
                 }
-                else if (method.type().serverSendsOneMessage() && pendingResponse == null)
+                else
                 {
                     // held back to travel with the STATUS in one transport message
+                    server.metrics().messageSent(method, payloadLength);
                     pendingResponse = value;
                     pendingEncoded = encoded;
                     pendingPayloadLength = encoded != null ? encoded.length : payloadLength;
                     value = null;
                 }
+            }
+            if (tooMany)
+            {
+                // the handler's error, ended INTERNAL as grpc-java's server does; the first response is not sent
+                Operators.onDiscard(value, currentContext());
+                cancelCall(Status.INTERNAL.withDescription("Too many responses"), null);
+                return;
             }
             if (batch != null)
             {
@@ -464,12 +471,6 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
                 topUpFrom.request(topUp); // within the handler's own emission: Reactive Streams allows it (3.3)
             }
         }
-    }
-
-    /** @return true if a one-response method's response is held already (responses arrive one at a time). */
-    private synchronized boolean secondResponse()
-    {
-        return !closed && pendingResponse != null;
     }
 
     /** Guarded by this: appends a frame (null: none) to the outbox. */

@@ -337,6 +337,18 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         return false;
     }
 
+    /** Guarded by this. @return the HEADERS frame to send now (none sent yet), even without entries, or null. */
+    final OutboundFrame takeHeadersEvenEmpty()
+    {
+        if (headersSent)
+        {
+            return null;
+        }
+        headersSent = true;
+        return new OutboundFrame.Headers(streamId, rpcContext != null && rpcContext.hasResponseHeaders() ?
+            rpcContext.responseHeaders().copy() : new Metadata());
+    }
+
     /** Guarded by this. @return the HEADERS frame to send before anything else, once, or null. */
     final OutboundFrame takeHeaders()
     {

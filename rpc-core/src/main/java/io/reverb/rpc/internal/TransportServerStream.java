@@ -399,6 +399,21 @@ final class TransportServerStream<M> extends ServerCall<M, M> implements ServerS
     }
 
     @Override
+    public void sendHeaders(final Metadata headers)
+    {
+        writeHeaders(headers);
+        final OutboundFrame frame;
+        synchronized (this)
+        {
+            frame = closed ? null : takeHeadersEvenEmpty();
+        }
+        if (frame != null)
+        {
+            connection.write(frame);
+        }
+    }
+
+    @Override
     public void writeMessage(final M message)
     {
         Objects.requireNonNull(message, "message");

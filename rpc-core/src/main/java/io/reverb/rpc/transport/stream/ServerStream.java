@@ -43,6 +43,19 @@ public interface ServerStream<M>
     void writeHeaders(Metadata headers);
 
     /**
+     * Response headers, sent now, before any response and whatever the client's demand: what a streaming call's
+     * client may wait for before it sends (grpc-java's server flushes them at once for streaming methods). Entries
+     * merge with those given earlier, and the HEADERS frame leaves even with none; nothing is sent when headers were
+     * sent already or the stream ended.
+     *
+     * @param headers the headers, or null for none.
+     */
+    default void sendHeaders(final Metadata headers)
+    {
+        writeHeaders(headers);
+    }
+
+    /**
      * A response message. It is held until {@link #flush()}, the next message or {@link #close}, so that a call's
      * single response travels with its status in one transport message; a message written beyond the client's
      * demand waits, in order, for its REQUEST_N ({@link #isReady()} is false meanwhile). Ignored once the stream
