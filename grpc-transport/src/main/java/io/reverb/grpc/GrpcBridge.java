@@ -23,11 +23,20 @@ import java.util.List;
  */
 final class GrpcBridge
 {
+    /**
+     * The request metadata name under which a grpc-java client over Reverb sends a call's authority (what HTTP/2 sends
+     * as {@code :authority}) when the server cannot tell it by itself (see {@link ReverbClientTransport}). Reserved to
+     * this bridge: a client application's entry of that name is dropped ({@link #toReverb}), and the server takes it
+     * out of the headers before grpc-java sees them ({@link #serverHeaders}, {@link #authorityOf}).
+     */
+    static final String AUTHORITY = "reverb-authority";
+
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - this class converts between same-named types of both libraries:
     // grpc-java's Status and Reverb's Metadata and MethodDescriptor are imported, their counterparts are spelled out
     private static final io.grpc.Metadata.Key<?>[] TRANSPORT_OWNED_KEYS = {
         GrpcUtil.MESSAGE_ACCEPT_ENCODING_KEY, GrpcUtil.MESSAGE_ENCODING_KEY, GrpcUtil.TIMEOUT_KEY,
-        GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY
+        GrpcUtil.CONTENT_TYPE_KEY, GrpcUtil.TE_HEADER, GrpcUtil.USER_AGENT_KEY,
+        io.grpc.Metadata.Key.of(AUTHORITY, io.grpc.Metadata.ASCII_STRING_MARSHALLER)
     };
 
     private static final byte[] ACCEPT_ENCODING_NAME = GrpcUtil.MESSAGE_ACCEPT_ENCODING.getBytes(StandardCharsets.US_ASCII);
@@ -39,7 +48,8 @@ final class GrpcBridge
     /**
      * @param name a grpc metadata name.
      * @return true for names that grpc-java's HTTP/2 transports own and Reverb's wire carries by other means
-     * (deadline in the CALL frame, no compression), or that make no sense on it.
+     * (deadline in the CALL frame, no compression), that make no sense on it, or that the transport sets itself
+     * whatever the application put there ({@code user-agent}, as Netty's transport replaces it; {@link #AUTHORITY}).
      */
     private static boolean transportOwned(final String name)
     {
@@ -51,6 +61,7 @@ final class GrpcBridge
             case "content-type":
             case "te":
             case "user-agent":
+            case AUTHORITY:
                 return true;
             default:
                 return false;
@@ -159,8 +170,27 @@ final class GrpcBridge
     }
 
     /**
+     * @param reverb a call's request metadata, or null.
+     * @return the authority the client sent under {@link #AUTHORITY}, or null when it sent none.
+     */
+    static String authorityOf(final Metadata reverb)
+    {
+        final int n = reverb == null ? 0 : reverb.size();
+        for (int i = 0; i < n; i++)
+        {
+            if (AUTHORITY.equals(reverb.nameAt(i)))
+            {
+                return new String(reverb.valueAt(i), StandardCharsets.US_ASCII);
+            }
+        }
+        return null;
+    }
+
+    /**
      * The headers a grpc-java server sees for a call over Reverb: the call's metadata without {@code grpc-timeout} (the
-     * deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header), with
+     * deadline travels in the CALL frame; a peer's metadata must not pose as grpc-java's header) and without
+     * {@link #AUTHORITY} (the stream's authority, {@code ServerCall.getAuthority()}, as HTTP/2's {@code :authority} is
+     * no header either), with
      * {@code grpc-accept-encoding: gzip} when the client named no accepted encodings (every Reverb client decompresses
      * gzip, and grpc-java's {@code ServerCall.setCompression} compresses only for a client that says it accepts the
      * codec). Built in one go: no metadata grown and searched afterwards.
@@ -178,7 +208,7 @@ final class GrpcBridge
         for (int i = 0; i < n; i++)
         {
             final String name = reverb.nameAt(i);
-            if (GrpcUtil.TIMEOUT.equals(name))
+            if (GrpcUtil.TIMEOUT.equals(name) || AUTHORITY.equals(name))
             {
                 continue;
             }

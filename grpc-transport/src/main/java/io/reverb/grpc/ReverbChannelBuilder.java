@@ -580,7 +580,8 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
                 throw new IllegalArgumentException("neither a Reverb address nor an InetSocketAddress: " + address +
                     " (" + (address == null ? "null" : address.getClass().getName()) + ")");
             }
-            return new ReverbClientTransport(reverb, options.getAuthority(), configure, methods, timer, goAways);
+            return new ReverbClientTransport(reverb, options.getAuthority(), options.getUserAgent(), configure, methods,
+                timer, goAways);
         }
 
         @Override

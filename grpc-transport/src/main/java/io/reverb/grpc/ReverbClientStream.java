@@ -80,6 +80,8 @@ final class ReverbClientStream extends CallbackSerializer
     /** Why the call was cancelled; written before {@link #cancelling}. */
     private volatile Status cancelReason;
     private Deadline deadline;
+    /** The call's own authority ({@link #setAuthority}), or null for the channel's. */
+    private String authority;
     /** The codec grpc-java set, or null for identity. */
     private Codec compressor;
     private boolean messageCompression = true;
@@ -196,8 +198,9 @@ final class ReverbClientStream extends CallbackSerializer
         }
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's Metadata and Deadline are imported, Reverb's are spelled out
         final io.reverb.rpc.Metadata metadata = GrpcBridge.requestHeaders(headers);
-        // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none, and copy none
-        CallOptions options = metadata == null ? CallOptions.DEFAULT : CallOptions.DEFAULT.withMetadata(metadata);
+        // grpc-java's own headers (accept-encoding...) are dropped: most calls then carry none of their own, and share
+        // the transport's (user-agent; the authority where the server cannot tell it)
+        CallOptions options = transport.callOptions(metadata, authority);
         if (deadline != null)
         {
             // grpc-java computed the call's deadline (its ClientCallImpl); the Reverb stream only carries and keeps it
@@ -367,9 +370,11 @@ final class ReverbClientStream extends CallbackSerializer
         insight.appendKeyValue("remote_addr", transport.address());
     }
 
+    /** grpc-java's {@code CallOptions.withAuthority}, set before {@link #start}: sent for the server's call. */
     @Override
     public void setAuthority(final String authority)
     {
+        this.authority = authority;
     }
 
     @Override

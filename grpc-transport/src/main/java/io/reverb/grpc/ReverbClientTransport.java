@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import com.google.common.net.InetAddresses;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
 import io.grpc.Attributes;
@@ -16,6 +17,7 @@ import io.grpc.internal.ClientStreamListener;
 import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.FailingClientStream;
 import io.grpc.internal.GrpcAttributes;
+import io.grpc.internal.GrpcUtil;
 import io.grpc.internal.SimpleDisconnectError;
 import io.reverb.rpc.RpcChannel;
 import io.reverb.rpc.RpcClientConnection;
@@ -24,6 +26,8 @@ import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.stream.ClientTransport;
 
 import java.io.InputStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionException;
@@ -51,6 +55,17 @@ import java.util.function.UnaryOperator;
  * each flip is a task on grpc-java's subchannel and channel (two objects and two hand-offs per call). grpc-java reads it
  * for its channel's idle mode (an idle timeout of at least a second), so it learns of idleness at most about two
  * lingers later; a terminated transport is no longer in use for grpc-java whatever was reported.
+ *
+ * <p>Request headers of its own, as Netty's transport sends {@code user-agent} and {@code :authority} with every
+ * stream: {@code user-agent} is grpc-java's ({@code "<channel's userAgent> grpc-java-reverb/<version>"}, whatever the
+ * application put in the call's metadata), and the call's authority ({@code CallOptions.withAuthority}, else the
+ * channel's) travels under {@link GrpcBridge#AUTHORITY}, which the server's {@code ServerCall.getAuthority()} returns.
+ * To keep the CALL frame small the authority is left out where the server reports the same by itself: a server given
+ * none reports the authority of its own bound address ({@code host:port}, or the name of an {@code shm://} or
+ * {@code inproc://} address), so a call leaves out an authority that is the authority of the address it was sent to,
+ * when that names an IP address or a named (portless) address; a host name is always sent (no server can tell which
+ * of its names the client used). A server bound to another address than the one dialled (a wildcard {@code 0.0.0.0},
+ * a NAT) then reports its own. Calls that carry nothing else share one set of request headers per transport.
  */
 final class ReverbClientTransport implements ConnectionClientTransport
 {
@@ -68,6 +83,18 @@ final class ReverbClientTransport implements ConnectionClientTransport
     private final GoAwayGrace goAways;
     private final Status cannotConnect;
     private final Attributes attributes;
+    /** The authority of a call that names none: the channel's (its target's, or overrideAuthority). */
+    private final String authority;
+    /** The authority the server reports for a call that sends none (see the class comment), or null: always sent. */
+    private final String impliedAuthority;
+    /** {@link #authority} in ASCII, or null when it is {@link #impliedAuthority} (then not sent). */
+    private final byte[] authorityBytes;
+    /** grpc-java's user-agent of this transport in ASCII. */
+    private final byte[] userAgent;
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's CallOptions and Metadata are imported, Reverb's spelled out
+    /** The Reverb options of every call with no metadata and authority of its own: shared, never changed. */
+    private final io.reverb.rpc.CallOptions plainCallOptions;
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's MethodDescriptor is imported, Reverb's is spelled out
     private final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods;
     // CHECKSTYLE.ON: InlineFullyQualifiedName
@@ -91,9 +118,20 @@ final class ReverbClientTransport implements ConnectionClientTransport
     /** How long no stream must be open before grpc-java hears the transport is no longer in use. */
     static final long IN_USE_LINGER_MILLIS = 100;
 
+    /**
+     * @param address    the server's address.
+     * @param authority  the channel's authority for this address (grpc-java's transport options), or null for the
+     *                   address's own.
+     * @param userAgent  the channel's user agent (grpc-java's transport options), or null.
+     * @param configure  the Reverb connection's settings.
+     * @param methods    the channel's Reverb descriptors, by method name.
+     * @param inUseTimer grpc-java's timer, or null (then in use is reported at once, and no GOAWAY grace).
+     * @param goAways    the channel's record of GOAWAYs, or null.
+     */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's MethodDescriptor (see the field)
     ReverbClientTransport(
-        final ReverbAddress address, final String authority, final UnaryOperator<RpcChannel.Builder> configure,
+        final ReverbAddress address, final String authority, final String userAgent,
+        final UnaryOperator<RpcChannel.Builder> configure,
         final ConcurrentHashMap<String, io.reverb.rpc.MethodDescriptor<InputStream, InputStream>> methods,
         final ScheduledExecutorService inUseTimer, final GoAwayGrace goAways)
     // CHECKSTYLE.ON: InlineFullyQualifiedName
@@ -129,13 +167,82 @@ final class ReverbClientTransport implements ConnectionClientTransport
                 " or retries (grpc-java's channel does that, per its service config): " + address, e);
         }
         this.streams = connection == null ? null : ClientTransport.of(connection);
+        final URI dialled = cannot == null ? Transports.parse(address.uri()) : null;
+        final String own = dialled == null ? null : dialled.getRawAuthority();
+        this.authority = authority != null ? authority : own != null ? own : "reverb";
+        this.impliedAuthority = dialled == null ? null : impliedAuthority(dialled);
+        this.authorityBytes = this.authority.equals(impliedAuthority) ? null : ascii(this.authority);
+        this.userAgent = ascii(GrpcUtil.getGrpcUserAgent("reverb", userAgent));
+        // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions (see the field)
+        this.plainCallOptions = io.reverb.rpc.CallOptions.DEFAULT.withMetadata(transportHeaders(null, null));
+        // CHECKSTYLE.ON: InlineFullyQualifiedName
+        // no local address: a Reverb connection does not tell its own (Netty's is the socket's), and the remote one
+        // would be a lie
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
-            .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, new ReverbAddress(address.uri()))
             .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
             .set(GrpcAttributes.ATTR_CLIENT_EAG_ATTRS, Attributes.EMPTY)
             .build();
     }
+
+    /**
+     * @param dialled the address a call is sent to.
+     * @return the authority a server bound to that address reports for a call that sends none (its own address's:
+     * {@code ip:port}, or an {@code shm://}/{@code inproc://} name), or null where the client's may differ from it (a
+     * host name: a server cannot tell which of its names the client used).
+     */
+    static String impliedAuthority(final URI dialled)
+    {
+        final String own = dialled.getRawAuthority();
+        if (own == null || dialled.getPort() < 0)
+        {
+            return own; // a name the server binds itself, or none
+        }
+        final String host = dialled.getHost();
+        return host != null && InetAddresses.isUriInetAddress(host) ? own : null;
+    }
+
+    private static byte[] ascii(final String text)
+    {
+        return text.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's CallOptions and Metadata are imported, Reverb's spelled out
+    /**
+     * The Reverb options a call starts with: its metadata, then this transport's request headers (user-agent, and
+     * the authority unless the server reports it by itself).
+     *
+     * @param metadata      the call's metadata for the Reverb wire (its own, a new object), or null.
+     * @param callAuthority the call's authority ({@code CallOptions.withAuthority}), or null for the channel's.
+     * @return the call's options, without deadline and compression.
+     */
+    io.reverb.rpc.CallOptions callOptions(final io.reverb.rpc.Metadata metadata, final String callAuthority)
+    {
+        if (metadata == null && (callAuthority == null || callAuthority.equals(authority)))
+        {
+            return plainCallOptions; // the common case: no object per call
+        }
+        return io.reverb.rpc.CallOptions.DEFAULT.withMetadata(transportHeaders(metadata, callAuthority));
+    }
+
+    private io.reverb.rpc.Metadata transportHeaders(final io.reverb.rpc.Metadata metadata, final String callAuthority)
+    {
+        final io.reverb.rpc.Metadata headers = metadata != null ? metadata : new io.reverb.rpc.Metadata();
+        headers.putRaw(GrpcUtil.USER_AGENT_KEY.name(), userAgent);
+        if (callAuthority == null || callAuthority.equals(authority))
+        {
+            if (authorityBytes != null)
+            {
+                headers.putRaw(GrpcBridge.AUTHORITY, authorityBytes);
+            }
+        }
+        else if (!callAuthority.equals(impliedAuthority))
+        {
+            headers.putRaw(GrpcBridge.AUTHORITY, ascii(callAuthority));
+        }
+        return headers;
+    }
+    // CHECKSTYLE.ON: InlineFullyQualifiedName
 
     /** @return a new, not yet connected Reverb connection to this transport's address, configured as the channel's. */
     private RpcClientConnection newConnection()

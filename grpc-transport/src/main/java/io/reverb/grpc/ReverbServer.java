@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import com.google.common.net.InetAddresses;
 import io.grpc.InternalChannelz;
 import io.grpc.InternalInstrumented;
 import io.grpc.Metadata;
@@ -17,13 +18,16 @@ import io.reverb.rpc.Deadline;
 import io.reverb.rpc.Marshaller;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.Status;
+import io.reverb.rpc.transport.Transports;
 import io.reverb.rpc.transport.stream.ServerStream;
 import io.reverb.rpc.transport.stream.ServerStreamHandler;
 import io.reverb.rpc.transport.stream.ServerStreamListener;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,6 +43,13 @@ import java.util.function.UnaryOperator;
  * per-transport filters, channelz and handshake timeout see one transport per Reverb connection. Every call on a
  * connection becomes a {@link ReverbServerStream} handed to that transport's listener, which dispatches it to the
  * service, its interceptors and executor as it would a Netty stream.
+ *
+ * <p>Its listen addresses are the bound Reverb address, then, for an address of {@code host:port} ({@code tcp://},
+ * {@code reverb://}, {@code rdma://}), the bound port as an {@link InetSocketAddress}, so that grpc-java's
+ * {@code Server.getPort()} is the bound port ({@code tcp://0.0.0.0:0} resolved), as over Netty. A call's authority
+ * ({@code ServerCall.getAuthority()}) is the one its grpc-java client sent, else the authority of the bound address
+ * ({@code host:port}, or the name of an {@code shm://} or {@code inproc://} address): see {@link ReverbClientTransport}
+ * for when a client sends none; a native Reverb client never does.
  */
 final class ReverbServer implements InternalServer
 {
@@ -53,6 +64,10 @@ final class ReverbServer implements InternalServer
     private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
     private ServerListener serverListener;
     private volatile ReverbAddress boundAddress;
+    /** {@link #boundAddress}, and its port as an {@link InetSocketAddress} where it has one. */
+    private volatile List<SocketAddress> listenAddresses;
+    /** The authority of a call whose client sent none: the bound address's. */
+    private volatile String defaultAuthority;
     /** Transports created and not yet terminated; with {@link #shutdown}, decides when the timer is released. */
     private int liveTransports;
     private boolean shutdown;
@@ -64,6 +79,8 @@ final class ReverbServer implements InternalServer
     {
         this.address = new ReverbAddress(uri);
         this.boundAddress = address;
+        this.listenAddresses = Collections.singletonList(address);
+        this.defaultAuthority = authorityOf(address);
         this.tracerFactories = tracerFactories;
         // every call goes to grpc-java's server as a stream, which looks the method up once (its services, then its
         // fallback registry; UNIMPLEMENTED as on Netty); the services' methods are only named, to be counted each
@@ -114,7 +131,54 @@ final class ReverbServer implements InternalServer
             }
             throw new IOException("cannot serve " + address + ": " + e.getMessage(), e);
         }
-        boundAddress = new ReverbAddress(rpcServer.address());
+        final ReverbAddress bound = new ReverbAddress(rpcServer.address());
+        defaultAuthority = authorityOf(bound);
+        listenAddresses = listenAddresses(bound);
+        boundAddress = bound;
+    }
+
+    /**
+     * @param address a Reverb address.
+     * @return its authority ({@code host:port}, or an {@code shm://} or {@code inproc://} name), else the address.
+     */
+    private static String authorityOf(final ReverbAddress address)
+    {
+        try
+        {
+            final String authority = Transports.parse(address.uri()).getRawAuthority();
+            return authority != null ? authority : address.uri();
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return address.uri();
+        }
+    }
+
+    /**
+     * @param bound the bound address.
+     * @return it, then its port as an {@link InetSocketAddress} if it is a {@code host:port} address (unresolved for a
+     * host name: no DNS lookup here).
+     */
+    static List<SocketAddress> listenAddresses(final ReverbAddress bound)
+    {
+        final URI uri;
+        try
+        {
+            uri = Transports.parse(bound.uri());
+        }
+        catch (final IllegalArgumentException e)
+        {
+            return Collections.singletonList(bound);
+        }
+        final String host = uri.getHost();
+        if (host == null || uri.getPort() < 0)
+        {
+            return Collections.singletonList(bound); // shm://name, inproc://name: no port
+        }
+        final InetSocketAddress port = InetAddresses.isUriInetAddress(host) ?
+            new InetSocketAddress(InetAddresses.forUriString(host), uri.getPort()) :
+            InetSocketAddress.createUnresolved(host, uri.getPort());
+        return List.of(bound, port);
     }
 
     /**
@@ -159,7 +223,7 @@ final class ReverbServer implements InternalServer
     @Override
     public List<? extends SocketAddress> getListenSocketAddresses()
     {
-        return Collections.singletonList(boundAddress);
+        return listenAddresses;
     }
 
     @Override
@@ -274,7 +338,9 @@ final class ReverbServer implements InternalServer
                 headers.put(GrpcUtil.TIMEOUT_KEY, Math.max(1, deadline.timeRemainingNanos()));
             }
             final StatsTraceContext stats = StatsTraceContext.newServerContext(tracerFactories, fullMethodName, headers);
-            final ReverbServerStream stream = new ReverbServerStream(call, transport.streamAttributes(), stats);
+            final String authority = GrpcBridge.authorityOf(requestHeaders);
+            final ReverbServerStream stream = new ReverbServerStream(call, transport.streamAttributes(), stats,
+                authority != null ? authority : defaultAuthority);
             call.setListener(stream);
             transport.streamCreated(stream, fullMethodName, headers);
         }

@@ -27,6 +27,7 @@ final class ReverbServerStream implements ServerStream,
     private final io.reverb.rpc.transport.stream.ServerStream<InputStream> call;
     private final Attributes attributes;
     private final StatsTraceContext statsTraceContext;
+    private final String authority;
     /** grpc-java's listener: set in streamCreated, before the Reverb stream reports anything. */
     private ServerStreamListener listener;
     /** The codec grpc-java set, or null for identity. */
@@ -43,13 +44,15 @@ final class ReverbServerStream implements ServerStream,
      * @param call              the Reverb stream.
      * @param attributes        its transport's (one Reverb connection's) stream attributes.
      * @param statsTraceContext the stream's tracers.
+     * @param authority         the call's authority: the client's, else the server's (see {@link ReverbServer}).
      */
     ReverbServerStream(final io.reverb.rpc.transport.stream.ServerStream<InputStream> call,
-        final Attributes attributes, final StatsTraceContext statsTraceContext)
+        final Attributes attributes, final StatsTraceContext statsTraceContext, final String authority)
     {
         this.call = call;
         this.attributes = attributes;
         this.statsTraceContext = statsTraceContext;
+        this.authority = authority;
     }
 
     // ---------------------------------------------------------------- grpc-java -> Reverb
@@ -73,7 +76,12 @@ final class ReverbServerStream implements ServerStream,
     public void writeHeaders(final Metadata headers, final boolean flush)
     {
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
-        if (converted != null)
+        if (flush)
+        {
+            // a streaming method's headers leave now, as over Netty: its client may wait for them before it sends
+            call.sendHeaders(converted);
+        }
+        else if (converted != null)
         {
             call.writeHeaders(converted);
         }
@@ -160,7 +168,7 @@ final class ReverbServerStream implements ServerStream,
     @Override
     public String getAuthority()
     {
-        return null;
+        return authority;
     }
 
     @Override

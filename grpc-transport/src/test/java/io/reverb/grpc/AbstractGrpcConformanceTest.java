@@ -25,6 +25,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
+import io.grpc.internal.GrpcUtil;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
@@ -89,6 +90,10 @@ abstract class AbstractGrpcConformanceTest
     protected ManagedChannel channel;
     protected final AtomicInteger serverInterceptions = new AtomicInteger();
     protected final AtomicInteger clientInterceptions = new AtomicInteger();
+    /** What the server interceptor of the echo service saw of the last call: {@code ServerCall.getAuthority()}. */
+    protected final AtomicReference<String> lastAuthority = new AtomicReference<>();
+    /** ... and its headers. */
+    protected final AtomicReference<Metadata> lastHeaders = new AtomicReference<>();
 
     /**
      * @return a server builder for a fresh address of this transport.
@@ -501,6 +506,78 @@ abstract class AbstractGrpcConformanceTest
         assertThat(trailers.get().get(ECHOED_BINARY)).isEqualTo(binary);
     }
 
+    // ------------------------------------------------------------------------------------------------ who is calling
+
+    @Test
+    void shouldGiveServerInterceptorsTheChannelsAuthority()
+    {
+        blocking().unary(payload(1));
+        // an interceptor that routes by host (call.getAuthority().split(":")[0]) needs one
+        assertThat(lastAuthority.get()).isEqualTo(channel.authority());
+    }
+
+    @Test
+    void shouldGiveServerInterceptorsTheAuthorityOfTheCallOrOfTheChannelBuilder() throws Exception
+    {
+        blocking().withInterceptors(withAuthority("override.example:8443")).unary(payload(1));
+        assertThat(lastAuthority.get()).isEqualTo("override.example:8443");
+        final ManagedChannel overridden = newChannelBuilder(server).overrideAuthority("api.example.com:443").build();
+        try
+        {
+            EchoGrpc.newBlockingStub(overridden).unary(payload(1));
+            assertThat(lastAuthority.get()).isEqualTo("api.example.com:443");
+            // a call naming the address's own authority on a channel whose authority is another
+            EchoGrpc.newBlockingStub(overridden).withInterceptors(withAuthority(channel.authority())).unary(payload(1));
+            assertThat(lastAuthority.get()).isEqualTo(channel.authority());
+        }
+        finally
+        {
+            overridden.shutdownNow();
+            assertThat(overridden.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
+    void shouldGiveServerInterceptorsTheChannelsUserAgent() throws Exception
+    {
+        blocking().unary(payload(1));
+        assertThat(lastHeaders.get().get(GrpcUtil.USER_AGENT_KEY)).startsWith("grpc-java-");
+        final ManagedChannel billing = newChannelBuilder(server).userAgent("billing/2.3").build();
+        try
+        {
+            final Metadata spoofed = new Metadata();
+            spoofed.put(GrpcUtil.USER_AGENT_KEY, "spoofed/1.0");
+            EchoGrpc.newBlockingStub(billing).unary(payload(1));
+            assertThat(lastHeaders.get().get(GrpcUtil.USER_AGENT_KEY)).startsWith("billing/2.3 ");
+            EchoGrpc.newBlockingStub(billing).withInterceptors(MetadataUtils.newAttachHeadersInterceptor(spoofed))
+                .unary(payload(1));
+            assertThat(lastHeaders.get().getAll(GrpcUtil.USER_AGENT_KEY)).hasSize(1);
+            assertThat(lastHeaders.get().get(GrpcUtil.USER_AGENT_KEY)).startsWith("billing/2.3 ");
+        }
+        finally
+        {
+            billing.shutdownNow();
+            assertThat(billing.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    /**
+     * @param authority an authority.
+     * @return a client interceptor giving each call that authority ({@code CallOptions.withAuthority}).
+     */
+    static ClientInterceptor withAuthority(final String authority)
+    {
+        return new ClientInterceptor()
+        {
+            @Override
+            public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                final MethodDescriptor<ReqT, RespT> method, final CallOptions callOptions, final Channel next)
+            {
+                return next.newCall(method, callOptions.withAuthority(authority));
+            }
+        };
+    }
+
     @Test
     void shouldRunClientAndServerInterceptorsOncePerCall()
     {
@@ -856,6 +933,8 @@ abstract class AbstractGrpcConformanceTest
             final ServerCall<ReqT, RespT> call, final Metadata headers, final ServerCallHandler<ReqT, RespT> next)
         {
             serverInterceptions.incrementAndGet();
+            lastAuthority.set(call.getAuthority());
+            lastHeaders.set(headers);
             if (headers.get(AUTHORIZATION) != null)
             {
                 service.lastAuthorization = headers.get(AUTHORIZATION);

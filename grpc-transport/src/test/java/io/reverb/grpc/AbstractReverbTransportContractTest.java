@@ -5,6 +5,7 @@ import io.grpc.ServerStreamTracer;
 import io.grpc.internal.InternalServer;
 import io.grpc.internal.ManagedClientTransport;
 
+import java.net.URI;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.UnaryOperator;
@@ -32,10 +33,18 @@ abstract class AbstractReverbTransportContractTest extends AbstractTransportCont
     }
 
     @Override
-    protected ManagedClientTransport newClientTransport(final InternalServer server)
+    protected ManagedClientTransport newClientTransport(final InternalServer server, final String authority,
+        final String userAgent)
     {
-        return new ReverbClientTransport((ReverbAddress)server.getListenSocketAddress(), null, UnaryOperator.identity(),
-            new ConcurrentHashMap<>(), null, null);
+        return new ReverbClientTransport((ReverbAddress)server.getListenSocketAddress(), authority, userAgent,
+            UnaryOperator.identity(), new ConcurrentHashMap<>(), null, null);
+    }
+
+    @Override
+    protected String authorityOf(final InternalServer server)
+    {
+        // as ReverbChannelBuilder.forTarget gives a Reverb address: its authority (host:port, or a name)
+        return URI.create(((ReverbAddress)server.getListenSocketAddress()).uri()).getRawAuthority();
     }
 
     @Override

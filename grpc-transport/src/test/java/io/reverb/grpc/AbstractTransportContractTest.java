@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
 import io.grpc.Context;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.net.SocketAddress;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -62,6 +64,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   both sides, each listener closed once and not OK.</li>
  *   <li>a listener gets only the messages it requested; {@code onReady} follows the peer's reading after the stream
  *   reported not ready, and {@code isReady()} is true within it.</li>
+ *   <li>the server stream's authority is the client stream's ({@code setAuthority}, as grpc-java's ClientCallImpl
+ *   passes {@code CallOptions.withAuthority}), else the client transport's; the server's headers have the client
+ *   transport's {@code user-agent} (grpc-java's, with the channel's user agent first), whatever the call's metadata
+ *   said; a client transport reports no local address that is the remote one.</li>
  *   <li>a client stream's deadline ({@code setDeadline}, as grpc-java's ClientCallImpl passes it) reaches the
  *   server as {@code grpc-timeout}, and with grpc-java's ServerImpl on the transport the
  *   handler's {@code Context} has it, is cancelled at it and the handler gets {@code onCancel}, with no CANCEL from
@@ -103,10 +109,19 @@ abstract class AbstractTransportContractTest
         List<ServerServiceDefinition> services) throws Exception;
 
     /**
-     * @param server a started server.
+     * @param server    a started server.
+     * @param authority the channel's authority for the server (grpc-java's transport options).
+     * @param userAgent the channel's user agent (grpc-java's transport options), or null.
      * @return an unstarted client transport to it.
      */
-    protected abstract ManagedClientTransport newClientTransport(InternalServer server);
+    protected abstract ManagedClientTransport newClientTransport(InternalServer server, String authority,
+        String userAgent);
+
+    /**
+     * @param server a started server.
+     * @return the authority a channel to it has by default ({@code host:port}, or the name of a named address).
+     */
+    protected abstract String authorityOf(InternalServer server);
 
     /**
      * Asserts that the transport holds no buffer or credit any more, once everything is shut down.
@@ -134,7 +149,13 @@ abstract class AbstractTransportContractTest
 
     private ManagedClientTransport startClient(final InternalServer to) throws Exception
     {
-        final ManagedClientTransport transport = newClientTransport(to);
+        return startClient(to, authorityOf(to), null);
+    }
+
+    private ManagedClientTransport startClient(final InternalServer to, final String authority, final String userAgent)
+        throws Exception
+    {
+        final ManagedClientTransport transport = newClientTransport(to, authority, userAgent);
         final TestClientTransportListener listener = new TestClientTransportListener();
         final Runnable starter = transport.start(listener);
         if (starter != null)
@@ -186,6 +207,13 @@ abstract class AbstractTransportContractTest
     private static ClientStream newStream(final ManagedClientTransport transport, final MethodDescriptor<?, ?> method,
         final Metadata headers, final CallOptions options, final Deadline deadline, final ClientRecording listener)
     {
+        return newStream(transport, method, headers, options, deadline, null, listener);
+    }
+
+    private static ClientStream newStream(final ManagedClientTransport transport, final MethodDescriptor<?, ?> method,
+        final Metadata headers, final CallOptions options, final Deadline deadline, final String authority,
+        final ClientRecording listener)
+    {
         final ClientStream stream = transport.newStream(method, headers, options,
             new ClientStreamTracer[] {new ClientStreamTracer()
             {
@@ -193,6 +221,10 @@ abstract class AbstractTransportContractTest
         if (deadline != null)
         {
             stream.setDeadline(deadline); // as grpc-java's ClientCallImpl does, before start
+        }
+        if (authority != null)
+        {
+            stream.setAuthority(authority); // as ClientCallImpl does for CallOptions.withAuthority, before start
         }
         stream.start(listener);
         return stream;
@@ -271,6 +303,40 @@ abstract class AbstractTransportContractTest
         roundTrip(); // nothing more comes to either listener (the listeners would record it as a breach)
         assertThat(clientListener.closedCount.get()).isOne();
         assertThat(created.listener.closedCount.get()).isOne();
+    }
+
+    /**
+     * A streaming call's response headers written with flush reach the client at once: before any message, and
+     * whether or not the client asked for messages (grpc-java's server flushes them for streaming methods, and a
+     * client may wait for them before it sends). Over Reverb they waited for the first response and its demand.
+     */
+    @Test
+    void flushedHeadersReachTheClientBeforeAnyMessageAndWithoutDemand() throws Exception
+    {
+        final ClientRecording clientListener = clientListener();
+        final ClientStream stream = newStream(client, BIDI, new Metadata(), CallOptions.DEFAULT, null, clientListener);
+        final StreamCreation created = serverListener.takeStream();
+        final Metadata responseHeaders = new Metadata();
+        responseHeaders.put(ASCII, "session 42");
+        created.stream.writeHeaders(responseHeaders, true);
+        assertThat(clientListener.headers.get(WAIT_SECONDS, TimeUnit.SECONDS).get(ASCII)).isEqualTo("session 42");
+
+        // and empty headers too: the client still hears of them
+        final ClientRecording second = clientListener();
+        final ClientStream other = newStream(client, BIDI, new Metadata(), CallOptions.DEFAULT, null, second);
+        final StreamCreation otherCreated = serverListener.takeStream();
+        otherCreated.stream.writeHeaders(new Metadata(), true);
+        assertThat(second.headers.get(WAIT_SECONDS, TimeUnit.SECONDS)).isNotNull();
+
+        for (final StreamCreation c : List.of(created, otherCreated))
+        {
+            c.stream.close(Status.OK, new Metadata());
+        }
+        stream.halfClose();
+        other.halfClose();
+        assertThat(clientListener.awaitClose().getCode()).isEqualTo(Status.Code.OK);
+        assertThat(second.awaitClose().getCode()).isEqualTo(Status.Code.OK);
+        assertThat(withoutOnReady(second.eventsCopy())).containsExactly("headers", "closed");
     }
 
     /**
@@ -502,6 +568,60 @@ abstract class AbstractTransportContractTest
         assertThat(clientListener.awaitClose().getCode()).isNotEqualTo(Status.Code.OK);
         assertThat(clientListener.closedCount.get()).isOne();
         assertThat(created.listener.closedCount.get()).isOne();
+    }
+
+    // ------------------------------------------------------------------------------------------------ who is calling
+
+    @Test
+    void serverStreamHasTheClientTransportsAuthority() throws Exception
+    {
+        newStream(clientListener());
+        assertThat(serverListener.takeStream().stream.getAuthority()).isEqualTo(authorityOf(server));
+    }
+
+    @Test
+    void serverStreamHasTheAuthorityTheClientStreamWasGiven() throws Exception
+    {
+        newStream(client, BIDI, new Metadata(), CallOptions.DEFAULT, null, "override.example:8443", clientListener());
+        assertThat(serverListener.takeStream().stream.getAuthority()).isEqualTo("override.example:8443");
+        // the server's own authority given to a stream of a transport whose authority is another
+        final ManagedClientTransport named = startClient(server, "greeter.example:443", null);
+        newStream(named, BIDI, new Metadata(), CallOptions.DEFAULT, null, authorityOf(server), clientListener());
+        assertThat(serverListener.takeStream().stream.getAuthority()).isEqualTo(authorityOf(server));
+    }
+
+    @Test
+    void serverStreamHasAHostNameAuthorityOfTheClientTransport() throws Exception
+    {
+        final ManagedClientTransport named = startClient(server, "greeter.example:443", null);
+        newStream(named, BIDI, new Metadata(), CallOptions.DEFAULT, null, clientListener());
+        assertThat(serverListener.takeStream().stream.getAuthority()).isEqualTo("greeter.example:443");
+    }
+
+    @Test
+    void serverHeadersHaveTheClientTransportsUserAgentWhateverTheCallSaid() throws Exception
+    {
+        newStream(clientListener());
+        assertThat(serverListener.takeStream().headers.get(GrpcUtil.USER_AGENT_KEY)).as("without a user agent")
+            .startsWith("grpc-java-");
+        final ManagedClientTransport billing = startClient(server, authorityOf(server), "billing/2.3");
+        final Metadata headers = new Metadata();
+        headers.put(GrpcUtil.USER_AGENT_KEY, "spoofed/1.0");
+        newStream(billing, BIDI, headers, CallOptions.DEFAULT, null, clientListener());
+        final Metadata received = serverListener.takeStream().headers;
+        assertThat(received.getAll(GrpcUtil.USER_AGENT_KEY)).hasSize(1);
+        assertThat(received.get(GrpcUtil.USER_AGENT_KEY)).startsWith("billing/2.3 grpc-java-");
+    }
+
+    @Test
+    void clientTransportReportsNoLocalAddressThatIsTheRemoteOne() throws Exception
+    {
+        final ClientStream stream = newStream(clientListener());
+        serverListener.takeStream();
+        final Attributes attributes = stream.getAttributes();
+        final SocketAddress remote = attributes.get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+        assertThat(remote).isNotNull();
+        assertThat(attributes.get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR)).as("absent, or this end's").isNotEqualTo(remote);
     }
 
     // ------------------------------------------------------------------------------------------------ one per connection

@@ -97,7 +97,7 @@ class ClientTransportPerConnectionTest
     {
         server = RpcServer.builder(uri).addService(ServiceDefinition.builder("reverb.test.PerConnection")
             .addMethod(ECHO, ServerCalls.unary(Mono::just)).build()).build().start();
-        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
+        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", null, UnaryOperator.identity(),
             new ConcurrentHashMap<>(), null, null);
     }
 
@@ -249,7 +249,7 @@ class ClientTransportPerConnectionTest
                 return null;
             });
         transport.connection().close(); // never started: replaced by one with the timer
-        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", UnaryOperator.identity(),
+        transport = new ReverbClientTransport(new ReverbAddress(uri), "reverb", null, UnaryOperator.identity(),
             new ConcurrentHashMap<>(), timer, null);
         final List<Boolean> inUse = new CopyOnWriteArrayList<>();
         final CountDownLatch up = new CountDownLatch(1);

@@ -39,15 +39,22 @@ class NettyTransportContractTest extends AbstractTransportContractTest
     }
 
     @Override
-    protected ManagedClientTransport newClientTransport(final InternalServer server)
+    protected ManagedClientTransport newClientTransport(final InternalServer server, final String authority,
+        final String userAgent)
     {
         final InetSocketAddress address = (InetSocketAddress)server.getListenSocketAddress();
         final ClientTransportFactory factory = InternalNettyChannelBuilder.buildTransportFactory(
             NettyChannelBuilder.forAddress(address).usePlaintext());
         factories.add(factory);
         return factory.newClientTransport(address, new ClientTransportFactory.ClientTransportOptions()
-            .setAuthority("127.0.0.1:" + address.getPort())
+            .setAuthority(authority).setUserAgent(userAgent)
             .setChannelLogger(new ContractListeners.QuietLogger()), new ContractListeners.QuietLogger());
+    }
+
+    @Override
+    protected String authorityOf(final InternalServer server)
+    {
+        return "127.0.0.1:" + ((InetSocketAddress)server.getListenSocketAddress()).getPort();
     }
 
     @AfterEach
