@@ -118,6 +118,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     /** From {@link #decompressorRegistry}, or null for the default (gzip). */
     private CodecRegistry codecs;
     private int maxInboundMessageSize = -1;
+    private int maxInboundMetadataSize = -1;
     private Duration keepAliveTime;
     private Duration keepAliveTimeout = Duration.ofSeconds(20);
     private boolean keepAliveWithoutCalls;
@@ -286,6 +287,25 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         }
         this.maxInboundMessageSize = bytes;
         delegate.maxInboundMessageSize(bytes);
+        return this;
+    }
+
+    /**
+     * The most response metadata (headers, and trailers apart) a call accepts, as on Netty (default 8 KiB): a call
+     * whose server sends more fails RESOURCE_EXHAUSTED.
+     *
+     * @param bytes positive.
+     * @return this.
+     * @throws IllegalArgumentException if not positive.
+     */
+    @Override
+    public ReverbChannelBuilder maxInboundMetadataSize(final int bytes)
+    {
+        if (bytes <= 0)
+        {
+            throw new IllegalArgumentException("maxInboundMetadataSize must be positive: " + bytes);
+        }
+        this.maxInboundMetadataSize = bytes;
         return this;
     }
 
@@ -510,6 +530,7 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
     ClientTransportFactory buildTransportFactory()
     {
         final int maxInbound = maxInboundMessageSize;
+        final int maxMetadata = maxInboundMetadataSize;
         final Duration keepAlive = keepAliveTime;
         final Duration keepAliveWait = keepAliveTimeout;
         final boolean keepAliveIdle = keepAliveWithoutCalls;
@@ -524,6 +545,10 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
             if (maxInbound > 0)
             {
                 b.maxInboundMessageSize(maxInbound);
+            }
+            if (maxMetadata > 0)
+            {
+                b.maxInboundMetadataSize(maxMetadata);
             }
             if (keepAlive != null)
             {

@@ -76,12 +76,16 @@ final class ReverbServerStream implements ServerStream,
     public void writeHeaders(final Metadata headers, final boolean flush)
     {
         final io.reverb.rpc.Metadata converted = GrpcBridge.toReverb(headers);
+        if (converted == null)
+        {
+            return; // none of the application's: they go with the first response or the status (no frame of their own)
+        }
         if (flush)
         {
             // a streaming method's headers leave now, as over Netty: its client may wait for them before it sends
             call.sendHeaders(converted);
         }
-        else if (converted != null)
+        else
         {
             call.writeHeaders(converted);
         }

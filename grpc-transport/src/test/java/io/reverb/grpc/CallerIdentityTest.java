@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import com.google.protobuf.ByteString;
+import io.grpc.ForwardingServerCall;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Server;
@@ -8,6 +9,8 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.MetadataUtils;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
@@ -37,6 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
  * What a server over Reverb knows of its address and of who calls it, beyond what the conformance suite holds against
@@ -229,5 +233,49 @@ class CallerIdentityTest
         final Server server = startGrpcServer("inproc");
         assertThat(server.getPort()).isEqualTo(-1);
         assertThat(server.getListenSockets()).hasSize(1);
+    }
+
+    /**
+     * The response metadata a grpc-java client over Reverb accepts is 8 KiB by default, as on Netty, and
+     * {@code maxInboundMetadataSize} raises it (it did nothing: grpc-java's builder ignores it unless the transport
+     * maps it).
+     */
+    @Test
+    void aGrpcClientsMetadataLimitIsItsBuildersMaxInboundMetadataSize() throws Exception
+    {
+        address = newAddress("inproc");
+        final Metadata.Key<String> big = Metadata.Key.of("x-big", Metadata.ASCII_STRING_MARSHALLER);
+        final ServerInterceptor bigHeaders = new ServerInterceptor()
+        {
+            @Override
+            public <ReqT, RespT> ServerCall.Listener<ReqT> interceptCall(final ServerCall<ReqT, RespT> call,
+                final Metadata headers, final ServerCallHandler<ReqT, RespT> next)
+            {
+                return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call)
+                {
+                    @Override
+                    public void sendHeaders(final Metadata responseHeaders)
+                    {
+                        responseHeaders.put(big, "x".repeat(10_000));
+                        super.sendHeaders(responseHeaders);
+                    }
+                }, headers);
+            }
+        };
+        final Server server = ReverbServerBuilder.forAddress(address)
+            .addService(ServerInterceptors.intercept(new GrpcEchoService(), bigHeaders)).build().start();
+        closeables.add(() ->
+        {
+            server.shutdownNow();
+            assertThat(server.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        });
+        final ManagedChannel byDefault = grpcChannel(ReverbChannelBuilder.forTarget(address));
+        final StatusRuntimeException refused = catchThrowableOfType(
+            () -> EchoGrpc.newBlockingStub(byDefault).unary(payload("a")), StatusRuntimeException.class);
+        assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+
+        final ManagedChannel raised = grpcChannel(ReverbChannelBuilder.forTarget(address)
+            .maxInboundMetadataSize(64 * 1024));
+        assertThat(EchoGrpc.newBlockingStub(raised).unary(payload("b")).getPayload().toStringUtf8()).isEqualTo("b");
     }
 }

@@ -8,6 +8,7 @@ import java.util.concurrent.RejectedExecutionException;
 import reactor.core.Disposable;
 import reactor.core.Exceptions;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Runs a server's handlers on the executor given to {@code RpcServer.Builder.executor}: each call gets a worker
@@ -83,7 +84,8 @@ final class HandlerExecutorScheduler implements Scheduler
         @Override
         public Disposable schedule(final Runnable runnable)
         {
-            final Task task = new Task(Objects.requireNonNull(runnable, "task"));
+            // Reactor's schedule hooks (MDC, tracing, context decorators) apply as with Reactor's own workers
+            final Task task = new Task(Schedulers.onSchedule(Objects.requireNonNull(runnable, "task")));
             synchronized (this)
             {
                 if (disposed)
@@ -103,16 +105,38 @@ final class HandlerExecutorScheduler implements Scheduler
             }
             catch (final RuntimeException rejected)
             {
+                final boolean others;
                 synchronized (this)
                 {
-                    // nothing ran since draining was set: the queue holds this task only
-                    tasks.clear();
-                    draining = false;
+                    // this task is taken back; another thread may have queued its own meanwhile (it saw draining)
+                    tasks.removeFirstOccurrence(task);
+                    others = !tasks.isEmpty();
+                    draining = others;
+                }
+                if (others)
+                {
+                    resubmit();
                 }
                 throw rejected instanceof RejectedExecutionException ? (RejectedExecutionException)rejected :
                     Exceptions.failWithRejected(rejected);
             }
             return task;
+        }
+
+        /** Tasks others queued behind a rejected one: submitted again, or left for the next schedule to submit. */
+        private void resubmit()
+        {
+            try
+            {
+                executor.execute(this);
+            }
+            catch (final RuntimeException again)
+            {
+                synchronized (this)
+                {
+                    draining = false;
+                }
+            }
         }
 
         @Override

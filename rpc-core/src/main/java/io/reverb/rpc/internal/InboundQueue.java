@@ -120,7 +120,8 @@ final class InboundQueue<T>
      */
     synchronized int grantInitial()
     {
-        granted = demandTotal;
+        // a demand the wire cannot say (2^31 - 1 or more) goes as unbounded, and is granted as such
+        granted = demandTotal >= Integer.MAX_VALUE ? Long.MAX_VALUE : demandTotal;
         return RpcStream.toWire(demandTotal);
     }
 
@@ -180,7 +181,8 @@ final class InboundQueue<T>
             return 0;
         }
         final long delta = demandTotal == Long.MAX_VALUE ? Long.MAX_VALUE : demandTotal - granted;
-        granted = demandTotal;
+        // a delta the wire cannot say (2^31 - 1 or more) goes as unbounded, and is granted as such
+        granted = delta >= Integer.MAX_VALUE ? Long.MAX_VALUE : demandTotal;
         return delta;
     }
 

@@ -661,20 +661,19 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     @Override
     public void onComplete()
     {
-        final boolean missing;
-        synchronized (this)
-        {
-            // a one-response method's response is held until now (a scalar one ended the call already)
-            missing = !closed && pendingResponse == null && method.type().serverSendsOneMessage();
-        }
-        if (missing)
-        {
-            // the handler's error (Mono.empty()), ended INTERNAL as grpc-java's server does, not OK: the server's
-            // metrics, counters and interceptors saw an OK call that the client reported as INTERNAL
-            cancelCall(Status.INTERNAL.withDescription("Completed without a response"), null);
-            return;
-        }
         finish(Status.OK, trailersCopy());
+    }
+
+    /**
+     * A method that answers once completing without its response (held until now; a scalar one ended the call
+     * already): the handler's error (Mono.empty()), ended INTERNAL as grpc-java's server does, not OK, which the
+     * server's metrics, counters and interceptors recorded while the client reported INTERNAL.
+     */
+    @Override
+    Status responseMissingLocked()
+    {
+        return pendingResponse == null && method.type().serverSendsOneMessage() ?
+            Status.INTERNAL.withDescription("Completed without a response") : null;
     }
 
     // ------------------------------------------------------------ ServerCall's hooks

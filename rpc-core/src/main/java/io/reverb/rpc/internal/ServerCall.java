@@ -406,19 +406,35 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         final OutboundFrame headers;
         final Disposable timer;
         final int queued;
+        final Status missing;
         synchronized (this)
         {
             if (closed)
             {
                 return;
             }
-            headers = takeHeaders();
-            if (!status.isOk())
+            missing = status.isOk() ? responseMissingLocked() : null;
+            if (missing != null)
             {
-                pendingResponse = null;
+                headers = null;
+                timer = null;
+                queued = END_NOT_QUEUED;
             }
-            timer = closeLocked(status, FrameCodec.utf8(status.description()), trailers);
-            queued = endingLocked(headers);
+            else
+            {
+                headers = takeHeaders();
+                if (!status.isOk())
+                {
+                    pendingResponse = null;
+                }
+                timer = closeLocked(status, FrameCodec.utf8(status.description()), trailers);
+                queued = endingLocked(headers);
+            }
+        }
+        if (missing != null)
+        {
+            cancelCall(missing, null);
+            return;
         }
         responsesEnded();
         if (queued != END_NOT_QUEUED)
@@ -439,6 +455,16 @@ abstract class ServerCall<Req, Resp> extends RpcStream implements OutboundFrame,
         connection.write(this);
         released(status, timer);
         ended(Status.OK);
+    }
+
+    /**
+     * Guarded by this: at an OK end, whether the call lacks the response its method must send.
+     *
+     * @return the status to end the call with instead of OK, or null when nothing is missing.
+     */
+    Status responseMissingLocked()
+    {
+        return null;
     }
 
     /**

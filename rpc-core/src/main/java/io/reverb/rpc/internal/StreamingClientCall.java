@@ -227,6 +227,8 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     {
         final boolean last = method.type().clientSendsOneMessage();
         final ClientWireConnection conn;
+        long more = 0;
+        Subscription from = null;
         synchronized (this)
         {
             upstreamAhead--;
@@ -243,6 +245,12 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
                     heldRequest = value; // for a resend after a refusal (see resendable)
                 }
             }
+            else if (upstreamAhead <= ReactorServerCall.RESPONSE_WINDOW / 2 && peerDemandLeft > 0)
+            {
+                // the window half spent: more is asked for once this request is written (in this monitor's step)
+                from = upstream;
+                more = from == null ? 0 : topUpLocked();
+            }
             conn = connection;
         }
         // requests arrive one at a time (Reactive Streams), so writing outside the monitor keeps their order
@@ -258,9 +266,9 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         }
         channel.metrics().messageSent(method, frame.payloadLength());
         conn.write(frame);
-        if (!last)
+        if (more > 0)
         {
-            topUp();
+            from.request(more); // within the publisher's own emission: Reactive Streams allows it (3.3)
         }
     }
 

@@ -202,7 +202,8 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             {
                 return;
             }
-            responsesGranted = addCap(responsesGranted, n);
+            // a REQUEST_N of 2^31 - 1 is unbounded on the wire (toWire), and is granted as such
+            responsesGranted = n == Integer.MAX_VALUE ? Long.MAX_VALUE : addCap(responsesGranted, n);
             if (!callSent)
             {
                 demandBeforeCall = addCap(demandBeforeCall, n); // travels with the CALL, or right after it
@@ -337,6 +338,10 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             halfCloseSent = first != null;
             conn = connection;
             callInitialRequestN = toWire(demandBeforeCall);
+            if (demandBeforeCall >= Integer.MAX_VALUE)
+            {
+                responsesGranted = Long.MAX_VALUE; // unbounded on the wire
+            }
             demandBeforeCall = 0;
         }
         int bodyLength = 0;
@@ -374,6 +379,10 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
             callSent = true;
             cancelNow = ended; // ended here while CALL was on its way: the server must hear of it
             delta = demandBeforeCall;
+            if (delta >= Integer.MAX_VALUE)
+            {
+                responsesGranted = Long.MAX_VALUE; // unbounded on the wire
+            }
             demandBeforeCall = 0;
         }
         if (cancelNow)

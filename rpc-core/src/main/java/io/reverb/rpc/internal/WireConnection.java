@@ -122,8 +122,16 @@ abstract class WireConnection extends WireWriter
                 {
                     // counted before anything is copied or inflated: what a peer sends beyond the credit would
                     // otherwise queue without bound
-                    throw new ProtocolException("MESSAGE on stream " + streamId + " beyond the " +
-                        stream.creditGranted() + " message(s) granted by REQUEST_N");
+                    if (serverSide())
+                    {
+                        throw new ProtocolException("MESSAGE on stream " + streamId + " beyond the " +
+                            stream.creditGranted() + " message(s) granted by REQUEST_N");
+                    }
+                    // a server's handler that ignores back-pressure: that call fails, and the connection's others go
+                    // on (what follows for it is dropped as late)
+                    stream.onUndecodableMessage(Status.RESOURCE_EXHAUSTED.withDescription("the server sent more than " +
+                        "the " + stream.creditGranted() + " response(s) asked for"));
+                    return;
                 }
                 if ((flags & FrameType.Flags.COMPRESSED) != 0)
                 {

@@ -24,7 +24,7 @@ import reactor.core.publisher.Mono;
 /**
  * What a hostile server can make a client hold, driven by hand over a recorded transport: responses beyond the
  * demand the client granted (they queued without bound: with gzip, ~4 KiB on the wire became ~4 MiB of heap each)
- * are a protocol error, as requests beyond the grant are on the server; a GOAWAY "too many pings" repeated on one
+ * fail their call RESOURCE_EXHAUSTED (a handler that ignores back-pressure fails only its own call); a GOAWAY "too many pings" repeated on one
  * connection backs the keep-alive off once (each doubled it, until keep-alive was off for the channel for good, and
  * logged a line each); response headers and trailers over the client's metadata limit (8 KiB by default, as
  * grpc-java's) fail their call RESOURCE_EXHAUSTED instead of being held with it.
@@ -84,9 +84,25 @@ class HostileServerTest
         assertThat(recorder.values).hasSize(2);
 
         serverSends(response);
-        assertThat(client.closed).as("a response beyond the grant: a protocol error").isTrue();
+        assertThat(recorder.values).as("a response beyond the grant is not delivered").hasSize(2);
+        assertThat(recorder.error).isInstanceOf(RpcException.class);
+        assertThat(((RpcException)recorder.error).status().code()).isEqualTo(StatusCode.RESOURCE_EXHAUSTED);
+        assertThat(client.closed).as("that call fails; the connection's others go on").isFalse();
+        serverSends(response); // what follows for it is dropped as late
         assertThat(recorder.values).hasSize(2);
-        assertThat(recorder.error).isNotNull();
+    }
+
+    @Test
+    void shouldCountADemandTheWireCallsUnboundedAsUnbounded()
+    {
+        // 2^31 - 1 travels as "unbounded" (REQUEST_N's largest value): granted as such, not as a finite count that a
+        // long stream would overrun
+        final Recorder<BytesValue> recorder = rangeCall(Integer.MAX_VALUE);
+        final byte[] response = frames.message(1, BYTES, BytesValue.of(ByteString.copyFrom(new byte[16])), false);
+        serverSends(response);
+        assertThat(recorder.values).hasSize(1);
+        final RpcStream stream = client.streams.get(1);
+        assertThat(stream.creditGranted()).isEqualTo(Long.MAX_VALUE);
     }
 
     @Test
