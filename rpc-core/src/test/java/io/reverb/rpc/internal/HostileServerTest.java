@@ -24,10 +24,10 @@ import reactor.core.publisher.Mono;
 /**
  * What a hostile server can make a client hold, driven by hand over a recorded transport: responses beyond the
  * demand the client granted (they queued without bound: with gzip, ~4 KiB on the wire became ~4 MiB of heap each)
- * fail their call RESOURCE_EXHAUSTED (a handler that ignores back-pressure fails only its own call); a GOAWAY "too many pings" repeated on one
- * connection backs the keep-alive off once (each doubled it, until keep-alive was off for the channel for good, and
- * logged a line each); response headers and trailers over the client's metadata limit (8 KiB by default, as
- * grpc-java's) fail their call RESOURCE_EXHAUSTED instead of being held with it.
+ * fail their call RESOURCE_EXHAUSTED (a handler that ignores back-pressure fails only its own call); a GOAWAY "too
+ * many pings" repeated on one connection backs the keep-alive off once (each doubled it, until keep-alive was off
+ * for the channel for good, and logged a line each); response headers and trailers over the client's metadata limit
+ * (8 KiB by default, as grpc-java's) fail their call RESOURCE_EXHAUSTED instead of being held with it.
  */
 class HostileServerTest
 {
