@@ -177,8 +177,8 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     /**
      * A server that streams responses sends no more than the subscriber's demand granted it (the queue raises its
      * grant before the CALL or REQUEST_N carrying it leaves): beyond it, what it sends would queue here without bound,
-     * so it is a protocol error (as for requests on the server). A method that answers once is not counted: a second
-     * response ends the call INTERNAL.
+     * so the call fails RESOURCE_EXHAUSTED (WireConnection; the connection's other calls go on). A method that
+     * answers once is not counted: a second response ends the call INTERNAL.
      */
     @Override
     boolean takeCredit()

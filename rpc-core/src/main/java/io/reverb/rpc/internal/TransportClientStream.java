@@ -171,8 +171,8 @@ final class TransportClientStream<Req> extends ClientSideStream implements Clien
 
     /**
      * A server that streams responses sends no more than the client asked for: beyond it, what it sends would queue
-     * here without bound, so it is a protocol error (as for requests on the server). A method that answers once is
-     * not counted: a second response ends the call.
+     * here without bound, so the call fails RESOURCE_EXHAUSTED (WireConnection; the connection's other calls go on).
+     * A method that answers once is not counted: a second response ends the call.
      */
     @Override
     boolean takeCredit()
