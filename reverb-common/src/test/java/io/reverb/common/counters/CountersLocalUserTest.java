@@ -132,7 +132,8 @@ class CountersLocalUserTest
     @Test
     void shouldNotDeleteAnotherUsersFile() throws IOException
     {
-        assumeThat(CountersDirectory.processUid()).as("needs root to give a file to another uid").isZero();
+        assumeThat(CountersDirectory.processUid()).as("skipped: needs root (uid 0) to give a file to another uid; " +
+            "run the build as root, e.g. sudo mvn -pl reverb-common test -Dtest=CountersLocalUserTest").isZero();
         final Path own = Files.createDirectory(dir.resolve("own"),
             PosixFilePermissions.asFileAttribute(CountersDirectory.DIR_PERMISSIONS));
         final Path foreign = Files.write(own.resolve(CountersLayout.FILE_PREFIX + "1-a" + CountersLayout.FILE_SUFFIX),

@@ -382,18 +382,13 @@ public class ReverbServerLifecycle
 
     private void stopServing()
     {
-        final Serving s;
-        final CountDownLatch latch;
-        synchronized (this)
+        final Running taken = takeRunning();
+        if (taken == null)
         {
-            if (!running)
-            {
-                return;
-            }
-            running = false;
-            s = serving;
-            latch = stopped;
+            return;
         }
+        final Serving s = taken.serving();
+        final CountDownLatch latch = taken.stopped();
         try
         {
             drain(s);
@@ -402,6 +397,22 @@ public class ReverbServerLifecycle
         {
             latch.countDown();
         }
+    }
+
+    /** A running server, taken by the one step that stops it, with the latch its await thread waits on. */
+    private record Running(Serving serving, CountDownLatch stopped)
+    {
+    }
+
+    /** @return the running server, now marked stopped (by stop or destroy, whichever comes first); null if none. */
+    private synchronized Running takeRunning()
+    {
+        if (!running)
+        {
+            return null;
+        }
+        running = false;
+        return new Running(serving, stopped);
     }
 
     private void drain(final Serving s)
@@ -445,18 +456,13 @@ public class ReverbServerLifecycle
     @Override
     public void destroy()
     {
-        final Serving s;
-        final CountDownLatch latch;
-        synchronized (this)
+        final Running taken = takeRunning();
+        if (taken == null)
         {
-            if (!running)
-            {
-                return;
-            }
-            running = false;
-            s = serving;
-            latch = stopped;
+            return;
         }
+        final Serving s = taken.serving();
+        final CountDownLatch latch = taken.stopped();
         LOG.warn("Reverb server on {}: destroyed while running (the context failed to start?): closing it now",
             boundAddress);
         if (health != null)
