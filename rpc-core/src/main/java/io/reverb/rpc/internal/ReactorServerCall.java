@@ -314,6 +314,10 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     @Override
     public void onSubscribe(final Subscription s)
     {
+        if (s == null)
+        {
+            throw brokenPublisher("onSubscribe(null)", false);
+        }
         final long n;
         final boolean collecting;
         synchronized (this)
@@ -342,6 +346,10 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     @Override
     public void onNext(final Resp response)
     {
+        if (response == null)
+        {
+            throw brokenPublisher("onNext(null)", true);
+        }
         final Outbox out = outbox();
         Resp value = response;
         final int payloadLength;
@@ -633,6 +641,10 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     @Override
     public void onError(final Throwable error)
     {
+        if (error == null)
+        {
+            throw brokenPublisher("onError(null)", false);
+        }
         final Throwable t = GrpcStatusExceptions.translate(error);
         final Status status = Status.fromThrowable(t);
         Metadata trailers = trailersCopy();
@@ -662,6 +674,30 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     public void onComplete()
     {
         finish(Status.OK, trailersCopy());
+    }
+
+    /**
+     * The handler's publisher broke Reactive Streams rule 2.13 (a null signal): the call ends INTERNAL (its
+     * subscription counts as cancelled), and the publisher gets the NullPointerException the rule asks for.
+     *
+     * @param signal the signal it sent.
+     * @param cancel  whether to cancel its subscription (allowed within onNext, not within onError: rule 2.3).
+     * @return the exception to throw to the publisher.
+     */
+    private NullPointerException brokenPublisher(final String signal, final boolean cancel)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            s = upstream;
+        }
+        final String what = "the handler's publisher signalled " + signal + " (Reactive Streams rule 2.13)";
+        finish(Status.INTERNAL.withDescription(what), trailersCopy());
+        if (cancel && s != null)
+        {
+            s.cancel(); // it may go on emitting otherwise
+        }
+        return new NullPointerException(what);
     }
 
     /**

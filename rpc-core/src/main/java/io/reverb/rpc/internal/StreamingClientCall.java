@@ -203,6 +203,10 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     public void onSubscribe(final Subscription s)
     {
+        if (s == null)
+        {
+            throw brokenPublisher("onSubscribe(null)", false);
+        }
         final long n;
         synchronized (this)
         {
@@ -225,6 +229,10 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     public void onNext(final Req value)
     {
+        if (value == null)
+        {
+            throw brokenPublisher("onNext(null)", true);
+        }
         final boolean last = method.type().clientSendsOneMessage();
         final ClientWireConnection conn;
         long more = 0;
@@ -270,6 +278,31 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         {
             from.request(more); // within the publisher's own emission: Reactive Streams allows it (3.3)
         }
+    }
+
+    /**
+     * The request publisher broke Reactive Streams rule 2.13 (a null signal): the call fails INTERNAL and forgets that
+     * subscription (it counts as cancelled), and the publisher gets the NullPointerException the rule asks for.
+     *
+     * @param signal the signal it sent.
+     * @param cancel  whether to cancel its subscription (allowed within onNext, not within onError: rule 2.3).
+     * @return the exception to throw to the publisher.
+     */
+    private NullPointerException brokenPublisher(final String signal, final boolean cancel)
+    {
+        final Subscription s;
+        synchronized (this)
+        {
+            s = upstream;
+            upstream = null;
+        }
+        final String what = "the request publisher signalled " + signal + " (Reactive Streams rule 2.13)";
+        failLocally(Status.INTERNAL.withDescription(what), true);
+        if (cancel && s != null)
+        {
+            s.cancel(); // it may go on emitting otherwise
+        }
+        return new NullPointerException(what);
     }
 
     /** Asks the request publisher for more if the window is half empty and the server allows it. */
@@ -343,6 +376,14 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
     @Override
     public void onError(final Throwable t)
     {
+        if (t == null)
+        {
+            throw brokenPublisher("onError(null)", false);
+        }
+        synchronized (this)
+        {
+            upstream = null; // it ended: nothing is called on its subscription any more (rule 2.3)
+        }
         final Status status = t instanceof RpcException ? ((RpcException)t).status() :
             Status.CANCELLED.withDescription("request stream failed: " + t).withCause(t);
         failLocally(status, true);
@@ -354,6 +395,7 @@ final class StreamingClientCall<Req, Resp> extends ClientCall<Req, Resp> impleme
         final ClientWireConnection conn;
         synchronized (this)
         {
+            upstream = null; // it ended: nothing is called on its subscription any more (rule 2.3)
             if (outboundDone || cancelled || terminalStatus != null)
             {
                 return;

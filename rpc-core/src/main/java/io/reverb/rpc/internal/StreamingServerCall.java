@@ -25,8 +25,10 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
 {
     private final ServerCallHandler<Req, Resp> handler;
     private final InboundQueue<Req> requests;
-    // set once under this, read by the drain
+    /** The handler's subscriber to its requests: set once, under this; dropped when it cancels or the requests end. */
     private volatile CoreSubscriber<? super Req> requestSubscriber;
+    /** Whether the requests were subscribed to (under this): they can be only once. */
+    private boolean requestsSubscribed;
     // MESSAGE frames seen, counted on the transport's thread against the credit granted (see takeCredit)
     private long messagesReceived;
     /** See {@link ReactorServerCall#outbox()}: null for a method with one response. */
@@ -47,10 +49,15 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
             public void onValue(final Req value)
             {
                 // what a server-streaming handler answers inside this delivery leaves in few writes when it returns
+                final CoreSubscriber<? super Req> subscriber = requestSubscriber;
+                if (subscriber == null)
+                {
+                    return; // it cancelled while this value was on its way (rule 3.13: it is not held any more)
+                }
                 final boolean collecting = beginCollecting();
                 try
                 {
-                    subscriber().onNext(value);
+                    subscriber.onNext(value);
                 }
                 finally
                 {
@@ -64,16 +71,22 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
             @Override
             public void onEnd(final Status status, final Metadata trailers, final boolean silent)
             {
+                final CoreSubscriber<? super Req> subscriber = requestSubscriber;
+                if (subscriber == null)
+                {
+                    return; // it cancelled
+                }
+                requestSubscriber = null; // nothing follows the end: the subscriber is not held any longer
                 final boolean collecting = beginCollecting();
                 try
                 {
                     if (status.isOk())
                     {
-                        subscriber().onComplete();
+                        subscriber.onComplete();
                     }
                     else
                     {
-                        subscriber().onError(status.asException());
+                        subscriber.onError(status.asException());
                     }
                 }
                 finally
@@ -101,11 +114,6 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
     Outbox outbox()
     {
         return out;
-    }
-
-    private CoreSubscriber<? super Req> subscriber()
-    {
-        return requestSubscriber;
     }
 
     @Override
@@ -206,11 +214,12 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
         {
             synchronized (StreamingServerCall.this)
             {
-                if (requestSubscriber != null)
+                if (requestsSubscribed)
                 {
                     Operators.error(actual, new IllegalStateException("the request stream can be subscribed only once"));
                     return;
                 }
+                requestsSubscribed = true;
                 requestSubscriber = actual;
             }
             actual.onSubscribe(StreamingServerCall.this);
@@ -235,6 +244,7 @@ final class StreamingServerCall<Req, Resp> extends ReactorServerCall<Req, Resp> 
     @Override
     public void cancel()
     {
+        requestSubscriber = null; // rule 3.13: a cancelled subscriber is not held while the call goes on
         requests.stop();
     }
 }
