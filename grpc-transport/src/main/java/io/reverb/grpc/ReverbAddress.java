@@ -33,9 +33,10 @@ public final class ReverbAddress extends SocketAddress
     }
 
     /**
-     * @return what grpc-java's call credentials may rely on: same-host transports (shm, inproc) never leave the
-     * machine's memory and are treated as private, as grpc-java treats its in-process transport; tcp and rdma are
-     * not encrypted.
+     * @return what grpc-java's call credentials may rely on before a connection says more: same-host transports
+     * (shm, inproc) never leave the machine's memory and are treated as private, as grpc-java treats its in-process
+     * transport; tcp and rdma are NONE, unless a tcp connection runs inside TLS (the transports then report
+     * PRIVACY_AND_INTEGRITY and the session).
      */
     SecurityLevel securityLevel()
     {

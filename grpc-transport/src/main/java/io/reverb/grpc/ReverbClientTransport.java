@@ -11,6 +11,7 @@ import io.grpc.InternalChannelz;
 import io.grpc.InternalLogId;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
+import io.grpc.SecurityLevel;
 import io.grpc.Status;
 import io.grpc.internal.ClientStream;
 import io.grpc.internal.ClientStreamListener;
@@ -37,6 +38,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
+import javax.net.ssl.SSLSession;
 
 /**
  * grpc-java's client transport over one Reverb connection ({@link RpcClientConnection}), as Netty's and OkHttp's are
@@ -82,7 +84,8 @@ final class ReverbClientTransport implements ConnectionClientTransport
     /** The channel's record of addresses that sent GOAWAY a moment ago, or null: a failed connect ends the transport. */
     private final GoAwayGrace goAways;
     private final Status cannotConnect;
-    private final Attributes attributes;
+    /** Set before transportReady: with the TLS session and PRIVACY_AND_INTEGRITY once connected inside TLS. */
+    private volatile Attributes attributes;
     /** The authority of a call that names none: the channel's (its target's, or overrideAuthority). */
     private final String authority;
     /** The authority the server reports for a call that sends none (see the class comment), or null: always sent. */
@@ -312,6 +315,17 @@ final class ReverbClientTransport implements ConnectionClientTransport
         }
         if (error == null)
         {
+            final RpcClientConnection up = connection;
+            final SSLSession tls = up == null ? null : up.sslSession();
+            if (tls != null)
+            {
+                // as over Netty's TLS: CallCredentials that need privacy (OAuth) send their tokens, and
+                // interceptors find the server's certificates
+                attributes = attributes.toBuilder()
+                    .set(GrpcAttributes.ATTR_SECURITY_LEVEL, SecurityLevel.PRIVACY_AND_INTEGRITY)
+                    .set(Grpc.TRANSPORT_ATTR_SSL_SESSION, tls)
+                    .build();
+            }
             listener.transportReady();
             return;
         }

@@ -7,6 +7,7 @@ import io.grpc.Grpc;
 import io.grpc.InternalChannelz;
 import io.grpc.InternalLogId;
 import io.grpc.Metadata;
+import io.grpc.SecurityLevel;
 import io.grpc.Status;
 import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.ServerTransport;
@@ -14,6 +15,7 @@ import io.grpc.internal.ServerTransportListener;
 import io.reverb.rpc.AcceptedConnection;
 
 import java.util.concurrent.ScheduledExecutorService;
+import javax.net.ssl.SSLSession;
 
 /**
  * grpc-java's server transport over one Reverb connection that a {@link ReverbServer} accepted, as Netty's server
@@ -60,11 +62,18 @@ final class ReverbServerTransport implements ServerTransport
     {
         this.listener = transportListener;
         this.localAddress = boundAddress;
-        final Attributes attributes = Attributes.newBuilder()
+        // inside TLS as over Netty's: the session (the client's certificates under mutual TLS) and privacy
+        final SSLSession tls = connection.sslSession();
+        final Attributes.Builder builder = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, remoteAddress)
             .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, boundAddress)
-            .set(GrpcAttributes.ATTR_SECURITY_LEVEL, boundAddress.securityLevel())
-            .build();
+            .set(GrpcAttributes.ATTR_SECURITY_LEVEL, tls != null ? SecurityLevel.PRIVACY_AND_INTEGRITY :
+                boundAddress.securityLevel());
+        if (tls != null)
+        {
+            builder.set(Grpc.TRANSPORT_ATTR_SSL_SESSION, tls);
+        }
+        final Attributes attributes = builder.build();
         try
         {
             streamAttributes = transportListener.transportReady(attributes);

@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import com.google.protobuf.ByteString;
+import io.grpc.Attributes;
 import io.grpc.CallCredentials;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -9,11 +10,14 @@ import io.grpc.ClientInterceptor;
 import io.grpc.ConnectivityState;
 import io.grpc.Context;
 import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
 import io.grpc.ForwardingServerCall;
+import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
+import io.grpc.SecurityLevel;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.ServerCall;
@@ -35,6 +39,8 @@ import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
+import java.security.cert.X509Certificate;
+import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -92,6 +98,9 @@ abstract class AbstractGrpcConformanceTest
     protected final AtomicInteger clientInterceptions = new AtomicInteger();
     /** What the server interceptor of the echo service saw of the last call: {@code ServerCall.getAuthority()}. */
     protected final AtomicReference<String> lastAuthority = new AtomicReference<>();
+    /** The security level and TLS session the server's interceptor saw on the last call. */
+    private final AtomicReference<SecurityLevel> lastSecurityLevel = new AtomicReference<>();
+    private final AtomicReference<SSLSession> lastSslSession = new AtomicReference<>();
     /** ... and its headers. */
     protected final AtomicReference<Metadata> lastHeaders = new AtomicReference<>();
 
@@ -128,6 +137,24 @@ abstract class AbstractGrpcConformanceTest
     protected int maxSentAheadOfReader(final int total, final int requested)
     {
         return total - 1;
+    }
+
+    /**
+     * @return the security level calls on this transport report to interceptors and call credentials: grpc-java's
+     * PRIVACY_AND_INTEGRITY in process and inside TLS, NONE in plaintext (the default).
+     */
+    protected SecurityLevel expectedSecurityLevel()
+    {
+        return SecurityLevel.NONE;
+    }
+
+    /**
+     * @return the subject of the client's certificate if calls run inside mutual TLS (then both sides see the TLS
+     * session, as over Netty's TLS), or null (the default: no session).
+     */
+    protected String clientCertificateSubject()
+    {
+        return null;
     }
 
     @BeforeEach
@@ -606,6 +633,68 @@ abstract class AbstractGrpcConformanceTest
         assertThat(service.lastAuthorization).isEqualTo("Bearer token-for-Unary");
     }
 
+    /**
+     * What OAuth call credentials check before they send a token (grpc-java's refuse anything below
+     * PRIVACY_AND_INTEGRITY), and what an authorization interceptor keys on under mutual TLS: the TLS session.
+     */
+    @Test
+    void shouldTellCallCredentialsAndInterceptorsHowTheTransportIsSecured() throws Exception
+    {
+        final AtomicReference<SecurityLevel> forCredentials = new AtomicReference<>();
+        final CallCredentials credentials = new CallCredentials()
+        {
+            @Override
+            public void applyRequestMetadata(final RequestInfo info, final Executor executor,
+                final MetadataApplier applier)
+            {
+                forCredentials.set(info.getSecurityLevel());
+                applier.apply(new Metadata());
+            }
+        };
+        final AtomicReference<Attributes> clientAttributes = new AtomicReference<>();
+        final ClientInterceptor attributes = new ClientInterceptor()
+        {
+            @Override
+            public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(final MethodDescriptor<ReqT, RespT> method,
+                final CallOptions options, final Channel next)
+            {
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options))
+                {
+                    @Override
+                    public void start(final Listener<RespT> listener, final Metadata headers)
+                    {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener)
+                        {
+                            @Override
+                            public void onClose(final Status status, final Metadata trailers)
+                            {
+                                clientAttributes.set(getAttributes());
+                                super.onClose(status, trailers);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+        };
+        blocking().withCallCredentials(credentials).withInterceptors(attributes).unary(payload(1));
+
+        assertThat(forCredentials.get()).as("call credentials").isEqualTo(expectedSecurityLevel());
+        assertThat(lastSecurityLevel.get()).as("server call").isEqualTo(expectedSecurityLevel());
+        final String subject = clientCertificateSubject();
+        final SSLSession serverSide = lastSslSession.get();
+        final SSLSession clientSide = clientAttributes.get().get(Grpc.TRANSPORT_ATTR_SSL_SESSION);
+        if (subject == null)
+        {
+            assertThat(serverSide).as("no TLS session on the server").isNull();
+            assertThat(clientSide).as("no TLS session on the client").isNull();
+            return;
+        }
+        assertThat(((X509Certificate)serverSide.getPeerCertificates()[0]).getSubjectX500Principal().getName())
+            .as("the client's certificate, as the server sees it").contains(subject);
+        assertThat(clientSide.getPeerCertificates()).as("the server's certificate, as the client sees it").isNotEmpty();
+        assertThat(clientSide.getProtocol()).startsWith("TLS");
+    }
+
     @Test
     void shouldReportChannelReadyOnceItCarriedACall() throws Exception
     {
@@ -934,6 +1023,8 @@ abstract class AbstractGrpcConformanceTest
         {
             serverInterceptions.incrementAndGet();
             lastAuthority.set(call.getAuthority());
+            lastSecurityLevel.set(call.getSecurityLevel());
+            lastSslSession.set(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION));
             lastHeaders.set(headers);
             if (headers.get(AUTHORIZATION) != null)
             {

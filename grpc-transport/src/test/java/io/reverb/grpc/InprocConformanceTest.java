@@ -1,5 +1,6 @@
 package io.reverb.grpc;
 
+import io.grpc.SecurityLevel;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** The grpc-java conformance suite over Reverb's {@code inproc://} transport. */
@@ -17,5 +18,11 @@ class InprocConformanceTest extends AbstractReverbConformanceTest
     protected String unreachableAddress()
     {
         return "inproc://grpc-nobody";
+    }
+
+    @Override
+    protected SecurityLevel expectedSecurityLevel()
+    {
+        return SecurityLevel.PRIVACY_AND_INTEGRITY; // memory of one machine, as grpc-java's in-process transport
     }
 }

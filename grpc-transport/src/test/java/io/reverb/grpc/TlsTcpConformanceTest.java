@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.SecurityLevel;
 import io.grpc.Server;
 import io.grpc.ServerBuilder;
 import io.grpc.Status;
@@ -91,5 +92,17 @@ class TlsTcpConformanceTest extends AbstractReverbConformanceTest
         {
             plain.shutdownNow();
         }
+    }
+
+    @Override
+    protected SecurityLevel expectedSecurityLevel()
+    {
+        return SecurityLevel.PRIVACY_AND_INTEGRITY;
+    }
+
+    @Override
+    protected String clientCertificateSubject()
+    {
+        return "CN=grpc-client";
     }
 }

@@ -1,5 +1,7 @@
 package io.reverb.rpc;
 
+import javax.net.ssl.SSLSession;
+
 /**
  * One connection a started {@link RpcServer} accepted, as its {@link Listener} and the handlers of its calls
  * ({@link RpcContext#connection()}) see it: where it comes from, and its own graceful and immediate end. What grpc-java
@@ -20,6 +22,19 @@ public interface AcceptedConnection
      * @return this end's address, as the transport describes it.
      */
     String localAddress();
+
+    /**
+     * The TLS session the client connected inside: {@code getPeerCertificates()} is the client's certificate chain
+     * under mutual TLS ({@code TlsConfig.ClientAuth.REQUIRE}), what an authorization check keys on; grpc-java's
+     * server exposes the same session as {@code Grpc.TRANSPORT_ATTR_SSL_SESSION}.
+     *
+     * @return the session, or null: a connection without TLS ({@code shm://}, {@code inproc://}, plain
+     *         {@code tcp://}), or a {@code reverb://} connection that moved off its TLS socket.
+     */
+    default SSLSession sslSession()
+    {
+        return null;
+    }
 
     /**
      * @return false once closing began: {@link #goAway} (also the server's shutdown or max connection age),

@@ -2,6 +2,7 @@ package io.reverb.rpc;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLSession;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -131,6 +132,17 @@ public interface RpcClientConnection extends AutoCloseable
      */
     <Req, Resp> Mono<Resp> newUnaryCall(MethodDescriptor<Req, Resp> method, CallOptions options, Req request,
         ClientCallContext context);
+
+    /**
+     * The TLS session of the connection, once connected: {@code getPeerCertificates()} is the server's certificate
+     * chain (grpc-java's clients see the same session as {@code Grpc.TRANSPORT_ATTR_SSL_SESSION}).
+     *
+     * @return the session, or null: not connected (yet, or any more), or a connection without TLS. The default: null.
+     */
+    default SSLSession sslSession()
+    {
+        return null;
+    }
 
     /**
      * Sends a PING (an owner may run its own keep-alive on it, as grpc-java's transports do on theirs). A server that

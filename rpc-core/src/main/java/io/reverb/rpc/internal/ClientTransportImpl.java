@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLSession;
 
 /**
  * The client transport: one connection, the stream SPI's {@link ClientTransport} and the published one-connection API
@@ -346,6 +347,17 @@ public final class ClientTransportImpl extends ClientCallStarter implements RpcC
         {
             owner.closed(this);
         }
+    }
+
+    @Override
+    public SSLSession sslSession()
+    {
+        final ClientWireConnection c;
+        synchronized (this)
+        {
+            c = state == State.READY || state == State.DRAINING ? connection : null;
+        }
+        return c == null ? null : c.transportSslSession();
     }
 
     @Override

@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLSession;
 import reactor.core.Disposable;
 
 /**
@@ -401,6 +402,13 @@ final class ClientWireConnection extends WireConnection
             default:
                 onCommonFrame(type, flags, streamId, buffer, start, end);
         }
+    }
+
+    /** @return the transport connection's TLS session, or null (none, or not attached yet). */
+    SSLSession transportSslSession()
+    {
+        final Connection c = connection;
+        return c == null ? null : c.sslSession();
     }
 
     @Override

@@ -17,6 +17,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLSession;
 import reactor.core.Disposable;
 
 /**
@@ -135,6 +136,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
     {
         final Connection c = connection;
         return c == null ? "unconnected" : c.localAddress();
+    }
+
+    @Override
+    public SSLSession sslSession()
+    {
+        final Connection c = connection;
+        return c == null ? null : c.sslSession();
     }
 
     @Override

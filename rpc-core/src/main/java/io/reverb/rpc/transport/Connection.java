@@ -3,6 +3,7 @@ package io.reverb.rpc.transport;
 import io.reverb.common.ClaimResult;
 import io.reverb.common.WriteClaim;
 import java.util.Locale;
+import javax.net.ssl.SSLSession;
 
 /**
  * A transport connection: reliable, ordered, message-oriented, bidirectional. See the package documentation for
@@ -47,6 +48,15 @@ public interface Connection
      * @return the peer's address.
      */
     String remoteAddress();
+
+    /**
+     * @return the TLS session this connection runs inside, its handshake done (the peer's certificates, the protocol
+     *         and cipher suite), or null: no TLS, or a transport that has none. The default: null.
+     */
+    default SSLSession sslSession()
+    {
+        return null;
+    }
 
     /**
      * Whether this connection calls {@link ConnectionHandler#onReadComplete} after each batch of inbound messages it

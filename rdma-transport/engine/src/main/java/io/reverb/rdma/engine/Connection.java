@@ -5,6 +5,7 @@ import io.reverb.common.WriteClaim;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLSession;
 
 /**
  * One engine connection: an RC queue pair with its receive slots, send ring, credits and
@@ -149,6 +150,16 @@ public interface Connection extends AutoCloseable
      *         fabrics, or before the connection is up).
      */
     default InetSocketAddress[] socketAddresses()
+    {
+        return null;
+    }
+
+    /**
+     * @return the TLS session of a connection inside TLS ({@code tcp://} with {@link EngineConfig#tls}), its handshake
+     *         done: the peer's certificates, the protocol and cipher suite; or null (no TLS, other fabrics, or before
+     *         the connection is up).
+     */
+    default SSLSession sslSession()
     {
         return null;
     }

@@ -19,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLSession;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -895,6 +896,13 @@ final class EngineConnection implements Connection
     {
         final QueuePair q = qp;
         return q == null ? null : q.socketAddresses();
+    }
+
+    @Override
+    public SSLSession sslSession()
+    {
+        final QueuePair q = qp;
+        return q == null ? null : q.sslSession();
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.reverb.common.WriteClaim;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.net.ssl.SSLSession;
 import org.agrona.DirectBuffer;
 
 /**
@@ -190,6 +191,12 @@ final class EngineTransportConnection
     public String remoteAddress()
     {
         return remoteAddress;
+    }
+
+    @Override
+    public SSLSession sslSession()
+    {
+        return engine.sslSession();
     }
 
     @Override

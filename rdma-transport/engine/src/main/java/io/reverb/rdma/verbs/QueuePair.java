@@ -2,6 +2,7 @@ package io.reverb.rdma.verbs;
 
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import javax.net.ssl.SSLSession;
 
 /**
  * An RC queue pair, connected through the context's connection manager.
@@ -41,6 +42,15 @@ public interface QueuePair extends AutoCloseable
      * @return {local, remote}, or null where there is no such socket.
      */
     default InetSocketAddress[] socketAddresses()
+    {
+        return null;
+    }
+
+    /**
+     * @return the TLS session of a queue pair that runs inside TLS (the {@code tcp://} provider's with a
+     *         {@link TlsConfig}), once its handshake is done; or null.
+     */
+    default SSLSession sslSession()
     {
         return null;
     }

@@ -10,8 +10,10 @@ import com.google.protobuf.StringValue;
 import io.reverb.rdma.engine.EngineConfig;
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
 import io.reverb.rdma.verbs.TlsConfig;
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.StatusCode;
@@ -27,10 +29,14 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -177,6 +183,60 @@ class TcpTlsRpcTest
         assertRefused(anonymous, StatusCode.UNAUTHENTICATED, "TLS");
         assertThat(echo(trusted, "still serving")).isEqualTo("still serving");
         assertThat(echo(channel(address, engine("mtls-new", clientTls(clientCert, serverCert))), "new")).isEqualTo("new");
+    }
+
+    /**
+     * Each side finds the TLS session, with the other's certificate: the server on the accepted connection (what
+     * {@code RpcContext.connection()} gives a handler: mutual TLS as the caller's identity), the client on its
+     * connection; without TLS there is none.
+     */
+    @Test
+    void shouldGiveBothSidesTheTlsSessionWithThePeersCertificate() throws Exception
+    {
+        final AtomicReference<SSLSession> accepted = new AtomicReference<>();
+        final AcceptedConnection.Listener listener = new AcceptedConnection.Listener()
+        {
+            @Override
+            public void connectionAccepted(final AcceptedConnection connection)
+            {
+                accepted.set(connection.sslSession());
+            }
+
+            @Override
+            public void connectionClosed(final AcceptedConnection connection, final Throwable cause)
+            {
+            }
+        };
+        final RpcServer server = RpcServer.builder("tcp://127.0.0.1:0")
+            .transportOptions(EngineOptions.of(engine("session-server", serverTls(TlsConfig.ClientAuth.REQUIRE))))
+            .addService(new TestService())
+            .addConnectionListener(listener)
+            .build()
+            .start();
+        closeables.add(server::close);
+        final RpcClientConnection client = RpcClientConnection.create(RpcChannel.builder(server.address())
+            .transportOptions(EngineOptions.of(engine("session-client", clientTls(clientCert, serverCert)))));
+        closeables.add(client::close);
+        assertThat(client.sslSession()).as("not connected yet").isNull();
+        client.connect().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+
+        assertThat(subject(client.sslSession())).as("the server's certificate").contains("CN=reverb-test-server");
+        assertThat(client.sslSession().getProtocol()).startsWith("TLS");
+        assertThat(subject(accepted.get())).as("the client's certificate").contains("CN=reverb-test-client");
+
+        final RpcServer plain = RpcServer.builder("tcp://127.0.0.1:0").addService(new TestService())
+            .addConnectionListener(listener).build().start();
+        closeables.add(plain::close);
+        final RpcClientConnection plainClient = RpcClientConnection.create(RpcChannel.builder(plain.address()));
+        closeables.add(plainClient::close);
+        plainClient.connect().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(plainClient.sslSession()).as("plaintext: no session").isNull();
+        assertThat(accepted.get()).as("plaintext: no session on the server").isNull();
+    }
+
+    private static String subject(final SSLSession session) throws IOException
+    {
+        return ((X509Certificate)session.getPeerCertificates()[0]).getSubjectX500Principal().getName();
     }
 
     @Test

@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
+import javax.net.ssl.SSLSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -145,6 +146,12 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
     {
         final InetSocketAddress[] s = sockets;
         return s == null ? null : s.clone();
+    }
+
+    @Override
+    public SSLSession sslSession()
+    {
+        return link instanceof TlsTcpStream ? ((TlsTcpStream)link).session() : null;
     }
 
     // Posting (any thread)

@@ -14,6 +14,7 @@ import java.util.Locale;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
 import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSession;
 
 /**
  * A tcp QP's socket inside a TLS session (JDK {@link SSLEngine}), non-blocking: the connection handshake and every
@@ -134,6 +135,15 @@ final class TlsTcpStream implements TcpStream, TcpLink
                 }
             }
         }
+    }
+
+    /**
+     * @return the TLS session: the peer's certificates, protocol and cipher suite. Its handshake is done once this
+     *         stream is a QP's link (the connection handshake ran inside it).
+     */
+    SSLSession session()
+    {
+        return engine.getSession();
     }
 
     private boolean isHandshaking()
