@@ -89,6 +89,11 @@ final class ReverbClientStream extends CallbackSerializer
     private volatile ClientStreamListener listener;
     /** CallOptions' maxOutboundMessageSize, or -1 for none. */
     private int maxOutboundMessageSize = -1;
+    /**
+     * CallOptions' maxInboundMessageSize, or -1 for none: checked per response here, below the channel's limit, which
+     * the connection enforces (a larger per-call value cannot raise it: the connection refuses before this call sees it).
+     */
+    private int maxInboundMessageSize = -1;
     /** The Reverb stream: set by {@link #start} (grpc-java calls the other methods after it, on its threads). */
     // CHECKSTYLE.OFF: InlineFullyQualifiedName - grpc-java's ClientStream is imported, Reverb's is spelled out
     private volatile io.reverb.rpc.transport.stream.ClientStream<InputStream> stream;
@@ -390,7 +395,7 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void setMaxInboundMessageSize(final int maxSize)
     {
-        // enforced per channel by rpc-core (ReverbChannelBuilder.maxInboundMessageSize)
+        this.maxInboundMessageSize = maxSize; // set before start (grpc-java's ClientCallImpl)
     }
 
     @Override
@@ -419,6 +424,14 @@ final class ReverbClientStream extends CallbackSerializer
     @Override
     public void messageRead(final ByteBuffer message)
     {
+        final int max = maxInboundMessageSize;
+        if (max >= 0 && message.remaining() > max)
+        {
+            // grpc-java's deframer's status, for the call's own limit (the channel's is the connection's)
+            cancel(Status.RESOURCE_EXHAUSTED.withDescription(String.format(Locale.US,
+                "gRPC message exceeds maximum size %d: %d", max, message.remaining())));
+            return;
+        }
         // the bytes are the transport's only during this callback: copied out here, on the transport's thread
         final Payload payload = Payload.MARSHALLER.read(message);
         if (unary)

@@ -383,6 +383,21 @@ abstract class AbstractGrpcConformanceTest
                 e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
     }
 
+    @Test
+    void shouldRejectAResponseOverTheCallsOwnInboundLimit()
+    {
+        // CallOptions.withMaxInboundMessageSize below the channel's: that call alone fails, as over Netty
+        assertThatThrownBy(() -> blocking().withMaxInboundMessageSize(100).unary(payload(1000)))
+            .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+            {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+                assertThat(e.getStatus().getDescription()).contains("exceeds maximum size 100");
+            });
+        assertThat(blocking().withMaxInboundMessageSize(2000).unary(payload(1000)).getPayload().size())
+            .as("within the call's limit").isEqualTo(1000);
+        assertThat(blocking().unary(payload(1000)).getPayload().size()).as("the channel goes on").isEqualTo(1000);
+    }
+
     // ------------------------------------------------------------------------------------------------ deadlines
 
     @Test
