@@ -29,7 +29,8 @@ public interface AcceptedConnection
      * server exposes the same session as {@code Grpc.TRANSPORT_ATTR_SSL_SESSION}.
      *
      * @return the session, or null: a connection without TLS ({@code shm://}, {@code inproc://}, plain
-     *         {@code tcp://}), or a {@code reverb://} connection that moved off its TLS socket.
+     *         {@code tcp://}), or a {@code reverb://} connection that moved to rdma (one that moved to shm keeps the
+     *         session of the tcp connection it moved from: the client proved it holds that connection's ticket).
      */
     default SSLSession sslSession()
     {

@@ -31,6 +31,8 @@ final class EngineTransportConnection
     private final int maxOutboundMessageSize;
     private final AtomicBoolean writableArmed = new AtomicBoolean();
     private final Runnable onWritable = this::fireWritable;
+    /** A {@code reverb://} connection that moved to shm: the TLS session of the tcp connection it moved from. */
+    private volatile SSLSession inheritedTls;
     private volatile ConnectionHandler handler;
     private DirectBuffer viewSource;
     private ByteBuffer view;
@@ -196,7 +198,19 @@ final class EngineTransportConnection
     @Override
     public SSLSession sslSession()
     {
-        return engine.sslSession();
+        final SSLSession own = engine.sslSession();
+        return own != null ? own : inheritedTls;
+    }
+
+    /**
+     * A {@code reverb://} connection moved here (shm) from a tcp connection inside TLS: {@link #sslSession()} is that
+     * connection's session from now on (set before the RPC layer sees this connection).
+     *
+     * @param tls the tcp connection's session, or null.
+     */
+    void inheritTls(final SSLSession tls)
+    {
+        this.inheritedTls = tls;
     }
 
     @Override

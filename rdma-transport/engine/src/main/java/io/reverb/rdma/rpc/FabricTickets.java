@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.Map;
+import javax.net.ssl.SSLSession;
 
 /**
  * The upgrade tickets a {@code reverb://} listener has given out: each bound to the tcp connection it was issued on
@@ -23,8 +24,11 @@ final class FabricTickets
     /** Tickets outstanding at most for one peer address (an IPv4 address, an IPv6 /64). */
     static final int MAX_PER_PEER = 64;
 
-    /** A ticket given out: when, to whom, over which tcp connection. */
-    record Issued(long nanos, String peer, byte[] binding)
+    /**
+     * A ticket given out: when, to whom, over which tcp connection, and that connection's TLS session (or null): what
+     * TLS proved of the client there, which a connection that claims the ticket inherits.
+     */
+    record Issued(long nanos, String peer, byte[] binding, SSLSession tls)
     {
     }
 
@@ -60,7 +64,23 @@ final class FabricTickets
      * @param now     the clock.
      * @return null if it was recorded, else why not (no ticket is then given).
      */
-    synchronized String issue(final byte[] ticket, final String peer, final byte[] binding, final long now)
+    String issue(final byte[] ticket, final String peer, final byte[] binding, final long now)
+    {
+        return issue(ticket, peer, binding, null, now);
+    }
+
+    /**
+     * Records a ticket.
+     *
+     * @param ticket  its bytes.
+     * @param peer    {@link #peerKey} of the peer it is given to.
+     * @param binding the tcp connection it is given over, as the server's socket has it.
+     * @param tls     that connection's TLS session, or null.
+     * @param now     the clock.
+     * @return null if it was recorded, else why not (no ticket is then given).
+     */
+    synchronized String issue(final byte[] ticket, final String peer, final byte[] binding, final SSLSession tls,
+        final long now)
     {
         if (byTicket.size() >= maxTickets || perPeer.getOrDefault(peer, 0) >= maxPerPeer)
         {
@@ -76,7 +96,7 @@ final class FabricTickets
         {
             return maxTickets + " upgrade tickets are outstanding on this server";
         }
-        byTicket.put(HexFormat.of().formatHex(ticket), new Issued(now, peer, binding.clone()));
+        byTicket.put(HexFormat.of().formatHex(ticket), new Issued(now, peer, binding.clone(), tls));
         perPeer.merge(peer, 1, Integer::sum);
         return null;
     }

@@ -293,8 +293,14 @@ final class ReverbConnect
             }
             settled = true;
             settledOn = connection;
-            ((EngineTransportConnection)connection).rebind(handler);
             old = tcp;
+            if ("shm".equals(connection.fabric()))
+            {
+                // the server proved itself on the tcp connection inside TLS; this one claimed that connection's
+                // ticket on this host (not over rdma: TLS does not protect that traffic)
+                ((EngineTransportConnection)connection).inheritTls(old.sslSession());
+            }
+            ((EngineTransportConnection)connection).rebind(handler);
         }
         old.close(); // its close reaches TcpSide, which ignores it
         result.complete(connection);

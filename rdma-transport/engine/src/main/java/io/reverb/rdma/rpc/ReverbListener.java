@@ -332,10 +332,19 @@ final class ReverbListener implements ServerListener
                     refuse("the claim names another tcp connection than the one its ticket was issued on (an offer " +
                         "relayed from this server by the one the client dialled, or a NAT or proxy between them)");
                 }
-                else if (!ReverbTransportProvider.send(connection,
-                    FabricMessages.claimed(claim.ticket(), claim.nonce(), key)))
+                else
                 {
-                    connection.close();
+                    if (shm)
+                    {
+                        // what TLS proved of the client on the tcp connection holds for this one (it claimed that
+                        // connection's ticket, on this host): its handlers see that session. Not over rdma, whose
+                        // traffic TLS does not protect: a session there would claim a privacy it does not have.
+                        ((EngineTransportConnection)connection).inheritTls(issued.tls());
+                    }
+                    if (!ReverbTransportProvider.send(connection, FabricMessages.claimed(claim.ticket(), claim.nonce(), key)))
+                    {
+                        connection.close();
+                    }
                 }
             }
         };
@@ -370,7 +379,7 @@ final class ReverbListener implements ServerListener
         }
         final String peer = FabricTickets.peerKey(sockets[1].getAddress());
         final String declined = tickets.issue(offer.ticket, peer, FabricMessages.binding(sockets[1], sockets[0]),
-            System.nanoTime());
+            ((EngineTransportConnection)connection).engineConnection().sslSession(), System.nanoTime());
         if (declined != null)
         {
             // one key for every peer (the message names it): peers' addresses must not fill the limiter's keys

@@ -9,9 +9,11 @@ import io.reverb.rdma.provider.shm.ShmTestDirectories;
 import io.reverb.rdma.provider.tcp.SelfSignedCertificate;
 import io.reverb.rdma.verbs.TlsConfig;
 import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rpc.AcceptedConnection;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.Deadline;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcClientConnection;
 import io.reverb.rpc.RpcServer;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.Connection;
@@ -23,12 +25,14 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -127,6 +131,54 @@ class ReverbFabricSecurityTest
             config.copy().name("fabric-sec-client").tls(clientTls()));
         assertThat(echo(moved, "with certificate")).isEqualTo("with certificate");
         assertThat(moved.fabric()).isEqualTo("shm");
+    }
+
+    /**
+     * A connection that moved to shm from a tcp connection inside TLS carries that connection's TLS session: a
+     * handler that authorizes by the client's certificate sees the same caller after the move as before it, and the
+     * client sees the server's.
+     */
+    @Test
+    void shouldCarryTheTlsSessionOfTheTcpConnectionToTheShmConnectionThatMovedFromIt() throws Exception
+    {
+        final List<SSLSession> accepted = new CopyOnWriteArrayList<>();
+        final RpcServer server = RpcServer.builder("reverb://127.0.0.1:0")
+            .transportOptions(EngineOptions.of(config.copy().name("fabric-tls-server").tls(serverTls())))
+            .addService(new TestService())
+            .addConnectionListener(new AcceptedConnection.Listener()
+            {
+                @Override
+                public void connectionAccepted(final AcceptedConnection connection)
+                {
+                    if (connection.localAddress().startsWith("shm://"))
+                    {
+                        accepted.add(connection.sslSession());
+                    }
+                }
+
+                @Override
+                public void connectionClosed(final AcceptedConnection connection, final Throwable cause)
+                {
+                }
+            })
+            .build().start();
+        closeables.add(server::close);
+        final RpcClientConnection client = RpcClientConnection.create(RpcChannel.builder(
+            "reverb://127.0.0.1:" + server.port())
+            .transportOptions(EngineOptions.of(config.copy().name("fabric-tls-client").tls(clientTls()))));
+        closeables.add(client::close);
+        client.connect().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        client.ping().get(WAIT.toSeconds(), TimeUnit.SECONDS); // the server accepts a moved connection at its first frame
+
+        assertThat(subject(client.sslSession())).as("the server's certificate").contains("CN=reverb-fabric-server");
+        assertThat(accepted).as("the moved connection, on the server").hasSize(1);
+        assertThat(subject(accepted.get(0))).as("the client's certificate").contains("CN=reverb-fabric-client");
+    }
+
+    private static String subject(final SSLSession session) throws IOException
+    {
+        assertThat(session).as("a TLS session").isNotNull();
+        return ((X509Certificate)session.getPeerCertificates()[0]).getSubjectX500Principal().getName();
     }
 
     @Test
