@@ -910,7 +910,9 @@ public abstract class AbstractRpcTransportTest
     @Test
     void shouldDetectSilentPeerWithKeepAlive() throws Exception
     {
-        final RpcChannel c = newChannel(serverUri, b -> b.keepAlive(Duration.ofMillis(100), Duration.ofMillis(300)));
+        // Scaled on a slow host (an emulated VM): a PING must not time out before the call even reaches the handler.
+        final RpcChannel c = newChannel(serverUri,
+            b -> b.keepAlive(scaledLimit(Duration.ofMillis(100)), scaledLimit(Duration.ofMillis(300))));
         final CompletableFuture<Throwable> failure = new CompletableFuture<>();
         ClientCalls.serverStreaming(c, TestService.NEVER, CallOptions.DEFAULT, i32(1))
             .subscribe(v -> { }, failure::complete, () -> failure.complete(null));
