@@ -87,6 +87,13 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * it free writes its request to the socket itself (no hand-over to the NIC thread).
      */
     private final TcpWireLock wire = new TcpWireLock();
+    /** Reads of the socket at most when the peer is gone, to deliver what it sent before (see peerGone). */
+    private static final int LEFTOVER_READS = 64;
+    /**
+     * peerGone is delivering the peer's last bytes (wire lock held); an EOF met meanwhile clears it, and going down is
+     * left to that peerGone.
+     */
+    private boolean drainingLeftovers;
     private SelectionKey key;
     private int interestOps;
     private boolean down;
@@ -800,10 +807,63 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         }
     }
 
-    /** EOF or an error on the socket: the peer is gone. */
+    /**
+     * EOF or an error on the socket: the peer is gone. What it sent before it went and this side has not read yet
+     * (a write that failed on the peer's reset comes first when nobody read the socket for a while) is delivered
+     * first, into the receives posted: a NIC delivers what it placed before the connection broke, and a server's
+     * GOAWAY followed by its close must not become a lost connection.
+     */
     void peerGone()
     {
-        goDownAndCloseSocket();
+        if (drainingLeftovers)
+        {
+            drainingLeftovers = false; // the drain below met the end of the stream: it goes down once it returns
+            return;
+        }
+        wire.lock();
+        try
+        {
+            deliverLeftovers();
+            goDownAndCloseSocket();
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
+    /**
+     * Under the wire lock, before going down: parses what the socket still holds into the receives posted, until it
+     * holds nothing, ends, fails, or waits for a receive (a receiver not ready gets nothing more: the peer is not
+     * there to retry). Bounded: {@link #LEFTOVER_READS} reads at most, since a socket that failed only on this side
+     * may still be receiving.
+     */
+    private void deliverLeftovers()
+    {
+        if (down || socketClosed)
+        {
+            return;
+        }
+        drainingLeftovers = true;
+        try
+        {
+            for (int i = 0; i < LEFTOVER_READS && drainingLeftovers && !down && !socketClosed && !inbound.rnrWaiting();
+                i++)
+            {
+                if (!inbound.onReadable())
+                {
+                    return;
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            // the end of what can be read: going down follows
+        }
+        finally
+        {
+            drainingLeftovers = false;
+        }
     }
 
     /** Under the wire lock: the QP goes down (completions flushed, handler run) and its socket is closed. */

@@ -14,6 +14,7 @@ import io.reverb.rdma.verbs.QueuePairAttributes;
 import io.reverb.rdma.verbs.RecvRequest;
 import io.reverb.rdma.verbs.SendRequest;
 import io.reverb.rdma.verbs.VerbsConfig;
+import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import io.reverb.rdma.verbs.WrOpcode;
@@ -447,6 +448,57 @@ class TcpPollerReadsTest
         }
         assertThat(receiver.readOwner().pollerReading()).isFalse();
         assertThat(receiver.readOwner().nicReads()).isPositive();
+    }
+
+    /**
+     * The peer sent a message and went away (its socket closed) while nobody read this side's socket (its poller
+     * holds the reading and is busy elsewhere). This side's next write fails on the peer's reset: the message the
+     * peer sent before it closed is already here, so it is delivered before the QP goes down, as a NIC delivers what
+     * it placed before the connection broke. A server's GOAWAY followed by its close was lost that way.
+     */
+    @Test
+    void shouldDeliverWhatThePeerSentBeforeItClosedWhenAWriteFailsFirst() throws Exception
+    {
+        open(NO_LEASE_END);
+        takeReadingOver();
+        postSend(41);
+        sender.close(); // its socket closes: its kernel resets this side's next write
+        final MemoryRegion own = receiver.pd().allocate(64, Access.LOCAL_WRITE);
+        final SendRequest reply = new SendRequest();
+        final long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        for (int i = 0; receiver.state() != QpState.ERROR; i++)
+        {
+            assertThat(System.nanoTime() - deadline).as("a write fails on the peer's reset").isNegative();
+            reply.reset().wrId(1000 + i).opcode(WrOpcode.SEND).setSge(own, 0, 64);
+            if (receiver.postSend(reply) != 0)
+            {
+                break; // the QP is down already
+            }
+            Thread.sleep(1);
+        }
+        // The receive CQ holds the peer's SEND first, then the flushed receives and sends.
+        int received = 0;
+        int flushed = 0;
+        int n;
+        while ((n = receiverCq.poll(wc)) > 0)
+        {
+            for (int k = 0; k < n; k++)
+            {
+                if (wc.status(k) == WcStatus.SUCCESS && wc.opcode(k) == WcOpcode.RECV)
+                {
+                    assertThat(flushed).as("the message comes before the flush").isZero();
+                    assertThat(wc.immData(k)).isEqualTo(41);
+                    received++;
+                }
+                else if (wc.opcode(k) == WcOpcode.RECV)
+                {
+                    assertThat(wc.status(k)).isEqualTo(WcStatus.WR_FLUSH_ERR);
+                    flushed++;
+                }
+            }
+        }
+        assertThat(received).as("the SEND the peer made before it closed").isEqualTo(1);
+        assertThat(flushed).as("every other posted receive comes back flushed").isEqualTo(SLOTS - 1);
     }
 
     /**
