@@ -915,6 +915,32 @@ public abstract class AbstractVerbsProviderConformanceTest
         assertThat(client.disconnects.get()).as("handler runs once").isEqualTo(1);
     }
 
+    /**
+     * What the peer sent and saw complete before it closed was placed: it completes first, and only the receives left
+     * are flushed (a server's last message, e.g. its GOAWAY, is not lost to its close).
+     */
+    @Test
+    void shouldCompleteWhatThePeerSentBeforeItClosedAndFlushOnlyTheRest() throws Exception
+    {
+        connect();
+        final MemoryRegion recv = client.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        final MemoryRegion send = server.pd.allocate(RECV_SIZE, Access.LOCAL_WRITE);
+        for (int i = 0; i < 3; i++)
+        {
+            postRecv(client.qp, recv, 0, RECV_SIZE, 30 + i);
+        }
+        postSend(server.qp, WrOpcode.SEND_WITH_IMM, send, 0, 16, 7, SendRequest.FLAG_SIGNALED, 0x60A7A7, 0, 0);
+        assertThat(awaitCompletions(server.sendCq, 1).get(0).status).isEqualTo(WcStatus.SUCCESS);
+        server.qp.close();
+
+        final List<Completion> completions = awaitCompletions(client.recvCq, 3);
+        assertThat(completions.get(0).status).as("the SEND made before the close").isEqualTo(WcStatus.SUCCESS);
+        assertThat(completions.get(0).imm).isEqualTo(0x60A7A7);
+        assertThat(completions.get(0).byteLen).isEqualTo(16);
+        assertThat(completions.subList(1, 3)).extracting(c -> c.status).containsOnly(WcStatus.WR_FLUSH_ERR);
+        awaitState(client.qp, QpState.ERROR);
+    }
+
     @Test
     void shouldFlushBothSidesWhenDisconnectIsCalled() throws Exception
     {
