@@ -65,8 +65,8 @@ final class ReverbServerTransport implements ServerTransport
         // inside TLS as over Netty's: the session (the client's certificates under mutual TLS) and privacy
         final SSLSession tls = connection.sslSession();
         final Attributes.Builder builder = Attributes.newBuilder()
-            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, remoteAddress)
-            .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, boundAddress)
+            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, ReverbAddress.ofPeer(remoteAddress.uri()))
+            .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, ReverbAddress.ofPeer(boundAddress.uri()))
             .set(GrpcAttributes.ATTR_SECURITY_LEVEL, tls != null ? SecurityLevel.PRIVACY_AND_INTEGRITY :
                 boundAddress.securityLevel());
         if (tls != null)

@@ -39,6 +39,8 @@ import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.security.cert.X509Certificate;
 import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
@@ -101,6 +103,7 @@ abstract class AbstractGrpcConformanceTest
     /** The security level and TLS session the server's interceptor saw on the last call. */
     private final AtomicReference<SecurityLevel> lastSecurityLevel = new AtomicReference<>();
     private final AtomicReference<SSLSession> lastSslSession = new AtomicReference<>();
+    private final AtomicReference<SocketAddress> lastRemoteAddress = new AtomicReference<>();
     /** ... and its headers. */
     protected final AtomicReference<Metadata> lastHeaders = new AtomicReference<>();
 
@@ -155,6 +158,15 @@ abstract class AbstractGrpcConformanceTest
     protected String clientCertificateSubject()
     {
         return null;
+    }
+
+    /**
+     * @return whether server code finds the client's address as an {@link InetSocketAddress} (IP transports, as over
+     * Netty: the default) or as the transport's own address (in process, shm).
+     */
+    protected boolean peerHasInetAddress()
+    {
+        return true;
     }
 
     @BeforeEach
@@ -710,6 +722,25 @@ abstract class AbstractGrpcConformanceTest
         assertThat(clientSide.getProtocol()).startsWith("TLS");
     }
 
+    /** Server code that casts the client's address to log or check its IP (common over Netty) works on IP transports. */
+    @Test
+    void shouldGiveServerCodeTheClientsAddressAsNettyDoes() throws Exception
+    {
+        blocking().unary(payload(1));
+        final SocketAddress remote = lastRemoteAddress.get();
+        assertThat(remote).as("Grpc.TRANSPORT_ATTR_REMOTE_ADDR").isNotNull();
+        if (!peerHasInetAddress())
+        {
+            assertThat(remote).isNotInstanceOf(InetSocketAddress.class);
+            return;
+        }
+        assertThat(remote).isInstanceOf(InetSocketAddress.class);
+        final InetSocketAddress inet = (InetSocketAddress)remote;
+        assertThat(inet.isUnresolved()).isFalse();
+        assertThat(inet.getAddress().isLoopbackAddress()).as("the client's IP: loopback in these tests").isTrue();
+        assertThat(inet.getPort()).as("the client's port").isPositive();
+    }
+
     @Test
     void shouldReportChannelReadyOnceItCarriedACall() throws Exception
     {
@@ -1040,6 +1071,7 @@ abstract class AbstractGrpcConformanceTest
             lastAuthority.set(call.getAuthority());
             lastSecurityLevel.set(call.getSecurityLevel());
             lastSslSession.set(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION));
+            lastRemoteAddress.set(call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR));
             lastHeaders.set(headers);
             if (headers.get(AUTHORIZATION) != null)
             {
