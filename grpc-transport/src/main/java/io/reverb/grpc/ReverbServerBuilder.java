@@ -62,6 +62,11 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
     private Boolean permitKeepAliveWithoutCalls;
     private Duration maxConnectionAge;
     private Duration maxConnectionAgeGrace;
+    /** The server's keep-alive: unset (null) is rpc-core's default, grpc-java's; {@link #keepAliveOff} turns it off. */
+    private Duration keepAliveTime;
+    private boolean keepAliveOff;
+    private Duration keepAliveTimeout;
+    private Duration maxConnectionIdle;
 
     private ReverbServerBuilder(final String uri)
     {
@@ -240,6 +245,52 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         return this;
     }
 
+    /**
+     * How often the server PINGs each connection ({@link RpcServer.Builder#keepAlive}), as Netty's server: a client
+     * that answers nothing within {@link #keepAliveTimeout} (its host vanished without closing its connections) is
+     * closed and its calls cancelled. Default 2 hours, as grpc-java's; 1000 days or more is off.
+     */
+    @Override
+    public ReverbServerBuilder keepAliveTime(final long keepAliveTime, final TimeUnit timeUnit)
+    {
+        if (keepAliveTime <= 0)
+        {
+            throw new IllegalArgumentException("keepAliveTime must be positive: " + keepAliveTime);
+        }
+        final long nanos = timeUnit.toNanos(keepAliveTime);
+        this.keepAliveOff = nanos >= AS_LARGE_AS_INFINITE_NANOS;
+        this.keepAliveTime = keepAliveOff ? null : Duration.ofNanos(nanos);
+        return this;
+    }
+
+    /** How long the server waits for an answer to its keep-alive PING (see {@link #keepAliveTime}); default 20 s. */
+    @Override
+    public ReverbServerBuilder keepAliveTimeout(final long keepAliveTimeout, final TimeUnit timeUnit)
+    {
+        if (keepAliveTimeout <= 0)
+        {
+            throw new IllegalArgumentException("keepAliveTimeout must be positive: " + keepAliveTimeout);
+        }
+        this.keepAliveTimeout = Duration.ofNanos(Math.min(timeUnit.toNanos(keepAliveTimeout), AS_LARGE_AS_INFINITE_NANOS));
+        return this;
+    }
+
+    /**
+     * Drains a connection that has had no call for this long ({@link RpcServer.Builder#maxConnectionIdle}), as Netty's
+     * server: GOAWAY, then close; its client reconnects at its next call. Off by default; 1000 days or more is off.
+     */
+    @Override
+    public ReverbServerBuilder maxConnectionIdle(final long maxConnectionIdle, final TimeUnit timeUnit)
+    {
+        if (maxConnectionIdle <= 0)
+        {
+            throw new IllegalArgumentException("maxConnectionIdle must be positive: " + maxConnectionIdle);
+        }
+        final long nanos = timeUnit.toNanos(maxConnectionIdle);
+        this.maxConnectionIdle = nanos >= AS_LARGE_AS_INFINITE_NANOS ? null : Duration.ofNanos(nanos);
+        return this;
+    }
+
     @Override
     public ReverbServerBuilder useTransportSecurity(final File certChain, final File privateKey)
     {
@@ -267,6 +318,10 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
         final Boolean permitIdle = permitKeepAliveWithoutCalls;
         final Duration maxAge = maxConnectionAge;
         final Duration maxAgeGrace = maxConnectionAgeGrace;
+        final boolean pingsOff = keepAliveOff;
+        final Duration pingTime = keepAliveTime;
+        final Duration pingTimeout = keepAliveTimeout;
+        final Duration maxIdle = maxConnectionIdle;
         final UnaryOperator<RpcServer.Builder> user = reverbConfig;
         final CodecRegistry registry = codecs;
         return new ReverbServer(uri, List.copyOf(services), tracerFactories, b ->
@@ -294,6 +349,15 @@ public final class ReverbServerBuilder extends ForwardingServerBuilder<ReverbSer
             if (maxAge != null)
             {
                 b.maxConnectionAge(maxAge, maxAgeGrace);
+            }
+            if (pingsOff || pingTime != null || pingTimeout != null)
+            {
+                b.keepAlive(pingsOff ? null : pingTime != null ? pingTime : Duration.ofNanos(b.keepAliveTimeNanos()),
+                    pingTimeout != null ? pingTimeout : Duration.ofNanos(b.keepAliveTimeoutNanos()));
+            }
+            if (maxIdle != null)
+            {
+                b.maxConnectionIdle(maxIdle);
             }
             return user.apply(b);
         });

@@ -1,6 +1,7 @@
 package io.reverb.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
 import io.grpc.Attributes;
@@ -20,6 +21,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoRequest;
+import io.reverb.rpc.RpcServer;
 import java.net.SocketAddress;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +34,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -264,6 +267,44 @@ class ServerTransportPerConnectionTest
             Thread.sleep(1);
         }
         assertThat(service.cancellations.get()).as("both handlers saw their Context cancelled").isEqualTo(2);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"inproc", "tcp"})
+    void maxConnectionIdleEndsAnIdleTransportAndTheChannelGoesOnOverANewOne(final String scheme) throws Exception
+    {
+        start(scheme, b -> b.maxConnectionIdle(100, TimeUnit.MILLISECONDS));
+        final ManagedChannel channel = channel();
+        final int first = call(channel);
+        // no call: the connection is drained once idle, and the next call goes over a new one
+        assertThat(filter.awaitTerminated(first)).as("the idle connection's transport terminated").isTrue();
+        assertThat(call(channel)).as("the next call on a newer connection").isGreaterThan(first);
+    }
+
+    /** Netty's server keep-alive settings (grpc-java's ServerBuilder throws UnsupportedOperationException for them). */
+    @Test
+    void keepAliveSettingsReachTheReverbServer() throws Exception
+    {
+        final AtomicReference<RpcServer.Builder> applied = new AtomicReference<>();
+        start("inproc", b -> b.keepAliveTime(3, TimeUnit.MINUTES).keepAliveTimeout(7, TimeUnit.SECONDS)
+            .reverbServer(r ->
+            {
+                applied.set(r);
+                return r;
+            }));
+        call(channel());
+        assertThat(applied.get().keepAliveTimeNanos()).isEqualTo(TimeUnit.MINUTES.toNanos(3));
+        assertThat(applied.get().keepAliveTimeoutNanos()).isEqualTo(TimeUnit.SECONDS.toNanos(7));
+        assertThatThrownBy(() -> ReverbServerBuilder.forAddress(address).keepAliveTime(0, TimeUnit.SECONDS))
+            .isInstanceOf(IllegalArgumentException.class);
+        final AtomicReference<RpcServer.Builder> off = new AtomicReference<>();
+        ReverbServerBuilder.forAddress(newAddress("inproc")).keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS)
+            .reverbServer(r ->
+            {
+                off.set(r);
+                return r;
+            }).build().start().shutdownNow();
+        assertThat(off.get().keepAliveTimeNanos()).as("as large as infinite: off").isEqualTo(Long.MAX_VALUE);
     }
 
     @ParameterizedTest

@@ -171,6 +171,10 @@ public final class RpcServer implements AutoCloseable
          * grpc-java's servers.
          */
         public static final int DEFAULT_MAX_INBOUND_METADATA_SIZE = 8192;
+        /** The server's keep-alive PINGs each connection this often unless {@link #keepAlive} says otherwise (grpc-java's). */
+        public static final Duration DEFAULT_KEEP_ALIVE_TIME = Duration.ofHours(2);
+        /** How long the server waits for an answer to its keep-alive PING by default (grpc-java's). */
+        public static final Duration DEFAULT_KEEP_ALIVE_TIMEOUT = Duration.ofSeconds(20);
         /** The name the stream handler's calls to methods it did not list are counted under. */
         public static final String OTHER_METHOD = "unlisted/other";
         /** Bytes one connection's compressed requests may hold, copied and inflated, by default: 64 MiB. */
@@ -199,6 +203,9 @@ public final class RpcServer implements AutoCloseable
         private boolean permitKeepAliveWithoutCalls = true;
         private long maxConnectionAgeNanos = Long.MAX_VALUE;
         private long maxConnectionAgeGraceNanos = Long.MAX_VALUE;
+        private long keepAliveTimeNanos = DEFAULT_KEEP_ALIVE_TIME.toNanos();
+        private long keepAliveTimeoutNanos = DEFAULT_KEEP_ALIVE_TIMEOUT.toNanos();
+        private long maxConnectionIdleNanos = Long.MAX_VALUE;
 
         private Builder(final String uri)
         {
@@ -601,6 +608,56 @@ public final class RpcServer implements AutoCloseable
         }
 
         /**
+         * The server's own keep-alive (grpc-java's server {@code keepAliveTime} and {@code keepAliveTimeout}): every
+         * {@code time} it PINGs each connection, and if nothing at all came back from the client within
+         * {@code timeout} it closes the connection, ending its calls with UNAVAILABLE (their handlers are cancelled).
+         * That is how a server learns of a client whose host vanished without closing its connections (a crash, a
+         * partition): over tcp:// or rdma:// nothing else tells it while it has nothing to send, and the calls and
+         * memory of such a client would stay for ever. Default: {@link #DEFAULT_KEEP_ALIVE_TIME} and
+         * {@link #DEFAULT_KEEP_ALIVE_TIMEOUT}, as grpc-java's server.
+         *
+         * @param time    between PINGs, positive; null for never.
+         * @param timeout for an answer (or any frame) after a PING, positive.
+         * @return this.
+         */
+        public Builder keepAlive(final Duration time, final Duration timeout)
+        {
+            if (time != null && (time.isNegative() || time.isZero()))
+            {
+                throw new IllegalArgumentException("keep-alive time must be positive: " + time);
+            }
+            if (timeout.isNegative() || timeout.isZero())
+            {
+                throw new IllegalArgumentException("keep-alive timeout must be positive: " + timeout);
+            }
+            this.keepAliveTimeNanos = time == null ? Long.MAX_VALUE : saturatedNanos(time);
+            this.keepAliveTimeoutNanos = saturatedNanos(timeout);
+            return this;
+        }
+
+        /**
+         * Drains a connection that has had no call for {@code idle} (grpc-java's {@code maxConnectionIdle}): GOAWAY,
+         * then close; its client opens a new connection at its next call. Off by default.
+         *
+         * @param idle positive; null for never.
+         * @return this.
+         */
+        public Builder maxConnectionIdle(final Duration idle)
+        {
+            if (idle != null && (idle.isNegative() || idle.isZero()))
+            {
+                throw new IllegalArgumentException("maxConnectionIdle must be positive: " + idle);
+            }
+            this.maxConnectionIdleNanos = idle == null ? Long.MAX_VALUE : saturatedNanos(idle);
+            return this;
+        }
+
+        private static long saturatedNanos(final Duration d)
+        {
+            return d.compareTo(Duration.ofNanos(Long.MAX_VALUE)) >= 0 ? Long.MAX_VALUE : d.toNanos();
+        }
+
+        /**
          * Builds a server from a copy of this builder's settings: changing or reusing the builder afterwards does
          * not affect the server.
          *
@@ -701,6 +758,24 @@ public final class RpcServer implements AutoCloseable
         public long maxConnectionAgeGraceNanos()
         {
             return maxConnectionAgeGraceNanos;
+        }
+
+        /** @return the gap between the server's keep-alive PINGs, in nanoseconds (Long.MAX_VALUE: none). */
+        public long keepAliveTimeNanos()
+        {
+            return keepAliveTimeNanos;
+        }
+
+        /** @return how long the server waits for an answer to its keep-alive PING, in nanoseconds. */
+        public long keepAliveTimeoutNanos()
+        {
+            return keepAliveTimeoutNanos;
+        }
+
+        /** @return the time without calls after which a connection is drained, in nanoseconds (Long.MAX_VALUE: never). */
+        public long maxConnectionIdleNanos()
+        {
+            return maxConnectionIdleNanos;
         }
 
         /** @return the registry of methods not among the services, or null for none. */

@@ -33,6 +33,11 @@ public final class ServerConfig
     final boolean permitKeepAliveWithoutCalls;
     final long maxConnectionAgeNanos;
     final long maxConnectionAgeGraceNanos;
+    /** The server's keep-alive: PINGs this often (Long.MAX_VALUE: never), closing a connection silent this long after. */
+    final long keepAliveTimeNanos;
+    final long keepAliveTimeoutNanos;
+    /** A connection without calls this long is drained (Long.MAX_VALUE: never). */
+    final long maxConnectionIdleNanos;
     /** The codecs requests are decompressed with and responses may be compressed with. */
     final CodecRegistry codecs;
     /** The codec of responses whose handler names none, or null for none. */
@@ -65,7 +70,8 @@ public final class ServerConfig
             settings.permitKeepAliveWithoutCalls(), settings.maxConnectionAgeNanos(),
             settings.maxConnectionAgeGraceNanos(), settings.codecRegistry(), settings.compression(),
             settings.minCompressionSize(), settings.maxInflatedBytesPerConnection(), settings.fallbackHandlerRegistry(),
-            streamHandlerOf(settings), settings.streamMethods(), settings.maxInboundMetadataSize());
+            streamHandlerOf(settings), settings.streamMethods(), settings.maxInboundMetadataSize(),
+            settings.keepAliveTimeNanos(), settings.keepAliveTimeoutNanos(), settings.maxConnectionIdleNanos());
     }
 
     private static ServerStreamHandler<?> streamHandlerOf(final RpcServer.Builder settings)
@@ -130,7 +136,9 @@ public final class ServerConfig
             shutdownGracePeriod, transportOptions, maxConcurrentCallsPerConnection, keepAlivePermitNanos,
             permitKeepAliveWithoutCalls, maxConnectionAgeNanos, maxConnectionAgeGraceNanos, CodecRegistry.defaults(),
             null, RpcServer.Builder.DEFAULT_MIN_COMPRESSION_SIZE, RpcServer.Builder.DEFAULT_MAX_INFLATED_BYTES_PER_CONNECTION,
-            null, null, List.of(), RpcServer.Builder.DEFAULT_MAX_INBOUND_METADATA_SIZE);
+            null, null, List.of(), RpcServer.Builder.DEFAULT_MAX_INBOUND_METADATA_SIZE,
+            RpcServer.Builder.DEFAULT_KEEP_ALIVE_TIME.toNanos(), RpcServer.Builder.DEFAULT_KEEP_ALIVE_TIMEOUT.toNanos(),
+            Long.MAX_VALUE);
     }
 
     private ServerConfig(final String uri, final List<ServiceDefinition> services,
@@ -141,8 +149,12 @@ public final class ServerConfig
         final long maxConnectionAgeGraceNanos, final CodecRegistry codecs, final String compression,
         final int minCompressionSize, final long maxInflatedBytesPerConnection,
         final Function<String, ServiceDefinition.ServerMethodDefinition<?, ?>> fallbackHandlerRegistry,
-        final ServerStreamHandler<?> streamHandler, final List<String> streamMethods, final int maxInboundMetadataSize)
+        final ServerStreamHandler<?> streamHandler, final List<String> streamMethods, final int maxInboundMetadataSize,
+        final long keepAliveTimeNanos, final long keepAliveTimeoutNanos, final long maxConnectionIdleNanos)
     {
+        this.keepAliveTimeNanos = keepAliveTimeNanos;
+        this.keepAliveTimeoutNanos = keepAliveTimeoutNanos;
+        this.maxConnectionIdleNanos = maxConnectionIdleNanos;
         this.maxInboundMetadataSize = maxInboundMetadataSize;
         this.fallbackHandlerRegistry = fallbackHandlerRegistry;
         this.streamHandler = streamHandler;

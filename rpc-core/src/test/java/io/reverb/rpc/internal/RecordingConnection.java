@@ -10,6 +10,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MonitorInfo;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -18,7 +19,8 @@ import java.util.List;
  */
 class RecordingConnection implements Connection, WriteClaim.Committer
 {
-    final List<byte[]> messages = new ArrayList<>();
+    /** Synchronized: a timer (keep-alive, idle) may write while a test reads; copy under its monitor to iterate. */
+    final List<byte[]> messages = Collections.synchronizedList(new ArrayList<>());
     final List<List<String>> monitorsAtClaim = new ArrayList<>();
     private final boolean signalsReadComplete;
     /** While set, every claim is back-pressured (a peer that reads nothing). */
@@ -80,9 +82,13 @@ class RecordingConnection implements Connection, WriteClaim.Committer
         return 1 << 20;
     }
 
+    /** Whether the connection asked the transport to close it. */
+    volatile boolean closeAsked;
+
     @Override
     public void close()
     {
+        closeAsked = true;
     }
 
     @Override

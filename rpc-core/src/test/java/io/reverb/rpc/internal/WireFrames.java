@@ -90,6 +90,15 @@ final class WireFrames
         return buffer.array();
     }
 
+    /** @return the ACK of a PING, echoing its payload. */
+    byte[] pingAck(final long payload)
+    {
+        final ByteBuffer buffer = FrameCodec.le(ByteBuffer.allocate(FrameEncoder.HEADER + 8));
+        final int body = encoder.header(buffer, 0, FrameEncoder.HEADER + 8, FrameType.PING, FrameType.Flags.ACK, 0);
+        buffer.putLong(body, payload);
+        return buffer.array();
+    }
+
     /** @return a PING frame (not an ACK). */
     byte[] ping(final long payload)
     {
