@@ -3,6 +3,8 @@ package io.reverb.grpc;
 import io.reverb.rdma.provider.disni.EmulatedDeviceLeakCheck;
 import io.reverb.rdma.provider.disni.RdmaTestDevice;
 import io.reverb.rdma.provider.disni.RdmaTrafficCheck;
+import io.reverb.rdma.verbs.TestScale;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -16,5 +18,12 @@ class RdmaGrpcTransportContractTest extends AbstractReverbTransportContractTest
     protected String newAddress()
     {
         return "rdma://" + RdmaTestDevice.hostOrSkip() + ":0";
+    }
+
+    /** Over a real device on a slow host (TestScale: a VM under emulation), longer deadlines. */
+    @Override
+    protected long scaledMillis(final long millis)
+    {
+        return TimeUnit.NANOSECONDS.toMillis(TestScale.nanos(TimeUnit.MILLISECONDS.toNanos(millis)));
     }
 }
