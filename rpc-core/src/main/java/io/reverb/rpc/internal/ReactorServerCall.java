@@ -646,7 +646,9 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
             throw brokenPublisher("onError(null)", false);
         }
         final Throwable t = GrpcStatusExceptions.translate(error);
-        final Status status = Status.fromThrowable(t);
+        // Any other exception ends the call UNKNOWN without its message, as grpc-java's and reactive-grpc's servers
+        // do: a message may carry what the client must not see (a query, a path, a host); it stays in the log.
+        final Status status = carriesStatus(t) ? Status.fromThrowable(t) : Status.UNKNOWN.withCause(t);
         Metadata trailers = trailersCopy();
         if (t instanceof RpcException && !((RpcException)t).trailers().isEmpty())
         {
@@ -658,8 +660,8 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
         }
         if (!(t instanceof RpcException))
         {
-            // the stack trace stays in the server's log (rate-limited per method: a peer can make every call
-            // fail); the client gets the code and message only. Methods of services the server does not list (a
+            // the exception stays in the server's log (rate-limited per method: a peer can make every call
+            // fail); the client gets the code only. Methods of services the server does not list (a
             // fallback registry's, whose names a client chooses) share one key: they cannot fill the limiter's keys.
             final String name = method.fullMethodName();
             final int slash = name.lastIndexOf('/');
@@ -674,6 +676,20 @@ abstract class ReactorServerCall<Req, Resp> extends ServerCall<Req, Resp> implem
     public void onComplete()
     {
         finish(Status.OK, trailersCopy());
+    }
+
+    /** @return whether the exception or one of its causes is an RpcException (then its status is the call's). */
+    private static boolean carriesStatus(final Throwable t)
+    {
+        int depth = 0;
+        for (Throwable c = t; c != null && depth < 64; c = c.getCause(), depth++) // a chain may loop (initCause)
+        {
+            if (c instanceof RpcException)
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

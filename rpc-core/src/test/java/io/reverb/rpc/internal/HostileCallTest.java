@@ -14,9 +14,13 @@ import io.reverb.rpc.TestService;
 import io.reverb.rpc.protobuf.ProtoMarshaller;
 import io.reverb.rpc.stub.ServerCalls;
 import io.reverb.rpc.transport.TransportOptions;
+import io.reverb.rpc.wire.FrameHeaderFlyweight;
+import io.reverb.rpc.wire.FrameType;
+import io.reverb.rpc.wire.StatusFlyweight;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -87,7 +91,17 @@ class HostileCallTest
             frames.message(1, STRING, StringValue.of("x"), false), frames.halfClose(1))));
 
         assertThat(connection.streams.isEmpty()).as("the call ended").isTrue();
-        assertThat(text(transport)).contains("this publisher throws from subscribe");
+        final List<Integer> codes = new ArrayList<>();
+        for (final ByteBuffer frame : WireFrames.written(transport))
+        {
+            if (frame.get(FrameHeaderFlyweight.TYPE_OFFSET) == FrameType.STATUS.value())
+            {
+                codes.add(frame.getInt(FrameHeaderFlyweight.HEADER_LENGTH + StatusFlyweight.CODE_OFFSET));
+            }
+        }
+        assertThat(codes).as("the call's STATUS").containsExactly(StatusCode.UNKNOWN.value());
+        assertThat(text(transport)).as("nothing of the exception reaches the client")
+            .doesNotContain("this publisher throws from subscribe");
         assertThat(connection.closed).isFalse();
     }
 

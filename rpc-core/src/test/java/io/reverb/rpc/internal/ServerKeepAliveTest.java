@@ -18,7 +18,6 @@ import io.reverb.rpc.testing.Await;
 import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -159,7 +158,7 @@ class ServerKeepAliveTest
     private static List<Long> pings(final RecordingConnection transport)
     {
         final List<Long> payloads = new ArrayList<>();
-        for (final ByteBuffer frame : frames(transport))
+        for (final ByteBuffer frame : WireFrames.written(transport))
         {
             if (frame.get(FrameHeaderFlyweight.TYPE_OFFSET) == FrameType.PING.value() &&
                 (frame.getShort(FrameHeaderFlyweight.FLAGS_OFFSET) & FrameType.Flags.ACK) == 0)
@@ -173,32 +172,10 @@ class ServerKeepAliveTest
     private static int goAways(final RecordingConnection transport)
     {
         int n = 0;
-        for (final ByteBuffer frame : frames(transport))
+        for (final ByteBuffer frame : WireFrames.written(transport))
         {
             n += frame.get(FrameHeaderFlyweight.TYPE_OFFSET) == FrameType.GOAWAY.value() ? 1 : 0;
         }
         return n;
-    }
-
-    /** @return every frame the server wrote (each a little-endian buffer from its header). */
-    private static List<ByteBuffer> frames(final RecordingConnection transport)
-    {
-        final List<byte[]> messages;
-        synchronized (transport.messages)
-        {
-            messages = new ArrayList<>(transport.messages);
-        }
-        final List<ByteBuffer> frames = new ArrayList<>();
-        for (final byte[] message : messages)
-        {
-            final ByteBuffer all = ByteBuffer.wrap(message).order(ByteOrder.LITTLE_ENDIAN);
-            for (int at = 0; at + FrameHeaderFlyweight.HEADER_LENGTH <= message.length; )
-            {
-                final int length = all.getInt(at);
-                frames.add(all.duplicate().position(at).limit(at + length).slice().order(ByteOrder.LITTLE_ENDIAN));
-                at += length;
-            }
-        }
-        return frames;
     }
 }

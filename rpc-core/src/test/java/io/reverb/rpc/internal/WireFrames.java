@@ -5,13 +5,17 @@ import io.reverb.rpc.Metadata;
 import io.reverb.rpc.MethodDescriptor;
 import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameCodec;
+import io.reverb.rpc.wire.FrameHeaderFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.zip.GZIPOutputStream;
 
 /**
@@ -135,5 +139,27 @@ final class WireFrames
         {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /** @return every frame written to the connection (each a little-endian buffer from its header), in order. */
+    static List<ByteBuffer> written(final RecordingConnection transport)
+    {
+        final List<byte[]> messages;
+        synchronized (transport.messages)
+        {
+            messages = new ArrayList<>(transport.messages);
+        }
+        final List<ByteBuffer> frames = new ArrayList<>();
+        for (final byte[] message : messages)
+        {
+            final ByteBuffer all = ByteBuffer.wrap(message).order(ByteOrder.LITTLE_ENDIAN);
+            for (int at = 0; at + FrameHeaderFlyweight.HEADER_LENGTH <= message.length; )
+            {
+                final int length = all.getInt(at);
+                frames.add(all.duplicate().position(at).limit(at + length).slice().order(ByteOrder.LITTLE_ENDIAN));
+                at += length;
+            }
+        }
+        return frames;
     }
 }
