@@ -9,8 +9,6 @@ import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.StatusFlyweight;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -58,34 +56,8 @@ final class ClientWireConnection extends WireConnection
     /** The last stream id of the server's GOAWAY: the server never saw the calls above it. */
     private volatile int goAwayLastStreamId = Integer.MAX_VALUE;
     private volatile Disposable keepAlive;
-    /** The outstanding PING's own deadline: a dead peer is noticed keep-alive timeout after the PING left. */
-    private volatile Disposable pingTimeout;
-    /** Payload of the PING awaiting its ACK, 0 for none. */
-    private final AtomicLong outstandingPing = new AtomicLong();
-    private long pingCount; // the keep-alive tick only (one periodic task: never two at once)
-    /**
-     * Frames received from the server, counted on the transport's thread (a release store: no fence on the frame path)
-     * and read when a keep-alive PING times out: any frame that came after the PING left shows the peer alive (as
-     * grpc-java's {@code KeepAliveManager.onDataReceived}), so a PING whose answer queues behind megabytes of responses
-     * on a slow link does not cost the connection. Compared for inequality only: wrapping around is harmless.
-     */
-    @SuppressWarnings("unused") // through FRAMES_RECEIVED
-    private int framesReceived;
-    /** {@link #framesReceived} when the outstanding keep-alive PING left (written before its timeout is scheduled). */
-    private int framesAtPing;
-    private static final VarHandle FRAMES_RECEIVED;
-
-    static
-    {
-        try
-        {
-            FRAMES_RECEIVED = MethodHandles.lookup().findVarHandle(ClientWireConnection.class, "framesReceived", int.class);
-        }
-        catch (final ReflectiveOperationException e)
-        {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    /** Keep-alive's PINGs and their timeouts (see {@link #keepAliveTick}). */
+    private final KeepAlivePings keepAlivePings;
     private final StatusFlyweight inStatus = new StatusFlyweight(); // the transport's thread only
     /**
      * PINGs asked for by the owner ({@link #ping()}), by payload: negative payloads, apart from keep-alive's positive
@@ -107,6 +79,30 @@ final class ClientWireConnection extends WireConnection
         this.channel = channel;
         this.maxInboundMetadataSize = channel.config().maxInboundMetadataSize;
         this.lastStreamId = lastStreamId;
+        this.keepAlivePings = new KeepAlivePings(new KeepAlivePings.Owner()
+        {
+            @Override
+            public boolean isClosed()
+            {
+                return closed;
+            }
+
+            @Override
+            public boolean writePing(final long payload)
+            {
+                return write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload));
+            }
+
+            @Override
+            public void peerSilent()
+            {
+                LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
+                    channel.config().keepAliveTimeout);
+                closeWithError(Status.UNAVAILABLE.withDescription(
+                    "keep-alive ping not answered within " + channel.config().keepAliveTimeout)
+                    .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
+            }
+        }, channel.timer(), channel.config().keepAliveTimeout.toNanos());
     }
 
     @Override
@@ -339,7 +335,7 @@ final class ClientWireConnection extends WireConnection
     void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
         final int end) throws ProtocolException
     {
-        FRAMES_RECEIVED.setRelease(this, (int)FRAMES_RECEIVED.get(this) + 1);
+        keepAlivePings.frameReceived();
         switch (type)
         {
             case HEADERS:
@@ -461,8 +457,7 @@ final class ClientWireConnection extends WireConnection
 
     /**
      * Every keep-alive interval: PINGs the server if calls are open (or always, with keep-alive without calls), unless
-     * a PING is still unanswered. Each PING gets its own timeout timer ({@link #onPingTimeout}), so a silent peer is
-     * noticed keep-alive interval + timeout after its last answer, not at the next tick after the timeout.
+     * a PING is still unanswered ({@link KeepAlivePings}).
      */
     private void keepAliveTick()
     {
@@ -471,41 +466,11 @@ final class ClientWireConnection extends WireConnection
             disposeKeepAlive();
             return;
         }
-        if (outstandingPing.get() != 0)
-        {
-            return; // its own timeout watches it
-        }
         if (streams.isEmpty() && !channel.config().keepAliveWithoutCalls)
         {
             return;
         }
-        final long payload = ++pingCount;
-        outstandingPing.set(payload);
-        framesAtPing = (int)FRAMES_RECEIVED.getAcquire(this);
-        final long timeoutNanos = channel.config().keepAliveTimeout.toNanos();
-        pingTimeout = channel.timer().schedule(() -> onPingTimeout(payload), timeoutNanos, TimeUnit.NANOSECONDS);
-        if (!write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
-        {
-            onPingAck(payload); // closed meanwhile: nothing to wait for
-        }
-    }
-
-    private void onPingTimeout(final long payload)
-    {
-        if (closed || outstandingPing.get() != payload)
-        {
-            return; // answered (or the connection ended) meanwhile
-        }
-        if ((int)FRAMES_RECEIVED.getAcquire(this) != framesAtPing)
-        {
-            onPingAck(payload); // the server was heard from since the PING left: as good as its answer
-            return;
-        }
-        LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
-            channel.config().keepAliveTimeout);
-        closeWithError(Status.UNAVAILABLE.withDescription(
-            "keep-alive ping not answered within " + channel.config().keepAliveTimeout)
-            .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
+        keepAlivePings.ping();
     }
 
     /**
@@ -552,14 +517,7 @@ final class ClientWireConnection extends WireConnection
             }
             return;
         }
-        if (outstandingPing.compareAndSet(payload, 0))
-        {
-            final Disposable t = pingTimeout;
-            if (t != null)
-            {
-                t.dispose();
-            }
-        }
+        keepAlivePings.onAck(payload);
     }
 
     private void disposeKeepAlive()
@@ -569,11 +527,7 @@ final class ClientWireConnection extends WireConnection
         {
             k.dispose();
         }
-        final Disposable t = pingTimeout;
-        if (t != null)
-        {
-            t.dispose();
-        }
+        keepAlivePings.stop();
     }
 
     /**

@@ -13,14 +13,11 @@ import io.reverb.rpc.wire.CallFlyweight;
 import io.reverb.rpc.wire.FrameCodec;
 import io.reverb.rpc.wire.FrameType;
 import io.reverb.rpc.wire.ProtocolException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.SSLSession;
 import reactor.core.Disposable;
 
@@ -81,36 +78,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
     final InflationBudget inflationBudget;
     /** Inflates its compressed requests off the transport's thread. */
     private final InflationLane inflationLane;
-    /** The server's keep-alive PINGs (null when off), and the timeout of the one outstanding. */
-    private volatile Disposable keepAlivePings;
-    private volatile Disposable pingTimeout;
-    /** Payload of the keep-alive PING awaiting its ACK, 0 for none. */
-    private final AtomicLong outstandingPing = new AtomicLong();
-    private long pingCount; // the keep-alive tick only
-    /**
-     * Frames received (the transport's thread writes, the timer reads): any frame after the PING left shows the client
-     * alive, as grpc-java's {@code KeepAliveManager.onDataReceived}, so an answer queued behind requests costs nothing.
-     */
-    @SuppressWarnings("unused") // through FRAMES_RECEIVED
-    private int framesReceived;
-    private int framesAtPing;
-    private static final VarHandle FRAMES_RECEIVED;
+    /** The server's keep-alive: its periodic task (null when off), and its PINGs and their timeouts. */
+    private volatile Disposable keepAliveTicks;
+    private final KeepAlivePings keepAlivePings;
     /** The max-connection-idle check (null when off), and what it saw: the last stream id and since when it is idle. */
     private volatile Disposable idleCheck;
     private int idleSeenStreamId;
     private long idleSinceNanos;
-
-    static
-    {
-        try
-        {
-            FRAMES_RECEIVED = MethodHandles.lookup().findVarHandle(ServerWireConnection.class, "framesReceived", int.class);
-        }
-        catch (final ReflectiveOperationException e)
-        {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     ServerWireConnection(final ServerRuntime server, final Connection connection)
     {
@@ -134,9 +108,32 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 ThreadLocalRandom.current().nextDouble());
             ageTimer = server.timer().schedule(this::onMaxAge, age, TimeUnit.NANOSECONDS);
         }
+        this.keepAlivePings = new KeepAlivePings(new KeepAlivePings.Owner()
+        {
+            @Override
+            public boolean isClosed()
+            {
+                return closed;
+            }
+
+            @Override
+            public boolean writePing(final long payload)
+            {
+                return write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload));
+            }
+
+            @Override
+            public void peerSilent()
+            {
+                final Duration timeout = Duration.ofNanos(config.keepAliveTimeoutNanos);
+                LOG.debug("keep-alive PING to {} not answered within {}; closing the connection", peer(), timeout);
+                closeNow(Status.UNAVAILABLE.withDescription("the server's keep-alive ping was not answered within " +
+                    timeout));
+            }
+        }, server.timer(), config.keepAliveTimeoutNanos);
         if (config.keepAliveTimeNanos != Long.MAX_VALUE)
         {
-            keepAlivePings = server.timer().schedulePeriodically(this::keepAliveTick, config.keepAliveTimeNanos,
+            keepAliveTicks = server.timer().schedulePeriodically(this::keepAliveTick, config.keepAliveTimeNanos,
                 config.keepAliveTimeNanos, TimeUnit.NANOSECONDS);
         }
         if (config.maxConnectionIdleNanos != Long.MAX_VALUE)
@@ -147,10 +144,7 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
         }
     }
 
-    /**
-     * Every keep-alive interval: PINGs the client unless a PING is still unanswered; its own timer closes the
-     * connection if nothing came from the client within the keep-alive timeout ({@link #onPingTimeout}).
-     */
+    /** Every keep-alive interval: PINGs the client unless a PING is still unanswered ({@link KeepAlivePings}). */
     private void keepAliveTick()
     {
         if (closed)
@@ -158,48 +152,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
             stopTimers();
             return;
         }
-        if (outstandingPing.get() != 0)
-        {
-            return; // its own timeout watches it
-        }
-        final long payload = ++pingCount;
-        outstandingPing.set(payload);
-        framesAtPing = (int)FRAMES_RECEIVED.getAcquire(this);
-        pingTimeout = server.timer().schedule(() -> onPingTimeout(payload), server.config().keepAliveTimeoutNanos,
-            TimeUnit.NANOSECONDS);
-        if (!write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
-        {
-            onPingAck(payload); // closed meanwhile: nothing to wait for
-        }
-    }
-
-    private void onPingTimeout(final long payload)
-    {
-        if (closed || outstandingPing.get() != payload)
-        {
-            return; // answered (or the connection ended) meanwhile
-        }
-        if ((int)FRAMES_RECEIVED.getAcquire(this) != framesAtPing)
-        {
-            onPingAck(payload); // the client was heard from since the PING left: as good as its answer
-            return;
-        }
-        final Duration timeout = Duration.ofNanos(server.config().keepAliveTimeoutNanos);
-        LOG.debug("keep-alive PING to {} not answered within {}; closing the connection", peer(), timeout);
-        closeNow(Status.UNAVAILABLE.withDescription("the server's keep-alive ping was not answered within " + timeout));
+        keepAlivePings.ping();
     }
 
     @Override
     void onPingAck(final long payload)
     {
-        if (payload > 0 && outstandingPing.compareAndSet(payload, 0))
-        {
-            final Disposable t = pingTimeout;
-            if (t != null)
-            {
-                t.dispose();
-            }
-        }
+        keepAlivePings.onAck(payload);
     }
 
     /**
@@ -235,13 +194,14 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
 
     private void stopTimers()
     {
-        for (final Disposable timer : new Disposable[] {keepAlivePings, pingTimeout, idleCheck, ageTimer})
+        for (final Disposable timer : new Disposable[] {keepAliveTicks, idleCheck, ageTimer})
         {
             if (timer != null)
             {
                 timer.dispose();
             }
         }
+        keepAlivePings.stop();
     }
 
     @Override
@@ -340,7 +300,7 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
     void onFrame(final FrameType type, final int flags, final int streamId, final ByteBuffer buffer, final int start,
         final int end) throws ProtocolException
     {
-        FRAMES_RECEIVED.setRelease(this, (int)FRAMES_RECEIVED.get(this) + 1);
+        keepAlivePings.frameReceived();
         switch (type)
         {
             case CALL:
