@@ -79,30 +79,14 @@ final class ClientWireConnection extends WireConnection
         this.channel = channel;
         this.maxInboundMetadataSize = channel.config().maxInboundMetadataSize;
         this.lastStreamId = lastStreamId;
-        this.keepAlivePings = new KeepAlivePings(new KeepAlivePings.Owner()
+        this.keepAlivePings = new KeepAlivePings(this, channel.timer(), channel.config().keepAliveTimeout.toNanos(), () ->
         {
-            @Override
-            public boolean isClosed()
-            {
-                return closed;
-            }
-
-            @Override
-            public boolean writePing(final long payload)
-            {
-                return write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload));
-            }
-
-            @Override
-            public void peerSilent()
-            {
-                LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
-                    channel.config().keepAliveTimeout);
-                closeWithError(Status.UNAVAILABLE.withDescription(
-                    "keep-alive ping not answered within " + channel.config().keepAliveTimeout)
-                    .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
-            }
-        }, channel.timer(), channel.config().keepAliveTimeout.toNanos());
+            LOG.warn("keep-alive PING to {} not answered within {}; closing the connection", peer(),
+                channel.config().keepAliveTimeout);
+            closeWithError(Status.UNAVAILABLE.withDescription(
+                "keep-alive ping not answered within " + channel.config().keepAliveTimeout)
+                .withCause(CallFailureCause.of(CallFailureCause.Reason.CONNECTION_LOST)));
+        });
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.reverb.rpc.internal;
 
+import io.reverb.rpc.wire.FrameType;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.TimeUnit;
@@ -19,25 +20,11 @@ import reactor.core.scheduler.Scheduler;
  */
 final class KeepAlivePings
 {
-    /** The connection the PINGs go over. */
-    interface Owner
-    {
-        /** @return true once the connection is closed (the PINGs end). */
-        boolean isClosed();
-
-        /**
-         * @param payload the PING's payload (positive).
-         * @return false if the connection is closed (the PING was not written).
-         */
-        boolean writePing(long payload);
-
-        /** Nothing came from the peer within the timeout after the PING left: the owner closes the connection. */
-        void peerSilent();
-    }
-
     private static final VarHandle FRAMES_RECEIVED;
 
-    private final Owner owner;
+    private final WireWriter connection;
+    /** Nothing came from the peer within the timeout after the PING left: closes the connection. */
+    private final Runnable peerSilent;
     private final Scheduler timer;
     private final long timeoutNanos;
     /** Payload of the PING awaiting its ACK, 0 for none. */
@@ -67,13 +54,15 @@ final class KeepAlivePings
     }
 
     /**
-     * @param owner        the connection.
+     * @param connection   the connection the PINGs go over.
      * @param timer        schedules the timeouts.
      * @param timeoutNanos how long a PING may go unanswered (with nothing else from the peer).
+     * @param peerSilent   closes the connection when nothing came from the peer within the timeout after a PING left.
      */
-    KeepAlivePings(final Owner owner, final Scheduler timer, final long timeoutNanos)
+    KeepAlivePings(final WireWriter connection, final Scheduler timer, final long timeoutNanos, final Runnable peerSilent)
     {
-        this.owner = owner;
+        this.connection = connection;
+        this.peerSilent = peerSilent;
         this.timer = timer;
         this.timeoutNanos = timeoutNanos;
     }
@@ -95,7 +84,7 @@ final class KeepAlivePings
         outstanding.set(payload);
         framesAtPing = (int)FRAMES_RECEIVED.getAcquire(this);
         timeout = timer.schedule(() -> onTimeout(payload), timeoutNanos, TimeUnit.NANOSECONDS);
-        if (!owner.writePing(payload))
+        if (!connection.write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload)))
         {
             onAck(payload); // closed meanwhile: nothing to wait for
         }
@@ -130,7 +119,7 @@ final class KeepAlivePings
 
     private void onTimeout(final long payload)
     {
-        if (owner.isClosed() || outstanding.get() != payload)
+        if (connection.closed || outstanding.get() != payload)
         {
             return; // answered (or the connection ended) meanwhile
         }
@@ -139,6 +128,6 @@ final class KeepAlivePings
             onAck(payload); // the peer was heard from since the PING left: as good as its answer
             return;
         }
-        owner.peerSilent();
+        peerSilent.run();
     }
 }

@@ -108,29 +108,13 @@ final class ServerWireConnection extends WireConnection implements AcceptedConne
                 ThreadLocalRandom.current().nextDouble());
             ageTimer = server.timer().schedule(this::onMaxAge, age, TimeUnit.NANOSECONDS);
         }
-        this.keepAlivePings = new KeepAlivePings(new KeepAlivePings.Owner()
+        this.keepAlivePings = new KeepAlivePings(this, server.timer(), config.keepAliveTimeoutNanos, () ->
         {
-            @Override
-            public boolean isClosed()
-            {
-                return closed;
-            }
-
-            @Override
-            public boolean writePing(final long payload)
-            {
-                return write(new OutboundFrame.Control(FrameType.PING, 0, 0, payload));
-            }
-
-            @Override
-            public void peerSilent()
-            {
-                final Duration timeout = Duration.ofNanos(config.keepAliveTimeoutNanos);
-                LOG.debug("keep-alive PING to {} not answered within {}; closing the connection", peer(), timeout);
-                closeNow(Status.UNAVAILABLE.withDescription("the server's keep-alive ping was not answered within " +
-                    timeout));
-            }
-        }, server.timer(), config.keepAliveTimeoutNanos);
+            final Duration timeout = Duration.ofNanos(config.keepAliveTimeoutNanos);
+            LOG.debug("keep-alive PING to {} not answered within {}; closing the connection", peer(), timeout);
+            closeNow(Status.UNAVAILABLE.withDescription("the server's keep-alive ping was not answered within " +
+                timeout));
+        });
         if (config.keepAliveTimeNanos != Long.MAX_VALUE)
         {
             keepAliveTicks = server.timer().schedulePeriodically(this::keepAliveTick, config.keepAliveTimeNanos,
