@@ -92,6 +92,19 @@ public class ReverbProperties
          * beyond it a compressed request fails RESOURCE_EXHAUSTED.
          */
         private DataSize maxInflatedBytesPerConnection;
+        /**
+         * How often the server PINGs each connection; a client that answers nothing within keep-alive-timeout is
+         * closed and its calls end (default 2h, as grpc-java's server).
+         */
+        private Duration keepAliveTime;
+        /** How long the server waits for an answer to its keep-alive PING (default 20s). */
+        private Duration keepAliveTimeout;
+        /** A connection without calls this long is drained: GOAWAY, then close (default: never). */
+        private Duration maxConnectionIdle;
+        /** A connection this old (+-10%) is drained, so that clients rebalance (default: never). */
+        private Duration maxConnectionAge;
+        /** How long a drained old connection's calls may still run (default: as long as they take). */
+        private Duration maxConnectionAgeGrace;
         /** Whether to serve Reverb's health service (reverb.health.v1.Health), whose statuses Actuator reports. */
         private boolean healthServiceEnabled = true;
         /**
@@ -190,6 +203,66 @@ public class ReverbProperties
         public void setMaxInflatedBytesPerConnection(final DataSize maxInflatedBytesPerConnection)
         {
             this.maxInflatedBytesPerConnection = maxInflatedBytesPerConnection;
+        }
+
+        /** @return the server's keep-alive PING interval, or null for RpcServer's default (2 h). */
+        public Duration getKeepAliveTime()
+        {
+            return keepAliveTime;
+        }
+
+        /** @param keepAliveTime the server's keep-alive PING interval. */
+        public void setKeepAliveTime(final Duration keepAliveTime)
+        {
+            this.keepAliveTime = keepAliveTime;
+        }
+
+        /** @return how long a keep-alive PING may go unanswered, or null for RpcServer's default (20 s). */
+        public Duration getKeepAliveTimeout()
+        {
+            return keepAliveTimeout;
+        }
+
+        /** @param keepAliveTimeout how long a keep-alive PING may go unanswered. */
+        public void setKeepAliveTimeout(final Duration keepAliveTimeout)
+        {
+            this.keepAliveTimeout = keepAliveTimeout;
+        }
+
+        /** @return the idle time after which a connection is drained, or null for never. */
+        public Duration getMaxConnectionIdle()
+        {
+            return maxConnectionIdle;
+        }
+
+        /** @param maxConnectionIdle the idle time after which a connection is drained. */
+        public void setMaxConnectionIdle(final Duration maxConnectionIdle)
+        {
+            this.maxConnectionIdle = maxConnectionIdle;
+        }
+
+        /** @return the age after which a connection is drained, or null for never. */
+        public Duration getMaxConnectionAge()
+        {
+            return maxConnectionAge;
+        }
+
+        /** @param maxConnectionAge the age after which a connection is drained. */
+        public void setMaxConnectionAge(final Duration maxConnectionAge)
+        {
+            this.maxConnectionAge = maxConnectionAge;
+        }
+
+        /** @return how long a drained old connection's calls may run, or null for as long as they take. */
+        public Duration getMaxConnectionAgeGrace()
+        {
+            return maxConnectionAgeGrace;
+        }
+
+        /** @param maxConnectionAgeGrace how long a drained old connection's calls may run. */
+        public void setMaxConnectionAgeGrace(final Duration maxConnectionAgeGrace)
+        {
+            this.maxConnectionAgeGrace = maxConnectionAgeGrace;
         }
 
         /** @return whether the health service is served. */

@@ -139,6 +139,40 @@ public class ReverbServerLifecycle
             PropertyChecks.messageSize("reverb.server.max-inbound-message-size", properties.getMaxInboundMessageSize());
     }
 
+    /** The keep-alive and connection-lifetime properties, each checked (positive) and named when it is not. */
+    private void connectionLifetimes(final RpcServer.Builder builder)
+    {
+        final Duration pingTime = properties.getKeepAliveTime();
+        final Duration pingTimeout = properties.getKeepAliveTimeout();
+        if (pingTime != null || pingTimeout != null)
+        {
+            if (pingTime != null)
+            {
+                PropertyChecks.positive("reverb.server.keep-alive-time", pingTime);
+            }
+            if (pingTimeout != null)
+            {
+                PropertyChecks.positive("reverb.server.keep-alive-timeout", pingTimeout);
+            }
+            builder.keepAlive(pingTime != null ? pingTime : Duration.ofNanos(builder.keepAliveTimeNanos()),
+                pingTimeout != null ? pingTimeout : Duration.ofNanos(builder.keepAliveTimeoutNanos()));
+        }
+        if (properties.getMaxConnectionIdle() != null)
+        {
+            PropertyChecks.positive("reverb.server.max-connection-idle", properties.getMaxConnectionIdle());
+            builder.maxConnectionIdle(properties.getMaxConnectionIdle());
+        }
+        if (properties.getMaxConnectionAge() != null)
+        {
+            PropertyChecks.positive("reverb.server.max-connection-age", properties.getMaxConnectionAge());
+            if (properties.getMaxConnectionAgeGrace() != null)
+            {
+                PropertyChecks.notNegative("reverb.server.max-connection-age-grace", properties.getMaxConnectionAgeGrace());
+            }
+            builder.maxConnectionAge(properties.getMaxConnectionAge(), properties.getMaxConnectionAgeGrace());
+        }
+    }
+
     @Override
     public void setEnvironment(final Environment environment)
     {
@@ -339,6 +373,7 @@ public class ReverbServerLifecycle
         {
             builder.maxInflatedBytesPerConnection(properties.getMaxInflatedBytesPerConnection().toBytes());
         }
+        connectionLifetimes(builder);
         if (!engineMade)
         {
             engine = ReverbSecurity.server(properties, bundles);

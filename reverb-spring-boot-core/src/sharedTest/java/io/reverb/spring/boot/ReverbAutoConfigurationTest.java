@@ -20,6 +20,7 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.ApplicationRunner;
@@ -421,6 +422,50 @@ class ReverbAutoConfigurationTest
                 assertThat(events.get(0).getAddress()).isEqualTo(address);
                 assertThat(events.get(0).getPort()).isEqualTo(-1);
             });
+    }
+
+    /** Captures the server's builder after the properties were applied. */
+    static class CapturedBuilder
+    {
+        final AtomicReference<RpcServer.Builder> builder = new AtomicReference<>();
+
+        @Bean
+        ReverbServerCustomizer capture()
+        {
+            return builder::set;
+        }
+    }
+
+    @Test
+    void shouldApplyTheServersKeepAliveAndConnectionLifetimes()
+    {
+        runner.withUserConfiguration(NativeEchoService.class, CapturedBuilder.class)
+            .withPropertyValues("reverb.server.address=" + shm(), "reverb.server.keep-alive-time=5m",
+                "reverb.server.keep-alive-timeout=7s", "reverb.server.max-connection-idle=1m",
+                "reverb.server.max-connection-age=10m", "reverb.server.max-connection-age-grace=30s")
+            .run(context ->
+            {
+                final RpcServer.Builder b = context.getBean(CapturedBuilder.class).builder.get();
+                assertThat(b.keepAliveTimeNanos()).isEqualTo(Duration.ofMinutes(5).toNanos());
+                assertThat(b.keepAliveTimeoutNanos()).isEqualTo(Duration.ofSeconds(7).toNanos());
+                assertThat(b.maxConnectionIdleNanos()).isEqualTo(Duration.ofMinutes(1).toNanos());
+                assertThat(b.maxConnectionAgeNanos()).isEqualTo(Duration.ofMinutes(10).toNanos());
+                assertThat(b.maxConnectionAgeGraceNanos()).isEqualTo(Duration.ofSeconds(30).toNanos());
+            });
+        runner.withUserConfiguration(NativeEchoService.class, CapturedBuilder.class)
+            .withPropertyValues("reverb.server.address=" + shm(), "reverb.server.keep-alive-timeout=3s")
+            .run(context ->
+            {
+                final RpcServer.Builder b = context.getBean(CapturedBuilder.class).builder.get();
+                assertThat(b.keepAliveTimeNanos()).as("the default").isEqualTo(Duration.ofHours(2).toNanos());
+                assertThat(b.keepAliveTimeoutNanos()).isEqualTo(Duration.ofSeconds(3).toNanos());
+                assertThat(b.maxConnectionIdleNanos()).as("off").isEqualTo(Long.MAX_VALUE);
+            });
+        runner.withUserConfiguration(NativeEchoService.class)
+            .withPropertyValues("reverb.server.address=" + shm(), "reverb.server.max-connection-idle=0s")
+            .run(context -> assertThat(context).hasFailed().getFailure().rootCause()
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reverb.server.max-connection-idle=PT0S"));
     }
 
     @Test
