@@ -89,6 +89,19 @@ public abstract class AbstractRpcTransportTest
     }
 
     /**
+     * Makes the client side of the connections to the server stop (or resume) reading, without closing anything: a
+     * client whose host vanished, as far as the server can tell.
+     *
+     * @param serverUri the server's address.
+     * @param frozen    true to hang.
+     * @return false if this transport cannot (the test is skipped).
+     */
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        return false;
+    }
+
+    /**
      * Makes the server stop reading without closing anything (a hung peer), or resume.
      *
      * @param serverUri the server's address.
@@ -941,6 +954,30 @@ public abstract class AbstractRpcTransportTest
         {
             freezeServer(serverUri, false);
         }
+    }
+
+    /** The server's own keep-alive: a client that answers nothing (its host vanished) loses its connection and calls. */
+    @Test
+    void shouldEndTheCallsOfASilentClientWithTheServersKeepAlive() throws Exception
+    {
+        final String uri = newServerUri();
+        startServer(uri, b -> b.keepAlive(scaledLimit(Duration.ofMillis(100)), scaledLimit(Duration.ofMillis(300))));
+        final RpcChannel c = newChannel(uri, b -> b);
+        final CompletableFuture<Throwable> failure = new CompletableFuture<>();
+        ClientCalls.serverStreaming(c, TestService.NEVER, CallOptions.DEFAULT, i32(1))
+            .subscribe(v -> { }, failure::complete, () -> failure.complete(null));
+        awaitCallsStarted(1);
+        assumeTrue(freezeClients(uri, true), "transport cannot simulate a vanished client");
+        try
+        {
+            assertThat(service.cancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS))
+                .as("the server ended the silent client's call").isTrue();
+        }
+        finally
+        {
+            freezeClients(uri, false);
+        }
+        assertStatus(failure.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS), StatusCode.UNAVAILABLE);
     }
 
     @Test

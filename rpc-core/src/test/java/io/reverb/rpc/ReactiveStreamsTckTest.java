@@ -6,6 +6,7 @@ import io.reverb.rpc.stub.ServerCalls;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -320,11 +321,24 @@ class ReactiveStreamsTckTest
         }
     }
 
+    /**
+     * Cancels the calls the rule started, and waits until the server has acted on the cancels: a call's CANCEL ends the
+     * handler's request Flux (with CANCELLED, to a subscriber of the rule that did not cancel it), and that signal must
+     * reach the rule's TCK environment before the next rule starts, not in the middle of it. One connection delivers
+     * in order: a unary call's answer comes after the server handled every CANCEL sent before it.
+     */
     private void cancelCalls()
     {
+        boolean any = false;
         for (Disposable call = calls.poll(); call != null; call = calls.poll())
         {
             call.dispose();
+            any = true;
+        }
+        if (any)
+        {
+            ClientCalls.unary(channel, ECHO, CallOptions.DEFAULT, Int64Value.of(0))
+                .block(Duration.ofMillis(TIMEOUT_MILLIS * 5));
         }
     }
 

@@ -78,6 +78,12 @@ class RdmaRpcTest extends AbstractRpcTransportTest
         return true;
     }
 
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        return EngineTransportTestHooks.freezeClients(serverUri, frozen) > 0;
+    }
+
     /**
      * The load-matrix cell "rdma, server-streaming, c=128": 128 closed-loop lanes, each issuing its next stream
      * when the previous one completes, 2,000 streams of 10 messages of about 1 KiB. Counted: every stream

@@ -62,6 +62,29 @@ final class EngineTransportTestHooks
     }
 
     /**
+     * The client side of every connection to the address stops (or resumes) reading, without closing anything: a
+     * client whose host vanished, as far as the server can tell (nothing answers).
+     *
+     * @param serverUri the listener's address.
+     * @param frozen    true to hang.
+     * @return connections affected.
+     */
+    static int freezeClients(final String serverUri, final boolean frozen)
+    {
+        int n = 0;
+        final String server = withoutQuery(serverUri);
+        for (final EngineTransportConnection connection : transportOf(serverUri).connections())
+        {
+            if (!connection.localAddress().equals(server) && connection.remoteAddress().equals(server))
+            {
+                connection.engineConnection().pauseReceiving(frozen);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
      * @param serverUri a listener's address.
      * @return messages (data frames) the client ends of the connections to it have posted, i.e. handed to the peer.
      */

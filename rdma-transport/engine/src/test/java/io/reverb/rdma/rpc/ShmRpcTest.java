@@ -26,4 +26,10 @@ class ShmRpcTest extends AbstractRpcTransportTest
         EngineTransportTestHooks.freezeServer(serverUri, frozen);
         return true;
     }
+
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        return EngineTransportTestHooks.freezeClients(serverUri, frozen) > 0;
+    }
 }

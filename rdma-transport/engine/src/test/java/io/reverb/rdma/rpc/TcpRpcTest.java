@@ -35,4 +35,10 @@ class TcpRpcTest extends AbstractRpcTransportTest
         EngineTransportTestHooks.freezeServer(serverUri, frozen);
         return true;
     }
+
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        return EngineTransportTestHooks.freezeClients(serverUri, frozen) > 0;
+    }
 }
