@@ -33,9 +33,11 @@ import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -193,13 +195,15 @@ class TcpTlsRpcTest
     @Test
     void shouldGiveBothSidesTheTlsSessionWithThePeersCertificate() throws Exception
     {
-        final AtomicReference<SSLSession> accepted = new AtomicReference<>();
+        // each accepted connection's session (none: empty), as the server's listener is told of it: on the server's
+        // own thread, possibly after the client's connect completed
+        final BlockingQueue<Optional<SSLSession>> accepted = new LinkedBlockingQueue<>();
         final AcceptedConnection.Listener listener = new AcceptedConnection.Listener()
         {
             @Override
             public void connectionAccepted(final AcceptedConnection connection)
             {
-                accepted.set(connection.sslSession());
+                accepted.add(Optional.ofNullable(connection.sslSession()));
             }
 
             @Override
@@ -222,7 +226,9 @@ class TcpTlsRpcTest
 
         assertThat(subject(client.sslSession())).as("the server's certificate").contains("CN=reverb-test-server");
         assertThat(client.sslSession().getProtocol()).startsWith("TLS");
-        assertThat(subject(accepted.get())).as("the client's certificate").contains("CN=reverb-test-client");
+        final Optional<SSLSession> onServer = accepted.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(onServer).as("the server accepted the connection").isNotNull();
+        assertThat(subject(onServer.orElseThrow())).as("the client's certificate").contains("CN=reverb-test-client");
 
         final RpcServer plain = RpcServer.builder("tcp://127.0.0.1:0").addService(new TestService())
             .addConnectionListener(listener).build().start();
@@ -231,7 +237,7 @@ class TcpTlsRpcTest
         closeables.add(plainClient::close);
         plainClient.connect().get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertThat(plainClient.sslSession()).as("plaintext: no session").isNull();
-        assertThat(accepted.get()).as("plaintext: no session on the server").isNull();
+        assertThat(accepted.poll(WAIT.toSeconds(), TimeUnit.SECONDS)).as("plaintext: no session on the server").isEmpty();
     }
 
     private static String subject(final SSLSession session) throws IOException
