@@ -22,6 +22,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 final class TcpInbound
 {
+    /** Reads of the socket at most when the peer is gone, to deliver what it sent before ({@link #deliverLeftovers}). */
+    private static final int LEFTOVER_READS = 64;
+
     private static final int STAGING_BYTES = 64 * 1024;
     /** Payload bytes still to come from which the socket is read straight into the destination memory. */
     static final int DIRECT_READ_MIN_BYTES = 4096;
@@ -162,6 +165,30 @@ final class TcpInbound
             return true;
         }
         return false;
+    }
+
+    /**
+     * The peer is gone (wire lock held): parses what the socket still holds into the receives posted, until it holds
+     * nothing, ends, fails, or waits for a receive (a receiver not ready gets nothing more: the peer is not there to
+     * retry). Bounded ({@link #LEFTOVER_READS} reads), since a socket that failed only on this side may still be
+     * receiving.
+     */
+    void deliverLeftovers()
+    {
+        try
+        {
+            for (int i = 0; i < LEFTOVER_READS && qp.drainingLeftovers() && !qp.isDown() && !rnrWaiting; i++)
+            {
+                if (!onReadable())
+                {
+                    return;
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            // the end of what can be read: going down follows
+        }
     }
 
     private void resumeInbound() throws IOException

@@ -87,8 +87,6 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      * it free writes its request to the socket itself (no hand-over to the NIC thread).
      */
     private final TcpWireLock wire = new TcpWireLock();
-    /** Reads of the socket at most when the peer is gone, to deliver what it sent before (see peerGone). */
-    private static final int LEFTOVER_READS = 64;
     /**
      * peerGone is delivering the peer's last bytes (wire lock held); an EOF met meanwhile clears it, and going down is
      * left to that peerGone.
@@ -823,47 +821,24 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         wire.lock();
         try
         {
-            deliverLeftovers();
-            goDownAndCloseSocket();
-        }
-        finally
-        {
-            wire.unlock();
-        }
-    }
-
-    /**
-     * Under the wire lock, before going down: parses what the socket still holds into the receives posted, until it
-     * holds nothing, ends, fails, or waits for a receive (a receiver not ready gets nothing more: the peer is not
-     * there to retry). Bounded: {@link #LEFTOVER_READS} reads at most, since a socket that failed only on this side
-     * may still be receiving.
-     */
-    private void deliverLeftovers()
-    {
-        if (down || socketClosed)
-        {
-            return;
-        }
-        drainingLeftovers = true;
-        try
-        {
-            for (int i = 0; i < LEFTOVER_READS && drainingLeftovers && !down && !socketClosed && !inbound.rnrWaiting();
-                i++)
+            drainingLeftovers = !down && !socketClosed;
+            if (drainingLeftovers)
             {
-                if (!inbound.onReadable())
-                {
-                    return;
-                }
+                inbound.deliverLeftovers();
             }
-        }
-        catch (final IOException ex)
-        {
-            // the end of what can be read: going down follows
         }
         finally
         {
             drainingLeftovers = false;
+            goDownAndCloseSocket();
+            wire.unlock();
         }
+    }
+
+    /** @return true while peerGone delivers the peer's last bytes and the stream has not ended (wire lock held). */
+    boolean drainingLeftovers()
+    {
+        return drainingLeftovers;
     }
 
     /** Under the wire lock: the QP goes down (completions flushed, handler run) and its socket is closed. */
