@@ -21,6 +21,7 @@ import io.reverb.rpc.observation.RpcServerObservationContext;
 import io.reverb.rpc.observation.RpcServerObservationConvention;
 
 import java.io.InputStream;
+import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -91,9 +92,8 @@ public final class ReverbObservationServerInterceptor implements ServerIntercept
         final Deadline deadline = grpcDeadline == null ? null :
             Deadline.after(grpcDeadline.timeRemaining(TimeUnit.NANOSECONDS), TimeUnit.NANOSECONDS,
                 Deadline.Ticker.SYSTEM);
-        final SocketAddress peer = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
         final RpcContext context = new RpcContext(descriptor(method), GrpcBridge.toReverb(headers), deadline,
-            peer == null ? "unknown" : peer.toString());
+            peerOf(call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)));
         final RpcServerObservationContext observed = new RpcServerObservationContext(context);
         final Observation observation = RpcObservationDocumentation.SERVER.observation(
             convention, DEFAULT_CONVENTION, () -> observed, registry);
@@ -257,5 +257,17 @@ public final class ReverbObservationServerInterceptor implements ServerIntercept
                 ending.ended(true, deadline);
             }
         }
+    }
+
+    /** @return the peer as native calls name it: {@code ip:port} for an IP transport's, the Reverb address otherwise. */
+    private static String peerOf(final SocketAddress peer)
+    {
+        if (peer instanceof InetSocketAddress && ((InetSocketAddress)peer).getAddress() != null)
+        {
+            final InetSocketAddress inet = (InetSocketAddress)peer;
+            final String ip = inet.getAddress().getHostAddress();
+            return (ip.indexOf(':') >= 0 ? "[" + ip + "]" : ip) + ":" + inet.getPort();
+        }
+        return peer == null ? "unknown" : peer.toString();
     }
 }

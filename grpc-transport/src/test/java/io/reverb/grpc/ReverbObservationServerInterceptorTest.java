@@ -65,15 +65,16 @@ class ReverbObservationServerInterceptorTest
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"inproc", "shm"})
+    @ValueSource(strings = {"inproc", "shm", "tcp"})
     void shouldObserveGrpcJavaServerCallsAsRpcCoreObservesNativeOnes(final String scheme) throws Exception
     {
         final SimpleMeterRegistry meters = new SimpleMeterRegistry();
         final ObservationRegistry observations = ObservationRegistry.create();
         final Queue<String> carried = new ConcurrentLinkedQueue<>();
+        final Queue<String> peers = new ConcurrentLinkedQueue<>();
         observations.observationConfig()
             .observationHandler(new DefaultMeterObservationHandler(meters))
-            .observationHandler(new CarrierReader(carried));
+            .observationHandler(new CarrierReader(carried, peers));
 
         final String grpcAddress = address(scheme);
         final Server grpcServer = ReverbServerBuilder.forAddress(grpcAddress)
@@ -134,12 +135,17 @@ class ReverbObservationServerInterceptorTest
             .as("no call recorded UNKNOWN").isEmpty();
         assertThat(carried).as("each observation read its client's carried entry when it started").hasSize(4)
             .containsOnly("from-" + grpcServer.getListenSockets().get(0), "from-" + nativeServer.address());
+        if (scheme.equals("tcp"))
+        {
+            // the client's address, named alike by both (grpc-java's call has it as an InetSocketAddress)
+            assertThat(peers).hasSize(4).allMatch(p -> p.matches("127\\.0\\.0\\.1:\\d+"), "ip:port");
+        }
     }
 
     private String address(final String scheme)
     {
-        final String address = scheme + "://grpc-reverb-server-observation-" + ProcessHandle.current().pid() + "-" +
-            IDS.incrementAndGet();
+        final String address = scheme.equals("tcp") ? "tcp://127.0.0.1:0" : scheme + "://grpc-reverb-server-observation-" +
+            ProcessHandle.current().pid() + "-" + IDS.incrementAndGet();
         addresses.add(address);
         return address;
     }
@@ -154,15 +160,18 @@ class ReverbObservationServerInterceptorTest
     private static final class CarrierReader implements ObservationHandler<RpcServerObservationContext>
     {
         private final Queue<String> carried;
+        private final Queue<String> peers;
 
-        CarrierReader(final Queue<String> carried)
+        CarrierReader(final Queue<String> carried, final Queue<String> peers)
         {
             this.carried = carried;
+            this.peers = peers;
         }
 
         @Override
         public void onStart(final RpcServerObservationContext context)
         {
+            peers.add(context.rpcContext().peer());
             final String value = context.getGetter().get(context.getCarrier(), CARRIED);
             if (value != null)
             {
