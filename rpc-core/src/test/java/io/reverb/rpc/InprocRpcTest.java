@@ -121,4 +121,10 @@ class InprocRpcTest extends AbstractRpcTransportTest
         InprocTransportProvider.freezeServer(serverUri.substring("inproc://".length()), frozen);
         return true;
     }
+
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        return InprocTransportProvider.freezeClients(serverUri.substring("inproc://".length()), frozen) > 0;
+    }
 }

@@ -152,6 +152,22 @@ class RdmaRpcOverReverbTest extends AbstractRpcTransportTest
         return n > 0;
     }
 
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        final String rdma = rdmaAddress(serverUri);
+        int n = 0;
+        for (final EngineTransportConnection connection : ReverbTransportTest.reverb().rdma.connections())
+        {
+            if (!connection.localAddress().equals(rdma) && connection.remoteAddress().equals(rdma))
+            {
+                connection.engineConnection().pauseReceiving(frozen);
+                n++;
+            }
+        }
+        return n > 0;
+    }
+
     private static Path privateDirectory(final String prefix) throws IOException
     {
         return Files.createTempDirectory(Path.of("/dev/shm"), prefix,

@@ -53,6 +53,22 @@ class ReverbRpcTest extends AbstractRpcTransportTest
         return true;
     }
 
+    @Override
+    protected boolean freezeClients(final String serverUri, final boolean frozen)
+    {
+        final String shm = shmAddress(serverUri);
+        int n = 0;
+        for (final EngineTransportConnection connection : ReverbTransportTest.reverb().shm.connections())
+        {
+            if (!connection.localAddress().equals(shm) && connection.remoteAddress().equals(shm))
+            {
+                connection.engineConnection().pauseReceiving(frozen);
+                n++;
+            }
+        }
+        return n > 0;
+    }
+
     private static int killIn(final EngineTransport transport, final String serverAddress)
     {
         int n = 0;

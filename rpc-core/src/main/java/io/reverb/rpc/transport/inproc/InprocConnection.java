@@ -96,6 +96,12 @@ final class InprocConnection implements Connection, WriteClaim.Committer
         return localAddress.equals("inproc://" + name);
     }
 
+    /** @return the other end (null before the pair is joined). */
+    InprocConnection peer()
+    {
+        return peer;
+    }
+
     void frozen(final boolean frozen)
     {
         this.frozen = frozen;

@@ -177,6 +177,29 @@ public final class InprocTransportProvider implements TransportProvider
         }
     }
 
+    /**
+     * Test hook: stops (or resumes) delivering messages to the client ends of the connections to server {@code name},
+     * as a client whose host vanished: only the server's keep-alive notices.
+     *
+     * @param name   an inproc server name.
+     * @param frozen true to stop delivery.
+     * @return client ends affected.
+     */
+    public static int freezeClients(final String name, final boolean frozen)
+    {
+        int n = 0;
+        for (final InprocConnection connection : connections())
+        {
+            final InprocConnection client = connection.isServerEndOf(name) ? connection.peer() : null;
+            if (client != null)
+            {
+                client.frozen(frozen);
+                n++;
+            }
+        }
+        return n;
+    }
+
     static Collection<InprocConnection> connections()
     {
         return CONNECTIONS;
