@@ -182,7 +182,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         // no local address: a Reverb connection does not tell its own (Netty's is the socket's), and the remote one
         // would be a lie
         this.attributes = Attributes.newBuilder()
-            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, ReverbAddress.ofPeer(address.uri())) // an InetSocketAddress over IP
+            .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
             .set(GrpcAttributes.ATTR_CLIENT_EAG_ATTRS, Attributes.EMPTY)
             .build();
