@@ -187,15 +187,33 @@ public final class InprocTransportProvider implements TransportProvider
      */
     public static int freezeClients(final String name, final boolean frozen)
     {
+        // found through their own entries, not their server ends': a server end that closed meanwhile has left the
+        // registry, and a frozen client end (its close undelivered) must still be thawed
         int n = 0;
         for (final InprocConnection connection : connections())
         {
-            final InprocConnection client = connection.isServerEndOf(name) ? connection.peer() : null;
-            if (client != null)
+            final InprocConnection server = connection.peer();
+            if (server != null && server.isServerEndOf(name))
             {
-                client.frozen(frozen);
+                connection.frozen(frozen);
                 n++;
             }
+        }
+        return n;
+    }
+
+    /**
+     * Test hook: the server ends open (not yet closed) on {@code name}.
+     *
+     * @param name an inproc server name.
+     * @return their count.
+     */
+    public static int serverEnds(final String name)
+    {
+        int n = 0;
+        for (final InprocConnection connection : connections())
+        {
+            n += connection.isServerEndOf(name) ? 1 : 0;
         }
         return n;
     }
