@@ -967,7 +967,8 @@ public abstract class AbstractRpcTransportTest
         ClientCalls.serverStreaming(c, TestService.NEVER, CallOptions.DEFAULT, i32(1))
             .subscribe(v -> { }, failure::complete, () -> failure.complete(null));
         awaitCallsStarted(1);
-        assumeTrue(freezeClients(uri, true), "transport cannot simulate a vanished client");
+        assumeTrue(freezeClients(uri, true), "this transport's suite cannot freeze a client (no client connection " +
+            "found to " + uri + "): override AbstractRpcTransportTest.freezeClients for it to run this test");
         try
         {
             assertThat(service.cancelled.await(TIMEOUT.toSeconds(), TimeUnit.SECONDS))
