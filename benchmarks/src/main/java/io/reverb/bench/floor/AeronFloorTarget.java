@@ -159,7 +159,7 @@ public final class AeronFloorTarget implements Target
                 @Override
                 public String uri()
                 {
-                    return SCHEME + "://" + name;
+                    return FloorTargets.withQuery(SCHEME + "://" + name, uri);
                 }
 
                 @Override
@@ -195,6 +195,7 @@ public final class AeronFloorTarget implements Target
     {
         // The media driver lives in the server's process: when it goes, the client's conductor reports the driver's
         // timeout here, and every call in flight or to come fails instead of waiting for ever.
+        final boolean readReplies = FloorTargets.readsReplies(uri);
         final AtomicReference<Client> client = new AtomicReference<>();
         final Aeron aeron = Aeron.connect(new Aeron.Context()
             .aeronDirectoryName(directory(FloorTargets.name(uri)))
@@ -210,6 +211,7 @@ public final class AeronFloorTarget implements Target
         try
         {
             client.set(new Client(aeron, idleStrategy(settings)));
+            client.get().readReplies = readReplies;
             return client.get();
         }
         catch (final IOException | RuntimeException ex)

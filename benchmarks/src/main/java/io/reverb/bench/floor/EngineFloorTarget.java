@@ -87,7 +87,7 @@ public final class EngineFloorTarget implements Target
                 @Override
                 public String uri()
                 {
-                    return SCHEME + "://" + listener.address();
+                    return FloorTargets.withQuery(SCHEME + "://" + listener.address(), uri);
                 }
 
                 @Override
@@ -112,10 +112,13 @@ public final class EngineFloorTarget implements Target
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings) throws IOException
     {
+        final boolean readReplies = FloorTargets.readsReplies(uri);
         final RdmaEngine engine = RdmaEngine.open("shm", config(settings, "client"));
         try
         {
-            return new Client(engine, engine.connect(FloorTargets.name(uri)));
+            final Client client = new Client(engine, engine.connect(FloorTargets.name(uri)));
+            client.readReplies = readReplies;
+            return client;
         }
         catch (final IOException | RuntimeException ex)
         {

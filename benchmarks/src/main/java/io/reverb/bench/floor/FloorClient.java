@@ -6,6 +6,7 @@ import io.reverb.bench.target.EchoClient;
 import org.agrona.DirectBuffer;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -33,6 +34,11 @@ abstract class FloorClient implements EchoClient
      * its call with an error. Off in runs, where the floor must cost what the transport costs and no more.
      */
     volatile boolean checkBytes;
+    /**
+     * Copy each reply's payload into its lane's own array before the call completes ({@link FloorTargets#READ_REPLIES}),
+     * as an RPC's client does with every response. Set once, before the first call.
+     */
+    volatile boolean readReplies;
 
     /** @param name the target's name in messages ("floor", "floor+aeron"). */
     FloorClient(final String name)
@@ -121,7 +127,12 @@ abstract class FloorClient implements EchoClient
         final Lane lane = number >= 0 && number < FloorTargets.MAX_LANES ? byNumber.get(number) : null;
         if (lane != null && length == EngineFloorTarget.HEADER + lane.sent.length)
         {
-            if (checkBytes && !sameBytes(buffer, offset + EngineFloorTarget.HEADER, lane.sent))
+            if (readReplies)
+            {
+                lane.keep(buffer, offset + EngineFloorTarget.HEADER, lane.sent.length);
+            }
+            if (checkBytes && !(readReplies ? Arrays.equals(lane.received, 0, lane.sent.length, lane.sent, 0,
+                lane.sent.length) : sameBytes(buffer, offset + EngineFloorTarget.HEADER, lane.sent)))
             {
                 lane.complete(INTERNAL, new IOException(name + ": a reply's bytes differ from its request's"));
                 return;
@@ -189,6 +200,8 @@ abstract class FloorClient implements EchoClient
         final AtomicBoolean outstanding = new AtomicBoolean();
         BytesValue request;
         byte[] sent = new byte[0];
+        /** The payload of the last reply, when the client reads replies: reused, as a receive buffer would be. */
+        byte[] received = new byte[0];
 
         Lane(final int number, final CallObserver observer)
         {
@@ -229,6 +242,16 @@ abstract class FloorClient implements EchoClient
 
         /** Sends {@link #sent} behind the lane's number, or ends the call with why it cannot. */
         abstract void send();
+
+        /** Copies a reply's payload into {@link #received}, growing it when a longer one comes. */
+        final void keep(final DirectBuffer buffer, final int offset, final int length)
+        {
+            if (received.length < length)
+            {
+                received = new byte[length];
+            }
+            buffer.getBytes(offset, received, 0, length);
+        }
 
         final void complete(final int status, final Throwable error)
         {

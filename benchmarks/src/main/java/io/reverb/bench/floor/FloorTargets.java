@@ -22,24 +22,65 @@ public final class FloorTargets
     }
 
     /**
+     * The query parameter of a floor target whose client copies each reply's payload out of the transport's memory
+     * into an array of its own, as any receiver of a message must before the transport reuses that memory (an RPC's
+     * client parses every response). By default a floor client reads only the lane number of a reply, so the reply's
+     * payload never leaves the core that wrote it: at 1 MiB that is most of the difference between the floor and an
+     * RPC (benchmarks/results/20261207-0835-mib-reply-read).
+     */
+    public static final String READ_REPLIES = "readReplies=true";
+
+    /**
      * Turns a bare {@code floor} or {@code floor+aeron} of a target list into an address with a name of this process
      * (so that two tools on one machine never share a server's files), a bare {@code floor+tcp} into an ephemeral
-     * loopback port; anything else is returned as is.
+     * loopback port; anything else is returned as is. A bare scheme may carry a query ({@code floor?readReplies=true}).
      *
      * @param target one target of {@code --compare} or {@code --uri}.
      * @return the address.
      */
     public static String expand(final String target)
     {
-        if (EngineFloorTarget.SCHEME.equals(target) || AeronFloorTarget.SCHEME.equals(target))
+        final int query = target.indexOf('?');
+        final String scheme = query < 0 ? target : target.substring(0, query);
+        final String rest = query < 0 ? "" : target.substring(query);
+        if (EngineFloorTarget.SCHEME.equals(scheme) || AeronFloorTarget.SCHEME.equals(scheme))
         {
-            return target + "://reverb-floor-" + ProcessHandle.current().pid();
+            return scheme + "://reverb-floor-" + ProcessHandle.current().pid() + rest;
         }
-        if (TcpFloorTarget.SCHEME.equals(target))
+        if (TcpFloorTarget.SCHEME.equals(scheme))
         {
-            return TcpFloorTarget.LOOPBACK;
+            return TcpFloorTarget.LOOPBACK + rest;
         }
         return target;
+    }
+
+    /**
+     * @param uri a floor address.
+     * @return true if its client copies each reply's payload out ({@link #READ_REPLIES}).
+     * @throws IllegalArgumentException if its query names anything else: a floor takes no other parameter.
+     */
+    public static boolean readsReplies(final URI uri)
+    {
+        final String query = uri.getRawQuery();
+        if (query == null || query.isEmpty())
+        {
+            return false;
+        }
+        if (!READ_REPLIES.equals(query) && !"readReplies=false".equals(query))
+        {
+            throw new IllegalArgumentException("a floor target takes one parameter, readReplies=true|false: " + uri);
+        }
+        return READ_REPLIES.equals(query);
+    }
+
+    /**
+     * @param address a floor server's own address.
+     * @param uri     the address it was started with.
+     * @return the server's address with the query of the one it was started with, for its clients.
+     */
+    static String withQuery(final String address, final URI uri)
+    {
+        return uri.getRawQuery() == null ? address : address + "?" + uri.getRawQuery();
     }
 
     /**

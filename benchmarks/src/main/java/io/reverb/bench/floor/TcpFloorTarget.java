@@ -106,7 +106,7 @@ public final class TcpFloorTarget implements Target
         acceptor.setDaemon(true);
         acceptor.start();
         final InetSocketAddress bound = (InetSocketAddress)listener.getLocalAddress();
-        final String address = SCHEME + "://" + uri.getHost() + ":" + bound.getPort();
+        final String address = FloorTargets.withQuery(SCHEME + "://" + uri.getHost() + ":" + bound.getPort(), uri);
         return new BenchServer()
         {
             @Override
@@ -134,12 +134,15 @@ public final class TcpFloorTarget implements Target
     @Override
     public EchoClient connect(final URI uri, final TargetSettings settings) throws IOException
     {
+        final boolean readReplies = FloorTargets.readsReplies(uri);
         final SocketChannel channel = SocketChannel.open();
         try
         {
             channel.connect(address(uri, false));
             configure(channel, spins(settings));
-            return new Client(channel);
+            final Client client = new Client(channel);
+            client.readReplies = readReplies;
+            return client;
         }
         catch (final IOException | RuntimeException ex)
         {

@@ -2,6 +2,7 @@ package io.reverb.bench.target;
 
 import io.reverb.bench.floor.AeronFloorTarget;
 import io.reverb.bench.floor.EngineFloorTarget;
+import io.reverb.bench.floor.FloorTargets;
 import io.reverb.bench.floor.TcpFloorTarget;
 import io.reverb.rpc.transport.TransportProvider;
 import io.reverb.rpc.transport.Transports;
@@ -77,15 +78,20 @@ public final class Targets
         {
             case GrpcTarget.NETTY_SCHEME -> "grpc-java netty" + (isDirect(uri) ? " direct" : "");
             case GrpcTarget.INPROC_SCHEME -> "grpc-java inproc" + (isDirect(uri) ? " direct" : "");
-            case EngineFloorTarget.SCHEME -> "floor engine rings";
-            case AeronFloorTarget.SCHEME -> "floor aeron ipc";
-            case TcpFloorTarget.SCHEME -> "floor tcp";
+            case EngineFloorTarget.SCHEME -> "floor engine rings" + readingReplies(uri);
+            case AeronFloorTarget.SCHEME -> "floor aeron ipc" + readingReplies(uri);
+            case TcpFloorTarget.SCHEME -> "floor tcp" + readingReplies(uri);
             default -> GrpcTarget.isOverReverb(uri) ?
                 "grpc-java on reverb " + uri.getScheme().substring(GrpcTarget.REVERB_PREFIX.length()) +
                     (isDirect(uri) ? " direct" : "") :
                 "reverb " + uri.getScheme() + (ReverbTarget.isAliasing(uri) ? " aliasing" : "") +
                     (ReverbTarget.directWriteParameter(uri) != null ? " " + ReverbTarget.directWriteParameter(uri) : "");
         };
+    }
+
+    private static String readingReplies(final URI uri)
+    {
+        return FloorTargets.readsReplies(uri) ? " reading replies" : "";
     }
 
     private static boolean isDirect(final URI uri)

@@ -100,8 +100,11 @@ class FloorTargetsTest
         try (BenchServer server = target.startServer(uri, settings);
             EchoClient client = target.connect(URI.create(server.uri()), settings))
         {
-            // every reply's bytes are compared with its request's: a wrong echo fails its call
-            ((FloorClient)client).checkBytes = true;
+            // every reply's bytes are compared with its request's: a wrong echo fails its call (with readReplies=true,
+            // the lane's copy of them is compared: a copy that misses a byte fails it)
+            final FloorClient floorClient = (FloorClient)client;
+            floorClient.checkBytes = true;
+            assertThat(floorClient.readReplies).as("reads replies").isEqualTo(FloorTargets.readsReplies(uri));
             final List<Chain> chains = new ArrayList<>();
             for (int i = 0; i < lanes; i++)
             {
@@ -120,6 +123,9 @@ class FloorTargetsTest
                 assertThat(chain.failures.get()).as("failed calls (%s)", chain.error).isZero();
                 assertThat(chain.ok.get()).isEqualTo(calls);
                 assertThat(chain.messages.get()).isEqualTo(calls);
+                final FloorClient.Lane lane = (FloorClient.Lane)chain.caller;
+                assertThat(lane.received.length).as("bytes kept of the last reply")
+                    .isEqualTo(floorClient.readReplies ? chain.request.getValue().size() : 0);
             }
             assertThat(client.blockingEcho(EchoService.payload(100))).isEqualTo(EchoService.payload(100));
             assertThatThrownBy(() -> client.blockingStream(EchoService.payload(8)))
@@ -138,6 +144,26 @@ class FloorTargetsTest
     {
         echoOnLanes(EngineFloorTarget.SCHEME, "BUSY", 1, 64, 500);
         echoOnLanes(EngineFloorTarget.SCHEME, "EVENT", 3, 256 * 1024, 50);
+    }
+
+    @Test
+    void floorsReadingRepliesCopyEveryReplyIntoItsLaneAndSayItInTheirLabel() throws Exception
+    {
+        final URI rings = URI.create(FloorTargets.expand(EngineFloorTarget.SCHEME + "?" + FloorTargets.READ_REPLIES));
+        assertThat(rings.getHost()).startsWith("reverb-floor-");
+        assertThat(Targets.label(rings)).isEqualTo("floor engine rings reading replies");
+        echoOnLanes(rings, "BUSY", 2, 64, 300);
+        echoOnLanes(rings, null, 2, 1 << 20, 10);
+        final URI aeron = URI.create(FloorTargets.expand(AeronFloorTarget.SCHEME + "?" + FloorTargets.READ_REPLIES));
+        assertThat(Targets.label(aeron)).isEqualTo("floor aeron ipc reading replies");
+        echoOnLanes(aeron, "BUSY", 2, 5_000, 100);
+        final URI tcp = URI.create(FloorTargets.expand(TcpFloorTarget.SCHEME + "?" + FloorTargets.READ_REPLIES));
+        assertThat(tcp.toString()).isEqualTo("floor+tcp://127.0.0.1:0?" + FloorTargets.READ_REPLIES);
+        echoOnLanes(tcp, null, 2, 1 << 20, 5);
+        // the default reads a reply's lane number only
+        assertThat(Targets.label(URI.create(FloorTargets.expand(EngineFloorTarget.SCHEME)))).isEqualTo("floor engine rings");
+        assertThatThrownBy(() -> Targets.label(URI.create("floor://x?readReply=true")))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("readReplies=true|false");
     }
 
     @Test
