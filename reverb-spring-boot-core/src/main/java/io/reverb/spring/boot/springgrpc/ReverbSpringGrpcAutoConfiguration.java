@@ -9,6 +9,7 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
+import org.springframework.core.env.Environment;
 import org.springframework.grpc.client.ClientInterceptorsConfigurer;
 import org.springframework.grpc.client.GrpcChannelBuilderCustomizer;
 import org.springframework.grpc.client.GrpcChannelFactory;
@@ -21,7 +22,9 @@ import org.springframework.grpc.client.VirtualTargets;
  * other target to Spring gRPC's own factories. It runs after Spring gRPC's client auto-configuration (whose Netty
  * factory backs off when a channel factory exists already) and before its composite factory's. Channel names that
  * Spring gRPC's {@link VirtualTargets} bean (its {@code spring.grpc.client.channels.NAME.address} properties) maps to a
- * Reverb address are Reverb's too.
+ * Reverb address are Reverb's too. For servers declared with {@link ReverbSpringGrpcServerFactory}, a
+ * {@link ReverbSpringGrpcServerProperties} customizer applies Spring gRPC's {@code spring.grpc.server.keep-alive.*} and
+ * inbound limits, which Spring gRPC maps onto its own servers only.
  */
 // Spring gRPC's client auto-configuration by the name of each line: Spring gRPC's own module (0.x for Boot 3.5, 1.0.x
 // for Boot 4.0) and Spring Boot's (4.1); the names absent from the class path are ignored.
@@ -42,6 +45,18 @@ public class ReverbSpringGrpcAutoConfiguration
     public ClientInterceptorsConfigurer clientInterceptorsConfigurer(final ApplicationContext context)
     {
         return new ClientInterceptorsConfigurer(context);
+    }
+
+    /**
+     * @param environment where Spring gRPC's server properties are read.
+     * @return the customizer that applies them to a {@link ReverbSpringGrpcServerFactory}'s builder, first in order.
+     */
+    @Bean
+    @Order(Ordered.HIGHEST_PRECEDENCE)
+    @ConditionalOnMissingBean
+    public ReverbSpringGrpcServerProperties reverbSpringGrpcServerProperties(final Environment environment)
+    {
+        return new ReverbSpringGrpcServerProperties(environment);
     }
 
     /**
