@@ -61,8 +61,9 @@ import java.util.regex.Pattern;
  * Targets:
  * <ul>
  *   <li>a Reverb address ({@code shm://name}, {@code tcp://host:port}, {@code rdma://host:port}, {@code inproc://name},
- *   or another scheme of a Reverb transport on the class path): one server, as a direct address (no name
- *   resolution);</li>
+ *   or another scheme of a Reverb transport on the class path): one server, resolved by this builder's own resolver
+ *   (no lookup), so that it takes a load balancing policy and a service config as a grpc-java {@code forTarget}
+ *   channel does (a direct address would refuse a policy);</li>
  *   <li>{@code static:} and comma-separated Reverb addresses, as a native Reverb channel's target, or
  *   {@link #forAddresses}: several servers, resolved by a name resolver of this builder's own (not registered in
  *   grpc-java's global registry);</li>
@@ -157,8 +158,9 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         {
             final URI uri = Transports.parse(target);
             final String authority = uri.getAuthority() != null ? uri.getAuthority() : "reverb";
-            return new ReverbChannelBuilder(target, factory -> new ManagedChannelImplBuilder(
-                new ReverbAddress(target), authority, factory, () -> -1));
+            // resolved by this builder's own resolver, not a direct address: grpc-java forbids a load balancing policy
+            // on a direct address, and forTarget's channels (Spring gRPC's, for one) may set one
+            return overList(target, List.of(new ReverbAddress(target)), authority);
         }
         // grpc-java's: its default registry (dns, and whatever the application registered) finds the resolver
         requirePortForDns(target, scheme);
@@ -201,12 +203,19 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
             }
             list.add(new ReverbAddress(address));
         }
-        final String listTarget = AddressListResolverProvider.SCHEME + ":" + String.join(",", addresses);
-        final AddressListResolverProvider resolver = new AddressListResolverProvider(list, LIST_AUTHORITY);
-        // this builder's own registry: the list is not visible to any other channel
+        return overList(AddressListResolverProvider.SCHEME + ":" + String.join(",", addresses), list, LIST_AUTHORITY);
+    }
+
+    /** A channel whose addresses are resolved by a resolver of its own, in its own registry (no other channel sees it). */
+    private static ReverbChannelBuilder overList(
+        final String target, final List<ReverbAddress> addresses, final String authority)
+    {
+        final String listTarget = target.startsWith(AddressListResolverProvider.SCHEME + ":") ? target :
+            AddressListResolverProvider.SCHEME + ":" + target;
+        final AddressListResolverProvider resolver = new AddressListResolverProvider(addresses, authority);
         final NameResolverRegistry registry = new NameResolverRegistry();
         registry.register(resolver);
-        return new ReverbChannelBuilder(listTarget, factory -> new ManagedChannelImplBuilder(
+        return new ReverbChannelBuilder(target, factory -> new ManagedChannelImplBuilder(
             listTarget, null, null, factory, () -> -1, registry, resolver));
     }
 

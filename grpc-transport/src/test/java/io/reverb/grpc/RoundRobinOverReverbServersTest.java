@@ -10,7 +10,9 @@ import io.reverb.grpc.test.EchoGrpc;
 import io.reverb.grpc.test.EchoReply;
 import io.reverb.grpc.test.EchoRequest;
 import java.util.ArrayList;
+import java.net.URI;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -130,6 +132,32 @@ class RoundRobinOverReverbServersTest
             delta[i] = after[i] - before[i];
         }
         return delta;
+    }
+
+    /**
+     * One Reverb address takes a load balancing policy and a service config, as a grpc-java {@code forTarget} channel
+     * does (Netty's {@code forTarget("host:port")}); Spring gRPC's channel properties set {@code round_robin} on every
+     * channel it makes. It used to be a direct address, on which grpc-java refuses any policy (IllegalStateException).
+     */
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"inproc, round_robin", "shm, round_robin", "tcp, round_robin", "shm, pick_first"})
+    void oneAddressTakesALoadBalancingPolicyAndKeepsItsAuthority(final String scheme, final String policy)
+        throws Exception
+    {
+        final CountingEcho service = new CountingEcho();
+        final Server server = ReverbServerBuilder.forAddress(newAddress(scheme)).addService(service).build().start();
+        servers.add(server);
+        final String address = server.getListenSockets().get(0).toString();
+        addresses.add(address);
+        channel = ReverbChannelBuilder.forTarget(address).defaultLoadBalancingPolicy(policy)
+            .defaultServiceConfig(Map.of("loadBalancingConfig", List.of(Map.of(policy,
+                Map.of())))).build();
+        assertThat(channel.authority()).isEqualTo(URI.create(address).getAuthority());
+        for (int i = 0; i < 5; i++)
+        {
+            call();
+        }
+        assertThat(service.calls).hasValue(5);
     }
 
     @ParameterizedTest(name = "{0} {1}")

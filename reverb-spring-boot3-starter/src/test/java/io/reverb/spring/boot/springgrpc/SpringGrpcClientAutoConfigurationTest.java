@@ -1,0 +1,81 @@
+package io.reverb.spring.boot.springgrpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.grpc.Context;
+import io.grpc.Deadline;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import io.reverb.grpc.ReverbServerBuilder;
+import io.reverb.spring.boot.test.EchoReply;
+import io.reverb.spring.boot.test.EchoRequest;
+import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.ssl.SslAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration;
+
+/**
+ * A Reverb channel made by Spring gRPC's own client auto-configuration (Spring gRPC 0.12, this Boot line; the Boot 4
+ * line's tests have no Spring gRPC client auto-configuration on their class path), as in an application with
+ * {@code spring-grpc-client-spring-boot-starter}: Spring gRPC's channel properties customizer sets a load balancing
+ * policy ({@code round_robin} by default) on every channel, which a Reverb address used to refuse
+ * (IllegalStateException from grpc-java: a direct address takes no policy), and its
+ * {@code spring.grpc.client.channels.NAME.*} settings reach the Reverb channel.
+ */
+class SpringGrpcClientAutoConfigurationTest
+{
+    @Test
+    void shouldMakeAReverbChannelWithSpringGrpcsChannelPropertiesApplied() throws Exception
+    {
+        final String address = "inproc://spring-grpc-client-" + ProcessHandle.current().pid();
+        final AtomicReference<Deadline> deadline = new AtomicReference<>();
+        final Server server = ReverbServerBuilder.forAddress(address).addService(new GrpcEchoGrpc.GrpcEchoImplBase()
+        {
+            @Override
+            public void echo(final EchoRequest request, final StreamObserver<EchoReply> responseObserver)
+            {
+                deadline.set(Context.current().getDeadline());
+                responseObserver.onNext(EchoReply.newBuilder().setText(request.getText()).build());
+                responseObserver.onCompleted();
+            }
+        }).build().start();
+        try
+        {
+            new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, GrpcClientAutoConfiguration.class,
+                    ReverbSpringGrpcAutoConfiguration.class))
+                .withPropertyValues("spring.grpc.client.channels.echo.address=" + address,
+                    "spring.grpc.client.channels.echo.default-deadline=7s",
+                    "spring.grpc.client.channels.echo.max-inbound-message-size=1KB")
+                .run(context ->
+                {
+                    assertThat(context).hasNotFailed();
+                    final ReverbSpringGrpcChannelFactory channels = context.getBean(ReverbSpringGrpcChannelFactory.class);
+                    assertThat(channels.supports("echo")).isTrue();
+                    final ManagedChannel channel = channels.createChannel("echo");
+                    final GrpcEchoGrpc.GrpcEchoBlockingStub stub = GrpcEchoGrpc.newBlockingStub(channel);
+                    assertThat(stub.echo(EchoRequest.newBuilder().setText("a").build()).getText()).isEqualTo("a");
+                    // the channel's default deadline reached the server's handler
+                    assertThat(deadline.get()).isNotNull();
+                    assertThat(deadline.get().timeRemaining(TimeUnit.MILLISECONDS)).isBetween(1L, 7_000L);
+                    // the channel's inbound limit refuses a longer response
+                    final EchoRequest large = EchoRequest.newBuilder().setText("x".repeat(2048)).build();
+                    assertThatThrownBy(() -> stub.echo(large))
+                        .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+                            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
+                });
+        }
+        finally
+        {
+            server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+        }
+    }
+}
