@@ -14,24 +14,46 @@ import io.reverb.grpc.ReverbServerBuilder;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.ssl.SslAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration;
 
 /**
- * A Reverb channel made by Spring gRPC's own client auto-configuration (Spring gRPC 0.12, this Boot line; the Boot 4
- * line's tests have no Spring gRPC client auto-configuration on their class path), as in an application with
- * {@code spring-grpc-client-spring-boot-starter}: Spring gRPC's channel properties customizer sets a load balancing
+ * A Reverb channel made by Spring gRPC's own client auto-configuration (of the Spring gRPC of each Boot line: 0.12 for
+ * Boot 3.5, 1.0 for Boot 4), as in an application with {@code spring-grpc-client-spring-boot-starter}: Spring gRPC's
+ * channel properties customizer sets a load balancing
  * policy ({@code round_robin} by default) on every channel, which a Reverb address used to refuse
  * (IllegalStateException from grpc-java: a direct address takes no policy), and its
  * {@code spring.grpc.client.channels.NAME.*} settings reach the Reverb channel.
  */
 class SpringGrpcClientAutoConfigurationTest
 {
+    /** Spring gRPC's client auto-configuration by the name of each line (0.x, then 1.x); one of them is there. */
+    private static final List<String> CLIENT_AUTO_CONFIGURATIONS = List.of(
+        "org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
+        "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration");
+
+    private static Class<?> springGrpcClientAutoConfiguration()
+    {
+        for (final String name : CLIENT_AUTO_CONFIGURATIONS)
+        {
+            try
+            {
+                return Class.forName(name);
+            }
+            catch (final ClassNotFoundException ex)
+            {
+                // the other line's
+            }
+        }
+        throw new IllegalStateException("no Spring gRPC client auto-configuration on the test class path: " +
+            CLIENT_AUTO_CONFIGURATIONS);
+    }
+
     @Test
     void shouldMakeAReverbChannelWithSpringGrpcsChannelPropertiesApplied() throws Exception
     {
@@ -50,7 +72,7 @@ class SpringGrpcClientAutoConfigurationTest
         try
         {
             new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, GrpcClientAutoConfiguration.class,
+                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, springGrpcClientAutoConfiguration(),
                     ReverbSpringGrpcAutoConfiguration.class))
                 .withPropertyValues("spring.grpc.client.channels.echo.address=" + address,
                     "spring.grpc.client.channels.echo.default-deadline=7s",
