@@ -71,6 +71,12 @@ final class AddressListResolverProvider extends NameResolverProvider
         return SCHEME.equals(targetUri.getScheme()) ? new Resolver() : null;
     }
 
+    /** @return a resolver of this provider's list, whatever the target (for {@link ReverbNameResolverProvider}). */
+    NameResolver resolver()
+    {
+        return new Resolver();
+    }
+
     /** Gives the fixed list when started and again on every refresh (grpc-java asks after a subchannel failed). */
     private final class Resolver extends NameResolver
     {
