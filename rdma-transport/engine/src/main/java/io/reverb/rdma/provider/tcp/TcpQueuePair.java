@@ -601,6 +601,20 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
         return next;
     }
 
+    /** @return true once every request posted so far is in the socket (tests: a close then drops nothing posted). */
+    boolean everythingPostedWritten()
+    {
+        wire.lock();
+        try
+        {
+            return sq.tx == sq.tail && !transmitter.hasPending();
+        }
+        finally
+        {
+            wire.unlock();
+        }
+    }
+
     /** @return true if {@link #doWork(long)} has something to do now. */
     boolean hasPendingWork()
     {
@@ -813,9 +827,11 @@ final class TcpQueuePair extends AbstractQueuePair<TcpProtectionDomain, TcpCompl
      */
     void peerGone()
     {
-        if (drainingLeftovers)
+        if (drainingLeftovers && wire.isHeldByCurrentThread())
         {
-            drainingLeftovers = false; // the drain below met the end of the stream: it goes down once it returns
+            // the drain below, on this thread, met the end of the stream: it goes down once it returns (another
+            // thread that finds the peer gone meanwhile waits for the wire, then finds the QP down)
+            drainingLeftovers = false;
             return;
         }
         wire.lock();

@@ -462,6 +462,14 @@ class TcpPollerReadsTest
         open(NO_LEASE_END);
         takeReadingOver();
         postSend(41);
+        // postSend writes on this thread unless the sender's NIC thread holds its wire: then the NIC writes it later,
+        // and a close before that drops it (a destroyed QP's pending requests are gone, as on a NIC)
+        final long written = System.nanoTime() + TIMEOUT_NANOS;
+        while (!((TcpQueuePair)sender).everythingPostedWritten())
+        {
+            assertThat(System.nanoTime() - written).as("the SEND is in the sender's socket").isNegative();
+            Thread.yield();
+        }
         sender.close(); // its socket closes: its kernel resets this side's next write
         final MemoryRegion own = receiver.pd().allocate(64, Access.LOCAL_WRITE);
         final SendRequest reply = new SendRequest();
