@@ -426,11 +426,6 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
 
     /**
      * @param target a channel target.
-     * @return its URI scheme (RFC 3986 syntax, lower case), or null if it does not start with one (e.g.
-     *         {@code 127.0.0.1:7000}).
-     */
-    /**
-     * @param target a channel target.
      * @return true if it is one Reverb address ({@code shm://name}, {@code tcp://host:port}, ...), which
      *         {@link #forTarget} reaches without a name lookup.
      */
@@ -440,6 +435,11 @@ public final class ReverbChannelBuilder extends ForwardingChannelBuilder2<Reverb
         return scheme != null && isReverbScheme(scheme);
     }
 
+    /**
+     * @param target a channel target.
+     * @return its URI scheme (RFC 3986 syntax, lower case), or null if it does not start with one (e.g.
+     *         {@code 127.0.0.1:7000}).
+     */
     private static String schemeOf(final String target)
     {
         final Matcher m = SCHEME.matcher(target);
