@@ -38,6 +38,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -578,6 +579,8 @@ public final class ReverbBench
                 // Let an adaptive poller notice the silence and go to sleep before measuring.
                 Thread.sleep(2000);
                 final OperatingSystemMXBean os = (OperatingSystemMXBean)ManagementFactory.getOperatingSystemMXBean();
+                final Path proc = Path.of("/proc");
+                final Map<String, ThreadCpu.Sample> threads0 = ThreadCpu.snapshot(proc, server.pid());
                 final long serverCpu0 = server.cpuNanos();
                 final long clientCpu0 = os.getProcessCpuTime();
                 final long t0 = System.nanoTime();
@@ -585,11 +588,18 @@ public final class ReverbBench
                 final long serverCpu = server.cpuNanos() - serverCpu0;
                 final long clientCpu = os.getProcessCpuTime() - clientCpu0;
                 final long wall = System.nanoTime() - t0;
-                final String line = String.format(Locale.ROOT,
+                final Map<String, ThreadCpu.Sample> threads = ThreadCpu.snapshot(proc, server.pid());
+                String line = String.format(Locale.ROOT,
                     "%s  polling %s: idle server process used %.2f%% of one core over %.1f s " +
                     "(%.1f ms CPU); the idle client process %.2f%%",
                     server.uri(), mode == null ? "default" : mode, 100.0 * serverCpu / wall, wall / 1e9,
                     serverCpu / 1e6, 100.0 * clientCpu / wall);
+                if (!threads.isEmpty())
+                {
+                    // The process figure counts in clock ticks (10 ms here); the threads' in nanoseconds.
+                    line += System.lineSeparator() + "  the server's threads: " +
+                        ThreadCpu.summary(ThreadCpu.between(threads0, threads), wall, 3);
+                }
                 // The result, once, on stdout, as soon as it is measured (progress and result at once).
                 out.println(line);
                 out.flush();
