@@ -10,7 +10,6 @@ import io.reverb.spring.boot.test.NativeEchoRpc;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import net.devh.boot.grpc.server.serverfactory.GrpcServerFactory;
 import org.junit.jupiter.api.Test;
@@ -20,7 +19,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.grpc.server.lifecycle.GrpcServerLifecycle;
-import org.springframework.util.ClassUtils;
 import reactor.core.publisher.Mono;
 
 /**
@@ -35,28 +33,10 @@ class ReverbBesideSpringGrpcServerTest
     private static final AtomicInteger NAMES = new AtomicInteger();
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-        .withConfiguration(AutoConfigurations.of(springGrpcServerAutoConfigurations()))
+        .withConfiguration(AutoConfigurations.of(SpringGrpcAutoConfigurations.server()))
         .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, ReverbAutoConfiguration.class))
         .withUserConfiguration(Services.class)
         .withPropertyValues("spring.grpc.server.host=127.0.0.1");
-
-    /**
-     * @return Spring gRPC's server auto-configurations of this starter's line: its own module's on Boot 3.5 (0.x), the
-     * Spring Boot-named one on Boot 4.0 (1.0.x).
-     */
-    private static Class<?>[] springGrpcServerAutoConfigurations()
-    {
-        for (final String pkg : List.of("org.springframework.grpc.autoconfigure.server.",
-            "org.springframework.boot.grpc.server.autoconfigure."))
-        {
-            if (ClassUtils.isPresent(pkg + "GrpcServerAutoConfiguration", null))
-            {
-                return new Class<?>[] {ClassUtils.resolveClassName(pkg + "GrpcServerFactoryAutoConfiguration", null),
-                    ClassUtils.resolveClassName(pkg + "GrpcServerAutoConfiguration", null)};
-            }
-        }
-        throw new IllegalStateException("no Spring gRPC server auto-configuration on the class path");
-    }
 
     private static String shm()
     {

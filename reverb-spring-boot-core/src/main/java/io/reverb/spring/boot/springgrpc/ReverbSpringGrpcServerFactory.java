@@ -22,10 +22,12 @@ import org.springframework.grpc.server.ServerBuilderCustomizer;
  * }
  * }</pre>
  *
- * Without a Spring gRPC server the starter itself serves every grpc-java {@code BindableService} bean on
- * {@code reverb.server.address}; this factory is for applications whose servers Spring gRPC makes, and with it (as
- * with any {@code GrpcServerFactory} bean) the starter's server leaves the {@code BindableService} beans to Spring
- * gRPC unless {@code reverb.server.grpc-services=true}.
+ * With Spring gRPC's server auto-configuration, {@code spring.grpc.server.address=shm://greeter} makes one with Spring
+ * gRPC's services and a lifecycle ({@link ReverbSpringGrpcServerAutoConfiguration}); declare one yourself, as above,
+ * only to build it differently. Without a Spring gRPC server the starter itself serves every grpc-java
+ * {@code BindableService} bean on {@code reverb.server.address}; with this factory (as with any
+ * {@code GrpcServerFactory} bean) the starter's server leaves the {@code BindableService} beans to Spring gRPC unless
+ * {@code reverb.server.grpc-services=true}.
  */
 public class ReverbSpringGrpcServerFactory extends DefaultGrpcServerFactory<ReverbServerBuilder>
 {

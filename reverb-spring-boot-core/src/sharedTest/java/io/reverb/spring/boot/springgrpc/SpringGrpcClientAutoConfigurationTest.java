@@ -11,10 +11,10 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.reverb.grpc.ReverbServerBuilder;
+import io.reverb.spring.boot.SpringGrpcAutoConfigurations;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -32,27 +32,6 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
  */
 class SpringGrpcClientAutoConfigurationTest
 {
-    /** Spring gRPC's client auto-configuration by the name of each line (0.x, then 1.x); one of them is there. */
-    private static final List<String> CLIENT_AUTO_CONFIGURATIONS = List.of(
-        "org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
-        "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration");
-
-    private static Class<?> springGrpcClientAutoConfiguration()
-    {
-        for (final String name : CLIENT_AUTO_CONFIGURATIONS)
-        {
-            try
-            {
-                return Class.forName(name);
-            }
-            catch (final ClassNotFoundException ex)
-            {
-                // the other line's
-            }
-        }
-        throw new IllegalStateException("no Spring gRPC client auto-configuration on the test class path: " +
-            CLIENT_AUTO_CONFIGURATIONS);
-    }
 
     @Test
     void shouldMakeAReverbChannelWithSpringGrpcsChannelPropertiesApplied() throws Exception
@@ -72,7 +51,7 @@ class SpringGrpcClientAutoConfigurationTest
         try
         {
             new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, springGrpcClientAutoConfiguration(),
+                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, SpringGrpcAutoConfigurations.client(),
                     ReverbSpringGrpcAutoConfiguration.class))
                 .withPropertyValues("spring.grpc.client.channels.echo.address=" + address,
                     "spring.grpc.client.channels.echo.default-deadline=7s",

@@ -1,0 +1,45 @@
+package io.reverb.spring.boot;
+
+import java.util.List;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Spring gRPC's auto-configurations of the starter line under test, by name: Spring gRPC's own module's on Boot 3.5
+ * (0.x, {@code org.springframework.grpc.autoconfigure.*}), the Spring Boot-named ones on Boot 4.0 (1.0.x,
+ * {@code org.springframework.boot.grpc.*.autoconfigure}).
+ */
+public final class SpringGrpcAutoConfigurations
+{
+    private SpringGrpcAutoConfigurations()
+    {
+    }
+
+    /** @return Spring gRPC's server factory and server auto-configurations. */
+    public static Class<?>[] server()
+    {
+        for (final String pkg : List.of("org.springframework.grpc.autoconfigure.server.",
+            "org.springframework.boot.grpc.server.autoconfigure."))
+        {
+            if (ClassUtils.isPresent(pkg + "GrpcServerAutoConfiguration", null))
+            {
+                return new Class<?>[] {ClassUtils.resolveClassName(pkg + "GrpcServerFactoryAutoConfiguration", null),
+                    ClassUtils.resolveClassName(pkg + "GrpcServerAutoConfiguration", null)};
+            }
+        }
+        throw new IllegalStateException("no Spring gRPC server auto-configuration on the class path");
+    }
+
+    /** @return Spring gRPC's client auto-configuration. */
+    public static Class<?> client()
+    {
+        for (final String name : List.of("org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
+            "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration"))
+        {
+            if (ClassUtils.isPresent(name, null))
+            {
+                return ClassUtils.resolveClassName(name, null);
+            }
+        }
+        throw new IllegalStateException("no Spring gRPC client auto-configuration on the class path");
+    }
+}
