@@ -79,4 +79,52 @@ class SpringGrpcClientAutoConfigurationTest
             server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
         }
     }
+
+    /**
+     * Spring gRPC's channel properties strip {@code tcp:} (and {@code static:}) from a channel's address before they
+     * hand it to a factory ({@code tcp://host:port} is {@code host:port} to them), so a channel configured with Reverb's
+     * {@code tcp://} address went to Netty, which cannot speak to a Reverb server, while {@code createChannel("tcp://...")}
+     * was Reverb's.
+     */
+    @Test
+    void shouldMakeAReverbChannelForAChannelNameConfiguredWithReverbsTcpAddress() throws Exception
+    {
+        final Server server = ReverbServerBuilder.forAddress("tcp://127.0.0.1:0").addService(new GrpcEchoGrpc.GrpcEchoImplBase()
+        {
+            @Override
+            public void echo(final EchoRequest request, final StreamObserver<EchoReply> responseObserver)
+            {
+                responseObserver.onNext(EchoReply.newBuilder().setText("tcp:" + request.getText()).build());
+                responseObserver.onCompleted();
+            }
+        }).build().start();
+        try
+        {
+            final String address = "tcp://127.0.0.1:" + server.getPort();
+            new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, SpringGrpcAutoConfigurations.client(),
+                    ReverbSpringGrpcAutoConfiguration.class))
+                .withPropertyValues("spring.grpc.client.channels.echo.address=" + address,
+                    "spring.grpc.client.default-channel.address=" + address)
+                .run(context ->
+                {
+                    assertThat(context).hasNotFailed();
+                    final ReverbSpringGrpcChannelFactory channels = context.getBean(ReverbSpringGrpcChannelFactory.class);
+                    for (final String name : new String[] {"echo", "default", address})
+                    {
+                        assertThat(channels.supports(name)).as(name).isTrue();
+                        final ManagedChannel channel = channels.createChannel(name);
+                        assertThat(GrpcEchoGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
+                            .echo(EchoRequest.newBuilder().setText(name).build()).getText()).isEqualTo("tcp:" + name);
+                    }
+                    // Spring gRPC's own forms stay Spring gRPC's
+                    assertThat(channels.supports("static://127.0.0.1:" + server.getPort())).isFalse();
+                    assertThat(channels.supports("127.0.0.1:" + server.getPort())).isFalse();
+                });
+        }
+        finally
+        {
+            server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+        }
+    }
 }
