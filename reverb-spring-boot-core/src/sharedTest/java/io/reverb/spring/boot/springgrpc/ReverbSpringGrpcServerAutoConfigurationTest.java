@@ -135,6 +135,27 @@ class ReverbSpringGrpcServerAutoConfigurationTest
     }
 
     @Test
+    void shouldReportTheTcpPortItListensOnAsSpringGrpcsServersDo()
+    {
+        runner.withPropertyValues("spring.grpc.server.address=tcp://127.0.0.1:0")
+            .run(context ->
+            {
+                assertThat(context).hasNotFailed();
+                final int port = context.getBean(GrpcServerLifecycle.class).getPort();
+                assertThat(port).isPositive();
+                final ManagedChannel channel = ReverbChannelBuilder.forTarget("tcp://127.0.0.1:" + port).build();
+                try
+                {
+                    assertThat(echo(channel, "t")).isEqualTo("spring-grpc:t");
+                }
+                finally
+                {
+                    close(channel);
+                }
+            });
+    }
+
+    @Test
     void shouldApplySpringGrpcsServerPropertiesToTheReverbServer() throws Exception
     {
         final String address = shm();
