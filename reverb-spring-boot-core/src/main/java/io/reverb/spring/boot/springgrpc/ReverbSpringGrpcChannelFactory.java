@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.EnvironmentAware;
@@ -130,9 +131,19 @@ public class ReverbSpringGrpcChannelFactory extends DefaultGrpcChannelFactory<Re
         }
         else
         {
-            final Map<String, ChannelAddress> channels = Binder.get(environment)
-                .bind(CLIENT_PREFIX + "channels", Bindable.mapOf(String.class, ChannelAddress.class))
-                .orElse(Map.of());
+            Map<String, ChannelAddress> channels;
+            try
+            {
+                channels = Binder.get(environment)
+                    .bind(CLIENT_PREFIX + "channels", Bindable.mapOf(String.class, ChannelAddress.class))
+                    .orElse(Map.of());
+            }
+            catch (final BindException ex)
+            {
+                // Spring gRPC's own binding of these properties reports what is wrong with them; here it only means
+                // that no channel name is known to be configured with a Reverb address.
+                channels = Map.of();
+            }
             final ChannelAddress channel = channels.get(name);
             address = channel != null ? channel.getAddress() : null;
         }

@@ -240,4 +240,18 @@ class ReverbSpringGrpcTest
         runner.withBean(ReverbSpringGrpcChannelFactory.class, () -> mine)
             .run(context -> assertThat(context.getBean(GrpcChannelFactory.class)).isSameAs(mine));
     }
+
+    @Test
+    void shouldTellWhatItSupportsWhenSpringGrpcsChannelPropertiesDoNotBind()
+    {
+        // a channel given a plain value where Spring gRPC expects its settings: asking about a name must not throw
+        runner.withPropertyValues("spring.grpc.client.channels.bad=oops", "spring.grpc.client.channels.echo.address=x:1")
+            .run(context ->
+            {
+                final ReverbSpringGrpcChannelFactory channels = context.getBean(ReverbSpringGrpcChannelFactory.class);
+                assertThat(channels.supports("echo")).isFalse();
+                assertThat(channels.supports("bad")).isFalse();
+                assertThat(channels.supports("shm://direct")).isTrue();
+            });
+    }
 }
