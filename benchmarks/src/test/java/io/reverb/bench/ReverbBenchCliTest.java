@@ -173,6 +173,11 @@ class ReverbBenchCliTest
         assertThat(status).isZero();
         assertThat(stdout().lines().filter(l -> l.contains("idle server process used"))).hasSize(1);
         assertThat(err.toString(StandardCharsets.UTF_8)).doesNotContain("idle server process used");
+        if (Files.isDirectory(Path.of("/proc/self/task")))
+        {
+            // Linux: the same CPU split by the server's threads (ThreadCpuTest checks the arithmetic)
+            assertThat(stdout()).containsPattern("the server's threads: Reverb [0-9.]+% .*, JVM [0-9.]+% ");
+        }
     }
 
     @Test
