@@ -161,13 +161,31 @@ final class InprocDelivery
 
     private static void watch()
     {
+        // When the last look found a connection kept, the next look is due a tick (the current one) after it.
+        long lastLook = 0;
+        boolean lookedActive = false;
         while (true)
         {
+            if (lookedActive)
+            {
+                // Woken before the tick is out: by a stale permit (two keep()s that both saw it parked), by rescueTick
+                // or by the last delivery thread's end. A look now would be the "second look in a row" at once and
+                // hand to the pool a connection whose thread is merely still delivering (a CI run caught a ping-pong
+                // moved to a second thread so): wait out the tick, unless there is nothing left to watch.
+                final long wait = lastLook + rescueTickNanos - System.nanoTime();
+                if (wait > 0 && !THREADS.isEmpty())
+                {
+                    LockSupport.parkNanos(wait);
+                    continue;
+                }
+            }
             boolean active = false;
             for (final DeliveryThread thread : THREADS)
             {
                 active |= thread.look();
             }
+            lastLook = System.nanoTime();
+            lookedActive = active;
             if (active)
             {
                 LockSupport.parkNanos(rescueTickNanos);

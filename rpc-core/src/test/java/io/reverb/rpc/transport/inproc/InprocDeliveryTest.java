@@ -148,6 +148,56 @@ class InprocDeliveryTest
     }
 
     @Test
+    void shouldNotRescueAKeptConnectionWhenTheWatchdogIsWokenBeforeItsTick() throws Exception
+    {
+        // The server answers (its thread keeps the client's connection for after the delivery) and then waits. The
+        // watchdog, woken again and again within its tick (stale permits from keep(), rescueTick), must not count
+        // those wake-ups as "two looks in a row" and hand the kept connection to another thread: a CI run saw a
+        // ping-pong's deliveries move to a second thread so.
+        final CountDownLatch serverWaiting = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        final CompletableFuture<Boolean> released = new CompletableFuture<>();
+        final Handler server = new Handler((connection, value) ->
+        {
+            send(connection, value);
+            serverWaiting.countDown();
+            awaitInto(release, released);
+        });
+        final Handler client = new Handler((connection, value) -> { });
+        final URI uri = URI.create("inproc://delivery-early-wake");
+        InprocDelivery.rescueTick(TimeUnit.HOURS.toNanos(1));
+        try (ServerListener ignored = provider.listen(uri, c -> server))
+        {
+            final Connection connection = provider.connect(uri, client).get(10, TimeUnit.SECONDS);
+            send(connection, (byte)3);
+            assertThat(serverWaiting.await(30, TimeUnit.SECONDS)).isTrue();
+            for (int i = 0; i < 3; i++)
+            {
+                Thread.sleep(20);
+                InprocDelivery.rescueTick(TimeUnit.HOURS.toNanos(1)); // wakes the watchdog, within its tick
+            }
+            Thread.sleep(20);
+            assertThat(client.received).as("replies delivered while the server's thread still delivers").hasValue(0);
+            release.countDown();
+            assertThat(released.get(30, TimeUnit.SECONDS)).isTrue();
+            // the kept connection is drained by the same thread once its delivery returns
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (client.received.get() == 0 && System.nanoTime() < deadline)
+            {
+                Thread.sleep(5);
+            }
+            assertThat(client.received).hasValue(1);
+            assertThat(client.threads).isEqualTo(server.threads);
+            connection.close();
+            assertThat(client.closed.get(10, TimeUnit.SECONDS)).isNull();
+        }
+        finally
+        {
+            InprocDelivery.rescueTick(InprocDelivery.RESCUE_TICK_NANOS);
+        }
+    }
+
+    @Test
     void shouldNotKeepAPeerBehindMessagesStillQueuedInTheDrain() throws Exception
     {
         // requests queued before the server's drain starts: the reply to the first must reach the client while the
