@@ -46,8 +46,7 @@ import org.springframework.util.ClassUtils;
 // Spring gRPC's server auto-configuration by the name of each line: Spring gRPC's own module (0.x for Boot 3.5) and
 // Spring Boot's (1.0.x for Boot 4.0); the names absent from the class path are ignored.
 @AutoConfiguration(
-    beforeName = {"org.springframework.grpc.autoconfigure.server.GrpcServerFactoryAutoConfiguration",
-        "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryAutoConfiguration"},
+    beforeName = {ReverbSpringGrpcServerAutoConfiguration.SPRING_GRPC_0, ReverbSpringGrpcServerAutoConfiguration.SPRING_GRPC_1},
     after = ReverbSpringGrpcAutoConfiguration.class)
 @ConditionalOnClass({GrpcServerFactory.class, GrpcServiceDiscoverer.class, ReverbServerBuilder.class})
 @Conditional(ReverbSpringGrpcServerAutoConfiguration.OnReverbServerAddress.class)
@@ -57,10 +56,13 @@ public class ReverbSpringGrpcServerAutoConfiguration
 {
     /** Spring gRPC's property for its server's address. */
     public static final String ADDRESS = ReverbSpringGrpcServerProperties.PREFIX + "address";
+    /** Spring gRPC's server auto-configuration in its own module (0.x, for Boot 3.5). */
+    static final String SPRING_GRPC_0 = "org.springframework.grpc.autoconfigure.server.GrpcServerFactoryAutoConfiguration";
+    /** Spring gRPC's server auto-configuration in Spring Boot's module (1.0.x, for Boot 4.0). */
+    static final String SPRING_GRPC_1 =
+        "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryAutoConfiguration";
     /** Spring gRPC's server auto-configuration, by the name of each line; one of them must be on the class path. */
-    static final List<String> SPRING_GRPC_SERVER_AUTO_CONFIGURATIONS = List.of(
-        "org.springframework.grpc.autoconfigure.server.GrpcServerFactoryAutoConfiguration",
-        "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryAutoConfiguration");
+    static final List<String> SPRING_GRPC_SERVER_AUTO_CONFIGURATIONS = List.of(SPRING_GRPC_0, SPRING_GRPC_1);
     /** Spring gRPC's default shutdown grace period, when {@code spring.grpc.server.shutdown-grace-period} is unset. */
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(30);
 

@@ -188,8 +188,7 @@ final class InprocDelivery
             lookedActive = active;
             if (active)
             {
-                LockSupport.parkNanos(rescueTickNanos);
-                continue;
+                continue; // the next look is a tick away (the wait above)
             }
             synchronized (LIFECYCLE)
             {
