@@ -29,6 +29,20 @@ public final class SpringGrpcAutoConfigurations
         throw new IllegalStateException("no Spring gRPC server auto-configuration on the class path");
     }
 
+    /** @return Spring gRPC's {@code GrpcServerFactoryCustomizer} (the type its server factories are customized by). */
+    public static Class<?> serverFactoryCustomizer()
+    {
+        for (final String name : List.of("org.springframework.grpc.autoconfigure.server.GrpcServerFactoryCustomizer",
+            "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryCustomizer"))
+        {
+            if (ClassUtils.isPresent(name, null))
+            {
+                return ClassUtils.resolveClassName(name, null);
+            }
+        }
+        throw new IllegalStateException("no Spring gRPC GrpcServerFactoryCustomizer on the class path");
+    }
+
     /** @return Spring gRPC's client auto-configuration. */
     public static Class<?> client()
     {

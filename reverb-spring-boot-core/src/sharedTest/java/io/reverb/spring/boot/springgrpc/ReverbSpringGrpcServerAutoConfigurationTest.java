@@ -17,7 +17,9 @@ import io.reverb.spring.boot.SpringGrpcAutoConfigurations;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.lang.reflect.Proxy;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -132,6 +134,41 @@ class ReverbSpringGrpcServerAutoConfigurationTest
         {
             close(channel);
         }
+    }
+
+    /**
+     * Spring gRPC applies its {@code GrpcServerFactoryCustomizer} beans to every server factory it makes (Netty, shaded
+     * Netty, in-process): the Reverb one gets them too.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void shouldApplySpringGrpcsServerFactoryCustomizersToTheReverbFactory()
+    {
+        final List<GrpcServerFactory> customized = new CopyOnWriteArrayList<>();
+        final Class<Object> type = (Class<Object>)SpringGrpcAutoConfigurations.serverFactoryCustomizer();
+        final Object customizer = Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
+            (proxy, method, args) ->
+            {
+                switch (method.getName())
+                {
+                    case "customize":
+                        customized.add((GrpcServerFactory)args[0]);
+                        return null;
+                    case "equals":
+                        return proxy == args[0];
+                    case "hashCode":
+                        return System.identityHashCode(proxy);
+                    default:
+                        return "counting GrpcServerFactoryCustomizer";
+                }
+            });
+        runner.withPropertyValues("spring.grpc.server.address=" + shm())
+            .withBean("countingFactoryCustomizer", type, () -> customizer)
+            .run(context ->
+            {
+                assertThat(context).hasNotFailed();
+                assertThat(customized).singleElement().isSameAs(context.getBean(ReverbSpringGrpcServerFactory.class));
+            });
     }
 
     @Test
