@@ -1,5 +1,6 @@
 package io.reverb.spring.boot;
 
+import java.lang.reflect.Proxy;
 import java.util.List;
 import org.springframework.util.ClassUtils;
 
@@ -30,17 +31,55 @@ public final class SpringGrpcAutoConfigurations
     }
 
     /** @return Spring gRPC's {@code GrpcServerFactoryCustomizer} (the type its server factories are customized by). */
-    public static Class<?> serverFactoryCustomizer()
+    public static Class<Object> serverFactoryCustomizer()
     {
-        for (final String name : List.of("org.springframework.grpc.autoconfigure.server.GrpcServerFactoryCustomizer",
-            "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryCustomizer"))
+        return firstPresent("org.springframework.grpc.autoconfigure.server.GrpcServerFactoryCustomizer",
+            "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryCustomizer");
+    }
+
+    /** @return Spring gRPC's {@code GrpcChannelFactoryCustomizer} (the type its channel factories are customized by). */
+    public static Class<Object> channelFactoryCustomizer()
+    {
+        return firstPresent("org.springframework.grpc.autoconfigure.client.GrpcChannelFactoryCustomizer",
+            "org.springframework.boot.grpc.client.autoconfigure.GrpcChannelFactoryCustomizer");
+    }
+
+    /**
+     * @param type     a Spring gRPC factory customizer type ({@link #serverFactoryCustomizer()},
+     *                 {@link #channelFactoryCustomizer()}).
+     * @param factories where each factory given to it is added.
+     * @return a customizer of that type that only records the factories it is given.
+     */
+    public static Object recordingCustomizer(final Class<Object> type, final List<Object> factories)
+    {
+        return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (proxy, method, args) ->
+        {
+            switch (method.getName())
+            {
+                case "customize":
+                    factories.add(args[0]);
+                    return null;
+                case "equals":
+                    return proxy == args[0];
+                case "hashCode":
+                    return System.identityHashCode(proxy);
+                default:
+                    return "recording " + type.getSimpleName();
+            }
+        });
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Class<Object> firstPresent(final String... names)
+    {
+        for (final String name : names)
         {
             if (ClassUtils.isPresent(name, null))
             {
-                return ClassUtils.resolveClassName(name, null);
+                return (Class<Object>)ClassUtils.resolveClassName(name, null);
             }
         }
-        throw new IllegalStateException("no Spring gRPC GrpcServerFactoryCustomizer on the class path");
+        throw new IllegalStateException("none of " + List.of(names) + " on the class path");
     }
 
     /** @return Spring gRPC's client auto-configuration. */

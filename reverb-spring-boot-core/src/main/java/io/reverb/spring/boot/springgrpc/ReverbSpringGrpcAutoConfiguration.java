@@ -1,6 +1,7 @@
 package io.reverb.spring.boot.springgrpc;
 
 import io.reverb.grpc.ReverbChannelBuilder;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -63,6 +64,8 @@ public class ReverbSpringGrpcAutoConfiguration
      * @param customizers  Spring gRPC channel customizers for Reverb's builder, in order.
      * @param interceptors Spring gRPC's interceptor configurer.
      * @param targets      Spring gRPC's channel names, if it has a (unique) {@link VirtualTargets} bean.
+     * @param beans        where Spring gRPC's {@code GrpcChannelFactoryCustomizer} beans are found: they are applied
+     *                     to this factory too, in order, last (as Spring gRPC does for its own factories).
      * @return the factory.
      */
     @Bean
@@ -70,11 +73,13 @@ public class ReverbSpringGrpcAutoConfiguration
     @ConditionalOnMissingBean
     public ReverbSpringGrpcChannelFactory reverbSpringGrpcChannelFactory(
         final ObjectProvider<GrpcChannelBuilderCustomizer<ReverbChannelBuilder>> customizers,
-        final ClientInterceptorsConfigurer interceptors, final ObjectProvider<VirtualTargets> targets)
+        final ClientInterceptorsConfigurer interceptors, final ObjectProvider<VirtualTargets> targets,
+        final ListableBeanFactory beans)
     {
         final ReverbSpringGrpcChannelFactory factory =
             new ReverbSpringGrpcChannelFactory(customizers.orderedStream().toList(), interceptors);
         targets.ifUnique(factory::setVirtualTargets);
+        SpringGrpcFactoryCustomizers.apply(beans, SpringGrpcFactoryCustomizers.CHANNEL, GrpcChannelFactory.class, factory);
         return factory;
     }
 }

@@ -2,8 +2,6 @@ package io.reverb.spring.boot.springgrpc;
 
 import io.grpc.BindableService;
 import io.reverb.grpc.ReverbServerBuilder;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.List;
 import org.springframework.beans.factory.ListableBeanFactory;
@@ -68,13 +66,6 @@ public class ReverbSpringGrpcServerAutoConfiguration
         "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryAutoConfiguration";
     /** Spring gRPC's server auto-configuration, by the name of each line; one of them must be on the class path. */
     static final List<String> SPRING_GRPC_SERVER_AUTO_CONFIGURATIONS = List.of(SPRING_GRPC_0, SPRING_GRPC_1);
-    /**
-     * Spring gRPC's customizer of every server factory its auto-configuration makes, by the name of each line (in its
-     * auto-configuration module, which this module does not compile against): {@code customize(GrpcServerFactory)}.
-     */
-    static final List<String> SPRING_GRPC_FACTORY_CUSTOMIZERS = List.of(
-        "org.springframework.grpc.autoconfigure.server.GrpcServerFactoryCustomizer",
-        "org.springframework.boot.grpc.server.autoconfigure.GrpcServerFactoryCustomizer");
     /** Spring gRPC's default shutdown grace period, when {@code spring.grpc.server.shutdown-grace-period} is unset. */
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(30);
 
@@ -94,53 +85,9 @@ public class ReverbSpringGrpcServerAutoConfiguration
     {
         final ReverbSpringGrpcServerFactory factory =
             new ReverbSpringGrpcServerFactory(address(environment), customizers.orderedStream().toList());
-        applyFactoryCustomizers(beans, factory);
+        SpringGrpcFactoryCustomizers.apply(beans, SpringGrpcFactoryCustomizers.SERVER, GrpcServerFactory.class, factory);
         discoverer.findServices().forEach(spec -> factory.addService(configurer.configure(spec, factory)));
         return factory;
-    }
-
-    /**
-     * Spring gRPC's {@code GrpcServerFactoryCustomizer} beans of the line on the class path, in order, each given the
-     * factory; what one throws fails the factory's creation, as it does Spring gRPC's.
-     */
-    static void applyFactoryCustomizers(final ListableBeanFactory beans, final GrpcServerFactory factory)
-    {
-        final ClassLoader loader = ReverbSpringGrpcServerAutoConfiguration.class.getClassLoader();
-        for (final String name : SPRING_GRPC_FACTORY_CUSTOMIZERS)
-        {
-            if (!ClassUtils.isPresent(name, loader))
-            {
-                continue;
-            }
-            final Class<?> type = ClassUtils.resolveClassName(name, loader);
-            final Method customize = ClassUtils.getMethod(type, "customize", GrpcServerFactory.class);
-            beans.getBeanProvider(type).orderedStream().forEach(customizer -> invoke(customize, customizer, factory));
-        }
-    }
-
-    private static void invoke(final Method customize, final Object customizer, final GrpcServerFactory factory)
-    {
-        try
-        {
-            customize.invoke(customizer, factory);
-        }
-        catch (final InvocationTargetException e)
-        {
-            final Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException)
-            {
-                throw (RuntimeException)cause;
-            }
-            if (cause instanceof Error)
-            {
-                throw (Error)cause;
-            }
-            throw new IllegalStateException(customizer + " failed customizing " + factory, cause);
-        }
-        catch (final IllegalAccessException e)
-        {
-            throw new IllegalStateException("cannot call " + customize + " on " + customizer, e);
-        }
     }
 
     /**

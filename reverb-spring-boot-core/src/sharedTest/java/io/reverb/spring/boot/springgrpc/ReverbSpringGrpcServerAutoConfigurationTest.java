@@ -17,7 +17,6 @@ import io.reverb.spring.boot.SpringGrpcAutoConfigurations;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
-import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -141,29 +140,13 @@ class ReverbSpringGrpcServerAutoConfigurationTest
      * Netty, in-process): the Reverb one gets them too.
      */
     @Test
-    @SuppressWarnings("unchecked")
     void shouldApplySpringGrpcsServerFactoryCustomizersToTheReverbFactory()
     {
-        final List<GrpcServerFactory> customized = new CopyOnWriteArrayList<>();
-        final Class<Object> type = (Class<Object>)SpringGrpcAutoConfigurations.serverFactoryCustomizer();
-        final Object customizer = Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
-            (proxy, method, args) ->
-            {
-                switch (method.getName())
-                {
-                    case "customize":
-                        customized.add((GrpcServerFactory)args[0]);
-                        return null;
-                    case "equals":
-                        return proxy == args[0];
-                    case "hashCode":
-                        return System.identityHashCode(proxy);
-                    default:
-                        return "counting GrpcServerFactoryCustomizer";
-                }
-            });
+        final List<Object> customized = new CopyOnWriteArrayList<>();
+        final Class<Object> type = SpringGrpcAutoConfigurations.serverFactoryCustomizer();
         runner.withPropertyValues("spring.grpc.server.address=" + shm())
-            .withBean("countingFactoryCustomizer", type, () -> customizer)
+            .withBean("recordingFactoryCustomizer", type,
+                () -> SpringGrpcAutoConfigurations.recordingCustomizer(type, customized))
             .run(context ->
             {
                 assertThat(context).hasNotFailed();

@@ -15,6 +15,8 @@ import io.reverb.spring.boot.SpringGrpcAutoConfigurations;
 import io.reverb.spring.boot.test.EchoReply;
 import io.reverb.spring.boot.test.EchoRequest;
 import io.reverb.spring.boot.test.GrpcEchoGrpc;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -32,6 +34,27 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
  */
 class SpringGrpcClientAutoConfigurationTest
 {
+
+    /**
+     * Spring gRPC applies its {@code GrpcChannelFactoryCustomizer} beans to every channel factory it makes: Reverb's
+     * (a {@code DefaultGrpcChannelFactory} too) gets them as well.
+     */
+    @Test
+    void shouldApplySpringGrpcsChannelFactoryCustomizersToTheReverbFactory()
+    {
+        final List<Object> customized = new CopyOnWriteArrayList<>();
+        final Class<Object> type = SpringGrpcAutoConfigurations.channelFactoryCustomizer();
+        new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(SslAutoConfiguration.class, SpringGrpcAutoConfigurations.client(),
+                ReverbSpringGrpcAutoConfiguration.class))
+            .withBean("recordingFactoryCustomizer", type,
+                () -> SpringGrpcAutoConfigurations.recordingCustomizer(type, customized))
+            .run(context ->
+            {
+                assertThat(context).hasNotFailed();
+                assertThat(customized).containsOnlyOnce(context.getBean(ReverbSpringGrpcChannelFactory.class));
+            });
+    }
 
     @Test
     void shouldMakeAReverbChannelWithSpringGrpcsChannelPropertiesApplied() throws Exception
