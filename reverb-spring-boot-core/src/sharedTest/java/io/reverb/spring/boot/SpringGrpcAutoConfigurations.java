@@ -85,14 +85,7 @@ public final class SpringGrpcAutoConfigurations
     /** @return Spring gRPC's client auto-configuration. */
     public static Class<?> client()
     {
-        for (final String name : List.of("org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
-            "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration"))
-        {
-            if (ClassUtils.isPresent(name, null))
-            {
-                return ClassUtils.resolveClassName(name, null);
-            }
-        }
-        throw new IllegalStateException("no Spring gRPC client auto-configuration on the class path");
+        return firstPresent("org.springframework.grpc.autoconfigure.client.GrpcClientAutoConfiguration",
+            "org.springframework.boot.grpc.client.autoconfigure.GrpcClientAutoConfiguration");
     }
 }
