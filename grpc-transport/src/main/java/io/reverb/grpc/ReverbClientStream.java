@@ -89,6 +89,10 @@ final class ReverbClientStream extends CallbackSerializer
     private volatile ClientStreamListener listener;
     /** CallOptions' maxOutboundMessageSize, or -1 for none. */
     private int maxOutboundMessageSize = -1;
+    /** The sequence number the tracers get for the next message written (grpc-java's framer counts from 0). */
+    private int outboundSeqNo;
+    /** The sequence number the tracers get for the next message received; counted in the Reverb stream's callbacks. */
+    private int inboundSeqNo;
     /**
      * CallOptions' maxInboundMessageSize, or -1 for none: checked per response here, below the channel's limit, which
      * the connection enforces (a larger per-call value cannot raise it: the connection refuses before this call sees it).
@@ -268,17 +272,22 @@ final class ReverbClientStream extends CallbackSerializer
         final int max = maxOutboundMessageSize;
         if (max >= 0 && length > max)
         {
-            // grpc-java's framer refuses it with this status; thrown, it would be lost when grpc-java's DelayedStream
-            // replays the write (a call made before the transport was ready): the call is cancelled with it instead
-            cancel(Status.RESOURCE_EXHAUSTED.withDescription(String.format(Locale.US, "message too large %d > %d",
-                length, max)));
+            // grpc-java's framer refuses it with this status, and its ClientCallImpl cancels the call with CANCELLED
+            // "Failed to stream message" caused by it. Thrown, it would be lost when grpc-java's DelayedStream replays
+            // the write (a call made before the transport was ready): the call is cancelled here with that status
+            cancel(Status.CANCELLED.withDescription("Failed to stream message").withCause(
+                Status.RESOURCE_EXHAUSTED.withDescription(String.format(Locale.US, "message too large %d > %d", length,
+                    max)).asRuntimeException()));
             return;
         }
+        final int seqNo = outboundSeqNo++;
         for (final ClientStreamTracer tracer : tracers)
         {
-            tracer.outboundMessage(0);
-            tracer.outboundWireSize(length);
+            // the events and their order of grpc-java's framer
+            tracer.outboundMessage(seqNo);
             tracer.outboundUncompressedSize(length);
+            tracer.outboundWireSize(length);
+            tracer.outboundMessageSent(seqNo, length, length);
         }
         stream.writeMessage(payload);
     }
@@ -452,11 +461,15 @@ final class ReverbClientStream extends CallbackSerializer
 
     private void countInbound(final Payload payload)
     {
+        final int seqNo = inboundSeqNo++;
+        final int length = payload.length();
         for (final ClientStreamTracer tracer : tracers)
         {
-            tracer.inboundMessage(0);
-            tracer.inboundWireSize(payload.length());
-            tracer.inboundUncompressedSize(payload.length());
+            // the events and their order of grpc-java's deframer
+            tracer.inboundMessage(seqNo);
+            tracer.inboundWireSize(length);
+            tracer.inboundUncompressedSize(length);
+            tracer.inboundMessageRead(seqNo, length, length);
         }
     }
 
@@ -483,7 +496,7 @@ final class ReverbClientStream extends CallbackSerializer
         final boolean fromServer)
     {
         endFromServer = fromServer;
-        final Status grpcStatus = GrpcBridge.toGrpc(status);
+        final Status grpcStatus = atDeadline(GrpcBridge.toGrpc(status));
         final Metadata grpcTrailers = GrpcBridge.toGrpc(trailers);
         final ClientStreamListener.RpcProgress progress = GrpcBridge.progressOf(status);
         if (progress == ClientStreamListener.RpcProgress.MISCARRIED)
@@ -565,6 +578,27 @@ final class ReverbClientStream extends CallbackSerializer
             heldResponse = null; // none, or the listener is closed: dropped
         }
         closeNow(endStatus, endTrailers, endProgress);
+    }
+
+    /**
+     * A call that ends DEADLINE_EXCEEDED at its deadline without grpc-java's own timer having cancelled it: the
+     * server's timer fired first (it gave up on the call), or the Reverb stream's own (the same deadline, a moment
+     * earlier than grpc-java's). Over grpc-java's own transports the first is a reset stream, which its call layer
+     * reports as DEADLINE_EXCEEDED "ClientCall was cancelled at or after deadline", and the second does not exist: both
+     * are handed to it as that reset (CANCELLED), so that a caller sees one of grpc-java's two descriptions of an
+     * expired deadline, whichever timer won.
+     *
+     * @param status how the Reverb stream ended.
+     * @return the status for grpc-java's listener.
+     */
+    private Status atDeadline(final Status status)
+    {
+        final Deadline d = deadline;
+        if (status.getCode() != Status.Code.DEADLINE_EXCEEDED || cancelling || d == null || !d.isExpired())
+        {
+            return status;
+        }
+        return Status.CANCELLED.withDescription("ended at the call's deadline: " + status.getDescription());
     }
 
     /** The unary response's stream, once (grpc-java's message producer for {@link #run}'s delivery). */

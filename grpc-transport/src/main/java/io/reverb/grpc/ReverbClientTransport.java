@@ -179,8 +179,7 @@ final class ReverbClientTransport implements ConnectionClientTransport
         // CHECKSTYLE.OFF: InlineFullyQualifiedName - Reverb's CallOptions (see the field)
         this.plainCallOptions = io.reverb.rpc.CallOptions.DEFAULT.withMetadata(transportHeaders(null, null));
         // CHECKSTYLE.ON: InlineFullyQualifiedName
-        // no local address: a Reverb connection does not tell its own (Netty's is the socket's), and the remote one
-        // would be a lie
+        // the local address once connected (see connected): the connection's own end
         this.attributes = Attributes.newBuilder()
             .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
             .set(GrpcAttributes.ATTR_SECURITY_LEVEL, address.securityLevel())
@@ -316,6 +315,14 @@ final class ReverbClientTransport implements ConnectionClientTransport
         if (error == null)
         {
             final RpcClientConnection up = connection;
+            final String local = up == null ? null : up.localAddress();
+            if (local != null)
+            {
+                // as over Netty (the socket's own address) and in-process (the process's): interceptors and
+                // observability read it from the call's attributes
+                attributes = attributes.toBuilder().set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, ReverbAddress.ofPeer(local))
+                    .build();
+            }
             final SSLSession tls = up == null ? null : up.sslSession();
             if (tls != null)
             {

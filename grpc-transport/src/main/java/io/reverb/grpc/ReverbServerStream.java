@@ -38,6 +38,15 @@ final class ReverbServerStream implements ServerStream,
      * request, which then costs no object of its own); later ones get one each ({@link Delivery}).
      */
     private InputStream firstRequest;
+    /** The sequence number the tracers get for the next response written (grpc-java's framer counts from 0). */
+    private int outboundSeqNo;
+    /** The sequence number the tracers get for the next request received, in the Reverb call's callbacks. */
+    private int inboundSeqNo;
+    /**
+     * The status grpc-java's server closed the call with, for the tracers at the end (as its own server streams report
+     * it: the listener hears OK, the tracers how the call ended). Written by close, read by closed after it.
+     */
+    private volatile Status closedWith;
     private boolean firstDelivered;
 
     /**
@@ -96,9 +105,11 @@ final class ReverbServerStream implements ServerStream,
     {
         final InputStream payload = Payload.outbound(message); // protobuf's stream itself: no object of its own
         final int length = Payload.lengthOf(payload);
-        statsTraceContext.outboundMessage(0);
-        statsTraceContext.outboundWireSize(length);
+        final int seqNo = outboundSeqNo++; // grpc-java writes a call's messages one at a time
+        statsTraceContext.outboundMessage(seqNo);
         statsTraceContext.outboundUncompressedSize(length);
+        statsTraceContext.outboundWireSize(length);
+        statsTraceContext.outboundMessageSent(seqNo, length, length);
         call.writeMessage(payload);
     }
 
@@ -117,6 +128,7 @@ final class ReverbServerStream implements ServerStream,
     @Override
     public void close(final Status status, final Metadata trailers)
     {
+        closedWith = status;
         call.close(GrpcBridge.toReverb(status), GrpcBridge.toReverb(trailers));
     }
 
@@ -203,9 +215,11 @@ final class ReverbServerStream implements ServerStream,
     public void messageRead(final InputStream message)
     {
         final int length = Payload.lengthOf(message);
-        statsTraceContext.inboundMessage(0);
+        final int seqNo = inboundSeqNo++;
+        statsTraceContext.inboundMessage(seqNo);
         statsTraceContext.inboundWireSize(length);
         statsTraceContext.inboundUncompressedSize(length);
+        statsTraceContext.inboundMessageRead(seqNo, length, length);
         if (!firstDelivered)
         {
             firstDelivered = true;
@@ -235,7 +249,8 @@ final class ReverbServerStream implements ServerStream,
     public void closed(final io.reverb.rpc.Status status)
     {
         final Status grpcStatus = status.isOk() ? Status.OK : GrpcBridge.toGrpc(status);
-        statsTraceContext.streamClosed(grpcStatus);
+        final Status sent = closedWith;
+        statsTraceContext.streamClosed(status.isOk() && sent != null ? sent : grpcStatus);
         listener.closed(grpcStatus);
     }
 

@@ -744,6 +744,30 @@ abstract class AbstractGrpcConformanceTest
         assertThat(inet.getPort()).as("the client's port").isPositive();
     }
 
+    /**
+     * Client code finds its own end of the connection in the call's attributes ({@code Grpc.TRANSPORT_ATTR_LOCAL_ADDR},
+     * as over Netty and in-process): the address the server's code sees as the client's.
+     */
+    @Test
+    void shouldGiveClientCodeItsOwnAddressAsTheServerSeesIt()
+    {
+        final AtomicReference<ClientCall<?, ?>> made = new AtomicReference<>();
+        final ClientInterceptor capture = new ClientInterceptor()
+        {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(final MethodDescriptor<Q, R> method,
+                final CallOptions callOptions, final Channel next)
+            {
+                final ClientCall<Q, R> call = next.newCall(method, callOptions);
+                made.set(call);
+                return call;
+            }
+        };
+        blocking().withInterceptors(capture).unary(payload(1));
+        final SocketAddress local = made.get().getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
+        assertThat(local).as("Grpc.TRANSPORT_ATTR_LOCAL_ADDR").isNotNull().isEqualTo(lastRemoteAddress.get());
+    }
+
     @Test
     void shouldReportChannelReadyOnceItCarriedACall() throws Exception
     {

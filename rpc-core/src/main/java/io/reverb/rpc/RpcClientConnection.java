@@ -134,6 +134,17 @@ public interface RpcClientConnection extends AutoCloseable
         ClientCallContext context);
 
     /**
+     * This end of the connection, once connected, as the server names it: {@code tcp://10.0.0.7:52100} (the socket's
+     * own address) over one socket, this process ({@code shm://pid:42}) where the transport has no socket.
+     *
+     * @return the address, or null: not connected (yet, or any more). The default: null.
+     */
+    default String localAddress()
+    {
+        return null;
+    }
+
+    /**
      * The TLS session of the connection, once connected: {@code getPeerCertificates()} is the server's certificate
      * chain (grpc-java's clients see the same session as {@code Grpc.TRANSPORT_ATTR_SSL_SESSION}).
      *

@@ -350,14 +350,23 @@ public final class ClientTransportImpl extends ClientCallStarter implements RpcC
     }
 
     @Override
+    public String localAddress()
+    {
+        final ClientWireConnection c = upConnection();
+        return c == null ? null : c.transportLocalAddress();
+    }
+
+    @Override
     public SSLSession sslSession()
     {
-        final ClientWireConnection c;
-        synchronized (this)
-        {
-            c = state == State.READY || state == State.DRAINING ? connection : null;
-        }
+        final ClientWireConnection c = upConnection();
         return c == null ? null : c.transportSslSession();
+    }
+
+    /** @return the connection while it is up (ready or draining), or null. */
+    private synchronized ClientWireConnection upConnection()
+    {
+        return state == State.READY || state == State.DRAINING ? connection : null;
     }
 
     @Override

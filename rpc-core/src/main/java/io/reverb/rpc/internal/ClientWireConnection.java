@@ -384,6 +384,13 @@ final class ClientWireConnection extends WireConnection
         }
     }
 
+    /** @return this end of the transport connection, or null (not attached yet). */
+    String transportLocalAddress()
+    {
+        final Connection c = connection;
+        return c == null ? null : c.localAddress();
+    }
+
     /** @return the transport connection's TLS session, or null (none, or not attached yet). */
     SSLSession transportSslSession()
     {

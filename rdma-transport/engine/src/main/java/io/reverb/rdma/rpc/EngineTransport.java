@@ -15,6 +15,7 @@ import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.UnauthenticatedException;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.Locale;
 import java.util.Set;
@@ -249,7 +250,7 @@ final class EngineTransport
                 engineConnection.limitInboundMessageSize(limit);
             }
             final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
-                scheme + "://pid:" + ProcessHandle.current().pid(), scheme + "://" + address,
+                scheme + "://" + localEnd(engineConnection.socketAddresses()), scheme + "://" + address,
                 e.config().maxOutboundMessageSize());
             track(connection, lease);
             connection.bind(handler);
@@ -388,5 +389,20 @@ final class EngineTransport
     private long sum(final ToLongFunction<EngineTransportConnection> usage)
     {
         return connections.stream().mapToLong(usage).sum();
+    }
+
+    /**
+     * @param sockets the {local, remote} sockets of a connection this process made, or null (not over one socket).
+     * @return this end of it as a peer would describe it: the socket's {@code ip:port} over one socket
+     *         ({@code tcp://}, as the server's side names the client), else this process ({@code pid:N}).
+     */
+    static String localEnd(final InetSocketAddress[] sockets)
+    {
+        final InetSocketAddress local = sockets == null ? null : sockets[0];
+        if (local == null || local.getAddress() == null)
+        {
+            return "pid:" + ProcessHandle.current().pid();
+        }
+        return local.getAddress().getHostAddress() + ":" + local.getPort();
     }
 }
