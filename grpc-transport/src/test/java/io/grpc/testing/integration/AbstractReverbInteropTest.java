@@ -53,21 +53,22 @@ public abstract class AbstractReverbInteropTest extends AbstractInteropTest
     @Override
     protected boolean metricsExpected()
     {
-        // census's recorder is grpc-census, which does not resolve at grpc-java's version here; the tracers' events,
-        // which census and OpenTelemetry read, are checked by every case all the same
+        // census's records need grpc-census on the class path, and with it there grpc-java turns its own census on
+        // in every channel and server of this module's tests (the allocation and interceptor tests among them); the
+        // tracers' events, which census and OpenTelemetry read, are checked by every case all the same
         return false;
     }
 
     /**
-     * Skipped with its reason: the case needs grpc-census's interceptors, whose grpc-java version does not resolve
-     * here (see {@link #metricsExpected}); grpc-java's base class would skip it without saying why.
+     * Skipped with its reason: the case needs grpc-census's interceptors (see {@link #metricsExpected}); grpc-java's
+     * base class would skip it without saying why.
      */
     @Override
     @Test
     public void censusContextsPropagated()
     {
-        Assume.assumeTrue("needs grpc-census on the test class path, which does not resolve at grpc-java " +
-            "1.85 from Maven Central here", customCensusModulePresent());
+        Assume.assumeTrue("needs grpc-census's interceptors, which this suite does not install (see " +
+            "metricsExpected)", customCensusModulePresent());
         super.censusContextsPropagated();
     }
 
