@@ -155,6 +155,15 @@ public interface Connection extends AutoCloseable
     }
 
     /**
+     * @return this end's address as the peer names it ({@code ip:port}, see {@code QueuePair.localAddress}), or null
+     *         (shared memory, or before the connection is up).
+     */
+    default String localAddress()
+    {
+        return null;
+    }
+
+    /**
      * @return the TLS session of a connection inside TLS ({@code tcp://} with {@link EngineConfig#tls}), its handshake
      *         done: the peer's certificates, the protocol and cipher suite; or null (no TLS, other fabrics, or before
      *         the connection is up).

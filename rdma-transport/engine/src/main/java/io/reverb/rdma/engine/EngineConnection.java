@@ -899,6 +899,13 @@ final class EngineConnection implements Connection
     }
 
     @Override
+    public String localAddress()
+    {
+        final QueuePair q = qp;
+        return q == null ? null : q.localAddress();
+    }
+
+    @Override
     public SSLSession sslSession()
     {
         final QueuePair q = qp;

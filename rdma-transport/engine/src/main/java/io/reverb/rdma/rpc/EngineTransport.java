@@ -15,7 +15,6 @@ import io.reverb.rpc.transport.ServerListener;
 import io.reverb.rpc.transport.TransportOptions;
 import io.reverb.rpc.transport.UnauthenticatedException;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.Locale;
 import java.util.Set;
@@ -250,7 +249,7 @@ final class EngineTransport
                 engineConnection.limitInboundMessageSize(limit);
             }
             final EngineTransportConnection connection = new EngineTransportConnection(engineConnection,
-                scheme + "://" + localEnd(engineConnection.socketAddresses()), scheme + "://" + address,
+                scheme + "://" + localEnd(engineConnection.localAddress()), scheme + "://" + address,
                 e.config().maxOutboundMessageSize());
             track(connection, lease);
             connection.bind(handler);
@@ -392,17 +391,12 @@ final class EngineTransport
     }
 
     /**
-     * @param sockets the {local, remote} sockets of a connection this process made, or null (not over one socket).
-     * @return this end of it as a peer would describe it: the socket's {@code ip:port} over one socket
-     *         ({@code tcp://}, as the server's side names the client), else this process ({@code pid:N}).
+     * @param local this end of a connection this process made as its queue pair names it ({@code ip:port}), or null.
+     * @return this end as a peer would describe it: that address (the socket's over {@code tcp://}, the rdma_cm id's
+     *         over {@code rdma://}, as the server's side names the client), else this process ({@code pid:N}).
      */
-    static String localEnd(final InetSocketAddress[] sockets)
+    static String localEnd(final String local)
     {
-        final InetSocketAddress local = sockets == null ? null : sockets[0];
-        if (local == null || local.getAddress() == null)
-        {
-            return "pid:" + ProcessHandle.current().pid();
-        }
-        return local.getAddress().getHostAddress() + ":" + local.getPort();
+        return local != null ? local : "pid:" + ProcessHandle.current().pid();
     }
 }

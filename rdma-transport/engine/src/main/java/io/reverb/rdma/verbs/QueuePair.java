@@ -47,6 +47,21 @@ public interface QueuePair extends AutoCloseable
     }
 
     /**
+     * This end's address as the peer names it ({@code ip:port}, the format of the peer's {@link #remoteAddress()}):
+     * the socket's own over one socket, the rdma_cm id's own over RDMA. The default: the local socket address of
+     * {@link #socketAddresses()}, or null.
+     *
+     * @return the address, or null where this end has none a peer could name (shared memory).
+     */
+    default String localAddress()
+    {
+        final InetSocketAddress[] sockets = socketAddresses();
+        final InetSocketAddress local = sockets == null ? null : sockets[0];
+        return local == null || local.getAddress() == null ? null :
+            local.getAddress().getHostAddress() + ":" + local.getPort();
+    }
+
+    /**
      * @return the TLS session of a queue pair that runs inside TLS (the {@code tcp://} provider's with a
      *         {@link TlsConfig}), once its handshake is done; or null.
      */

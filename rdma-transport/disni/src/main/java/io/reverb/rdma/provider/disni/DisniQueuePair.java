@@ -56,6 +56,7 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
     private volatile boolean wasEstablished;
     private volatile boolean open = true;
     private volatile Throwable failure;
+    private volatile String localAddress;
 
     DisniQueuePair(
         final DisniVerbsContext context,
@@ -78,6 +79,22 @@ final class DisniQueuePair extends AbstractQueuePair<DisniProtectionDomain, Disn
             Math.max(RECV_CACHE_MIN_LIMIT, 2 * attributes.maxRecvWr()));
         sendCq.attach(this, true);
         recvCq.attach(this, false);
+    }
+
+    /**
+     * @return for a queue pair this process connected, the address of its handshake's TCP socket ({@code ip:port}):
+     *         what the listener names this end by (its {@code remoteAddress()}); null for one it accepted.
+     */
+    @Override
+    public String localAddress()
+    {
+        return localAddress;
+    }
+
+    /** @param address the connector's handshake socket's own address, as the listener sees it. */
+    void localAddress(final String address)
+    {
+        this.localAddress = address;
     }
 
     /** @param data the private data the listener answered with (ACCEPT comes after the QP is created). */

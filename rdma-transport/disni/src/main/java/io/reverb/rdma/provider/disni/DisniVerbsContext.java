@@ -371,6 +371,11 @@ final class DisniVerbsContext implements VerbsContext
                 waiter.await(CmEventDispatcher.ROUTE_RESOLVED, deadline - System.nanoTime(), "resolving route to " + cmTarget);
 
                 qp = newQueuePair(id, attributes, null, DisniAddress.format(target));
+                if (socket.getLocalSocketAddress() instanceof InetSocketAddress)
+                {
+                    // the listener names this end by this socket's address (its peer): this end's name, as on tcp://
+                    qp.localAddress(DisniAddress.format((InetSocketAddress)socket.getLocalSocketAddress()));
+                }
 
                 final SocketAddress source = id.getSource();
                 if (!(source instanceof InetSocketAddress))
