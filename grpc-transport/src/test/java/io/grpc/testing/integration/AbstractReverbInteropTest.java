@@ -2,6 +2,7 @@
 package io.grpc.testing.integration;
 // CHECKSTYLE.ON: PackageName
 
+import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.ServerBuilder;
 import io.reverb.grpc.ReverbChannelBuilder;
@@ -12,8 +13,13 @@ import org.junit.After;
 import org.junit.Assume;
 import org.junit.Test;
 
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
+import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 /**
@@ -30,6 +36,13 @@ import static org.junit.Assert.fail;
  */
 public abstract class AbstractReverbInteropTest extends AbstractInteropTest
 {
+    private static final int SOAK_ITERATIONS = 200;
+    private static final int SOAK_THREADS = 4;
+    private static final int SOAK_NO_LATENCY_BOUND_MS = 60_000;
+    private static final int SOAK_TIMEOUT_SECONDS = 120;
+    /** Held, so that the level set on it stays (java.util.logging keeps loggers weakly). */
+    private static final Logger SOAK_LOG = Logger.getLogger(SoakClient.class.getName());
+
     private String address;
 
     /**
@@ -70,6 +83,73 @@ public abstract class AbstractReverbInteropTest extends AbstractInteropTest
         Assume.assumeTrue("needs grpc-census's interceptors, which this suite does not install (see " +
             "metricsExpected)", customCensusModulePresent());
         super.censusContextsPropagated();
+    }
+
+    /**
+     * grpc-java's {@code rpc_soak} case: 4 threads call one channel 200 times in all (271,828-byte requests,
+     * 314,159-byte responses). Every call must succeed; its latency bound is set out of reach (a loaded CI machine),
+     * so this counts, not times.
+     */
+    @Test
+    public void rpcSoak() throws Exception
+    {
+        quietSoakLog();
+        final ManagedChannel shared = createChannel();
+        try
+        {
+            SoakClient.performSoakTest(address, SOAK_ITERATIONS, 0, SOAK_NO_LATENCY_BOUND_MS, 0, SOAK_TIMEOUT_SECONDS,
+                271_828, 314_159, SOAK_THREADS, shared, ch -> ch);
+        }
+        finally
+        {
+            shared.shutdownNow(); // the soak shuts it down when it passes
+            assertTrue("the soak's channel terminates", shared.awaitTermination(10, TimeUnit.SECONDS));
+        }
+    }
+
+    /**
+     * grpc-java's {@code channel_soak} case: 4 threads make a new channel for each of 200 calls in all, shutting the
+     * previous one down: connections opened and closed concurrently, each carrying one call of the sizes above. Every
+     * call must succeed, and after the last channel's shutdown every buffer and credit is back ({@link #tearDown}).
+     */
+    @Test
+    public void channelSoak() throws Exception
+    {
+        quietSoakLog();
+        final List<ManagedChannel> made = new CopyOnWriteArrayList<>();
+        final ManagedChannel first = createChannel();
+        try
+        {
+            SoakClient.performSoakTest(address, SOAK_ITERATIONS, 0, SOAK_NO_LATENCY_BOUND_MS, 0, SOAK_TIMEOUT_SECONDS,
+                271_828, 314_159, SOAK_THREADS, first, previous ->
+                {
+                    if (previous != first)
+                    {
+                        previous.shutdownNow(); // as grpc-java's TestServiceClient does between iterations
+                    }
+                    final ManagedChannel next = createChannel();
+                    made.add(next);
+                    return next;
+                });
+        }
+        finally
+        {
+            first.shutdownNow();
+            for (final ManagedChannel channel : made)
+            {
+                channel.shutdownNow(); // each thread's last channel is still open when the soak returns
+            }
+            for (final ManagedChannel channel : made)
+            {
+                assertTrue("a soak channel terminates", channel.awaitTermination(10, TimeUnit.SECONDS));
+            }
+        }
+    }
+
+    /** SoakClient logs each iteration at INFO: only its failures are kept. */
+    private static void quietSoakLog()
+    {
+        SOAK_LOG.setLevel(Level.WARNING);
     }
 
     @Override

@@ -96,7 +96,11 @@ final class FabricTickets
         {
             return maxTickets + " upgrade tickets are outstanding on this server";
         }
-        byTicket.put(HexFormat.of().formatHex(ticket), new Issued(now, peer, binding.clone(), tls));
+        // one entry per ticket, counted once: a ticket already outstanding is not given twice
+        if (byTicket.putIfAbsent(HexFormat.of().formatHex(ticket), new Issued(now, peer, binding.clone(), tls)) != null)
+        {
+            return "the server drew a ticket that is already outstanding";
+        }
         perPeer.merge(peer, 1, Integer::sum);
         return null;
     }

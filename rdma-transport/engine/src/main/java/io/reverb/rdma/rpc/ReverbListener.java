@@ -221,6 +221,12 @@ final class ReverbListener implements ServerListener
         return tickets.size();
     }
 
+    /** Test seam: @return upgrade tickets counted against one peer key ({@link FabricTickets#peerKey}). */
+    int ticketsHeldBy(final String peer)
+    {
+        return tickets.held(peer);
+    }
+
     /** Test seam: refuse every claim from now on (the upgrade fails after the client connected the new fabric). */
     void refuseClaims(final boolean refuse)
     {
@@ -378,6 +384,8 @@ final class ReverbListener implements ServerListener
             return "the server cannot bind a ticket to this connection (its socket addresses are unknown)";
         }
         final String peer = FabricTickets.peerKey(sockets[1].getAddress());
+        // a fresh, unpredictable ticket per offer: it is the key of a tokenless rdma claim's proof, and the table's key
+        offer.ticket = FabricMessages.random(FabricMessages.NONCE_LENGTH);
         final String declined = tickets.issue(offer.ticket, peer, FabricMessages.binding(sockets[1], sockets[0]),
             ((EngineTransportConnection)connection).engineConnection().sslSession(), System.nanoTime());
         if (declined != null)

@@ -69,6 +69,19 @@ class FabricTicketsTest
     }
 
     @Test
+    void shouldNotGiveATicketThatIsAlreadyOutstandingAndKeepTheCountsTrue()
+    {
+        final FabricTickets tickets = new FabricTickets(8, 4);
+        final byte[] ticket = FabricMessages.random(16);
+        assertThat(tickets.issue(ticket, "10.0.0.1", BINDING, 0)).isNull();
+        assertThat(tickets.issue(ticket.clone(), "10.0.0.1", BINDING, 0)).contains("already outstanding");
+        assertThat(tickets.held("10.0.0.1")).isEqualTo(1);
+        tickets.release(ticket);
+        assertThat(tickets.held("10.0.0.1")).as("back to none, not stuck at one").isZero();
+        assertThat(tickets.size()).isZero();
+    }
+
+    @Test
     void shouldCountAnIpv6PeerByItsSlash64() throws UnknownHostException
     {
         assertThat(FabricTickets.peerKey(InetAddress.getByName("2001:db8:1:2::5")))

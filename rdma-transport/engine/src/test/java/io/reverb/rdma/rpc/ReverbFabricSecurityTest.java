@@ -28,9 +28,15 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.AfterEach;
@@ -240,6 +246,89 @@ class ReverbFabricSecurityTest
         final RpcChannel later = channel("reverb://127.0.0.1:" + server.port(), config);
         assertThat(echo(later, "on shm")).isEqualTo("on shm");
         assertThat(later.fabric()).isEqualTo("shm");
+    }
+
+    /**
+     * Every offer carries a ticket of its own: an unpredictable one (a claim over rdma without a token is proven with
+     * the ticket as its key) and a distinct one (two tickets alike would be one entry of the listener's table, counted
+     * twice against their address: one client's claim would take the other's ticket, and the address's count would
+     * never come back down).
+     */
+    @Test
+    void shouldGiveEachOfferATicketOfItsOwn() throws Exception
+    {
+        final RpcServer server = server(config);
+        final Set<String> tickets = new HashSet<>();
+        for (int i = 0; i < 3; i++)
+        {
+            final CompletableFuture<ByteBuffer> offered = new CompletableFuture<>();
+            final Connection connection = ReverbTransportTest.reverb().tcp.connect(
+                URI.create("tcp://127.0.0.1:" + server.port()), EngineOptions.of(config), new Handler(offered))
+                .get(30, TimeUnit.SECONDS);
+            closeables.add(connection::close);
+            final byte[] nonce = FabricMessages.random(16);
+            ReverbTransportProvider.send(connection, FabricMessages.hello(nonce));
+            final FabricMessages.Offer offer = FabricMessages.decodeOffer(offered.get(30, TimeUnit.SECONDS), nonce, null);
+            assertThat(offer.ticket).as("offer %d's ticket", i).isNotEqualTo(new byte[offer.ticket.length]);
+            tickets.add(HexFormat.of().formatHex(offer.ticket));
+        }
+        assertThat(tickets).as("distinct tickets").hasSize(3);
+    }
+
+    /**
+     * Many clients of one address moving to shm at once (a pool's connections, processes of one host): every one
+     * moves, and once they all did no ticket is left counted against the address.
+     */
+    @Test
+    void shouldMoveConcurrentClientsOfOneAddressAndCountNoTicketAfterwards() throws Exception
+    {
+        final RpcServer server = server(config);
+        final ReverbListener listener = ReverbTransportTest.listener(server.port());
+        final int threads = 4;
+        final int perThread = 8;
+        final List<String> fabrics = new CopyOnWriteArrayList<>();
+        final ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try
+        {
+            final List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++)
+            {
+                done.add(pool.submit(() ->
+                {
+                    for (int i = 0; i < perThread; i++)
+                    {
+                        final RpcChannel channel = RpcChannel.builder("reverb://127.0.0.1:" + server.port())
+                            .transportOptions(EngineOptions.of(config)).build();
+                        try
+                        {
+                            assertThat(echo(channel, "moved")).isEqualTo("moved");
+                            fabrics.add(channel.fabric());
+                        }
+                        finally
+                        {
+                            channel.close();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (final Future<?> f : done)
+            {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+        assertThat(fabrics).hasSize(threads * perThread).containsOnly("shm");
+        final long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (listener.ticketsHeldBy("127.0.0.1") > 0 && System.nanoTime() < giveUp)
+        {
+            Thread.sleep(5);
+        }
+        assertThat(listener.ticketsHeldBy("127.0.0.1")).as("tickets counted against 127.0.0.1").isZero();
+        assertThat(listener.ticketsOutstanding()).isZero();
     }
 
     @Test
