@@ -50,17 +50,36 @@ public abstract class AbstractReverbInteropTest extends AbstractInteropTest
      */
     protected abstract String newAddress();
 
+    /**
+     * @param builder the server's builder, its address and message limit set.
+     * @return it, with what this transport needs besides (engine settings: TLS).
+     */
+    protected ReverbServerBuilder configure(final ReverbServerBuilder builder)
+    {
+        return builder;
+    }
+
+    /**
+     * @param builder a channel's builder, its target and message limit set.
+     * @return it, with what this transport needs besides.
+     */
+    protected ReverbChannelBuilder configure(final ReverbChannelBuilder builder)
+    {
+        return builder;
+    }
+
     @Override
     protected ServerBuilder<?> getServerBuilder()
     {
         address = newAddress();
-        return ReverbServerBuilder.forAddress(address).maxInboundMessageSize(MAX_MESSAGE_SIZE);
+        return configure(ReverbServerBuilder.forAddress(address).maxInboundMessageSize(MAX_MESSAGE_SIZE));
     }
 
     @Override
     protected ManagedChannelBuilder<?> createChannelBuilder()
     {
-        return ReverbChannelBuilder.forTarget(getListenAddress().toString()).maxInboundMessageSize(MAX_MESSAGE_SIZE);
+        return configure(ReverbChannelBuilder.forTarget(getListenAddress().toString())
+            .maxInboundMessageSize(MAX_MESSAGE_SIZE));
     }
 
     @Override
