@@ -135,7 +135,8 @@ public interface RpcClientConnection extends AutoCloseable
 
     /**
      * This end of the connection, once connected, as the server names it: {@code tcp://10.0.0.7:52100} (the socket's
-     * own address) over one socket, this process ({@code shm://pid:42}) where the transport has no socket.
+     * own address; over {@code rdma://} its connection handshake's socket), this process ({@code shm://pid:42}) where
+     * the transport has no socket.
      *
      * @return the address, or null: not connected (yet, or any more). The default: null.
      */

@@ -392,8 +392,8 @@ final class EngineTransport
 
     /**
      * @param local this end of a connection this process made as its queue pair names it ({@code ip:port}), or null.
-     * @return this end as a peer would describe it: that address (the socket's over {@code tcp://}, the rdma_cm id's
-     *         over {@code rdma://}, as the server's side names the client), else this process ({@code pid:N}).
+     * @return this end as a peer would describe it: that address (the socket's over {@code tcp://}, the handshake
+     *         socket's over {@code rdma://}, as the server's side names the client), else this process ({@code pid:N}).
      */
     static String localEnd(final String local)
     {

@@ -48,8 +48,8 @@ public interface QueuePair extends AutoCloseable
 
     /**
      * This end's address as the peer names it ({@code ip:port}, the format of the peer's {@link #remoteAddress()}):
-     * the socket's own over one socket, the rdma_cm id's own over RDMA. The default: the local socket address of
-     * {@link #socketAddresses()}, or null.
+     * the socket's own over one socket; over {@code rdma://}, the connector's handshake socket's (the listener names
+     * the connector by it). The default: the local socket address of {@link #socketAddresses()}, or null.
      *
      * @return the address, or null where this end has none a peer could name (shared memory).
      */
