@@ -105,6 +105,24 @@ public abstract class AbstractReverbInteropTest extends AbstractInteropTest
     }
 
     /**
+     * A gzip-compressed request, then a plain one, each answered in full. Without the probe (an uncompressed message
+     * that claims to be compressed, refused INVALID_ARGUMENT by servers that check it): grpc-java's own
+     * {@code TestServiceImpl} does not check it.
+     */
+    @Test
+    public void clientCompressedUnaryWithoutProbe() throws Exception
+    {
+        clientCompressedUnary(false);
+    }
+
+    /** The streaming form of {@link #clientCompressedUnaryWithoutProbe}. */
+    @Test
+    public void clientCompressedStreamingWithoutProbe() throws Exception
+    {
+        clientCompressedStreaming(false);
+    }
+
+    /**
      * grpc-java's {@code rpc_soak} case: 4 threads call one channel 200 times in all (271,828-byte requests,
      * 314,159-byte responses). Every call must succeed; its latency bound is set out of reach (a loaded CI machine),
      * so this counts, not times.
