@@ -20,8 +20,9 @@ import org.junit.platform.launcher.core.LauncherFactory;
 
 /**
  * Runs the {@code rdma://} suites of the {@code rdma-emulated} Surefire execution (the verbs conformance suite, the
- * engine suites, rpc-core's call suites and reverb-grpc's suites: {@code DisniConformanceTest}, {@code RdmaEngine*Test},
- * {@code RdmaRpc*Test}, {@code RdmaGrpc*Test}) without Maven, over whatever device this JVM finds: what
+ * engine suites, rpc-core's call suites and reverb-grpc's suites, grpc-java's interop cases among them:
+ * {@code DisniConformanceTest}, {@code RdmaEngine*Test}, {@code RdmaRpc*Test}, {@code RdmaGrpc*Test}) without Maven,
+ * over whatever device this JVM finds: what
  * {@code bin/reverb-rdma-vm test} runs inside a VM on Soft-RoCE with {@code -Dreverb.test.rdma.emulation=false}. The
  * tests that cannot run over the device in use are excluded by tag (as {@link DisniConformanceMain}); prints one line
  * per class (with its time) and one per test that failed, aborted (skipped) or was left out by a condition of its
@@ -54,7 +55,8 @@ public final class RdmaSuitesMain
         final boolean slowHost = TestScale.time() > 1;
         System.out.println("suites: " + TestScale.describe() + (slowHost ? "; JUnit @Timeout off" : ""));
         final LauncherDiscoveryRequestBuilder builder = LauncherDiscoveryRequestBuilder.request()
-            .selectors(selectPackage("io.reverb.rdma"), selectPackage("io.reverb.grpc"))
+            .selectors(selectPackage("io.reverb.rdma"), selectPackage("io.reverb.grpc"),
+                selectPackage("io.grpc.testing.integration")) // grpc-java's interop cases, RdmaGrpcInteropSuiteTest
             .configurationParameter("junit.jupiter.execution.timeout.mode", slowHost ? "disabled" : "enabled")
             .filters(includeClassNamePatterns(patterns));
         final LauncherDiscoveryRequest request =
@@ -152,17 +154,20 @@ public final class RdmaSuitesMain
             }
         }
 
+        /** The simple name of the test's class: the {@code class} segment of its id (Jupiter), or {@code runner} (JUnit 4). */
         private static String className(final TestIdentifier id)
         {
             final String uid = id.getUniqueId();
-            final int start = uid.indexOf("[class:");
-            if (start < 0)
+            for (final String segment : new String[] {"[class:", "[runner:"})
             {
-                return id.getDisplayName();
+                final int start = uid.indexOf(segment);
+                if (start >= 0)
+                {
+                    final String name = uid.substring(start + segment.length(), uid.indexOf(']', start));
+                    return name.substring(name.lastIndexOf('.') + 1);
+                }
             }
-            final int end = uid.indexOf(']', start);
-            final String name = uid.substring(start + "[class:".length(), end);
-            return name.substring(name.lastIndexOf('.') + 1);
+            return id.getDisplayName();
         }
     }
 }

@@ -32,13 +32,33 @@ public final class RdmaTrafficCheck implements BeforeAllCallback, AfterAllCallba
     @Override
     public void afterAll(final ExtensionContext context)
     {
+        assertTrafficSince(context.getRequiredTestClass().getSimpleName(), (Long)context.getStore(NAMESPACE).get("before"));
+    }
+
+    /**
+     * For a JUnit 4 class (no extensions there): its {@code @BeforeClass} takes this, its {@code @AfterClass} passes it
+     * to {@link #assertTrafficSince}.
+     *
+     * @return the traffic counter of the device the suites run on, or -1 when there is none to read.
+     */
+    public static long traffic()
+    {
+        return count();
+    }
+
+    /**
+     * What {@link #afterAll} checks, for a class that took {@link #traffic()} before its tests.
+     *
+     * @param name   the test class's name, for the messages.
+     * @param before {@link #traffic()} before the class ran.
+     */
+    public static void assertTrafficSince(final String name, final long before)
+    {
         if (RdmaTestDevice.unavailabilityCause() != null)
         {
             return;
         }
-        final long before = (Long)context.getStore(NAMESPACE).get("before");
         final long after = count();
-        final String name = context.getRequiredTestClass().getSimpleName();
         if (before < 0 || after < 0)
         {
             System.out.println("[rdma tests] " + name + ": no RDMA port counter is readable under " + SYSFS +
