@@ -1,10 +1,14 @@
 package io.reverb.rdma.engine;
 
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,12 +20,18 @@ import org.slf4j.LoggerFactory;
  * {@link #REPORT_INTERVAL_NANOS} per poller, with the number of stalls not logged since. Once every poller has
  * slept through a whole sampling period, it parks until one wakes (the poller unparks it), so an idle engine's
  * watchdog costs no wake-ups.
+ *
+ * <p>A duty cycle stopped by the JVM's garbage collection pauses (a large message's array allocated on the poller
+ * can start one) is no handler's fault: when the collectors' pause time during the stall is at least half of it, the
+ * report says so instead of blaming a handler or the machine's cores, and leaves the stack out.
  */
 final class PollerWatchdog implements Runnable
 {
     /** Per poller, at most one report this often; the ones in between are counted. */
     static final long REPORT_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final Logger LOG = LoggerFactory.getLogger(PollerWatchdog.class);
+    /** The JVM's collectors (fixed for its life). */
+    private static final List<GarbageCollectorMXBean> COLLECTORS = ManagementFactory.getGarbageCollectorMXBeans();
 
     private final Poller[] pollers;
     private final long thresholdNanos;
@@ -29,6 +39,9 @@ final class PollerWatchdog implements Runnable
     private final long[] seenSince;
     private final long[] seenCpu;
     private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    /** Milliseconds the JVM's collectors have paused the application so far. */
+    private final LongSupplier gcPauseMillis;
+    private final long[] seenGc;
     private final long[] reportedCycle;
     private final long[] lastReport;
     private final int[] suppressed;
@@ -39,7 +52,17 @@ final class PollerWatchdog implements Runnable
 
     PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos)
     {
+        this(name, pollers, thresholdNanos, PollerWatchdog::collectorPauseMillis);
+    }
+
+    /**
+     * @param gcPauseMillis the collectors' pause time so far, in ms (tests pass their own).
+     */
+    PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos, final LongSupplier gcPauseMillis)
+    {
         this.pollers = pollers;
+        this.gcPauseMillis = gcPauseMillis;
+        this.seenGc = new long[pollers.length];
         this.thresholdNanos = thresholdNanos;
         this.seenCycle = new long[pollers.length];
         this.seenSince = new long[pollers.length];
@@ -89,11 +112,13 @@ final class PollerWatchdog implements Runnable
         {
             LockSupport.parkNanos(this, period);
             final long now = System.nanoTime();
+            // read with the clock: a pause between the two readings would count against the wrong interval
+            final long gcNow = gcPauseMillis.getAsLong();
             boolean allAsleep = true;
             for (int i = 0; i < pollers.length; i++)
             {
                 final long before = seenCycle[i];
-                check(i, now);
+                check(i, now, gcNow);
                 // Asleep now, and no duty cycle since the last check: asleep for a whole period.
                 allAsleep &= pollers[i].isAsleep() && seenCycle[i] == before;
             }
@@ -136,7 +161,7 @@ final class PollerWatchdog implements Runnable
         // next check (as for a cycle that begins between two checks).
     }
 
-    private void check(final int i, final long now)
+    private void check(final int i, final long now, final long gcNow)
     {
         final long cycle = pollers[i].cycleCount();
         if (cycle != seenCycle[i])
@@ -144,6 +169,7 @@ final class PollerWatchdog implements Runnable
             seenCycle[i] = cycle;
             seenSince[i] = now;
             seenCpu[i] = cpuNanos(pollers[i].thread());
+            seenGc[i] = gcNow;
             return;
         }
         if ((cycle & 1) == 0 || now - seenSince[i] < thresholdNanos || reportedCycle[i] == cycle)
@@ -171,27 +197,78 @@ final class PollerWatchdog implements Runnable
         final int before = suppressed[i];
         suppressed[i] = 0;
         final String more = before > 0 ? " (" + before + " more since the last report)" : "";
-        final String what;
+        // both readings in whole ms, taken with the clock's: at most the stall (rounding aside)
+        final long gc = Math.min(elapsed, TimeUnit.MILLISECONDS.toNanos(Math.max(0, gcNow - seenGc[i])));
+        final String what = cause(state, elapsed, cpu, gc);
+        // A starved or collected poller's stack says only where it was stopped: left out, the line stays one line.
+        final boolean stackless = gc >= elapsed / 2 || state == Thread.State.RUNNABLE && cpu >= 0 && cpu < elapsed / 2;
+        LOG.warn("poller thread {} has been in one duty cycle for {} ms and {}{}{}",
+            poller.getName(), TimeUnit.NANOSECONDS.toMillis(elapsed), what, more, stackless ? "" : " Its stack:" + stack);
+    }
+
+    /**
+     * What a stall report says of its cause.
+     *
+     * @param state   the poller thread's state when the stall was seen.
+     * @param elapsed how long its duty cycle has run, ns.
+     * @param cpu     the thread's CPU time in that while, ns, or -1 where the JVM does not measure it.
+     * @param gc      the collectors' pause time in that while, ns.
+     * @return the report's cause, worded for the one who reads the log.
+     */
+    static String cause(final Thread.State state, final long elapsed, final long cpu, final long gc)
+    {
+        if (gc >= elapsed / 2)
+        {
+            return String.format(Locale.ROOT, "was stopped by garbage collection for %d ms of that time (the JVM's " +
+                "pauses, not a handler: -Xlog:gc shows them; fewer large allocations per message, e.g. a pooling " +
+                "marshaller, or a larger or low-pause heap shortens them), and every connection of this poller waited.",
+                TimeUnit.NANOSECONDS.toMillis(gc));
+        }
         if (state != Thread.State.RUNNABLE)
         {
-            what = "is " + state + ": a handler is blocking the poller thread, and every " +
+            return "is " + state + ": a handler is blocking the poller thread, and every " +
                 "connection it serves waits. Give the server an executor or scheduler (RpcServer.Builder.executor/" +
                 "scheduler) for handlers that block.";
         }
-        else if (cpu >= 0 && cpu < elapsed / 2)
+        if (cpu >= 0 && cpu < elapsed / 2)
         {
-            what = "is runnable but ran only " + TimeUnit.NANOSECONDS.toMillis(cpu) + " ms of that time: the machine " +
+            // pauses that do not make half of the stall (or whose reading missed one: the counter moves in whole
+            // pauses) are still named
+            final long gcMillis = TimeUnit.NANOSECONDS.toMillis(gc);
+            return "is runnable but ran only " + TimeUnit.NANOSECONDS.toMillis(cpu) + " ms of that time" +
+                (gcMillis > 0 ? " (garbage collection paused it for " + gcMillis + " ms)" : "") + ": the machine " +
                 "has fewer free cores than busy threads (oversubscribed), and every connection of this poller waits.";
         }
-        else
+        return "is busy: a handler doing long work on the poller thread holds up every " +
+            "connection it serves; move such work to an executor or scheduler.";
+    }
+
+    /**
+     * @return milliseconds the JVM's collectors have paused the application so far: the sum over its collectors but
+     * those that count concurrent work (ZGC's and Shenandoah's cycles, G1's concurrent marking on newer JDKs).
+     */
+    static long collectorPauseMillis()
+    {
+        return pauseMillis(COLLECTORS);
+    }
+
+    /**
+     * @param collectors the JVM's collectors.
+     * @return their pause time so far, ms (see {@link #collectorPauseMillis()}).
+     */
+    static long pauseMillis(final List<? extends GarbageCollectorMXBean> collectors)
+    {
+        long sum = 0;
+        for (final GarbageCollectorMXBean collector : collectors)
         {
-            what = "is busy: a handler doing long work on the poller thread holds up every " +
-                "connection it serves; move such work to an executor or scheduler.";
+            final String name = collector.getName();
+            final long time = collector.getCollectionTime();
+            if (time > 0 && !name.contains("Cycles") && !name.contains("Concurrent"))
+            {
+                sum += time;
+            }
         }
-        // A starved poller's stack says only where it was preempted: left out, the line stays one line.
-        final boolean starved = state == Thread.State.RUNNABLE && cpu >= 0 && cpu < elapsed / 2;
-        LOG.warn("poller thread {} has been in one duty cycle for {} ms and {}{}{}",
-            poller.getName(), TimeUnit.NANOSECONDS.toMillis(elapsed), what, more, starved ? "" : " Its stack:" + stack);
+        return sum;
     }
 
     private long cpuNanos(final Thread thread)
