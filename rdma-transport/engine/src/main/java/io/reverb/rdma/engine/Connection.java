@@ -128,8 +128,9 @@ public interface Connection extends AutoCloseable
     CompletableFuture<Void> closeAsync();
 
     /**
-     * Graceful close, waiting up to {@link EngineConfig#closeTimeoutNanos()} (not waiting when
-     * called from a poller thread). Never throws.
+     * Graceful close, waiting up to {@link EngineConfig#closeTimeoutNanos()} (not waiting when called from a poller
+     * thread, nor from a listener's accept callback: the connection is polled once it returns). A connection closed
+     * before it was given a handler drops what arrives. Never throws.
      */
     @Override
     void close();

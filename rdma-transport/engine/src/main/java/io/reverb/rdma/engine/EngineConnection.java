@@ -119,6 +119,8 @@ final class EngineConnection implements Connection
     // ---- lifecycle
     private volatile int state = STATE_CONNECTED;
     private volatile boolean attention;
+    /** Its poller polls it: before that (a listener's accept callback), nothing of a close can happen. */
+    private volatile boolean polled;
     private volatile boolean disconnected;
     private volatile SendErrorHandler sendErrorHandler;
     private volatile boolean resourcesReleased;
@@ -618,6 +620,10 @@ final class EngineConnection implements Connection
                 sender.stateChanged();
             }
         }
+        // Closed before anyone set a handler (a refusal from an accept callback): what arrived can never be
+        // delivered, and held as the first message waiting for a handler it would keep the poller from reading the
+        // peer's answer to the CLOSE behind it, until the close timeout. It is dropped instead.
+        receiver.discardIfNoHandler();
         requestAttention();
         return closeCallbacks.future();
     }
@@ -632,8 +638,10 @@ final class EngineConnection implements Connection
     public void close()
     {
         final CompletableFuture<Void> f = closeAsync();
-        if (Thread.currentThread() == poller.thread())
+        if (Thread.currentThread() == poller.thread() || !polled)
         {
+            // On the poller the close cannot progress while it waits; before polling starts (a listener's accept
+            // callback, whose return starts it) neither: it waited the whole close timeout, holding the accept loop.
             return;
         }
         try
@@ -846,6 +854,12 @@ final class EngineConnection implements Connection
     // =====================================================================================
     // Plain accessors
     // =====================================================================================
+
+    /** Its poller polls it from now on ({@link Poller#add}). */
+    void polled()
+    {
+        polled = true;
+    }
 
     @Override
     public void setHandler(final MessageHandler handler)

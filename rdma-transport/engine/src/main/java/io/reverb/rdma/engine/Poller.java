@@ -155,6 +155,7 @@ final class Poller implements Agent
     synchronized void add(final EngineConnection connection)
     {
         connections = ArrayUtil.add(connections, connection);
+        connection.polled();
         wakeup();
     }
 

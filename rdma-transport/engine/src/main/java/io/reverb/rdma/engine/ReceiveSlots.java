@@ -11,6 +11,7 @@ import io.reverb.rdma.verbs.WcOpcode;
 import io.reverb.rdma.verbs.WcStatus;
 import io.reverb.rdma.verbs.WorkCompletions;
 import java.io.IOException;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -46,6 +47,12 @@ final class ReceiveSlots
     private InboundRendezvous rendezvous;
 
     private volatile MessageHandler handler;
+    private static final AtomicReferenceFieldUpdater<ReceiveSlots, MessageHandler> HANDLER =
+        AtomicReferenceFieldUpdater.newUpdater(ReceiveSlots.class, MessageHandler.class, "handler");
+    /** The handler of a connection closed before it had one: see {@link #discardIfNoHandler()}. */
+    private static final MessageHandler DISCARD = (buffer, offset, length) ->
+    {
+    };
     private volatile boolean paused;
 
     private BufferPool.Buffer deliveringRendezvous;
@@ -104,6 +111,16 @@ final class ReceiveSlots
     void handler(final MessageHandler handler)
     {
         this.handler = handler;
+    }
+
+    /**
+     * The connection closes and no handler was ever set: from now on messages are dropped (a handler set meanwhile
+     * stays, and one set later replaces the dropping one), so that those held for a handler no longer stop this
+     * connection's receives, the close's own frames among them.
+     */
+    void discardIfNoHandler()
+    {
+        HANDLER.compareAndSet(this, null, DISCARD);
     }
 
     void pause(final boolean paused)

@@ -344,12 +344,20 @@ final class ReverbConnect
         result.complete(onTcp);
     }
 
-    /** The server was not a reverb:// one: connect again over plain tcp. */
-    private void plainTcp(final Throwable cause)
+    /**
+     * The server was not a reverb:// one, or went away before it offered anything: connect again over plain tcp.
+     *
+     * @param answeredRpc whether it answered the fabric request with an RPC frame (a tcp:// server), rather than
+     *                    closing the connection (a tcp:// server too, or one shutting down).
+     * @param cause       why the connection closed, or null.
+     */
+    private void plainTcp(final boolean answeredRpc, final Throwable cause)
     {
-        provider.log("plain " + uri.getAuthority(), uri + ": the server answered the fabric request with an RPC " +
-            "frame or closed the connection instead of offering fabrics (a tcp:// server, not reverb://?" +
-            (cause == null ? "" : " " + cause.getMessage()) + "); connecting over plain tcp");
+        provider.log("plain " + uri.getAuthority(), uri + (answeredRpc ?
+            ": the server answered the fabric request with an RPC frame (a tcp:// server, not reverb://)" :
+            ": the server closed the connection before offering fabrics (a tcp:// server, not reverb://, or one " +
+            "shutting down" + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()) + ")") +
+            "; connecting over plain tcp");
         provider.tcp.connect(tcpUri, options, handler).whenComplete((connection, failure) ->
         {
             if (failure != null)
@@ -392,7 +400,7 @@ final class ReverbConnect
             if (type == 0)
             {
                 connection.close();
-                plainTcp(null);
+                plainTcp(true, null);
                 return;
             }
             if (type != FabricMessages.OFFER)
@@ -452,7 +460,7 @@ final class ReverbConnect
             }
             else if (notReverb)
             {
-                plainTcp(cause);
+                plainTcp(false, cause);
             }
         }
     }

@@ -1,16 +1,21 @@
 package io.reverb.rdma.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.StringValue;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.reverb.rdma.engine.EngineConfig;
+import io.reverb.rdma.engine.EngineListener;
+import io.reverb.rdma.engine.RdmaEngine;
 import io.reverb.rdma.provider.shm.ShmTestDirectories;
 import io.reverb.rdma.verbs.VerbsConfig;
 import io.reverb.rpc.CallOptions;
 import io.reverb.rpc.RpcChannel;
+import io.reverb.rpc.RpcException;
 import io.reverb.rpc.RpcServer;
+import io.reverb.rpc.StatusCode;
 import io.reverb.rpc.TestService;
 import io.reverb.rpc.transport.Connection;
 import io.reverb.rpc.transport.ConnectionHandler;
@@ -356,12 +361,37 @@ class ReverbTransportTest
         {
             assertThat(echo(channel, "plain")).isEqualTo("plain");
             assertThat(channel.fabric()).isEqualTo("tcp");
-            assertThat(log).singleElement().asString().contains("connecting over plain tcp");
+            assertThat(log).singleElement().asString()
+                .contains("the server answered the fabric request with an RPC frame (a tcp:// server, not reverb://)")
+                .contains("connecting over plain tcp");
         }
         finally
         {
             channel.close();
             server.close();
+        }
+    }
+
+    /**
+     * A server whose connections close before it offers fabrics (a server shutting down; here an engine that closes
+     * every connection it accepts): the client says so, tries plain tcp, and the call fails UNAVAILABLE. The log said
+     * "answered ... with an RPC frame or closed the connection" before, which read as a tcp:// server.
+     */
+    @Test
+    void shouldSayTheServerClosedTheConnectionBeforeOfferingFabrics() throws IOException
+    {
+        try (RdmaEngine closing = RdmaEngine.open("tcp", new EngineConfig().name("closing-server"));
+            EngineListener listener = closing.listen("127.0.0.1:0", refused -> refused.close());
+            RpcChannel channel = RpcChannel.builder("reverb://" + listener.address())
+                .transportOptions(EngineOptions.of(config)).build())
+        {
+            assertThatThrownBy(() -> echo(channel, "gone")).isInstanceOf(RpcException.class)
+                .satisfies(e -> assertThat(((RpcException)e).status().code()).isEqualTo(StatusCode.UNAVAILABLE));
+            assertThat(log).anySatisfy(line -> assertThat(line)
+                .contains("the server closed the connection before offering fabrics (a tcp:// server, not reverb://, " +
+                    "or one shutting down")
+                .contains("connecting over plain tcp"));
+            assertThat(log).noneSatisfy(line -> assertThat(line).contains("RPC frame"));
         }
     }
 }
