@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,8 +38,7 @@ final class PollerWatchdog implements Runnable
     private final long[] seenSince;
     private final long[] seenCpu;
     private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    /** Milliseconds the JVM's collectors have paused the application so far. */
-    private final LongSupplier gcPauseMillis;
+    /** Per poller, {@link #collectorPauseMillis()} when its current duty cycle was first seen. */
     private final long[] seenGc;
     private final long[] reportedCycle;
     private final long[] lastReport;
@@ -52,16 +50,7 @@ final class PollerWatchdog implements Runnable
 
     PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos)
     {
-        this(name, pollers, thresholdNanos, PollerWatchdog::collectorPauseMillis);
-    }
-
-    /**
-     * @param gcPauseMillis the collectors' pause time so far, in ms (tests pass their own).
-     */
-    PollerWatchdog(final String name, final Poller[] pollers, final long thresholdNanos, final LongSupplier gcPauseMillis)
-    {
         this.pollers = pollers;
-        this.gcPauseMillis = gcPauseMillis;
         this.seenGc = new long[pollers.length];
         this.thresholdNanos = thresholdNanos;
         this.seenCycle = new long[pollers.length];
@@ -113,7 +102,7 @@ final class PollerWatchdog implements Runnable
             LockSupport.parkNanos(this, period);
             final long now = System.nanoTime();
             // read with the clock: a pause between the two readings would count against the wrong interval
-            final long gcNow = gcPauseMillis.getAsLong();
+            final long gcNow = collectorPauseMillis();
             boolean allAsleep = true;
             for (int i = 0; i < pollers.length; i++)
             {
