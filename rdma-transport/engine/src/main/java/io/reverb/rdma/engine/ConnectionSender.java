@@ -642,6 +642,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             signaledInFlight + 2 >= maxSignaledInFlight || ring.posted() + dataLength >= ring.tail() ||
             !window.canSendDataAfterNextBatch() || outbound.nextWrite() != null);
         req.flags(signaled ? SendRequest.FLAG_SIGNALED : 0);
+        window.beforePost();
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
@@ -745,6 +746,7 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         {
             req.setSge(buffer.region, 0, buffer.length); // a direct write is in place: zero-length, a notification
         }
+        window.beforePost();
         final int rc = qp.postSend(req);
         if (rc != PostResult.OK)
         {
@@ -852,23 +854,27 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
     }
 
-    /** The receive side re-posted {@code reposted} slots: owe them to the peer, and send if that is due. */
-    void onReceivesReposted(final int reposted)
+    /**
+     * The receive side finished a poll (one lock for both): the peer returned {@code returned} credits in the batches it
+     * took, and it re-posted {@code reposted} slots, now owed to the peer; then sends what may go.
+     *
+     * @return false if the peer returned more credits than it has receives (see {@link CreditWindow}): those credits
+     * are not taken, the reposted ones are.
+     */
+    /** @return how many credits a correct peer may have returned in all so far (any thread; see {@link CreditWindow}) */
+    long creditReturnLimit()
     {
-        synchronized (lock)
-        {
-            window.onReceivesReposted(reposted);
-            flush();
-        }
+        return window.returnLimit();
     }
 
-    /** A batch from the peer returned credits. */
-    /** @return false if the peer returned more credits than it has receives (see {@link CreditWindow}). */
-    boolean onCreditsReturned(final int returned)
+    boolean afterReceives(final long returned, final int reposted)
     {
         synchronized (lock)
         {
-            return window.onCreditsReturned(returned);
+            final boolean valid = returned == 0 || returned <= Integer.MAX_VALUE && window.onCreditsReturned((int)returned);
+            window.onReceivesReposted(reposted);
+            flush();
+            return valid;
         }
     }
 

@@ -1,5 +1,7 @@
 package io.reverb.rdma.engine;
 
+import java.util.concurrent.atomic.AtomicLong;
+
 /**
  * The sender's flow control: how many receives the peer has posted that this side has not consumed
  * ({@link #credits()}), and how many receives this side re-posted that it has not yet told the peer about
@@ -12,10 +14,17 @@ package io.reverb.rdma.engine;
  * So the peer always has a receive posted when a SEND arrives, and the two sides can never both be stuck at
  * zero credits.
  *
- * <p>Not thread-safe: the connection guards it with its send lock.
+ * <p>Not thread-safe: the connection guards it with its send lock, except {@link #returnLimit()}, which the poller
+ * reads without it.
  */
 final class CreditWindow
 {
+    /**
+     * The most credits the peer may have returned in all, now: the credits this side consumed, plus, on the acceptor,
+     * the window the connector's first batch announces. Written under the send lock with a release store before the
+     * post that consumes the credit, so a peer's answer to that post finds it raised ({@link #returnLimit()}).
+     */
+    private final AtomicLong returnLimit = new AtomicLong();
     private final int returnThreshold;
     /** The most credits this side can hold: the receives the peer announced (a correct peer never returns more). */
     private int maxCredits;
@@ -35,6 +44,7 @@ final class CreditWindow
     void start(final boolean acceptor, final int peerReceiveSlots, final int localReceiveSlots)
     {
         maxCredits = peerReceiveSlots;
+        returnLimit.lazySet(acceptor ? peerReceiveSlots : 0);
         if (acceptor)
         {
             credits = 0;
@@ -81,6 +91,16 @@ final class CreditWindow
         return owed >= returnThreshold;
     }
 
+    /**
+     * A SEND or a rendezvous write is about to be posted (before the post: the peer may answer before the post
+     * returns): the peer may return one credit more. A post that fails leaves the limit one higher, a connection that
+     * is failing anyway.
+     */
+    void beforePost()
+    {
+        returnLimit.lazySet(returnLimit.get() + 1);
+    }
+
     /** A batch was posted: it consumed one credit and returned every owed one. */
     void onBatchPosted()
     {
@@ -92,6 +112,15 @@ final class CreditWindow
     void onWritePosted()
     {
         credits--;
+    }
+
+    /**
+     * @return how many credits a correct peer may have returned in all so far (any thread: the poller checks each
+     * batch's credits against it before the batch is used, and {@link #onCreditsReturned} takes them later)
+     */
+    long returnLimit()
+    {
+        return returnLimit.get();
     }
 
     /**

@@ -427,16 +427,21 @@ final class EngineConnection implements Connection
             (status == WcStatus.RNR_RETRY_EXC_ERR ? " (the peer had no receive posted: an engine credit bug)" : "")));
     }
 
-    /** The receive side re-posted {@code reposted} slots: owe them to the peer, and send if that is due. */
-    void onReceivesReposted(final int reposted)
+    /**
+     * The receive side finished a poll: the batches it took returned {@code returned} credits, and it re-posted
+     * {@code reposted} slots (owed to the peer); sends what that lets go.
+     *
+     * @return false if the peer returned more credits than it has receives (the caller reports the protocol error)
+     */
+    boolean afterReceives(final long returned, final int reposted)
     {
-        sender.onReceivesReposted(reposted);
+        return sender.afterReceives(returned, reposted);
     }
 
-    /** A batch from the peer returned credits. */
-    boolean onCreditsReturned(final int returned)
+    /** @return how many credits a correct peer may have returned in all so far (poller: checked before a batch is used) */
+    long creditReturnLimit()
     {
-        return sender.onCreditsReturned(returned);
+        return sender.creditReturnLimit();
     }
 
     @Override
@@ -501,7 +506,18 @@ final class EngineConnection implements Connection
 
     void protocolError(final String what)
     {
+        peerBroke = true;
         failLater(new PeerDisconnectedException("protocol error from " + remoteAddress + ": " + what));
+    }
+
+    /**
+     * @return whether the peer broke the protocol: nothing more of what it sent is used (the receives taken in the
+     * same poll after the bad batch included), although the connection goes down only at the poller's next attention
+     * check
+     */
+    boolean peerBroke()
+    {
+        return peerBroke;
     }
 
     /**
@@ -514,11 +530,14 @@ final class EngineConnection implements Connection
         {
             pendingFailure = new PeerDisconnectedException("protocol error from " + remoteAddress + ": " + what);
         }
+        peerBroke = true;
         disconnected = true;
         requestAttention();
     }
 
     private volatile Throwable pendingFailure;
+    /** See {@link #peerBroke()}. */
+    private volatile boolean peerBroke;
 
     /** Records a failure; the poller tears the connection down at its next attention check. */
     void failLater(final Throwable cause)

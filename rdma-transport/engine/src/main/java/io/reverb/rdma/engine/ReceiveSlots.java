@@ -75,6 +75,14 @@ final class ReceiveSlots
     private WorkCompletions deferred = new WorkCompletions(1);
     private int deferredNext;
 
+    /**
+     * Credits the batches of this poll returned, applied with its re-posted receives in one step at its end
+     * ({@link #afterReceives(int)}; poller thread).
+     */
+    private long creditsReturned;
+    /** Credits the peer returned since the connection began (poller thread). */
+    private long creditsReturnedInAll;
+
     private int parkedSlot = -1;
     private int parkedOffset;
     private int parkedEnd;
@@ -135,9 +143,9 @@ final class ReceiveSlots
      */
     boolean poll(final WorkCompletions wc)
     {
-        if (paused)
+        if (paused || connection.peerBroke())
         {
-            return false;
+            return false; // a peer that broke the protocol: nothing more of it is used (its connection is going down)
         }
         frameBudget = framesPerPoll;
         if (parkedSlot >= 0)
@@ -182,10 +190,8 @@ final class ReceiveSlots
         parkedSlot = -1;
         final boolean done = parkedRendezvousId != NO_RENDEZVOUS ?
             onRendezvousData(slot, parkedRendezvousId) : onDataFrames(slot, parkedOffset, parkedEnd);
-        if (done && connection.state() < EngineConnection.STATE_CLOSED && !connection.isDisconnected() && post(slot))
-        {
-            connection.onReceivesReposted(1);
-        }
+        afterReceives(done && connection.state() < EngineConnection.STATE_CLOSED && !connection.isDisconnected() &&
+            post(slot) ? 1 : 0);
         return done;
     }
 
@@ -203,6 +209,10 @@ final class ReceiveSlots
      */
     void drain(final WorkCompletions wc, final int n)
     {
+        if (connection.peerBroke())
+        {
+            return; // nothing that came after a protocol error is delivered
+        }
         frameBudget = Integer.MAX_VALUE;
         if (parkedSlot >= 0 && handler != null && resumeParked())
         {
@@ -274,6 +284,11 @@ final class ReceiveSlots
         int i = from;
         while (i < n && frameBudget > 0)
         {
+            if (connection.peerBroke())
+            {
+                i = n; // a protocol error: what the peer sent after it is dropped
+                break;
+            }
             final WcStatus status = wc.status(i);
             if (status != WcStatus.SUCCESS)
             {
@@ -305,8 +320,24 @@ final class ReceiveSlots
                 break; // parked (no handler yet, or the budget ran out inside it), or the budget is spent
             }
         }
-        connection.onReceivesReposted(reposted);
+        afterReceives(reposted);
         return i;
+    }
+
+    /**
+     * The end of a poll's receives: the credits their batches returned and the receives re-posted go to the send side
+     * together (one lock), and what they let go is sent. A batch's credits are taken after its messages were delivered:
+     * a reply that finds the window empty is sent here, in the same poll.
+     */
+    private void afterReceives(final int reposted)
+    {
+        final long returned = creditsReturned;
+        creditsReturned = 0;
+        if (!connection.afterReceives(returned, reposted))
+        {
+            connection.protocolError("returned " + returned + " credits, more than its " + connection.peerReceiveSlots() +
+                " receives");
+        }
     }
 
     private boolean post(final int slot)
@@ -349,11 +380,18 @@ final class ReceiveSlots
             }
             connection.authGate = null;
         }
-        if (returned > 0 && !connection.onCreditsReturned(returned))
+        if (returned > 0)
         {
-            connection.protocolError("returned " + returned + " credits, more than its " + connection.peerReceiveSlots() +
-                " receives");
-            return true;
+            // Checked now, before the batch is used: no more in all than this side consumed (and, on the acceptor, the
+            // window the first batch announces); taken at the poll's end, with the receives re-posted (afterReceives).
+            if (creditsReturnedInAll + returned > connection.creditReturnLimit())
+            {
+                connection.protocolError("returned " + returned + " credits, more than its " + connection.peerReceiveSlots() +
+                    " receives");
+                return true;
+            }
+            creditsReturnedInAll += returned;
+            creditsReturned += returned;
         }
         int offset = base + Wire.BATCH_HEADER_LENGTH;
         final int controlEnd = offset + controlLength;

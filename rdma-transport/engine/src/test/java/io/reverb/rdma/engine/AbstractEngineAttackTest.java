@@ -10,6 +10,7 @@ import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.CompletionQueue;
 import io.reverb.rdma.verbs.ConnectionRejectedException;
 import io.reverb.rdma.verbs.MemoryRegion;
+import io.reverb.rdma.verbs.PostResult;
 import io.reverb.rdma.verbs.ProtectionDomain;
 import io.reverb.rdma.verbs.QueuePair;
 import io.reverb.rdma.verbs.QueuePairAttributes;
@@ -609,6 +610,32 @@ abstract class AbstractEngineAttackTest
     }
 
     @Test
+    void shouldDropAPeerThatReturnsCreditsItWasNeverGivenBeforeItsMessageIsDelivered() throws Exception
+    {
+        // The first batch announces the peer's receives (all the credits it may give); a second batch that returns one
+        // more, with a message in it, is refused before the message is delivered, although the server takes credits
+        // only at the end of a poll.
+        final int slots = engineConfig("slots").receiveSlots();
+        assertDropsHostileBatches(Wire.BATCH_HEADER_LENGTH + Wire.FRAME_HEADER_LENGTH + 64, List.of(
+            b -> b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, slots),
+            b ->
+            {
+                b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, 1);
+                putFrame(b, Wire.BATCH_HEADER_LENGTH, Wire.FRAME_DATA, 64, 1);
+            }));
+    }
+
+    @Test
+    void shouldDeliverNothingThatFollowsABatchBreakingTheProtocol() throws Exception
+    {
+        // The first batch returns more credits than the peer's receives; the message of the second (taken in the same
+        // poll over tcp, where the server reads both from the socket at once) is dropped with the connection.
+        assertDropsHostileBatches(Wire.BATCH_HEADER_LENGTH + Wire.FRAME_HEADER_LENGTH + 64, List.of(
+            b -> b.putInt(BatchHeaderFlyweight.CREDITS_OFFSET, Integer.MAX_VALUE),
+            b -> putFrame(b, Wire.BATCH_HEADER_LENGTH, Wire.FRAME_DATA, 64, 1)));
+    }
+
+    @Test
     void shouldDropAPeerWhoseDataFrameLengthOverflowsTheBoundsCheck() throws Exception
     {
         // offset + header + length wraps negative in int arithmetic: the frame must not be delivered as ~2 GiB.
@@ -630,6 +657,16 @@ abstract class AbstractEngineAttackTest
     private void assertDropsHostileBatch(final int length, final Consumer<UnsafeBuffer> batch)
         throws Exception
     {
+        assertDropsHostileBatches(length, List.of(batch));
+    }
+
+    /**
+     * As {@link #assertDropsHostileBatch}, with several batches of {@code length} bytes sent in order (the last one
+     * hostile): nothing of any of them may be delivered.
+     */
+    private void assertDropsHostileBatches(final int length, final List<Consumer<UnsafeBuffer>> batches)
+        throws Exception
+    {
         final long budget = 4L * MIB;
         try (RdmaEngine rvServer = RdmaEngine.open(scheme(), rendezvousServerConfig(budget));
              RdmaEngine good = RdmaEngine.open(scheme(), rendezvousClientConfig("rv-good"));
@@ -649,11 +686,14 @@ abstract class AbstractEngineAttackTest
                     ready.address(), ready.rkey(), Handshake.VERSION));
                 await("ready word", () -> ready.buffer().getLongVolatile(0) == Handshake.MAGIC);
                 assertThat(length).isLessThanOrEqualTo(rvServer.config().receiveSlotLength());
-                final MemoryRegion source = pd.allocate(length, Access.LOCAL_WRITE);
-                batch.accept(source.buffer());
-                final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1);
-                request.setSge(source, 0, length);
-                qp.postSend(request);
+                for (int i = 0; i < batches.size(); i++)
+                {
+                    final MemoryRegion source = pd.allocate(length, Access.LOCAL_WRITE);
+                    batches.get(i).accept(source.buffer());
+                    final SendRequest request = new SendRequest().opcode(WrOpcode.SEND).wrId(1 + i);
+                    request.setSge(source, 0, i == batches.size() - 1 ? length : Wire.BATCH_HEADER_LENGTH);
+                    assertThat(qp.postSend(request)).isEqualTo(PostResult.OK);
+                }
                 await("the hostile connection dropped", () -> rvServer.connections().size() == 1);
                 qp.close();
             }

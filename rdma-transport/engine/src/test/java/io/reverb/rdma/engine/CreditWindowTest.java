@@ -98,4 +98,28 @@ class CreditWindowTest
         window.onReceivesReposted(1);
         assertThat(window.creditReturnDue()).isTrue();
     }
+
+    @Test
+    void shouldLetThePeerReturnOnlyWhatThisSideConsumed()
+    {
+        final CreditWindow connector = new CreditWindow(8);
+        connector.start(false, 4, 8);
+        assertThat(connector.returnLimit()).as("nothing consumed yet").isZero();
+        connector.beforePost();
+        connector.onBatchPosted();
+        connector.beforePost();
+        connector.onWritePosted();
+        assertThat(connector.returnLimit()).isEqualTo(2);
+        assertThat(connector.credits()).isEqualTo(2);
+
+        final CreditWindow acceptor = new CreditWindow(8);
+        acceptor.start(true, 4, 8);
+        assertThat(acceptor.returnLimit()).as("the connector's first batch announces its 4 receives").isEqualTo(4);
+        assertThat(acceptor.onCreditsReturned(4)).isTrue();
+        acceptor.beforePost();
+        acceptor.onBatchPosted();
+        assertThat(acceptor.returnLimit()).isEqualTo(5);
+        assertThat(acceptor.onCreditsReturned(2)).as("one more than was consumed").isFalse();
+        assertThat(acceptor.onCreditsReturned(1)).isTrue();
+    }
 }

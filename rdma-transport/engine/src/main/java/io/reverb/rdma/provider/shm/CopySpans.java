@@ -3,6 +3,7 @@ package io.reverb.rdma.provider.shm;
 import io.reverb.rdma.provider.base.RegionChecks;
 import io.reverb.rdma.verbs.Access;
 import io.reverb.rdma.verbs.ScatterGatherList;
+import org.agrona.UnsafeApi;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -50,14 +51,24 @@ final class CopySpans
         dstCount = 0;
     }
 
-    /** Copies the resolved source spans into {@code dst} from {@code offset} (the caller checked they fit). */
+    /**
+     * Copies the resolved source spans into {@code dst} from {@code offset} (the caller checked they fit: an inline
+     * slot's data): without {@link UnsafeBuffer}'s bounds checks, as every span was checked against its region when
+     * it was resolved (asserted where assertions are on).
+     */
     void copySourceTo(final UnsafeBuffer dst, final int offset)
     {
+        final byte[] dstArray = dst.byteArray();
+        final long dstAddress = dst.addressOffset();
         int at = offset;
         for (int i = 0; i < srcCount; i++)
         {
-            dst.putBytes(at, srcBuffers[i], srcOffsets[i], srcLengths[i]);
-            at += srcLengths[i];
+            final UnsafeBuffer src = srcBuffers[i];
+            final int length = srcLengths[i];
+            assert at >= 0 && at <= dst.capacity() - length && srcOffsets[i] >= 0 &&
+                srcOffsets[i] <= src.capacity() - length : "span outside its buffer";
+            UnsafeApi.copyMemory(src.byteArray(), src.addressOffset() + srcOffsets[i], dstArray, dstAddress + at, length);
+            at += length;
             srcBuffers[i] = null;
         }
     }

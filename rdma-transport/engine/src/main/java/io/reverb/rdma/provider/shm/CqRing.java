@@ -69,6 +69,8 @@ final class CqRing
     static final long REMOTE_FULL_WAIT_NANOS = 1_000_000_000L;
 
     private final UnsafeBuffer buffer;
+    /** The same memory for {@link #poll}'s accesses, without a bounds check on each ({@link RawMemory}). */
+    private final RawMemory raw;
     private final int capacity;
     private final int mask;
     /**
@@ -81,6 +83,7 @@ final class CqRing
     CqRing(final UnsafeBuffer buffer)
     {
         this.buffer = buffer;
+        this.raw = new RawMemory(buffer);
         this.capacity = LAYOUT.capacity(buffer);
         this.mask = capacity - 1;
     }
@@ -189,7 +192,7 @@ final class CqRing
      */
     int poll(final WorkCompletions completions, final int from)
     {
-        final UnsafeBuffer buffer = this.buffer;
+        final RawMemory buffer = raw;
         final int max = completions.capacity() - from;
         long head = buffer.getLong(HEAD_OFFSET);
         int count = 0;

@@ -109,6 +109,8 @@ final class RecvRing
     static final int STATE_ERROR = 1;
 
     private final UnsafeBuffer buffer;
+    /** The same memory for the hot path's accesses, without a bounds check on each ({@link RawMemory}). */
+    private final RawMemory raw;
     private final int capacity;
     private final int mask;
     private final int inboxOffset;
@@ -124,6 +126,7 @@ final class RecvRing
     RecvRing(final UnsafeBuffer buffer)
     {
         this.buffer = buffer;
+        this.raw = new RawMemory(buffer);
         this.capacity = LAYOUT.capacity(buffer);
         this.mask = capacity - 1;
         this.inboxOffset = ENTRIES_OFFSET + capacity * ENTRY_LENGTH;
@@ -163,7 +166,7 @@ final class RecvRing
     /** Sender: read after the tail (see {@link #postedBeyond}); a message this long fits every receive below it. */
     int inlineFloor()
     {
-        return buffer.getIntVolatile(INLINE_FLOOR_OFFSET);
+        return raw.getIntVolatile(INLINE_FLOOR_OFFSET);
     }
 
     /** @return the offset in {@link #buffer()} of the inbox slot of receive {@code index}. */
@@ -185,9 +188,9 @@ final class RecvRing
     void publishSlot(final long index, final int byteLen, final int imm, final int info)
     {
         final int offset = slotOffset(index);
-        buffer.putInt(offset + SLOT_BYTE_LEN, byteLen);
-        buffer.putInt(offset + SLOT_IMM, imm);
-        buffer.putLongVolatile(offset + SLOT_WORD, ((long)info << 48) | ((index + 1) & SEQ_MASK));
+        raw.putInt(offset + SLOT_BYTE_LEN, byteLen);
+        raw.putInt(offset + SLOT_IMM, imm);
+        raw.putLongVolatile(offset + SLOT_WORD, ((long)info << 48) | ((index + 1) & SEQ_MASK));
     }
 
     /**
@@ -215,26 +218,38 @@ final class RecvRing
     boolean slotPublished(final long index)
     {
         final int offset = slotOffset(index);
-        if ((buffer.getLongVolatile(offset + SLOT_WORD) & SEQ_MASK) == ((index + 1) & SEQ_MASK))
+        if ((raw.getLongVolatile(offset + SLOT_WORD) & SEQ_MASK) == ((index + 1) & SEQ_MASK))
         {
             return true;
         }
         // kept in a field, so that the loads are not compiled away
-        otherLinesSeen += buffer.getLong(offset + LINE) + buffer.getLong(offset + 2 * LINE) +
-            buffer.getLong(offset + 3 * LINE);
+        otherLinesSeen += raw.getLong(offset + LINE) + raw.getLong(offset + 2 * LINE) +
+            raw.getLong(offset + 3 * LINE);
         return false;
+    }
+
+    /** Owner's poller: the byte length a published slot says (the peer wrote it: unchecked). */
+    int slotByteLen(final long index)
+    {
+        return raw.getInt(slotOffset(index) + SLOT_BYTE_LEN);
+    }
+
+    /** Owner's poller: the immediate data of a published slot. */
+    int slotImm(final long index)
+    {
+        return raw.getInt(slotOffset(index) + SLOT_IMM);
     }
 
     /** Owner's poller: the info bits of a published slot. */
     int slotInfo(final long index)
     {
-        return (int)(buffer.getLong(slotOffset(index) + SLOT_WORD) >>> 48);
+        return (int)(raw.getLong(slotOffset(index) + SLOT_WORD) >>> 48);
     }
 
     /** Owner's poller: receive {@code index} is done; its entry and slot may be reused. */
     void consumed(final long index)
     {
-        buffer.putLongOrdered(CONSUMED_OFFSET, index + 1);
+        raw.putLongOrdered(CONSUMED_OFFSET, index + 1);
     }
 
     /** @return the head: receives claimed so far in classic mode (tests: inbox mode leaves it alone). */
@@ -258,7 +273,7 @@ final class RecvRing
     {
         if (next >= tailCache)
         {
-            tailCache = buffer.getLongVolatile(TAIL_OFFSET);
+            tailCache = raw.getLongVolatile(TAIL_OFFSET);
             floorCache = inlineFloor();
         }
         return next < tailCache;
@@ -304,7 +319,7 @@ final class RecvRing
      */
     boolean offer(final RecvRequest request, final boolean inbox)
     {
-        final UnsafeBuffer buffer = this.buffer;
+        final RawMemory buffer = raw;
         final long tail = buffer.getLong(TAIL_OFFSET);
         if (tail - headCache >= capacity)
         {
@@ -381,7 +396,7 @@ final class RecvRing
     long readEntry(final long index, final ScatterGatherList into)
     {
         final int offset = entryOffset(index);
-        int count = buffer.getInt(offset + SGE_COUNT);
+        int count = raw.getInt(offset + SGE_COUNT);
         if (count < 0 || count > ScatterGatherList.MAX_SGE)
         {
             count = 0;
@@ -390,9 +405,9 @@ final class RecvRing
         for (int i = 0; i < count; i++)
         {
             final int sge = offset + SGES + i * SGE_LENGTH;
-            into.addSge(buffer.getLong(sge), Math.max(0, buffer.getInt(sge + 8)), buffer.getInt(sge + 12));
+            into.addSge(raw.getLong(sge), Math.max(0, raw.getInt(sge + 8)), raw.getInt(sge + 12));
         }
-        return buffer.getLong(offset + WR_ID);
+        return raw.getLong(offset + WR_ID);
     }
 
     /** @return receives posted and not yet claimed (a snapshot). */
