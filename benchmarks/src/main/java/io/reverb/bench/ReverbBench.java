@@ -5,6 +5,7 @@ import com.sun.management.OperatingSystemMXBean;
 import io.reverb.bench.BenchOptions.ServerPlacement;
 import io.reverb.bench.balance.BalanceBench;
 import io.reverb.bench.floor.FloorTargets;
+import io.reverb.bench.floor.SoftwareCost;
 import io.reverb.bench.floor.TcpFloorTarget;
 import io.reverb.bench.load.CallKind;
 import io.reverb.bench.load.LoadGenerator;
@@ -51,6 +52,7 @@ import java.util.concurrent.TimeUnit;
  * reverb-bench server --uri URI     run only an echo server
  * reverb-bench report FILE.json...  merge JSON results into one text/HTML report
  * reverb-bench idle-cpu --uri URI   CPU used by an idle server process
+ * reverb-bench software             software per round trip (each echo's two ends on one thread)
  * reverb-bench jmh [JMH options]    the JMH suite (io.reverb.bench.jmh)
  * </pre>
  *
@@ -75,6 +77,8 @@ public final class ReverbBench
           reverb-bench load-matrix            every call OK under load: shm, tcp, inproc x unary, server-streaming x
                                               c = 1, 64, 128, 512, 2048 (--cell-duration 30s or --cell-calls N, default
                                               20000; --deadline 10s; --polling MODE); exits 1 if a cell fails
+          reverb-bench software               software per round trip, each echo's two ends on one thread: floor,
+                                              shm://, floor+aeron (--payload 64B, -z 8s, --warmup 3s, --rounds 1)
           reverb-bench jmh [JMH options]      run the JMH suite (e.g. jmh -prof gc UnaryLatency)
 
         Targets:
@@ -184,6 +188,9 @@ public final class ReverbBench
             case "report" -> report(options, "reverb-bench " + String.join(" ", args), out, err);
             case "idle-cpu" -> idleCpu(options, out);
             case "load-matrix" -> loadMatrix(options, out, err);
+            case "software" -> SoftwareCost.run(options.payloads.isEmpty() ? 64 : options.payloads.get(0),
+                options.warmupNanos, options.durationNanos > 0 ? options.durationNanos : TimeUnit.SECONDS.toNanos(8),
+                options.rounds, out);
             default -> throw new IllegalArgumentException("unknown command " + command + " (see --help)");
         };
     }
