@@ -611,6 +611,10 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             {
                 return;
             }
+            if (!ring.hasUnposted() && controlQueue.size() == 0 && outbound.nextWrite() == null)
+            {
+                return; // all is out: another pass would find nothing (a batch returns every owed credit)
+            }
         }
     }
 

@@ -13,6 +13,8 @@ public class ScatterGatherList
     private final int[] lengths = new int[MAX_SGE];
     private final int[] lkeys = new int[MAX_SGE];
     private int count;
+    /** The sum of the entries' lengths, kept as they are added (posting reads it more than once). */
+    private long total;
 
     /**
      * Replaces the list with one entry.
@@ -24,6 +26,7 @@ public class ScatterGatherList
     public void setSge(final long address, final int length, final int lkey)
     {
         count = 0;
+        total = 0;
         addSge(address, length, lkey);
     }
 
@@ -49,6 +52,7 @@ public class ScatterGatherList
         lengths[count] = length;
         lkeys[count] = lkey;
         count++;
+        total += length;
     }
 
     /**
@@ -67,6 +71,7 @@ public class ScatterGatherList
     public void clearSge()
     {
         count = 0;
+        total = 0;
     }
 
     /** @return number of entries. */
@@ -96,11 +101,6 @@ public class ScatterGatherList
     /** @return sum of entry lengths. */
     public long totalLength()
     {
-        long total = 0;
-        for (int i = 0; i < count; i++)
-        {
-            total += lengths[i];
-        }
         return total;
     }
 }
