@@ -60,15 +60,30 @@ public final class SoftwareCost
     {
     }
 
-    /** One echo being measured: its round trips so far and its failure, if any (any thread). */
-    private interface Echo extends AutoCloseable
+    /** One echo being measured: its round trips so far and its failure, if any (read from any thread). */
+    private abstract static class Echo implements AutoCloseable
     {
-        long trips();
+        final AtomicLong trips = new AtomicLong();
+        volatile Throwable failure;
 
-        Throwable failure();
+        final long trips()
+        {
+            return trips.get();
+        }
+
+        final Throwable failure()
+        {
+            return failure;
+        }
+
+        /** One more round trip (the echo's own thread: a release store, no fence). */
+        final void counted()
+        {
+            trips.lazySet(trips.get() + 1);
+        }
 
         @Override
-        void close() throws Exception;
+        public abstract void close() throws Exception;
     }
 
     /**
@@ -165,11 +180,9 @@ public final class SoftwareCost
     }
 
     /** The engine's echo: a client connection and the server's, of one engine with one poller. */
-    private static final class EngineEcho implements Echo
+    private static final class EngineEcho extends Echo
     {
         private final RdmaEngine engine;
-        private final AtomicLong trips = new AtomicLong();
-        private volatile Throwable failure;
 
         EngineEcho(final int payload) throws Exception
         {
@@ -177,9 +190,9 @@ public final class SoftwareCost
             try
             {
                 final EngineListener listener = engine.listen("reverb-software-" + ProcessHandle.current().pid(),
-                    connection -> connection.setHandler(new Reply(connection, null)));
+                    connection -> connection.setHandler(new Reply(connection, false)));
                 final Connection client = engine.connect(listener.address());
-                final Reply chain = new Reply(client, trips);
+                final Reply chain = new Reply(client, true);
                 client.setHandler(chain);
                 chain.send(new UnsafeBuffer(new byte[payload]), 0, payload);
             }
@@ -194,22 +207,22 @@ public final class SoftwareCost
         private final class Reply implements MessageHandler
         {
             private final Connection connection;
-            private final AtomicLong count;
+            private final boolean counts;
             private final WriteClaim claim = new WriteClaim();
             private final UnsafeBuffer out = new UnsafeBuffer(0, 0);
 
-            Reply(final Connection connection, final AtomicLong count)
+            Reply(final Connection connection, final boolean counts)
             {
                 this.connection = connection;
-                this.count = count;
+                this.counts = counts;
             }
 
             @Override
             public void onMessage(final DirectBuffer buffer, final int offset, final int length)
             {
-                if (count != null)
+                if (counts)
                 {
-                    count.lazySet(count.get() + 1);
+                    counted();
                 }
                 send(buffer, offset, length);
             }
@@ -230,18 +243,6 @@ public final class SoftwareCost
         }
 
         @Override
-        public long trips()
-        {
-            return trips.get();
-        }
-
-        @Override
-        public Throwable failure()
-        {
-            return failure;
-        }
-
-        @Override
         public void close()
         {
             engine.close();
@@ -249,14 +250,12 @@ public final class SoftwareCost
     }
 
     /** rpc-core's unary call over shm://: server and channel on one engine with one poller, each call started by the last. */
-    private static final class RpcEcho implements Echo, CoreSubscriber<BytesValue>
+    private static final class RpcEcho extends Echo implements CoreSubscriber<BytesValue>
     {
         private final RdmaEngine engine;
         private final RpcServer server;
         private final RpcChannel channel;
         private final BytesValue request;
-        private final AtomicLong trips = new AtomicLong();
-        private volatile Throwable failure;
         private volatile boolean stopped;
 
         RpcEcho(final int payload) throws Exception
@@ -311,23 +310,11 @@ public final class SoftwareCost
         @Override
         public void onComplete()
         {
-            trips.lazySet(trips.get() + 1);
+            counted();
             if (!stopped)
             {
                 next();
             }
-        }
-
-        @Override
-        public long trips()
-        {
-            return trips.get();
-        }
-
-        @Override
-        public Throwable failure()
-        {
-            return failure;
         }
 
         @Override
@@ -341,15 +328,13 @@ public final class SoftwareCost
     }
 
     /** Aeron IPC: an exclusive publication each way, one thread polling both subscriptions. */
-    private static final class AeronEcho implements Echo
+    private static final class AeronEcho extends Echo
     {
         private static final int REQUEST_STREAM = 1001;
         private static final int REPLY_STREAM = 1002;
         private final MediaDriver driver;
         private final Aeron aeron;
         private final Thread thread;
-        private final AtomicLong trips = new AtomicLong();
-        private volatile Throwable failure;
         private volatile boolean running = true;
 
         AeronEcho(final int payload)
@@ -377,7 +362,7 @@ public final class SoftwareCost
             final FragmentHandler echo = (buffer, offset, length, header) -> offer(replies, buffer, offset, length);
             final FragmentHandler back = (buffer, offset, length, header) ->
             {
-                trips.lazySet(trips.get() + 1);
+                counted();
                 offer(requests, buffer, offset, length);
             };
             thread = new Thread(() ->
@@ -413,18 +398,6 @@ public final class SoftwareCost
                     return;
                 }
             }
-        }
-
-        @Override
-        public long trips()
-        {
-            return trips.get();
-        }
-
-        @Override
-        public Throwable failure()
-        {
-            return failure;
         }
 
         @Override
