@@ -611,10 +611,6 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
             {
                 return;
             }
-            if (!ring.hasUnposted() && controlQueue.size() == 0 && outbound.nextWrite() == null)
-            {
-                return; // all is out: another pass would find nothing (a batch returns every owed credit)
-            }
         }
     }
 
@@ -858,19 +854,18 @@ final class ConnectionSender implements InboundRendezvous.Answers, WriteClaim.Co
         }
     }
 
-    /**
-     * The receive side finished a poll (one lock for both): the peer returned {@code returned} credits in the batches it
-     * took, and it re-posted {@code reposted} slots, now owed to the peer; then sends what may go.
-     *
-     * @return false if the peer returned more credits than it has receives (see {@link CreditWindow}): those credits
-     * are not taken, the reposted ones are.
-     */
     /** @return how many credits a correct peer may have returned in all so far (any thread; see {@link CreditWindow}) */
     long creditReturnLimit()
     {
         return window.returnLimit();
     }
 
+    /**
+     * The receive side finished a poll (one lock for both): its batches returned {@code returned} credits and it
+     * re-posted {@code reposted} receives, now owed to the peer; then sends what may go.
+     *
+     * @return false if those credits are more than the peer has receives (they are not taken; the re-posted ones are)
+     */
     boolean afterReceives(final long returned, final int reposted)
     {
         synchronized (lock)

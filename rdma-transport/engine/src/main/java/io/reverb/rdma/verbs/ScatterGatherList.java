@@ -13,8 +13,6 @@ public class ScatterGatherList
     private final int[] lengths = new int[MAX_SGE];
     private final int[] lkeys = new int[MAX_SGE];
     private int count;
-    /** The sum of the entries' lengths, kept as they are added (posting reads it more than once). */
-    private long total;
 
     /**
      * Replaces the list with one entry.
@@ -26,7 +24,6 @@ public class ScatterGatherList
     public void setSge(final long address, final int length, final int lkey)
     {
         count = 0;
-        total = 0;
         addSge(address, length, lkey);
     }
 
@@ -52,7 +49,6 @@ public class ScatterGatherList
         lengths[count] = length;
         lkeys[count] = lkey;
         count++;
-        total += length;
     }
 
     /**
@@ -71,7 +67,6 @@ public class ScatterGatherList
     public void clearSge()
     {
         count = 0;
-        total = 0;
     }
 
     /** @return number of entries. */
@@ -101,6 +96,11 @@ public class ScatterGatherList
     /** @return sum of entry lengths. */
     public long totalLength()
     {
+        long total = 0;
+        for (int i = 0; i < count; i++)
+        {
+            total += lengths[i];
+        }
         return total;
     }
 }

@@ -62,6 +62,8 @@ public final class RdmaTestDevice
             else
             {
                 cause = real;
+                System.out.println("[rdma tests] skipped, rdma:// cannot run here: " + real + " (or run them over the " +
+                    "emulated device: -D" + EMULATION_PROP + "=true, as the build's rdma-emulated execution does)");
             }
         }
         return cause;
